@@ -1,0 +1,142 @@
+package io.kvbridge.api;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.transfer.TransferBackend;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+
+/**
+ * What an inference engine embeds: the discovered plugins, the selected transport instance and the
+ * cache layouts. Built with {@link #builder()}; the implementation comes from {@code kvbridge-core}
+ * on the class path. Thread-safe. Closing it closes the transport.
+ */
+public interface KvBridge extends AutoCloseable
+{
+    /** Transport name that selects the best available transport. */
+    String AUTO = "auto";
+
+    /**
+     * Returns every discovered plugin, transports first, each kind sorted by name.
+     *
+     * @return the plugin list.
+     */
+    List<PluginInfo> plugins();
+
+    /**
+     * Returns the transport instance this bridge owns.
+     *
+     * @return the transport.
+     */
+    TransferBackend transport();
+
+    /**
+     * Creates a cache layout by name.
+     *
+     * @param name layout name, such as {@code per-layer}.
+     * @param config layout options.
+     * @return the layout.
+     * @throws KvBridgeException {@code PLUGIN_UNKNOWN} listing the available layouts.
+     */
+    CacheLayout layout(String name, Map<String, String> config);
+
+    /** Closes the transport and releases everything it holds. Idempotent. */
+    @Override
+    void close();
+
+    /**
+     * Starts a builder.
+     *
+     * @return a new builder.
+     */
+    static Builder builder()
+    {
+        return new Builder();
+    }
+
+    /** Collects the settings of a {@link KvBridge}. Not thread-safe. */
+    final class Builder
+    {
+        private String transport = AUTO;
+        private String agentName = "";
+        private final Map<String, String> transportConfig = new LinkedHashMap<>();
+
+        private Builder()
+        {
+        }
+
+        /**
+         * Selects the transport by name, or {@link #AUTO} for the best available one (the default).
+         *
+         * @param name transport name.
+         * @return this builder.
+         */
+        public Builder transport(String name)
+        {
+            this.transport = requireNonNull(name, "name is null");
+            return this;
+        }
+
+        /**
+         * Sets the agent name peers see; by default one is generated.
+         *
+         * @param name agent name.
+         * @return this builder.
+         */
+        public Builder agentName(String name)
+        {
+            this.agentName = requireNonNull(name, "name is null");
+            return this;
+        }
+
+        /**
+         * Adds transport options; unknown keys fail at {@link #build()}.
+         *
+         * @param config options.
+         * @return this builder.
+         */
+        public Builder transportConfig(Map<String, String> config)
+        {
+            transportConfig.putAll(requireNonNull(config, "config is null"));
+            return this;
+        }
+
+        /** @return the selected transport name. */
+        public String transport()
+        {
+            return transport;
+        }
+
+        /** @return the agent name, empty for a generated one. */
+        public String agentName()
+        {
+            return agentName;
+        }
+
+        /** @return a copy of the transport options. */
+        public Map<String, String> transportConfig()
+        {
+            return Map.copyOf(transportConfig);
+        }
+
+        /**
+         * Builds the bridge with the runtime found on the class path.
+         *
+         * @return the bridge.
+         * @throws KvBridgeException {@code PLUGIN_UNKNOWN} when kvbridge-core is missing.
+         */
+        public KvBridge build()
+        {
+            KvBridgeRuntime runtime = ServiceLoader.load(KvBridgeRuntime.class, KvBridge.class.getClassLoader())
+                    .findFirst()
+                    .orElseThrow(() -> new KvBridgeException(ErrorCode.PLUGIN_UNKNOWN,
+                            "no kvbridge runtime on the class path: add the kvbridge-core jar next to kvbridge-api"));
+            return runtime.start(this);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+package io.kvbridge.spi;
+
+/**
+ * The version of the service-provider interface.
+ *
+ * <p>Every plugin factory returns {@link #VERSION} from its {@code spiVersion()} method. Because the
+ * constant is inlined at compile time, the method reports the version the plugin was built against,
+ * and the core refuses a plugin whose version differs from its own.
+ */
+public final class Spi
+{
+    /** The SPI version this api jar defines. */
+    public static final int VERSION = 1;
+
+    private Spi()
+    {
+    }
+}

@@ -1,0 +1,109 @@
+package io.kvbridge.spi.geometry;
+
+import static io.kvbridge.spi.KvBridgeException.checkArgument;
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Everything one rank advertises about its cache. A geometry checks itself on construction: every
+ * region lies inside one allocation of its memory kind and device, every group id is known, and
+ * every member layer belongs to exactly one region.
+ *
+ * @param layoutName name of the layout that produced the geometry (e.g. {@code hma}).
+ * @param rank the rank the geometry describes.
+ * @param model the model identity.
+ * @param blockTokens tokens per kernel block, the granularity of the regions' blocks.
+ * @param kernelBlocksPerLogical kernel blocks per scheduler block.
+ * @param groups cache groups in id order.
+ * @param allocations physical allocations, each registered once with a transport.
+ * @param regions transfer regions in canonical order.
+ */
+public record CacheGeometry(
+        String layoutName,
+        Rank rank,
+        ModelIdentity model,
+        int blockTokens,
+        int kernelBlocksPerLogical,
+        List<CacheGroup> groups,
+        List<Allocation> allocations,
+        List<Region> regions)
+{
+    /** Validates the geometry and copies the lists. */
+    public CacheGeometry
+    {
+        requireNonNull(layoutName, "layoutName is null");
+        requireNonNull(rank, "rank is null");
+        requireNonNull(model, "model is null");
+        groups = List.copyOf(requireNonNull(groups, "groups is null"));
+        allocations = List.copyOf(requireNonNull(allocations, "allocations is null"));
+        regions = List.copyOf(requireNonNull(regions, "regions is null"));
+        checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
+        checkArgument(kernelBlocksPerLogical > 0, "kernelBlocksPerLogical=%d is not positive", kernelBlocksPerLogical);
+        for (int i = 0; i < groups.size(); i++) {
+            checkArgument(groups.get(i).id() == i, "group at position %d has id=%d (expected: ids 0..n-1 in order)", i, groups.get(i).id());
+        }
+        for (int i = 0; i < allocations.size(); i++) {
+            for (int j = i + 1; j < allocations.size(); j++) {
+                check(!allocations.get(i).overlaps(allocations.get(j)), "allocations %s and %s overlap (register each physical range once)",
+                        allocations.get(i), allocations.get(j));
+            }
+        }
+        Set<String> regionNames = new HashSet<>();
+        Map<String, String> layerToRegion = new HashMap<>();
+        for (Region region : regions) {
+            check(regionNames.add(region.name()), "two regions are named %s", region.name());
+            check(region.groupId() < groups.size(), "region %s: groupId=%d but only %d groups exist", region.name(), region.groupId(), groups.size());
+            check(allocations.stream().anyMatch(a -> a.kind() == region.memoryKind() && a.device() == region.device()
+                            && a.contains(region.base(), region.end() - region.base())),
+                    "region %s [0x%x, 0x%x) on %s device %d lies inside no allocation", region.name(), region.base(), region.end(),
+                    region.memoryKind(), region.device());
+            for (String layer : region.members()) {
+                String previous = layerToRegion.putIfAbsent(layer, region.name());
+                check(previous == null, "layer %s is in two regions: %s and %s", layer, previous, region.name());
+            }
+        }
+    }
+
+    private static void check(boolean condition, String format, Object... args)
+    {
+        KvBridgeException.check(condition, ErrorCode.GEOMETRY_INVALID, format, args);
+    }
+
+    /**
+     * Returns the index of the region holding a layer.
+     *
+     * @param layer global layer name.
+     * @return the region index, or -1 when no region holds the layer.
+     */
+    public int regionOf(String layer)
+    {
+        for (int r = 0; r < regions.size(); r++) {
+            if (regions.get(r).members().contains(layer)) {
+                return r;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * Returns the total number of blocks over all regions.
+     *
+     * @return the sum of capacities.
+     */
+    public long totalCapacity()
+    {
+        long total = 0;
+        for (Region region : regions) {
+            total += region.capacity();
+        }
+        return total;
+    }
+}

@@ -1,0 +1,71 @@
+package io.kvbridge.spi.layout;
+
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.geometry.Rank;
+import java.util.Optional;
+
+/**
+ * Turns what an inference engine knows (model, layers, cache groups, memory, rank) into the
+ * {@link CacheGeometry} the planner and the wire protocol use, and answers the questions only the
+ * layout can answer.
+ *
+ * <p>Implementations are immutable and thread-safe. {@link #describe} is deterministic: the same
+ * input gives an equal geometry with regions in the same order.
+ */
+public interface CacheLayout
+{
+    /**
+     * Returns the layout's name, the one its factory is registered under.
+     *
+     * @return lowercase name such as {@code hma}.
+     */
+    String name();
+
+    /**
+     * Describes one rank's cache.
+     *
+     * @param spec the model's cache spec.
+     * @param memory the memory the engine allocated for this rank's layers.
+     * @param rank the rank being described; its pipeline stage selects the layers it owns.
+     * @return the validated geometry.
+     * @throws io.kvbridge.spi.KvBridgeException with {@code LAYOUT_UNSUPPORTED} or
+     *     {@code GEOMETRY_INVALID} when the memory does not fit the spec.
+     */
+    CacheGeometry describe(ModelCacheSpec spec, CacheMemory memory, Rank rank);
+
+    /**
+     * Returns how many trailing blocks of a group are exchanged for a request holding
+     * {@code blocks} blocks: a sliding-window group needs only the blocks covering its window.
+     *
+     * @param group the cache group.
+     * @param blockTokens tokens per block.
+     * @param blocks blocks the request holds in that group.
+     * @return the number of trailing blocks to exchange, at most {@code blocks}.
+     */
+    default int exchangedBlocks(CacheGroup group, int blockTokens, int blocks)
+    {
+        if (group.kind() != GroupKind.SLIDING_WINDOW) {
+            return blocks;
+        }
+        if (group.windowTokens() == 0) {
+            return 0;
+        }
+        int needed = (group.windowTokens() + blockTokens - 1) / blockTokens + 1;
+        return Math.min(blocks, needed);
+    }
+
+    /**
+     * Says why a peer's geometry cannot be paired with a local one, as far as the layout knows.
+     *
+     * @param local this rank's geometry.
+     * @param peer the peer rank's geometry.
+     * @return a reason naming the values on both sides, or empty when the layout sees no problem.
+     */
+    default Optional<String> incompatibility(CacheGeometry local, CacheGeometry peer)
+    {
+        return Optional.empty();
+    }
+}

@@ -1,0 +1,27 @@
+package io.kvbridge.spi.layout;
+
+import static io.kvbridge.spi.KvBridgeException.checkArgument;
+import static java.util.Objects.requireNonNull;
+
+/**
+ * Where an engine placed one layer's KV tensor: a strided view into an allocation. Layers may share
+ * an allocation (pools, packed layouts) or alias each other (the same view given for two layers).
+ *
+ * @param layer global layer name.
+ * @param address of the layer's block 0.
+ * @param blockBytes bytes of one block of this layer.
+ * @param blockStride bytes between the starts of consecutive blocks of this layer.
+ * @param blocks number of blocks the view holds.
+ */
+public record LayerView(String layer, long address, long blockBytes, long blockStride, int blocks)
+{
+    /** Validates the values. */
+    public LayerView
+    {
+        requireNonNull(layer, "layer is null");
+        checkArgument(address > 0, "layer %s: address=%d is not positive", layer, address);
+        checkArgument(blockBytes > 0, "layer %s: blockBytes=%d is not positive", layer, blockBytes);
+        checkArgument(blockStride >= blockBytes, "layer %s: blockStride=%d is smaller than blockBytes=%d", layer, blockStride, blockBytes);
+        checkArgument(blocks > 0, "layer %s: blocks=%d is not positive", layer, blocks);
+    }
+}

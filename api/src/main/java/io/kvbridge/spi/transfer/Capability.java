@@ -1,0 +1,20 @@
+package io.kvbridge.spi.transfer;
+
+/** What a transport can do, reported by its probe. */
+public enum Capability
+{
+    /** Registers and moves host memory. */
+    HOST_MEMORY,
+    /** Registers and moves device memory. */
+    DEVICE_MEMORY,
+    /** Accepts device allocations backed by host memory, to exercise device paths without a GPU. */
+    SIMULATED_DEVICE_MEMORY,
+    /** Allocates memory itself in a form it moves faster ({@link TransferBackend#allocate}). */
+    TRANSPORT_ALLOCATION,
+    /** Peers may live in other processes on the same host. */
+    CROSS_PROCESS,
+    /** Peers may live on other hosts. */
+    CROSS_HOST,
+    /** Detects a dead peer and fails its transfers instead of hanging. */
+    PEER_FAILURE_DETECTION
+}

@@ -1,0 +1,201 @@
+package io.kvbridge.spi.transfer;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import java.util.Optional;
+
+/**
+ * A transport instance: the prepared-descriptor model every fast transport uses.
+ *
+ * <ol>
+ *   <li>{@link #register} each physical allocation once;</li>
+ *   <li>exchange {@link #localMetadata()} with peers over a side channel and {@link #connect} to them;</li>
+ *   <li>{@link #prepareLocal} and {@link #prepareRemote} descriptor lists once;</li>
+ *   <li>{@link #post} READs and WRITEs that pair descriptors by index, then poll {@link #status} and
+ *       {@link #release} the handle;</li>
+ *   <li>{@link #drainNotifications} to receive what peers attached to their transfers.</li>
+ * </ol>
+ *
+ * <p><b>Threading.</b> Every method may be called from any thread. Implementations serialise their
+ * native work on one owner thread; {@link #post} never waits for data to move.
+ *
+ * <p><b>Checking.</b> Every descriptor of a prepared list lies inside an allocation registered on
+ * the side that owns it, checked before any byte moves; otherwise {@code DESCRIPTOR_OUT_OF_RANGE}
+ * and nothing is copied. Index arrays are checked against their lists at {@link #post}.
+ *
+ * <p><b>Notifications.</b> A notification attached to a transfer reaches the peer only after every
+ * byte of the transfer is in place; a failed transfer delivers no notification.
+ *
+ * <p><b>Closing.</b> {@link #close()} releases every handle, prepared list, peer and registration;
+ * it is idempotent. Other methods then throw {@code CLOSED}.
+ */
+public interface TransferBackend extends AutoCloseable
+{
+    /**
+     * Returns the transport's name (its factory's).
+     *
+     * @return the name, such as {@code local}.
+     */
+    String name();
+
+    /**
+     * Returns this instance's agent name, as peers see it.
+     *
+     * @return the agent name.
+     */
+    String agentName();
+
+    /**
+     * Registers an allocation so its bytes can be moved. Each physical range is registered once.
+     *
+     * @param allocation memory the caller owns and keeps alive until {@link #deregister}.
+     * @throws KvBridgeException {@code ALREADY_REGISTERED} when it overlaps a registered one,
+     *     {@code MEMORY_KIND_UNSUPPORTED} when the transport cannot move that kind of memory.
+     */
+    void register(Allocation allocation);
+
+    /**
+     * Removes a registration. Prepared lists that reference it become unusable.
+     *
+     * @param allocation exactly as registered.
+     * @throws KvBridgeException {@code NOT_REGISTERED} when it is not registered.
+     */
+    void deregister(Allocation allocation);
+
+    /**
+     * Allocates memory in the form this transport moves fastest and registers it.
+     *
+     * @param bytes size.
+     * @param kind memory kind.
+     * @param device device index (0 for host).
+     * @return the registered allocation, owned by the transport and freed by {@link #close()}.
+     * @throws KvBridgeException {@code UNSUPPORTED} unless the transport reports
+     *     {@link Capability#TRANSPORT_ALLOCATION}.
+     */
+    default Allocation allocate(long bytes, MemoryKind kind, int device)
+    {
+        throw new KvBridgeException(ErrorCode.UNSUPPORTED, name() + " does not allocate memory itself; allocate it and call register()");
+    }
+
+    /**
+     * Returns what a peer needs to connect to this instance and address its registered memory.
+     * Call again after registering more memory.
+     *
+     * @return opaque bytes, owned by the caller.
+     */
+    byte[] localMetadata();
+
+    /**
+     * Connects to a peer, or refreshes a connected peer's metadata.
+     *
+     * @param peerMetadata bytes the peer's {@link #localMetadata()} returned; untrusted.
+     * @return the peer.
+     * @throws KvBridgeException {@code PROTOCOL_ERROR} for malformed metadata, {@code PEER_UNKNOWN}
+     *     when the peer cannot be reached.
+     */
+    Peer connect(byte[] peerMetadata);
+
+    /**
+     * Forgets a peer: its prepared lists become unusable. In-flight transfers to it fail or finish.
+     *
+     * @param peer a peer of this instance.
+     */
+    void disconnect(Peer peer);
+
+    /**
+     * Prepares a list of local descriptors.
+     *
+     * @param descriptors each inside a registered allocation of the list's kind and device.
+     * @return the prepared list.
+     */
+    PreparedList prepareLocal(DescriptorList descriptors);
+
+    /**
+     * Prepares a list of a peer's descriptors.
+     *
+     * @param peer a connected peer.
+     * @param descriptors each inside memory the peer registered.
+     * @return the prepared list.
+     */
+    PreparedList prepareRemote(Peer peer, DescriptorList descriptors);
+
+    /**
+     * Releases a prepared list. Transfers already posted with it are not affected.
+     *
+     * @param list a list this instance prepared.
+     */
+    void releasePrepared(PreparedList list);
+
+    /**
+     * Starts a transfer that pairs {@code local[localIndices[i]]} with {@code remote[remoteIndices[i]]}
+     * for {@code i < count}. Returns at once; the arrays may be reused when it returns.
+     *
+     * @param op READ (remote to local) or WRITE (local to remote).
+     * @param local a local prepared list.
+     * @param localIndices indices into {@code local}.
+     * @param remote a peer's prepared list.
+     * @param remoteIndices indices into {@code remote}.
+     * @param count number of pairs; paired descriptors have equal lengths.
+     * @param notification bytes delivered to the peer after the data, or {@code null} for none.
+     * @return a handle, never reused by this instance.
+     * @throws KvBridgeException {@code INDEX_OUT_OF_RANGE}, {@code LENGTH_MISMATCH},
+     *     {@code FOREIGN_HANDLE}, {@code NOT_REGISTERED}: nothing was started.
+     */
+    long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification);
+
+    /**
+     * Returns a transfer's state.
+     *
+     * @param handle from {@link #post}.
+     * @return the state.
+     * @throws KvBridgeException {@code HANDLE_UNKNOWN} for a released or foreign handle.
+     */
+    TransferStatus status(long handle);
+
+    /**
+     * Returns why a transfer failed.
+     *
+     * @param handle from {@link #post}.
+     * @return the failure, or empty unless the status is {@link TransferStatus#FAILED}.
+     */
+    Optional<KvBridgeException> failure(long handle);
+
+    /**
+     * Releases a handle. Releasing a transfer still in progress cancels it: its destination bytes
+     * are then undefined and its notification is not delivered.
+     *
+     * @param handle from {@link #post}.
+     */
+    void release(long handle);
+
+    /**
+     * Sends a notification without data.
+     *
+     * @param peer a connected peer.
+     * @param message bytes to deliver.
+     */
+    void notify(Peer peer, byte[] message);
+
+    /**
+     * Hands every notification received since the last call to a sink, in arrival order.
+     *
+     * @param sink receives each notification.
+     * @return the number of notifications drained.
+     */
+    int drainNotifications(NotificationSink sink);
+
+    /**
+     * Counts what the instance holds; after {@link #close()} every count is zero.
+     *
+     * @return the current counts.
+     */
+    BackendResources resources();
+
+    /**
+     * Releases everything and stops the owner thread. Idempotent.
+     */
+    @Override
+    void close();
+}

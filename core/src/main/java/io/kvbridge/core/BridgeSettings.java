@@ -1,0 +1,22 @@
+package io.kvbridge.core;
+
+import static java.util.Objects.requireNonNull;
+
+import java.util.Map;
+
+/**
+ * The validated settings a bridge is built from.
+ *
+ * @param transport transport name, or {@code auto}.
+ * @param agentName the agent name peers see.
+ * @param transportConfig options handed to the transport factory.
+ */
+record BridgeSettings(String transport, String agentName, Map<String, String> transportConfig)
+{
+    BridgeSettings
+    {
+        requireNonNull(transport, "transport is null");
+        requireNonNull(agentName, "agentName is null");
+        transportConfig = Map.copyOf(requireNonNull(transportConfig, "transportConfig is null"));
+    }
+}

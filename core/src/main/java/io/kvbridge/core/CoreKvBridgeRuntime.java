@@ -1,0 +1,46 @@
+package io.kvbridge.core;
+
+import com.google.inject.CreationException;
+import com.google.inject.Guice;
+import com.google.inject.ProvisionException;
+import com.google.inject.Stage;
+import io.kvbridge.api.KvBridge;
+import io.kvbridge.api.KvBridgeRuntime;
+import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.spi.KvBridgeException;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Builds bridges: discovers plugins with the class loader that loaded kvbridge, and wires one Guice
+ * injector per bridge. Guice failures are unwrapped so callers see the typed error that caused them.
+ */
+public final class CoreKvBridgeRuntime implements KvBridgeRuntime
+{
+    private static final AtomicInteger AGENTS = new AtomicInteger();
+
+    @Override
+    public KvBridge start(KvBridge.Builder builder)
+    {
+        PluginRegistry registry = PluginRegistry.discover(CoreKvBridgeRuntime.class.getClassLoader());
+        String agentName = builder.agentName().isEmpty()
+                ? "kvbridge-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet()
+                : builder.agentName();
+        return start(new BridgeSettings(builder.transport(), agentName, builder.transportConfig()), registry);
+    }
+
+    static KvBridge start(BridgeSettings settings, PluginRegistry registry)
+    {
+        try {
+            return Guice.createInjector(Stage.PRODUCTION, new KvBridgeModule(settings, registry)).getInstance(CoreKvBridge.class);
+        }
+        catch (CreationException | ProvisionException e) {
+            // Stage.PRODUCTION builds singletons eagerly: surface the plugin's own typed error
+            for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+                if (cause instanceof KvBridgeException typed) {
+                    throw typed;
+                }
+            }
+            throw e;
+        }
+    }
+}

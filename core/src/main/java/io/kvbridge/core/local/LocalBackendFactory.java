@@ -1,0 +1,59 @@
+package io.kvbridge.core.local;
+
+import io.kvbridge.spi.PluginConfig;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Factory of the {@code local} transport: peers in one JVM, always available.
+ *
+ * <p>Options: {@code copy-threads} (1..64, default 1), {@code simulate-device} (accept device
+ * allocations backed by host memory, default false), {@code max-in-flight} (posted, unreleased
+ * transfers, default 65536).
+ */
+public final class LocalBackendFactory implements TransferBackendFactory
+{
+    /** The transport's name. */
+    public static final String NAME = "local";
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
+    }
+
+    @Override
+    public Availability probe()
+    {
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("copy", "MemorySegment.copy on the transport's own threads");
+        details.put("peers", "same JVM");
+        boolean nativeAccess = LocalBackendFactory.class.getModule().isNativeAccessEnabled();
+        details.put("native-access", nativeAccess ? "enabled" : "not enabled (pass --enable-native-access=ALL-UNNAMED to silence the JDK warning)");
+        return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.SIMULATED_DEVICE_MEMORY), details);
+    }
+
+    @Override
+    public TransferBackend create(Map<String, String> config, BackendContext context)
+    {
+        PluginConfig options = new PluginConfig(NAME, config);
+        int copyThreads = options.intValue("copy-threads", 1, 1, 64);
+        boolean simulateDevice = options.booleanValue("simulate-device", false);
+        int maxInFlight = options.intValue("max-in-flight", 65536, 1, 1 << 24);
+        options.finish();
+        return new LocalTransferBackend(context.agentName(), copyThreads, simulateDevice, maxInFlight);
+    }
+}

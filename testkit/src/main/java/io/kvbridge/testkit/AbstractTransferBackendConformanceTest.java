@@ -1,0 +1,639 @@
+package io.kvbridge.testkit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The contract every transport keeps, as tests. A transport runs it with one small subclass that
+ * returns its factory:
+ *
+ * <pre>{@code
+ * final class LocalConformanceTest extends AbstractTransferBackendConformanceTest
+ * {
+ *     protected TransferBackendFactory newFactory() { return new LocalBackendFactory(); }
+ * }
+ * }</pre>
+ *
+ * <p>Each test creates two instances, the initiator and the target, connected both ways, each with
+ * one registered host allocation of {@link #BLOCKS} blocks of {@link #BLOCK_BYTES} bytes filled with
+ * a pattern unique to the instance, so every byte that moves, and every byte that must not, can be
+ * checked.
+ */
+@Timeout(120)
+public abstract class AbstractTransferBackendConformanceTest
+{
+    /** Blocks in each test allocation. */
+    protected static final int BLOCKS = 64;
+    /** Bytes per block. */
+    protected static final int BLOCK_BYTES = 16 * 1024;
+
+    private Arena arena;
+    private final List<TransferBackend> backends = new ArrayList<>();
+
+    /** The initiating instance. */
+    protected TransferBackend initiator;
+    /** The target instance. */
+    protected TransferBackend target;
+    /** Host memory registered with the initiator. */
+    protected MemorySegment initiatorMemory;
+    /** Host memory registered with the target. */
+    protected MemorySegment targetMemory;
+    /** The target, as the initiator sees it. */
+    protected Peer targetPeer;
+    /** The initiator, as the target sees it. */
+    protected Peer initiatorPeer;
+
+    /**
+     * Returns the factory of the transport under test.
+     *
+     * @return a new factory.
+     */
+    protected abstract TransferBackendFactory newFactory();
+
+    /**
+     * Returns the options every instance is created with.
+     *
+     * @return transport options; empty by default.
+     */
+    protected Map<String, String> config()
+    {
+        return Map.of();
+    }
+
+    /**
+     * Returns how long a transfer or notification may take before a test fails.
+     *
+     * @return the deadline; 30 s by default.
+     */
+    protected Duration deadline()
+    {
+        return Duration.ofSeconds(30);
+    }
+
+    /**
+     * Creates a transport instance the suite closes after the test.
+     *
+     * @param role a word naming the instance's role.
+     * @return the instance.
+     */
+    protected TransferBackend newBackend(String role)
+    {
+        TransferBackendFactory factory = newFactory();
+        String agentName = role + "-" + UUID.randomUUID();
+        TransferBackend backend = factory.create(config(), () -> agentName);
+        backends.add(backend);
+        return backend;
+    }
+
+    @BeforeEach
+    void setUpPair()
+    {
+        Availability availability = newFactory().probe();
+        assertTrue(availability.available(), () -> "transport under test is unavailable: " + availability.reasons());
+        arena = Arena.ofShared();
+        initiator = newBackend("initiator");
+        target = newBackend("target");
+        initiatorMemory = allocate(BLOCKS * (long) BLOCK_BYTES, 1);
+        targetMemory = allocate(BLOCKS * (long) BLOCK_BYTES, 2);
+        initiator.register(Allocation.host(initiatorMemory));
+        target.register(Allocation.host(targetMemory));
+        targetPeer = initiator.connect(target.localMetadata());
+        initiatorPeer = target.connect(initiator.localMetadata());
+    }
+
+    @AfterEach
+    void tearDownPair()
+    {
+        for (TransferBackend backend : backends) {
+            backend.close();
+        }
+        backends.clear();
+        arena.close();
+    }
+
+    /**
+     * Allocates host memory filled with a pattern derived from {@code seed}.
+     *
+     * @param bytes size.
+     * @param seed pattern seed.
+     * @return the segment, freed after the test.
+     */
+    protected MemorySegment allocate(long bytes, int seed)
+    {
+        MemorySegment segment = arena.allocate(bytes, 4096);
+        fill(segment, seed);
+        return segment;
+    }
+
+    private static void fill(MemorySegment segment, int seed)
+    {
+        for (long i = 0; i < segment.byteSize(); i += 8) {
+            segment.set(ValueLayout.JAVA_LONG_UNALIGNED, i, pattern(seed, i));
+        }
+    }
+
+    private static long pattern(int seed, long offset)
+    {
+        long x = seed * 0x9E3779B97F4A7C15L + offset;
+        x ^= x >>> 31;
+        x *= 0xBF58476D1CE4E5B9L;
+        return x ^ (x >>> 29);
+    }
+
+    /**
+     * Lists every block of a segment as descriptors.
+     *
+     * @param segment memory.
+     * @param blocks blocks.
+     * @param blockBytes bytes per block.
+     * @return one descriptor per block, in order.
+     */
+    protected static DescriptorList blocksOf(MemorySegment segment, int blocks, int blockBytes)
+    {
+        DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, blocks);
+        for (int b = 0; b < blocks; b++) {
+            builder.add(segment.address() + (long) b * blockBytes, blockBytes);
+        }
+        return builder.build();
+    }
+
+    /**
+     * Polls a transfer until it stops moving data.
+     *
+     * @param backend the initiator.
+     * @param handle the transfer.
+     * @return the terminal status.
+     */
+    protected TransferStatus awaitTerminal(TransferBackend backend, long handle)
+    {
+        long deadline = System.nanoTime() + deadline().toNanos();
+        while (System.nanoTime() < deadline) {
+            TransferStatus status = backend.status(handle);
+            if (status.terminal()) {
+                return status;
+            }
+            Thread.onSpinWait();
+        }
+        return fail("transfer still in progress after " + deadline());
+    }
+
+    /**
+     * Drains notifications until one arrives, checking the condition the moment it is received.
+     *
+     * @param backend receiver.
+     * @param onArrival called on arrival with sender and message, before anything else happens.
+     * @return the first notification received.
+     */
+    protected Received awaitNotification(TransferBackend backend, OnArrival onArrival)
+    {
+        long deadline = System.nanoTime() + deadline().toNanos();
+        List<Received> received = new ArrayList<>();
+        while (received.isEmpty() && System.nanoTime() < deadline) {
+            backend.drainNotifications((sender, message) -> {
+                onArrival.check(sender, message);
+                received.add(new Received(sender, message));
+            });
+            Thread.onSpinWait();
+        }
+        if (received.isEmpty()) {
+            fail("no notification within " + deadline());
+        }
+        return received.getFirst();
+    }
+
+    /** A check run the moment a notification arrives. */
+    @FunctionalInterface
+    protected interface OnArrival
+    {
+        /**
+         * Checks the state at arrival.
+         *
+         * @param sender agent name of the sender.
+         * @param message the bytes.
+         */
+        void check(String sender, byte[] message);
+    }
+
+    /**
+     * A received notification.
+     *
+     * @param sender agent name of the sender.
+     * @param message the bytes.
+     */
+    protected record Received(String sender, byte[] message)
+    {
+    }
+
+    private static int[] indices(int... values)
+    {
+        return values;
+    }
+
+    private static void assertBlock(MemorySegment actual, int actualBlock, MemorySegment expected, int expectedBlock, String what)
+    {
+        long mismatch = MemorySegment.mismatch(actual, (long) actualBlock * BLOCK_BYTES, (long) (actualBlock + 1) * BLOCK_BYTES,
+                expected, (long) expectedBlock * BLOCK_BYTES, (long) (expectedBlock + 1) * BLOCK_BYTES);
+        assertEquals(-1, mismatch, () -> what + ": block " + actualBlock + " differs from block " + expectedBlock + " at byte " + mismatch);
+    }
+
+    private MemorySegment snapshot(MemorySegment segment)
+    {
+        return arena.allocate(segment.byteSize(), 8).copyFrom(segment);
+    }
+
+    private static KvBridgeException assertCode(ErrorCode code, org.junit.jupiter.api.function.Executable executable)
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
+        assertEquals(code, e.code(), () -> "expected " + code.id() + " but got: " + e.getMessage());
+        return e;
+    }
+
+    @Test
+    void probeIsStableAndNamed()
+    {
+        TransferBackendFactory factory = newFactory();
+        assertTrue(factory.name().matches("[a-z][a-z0-9-]{0,63}"), factory.name());
+        assertEquals(factory.probe().available(), factory.probe().available());
+        assertEquals(factory.name(), initiator.name());
+        assertNotEquals(initiator.agentName(), target.agentName());
+    }
+
+    @Test
+    void writeByIndexMovesExactlyThePairedBlocks()
+    {
+        MemorySegment sourceBefore = snapshot(initiatorMemory);
+        MemorySegment targetBefore = snapshot(targetMemory);
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        int[] from = indices(3, 0, 63, 17);
+        int[] to = indices(40, 1, 2, 63);
+        long handle = initiator.post(TransferOp.WRITE, local, from, remote, to, from.length, null);
+        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
+        initiator.release(handle);
+        Set<Integer> written = new HashSet<>();
+        for (int i = 0; i < from.length; i++) {
+            assertBlock(targetMemory, to[i], sourceBefore, from[i], "written");
+            written.add(to[i]);
+        }
+        for (int b = 0; b < BLOCKS; b++) {
+            if (!written.contains(b)) {
+                assertBlock(targetMemory, b, targetBefore, b, "untouched target");
+            }
+            assertBlock(initiatorMemory, b, sourceBefore, b, "source");
+        }
+    }
+
+    @Test
+    void readByIndexMovesExactlyThePairedBlocks()
+    {
+        MemorySegment initiatorBefore = snapshot(initiatorMemory);
+        MemorySegment targetBefore = snapshot(targetMemory);
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        int[] into = indices(5, 6, 7, 60);
+        int[] from = indices(9, 9, 0, 63);
+        long handle = initiator.post(TransferOp.READ, local, into, remote, from, into.length, null);
+        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
+        initiator.release(handle);
+        for (int i = 0; i < into.length; i++) {
+            assertBlock(initiatorMemory, into[i], targetBefore, from[i], "read");
+        }
+        for (int b = 0; b < BLOCKS; b++) {
+            if (b != 5 && b != 6 && b != 7 && b != 60) {
+                assertBlock(initiatorMemory, b, initiatorBefore, b, "untouched initiator");
+            }
+            assertBlock(targetMemory, b, targetBefore, b, "read source");
+        }
+    }
+
+    @Test
+    void countSmallerThanArraysMovesOnlyCountPairs()
+    {
+        MemorySegment targetBefore = snapshot(targetMemory);
+        MemorySegment sourceBefore = snapshot(initiatorMemory);
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        long handle = initiator.post(TransferOp.WRITE, local, indices(1, 2, 3), remote, indices(10, 11, 12), 2, null);
+        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
+        initiator.release(handle);
+        assertBlock(targetMemory, 10, sourceBefore, 1, "first pair");
+        assertBlock(targetMemory, 11, sourceBefore, 2, "second pair");
+        assertBlock(targetMemory, 12, targetBefore, 12, "beyond count");
+    }
+
+    @Test
+    void writeNotificationArrivesOnlyAfterTheData()
+    {
+        int blocks = 1024;
+        MemorySegment source = allocate((long) blocks * BLOCK_BYTES, 7);
+        MemorySegment destination = allocate((long) blocks * BLOCK_BYTES, 8);
+        initiator.register(Allocation.host(source));
+        target.register(Allocation.host(destination));
+        Peer peer = initiator.connect(target.localMetadata());
+        PreparedList local = initiator.prepareLocal(blocksOf(source, blocks, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(peer, blocksOf(destination, blocks, BLOCK_BYTES));
+        int[] all = new int[blocks];
+        for (int i = 0; i < blocks; i++) {
+            all[i] = i;
+        }
+        byte[] message = "req-1:1".getBytes(StandardCharsets.UTF_8);
+        long handle = initiator.post(TransferOp.WRITE, local, all, remote, all, blocks, message);
+        Received received = awaitNotification(target, (sender, bytes) ->
+                assertEquals(-1, source.mismatch(destination), "notification arrived before every byte was in place"));
+        assertEquals(initiator.agentName(), received.sender());
+        assertArrayEquals(message, received.message());
+        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
+        initiator.release(handle);
+    }
+
+    @Test
+    void readNotificationReachesThePeerAfterTheData()
+    {
+        MemorySegment targetBefore = snapshot(targetMemory);
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        int[] all = new int[BLOCKS];
+        for (int i = 0; i < BLOCKS; i++) {
+            all[i] = i;
+        }
+        long handle = initiator.post(TransferOp.READ, local, all, remote, all, BLOCKS, "pulled".getBytes(StandardCharsets.UTF_8));
+        Received received = awaitNotification(target, (sender, bytes) ->
+                assertEquals(-1, initiatorMemory.mismatch(targetBefore), "READ notification arrived before the data was read"));
+        assertEquals(initiator.agentName(), received.sender());
+        assertEquals("pulled", new String(received.message(), StandardCharsets.UTF_8));
+        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
+        initiator.release(handle);
+    }
+
+    @Test
+    void standaloneNotificationIsDeliveredOnceWithItsSender()
+    {
+        initiator.notify(targetPeer, "HB:a,b".getBytes(StandardCharsets.UTF_8));
+        Received received = awaitNotification(target, (sender, bytes) -> { });
+        assertEquals(initiator.agentName(), received.sender());
+        assertEquals("HB:a,b", new String(received.message(), StandardCharsets.UTF_8));
+        target.notify(initiatorPeer, "back".getBytes(StandardCharsets.UTF_8));
+        assertEquals(target.agentName(), awaitNotification(initiator, (sender, bytes) -> { }).sender());
+        assertEquals(0, target.drainNotifications((sender, bytes) -> fail("delivered twice")));
+    }
+
+    @Test
+    void localDescriptorOutsideRegisteredMemoryIsRejected()
+    {
+        DescriptorList beyondEnd = DescriptorList.builder(MemoryKind.HOST, 0, 1)
+                .add(initiatorMemory.address() + initiatorMemory.byteSize() - 100, 200).build();
+        assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareLocal(beyondEnd));
+    }
+
+    @Test
+    void remoteDescriptorOutsidePeerMemoryIsRejected()
+    {
+        DescriptorList beyondEnd = DescriptorList.builder(MemoryKind.HOST, 0, 1)
+                .add(targetMemory.address() + targetMemory.byteSize(), BLOCK_BYTES).build();
+        assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareRemote(targetPeer, beyondEnd));
+    }
+
+    @Test
+    void unregisteredMemoryIsRejectedAndNothingIsCopied()
+    {
+        MemorySegment unregistered = allocate(BLOCK_BYTES * 4L, 9);
+        MemorySegment targetBefore = snapshot(targetMemory);
+        assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareLocal(blocksOf(unregistered, 4, BLOCK_BYTES)));
+        assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareRemote(targetPeer, blocksOf(unregistered, 4, BLOCK_BYTES)));
+        assertEquals(-1, targetMemory.mismatch(targetBefore));
+    }
+
+    @Test
+    void indexOutsidePreparedListIsRejectedAndNothingIsCopied()
+    {
+        MemorySegment targetBefore = snapshot(targetMemory);
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> initiator.post(TransferOp.WRITE, local, indices(0, 1), remote, indices(2, BLOCKS), 2, null));
+        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> initiator.post(TransferOp.WRITE, local, indices(-1), remote, indices(0), 1, null));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> initiator.post(TransferOp.WRITE, local, indices(0, 1), remote, indices(0), 2, null));
+        sleepBriefly();
+        assertEquals(-1, targetMemory.mismatch(targetBefore), "a rejected post moved bytes");
+        assertEquals(0, target.drainNotifications((sender, bytes) -> fail("a rejected post notified")));
+    }
+
+    @Test
+    void pairsOfDifferentLengthsAreRejected()
+    {
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS * 2, BLOCK_BYTES / 2));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+    }
+
+    @Test
+    void listsAndPeersOfAnotherInstanceAreRefused()
+    {
+        TransferBackend other = newBackend("other");
+        Peer otherPeer = other.connect(target.localMetadata());
+        PreparedList foreignRemote = other.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES));
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES));
+        assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.post(TransferOp.WRITE, local, indices(0), foreignRemote, indices(0), 1, null));
+        assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES)));
+    }
+
+    @Test
+    void manyConcurrentTransfersAllLandIntact() throws Exception
+    {
+        MemorySegment sourceBefore = snapshot(initiatorMemory);
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        int threads = 4;
+        int perThread = BLOCKS / threads;
+        ExecutorService executor = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int first = t * perThread;
+                futures.add(executor.submit(() -> {
+                    List<Long> handles = new ArrayList<>();
+                    for (int i = 0; i < perThread; i++) {
+                        int block = first + i;
+                        // block b of the source goes to block (BLOCKS - 1 - b) of the target
+                        handles.add(initiator.post(TransferOp.WRITE, local, indices(block), remote, indices(BLOCKS - 1 - block), 1,
+                                ("req-" + block + ":1").getBytes(StandardCharsets.UTF_8)));
+                    }
+                    for (long handle : handles) {
+                        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
+                        initiator.release(handle);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> future : futures) {
+                future.get();
+            }
+        }
+        finally {
+            executor.shutdownNow();
+        }
+        for (int b = 0; b < BLOCKS; b++) {
+            assertBlock(targetMemory, BLOCKS - 1 - b, sourceBefore, b, "concurrent write");
+        }
+        Set<String> messages = new HashSet<>();
+        long deadline = System.nanoTime() + deadline().toNanos();
+        while (messages.size() < BLOCKS && System.nanoTime() < deadline) {
+            target.drainNotifications((sender, bytes) -> assertTrue(messages.add(new String(bytes, StandardCharsets.UTF_8)), "duplicate notification"));
+        }
+        assertEquals(BLOCKS, messages.size(), "every transfer's notification arrives exactly once");
+    }
+
+    @Test
+    void releasedHandleIsUnknown()
+    {
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, 1, BLOCK_BYTES));
+        long handle = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        awaitTerminal(initiator, handle);
+        initiator.release(handle);
+        assertCode(ErrorCode.HANDLE_UNKNOWN, () -> initiator.status(handle));
+        assertCode(ErrorCode.HANDLE_UNKNOWN, () -> initiator.release(handle));
+        long next = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        assertNotEquals(handle, next, "handles are never reused");
+        awaitTerminal(initiator, next);
+        initiator.release(next);
+    }
+
+    @Test
+    void deregisteredMemoryCannotBeUsed()
+    {
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        MemorySegment targetBefore = snapshot(targetMemory);
+        initiator.deregister(Allocation.host(initiatorMemory));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> initiator.deregister(Allocation.host(initiatorMemory)));
+        assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES)));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertEquals(-1, targetMemory.mismatch(targetBefore));
+    }
+
+    @Test
+    void overlappingRegistrationIsRefused()
+    {
+        MemorySegment inside = initiatorMemory.asSlice(BLOCK_BYTES, BLOCK_BYTES);
+        assertCode(ErrorCode.ALREADY_REGISTERED, () -> initiator.register(Allocation.host(inside)));
+        assertCode(ErrorCode.ALREADY_REGISTERED, () -> initiator.register(Allocation.host(initiatorMemory)));
+    }
+
+    @Test
+    void closedPeerReceivesNothingAndClosedInstanceRefusesWork()
+    {
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        MemorySegment targetBefore = snapshot(targetMemory);
+        target.close();
+        AtomicReference<TransferStatus> outcome = new AtomicReference<>();
+        try {
+            long handle = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, "x".getBytes(StandardCharsets.UTF_8));
+            outcome.set(awaitTerminal(initiator, handle));
+            initiator.release(handle);
+        }
+        catch (KvBridgeException refused) {
+            outcome.set(TransferStatus.FAILED);
+        }
+        assertEquals(TransferStatus.FAILED, outcome.get(), "a transfer to a closed peer must fail or be refused");
+        assertEquals(-1, targetMemory.mismatch(targetBefore), "a closed peer's memory changed");
+        assertCode(ErrorCode.CLOSED, () -> target.register(Allocation.host(allocate(4096, 3))));
+        assertCode(ErrorCode.CLOSED, () -> target.localMetadata());
+    }
+
+    @Test
+    void releaseAndCloseLeaveNothingHeld()
+    {
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        long handle = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        awaitTerminal(initiator, handle);
+        assertEquals(new BackendResources(1, 2, 1, 1), initiator.resources());
+        initiator.release(handle);
+        initiator.releasePrepared(remote);
+        assertEquals(new BackendResources(1, 1, 1, 0), initiator.resources());
+        initiator.disconnect(targetPeer);
+        assertEquals(new BackendResources(1, 1, 0, 0), initiator.resources());
+        long pending = initiator.post(TransferOp.WRITE, local, indices(0), initiator.prepareRemote(initiator.connect(target.localMetadata()),
+                blocksOf(targetMemory, 1, BLOCK_BYTES)), indices(0), 1, null);
+        initiator.close();
+        assertEquals(BackendResources.NONE, initiator.resources(), "close() releases registrations, lists, peers and handles");
+        assertDoesNotThrow(initiator::close, "close() is idempotent");
+        assertEquals(BackendResources.NONE, initiator.resources());
+        assertCode(ErrorCode.CLOSED, () -> initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES)));
+        assertCode(ErrorCode.CLOSED, () -> initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertNotEquals(0L, pending);
+    }
+
+    private static void sleepBriefly()
+    {
+        try {
+            Thread.sleep(50);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Collects notifications from a sink, for subclasses' own tests. */
+    protected static final class Inbox
+    {
+        private final ConcurrentLinkedQueue<Received> received = new ConcurrentLinkedQueue<>();
+
+        /**
+         * Drains a backend into this inbox.
+         *
+         * @param backend receiver.
+         * @return the number drained.
+         */
+        public int drain(TransferBackend backend)
+        {
+            return backend.drainNotifications((sender, message) -> received.add(new Received(sender, message)));
+        }
+
+        /** @return what was received so far. */
+        public List<Received> received()
+        {
+            return List.copyOf(received);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package io.kvbridge.testkit;
+
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+import static org.junit.platform.testkit.engine.EventConditions.event;
+import static org.junit.platform.testkit.engine.EventConditions.finishedWithFailure;
+import static org.junit.platform.testkit.engine.EventConditions.test;
+
+import io.kvbridge.testkit.TestingTransferBackendFactory.Defect;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.platform.testkit.engine.EngineTestKit;
+import org.junit.platform.testkit.engine.Events;
+
+/**
+ * Runs the conformance suite against transports broken on purpose and checks that it fails exactly
+ * where each defect shows: a suite that passes a broken transport would prove nothing.
+ */
+final class ConformanceSuiteCatchesDefectsTest
+{
+    static class NotifiesBeforeData extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.NOTIFY_BEFORE_DATA));
+        }
+    }
+
+    static class SkipsRangeCheck extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.SKIP_RANGE_CHECK));
+        }
+    }
+
+    static class CopiesShort extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.SHORT_COPY));
+        }
+    }
+
+    static class DropsNotifications extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.DROP_NOTIFICATIONS));
+        }
+
+        @Override
+        protected java.time.Duration deadline()
+        {
+            return java.time.Duration.ofSeconds(2);
+        }
+    }
+
+    static class LeaksOnClose extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.LEAK_ON_CLOSE));
+        }
+    }
+
+    private static Events run(Class<?> suite)
+    {
+        return EngineTestKit.engine("junit-jupiter").selectors(selectClass(suite)).execute().testEvents();
+    }
+
+    private static void assertFails(Events events, String... tests)
+    {
+        for (String name : tests) {
+            events.assertThatEvents().haveAtLeastOne(event(test(name), finishedWithFailure()));
+        }
+    }
+
+    @Test
+    void notificationBeforeDataIsCaught()
+    {
+        assertFails(run(NotifiesBeforeData.class), "writeNotificationArrivesOnlyAfterTheData", "readNotificationReachesThePeerAfterTheData");
+    }
+
+    @Test
+    void missingRangeCheckIsCaught()
+    {
+        assertFails(run(SkipsRangeCheck.class), "localDescriptorOutsideRegisteredMemoryIsRejected",
+                "remoteDescriptorOutsidePeerMemoryIsRejected", "unregisteredMemoryIsRejectedAndNothingIsCopied");
+    }
+
+    @Test
+    void shortCopyIsCaught()
+    {
+        assertFails(run(CopiesShort.class), "writeByIndexMovesExactlyThePairedBlocks", "readByIndexMovesExactlyThePairedBlocks",
+                "manyConcurrentTransfersAllLandIntact");
+    }
+
+    @Test
+    void droppedNotificationsAreCaught()
+    {
+        assertFails(run(DropsNotifications.class), "writeNotificationArrivesOnlyAfterTheData", "manyConcurrentTransfersAllLandIntact");
+    }
+
+    @Test
+    void leakOnCloseIsCaught()
+    {
+        assertFails(run(LeaksOnClose.class), "releaseAndCloseLeaveNothingHeld");
+    }
+
+    @Test
+    void theUnbrokenFakePassesEverything()
+    {
+        Events events = run(TestingTransferBackendConformanceTest.class);
+        events.assertStatistics(stats -> stats.failed(0).aborted(0));
+        events.assertThatEvents().haveAtLeast(15, event(org.junit.platform.testkit.engine.EventConditions.finishedSuccessfully()));
+    }
+}
