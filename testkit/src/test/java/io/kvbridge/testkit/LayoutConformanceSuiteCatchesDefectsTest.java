@@ -1,10 +1,10 @@
 package io.kvbridge.testkit;
 
-import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+import static io.kvbridge.testkit.SuiteRuns.assertFails;
+import static io.kvbridge.testkit.SuiteRuns.run;
 import static org.junit.platform.testkit.engine.EventConditions.abortedWithReason;
 import static org.junit.platform.testkit.engine.EventConditions.event;
 import static org.junit.platform.testkit.engine.EventConditions.finishedSuccessfully;
-import static org.junit.platform.testkit.engine.EventConditions.finishedWithFailure;
 import static org.junit.platform.testkit.engine.EventConditions.test;
 
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
-import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 
 /**
@@ -133,18 +132,6 @@ final class LayoutConformanceSuiteCatchesDefectsTest
         {
             return Optional.of(geometry -> new CacheGeometry(geometry.layoutName(), geometry.rank(), geometry.model(), geometry.blockTokens(),
                     geometry.kernelBlocksPerLogical(), List.copyOf(geometry.groups()), List.copyOf(geometry.allocations()), List.copyOf(geometry.regions())));
-        }
-    }
-
-    private static Events run(Class<?> suite)
-    {
-        return EngineTestKit.engine("junit-jupiter").selectors(selectClass(suite)).execute().testEvents();
-    }
-
-    private static void assertFails(Events events, String... tests)
-    {
-        for (String name : tests) {
-            events.assertThatEvents().haveAtLeastOne(event(test(name), finishedWithFailure()));
         }
     }
 

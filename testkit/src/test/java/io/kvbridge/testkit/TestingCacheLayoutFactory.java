@@ -107,7 +107,7 @@ final class TestingCacheLayoutFactory implements CacheLayoutFactory
             List<Allocation> used = new ArrayList<>();
             List<Region> regions = new ArrayList<>();
             for (LayerView view : views) {
-                Allocation home = memory.allocations().stream().filter(a -> a.contains(view.address(), view.end() - view.address())).findFirst().orElseThrow();
+                Allocation home = memory.allocationHolding(view);
                 if (!used.contains(home)) {
                     used.add(home);
                 }

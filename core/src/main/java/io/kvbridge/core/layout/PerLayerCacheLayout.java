@@ -57,10 +57,7 @@ final class PerLayerCacheLayout implements CacheLayout
     {
         requireNonNull(spec, "spec is null");
         requireNonNull(memory, "memory is null");
-        requireNonNull(rank, "rank is null");
-        check(rank.ppSize() == spec.ppSize(), "rank %s has ppSize=%d but the spec splits the model into %d stages %s",
-                rank, rank.ppSize(), spec.ppSize(), spec.stageLayerCounts());
-        List<LayerSpec> layers = spec.layersOfStage(rank.ppRank());
+        List<LayerSpec> layers = spec.layersOwnedBy(rank);
         int kernelTokens = spec.blockTokens() / spec.kernelBlocksPerLogical();
         int elementBytes = spec.identity().cacheElementBytes();
         long[] pageBytes = new long[layers.size()];
@@ -95,7 +92,7 @@ final class PerLayerCacheLayout implements CacheLayout
                         i, view.layer(), i, rank.ppRank(), layer.name());
                 check(view.blockBytes() == pageBytes[i], "layer %s: view blockBytes=%d but the spec gives %d (kvHeads/tpSize x %d tokens x 2 x headSize x %d bytes); "
                         + "check the cache dtype, head counts and block size", layer.name(), view.blockBytes(), pageBytes[i], kernelTokens, elementBytes);
-                Allocation home = homeOf(view, memory.allocations());
+                Allocation home = memory.allocationHolding(view);
                 check(!allocations.contains(home), "layer %s shares allocation %s with another layer; per-layer gives every layer its own allocation, "
                         + "use the 'hma' layout for pooled layers or 'mla' for packed ones", layer.name(), home);
                 allocations.add(home);
@@ -109,17 +106,6 @@ final class PerLayerCacheLayout implements CacheLayout
     {
         return new Region(layer.name(), base, blockBytes, stride, capacity, layer.groupId(), home.kind(), home.device(), order.split(),
                 List.of(layer.name()), List.of());
-    }
-
-    private static Allocation homeOf(LayerView view, List<Allocation> allocations)
-    {
-        for (Allocation allocation : allocations) {
-            if (allocation.contains(view.address(), view.end() - view.address())) {
-                return allocation;
-            }
-        }
-        throw new KvBridgeException(ErrorCode.LAYOUT_UNSUPPORTED, String.format(java.util.Locale.ROOT,
-                "layer %s: view [0x%x, 0x%x) lies in no allocation; pass the allocation that holds it", view.layer(), view.address(), view.end()));
     }
 
     /**

@@ -1,7 +1,7 @@
 package io.kvbridge.core.layout;
 
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.core.plugin.PluginRegistry;
@@ -26,7 +26,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
 
 final class PerLayerCacheLayoutTest
 {
@@ -40,13 +39,6 @@ final class PerLayerCacheLayoutTest
     private static Allocation device(long address, long bytes)
     {
         return new Allocation(address, bytes, MemoryKind.DEVICE, 3);
-    }
-
-    private static KvBridgeException assertCode(ErrorCode code, Executable executable)
-    {
-        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
-        assertEquals(code, e.code(), e::getMessage);
-        return e;
     }
 
     @Test
@@ -167,8 +159,9 @@ final class PerLayerCacheLayoutTest
     void rankOfAnotherPipelineSplitIsRejected()
     {
         ModelCacheSpec spec = PerLayerCases.spec(2, 1, List.of(2));
-        assertCode(ErrorCode.LAYOUT_UNSUPPORTED, () -> layout("heads-outermost").describe(spec,
+        KvBridgeException e = assertCode(ErrorCode.INVALID_ARGUMENT, () -> layout("heads-outermost").describe(spec,
                 CacheMemory.of(List.of(device(0x100000, 4 * PAGE))), new Rank(0, 2, 0, 2)));
+        assertTrue(e.getMessage().contains("ppSize=2") && e.getMessage().contains("1 stages"), e.getMessage());
     }
 
     @Test

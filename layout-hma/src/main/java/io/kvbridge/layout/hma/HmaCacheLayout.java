@@ -50,10 +50,7 @@ final class HmaCacheLayout implements CacheLayout
     {
         requireNonNull(spec, "spec is null");
         requireNonNull(memory, "memory is null");
-        requireNonNull(rank, "rank is null");
-        check(rank.ppSize() == spec.ppSize(), "rank %s has ppSize=%d but the spec splits the model into %d stages %s",
-                rank, rank.ppSize(), spec.ppSize(), spec.stageLayerCounts());
-        List<LayerSpec> layers = spec.layersOfStage(rank.ppRank());
+        List<LayerSpec> layers = spec.layersOwnedBy(rank);
         int kernelTokens = spec.blockTokens() / spec.kernelBlocksPerLogical();
         long[] pagePerGroup = new long[spec.groups().size()];
         int[] groupIds = new int[layers.size()];
@@ -138,9 +135,7 @@ final class HmaCacheLayout implements CacheLayout
         List<Pool> pools = new ArrayList<>();
         for (Map.Entry<Long, LayerView> entry : viewByBase.entrySet()) {
             LayerView view = entry.getValue();
-            Allocation home = memory.allocations().stream().filter(a -> a.contains(view.address(), view.end() - view.address())).findFirst()
-                    .orElseThrow(() -> new KvBridgeException(ErrorCode.LAYOUT_UNSUPPORTED, String.format(Locale.ROOT,
-                            "pool of layer %s [0x%x, 0x%x) lies in no allocation; pass the allocation that holds it", view.layer(), view.address(), view.end())));
+            Allocation home = memory.allocationHolding(view);
             for (Pool other : pools) {
                 long otherEnd = other.base() + (other.capacity() - 1L) * other.stride() + pageBytes;
                 KvBridgeException.check(view.end() <= other.base() || otherEnd <= view.address(), ErrorCode.GEOMETRY_INVALID,

@@ -2,10 +2,10 @@ package io.kvbridge.layout.hma;
 
 import static io.kvbridge.layout.hma.HybridModels.PAGE;
 import static io.kvbridge.layout.hma.HybridModels.layer;
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.spi.ErrorCode;
@@ -32,7 +32,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
 
 final class HmaCacheLayoutTest
 {
@@ -46,13 +45,6 @@ final class HmaCacheLayoutTest
             allocations.add(new Allocation(0x1000_0000L + p * 0x10_0000L, capacity * PAGE, MemoryKind.DEVICE, 0));
         }
         return CacheMemory.of(allocations);
-    }
-
-    private static KvBridgeException assertCode(ErrorCode code, Executable executable)
-    {
-        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
-        assertEquals(code, e.code(), e::getMessage);
-        return e;
     }
 
     @Test
@@ -230,10 +222,7 @@ final class HmaCacheLayoutTest
     @Test
     void groupsWithDifferentPagesCannotShareAPool()
     {
-        ModelIdentity identity = new ModelIdentity("m", "bfloat16", "bfloat16", 2, 8, 2, true);
-        ModelCacheSpec spec = new ModelCacheSpec(identity, 16, 1,
-                List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 2, 8), new CacheGroup(1, GroupKind.SLIDING_WINDOW, 128, 2, 16)),
-                List.of(new LayerSpec("a", 0), new LayerSpec("b", 1)), List.of(2));
+        ModelCacheSpec spec = HybridModels.fullAndSliding(2, 8, 16);
         KvBridgeException e = assertCode(ErrorCode.LAYOUT_UNSUPPORTED, () -> LAYOUT.describe(spec, pools(1, 4), Rank.single()));
         assertTrue(e.getMessage().contains("group 1 has pageBytes=2048") && e.getMessage().contains("group 0 has pageBytes=1024"), e.getMessage());
     }
@@ -278,10 +267,7 @@ final class HmaCacheLayoutTest
     @Test
     void tensorParallelRanksHoldTheirShareOfHeads()
     {
-        ModelIdentity identity = new ModelIdentity("m", "bfloat16", "bfloat16", 8, 64, 2, true);
-        ModelCacheSpec spec = new ModelCacheSpec(identity, 16, 1,
-                List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 8, 64), new CacheGroup(1, GroupKind.SLIDING_WINDOW, 512, 8, 64)),
-                List.of(new LayerSpec("a", 0), new LayerSpec("b", 1)), List.of(2));
+        ModelCacheSpec spec = HybridModels.fullAndSliding(8, 64, 64);
         long page = 2L * 16 * 2 * 64 * 2;
         CacheGeometry geometry = LAYOUT.describe(spec, CacheMemory.of(List.of(new Allocation(0x100000, 10 * page, MemoryKind.DEVICE, 1))), new Rank(0, 1, 3, 4));
         assertEquals(page, geometry.regions().getFirst().blockBytes());

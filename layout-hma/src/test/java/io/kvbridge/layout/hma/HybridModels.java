@@ -64,6 +64,15 @@ final class HybridModels
         return new ModelCacheSpec(identity(), BLOCK_TOKENS, 1, groups, layers, List.of(LAYERS));
     }
 
+    /** Layer {@code a} of a full-attention group and layer {@code b} of a sliding-window group, of the given head shapes. */
+    static ModelCacheSpec fullAndSliding(int kvHeads, int fullHeadSize, int slidingHeadSize)
+    {
+        ModelIdentity identity = new ModelIdentity("m", "bfloat16", "bfloat16", kvHeads, fullHeadSize, 2, true);
+        return new ModelCacheSpec(identity, BLOCK_TOKENS, 1,
+                List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, kvHeads, fullHeadSize), new CacheGroup(1, GroupKind.SLIDING_WINDOW, 512, kvHeads, slidingHeadSize)),
+                List.of(new LayerSpec("a", 0), new LayerSpec("b", 1)), List.of(2));
+    }
+
     private static ModelIdentity identity()
     {
         return new ModelIdentity("hybrid-30", "bfloat16", "bfloat16", 2, 8, LAYERS, true);

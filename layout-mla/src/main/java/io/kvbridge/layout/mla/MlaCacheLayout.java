@@ -22,7 +22,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -99,10 +98,7 @@ final class MlaCacheLayout implements CacheLayout
     {
         requireNonNull(spec, "spec is null");
         requireNonNull(memory, "memory is null");
-        requireNonNull(rank, "rank is null");
-        check(rank.ppSize() == spec.ppSize(), "rank %s has ppSize=%d but the spec splits the model into %d stages %s",
-                rank, rank.ppSize(), spec.ppSize(), spec.stageLayerCounts());
-        List<LayerSpec> layers = spec.layersOfStage(rank.ppRank());
+        List<LayerSpec> layers = spec.layersOwnedBy(rank);
         for (LayerSpec layer : layers) {
             CacheGroup group = spec.groups().get(layer.groupId());
             check(group.kind() == GroupKind.MLA, "layer %s belongs to %s group %d; the mla layout describes MLA layers only, "
@@ -178,13 +174,13 @@ final class MlaCacheLayout implements CacheLayout
                         first.blocks(), view.blocks());
             }
             else {
-                byHome.computeIfAbsent(homeOf(view, memory.allocations()), home -> new ArrayList<>()).add(view);
+                byHome.computeIfAbsent(memory.allocationHolding(view), home -> new ArrayList<>()).add(view);
             }
             aliases.computeIfAbsent(view.address(), address -> new ArrayList<>()).add(layer);
         }
         if (packing == Packing.PACKED) {
             List<LayerView> views = new ArrayList<>(distinct.values());
-            List<Allocation> homes = views.stream().map(view -> homeOf(view, memory.allocations())).toList();
+            List<Allocation> homes = views.stream().map(memory::allocationHolding).toList();
             Row row = PackedMlaDescriptor.checkWholeBlockViews(homes, views);
             allocations.add(homes.getFirst());
             regions.add(rowRegion(row, homes.getFirst(), views, aliases, layers, true));
@@ -275,17 +271,6 @@ final class MlaCacheLayout implements CacheLayout
         }
         int groupId = groups.size() == 1 ? groups.iterator().next() : -1;
         return new Region(names.getFirst(), base, blockBytes, stride, capacity, groupId, home.kind(), home.device(), SplitClass.REPLICATE, names, packed);
-    }
-
-    private static Allocation homeOf(LayerView view, List<Allocation> allocations)
-    {
-        for (Allocation allocation : allocations) {
-            if (allocation.contains(view.address(), view.end() - view.address())) {
-                return allocation;
-            }
-        }
-        throw new KvBridgeException(ErrorCode.LAYOUT_UNSUPPORTED, String.format(Locale.ROOT,
-                "layer %s: view [0x%x, 0x%x) lies in no allocation; pass the allocation that holds it", view.layer(), view.address(), view.end()));
     }
 
     private static int capacity(String what, long bytes, long blockBytes)

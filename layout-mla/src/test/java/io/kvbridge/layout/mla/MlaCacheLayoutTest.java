@@ -2,10 +2,10 @@ package io.kvbridge.layout.mla;
 
 import static io.kvbridge.layout.mla.MlaModels.PAGE;
 import static io.kvbridge.layout.mla.MlaModels.layer;
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.spi.ErrorCode;
@@ -34,7 +34,6 @@ import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
 
 final class MlaCacheLayoutTest
 {
@@ -60,13 +59,6 @@ final class MlaCacheLayoutTest
     private static CacheLayout layout(String packing)
     {
         return new MlaCacheLayoutFactory().create(Map.of(MlaCacheLayoutFactory.PACKING, packing));
-    }
-
-    private static KvBridgeException assertCode(ErrorCode code, Executable executable)
-    {
-        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
-        assertEquals(code, e.code(), e::getMessage);
-        return e;
     }
 
     /** Descriptor b of every region, as {address, length} pairs in region order. */
@@ -148,11 +140,7 @@ final class MlaCacheLayoutTest
         int blocks = 8;
         Allocation shared = allocate(blocks * 64L);
         Allocation own = allocate(blocks * 32L);
-        List<LayerView> views = List.of(
-                new LayerView(layer(0), shared.address(), 32, 64, blocks),
-                new LayerView(layer(1), shared.address() + 32, 32, 64, blocks),
-                new LayerView(layer(2), own.address(), 32, 32, blocks),
-                new LayerView(layer(3), shared.address(), 32, 64, blocks));
+        List<LayerView> views = MlaModels.aliasingViews(shared, own, blocks);
         CacheGeometry geometry = layout("auto").describe(MlaModels.spec(4, List.of(4)), new CacheMemory(List.of(shared, own), views), Rank.single());
 
         assertEquals(List.of(shared, own), geometry.allocations(), "exactly two allocations, each the size of its buffer");
@@ -213,11 +201,7 @@ final class MlaCacheLayoutTest
         int blocks = 8;
         Allocation shared = allocate(blocks * 64L);
         Allocation own = allocate(blocks * 32L);
-        List<LayerView> views = List.of(
-                new LayerView(layer(0), shared.address(), 32, 64, blocks),
-                new LayerView(layer(1), shared.address() + 32, 32, 64, blocks),
-                new LayerView(layer(2), own.address(), 32, 32, blocks),
-                new LayerView(layer(3), shared.address(), 32, 64, blocks));
+        List<LayerView> views = MlaModels.aliasingViews(shared, own, blocks);
         CacheGeometry geometry = layout("per-layer").describe(MlaModels.spec(4, List.of(4)), new CacheMemory(List.of(shared, own), views), Rank.single());
         assertEquals(List.of(List.of(layer(0), layer(3)), List.of(layer(1)), List.of(layer(2))), geometry.regions().stream().map(Region::members).toList());
         assertEquals(List.of(32L, 32L, 32L), geometry.regions().stream().map(Region::blockBytes).toList());

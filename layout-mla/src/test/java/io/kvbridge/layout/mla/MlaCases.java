@@ -62,11 +62,7 @@ abstract class MlaCases extends AbstractCacheLayoutConformanceTest
         int blocks = 8;
         Allocation shared = allocate(blocks * 64L);
         Allocation own = allocate(blocks * 32L);
-        List<LayerView> views = List.of(
-                new LayerView(layer(0), shared.address(), 32, 64, blocks),
-                new LayerView(layer(1), shared.address() + 32, 32, 64, blocks),
-                new LayerView(layer(2), own.address(), 32, 32, blocks),
-                new LayerView(layer(3), shared.address(), 32, 64, blocks));
+        List<LayerView> views = MlaModels.aliasingViews(shared, own, blocks);
         return new LayoutCase("four layers: 0/1 share a buffer, 2 has its own, 3 aliases 0", MlaModels.spec(4, List.of(4)),
                 new CacheMemory(List.of(shared, own), views), Rank.single(), views);
     }

@@ -5,6 +5,8 @@ import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.ModelIdentity;
+import io.kvbridge.spi.layout.LayerView;
+import io.kvbridge.spi.memory.Allocation;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -20,6 +22,19 @@ final class MlaModels
     static String layer(int index)
     {
         return "model.layers." + index + ".self_attn.attn";
+    }
+
+    /**
+     * Views of four layers with 32-byte pages: layers 0 and 1 interleaved in {@code shared} (stride
+     * 64), layer 2 alone in {@code own} (stride 32), layer 3 aliasing layer 0.
+     */
+    static List<LayerView> aliasingViews(Allocation shared, Allocation own, int blocks)
+    {
+        return List.of(
+                new LayerView(layer(0), shared.address(), 32, 64, blocks),
+                new LayerView(layer(1), shared.address() + 32, 32, 64, blocks),
+                new LayerView(layer(2), own.address(), 32, 32, blocks),
+                new LayerView(layer(3), shared.address(), 32, 64, blocks));
     }
 
     /** {@code layers} MLA layers, layer {@code i} in group {@code groupOf[i]} (all in group 0 when none are given). */
