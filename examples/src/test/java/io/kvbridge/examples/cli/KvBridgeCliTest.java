@@ -7,6 +7,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 final class KvBridgeCliTest
@@ -39,6 +41,23 @@ final class KvBridgeCliTest
         assertEquals("transport", local.get("kind").asText());
         assertTrue(local.get("available").asBoolean());
         assertEquals(0, local.get("reasons").size());
+    }
+
+    @Test
+    void pluginsListsEveryCacheLayout() throws Exception
+    {
+        Run run = run("plugins", "--json");
+        assertEquals(0, run.exitCode(), run.err());
+        Map<String, String> layouts = new TreeMap<>();
+        for (JsonNode plugin : new ObjectMapper().readTree(run.out())) {
+            if (plugin.get("kind").asText().equals("layout")) {
+                layouts.put(plugin.get("name").asText(), plugin.get("implementation").asText());
+            }
+        }
+        assertEquals(Map.of(
+                "hma", "io.kvbridge.layout.hma.HmaCacheLayoutFactory",
+                "mla", "io.kvbridge.layout.mla.MlaCacheLayoutFactory",
+                "per-layer", "io.kvbridge.core.layout.PerLayerCacheLayoutFactory"), layouts, run.out());
     }
 
     @Test
