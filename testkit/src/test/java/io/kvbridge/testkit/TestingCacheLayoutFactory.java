@@ -123,7 +123,7 @@ final class TestingCacheLayoutFactory implements CacheLayoutFactory
             if (defects.contains(Defect.WIDEN_ALLOCATIONS)) {
                 used.replaceAll(a -> new Allocation(a.address(), a.bytes() + 64, a.kind(), a.device()));
             }
-            int kernelTokens = spec.blockTokens() / spec.kernelBlocksPerLogical();
+            int kernelTokens = spec.kernelBlockTokens();
             return new CacheGeometry(name(), rank, spec.identity(), kernelTokens, spec.kernelBlocksPerLogical(), spec.groups(), used, regions);
         }
     }

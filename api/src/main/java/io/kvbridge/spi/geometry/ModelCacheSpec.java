@@ -59,6 +59,16 @@ public record ModelCacheSpec(
     }
 
     /**
+     * Returns the tokens of one attention-kernel block.
+     *
+     * @return {@code blockTokens / kernelBlocksPerLogical}.
+     */
+    public int kernelBlockTokens()
+    {
+        return blockTokens / kernelBlocksPerLogical;
+    }
+
+    /**
      * Returns the number of pipeline stages.
      *
      * @return the size of {@link #stageLayerCounts()}.

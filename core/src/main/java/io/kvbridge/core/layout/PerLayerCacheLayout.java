@@ -19,6 +19,7 @@ import io.kvbridge.spi.layout.LayerView;
 import io.kvbridge.spi.memory.Allocation;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 
 /**
@@ -58,7 +59,7 @@ final class PerLayerCacheLayout implements CacheLayout
         requireNonNull(spec, "spec is null");
         requireNonNull(memory, "memory is null");
         List<LayerSpec> layers = spec.layersOwnedBy(rank);
-        int kernelTokens = spec.blockTokens() / spec.kernelBlocksPerLogical();
+        int kernelTokens = spec.kernelBlockTokens();
         int elementBytes = spec.identity().cacheElementBytes();
         long[] pageBytes = new long[layers.size()];
         for (int i = 0; i < layers.size(); i++) {
@@ -132,7 +133,7 @@ final class PerLayerCacheLayout implements CacheLayout
         for (CacheGeometry side : List.of(local, peer)) {
             for (Region region : side.regions()) {
                 if (region.split() == SplitClass.INTERLEAVED) {
-                    return Optional.of(String.format(java.util.Locale.ROOT,
+                    return Optional.of(String.format(Locale.ROOT,
                             "region %s of the %s side is tokens-outermost (INTERLEAVED): its heads cannot be sliced between local tpSize=%d and peer tpSize=%d; "
                                     + "use block-order=heads-outermost on both engines, or equal tensor-parallel sizes",
                             region.name(), side == local ? "local" : "peer", local.rank().tpSize(), peer.rank().tpSize()));

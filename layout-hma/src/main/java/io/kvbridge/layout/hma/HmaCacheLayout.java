@@ -51,7 +51,7 @@ final class HmaCacheLayout implements CacheLayout
         requireNonNull(spec, "spec is null");
         requireNonNull(memory, "memory is null");
         List<LayerSpec> layers = spec.layersOwnedBy(rank);
-        int kernelTokens = spec.blockTokens() / spec.kernelBlocksPerLogical();
+        int kernelTokens = spec.kernelBlockTokens();
         long[] pagePerGroup = new long[spec.groups().size()];
         int[] groupIds = new int[layers.size()];
         for (int i = 0; i < layers.size(); i++) {

@@ -104,7 +104,7 @@ final class MlaCacheLayout implements CacheLayout
             check(group.kind() == GroupKind.MLA, "layer %s belongs to %s group %d; the mla layout describes MLA layers only, "
                     + "use 'hma' or 'per-layer' for head-sharded attention", layer.name(), group.kind(), group.id());
         }
-        int kernelTokens = spec.blockTokens() / spec.kernelBlocksPerLogical();
+        int kernelTokens = spec.kernelBlockTokens();
         List<Allocation> allocations = new ArrayList<>();
         List<Region> regions = new ArrayList<>();
         if (memory.views().isEmpty()) {
