@@ -1,6 +1,5 @@
 package io.kvbridge.core.planner;
 
-import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
@@ -32,6 +31,11 @@ public final class BlockSelection
     private final int[] skips;
     private final int[] counts;
     private final boolean[] indivisible;
+    // per-group bounds of the selected ids, computed on first use after a change, so index
+    // computation checks a group's ids once instead of once per region it addresses
+    private final long[] lowest;
+    private final long[] highest;
+    private final boolean[] boundsKnown;
 
     /**
      * Creates an empty selection.
@@ -40,13 +44,18 @@ public final class BlockSelection
      */
     public BlockSelection(int groups)
     {
-        checkArgument(groups > 0, "groups=%d is not positive", groups);
+        if (groups <= 0) {
+            throw Checks.invalid("groups=%d is not positive", groups);
+        }
         this.groups = groups;
         this.ids = new int[groups][];
         this.factors = new int[groups];
         this.skips = new int[groups];
         this.counts = new int[groups];
         this.indivisible = new boolean[groups];
+        this.lowest = new long[groups];
+        this.highest = new long[groups];
+        this.boundsKnown = new boolean[groups];
         for (int g = 0; g < groups; g++) {
             ids[g] = new int[0];
             factors[g] = 1;
@@ -74,10 +83,14 @@ public final class BlockSelection
     public BlockSelection select(int[][] blockIds)
     {
         requireNonNull(blockIds, "blockIds is null");
-        checkArgument(blockIds.length == groups, "%d groups of block ids given to a selection of groups=%d", blockIds.length, groups);
+        if (blockIds.length != groups) {
+            throw Checks.invalid("%d groups of block ids given to a selection of groups=%d", blockIds.length, groups);
+        }
         for (int g = 0; g < groups; g++) {
             int[] group = blockIds[g];
-            checkArgument(group != null, "block ids of group %d are null", g);
+            if (group == null) {
+                throw Checks.invalid("block ids of group %d are null", g);
+            }
             select(g, group, group.length);
         }
         return this;
@@ -95,11 +108,14 @@ public final class BlockSelection
     {
         checkGroup(group);
         requireNonNull(blockIds, "blockIds is null");
-        checkArgument(length >= 0 && length <= blockIds.length, "length=%d is outside [0, blockIds.length=%d]", length, blockIds.length);
+        if (length < 0 || length > blockIds.length) {
+            throw Checks.invalid("length=%d is outside [0, blockIds.length=%d]", length, blockIds.length);
+        }
         ids[group] = blockIds;
         factors[group] = 1;
         skips[group] = 0;
         counts[group] = length;
+        boundsKnown[group] = false;
         return this;
     }
 
@@ -126,7 +142,9 @@ public final class BlockSelection
      */
     public BlockSelection expandToKernel(int kernelBlocksPerLogical)
     {
-        checkArgument(kernelBlocksPerLogical > 0, "kernelBlocksPerLogical=%d is not positive", kernelBlocksPerLogical);
+        if (kernelBlocksPerLogical <= 0) {
+            throw Checks.invalid("kernelBlocksPerLogical=%d is not positive", kernelBlocksPerLogical);
+        }
         for (int g = 0; g < groups; g++) {
             if (!indivisible[g]) {
                 scale(g, kernelBlocksPerLogical, Long.MAX_VALUE);
@@ -147,7 +165,9 @@ public final class BlockSelection
     public BlockSelection splitForRatio(int ratio, BlockSelection remote)
     {
         requireNonNull(remote, "remote is null");
-        checkArgument(ratio > 0, "ratio=%d is not positive", ratio);
+        if (ratio <= 0) {
+            throw Checks.invalid("ratio=%d is not positive", ratio);
+        }
         checkSameGroups(remote, "remote");
         for (int g = 0; g < groups; g++) {
             if (!indivisible[g]) {
@@ -178,8 +198,11 @@ public final class BlockSelection
                         "group %d: the consumer needs %d blocks but the producer holds only %d (a consumer never needs more blocks than the producer computed; check the request's block ids)",
                         g, needed, counts[g]));
             }
-            KvBridgeException.check(!indivisible[g] || needed == counts[g], ErrorCode.UNSUPPORTED,
-                    "group %d: trimming indivisible state blocks (producer=%d, consumer=%d) is not supported", g, counts[g], needed);
+            if (indivisible[g] && needed != counts[g]) {
+                throw Checks.failure(ErrorCode.UNSUPPORTED, "group %d: trimming indivisible state blocks (producer=%d, consumer=%d) is not supported",
+                        g, counts[g], needed);
+            }
+            boundsKnown[g] = false;
             skips[g] += counts[g] - needed;
             counts[g] = needed;
         }
@@ -190,8 +213,10 @@ public final class BlockSelection
     {
         long factor64 = (long) factors[group] * factor;
         long count64 = Math.min((long) counts[group] * factor, limit);
-        checkArgument(factor64 <= Integer.MAX_VALUE && count64 <= Integer.MAX_VALUE,
-                "group %d: expanding %d blocks by %d overflows", group, counts[group], factors[group] * (long) factor);
+        if (factor64 > Integer.MAX_VALUE || count64 > Integer.MAX_VALUE) {
+            throw Checks.invalid("group %d: expanding %d blocks by %d overflows", group, counts[group], factors[group] * (long) factor);
+        }
+        boundsKnown[group] = false;
         factors[group] = (int) factor64;
         skips[group] = skips[group] * factor;
         counts[group] = (int) count64;
@@ -199,14 +224,17 @@ public final class BlockSelection
 
     private void checkSameGroups(BlockSelection other, String name)
     {
-        KvBridgeException.check(other.groups == groups, ErrorCode.LENGTH_MISMATCH,
-                "the %s selection has groups=%d but this one groups=%d (expected: both sides list block ids for every cache group)",
-                name, other.groups, groups);
+        if (other.groups != groups) {
+            throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "the %s selection has groups=%d but this one groups=%d (expected: both sides list block ids for every cache group)",
+                    name, other.groups, groups);
+        }
     }
 
     private void checkGroup(int group)
     {
-        checkArgument(group >= 0 && group < groups, "group=%d is outside [0, groups=%d)", group, groups);
+        if (group < 0 || group >= groups) {
+            throw Checks.invalid("group=%d is outside [0, groups=%d)", group, groups);
+        }
     }
 
     /**
@@ -242,7 +270,9 @@ public final class BlockSelection
         for (int g = 0; g < groups; g++) {
             total += counts[g];
         }
-        checkArgument(total <= Integer.MAX_VALUE, "selection of %d ids exceeds an int", total);
+        if (total > Integer.MAX_VALUE) {
+            throw Checks.invalid("selection of %d ids exceeds an int", total);
+        }
         return (int) total;
     }
 
@@ -271,8 +301,71 @@ public final class BlockSelection
     public long id(int group, int position)
     {
         checkGroup(group);
-        checkArgument(position >= 0 && position < counts[group], "position=%d is outside [0, count=%d) of group %d", position, counts[group], group);
+        if (position < 0 || position >= counts[group]) {
+            throw Checks.invalid("position=%d is outside [0, count=%d) of group %d", position, counts[group], group);
+        }
         return expandedId(group, position);
+    }
+
+    /** Returns a lower bound of the selected ids of a group (exact without expansion). */
+    long lowestId(int group)
+    {
+        computeBounds(group);
+        return lowest[group];
+    }
+
+    /** Returns an upper bound of the selected ids of a group (exact without expansion). */
+    long highestId(int group)
+    {
+        computeBounds(group);
+        return highest[group];
+    }
+
+    private void computeBounds(int group)
+    {
+        if (boundsKnown[group]) {
+            return;
+        }
+        int factor = factors[group];
+        int count = counts[group];
+        long low = Long.MAX_VALUE;
+        long high = Long.MIN_VALUE;
+        if (count > 0) {
+            int[] groupIds = ids[group];
+            int first = skips[group] / factor;
+            int last = (skips[group] + count - 1) / factor;
+            int rawLow = Integer.MAX_VALUE;
+            int rawHigh = Integer.MIN_VALUE;
+            for (int i = first; i <= last; i++) {
+                rawLow = Math.min(rawLow, groupIds[i]);
+                rawHigh = Math.max(rawHigh, groupIds[i]);
+            }
+            low = (long) rawLow * factor;
+            high = (long) rawHigh * factor + factor - 1;
+        }
+        lowest[group] = low;
+        highest[group] = high;
+        boundsKnown[group] = true;
+    }
+
+    int[] rawIds(int group)
+    {
+        return ids[group];
+    }
+
+    int factor(int group)
+    {
+        return factors[group];
+    }
+
+    int skip(int group)
+    {
+        return skips[group];
+    }
+
+    int countOf(int group)
+    {
+        return counts[group];
     }
 
     long expandedId(int group, int position)

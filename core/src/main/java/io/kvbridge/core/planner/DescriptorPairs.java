@@ -1,6 +1,5 @@
 package io.kvbridge.core.planner;
 
-import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
@@ -32,7 +31,9 @@ public final class DescriptorPairs
      */
     public DescriptorPairs(int initialCapacity)
     {
-        checkArgument(initialCapacity >= 0, "initialCapacity=%d is negative", initialCapacity);
+        if (initialCapacity < 0) {
+            throw Checks.invalid("initialCapacity=%d is negative", initialCapacity);
+        }
         localAddresses = new long[initialCapacity];
         remoteAddresses = new long[initialCapacity];
         lengths = new long[initialCapacity];
@@ -57,8 +58,10 @@ public final class DescriptorPairs
         requireNonNull(remote, "remote is null");
         requireNonNull(localIndices, "localIndices is null");
         requireNonNull(remoteIndices, "remoteIndices is null");
-        checkArgument(count >= 0 && count <= localIndices.length && count <= remoteIndices.length,
-                "count=%d exceeds localIndices.length=%d or remoteIndices.length=%d", count, localIndices.length, remoteIndices.length);
+        if (count < 0 || count > localIndices.length || count > remoteIndices.length) {
+            throw Checks.invalid("count=%d exceeds localIndices.length=%d or remoteIndices.length=%d",
+                    count, localIndices.length, remoteIndices.length);
+        }
         ensureCapacity(count);
         size = 0;
         for (int i = 0; i < count; i++) {

@@ -1,6 +1,5 @@
 package io.kvbridge.core.planner;
 
-import static io.kvbridge.spi.KvBridgeException.checkArgument;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -23,8 +22,9 @@ final class IndexSpace
 
     IndexSpace(String side, String[] names, int[] capacities, int[] groupIds)
     {
-        checkArgument(names.length == capacities.length && capacities.length == groupIds.length,
-                "names=%d, capacities=%d and groupIds=%d differ in length", names.length, capacities.length, groupIds.length);
+        if (names.length != capacities.length || capacities.length != groupIds.length) {
+            throw Checks.invalid("names=%d, capacities=%d and groupIds=%d differ in length", names.length, capacities.length, groupIds.length);
+        }
         this.side = side;
         this.names = names.clone();
         this.capacities = capacities.clone();
@@ -34,8 +34,10 @@ final class IndexSpace
         for (int e = 0; e < capacities.length; e++) {
             offsets[e] = (int) offset;
             offset += capacities[e];
-            KvBridgeException.check(offset <= Integer.MAX_VALUE, ErrorCode.UNSUPPORTED,
-                    "%s descriptor list would hold %d descriptors, more than the %d an index can address", side, offset, Integer.MAX_VALUE);
+            if (offset > Integer.MAX_VALUE) {
+                throw Checks.failure(ErrorCode.UNSUPPORTED, "%s descriptor list would hold %d descriptors, more than the %d an index can address",
+                        side, offset, Integer.MAX_VALUE);
+            }
         }
         this.size = (int) offset;
     }
@@ -72,10 +74,12 @@ final class IndexSpace
                 total += all;
             }
             else {
-                total += blocks.count(group);
+                total += blocks.countOf(group);
             }
         }
-        checkArgument(total <= Integer.MAX_VALUE, "request of %d descriptors exceeds an int", total);
+        if (total > Integer.MAX_VALUE) {
+            throw Checks.invalid("request of %d descriptors exceeds an int", total);
+        }
         return (int) total;
     }
 
@@ -86,7 +90,9 @@ final class IndexSpace
     int compute(BlockSelection blocks, boolean[] include, int[] out)
     {
         int needed = count(blocks, include);
-        checkArgument(out.length >= needed, "out.length=%d is smaller than the %d indices of this request (size it with indexCount)", out.length, needed);
+        if (out.length < needed) {
+            throw Checks.invalid("out.length=%d is smaller than the %d indices of this request (size it with indexCount)", out.length, needed);
+        }
         int n = 0;
         int groups = blocks.groups();
         for (int e = 0; e < offsets.length; e++) {
@@ -110,10 +116,24 @@ final class IndexSpace
     {
         int offset = offsets[entry];
         int capacity = capacities[entry];
-        int count = blocks.count(group);
+        int count = blocks.countOf(group);
+        if (count == 0) {
+            return n;
+        }
+        boolean inside = blocks.lowestId(group) >= 0 && blocks.highestId(group) < capacity;
+        if (inside && blocks.factor(group) == 1) {
+            // the common case: ids checked once per group, then a copy and an add over one
+            // array, both of which the JIT turns into vector code
+            System.arraycopy(blocks.rawIds(group), blocks.skip(group), out, n, count);
+            int end = n + count;
+            for (int i = n; i < end; i++) {
+                out[i] += offset;
+            }
+            return end;
+        }
         for (int p = 0; p < count; p++) {
             long id = blocks.expandedId(group, p);
-            if (id < 0 || id >= capacity) {
+            if (!inside && (id < 0 || id >= capacity)) {
                 throw outOfRange(blocks, group, p, id, entry);
             }
             out[n++] = offset + (int) id;

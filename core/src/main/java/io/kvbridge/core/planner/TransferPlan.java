@@ -1,6 +1,5 @@
 package io.kvbridge.core.planner;
 
-import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
@@ -92,8 +91,10 @@ public final class TransferPlan
             localNames[e] = mine.name();
             remoteNames[e] = theirs.name();
             long localCapacity = (long) mine.capacity() * ratio;
-            KvBridgeException.check(localCapacity <= Integer.MAX_VALUE, ErrorCode.UNSUPPORTED,
-                    "region %s: capacity=%d x blockSizeRatio=%d descriptors exceed an int index", mine.name(), mine.capacity(), ratio);
+            if (localCapacity > Integer.MAX_VALUE) {
+                throw Checks.failure(ErrorCode.UNSUPPORTED, "region %s: capacity=%d x blockSizeRatio=%d descriptors exceed an int index",
+                        mine.name(), mine.capacity(), ratio);
+            }
             localCapacities[e] = (int) localCapacity;
             remoteCapacities[e] = theirs.capacity();
             groupIds[e] = mine.groupId();
@@ -117,9 +118,10 @@ public final class TransferPlan
     {
         requireNonNull(local, "local is null");
         requireNonNull(remote, "remote is null");
-        KvBridgeException.check(local.regions().size() == remote.regions().size(), ErrorCode.GEOMETRY_INCOMPATIBLE,
-                "local has %d regions but remote has %d (expected: the same regions on both sides when pairing by position; check that both engines run the same model and layout, with the same pipeline stage split)",
-                local.regions().size(), remote.regions().size());
+        if (local.regions().size() != remote.regions().size()) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "local has %d regions but remote has %d (expected: the same regions on both sides when pairing by position; check that both engines run the same model and layout, with the same pipeline stage split)",
+                    local.regions().size(), remote.regions().size());
+        }
         return new TransferPlan(local, remote, TransferEntry.byIndex(local.regions().size()));
     }
 
@@ -235,8 +237,10 @@ public final class TransferPlan
     public DescriptorList remoteDescriptors(CacheGeometry remoteRank)
     {
         requireNonNull(remoteRank, "remoteRank is null");
-        checkArgument(remoteRank.rank().tpSize() == tp.remoteTp() && tp.slotOf(remoteRank.rank().tpRank()) >= 0,
-                "remote rank %s is not a source of this plan (remote tpSize=%d, sources=%s)", remoteRank.rank(), tp.remoteTp(), tp.sources());
+        if (remoteRank.rank().tpSize() != tp.remoteTp() || tp.slotOf(remoteRank.rank().tpRank()) < 0) {
+            throw Checks.invalid("remote rank %s is not a source of this plan (remote tpSize=%d, sources=%s)",
+                    remoteRank.rank(), tp.remoteTp(), tp.sources());
+        }
         checkSameShape(remoteRank);
         int size = remoteSpace.size();
         long[] addresses = new long[size];
@@ -260,21 +264,20 @@ public final class TransferPlan
 
     private void checkSameShape(CacheGeometry remoteRank)
     {
-        KvBridgeException.check(remoteRank.model().equals(remote.model()) && remoteRank.blockTokens() == remote.blockTokens()
-                        && remoteRank.regions().size() == remote.regions().size(), ErrorCode.GEOMETRY_INCOMPATIBLE,
-                "remote rank %s advertises model=%s blockTokens=%d with %d regions, unlike rank %s of the same engine (model=%s blockTokens=%d, %d regions)",
-                remoteRank.rank(), remoteRank.model(), remoteRank.blockTokens(), remoteRank.regions().size(),
-                remote.rank(), remote.model(), remote.blockTokens(), remote.regions().size());
+        if (!(remoteRank.model().equals(remote.model()) && remoteRank.blockTokens() == remote.blockTokens()
+                        && remoteRank.regions().size() == remote.regions().size())) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s advertises model=%s blockTokens=%d with %d regions, unlike rank %s of the same engine (model=%s blockTokens=%d, %d regions)",
+                    remoteRank.rank(), remoteRank.model(), remoteRank.blockTokens(), remoteRank.regions().size(), remote.rank(), remote.model(), remote.blockTokens(), remote.regions().size());
+        }
         PairingRules.checkEntries(local, remoteRank, entries);
         for (TransferEntry entry : entries) {
             Region theirs = PairingRules.region(remoteRank, entry, false);
             Region expected = PairingRules.region(remote, entry, false);
-            KvBridgeException.check(theirs.blockBytes() == expected.blockBytes() && theirs.stride() == expected.stride()
-                            && theirs.capacity() == expected.capacity() && theirs.split() == expected.split() && theirs.groupId() == expected.groupId(),
-                    ErrorCode.GEOMETRY_INCOMPATIBLE,
-                    "remote rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d) differs from rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d): ranks of one engine must share one shape",
-                    remoteRank.rank(), theirs.name(), theirs.blockBytes(), theirs.stride(), theirs.capacity(), theirs.split(), theirs.groupId(),
-                    remote.rank(), expected.name(), expected.blockBytes(), expected.stride(), expected.capacity(), expected.split(), expected.groupId());
+            if (!(theirs.blockBytes() == expected.blockBytes() && theirs.stride() == expected.stride()
+                            && theirs.capacity() == expected.capacity() && theirs.split() == expected.split() && theirs.groupId() == expected.groupId())) {
+                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d) differs from rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d): ranks of one engine must share one shape",
+                        remoteRank.rank(), theirs.name(), theirs.blockBytes(), theirs.stride(), theirs.capacity(), theirs.split(), theirs.groupId(), remote.rank(), expected.name(), expected.blockBytes(), expected.stride(), expected.capacity(), expected.split(), expected.groupId());
+            }
         }
     }
 
@@ -329,14 +332,17 @@ public final class TransferPlan
 
     private void checkGroups(BlockSelection blocks, String name)
     {
-        KvBridgeException.check(blocks.groups() == local.groups().size(), ErrorCode.LENGTH_MISMATCH,
-                "%s has groups=%d but the geometry has %d cache groups (expected: block ids for every group, empty for groups without blocks)",
-                name, blocks.groups(), local.groups().size());
+        if (blocks.groups() != local.groups().size()) {
+            throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "%s has groups=%d but the geometry has %d cache groups (expected: block ids for every group, empty for groups without blocks)",
+                    name, blocks.groups(), local.groups().size());
+        }
     }
 
     private void checkSlot(int slot)
     {
-        checkArgument(slot >= 0 && slot < tp.sources().size(), "slot=%d is outside [0, sourceCount=%d)", slot, tp.sources().size());
+        if (slot < 0 || slot >= tp.sources().size()) {
+            throw Checks.invalid("slot=%d is outside [0, sourceCount=%d)", slot, tp.sources().size());
+        }
     }
 
     @Override
