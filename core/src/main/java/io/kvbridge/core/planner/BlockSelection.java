@@ -16,7 +16,7 @@ import java.util.Arrays;
  * of a group expands to {@code factor} consecutive ids {@code b * factor .. b * factor + factor - 1},
  * of which the positions {@code [skip, skip + count)} are kept. Nothing is copied, so a selection
  * reused across requests allocates nothing. The caller's arrays must not change while the
- * selection is in use.
+ * selection is in use: after changing them, {@link #select} them again.
  *
  * <p>Ids are not trusted here: they are checked against region capacities when indices are
  * computed ({@code BLOCK_OUT_OF_RANGE}).
@@ -194,9 +194,8 @@ public final class BlockSelection
         for (int g = 0; g < groups; g++) {
             int needed = consumer.counts[g];
             if (needed > counts[g]) {
-                throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(java.util.Locale.ROOT,
-                        "group %d: the consumer needs %d blocks but the producer holds only %d (a consumer never needs more blocks than the producer computed; check the request's block ids)",
-                        g, needed, counts[g]));
+                throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: the consumer needs %d blocks but the producer holds only %d (a consumer never needs more blocks than the producer computed; check the request's block ids)",
+                        g, needed, counts[g]);
             }
             if (indivisible[g] && needed != counts[g]) {
                 throw Checks.failure(ErrorCode.UNSUPPORTED, "group %d: trimming indivisible state blocks (producer=%d, consumer=%d) is not supported",

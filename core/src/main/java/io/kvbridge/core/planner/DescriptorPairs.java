@@ -68,13 +68,11 @@ public final class DescriptorPairs
             int l = localIndices[i];
             int r = remoteIndices[i];
             if (l < 0 || l >= local.size() || r < 0 || r >= remote.size()) {
-                throw new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, String.format(Locale.ROOT,
-                        "pair %d: local index=%d (list size=%d) or remote index=%d (list size=%d) is out of range", i, l, local.size(), r, remote.size()));
+                throw Checks.failure(ErrorCode.INDEX_OUT_OF_RANGE, "pair %d: local index=%d (list size=%d) or remote index=%d (list size=%d) is out of range", i, l, local.size(), r, remote.size());
             }
             long length = local.length(l);
             if (length != remote.length(r)) {
-                throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(Locale.ROOT,
-                        "pair %d: local descriptor %d has length=%d but remote descriptor %d has length=%d", i, l, length, r, remote.length(r)));
+                throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "pair %d: local descriptor %d has length=%d but remote descriptor %d has length=%d", i, l, length, r, remote.length(r));
             }
             append(local.address(l), remote.address(r), length, coalesce);
         }

@@ -1,9 +1,7 @@
 package io.kvbridge.core.planner;
 
-
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import java.util.Locale;
 
 /**
  * The index space of one side's prepared descriptor list: entry {@code e} owns the indices
@@ -45,16 +43,6 @@ final class IndexSpace
     int size()
     {
         return size;
-    }
-
-    int offset(int entry)
-    {
-        return offsets[entry];
-    }
-
-    int capacity(int entry)
-    {
-        return capacities[entry];
     }
 
     /** Counts the indices a selection yields over the included entries; include null = all. */
@@ -143,8 +131,7 @@ final class IndexSpace
 
     private KvBridgeException outOfRange(BlockSelection blocks, int group, int position, long id, int entry)
     {
-        return new KvBridgeException(ErrorCode.BLOCK_OUT_OF_RANGE, String.format(Locale.ROOT,
-                "%s block id=%d (group %d, position %d, descriptor %d after expansion) is outside region %s of capacity=%d descriptors: block ids must lie in [0, capacity) of the region their group addresses",
-                side, blocks.sourceId(group, position), group, position, id, names[entry], capacities[entry]));
+        return Checks.failure(ErrorCode.BLOCK_OUT_OF_RANGE, "%s block id=%d (group %d, position %d, descriptor %d after expansion) is outside region %s of capacity=%d descriptors: block ids must lie in [0, capacity) of the region their group addresses",
+                side, blocks.sourceId(group, position), group, position, id, names[entry], capacities[entry]);
     }
 }

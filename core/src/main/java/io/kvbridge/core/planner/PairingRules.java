@@ -7,6 +7,7 @@ import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.geometry.SplitClass;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * The checks that decide whether two geometries can be paired, run before any memory is
@@ -97,13 +98,13 @@ final class PairingRules
                 mine.name(), mine.blockBytes(), ratio, local.blockTokens(), remote.blockTokens());
         switch (mine.split()) {
             case REPLICATE -> checkBlockBytes(mine, theirs, mine.blockBytes() / ratio,
-                    String.format(java.util.Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d (a replicated block is whole on every rank)", mine.blockBytes(), ratio));
+                    String.format(Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d (a replicated block is whole on every rank)", mine.blockBytes(), ratio));
             case INTERLEAVED -> {
                 KvBridgeException.check(tp.localTp() == tp.remoteTp(), ErrorCode.TP_UNSUPPORTED,
                         "region %s interleaves heads inside a block (tokens outermost), so it cannot be head-sliced between local tpSize=%d and remote tpSize=%d (expected: equal tensor-parallel sizes, or a heads-outermost layout)",
                         mine.name(), tp.localTp(), tp.remoteTp());
                 checkBlockBytes(mine, theirs, mine.blockBytes() / ratio,
-                        String.format(java.util.Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d", mine.blockBytes(), ratio));
+                        String.format(Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d", mine.blockBytes(), ratio));
             }
             case SPLIT -> checkSplit(local, mine, theirs, tp, ratio);
         }
@@ -129,7 +130,7 @@ final class PairingRules
         check(scaled % localHeads == 0 && (scaled / localHeads) % ratio == 0,
                 "region %s: local blockBytes=%d x remoteHeads=%d / localHeads=%d / blockSizeRatio=%d is not a whole number of bytes",
                 mine.name(), mine.blockBytes(), remoteHeads, localHeads, ratio);
-        String how = String.format(java.util.Locale.ROOT,
+        String how = String.format(Locale.ROOT,
                 "local blockBytes=%d x remoteHeads=%d / localHeads=%d / blockSizeRatio=%d (local tpSize=%d and remote tpSize=%d shard kvHeads=%d)",
                 mine.blockBytes(), remoteHeads, localHeads, ratio, tp.localTp(), tp.remoteTp(), tp.kvHeads());
         checkBlockBytes(mine, theirs, scaled / localHeads / ratio, how);

@@ -319,9 +319,8 @@ public final class TransferPlan
         checkGroups(remoteBlocks, "remoteBlocks");
         for (int g = 0; g < localBlocks.groups(); g++) {
             if (localBlocks.count(g) != remoteBlocks.count(g)) {
-                throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(java.util.Locale.ROOT,
-                        "group %d: %d local ids but %d remote ids (expected: equal after kernel expansion, ratio split and prefix trimming)",
-                        g, localBlocks.count(g), remoteBlocks.count(g)));
+                throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: %d local ids but %d remote ids (expected: equal after kernel expansion, ratio split and prefix trimming)",
+                        g, localBlocks.count(g), remoteBlocks.count(g));
             }
         }
         boolean[] include = slot == 0 ? null : laterSlots;
