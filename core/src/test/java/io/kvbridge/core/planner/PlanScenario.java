@@ -28,6 +28,7 @@ final class PlanScenario
     final int localTp;
     final int remoteTp;
     final int ratio;
+    final long seed;
     final CacheGeometry local;
     final TransferPlan plan;
     final List<CacheGeometry> sources = new ArrayList<>();
@@ -39,6 +40,7 @@ final class PlanScenario
     PlanScenario(int kvHeads, int localTp, int remoteTp, int ratio, int regions, int groups, long seed)
     {
         Random random = new Random(seed);
+        this.seed = seed;
         this.kvHeads = kvHeads;
         this.localTp = localTp;
         this.remoteTp = remoteTp;
@@ -253,6 +255,6 @@ final class PlanScenario
     @Override
     public String toString()
     {
-        return "PlanScenario[kvHeads=" + kvHeads + " localTp=" + localTp + " remoteTp=" + remoteTp + " ratio=" + ratio + " " + plan + "]";
+        return "PlanScenario[seed=" + seed + " kvHeads=" + kvHeads + " localTp=" + localTp + " remoteTp=" + remoteTp + " ratio=" + ratio + " " + plan + "]";
     }
 }

@@ -10,20 +10,16 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import java.util.Random;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.LongRange;
 
 final class TransferPlanProperties
 {
     @Property(tries = 300)
-    void everyDescriptorLiesInsideItsRegionBlockAndAllocation(
-            @ForAll("heads") int kvHeads, @ForAll("tp") int localTp, @ForAll("tp") int remoteTp, @ForAll @IntRange(min = 1, max = 4) int ratio,
-            @ForAll @IntRange(min = 1, max = 4) int regions, @ForAll @IntRange(min = 1, max = 2) int groups, @ForAll @LongRange long seed)
+    void everyDescriptorLiesInsideItsRegionBlockAndAllocation(@ForAll("scenarios") PlanScenario scenario)
     {
-        PlanScenario scenario = new PlanScenario(kvHeads, localTp, remoteTp, ratio, regions, groups, seed);
         TransferPlan plan = scenario.plan;
         for (int slot = 0; slot < plan.sourceCount(); slot++) {
             assertInside(scenario.local, plan, plan.localDescriptors(slot), true, scenario.ratio);
@@ -51,15 +47,12 @@ final class TransferPlanProperties
     }
 
     @Property(tries = 300)
-    void pairsMatchOneToOneAndLandWhereTheModelPutsThem(
-            @ForAll("heads") int kvHeads, @ForAll("tp") int localTp, @ForAll("tp") int remoteTp, @ForAll @IntRange(min = 1, max = 4) int ratio,
-            @ForAll @IntRange(min = 1, max = 4) int regions, @ForAll @IntRange(min = 1, max = 2) int groups, @ForAll @LongRange long seed)
+    void pairsMatchOneToOneAndLandWhereTheModelPutsThem(@ForAll("scenarios") PlanScenario scenario)
     {
-        PlanScenario scenario = new PlanScenario(kvHeads, localTp, remoteTp, ratio, regions, groups, seed);
         TransferPlan plan = scenario.plan;
         BlockSelection[] blocks = scenario.selections();
-        SimulatedMemory plain = memory(scenario, seed);
-        SimulatedMemory coalesced = memory(scenario, seed);
+        SimulatedMemory plain = memory(scenario);
+        SimulatedMemory coalesced = memory(scenario);
         DescriptorPairs pairs = new DescriptorPairs(0);
         for (int slot = 0; slot < plan.sourceCount(); slot++) {
             DescriptorList localList = plan.localDescriptors(slot);
@@ -84,27 +77,24 @@ final class TransferPlanProperties
         assertArrayEquals(expected, coalesced.image(scenario.local), scenario::toString);
     }
 
-    private static SimulatedMemory memory(PlanScenario scenario, long seed)
+    private static SimulatedMemory memory(PlanScenario scenario)
     {
         SimulatedMemory memory = new SimulatedMemory();
         memory.add(scenario.local);
         for (CacheGeometry source : scenario.sources) {
             memory.add(source);
         }
-        scenario.fillProducers(memory, new Random(seed));
+        scenario.fillProducers(memory, new Random(scenario.seed));
         return memory;
     }
 
+    /** Heads, TP sizes and block size ratios as models use them (powers of two), with random layouts and requests. */
     @Provide
-    Arbitrary<Integer> heads()
+    Arbitrary<PlanScenario> scenarios()
     {
-        return Arbitraries.of(1, 2, 4, 8);
+        Arbitrary<Integer> powers = Arbitraries.of(1, 2, 4, 8);
+        return Combinators.combine(powers, powers, powers, Arbitraries.integers().between(1, 4), Arbitraries.integers().between(1, 4),
+                        Arbitraries.integers().between(1, 2), Arbitraries.longs())
+                .as(PlanScenario::new);
     }
-
-    @Provide
-    Arbitrary<Integer> tp()
-    {
-        return Arbitraries.of(1, 2, 4, 8);
-    }
-
 }
