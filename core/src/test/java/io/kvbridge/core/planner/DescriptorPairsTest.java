@@ -37,15 +37,16 @@ final class DescriptorPairsTest
     @Test
     void headSlicesOnOneSideDoNotMerge()
     {
-        // worked-example shape: consumer TP 2 reads half of each producer block, so producer side is strided
-        CacheGeometry consumer = geometry(8, 1, 2).uniformRegions(2, 0x300000, 32_768, 3, -1, SplitClass.SPLIT).build();
-        CacheGeometry producer = geometry(8, 0, 1).uniformRegions(2, 0x100000, 65_536, 4, -1, SplitClass.SPLIT).build();
+        // consumer TP 2 reads half of each producer block, so the producer side is strided: 80 x 64 pairs stay 5,120 copies
+        CacheGeometry consumer = geometry(8, 1, 2).uniformRegions(80, 0x300000, 32_768, 128, -1, SplitClass.SPLIT).build();
+        CacheGeometry producer = geometry(8, 0, 1).uniformRegions(80, 0x10000000, 65_536, 256, -1, SplitClass.SPLIT).build();
         TransferPlan plan = TransferPlan.pair(consumer, producer);
-        BlockSelection local = BlockSelection.of(new int[] {0, 1, 2});
-        BlockSelection remote = BlockSelection.of(new int[] {1, 2, 3});
+        BlockSelection local = BlockSelection.of(IntStream.range(10, 74).toArray());
+        BlockSelection remote = BlockSelection.of(IntStream.range(100, 164).toArray());
         int[][] pairs = TransferPlanTest.indices(plan, local, remote);
-        DescriptorPairs copies = new DescriptorPairs(6);
-        assertEquals(6, copies.resolve(plan.localDescriptors(0), pairs[0], plan.remoteDescriptors(producer), pairs[1], 6, true));
+        DescriptorPairs copies = new DescriptorPairs(0);
+        assertEquals(5120, copies.resolve(plan.localDescriptors(0), pairs[0], plan.remoteDescriptors(producer), pairs[1], 5120, true));
+        assertEquals(5120L * 32_768, copies.totalBytes());
     }
 
     @Test
