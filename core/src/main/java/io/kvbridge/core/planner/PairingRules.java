@@ -43,32 +43,71 @@ final class PairingRules
         return localTokens / remoteTokens;
     }
 
-    /** Checks that every entry names existing regions and that each side's regions share one memory kind and device. */
+    /**
+     * Checks that the entries agree with the geometries they were made with: each side's view is
+     * its region (narrowed to the entry's layer), whole regions are addressed by their own group,
+     * packed and non-packed regions are not mixed, and each side's regions share one memory kind.
+     */
     static void checkEntries(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
     {
         KvBridgeException.check(!entries.isEmpty(), ErrorCode.ROUTING_FAILED, "no transfer entries: nothing would be moved (expected: at least one local region paired with a remote one)");
-        for (TransferEntry entry : entries) {
+        for (int e = 0; e < entries.size(); e++) {
+            TransferEntry entry = entries.get(e);
             KvBridgeException.check(entry.localRegion() < local.regions().size() && entry.remoteRegion() < remote.regions().size(), ErrorCode.ROUTING_FAILED,
-                    "entry %s names a region that does not exist (local regions=%d, remote regions=%d)", entry, local.regions().size(), remote.regions().size());
+                    "entry %d (local region %d, remote region %d) names a region that does not exist (local regions=%d, remote regions=%d)",
+                    e, entry.localRegion(), entry.remoteRegion(), local.regions().size(), remote.regions().size());
+            Region localRegion = local.regions().get(entry.localRegion());
+            Region remoteRegion = remote.regions().get(entry.remoteRegion());
+            KvBridgeException.check(entry.byLayer() || entry.groupId() == localRegion.groupId(), ErrorCode.ROUTING_FAILED,
+                    "entry %d moves the whole local region %s with groupId=%d, but that region advertises group %d (expected: whole regions are addressed by their own group)",
+                    e, localRegion.name(), entry.groupId(), localRegion.groupId());
+            if (entry.byLayer()) {
+                checkLayerEntry(local, remote, entry, localRegion, remoteRegion);
+            }
+            KvBridgeException.check(entry.local().equals(entry.viewIn(local, true)) && entry.remote().equals(entry.viewIn(remote, false)), ErrorCode.ROUTING_FAILED,
+                    "entry %d (%s) carries geometry local=%s remote=%s that differs from the regions it names, local %s and remote %s; build entries from the geometries they pair",
+                    e, entry.byLayer() ? "layer " + entry.layer() : "whole region", entry.local(), entry.remote(), localRegion, remoteRegion);
         }
-        checkOneMemory(local, entries, true);
-        checkOneMemory(remote, entries, false);
+        checkOneMemory(entries, true);
+        checkOneMemory(entries, false);
     }
 
-    private static void checkOneMemory(CacheGeometry geometry, List<TransferEntry> entries, boolean localSide)
+    /** A layer moves page by page only between regions that both pack layers (or both do not), with identical blocks and pages. */
+    private static void checkLayerEntry(CacheGeometry local, CacheGeometry remote, TransferEntry entry, Region localRegion, Region remoteRegion)
     {
-        Region first = region(geometry, entries.getFirst(), localSide);
+        check(localRegion.packed() == remoteRegion.packed(),
+                "layer %s is in %s local region %s but in %s remote region %s: packed and non-packed peers cannot be mixed "
+                        + "(expected: both engines pack their MLA layers into whole-row regions, or neither does)",
+                entry.layer(), localRegion.packed() ? "packed" : "non-packed", localRegion.name(), remoteRegion.packed() ? "packed" : "non-packed",
+                remoteRegion.name());
+        if (localRegion.packed()) {
+            check(PairingRules.replicated(localRegion) && PairingRules.replicated(remoteRegion),
+                    "layer %s: packed regions %s (local, %s) and %s (remote, %s) must be replicated (MLA) to move one member's page",
+                    entry.layer(), localRegion.name(), localRegion.split(), remoteRegion.name(), remoteRegion.split());
+            check(local.blockTokens() == remote.blockTokens() && local.kernelBlocksPerLogical() == remote.kernelBlocksPerLogical()
+                            && entry.local().blockBytes() == entry.remote().blockBytes(),
+                    "layer %s of packed regions needs identical blocks and pages on both sides, but local region %s has blockTokens=%d kernelBlocksPerLogical=%d "
+                            + "pageBytes=%d and remote region %s has blockTokens=%d kernelBlocksPerLogical=%d pageBytes=%d",
+                    entry.layer(), localRegion.name(), local.blockTokens(), local.kernelBlocksPerLogical(), entry.local().blockBytes(),
+                    remoteRegion.name(), remote.blockTokens(), remote.kernelBlocksPerLogical(), entry.remote().blockBytes());
+        }
+    }
+
+    private static void checkOneMemory(List<TransferEntry> entries, boolean localSide)
+    {
+        Region first = side(entries.getFirst(), localSide);
         for (TransferEntry entry : entries) {
-            Region region = region(geometry, entry, localSide);
+            Region region = side(entry, localSide);
             KvBridgeException.check(region.memoryKind() == first.memoryKind() && region.device() == first.device(), ErrorCode.UNSUPPORTED,
                     "%s regions %s (%s device %d) and %s (%s device %d) lie in different memory: plans over mixed host and device memory are not supported yet",
                     localSide ? "local" : "remote", first.name(), first.memoryKind(), first.device(), region.name(), region.memoryKind(), region.device());
         }
     }
 
-    static Region region(CacheGeometry geometry, TransferEntry entry, boolean localSide)
+    /** Returns the geometry one side uses for an entry. */
+    static Region side(TransferEntry entry, boolean localSide)
     {
-        return geometry.regions().get(localSide ? entry.localRegion() : entry.remoteRegion());
+        return localSide ? entry.local() : entry.remote();
     }
 
     /** Returns the total KV heads of the layers a region holds. */
