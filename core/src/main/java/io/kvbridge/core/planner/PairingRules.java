@@ -44,53 +44,24 @@ final class PairingRules
     }
 
     /**
-     * Checks that the entries agree with the geometries they were made with: each side's view is
-     * its region (narrowed to the entry's layer), whole regions are addressed by their own group,
-     * packed and non-packed regions are not mixed, and each side's regions share one memory kind.
+     * Checks that the entries agree with the geometries they pair: each is what
+     * {@link TransferEntry#whole} or {@link TransferEntry#ofLayer} builds from them (which checks
+     * layers, groups and packing), and each side's regions share one memory kind.
      */
     static void checkEntries(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
     {
         KvBridgeException.check(!entries.isEmpty(), ErrorCode.ROUTING_FAILED, "no transfer entries: nothing would be moved (expected: at least one local region paired with a remote one)");
         for (int e = 0; e < entries.size(); e++) {
             TransferEntry entry = entries.get(e);
-            KvBridgeException.check(entry.localRegion() < local.regions().size() && entry.remoteRegion() < remote.regions().size(), ErrorCode.ROUTING_FAILED,
-                    "entry %d (local region %d, remote region %d) names a region that does not exist (local regions=%d, remote regions=%d)",
-                    e, entry.localRegion(), entry.remoteRegion(), local.regions().size(), remote.regions().size());
-            Region localRegion = local.regions().get(entry.localRegion());
-            Region remoteRegion = remote.regions().get(entry.remoteRegion());
-            KvBridgeException.check(entry.byLayer() || entry.groupId() == localRegion.groupId(), ErrorCode.ROUTING_FAILED,
-                    "entry %d moves the whole local region %s with groupId=%d, but that region advertises group %d (expected: whole regions are addressed by their own group)",
-                    e, localRegion.name(), entry.groupId(), localRegion.groupId());
-            if (entry.byLayer()) {
-                checkLayerEntry(local, remote, entry, localRegion, remoteRegion);
-            }
-            KvBridgeException.check(entry.local().equals(entry.viewIn(local, true)) && entry.remote().equals(entry.viewIn(remote, false)), ErrorCode.ROUTING_FAILED,
-                    "entry %d (%s) carries geometry local=%s remote=%s that differs from the regions it names, local %s and remote %s; build entries from the geometries they pair",
-                    e, entry.byLayer() ? "layer " + entry.layer() : "whole region", entry.local(), entry.remote(), localRegion, remoteRegion);
+            TransferEntry rebuilt = entry.byLayer()
+                    ? TransferEntry.ofLayer(local, entry.localRegion(), remote, entry.remoteRegion(), entry.layer(), entry.groupId())
+                    : TransferEntry.whole(local, entry.localRegion(), remote, entry.remoteRegion());
+            KvBridgeException.check(rebuilt.equals(entry), ErrorCode.ROUTING_FAILED,
+                    "entry %d (%s, group %d) carries local=%s remote=%s, which differs from the regions it names: local=%s remote=%s; build entries from the geometries they pair",
+                    e, entry.byLayer() ? "layer " + entry.layer() : "whole region", entry.groupId(), entry.local(), entry.remote(), rebuilt.local(), rebuilt.remote());
         }
         checkOneMemory(entries, true);
         checkOneMemory(entries, false);
-    }
-
-    /** A layer moves page by page only between regions that both pack layers (or both do not), with identical blocks and pages. */
-    private static void checkLayerEntry(CacheGeometry local, CacheGeometry remote, TransferEntry entry, Region localRegion, Region remoteRegion)
-    {
-        check(localRegion.packed() == remoteRegion.packed(),
-                "layer %s is in %s local region %s but in %s remote region %s: packed and non-packed peers cannot be mixed "
-                        + "(expected: both engines pack their MLA layers into whole-row regions, or neither does)",
-                entry.layer(), localRegion.packed() ? "packed" : "non-packed", localRegion.name(), remoteRegion.packed() ? "packed" : "non-packed",
-                remoteRegion.name());
-        if (localRegion.packed()) {
-            check(PairingRules.replicated(localRegion) && PairingRules.replicated(remoteRegion),
-                    "layer %s: packed regions %s (local, %s) and %s (remote, %s) must be replicated (MLA) to move one member's page",
-                    entry.layer(), localRegion.name(), localRegion.split(), remoteRegion.name(), remoteRegion.split());
-            check(local.blockTokens() == remote.blockTokens() && local.kernelBlocksPerLogical() == remote.kernelBlocksPerLogical()
-                            && entry.local().blockBytes() == entry.remote().blockBytes(),
-                    "layer %s of packed regions needs identical blocks and pages on both sides, but local region %s has blockTokens=%d kernelBlocksPerLogical=%d "
-                            + "pageBytes=%d and remote region %s has blockTokens=%d kernelBlocksPerLogical=%d pageBytes=%d",
-                    entry.layer(), localRegion.name(), local.blockTokens(), local.kernelBlocksPerLogical(), entry.local().blockBytes(),
-                    remoteRegion.name(), remote.blockTokens(), remote.kernelBlocksPerLogical(), entry.remote().blockBytes());
-        }
     }
 
     private static void checkOneMemory(List<TransferEntry> entries, boolean localSide)

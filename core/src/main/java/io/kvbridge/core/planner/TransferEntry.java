@@ -7,6 +7,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.SplitClass;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -87,7 +88,30 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
         checkArgument(!layer.isEmpty(), "layer name is empty");
         Region mine = region(local, localRegion, "local");
         Region theirs = region(remote, remoteRegion, "remote");
-        return new TransferEntry(localRegion, remoteRegion, layer, groupId, view(mine, layer, groupId, "local"), view(theirs, layer, groupId, "remote"));
+        Region localView = view(mine, layer, groupId, "local");
+        Region remoteView = view(theirs, layer, groupId, "remote");
+        if (mine.packed() != theirs.packed()) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s is in %s local region %s but in %s remote region %s: packed and non-packed peers "
+                    + "cannot be mixed (expected: both engines pack their MLA layers into whole-row regions, or neither does)",
+                    layer, packing(mine), mine.name(), packing(theirs), theirs.name());
+        }
+        if (mine.packed()) {
+            // one member's page moves between rows of different strides: the blocks must mean the same tokens and the pages the same bytes
+            boolean same = mine.split() == SplitClass.REPLICATE && theirs.split() == SplitClass.REPLICATE && local.blockTokens() == remote.blockTokens()
+                    && local.kernelBlocksPerLogical() == remote.kernelBlocksPerLogical() && localView.blockBytes() == remoteView.blockBytes();
+            if (!same) {
+                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s of packed regions needs identical replicated pages and blocks on both sides, but local "
+                        + "region %s has split=%s pageBytes=%d blockTokens=%d kernelBlocksPerLogical=%d and remote region %s has split=%s pageBytes=%d "
+                        + "blockTokens=%d kernelBlocksPerLogical=%d", layer, mine.name(), mine.split(), localView.blockBytes(), local.blockTokens(),
+                        local.kernelBlocksPerLogical(), theirs.name(), theirs.split(), remoteView.blockBytes(), remote.blockTokens(), remote.kernelBlocksPerLogical());
+            }
+        }
+        return new TransferEntry(localRegion, remoteRegion, layer, groupId, localView, remoteView);
+    }
+
+    private static String packing(Region region)
+    {
+        return region.packed() ? "packed" : "non-packed";
     }
 
     /**
