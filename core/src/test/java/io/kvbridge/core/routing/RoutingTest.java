@@ -168,12 +168,12 @@ final class RoutingTest
     void a93LayerStageNeedsThePeerStageHoldingItsLayers()
     {
         List<LayerSpec> layers = layers(93, i -> i % 4 == 3 ? 0 : 1);
-        ModelCacheSpec spec = new ModelCacheSpec(Stage.model(93), 16, 1, Stage.cacheGroups(GroupKind.FULL_ATTENTION, GroupKind.SLIDING_WINDOW), layers, ModelCacheSpec.evenStages(93, 2));
-        CacheGeometry stage0 = hybridStage(spec, 0, 0x1000_0000L);
-        CacheGeometry peerStage1 = hybridStage(spec, 1, 0x8000_0000L);
+        ModelCacheSpec spec = Stage.hybridSpec(layers, ModelCacheSpec.evenStages(93, 2));
+        CacheGeometry stage0 = Stage.hybrid(spec, new Rank(0, 2, 0, 1), 0x1000_0000L, 4096);
+        CacheGeometry peerStage1 = Stage.hybrid(spec, new Rank(1, 2, 0, 1), 0x8000_0000L, 4096);
         assertCode(ErrorCode.ROUTING_FAILED, () -> Routing.route(layers, stage0, peerStage1),
                 "missing locally owned layer model.layers.0", "would leave it stale", "remote rank pp1/2:tp0/1", "pipeline stage 1 of 2");
-        CacheGeometry peerStage0 = hybridStage(spec, 0, 0x8000_0000L);
+        CacheGeometry peerStage0 = Stage.hybrid(spec, new Rank(0, 2, 0, 1), 0x8000_0000L, 4096);
         Route route = Routing.route(layers, stage0, peerStage0);
         assertEquals(RoutingMode.BY_LAYER_NAME, route.mode());
         assertEquals(spec.layersOfStage(0).stream().map(LayerSpec::name).sorted().toList(), route.layers().stream().sorted().toList());
@@ -181,12 +181,6 @@ final class RoutingTest
         assertTrue(stage0.regions().size() < 47, "the stage pools its layers");
     }
 
-    static CacheGeometry hybridStage(ModelCacheSpec spec, int ppRank, long base)
-    {
-        List<LayerSpec> owned = spec.layersOfStage(ppRank);
-        return stage(ppRank, spec.ppSize(), spec.layers().size()).groups(GroupKind.FULL_ATTENTION, GroupKind.SLIDING_WINDOW)
-                .hybridPools(owned, base, 0x10_0000L, 4096, 64).build();
-    }
 
     @Test
     void indexRoutingComparesGroupsAndFallsBackToNamesWhereTheyApply()

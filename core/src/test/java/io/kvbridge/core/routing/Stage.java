@@ -4,6 +4,7 @@ import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Rank;
@@ -156,6 +157,19 @@ final class Stage
                     members.stream().map(LayerSpec::name).toArray(String[]::new));
         }
         return this;
+    }
+
+    /** A model of full-attention (group 0) and sliding-window (group 1) layers split into the given stages. */
+    static ModelCacheSpec hybridSpec(List<LayerSpec> layers, List<Integer> stageLayerCounts)
+    {
+        return new ModelCacheSpec(model(layers.size()), 16, 1, cacheGroups(GroupKind.FULL_ATTENTION, GroupKind.SLIDING_WINDOW), layers, stageLayerCounts);
+    }
+
+    /** The geometry of one rank of an engine split as the spec says, pooled by the hybrid allocator's rule, 64 pages per pool. */
+    static CacheGeometry hybrid(ModelCacheSpec spec, Rank rank, long base, long pageBytes)
+    {
+        return rank(rank, spec.layers().size()).groups(GroupKind.FULL_ATTENTION, GroupKind.SLIDING_WINDOW)
+                .hybridPools(spec.layersOwnedBy(rank), base, 0x10_0000L, pageBytes, 64).build();
     }
 
     CacheGeometry build()
