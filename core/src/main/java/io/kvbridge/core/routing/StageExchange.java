@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 
 /**
  * Routes every pipeline stage of a producer engine to every pipeline stage of a decoder engine by
@@ -202,13 +203,7 @@ public final class StageExchange
      */
     public List<Integer> decodersOf(int producerStage)
     {
-        List<Integer> stages = new ArrayList<>();
-        for (int d = 0; d < decoders.size(); d++) {
-            if (exchanges(producerStage, d)) {
-                stages.add(d);
-            }
-        }
-        return stages;
+        return partners(producerStage, decoders.size(), true);
     }
 
     /**
@@ -219,13 +214,18 @@ public final class StageExchange
      */
     public List<Integer> producersOf(int decoderStage)
     {
-        List<Integer> stages = new ArrayList<>();
-        for (int p = 0; p < producers.size(); p++) {
-            if (exchanges(p, decoderStage)) {
-                stages.add(p);
+        return partners(decoderStage, producers.size(), false);
+    }
+
+    private List<Integer> partners(int stage, int otherStages, boolean ofProducer)
+    {
+        List<Integer> partners = new ArrayList<>();
+        for (int other = 0; other < otherStages; other++) {
+            if (ofProducer ? exchanges(stage, other) : exchanges(other, stage)) {
+                partners.add(other);
             }
         }
-        return stages;
+        return partners;
     }
 
     /**
@@ -240,11 +240,7 @@ public final class StageExchange
     public int expectedWriteNotifications(int decoderStage)
     {
         checkMode(TransferMode.PUSH, "expectedWriteNotifications");
-        int count = 0;
-        for (int p : producersOf(decoderStage)) {
-            count += plans[p][decoderStage].tpPlan().localConsumers();
-        }
-        return count;
+        return consumers(producersOf(decoderStage), p -> plans[p][decoderStage]);
     }
 
     /**
@@ -259,9 +255,15 @@ public final class StageExchange
     public int expectedReadNotifications(int producerStage)
     {
         checkMode(TransferMode.PULL, "expectedReadNotifications");
+        return consumers(decodersOf(producerStage), d -> plans[producerStage][d]);
+    }
+
+    /** Sums, over the partner stages, the local ranks of each plan that address one remote rank. */
+    private static int consumers(List<Integer> partners, IntFunction<TransferPlan> planWith)
+    {
         int count = 0;
-        for (int d : decodersOf(producerStage)) {
-            count += plans[producerStage][d].tpPlan().localConsumers();
+        for (int partner : partners) {
+            count += planWith.apply(partner).tpPlan().localConsumers();
         }
         return count;
     }

@@ -52,7 +52,7 @@ final class RegionBlockIdsAgreementProperties
             offset += geometry.regions().get(r).capacity();
         }
         TransferPlan plan = TransferPlan.pair(geometry, geometry);
-        int[][] indices = TransferPlanTest.indices(plan, BlockSelection.of(ids), BlockSelection.of(ids));
+        int[][] indices = PlanRequests.indices(plan, BlockSelection.of(ids), BlockSelection.of(ids));
         assertArrayEquals(expected, indices[0]);
         assertArrayEquals(expected, indices[1]);
     }

@@ -2,6 +2,7 @@ package io.kvbridge.core.planner;
 
 import static io.kvbridge.core.planner.Errors.assertError;
 import static io.kvbridge.core.planner.Geometries.geometry;
+import static io.kvbridge.core.planner.PlanRequests.indices;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -277,14 +278,5 @@ final class TransferPlanTest
         assertError(ErrorCode.ROUTING_FAILED, () -> TransferEntry.whole(local, 0, remote, 2), "remote region 2 does not exist");
         assertEquals(List.of(local.allocations().getFirst()), plan.allocations(true));
         assertEquals(remote.allocations().reversed(), plan.allocations(false), "in the order entries first use them");
-    }
-
-    static int[][] indices(TransferPlan plan, BlockSelection local, BlockSelection remote)
-    {
-        int count = plan.indexCount(0, local);
-        int[] localOut = new int[count];
-        int[] remoteOut = new int[count];
-        assertEquals(count, plan.indices(0, local, localOut, remote, remoteOut));
-        return new int[][] {localOut, remoteOut};
     }
 }

@@ -1,6 +1,6 @@
 package io.kvbridge.core.routing;
 
-import static io.kvbridge.core.routing.Requests.indices;
+import static io.kvbridge.core.planner.PlanRequests.indices;
 import static io.kvbridge.core.routing.Stage.layers;
 import static io.kvbridge.core.routing.Stage.name;
 import static io.kvbridge.core.routing.Stage.stage;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.core.planner.BlockSelection;
 import io.kvbridge.core.planner.DescriptorPairs;
+import io.kvbridge.core.planner.PlanRequests;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.GroupKind;
@@ -13,6 +14,7 @@ import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.Rank;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.testkit.PooledBlockIds;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -58,8 +60,8 @@ final class StageRoutingProperties
         for (int g = 0; g < groups; g++) {
             counts[g] = random.nextInt(1 + 12 / groups);
         }
-        int[][] producerIds = allocate(counts, producerCapacity, random);
-        int[][] decoderIds = allocate(counts, decoderCapacity, random);
+        int[][] producerIds = PooledBlockIds.allocate(counts, producerCapacity, random);
+        int[][] decoderIds = PooledBlockIds.allocate(counts, decoderCapacity, random);
         Set<String> moved = new HashSet<>();
         DescriptorPairs pairs = new DescriptorPairs(0);
         for (int p = 0; p < producers.size(); p++) {
@@ -67,7 +69,7 @@ final class StageRoutingProperties
                 TransferPlan plan = exchange.plan(p, d);
                 DescriptorList local = plan.localDescriptors(0);
                 DescriptorList remote = plan.remoteDescriptors(decoders.get(d));
-                int[][] indices = Requests.indices(plan, BlockSelection.of(producerIds), BlockSelection.of(decoderIds));
+                int[][] indices = PlanRequests.indices(plan, BlockSelection.of(producerIds), BlockSelection.of(decoderIds));
                 pairs.resolve(local, indices[0], remote, indices[1], indices[0].length, false);
                 for (int i = 0; i < pairs.size(); i++) {
                     assertEquals(PAGE, pairs.length(i));
@@ -156,25 +158,6 @@ final class StageRoutingProperties
         }
         Collections.shuffle(pools, random);
         return pools;
-    }
-
-    /** Gives each group its count of distinct block ids; no id goes to two groups, as a shared pool requires. */
-    private static int[][] allocate(int[] counts, int capacity, Random random)
-    {
-        List<Integer> free = new ArrayList<>();
-        for (int b = 0; b < capacity; b++) {
-            free.add(b);
-        }
-        Collections.shuffle(free, random);
-        int[][] ids = new int[counts.length][];
-        int next = 0;
-        for (int g = 0; g < counts.length; g++) {
-            ids[g] = new int[counts[g]];
-            for (int j = 0; j < counts[g]; j++) {
-                ids[g][j] = free.get(next++);
-            }
-        }
-        return ids;
     }
 
     /** Returns which layer's which request block a page holds, as {@code layer#j}. */

@@ -25,11 +25,11 @@ import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheMemory;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.testkit.PooledBlockIds;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -180,8 +180,8 @@ final class PipelineRoutingDataTest
         DescriptorPairs copies = new DescriptorPairs(0);
         for (int request = 0; request < REQUESTS; request++) {
             int[] counts = {1 + random.nextInt(6), 1 + random.nextInt(6)};
-            int[][] producerIds = allocate(counts, PRODUCER_CAPACITY, random);
-            int[][] decoderIds = allocate(counts, DECODER_CAPACITY, random);
+            int[][] producerIds = PooledBlockIds.allocate(counts, PRODUCER_CAPACITY, random);
+            int[][] decoderIds = PooledBlockIds.allocate(counts, DECODER_CAPACITY, random);
             fill(producer, producerIds, request, random);
             fillRandom(decoder, random);
             List<byte[]> producerBefore = producer.snapshot();
@@ -212,25 +212,6 @@ final class PipelineRoutingDataTest
                 assertArrayEquals(producerBefore.get(s), producerAfter.get(s), "the producer's memory is only read");
             }
         }
-    }
-
-    /** Gives each group its count of distinct block ids; no id goes to two groups, as a shared pool requires. */
-    private static int[][] allocate(int[] counts, int capacity, Random random)
-    {
-        List<Integer> free = new ArrayList<>();
-        for (int b = 0; b < capacity; b++) {
-            free.add(b);
-        }
-        Collections.shuffle(free, random);
-        int[][] ids = new int[counts.length][];
-        int next = 0;
-        for (int g = 0; g < counts.length; g++) {
-            ids[g] = new int[counts[g]];
-            for (int j = 0; j < counts[g]; j++) {
-                ids[g][j] = free.get(next++);
-            }
-        }
-        return ids;
     }
 
     /** Writes every page of the request with its content, every other page with noise. */
