@@ -60,18 +60,18 @@ final class PairingRules
                     "entry %d (%s, group %d) carries local=%s remote=%s, which differs from the regions it names: local=%s remote=%s; build entries from the geometries they pair",
                     e, entry.byLayer() ? "layer " + entry.layer() : "whole region", entry.groupId(), entry.local(), entry.remote(), rebuilt.local(), rebuilt.remote());
         }
-        checkOneMemory(entries, true);
-        checkOneMemory(entries, false);
+        checkOneMemory(entries.stream().map(TransferEntry::local).toList(), "local");
+        checkOneMemory(entries.stream().map(TransferEntry::remote).toList(), "remote");
     }
 
-    private static void checkOneMemory(List<TransferEntry> entries, boolean localSide)
+    /** Checks that the regions one side uses lie in one kind of memory on one device. */
+    static void checkOneMemory(List<Region> regions, String side)
     {
-        Region first = side(entries.getFirst(), localSide);
-        for (TransferEntry entry : entries) {
-            Region region = side(entry, localSide);
+        Region first = regions.getFirst();
+        for (Region region : regions) {
             KvBridgeException.check(region.memoryKind() == first.memoryKind() && region.device() == first.device(), ErrorCode.UNSUPPORTED,
                     "%s regions %s (%s device %d) and %s (%s device %d) lie in different memory: plans over mixed host and device memory are not supported yet",
-                    localSide ? "local" : "remote", first.name(), first.memoryKind(), first.device(), region.name(), region.memoryKind(), region.device());
+                    side, first.name(), first.memoryKind(), first.device(), region.name(), region.memoryKind(), region.device());
         }
     }
 

@@ -80,7 +80,8 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
      * @return the entry, with each side's view of the layer.
      * @throws io.kvbridge.spi.KvBridgeException {@code ROUTING_FAILED} when an index names no region
      *     or a region does not hold the layer, {@code GEOMETRY_INCOMPATIBLE} when a region
-     *     advertises another group than the layer's.
+     *     advertises another group than the layer's, when one region is packed and the other is not,
+     *     or when packed pages or blocks differ between the sides.
      */
     public static TransferEntry ofLayer(CacheGeometry local, int localRegion, CacheGeometry remote, int remoteRegion, String layer, int groupId)
     {

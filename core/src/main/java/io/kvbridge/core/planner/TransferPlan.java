@@ -134,12 +134,16 @@ public final class TransferPlan
     }
 
     /**
-     * Pairs two geometries along explicit entries, such as the ones layer-name routing produces.
+     * Pairs two geometries along explicit entries, such as the ones layer-name routing produces
+     * ({@link io.kvbridge.core.routing.Routing}).
      *
      * @param local this rank's geometry.
      * @param remote the geometry of one rank of the peer engine.
-     * @param entries the pairs to move, in the order both descriptor lists follow.
+     * @param entries the pairs to move, in the order both descriptor lists follow; each is checked
+     *     against the geometries it names.
      * @return the checked plan.
+     * @throws KvBridgeException {@code ROUTING_FAILED} for no entries or an entry that differs from
+     *     what its regions give, and the errors of {@link #pair(CacheGeometry, CacheGeometry)}.
      */
     public static TransferPlan pair(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
     {
@@ -304,19 +308,21 @@ public final class TransferPlan
         }
         Region[] views = new Region[entries.size()];
         for (int e = 0; e < views.length; e++) {
-            Region theirs = entries.get(e).viewIn(remoteRank, false);
-            Region expected = entries.get(e).remote();
+            TransferEntry entry = entries.get(e);
+            Region theirs = entry.viewIn(remoteRank, false);
+            Region expected = entry.remote();
+            // a packed member must sit at the same place in the row on every rank
+            long offset = theirs.base() - remoteRank.regions().get(entry.remoteRegion()).base();
+            long expectedOffset = expected.base() - remote.regions().get(entry.remoteRegion()).base();
             if (!(theirs.blockBytes() == expected.blockBytes() && theirs.stride() == expected.stride() && theirs.capacity() == expected.capacity()
-                            && theirs.split() == expected.split() && theirs.groupId() == expected.groupId())) {
-                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d) differs from rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d): ranks of one engine must share one shape",
-                        remoteRank.rank(), theirs.name(), theirs.blockBytes(), theirs.stride(), theirs.capacity(), theirs.split(), theirs.groupId(), remote.rank(), expected.name(), expected.blockBytes(), expected.stride(), expected.capacity(), expected.split(), expected.groupId());
+                            && theirs.split() == expected.split() && theirs.groupId() == expected.groupId() && offset == expectedOffset)) {
+                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d offset=%d) differs from rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d offset=%d): ranks of one engine must share one shape",
+                        remoteRank.rank(), theirs.name(), theirs.blockBytes(), theirs.stride(), theirs.capacity(), theirs.split(), theirs.groupId(), offset,
+                        remote.rank(), expected.name(), expected.blockBytes(), expected.stride(), expected.capacity(), expected.split(), expected.groupId(), expectedOffset);
             }
             views[e] = theirs;
-            if (theirs.memoryKind() != views[0].memoryKind() || theirs.device() != views[0].device()) {
-                throw Checks.failure(ErrorCode.UNSUPPORTED, "remote rank %s regions %s (%s device %d) and %s (%s device %d) lie in different memory: plans over mixed host and device memory are not supported yet",
-                        remoteRank.rank(), views[0].name(), views[0].memoryKind(), views[0].device(), theirs.name(), theirs.memoryKind(), theirs.device());
-            }
         }
+        PairingRules.checkOneMemory(List.of(views), "remote rank " + remoteRank.rank());
         return views;
     }
 

@@ -155,6 +155,9 @@ final class RoutingTest
         assertArrayEquals(new long[] {0x10080, 0x10180, 0x10280, 0x10380}, plan.remoteDescriptors(decoder).addresses());
         assertArrayEquals(new long[] {128, 128, 128, 128}, plan.remoteDescriptors(decoder).lengths());
         assertArrayEquals(new long[] {0x50000, 0x50080, 0x50100, 0x50180, 0x50200, 0x50280}, plan.localDescriptors(0).addresses());
+        CacheGeometry swapped = stage(0, 1, 2).groups(GroupKind.MLA)
+                .packed(0x20000, 4, 0, new PackedMember("L1", 0, 128), new PackedMember("L0", 128, 128)).build();
+        assertCode(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> plan.remoteDescriptors(swapped), "offset=0", "offset=128", "one shape");
 
         CacheGeometry perLayer = stage(1, 2, 2).groups(GroupKind.MLA).region(0x50000, 128, 128, 6, 0, SplitClass.REPLICATE, "L1").build();
         assertCode(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> Routing.plan(layers, perLayer, decoder, TransferMode.PUSH),
