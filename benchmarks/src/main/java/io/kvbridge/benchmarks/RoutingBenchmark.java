@@ -19,17 +19,10 @@ import io.kvbridge.spi.memory.MemoryKind;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Layer-name routing of the seed scenario at a realistic size: stage 0 of a PP2 producer of a
@@ -42,12 +35,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * pools taking both groups' ids: the same 992 pairs).
  */
 @State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class RoutingBenchmark
+public class RoutingBenchmark extends MicrosecondBenchmark
 {
     private static final int LAYERS = 93;
     private static final long PAGE = 8L * 16 * 2 * 128 * 2;
@@ -83,9 +71,9 @@ public class RoutingBenchmark
         decoder = hma.describe(consumer, CacheMemory.of(pools(70, 8192, 0x90_0000_0000L)), new Rank(0, 1, 0, 1));
         plan = Routing.plan(layers, stage, decoder, TransferMode.PUSH);
         positional = TransferPlan.pair(stage, hma.describe(producer, CacheMemory.of(pools(36, 4096, 0x50_0000_0000L)), new Rank(0, 2, 0, 1)));
-        localIds = new int[][] {range(100, 64), range(400, 8)};
-        remoteIds = new int[][] {range(2000, 64), range(5000, 8)};
-        peerStageIds = new int[][] {range(1000, 64), range(3000, 8)};
+        localIds = new int[][] {UniformCaches.consecutiveIds(100, 64), UniformCaches.consecutiveIds(400, 8)};
+        remoteIds = new int[][] {UniformCaches.consecutiveIds(2000, 64), UniformCaches.consecutiveIds(5000, 8)};
+        peerStageIds = new int[][] {UniformCaches.consecutiveIds(1000, 64), UniformCaches.consecutiveIds(3000, 8)};
         localBlocks = new BlockSelection(2);
         remoteBlocks = new BlockSelection(2);
         localIndices = new int[plan.indexCount(0, BlockSelection.of(localIds))];
@@ -99,15 +87,6 @@ public class RoutingBenchmark
             pools.add(new Allocation(firstBase + p * (1L << 32), capacity * PAGE, MemoryKind.DEVICE, 0));
         }
         return pools;
-    }
-
-    private static int[] range(int first, int count)
-    {
-        int[] ids = new int[count];
-        for (int i = 0; i < count; i++) {
-            ids[i] = first + i;
-        }
-        return ids;
     }
 
     /**
