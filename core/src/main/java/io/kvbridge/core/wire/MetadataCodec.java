@@ -154,7 +154,7 @@ public final class MetadataCodec
         for (WireMap region : map.requireMaps("regions")) {
             regions.add(decodeRegion(region));
         }
-        CacheGeometry geometry = rebuild(map, "groups/allocations/regions", () -> new CacheGeometry(layout, rank, model, blockTokens, kernelBlocksPerLogical,
+        CacheGeometry geometry = rebuild(map, "geometry", () -> new CacheGeometry(layout, rank, model, blockTokens, kernelBlocksPerLogical,
                 groups, allocations, regions));
         return rebuild(map, "engine_id", () -> new RankMetadata(engineId, transport, transportMetadata, capabilities, geometry));
     }

@@ -98,7 +98,7 @@ public final class WireDecoder
         }
         catch (MessagePackException | IOException e) {
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT, "%s is not valid msgpack at byte %d of %d: %s",
-                    what, decoder.unpacker.getTotalReadBytes(), decoder.size, e.getMessage()), e);
+                    what, decoder.unpacker.getTotalReadBytes(), decoder.size, e.getMessage() == null ? e.getClass().getSimpleName() : e.toString()), e);
         }
     }
 

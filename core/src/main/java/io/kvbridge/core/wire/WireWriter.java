@@ -85,6 +85,22 @@ public final class WireWriter
     }
 
     /**
+     * Writes nil.
+     *
+     * @return this writer.
+     */
+    public WireWriter nil()
+    {
+        try {
+            packer.packNil();
+        }
+        catch (IOException e) {
+            throw failed(e);
+        }
+        return this;
+    }
+
+    /**
      * Writes a boolean.
      *
      * @param value the boolean.
@@ -131,8 +147,8 @@ public final class WireWriter
     }
 
     /**
-     * Writes a tree of maps with string keys, lists, strings, integers, booleans, byte arrays and
-     * enum constants.
+     * Writes a tree of maps with string keys, lists, strings, integers, booleans, byte arrays, enum
+     * constants and null (as nil).
      *
      * @param value the tree.
      * @return this writer.
@@ -140,6 +156,7 @@ public final class WireWriter
     public WireWriter value(Object value)
     {
         switch (value) {
+            case null -> nil();
             case String string -> string(string);
             case Long number -> integer(number);
             case Integer number -> integer(number);
