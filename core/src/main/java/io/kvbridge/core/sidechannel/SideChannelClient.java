@@ -148,7 +148,9 @@ public final class SideChannelClient
         }
         SideChannelMessages.Reply reply = SideChannelMessages.decodeReply(openReply(address, frame, request.nonce()), settings.limits());
         if (!reply.ok()) {
-            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+            // a refusal for authentication keeps its code so callers can tell a secret mismatch from other failures
+            ErrorCode code = ErrorCode.AUTHENTICATION_FAILED.id().equals(reply.errorCode()) ? ErrorCode.AUTHENTICATION_FAILED : ErrorCode.HANDSHAKE_FAILED;
+            throw new KvBridgeException(code, String.format(Locale.ROOT,
                     "the side channel at %s refused the request for rank %s: %s", address, rank, reply.errorMessage()));
         }
         return new Fetched(rank, reply.payload(), ClockOffset.sample(sendNanos, reply.clockNanos(), Math.max(sendNanos, receiveNanos)));

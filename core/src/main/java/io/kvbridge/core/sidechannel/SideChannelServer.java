@@ -50,6 +50,7 @@ public final class SideChannelServer implements AutoCloseable
     static final int MAX_REQUEST_BYTES = 64 << 10;
     private static final int MAX_REQUESTS_PER_CONNECTION = 4_096;
     private static final int MAX_ERROR_MESSAGE_CHARS = 1_024;
+    private static final int DRAIN_TIMEOUT_MILLIS = 200;
     private static final byte[] NO_NONCE = new byte[0];
 
     private final String engineId;
@@ -235,13 +236,13 @@ public final class SideChannelServer implements AutoCloseable
                     frame = Frames.read(in, MAX_REQUEST_BYTES, "request");
                 }
                 catch (KvBridgeException e) {
-                    reject(out, socket, e);
+                    reject(in, out, socket, e);
                     return;
                 }
                 if (frame == null) {
                     return;
                 }
-                if (!answer(frame, out, socket)) {
+                if (!answer(frame, in, out, socket)) {
                     return;
                 }
             }
@@ -259,7 +260,7 @@ public final class SideChannelServer implements AutoCloseable
     }
 
     /** Answers one request; returns whether the connection may go on. */
-    private boolean answer(byte[] frame, OutputStream out, Socket socket)
+    private boolean answer(byte[] frame, InputStream in, OutputStream out, Socket socket)
             throws IOException
     {
         Opened request;
@@ -269,7 +270,7 @@ public final class SideChannelServer implements AutoCloseable
             rank = SideChannelMessages.decodeRequest(request.content(), settings.limits());
         }
         catch (KvBridgeException e) {
-            reject(out, socket, e);
+            reject(in, out, socket, e);
             return false;
         }
         byte[] payload = payloads.get(rank);
@@ -279,12 +280,13 @@ public final class SideChannelServer implements AutoCloseable
             send(out, SideChannelMessages.errorReply(ErrorCode.PEER_UNKNOWN, message), request.nonce());
             return true;
         }
-        send(out, SideChannelMessages.okReply(payload, clock.monotonicNanos()), request.nonce());
+        // counted before the reply leaves, so that a client holding the reply sees the count
         requestsServed.incrementAndGet();
+        send(out, SideChannelMessages.okReply(payload, clock.monotonicNanos()), request.nonce());
         return true;
     }
 
-    private void reject(OutputStream out, Socket socket, KvBridgeException e)
+    private void reject(InputStream in, OutputStream out, Socket socket, KvBridgeException e)
             throws IOException
     {
         requestsRejected.incrementAndGet();
@@ -294,6 +296,19 @@ public final class SideChannelServer implements AutoCloseable
         // the request could not be authenticated, so the reply cannot answer a trusted nonce: it is sent
         // without a MAC and only ever read by the client as a reason for failing
         Frames.write(out, plainReplies.seal(Direction.REPLY, SideChannelMessages.errorReply(e.code(), message), NO_NONCE).content());
+        // closing with unread input would reset the connection and could destroy the reply in flight:
+        // end our side, then discard a bounded amount of what the client still sends
+        socket.shutdownOutput();
+        socket.setSoTimeout(DRAIN_TIMEOUT_MILLIS);
+        try {
+            long drained = 0;
+            while (drained < MAX_REQUEST_BYTES && in.read() >= 0) {
+                drained++;
+            }
+        }
+        catch (SocketTimeoutException ignored) {
+            // the client keeps the connection open: it is closed now anyway
+        }
     }
 
     private void send(OutputStream out, byte[] reply, byte[] inReplyTo)
