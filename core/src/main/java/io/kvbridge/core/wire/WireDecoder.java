@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -52,6 +53,8 @@ public final class WireDecoder
     private final long size;
     private final WireLimits limits;
     private final String what;
+    // created on the first non-ASCII string, then reused
+    private CharsetDecoder utf8;
 
     private WireDecoder(byte[] bytes, WireLimits limits, String what)
     {
@@ -139,16 +142,29 @@ public final class WireDecoder
             throws IOException
     {
         byte[] bytes = payload(length, limits.maxStringBytes(), "string", "maxStringBytes");
+        // field names and layer names are ASCII: skip the strict decoder for them
+        if (isAscii(bytes)) {
+            return new String(bytes, StandardCharsets.US_ASCII);
+        }
+        if (utf8 == null) {
+            utf8 = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+        }
         try {
-            return StandardCharsets.UTF_8.newDecoder()
-                    .onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(ByteBuffer.wrap(bytes))
-                    .toString();
+            return utf8.reset().decode(ByteBuffer.wrap(bytes)).toString();
         }
         catch (CharacterCodingException e) {
             throw error("string of " + length + " bytes is not valid UTF-8");
         }
+    }
+
+    private static boolean isAscii(byte[] bytes)
+    {
+        for (byte b : bytes) {
+            if (b < 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private byte[] payload(int length, int limit, String kind, String limitName)
