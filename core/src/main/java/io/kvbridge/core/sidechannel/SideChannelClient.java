@@ -96,7 +96,7 @@ public final class SideChannelClient
         try (Socket socket = new Socket()) {
             connect(socket, address, deadline);
             socket.setTcpNoDelay(true);
-            DeadlineInputStream timed = new DeadlineInputStream(socket, deadline);
+            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.readTimeout().toMillis(), deadline);
             InputStream in = new BufferedInputStream(timed);
             OutputStream out = new BufferedOutputStream(socket.getOutputStream());
             List<Fetched> fetched = new ArrayList<>(ranks.size());
@@ -199,57 +199,5 @@ public final class SideChannelClient
                 "no reply from the side channel at %s within readTimeout=%s for rank %s: the peer accepted the connection but did not answer"
                         + " (is this port a kvbridge side channel, and is the peer overloaded?)",
                 address, settings.readTimeout(), rank));
-    }
-
-    /** Sets each read's timeout to what is left of the read timeout and the deadline. */
-    private final class DeadlineInputStream
-            extends InputStream
-    {
-        private final Socket socket;
-        private final InputStream in;
-        private final long deadline;
-        private boolean deadlinePassed;
-
-        DeadlineInputStream(Socket socket, long deadline)
-                throws IOException
-        {
-            this.socket = socket;
-            this.in = socket.getInputStream();
-            this.deadline = deadline;
-        }
-
-        boolean deadlinePassed()
-        {
-            return deadlinePassed;
-        }
-
-        private void arm()
-                throws IOException
-        {
-            long leftMillis = (deadline - System.nanoTime()) / 1_000_000;
-            long readMillis = settings.readTimeout().toMillis();
-            if (leftMillis <= 0) {
-                deadlinePassed = true;
-                throw new SocketTimeoutException("handshake deadline passed");
-            }
-            deadlinePassed = leftMillis < readMillis;
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, Math.min(readMillis, leftMillis))));
-        }
-
-        @Override
-        public int read()
-                throws IOException
-        {
-            arm();
-            return in.read();
-        }
-
-        @Override
-        public int read(byte[] buffer, int offset, int length)
-                throws IOException
-        {
-            arm();
-            return in.read(buffer, offset, length);
-        }
     }
 }

@@ -48,9 +48,10 @@ public final class SideChannelServer implements AutoCloseable
 
     // requests are a few dozen bytes: a larger frame is refused before it costs memory
     static final int MAX_REQUEST_BYTES = 64 << 10;
-    private static final int MAX_REQUESTS_PER_CONNECTION = 4_096;
+    // a handshake asks once per rank; no engine has this many ranks
+    private static final int MAX_REQUESTS_PER_CONNECTION = 256;
     private static final int MAX_ERROR_MESSAGE_CHARS = 1_024;
-    private static final int DRAIN_TIMEOUT_MILLIS = 200;
+    private static final long DRAIN_NANOS = 200_000_000L;
     private static final byte[] NO_NONCE = new byte[0];
 
     private final String engineId;
@@ -226,23 +227,26 @@ public final class SideChannelServer implements AutoCloseable
     private void serve(Socket socket)
     {
         try {
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, settings.idleConnectionTimeout().toMillis()));
             socket.setTcpNoDelay(true);
-            InputStream in = new BufferedInputStream(socket.getInputStream());
+            long idleNanos = settings.idleConnectionTimeout().toNanos();
+            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.idleConnectionTimeout().toMillis(), System.nanoTime() + idleNanos);
+            InputStream in = new BufferedInputStream(timed);
             OutputStream out = new BufferedOutputStream(socket.getOutputStream());
             for (int served = 0; served < MAX_REQUESTS_PER_CONNECTION && !closed.get(); served++) {
+                // the whole next request must arrive within the idle timeout: dripping bytes does not extend it
+                timed.deadline(System.nanoTime() + idleNanos);
                 byte[] frame;
                 try {
                     frame = Frames.read(in, MAX_REQUEST_BYTES, "request");
                 }
                 catch (KvBridgeException e) {
-                    reject(in, out, socket, e);
+                    reject(timed, out, socket, e);
                     return;
                 }
                 if (frame == null) {
                     return;
                 }
-                if (!answer(frame, in, out, socket)) {
+                if (!answer(frame, timed, out, socket)) {
                     return;
                 }
             }
@@ -260,7 +264,7 @@ public final class SideChannelServer implements AutoCloseable
     }
 
     /** Answers one request; returns whether the connection may go on. */
-    private boolean answer(byte[] frame, InputStream in, OutputStream out, Socket socket)
+    private boolean answer(byte[] frame, DeadlineInputStream in, OutputStream out, Socket socket)
             throws IOException
     {
         Opened request;
@@ -286,7 +290,7 @@ public final class SideChannelServer implements AutoCloseable
         return true;
     }
 
-    private void reject(InputStream in, OutputStream out, Socket socket, KvBridgeException e)
+    private void reject(DeadlineInputStream in, OutputStream out, Socket socket, KvBridgeException e)
             throws IOException
     {
         requestsRejected.incrementAndGet();
@@ -299,11 +303,12 @@ public final class SideChannelServer implements AutoCloseable
         // closing with unread input would reset the connection and could destroy the reply in flight:
         // end our side, then discard a bounded amount of what the client still sends
         socket.shutdownOutput();
-        socket.setSoTimeout(DRAIN_TIMEOUT_MILLIS);
+        in.deadline(System.nanoTime() + DRAIN_NANOS);
         try {
+            byte[] discard = new byte[4096];
             long drained = 0;
-            while (drained < MAX_REQUEST_BYTES && in.read() >= 0) {
-                drained++;
+            for (int read = 0; read >= 0 && drained < MAX_REQUEST_BYTES; read = in.read(discard, 0, discard.length)) {
+                drained += read;
             }
         }
         catch (SocketTimeoutException ignored) {

@@ -188,6 +188,34 @@ final class SideChannelServerTest
         }
     }
 
+    @Test
+    void closesAConnectionThatDripsItsRequest()
+            throws IOException, InterruptedException
+    {
+        List<RankMetadata> ranks = SideChannelFixtures.engine("prefill-0", 1, 1);
+        SideChannelSettings settings = SideChannelFixtures.fast().idleConnectionTimeout(Duration.ofMillis(500)).build();
+        try (SideChannelServer server = start("prefill-0", ranks, settings);
+                RawConnection connection = new RawConnection(server.address())) {
+            // a 100-byte frame, one byte every 100 ms: every read succeeds, the request never completes in time
+            connection.sendRaw(new byte[] {0, 0, 0, 100});
+            long start = System.nanoTime();
+            boolean dropped = false;
+            for (int i = 0; i < 100 && !dropped; i++) {
+                Thread.sleep(100);
+                try {
+                    connection.sendRaw(new byte[] {0});
+                }
+                catch (IOException e) {
+                    dropped = true;
+                }
+            }
+            long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(dropped, "the server kept a dripping connection for " + elapsedMillis + " ms");
+            assertTrue(elapsedMillis >= 300 && elapsedMillis < 3_000, "dropped after " + elapsedMillis + " ms");
+            assertServes(server, ranks.getFirst());
+        }
+    }
+
     private static void waitFor(java.util.function.BooleanSupplier condition)
             throws InterruptedException
     {
