@@ -21,6 +21,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -53,6 +54,7 @@ public final class SideChannelServer implements AutoCloseable
     private static final int MAX_ERROR_MESSAGE_CHARS = 1_024;
     private static final long DRAIN_NANOS = 200_000_000L;
     private static final byte[] NO_NONCE = new byte[0];
+    private static final Comparator<RankKey> RANK_ORDER = Comparator.comparingInt(RankKey::ppRank).thenComparingInt(RankKey::tpRank);
 
     private final String engineId;
     private final Map<RankKey, byte[]> payloads;
@@ -104,8 +106,7 @@ public final class SideChannelServer implements AutoCloseable
         requireNonNull(settings, "settings is null");
         requireNonNull(clock, "clock is null");
         KvBridgeException.checkArgument(!ranks.isEmpty(), "engine %s serves no ranks (expected: the metadata of at least one rank)", engineId);
-        Map<RankKey, byte[]> payloads = new TreeMap<>((a, b) -> a.ppRank() != b.ppRank() ? Integer.compare(a.ppRank(), b.ppRank())
-                : Integer.compare(a.tpRank(), b.tpRank()));
+        Map<RankKey, byte[]> payloads = new TreeMap<>(RANK_ORDER);
         for (RankMetadata rank : ranks) {
             KvBridgeException.checkArgument(rank.engineId().equals(engineId), "rank %s carries engineId=%s but the server serves engine %s",
                     rank.rank(), rank.engineId(), engineId);
@@ -324,7 +325,7 @@ public final class SideChannelServer implements AutoCloseable
 
     private String payloadKeys()
     {
-        return payloads.keySet().stream().map(RankKey::toString).sorted().toList().toString();
+        return payloads.keySet().stream().sorted(RANK_ORDER).toList().toString();
     }
 
     private static void closeQuietly(Socket socket)

@@ -67,14 +67,12 @@ public final class HandshakeVerifier
     public Verified verify(byte[] payloadBytes)
     {
         HandshakePayload payload = HandshakePayload.decode(payloadBytes, limits);
-        if (!payload.compatibilityHash().equals(localHash)) {
-            if (mode == CompatibilityMode.STRICT) {
-                throw new KvBridgeException(ErrorCode.COMPATIBILITY_MISMATCH, String.format(Locale.ROOT,
-                        "compatibility hash mismatch: local=%s remote=%s; the engines differ in model, dtype, cache dtype, KV heads, head size,"
-                                + " layer count or HMA (local identity: %s); run both with the same model settings, or use compatibility mode"
-                                + " lenient if they are known to be compatible",
-                        localHash, payload.compatibilityHash(), CompatibilityHash.factorsJson(localIdentity)));
-            }
+        if (mode == CompatibilityMode.STRICT && !payload.compatibilityHash().equals(localHash)) {
+            throw new KvBridgeException(ErrorCode.COMPATIBILITY_MISMATCH, String.format(Locale.ROOT,
+                    "compatibility hash mismatch: local=%s remote=%s; the engines differ in model, dtype, cache dtype, KV heads, head size,"
+                            + " layer count or HMA (local identity: %s); run both with the same model settings, or use compatibility mode"
+                            + " lenient if they are known to be compatible",
+                    localHash, payload.compatibilityHash(), CompatibilityHash.factorsJson(localIdentity)));
         }
         byte[] metadataBytes = payload.metadata();
         RankMetadata metadata = MetadataCodec.decode(metadataBytes, limits);

@@ -7,6 +7,7 @@ import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Rank;
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -64,8 +65,7 @@ public record RankMetadata(String engineId, String transport, byte[] transportMe
     @Override
     public int hashCode()
     {
-        return ((engineId.hashCode() * 31 + transport.hashCode()) * 31 + Arrays.hashCode(transportMetadata)) * 31
-                + capabilities.hashCode() * 31 + geometry.hashCode();
+        return Objects.hash(engineId, transport, Arrays.hashCode(transportMetadata), capabilities, geometry);
     }
 
     @Override
