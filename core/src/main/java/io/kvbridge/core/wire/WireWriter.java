@@ -24,13 +24,7 @@ public final class WireWriter
      */
     public WireWriter map(int entries)
     {
-        try {
-            packer.packMapHeader(entries);
-        }
-        catch (IOException e) {
-            throw failed(e);
-        }
-        return this;
+        return pack(() -> packer.packMapHeader(entries));
     }
 
     /**
@@ -41,13 +35,7 @@ public final class WireWriter
      */
     public WireWriter array(int entries)
     {
-        try {
-            packer.packArrayHeader(entries);
-        }
-        catch (IOException e) {
-            throw failed(e);
-        }
-        return this;
+        return pack(() -> packer.packArrayHeader(entries));
     }
 
     /**
@@ -58,13 +46,7 @@ public final class WireWriter
      */
     public WireWriter string(String value)
     {
-        try {
-            packer.packString(value);
-        }
-        catch (IOException e) {
-            throw failed(e);
-        }
-        return this;
+        return pack(() -> packer.packString(value));
     }
 
     /**
@@ -75,13 +57,7 @@ public final class WireWriter
      */
     public WireWriter integer(long value)
     {
-        try {
-            packer.packLong(value);
-        }
-        catch (IOException e) {
-            throw failed(e);
-        }
-        return this;
+        return pack(() -> packer.packLong(value));
     }
 
     /**
@@ -91,13 +67,7 @@ public final class WireWriter
      */
     public WireWriter nil()
     {
-        try {
-            packer.packNil();
-        }
-        catch (IOException e) {
-            throw failed(e);
-        }
-        return this;
+        return pack(() -> packer.packNil());
     }
 
     /**
@@ -108,13 +78,7 @@ public final class WireWriter
      */
     public WireWriter bool(boolean value)
     {
-        try {
-            packer.packBoolean(value);
-        }
-        catch (IOException e) {
-            throw failed(e);
-        }
-        return this;
+        return pack(() -> packer.packBoolean(value));
     }
 
     /**
@@ -125,14 +89,10 @@ public final class WireWriter
      */
     public WireWriter binary(byte[] value)
     {
-        try {
+        return pack(() -> {
             packer.packBinaryHeader(value.length);
             packer.writePayload(value);
-        }
-        catch (IOException e) {
-            throw failed(e);
-        }
-        return this;
+        });
     }
 
     /**
@@ -184,6 +144,25 @@ public final class WireWriter
     public byte[] toByteArray()
     {
         return packer.toByteArray();
+    }
+
+    /** One call to the packer. */
+    @FunctionalInterface
+    private interface Packing
+    {
+        void run()
+                throws IOException;
+    }
+
+    private WireWriter pack(Packing packing)
+    {
+        try {
+            packing.run();
+        }
+        catch (IOException e) {
+            throw failed(e);
+        }
+        return this;
     }
 
     private static KvBridgeException failed(IOException e)

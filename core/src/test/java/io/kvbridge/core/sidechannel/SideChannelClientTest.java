@@ -127,26 +127,30 @@ final class SideChannelClientTest
         }
     }
 
+    /** Serves a payload from a fake peer and returns what the client fetched. */
+    private static byte[] fetchedFromPeerServing(byte[] payload)
+            throws IOException
+    {
+        try (TestingPeer peer = TestingPeer.replying(okReply(payload))) {
+            return client(SideChannelFixtures.fast()).fetch(peer.address(), List.of(RANK)).getFirst().payload();
+        }
+    }
+
     @Test
     void rejectsAPayloadThatIsNotMsgpack()
             throws IOException
     {
-        try (TestingPeer peer = TestingPeer.replying(okReply(new byte[] {(byte) 0xc1, 7}))) {
-            byte[] payload = client(SideChannelFixtures.fast()).fetch(peer.address(), List.of(RANK)).getFirst().payload();
-            assertError(ErrorCode.PROTOCOL_ERROR, () -> VERIFIER.verify(payload), "handshake payload is not valid msgpack");
-        }
+        byte[] fetched = fetchedFromPeerServing(new byte[] {(byte) 0xc1, 7});
+        assertError(ErrorCode.PROTOCOL_ERROR, () -> VERIFIER.verify(fetched), "handshake payload is not valid msgpack");
     }
 
     @Test
     void rejectsAValidPayloadWhoseMetadataIsNotMsgpack()
             throws IOException
     {
-        byte[] payload = new HandshakePayload(HandshakePayload.WIRE_VERSION, CompatibilityHash.of(METADATA.geometry().model()),
-                "garbage".getBytes(StandardCharsets.US_ASCII)).encode();
-        try (TestingPeer peer = TestingPeer.replying(okReply(payload))) {
-            byte[] fetched = client(SideChannelFixtures.fast()).fetch(peer.address(), List.of(RANK)).getFirst().payload();
-            assertError(ErrorCode.PROTOCOL_ERROR, () -> VERIFIER.verify(fetched), "peer metadata");
-        }
+        byte[] fetched = fetchedFromPeerServing(new HandshakePayload(HandshakePayload.WIRE_VERSION, CompatibilityHash.of(METADATA.geometry().model()),
+                "garbage".getBytes(StandardCharsets.US_ASCII)).encode());
+        assertError(ErrorCode.PROTOCOL_ERROR, () -> VERIFIER.verify(fetched), "peer metadata");
     }
 
     @Test
@@ -155,12 +159,9 @@ final class SideChannelClientTest
     {
         Map<String, Object> tree = Trees.tree(METADATA);
         tree.remove("regions");
-        byte[] payload = new HandshakePayload(HandshakePayload.WIRE_VERSION, CompatibilityHash.of(METADATA.geometry().model()), Trees.encode(tree))
-                .encode();
-        try (TestingPeer peer = TestingPeer.replying(okReply(payload))) {
-            byte[] fetched = client(SideChannelFixtures.fast()).fetch(peer.address(), List.of(RANK)).getFirst().payload();
-            assertError(ErrorCode.PROTOCOL_ERROR, () -> VERIFIER.verify(fetched), "peer metadata field regions: required field is missing");
-        }
+        byte[] fetched = fetchedFromPeerServing(new HandshakePayload(HandshakePayload.WIRE_VERSION, CompatibilityHash.of(METADATA.geometry().model()),
+                Trees.encode(tree)).encode());
+        assertError(ErrorCode.PROTOCOL_ERROR, () -> VERIFIER.verify(fetched), "peer metadata field regions: required field is missing");
     }
 
     @Test

@@ -139,21 +139,17 @@ final class MetadataCodecTest
                 "regions[0].packed_members[1].page_bytes");
     }
 
-    @ParameterizedTest
-    @MethodSource("requiredFields")
-    void rejectsAnAbsentRequiredKeyNamingIt(String field)
+    static Stream<Arguments> requiredFieldsAbsentOrNil()
     {
-        Map<String, Object> tree = tree(TestingGeometries.metadata("engine-a", TestingGeometries.packedMla()));
-        byte[] bytes = encode(set(tree, field, REMOVE));
-        assertError(ErrorCode.PROTOCOL_ERROR, () -> MetadataCodec.decode(bytes, LIMITS), "field " + field + ":", "required field is missing");
+        return requiredFields().flatMap(field -> Stream.of(Arguments.of(field, REMOVE), Arguments.of(field, null)));
     }
 
     @ParameterizedTest
-    @MethodSource("requiredFields")
-    void rejectsNilForARequiredKey(String field)
+    @MethodSource("requiredFieldsAbsentOrNil")
+    void rejectsAnAbsentOrNilRequiredKeyNamingIt(String field, Object absentOrNil)
     {
         Map<String, Object> tree = tree(TestingGeometries.metadata("engine-a", TestingGeometries.packedMla()));
-        byte[] bytes = encode(set(tree, field, null));
+        byte[] bytes = encode(set(tree, field, absentOrNil));
         assertError(ErrorCode.PROTOCOL_ERROR, () -> MetadataCodec.decode(bytes, LIMITS), "field " + field + ":", "required field is missing");
     }
 
