@@ -53,6 +53,7 @@ public final class SideChannelServer implements AutoCloseable
     private static final int MAX_REQUESTS_PER_CONNECTION = 256;
     private static final int MAX_ERROR_MESSAGE_CHARS = 1_024;
     private static final long DRAIN_NANOS = 200_000_000L;
+    private static final long ACCEPT_RETRY_MILLIS = 50;
     private static final byte[] NO_NONCE = new byte[0];
     private static final Comparator<RankKey> RANK_ORDER = Comparator.comparingInt(RankKey::ppRank).thenComparingInt(RankKey::tpRank);
 
@@ -200,6 +201,8 @@ public final class SideChannelServer implements AutoCloseable
             catch (IOException e) {
                 if (!closed.get()) {
                     LOG.warn("side channel of engine {}: accept failed: {}", engineId, e.toString());
+                    // e.g. out of file descriptors: pause instead of spinning on the same failure
+                    pauseAfterAcceptFailure();
                 }
                 continue;
             }
@@ -222,6 +225,16 @@ public final class SideChannelServer implements AutoCloseable
                     connectionPermits.release();
                 }
             });
+        }
+    }
+
+    private static void pauseAfterAcceptFailure()
+    {
+        try {
+            Thread.sleep(ACCEPT_RETRY_MILLIS);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
