@@ -266,8 +266,8 @@ public final class SideChannelServer implements AutoCloseable
             }
         }
         catch (SocketTimeoutException e) {
-            LOG.debug("side channel of engine {}: closed a connection from {} silent for {}", engineId, socket.getRemoteSocketAddress(),
-                    settings.idleConnectionTimeout());
+            LOG.debug("side channel of engine {}: closed a connection from {} that sent no whole request within {}", engineId,
+                    socket.getRemoteSocketAddress(), settings.idleConnectionTimeout());
         }
         catch (SocketException e) {
             LOG.debug("side channel of engine {}: connection from {} ended: {}", engineId, socket.getRemoteSocketAddress(), e.toString());
