@@ -1,5 +1,6 @@
 package io.kvbridge.core.layout;
 
+import io.kvbridge.core.wire.WireRoundTrip;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
@@ -11,8 +12,10 @@ import io.kvbridge.spi.layout.CacheMemory;
 import io.kvbridge.spi.layout.LayerView;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.testkit.AbstractCacheLayoutConformanceTest;
+import io.kvbridge.testkit.GeometryWireFormat;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Inputs the per-layer layout is checked with, in both block orders: a TP2 rank of a 4-layer model
@@ -28,6 +31,12 @@ abstract class PerLayerCases extends AbstractCacheLayoutConformanceTest
     protected CacheLayoutFactory newFactory()
     {
         return new PerLayerCacheLayoutFactory();
+    }
+
+    @Override
+    protected Optional<GeometryWireFormat> wireFormat()
+    {
+        return Optional.of(new WireRoundTrip());
     }
 
     static ModelCacheSpec spec(int layers, int kernelBlocksPerLogical, List<Integer> stages)
