@@ -1,0 +1,58 @@
+package io.kvbridge.backend.nixl;
+
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One piece of native work handed to a transport's owner thread, whose caller parks until it is
+ * done. Transfer slots extend it, so posting allocates no work object.
+ */
+abstract class OwnerWork
+{
+    private volatile boolean done;
+    private volatile Thread waiter;
+    // written by the owner before done is set, read by the waiter after it sees done
+    private RuntimeException thrown;
+
+    /** Runs on the owner thread. */
+    abstract void runOnOwner();
+
+    final void prepare(Thread caller)
+    {
+        thrown = null;
+        done = false;
+        waiter = caller;
+    }
+
+    final void fail(RuntimeException cause)
+    {
+        thrown = cause;
+    }
+
+    final void complete()
+    {
+        done = true;
+        Thread caller = waiter;
+        waiter = null;
+        if (caller != null) {
+            LockSupport.unpark(caller);
+        }
+    }
+
+    /** Parks until the owner is done, keeping the interrupt flag; rethrows what the work threw. */
+    final void await()
+    {
+        boolean interrupted = false;
+        while (!done) {
+            LockSupport.park(this);
+            if (Thread.interrupted()) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        if (thrown != null) {
+            throw thrown;
+        }
+    }
+}
