@@ -54,7 +54,7 @@ final class FfmNixlAgent implements NixlAgent
     private static final Meaning LOAD = new Meaning(ErrorCode.PROTOCOL_ERROR, ErrorCode.PROTOCOL_ERROR, ErrorCode.PEER_UNKNOWN, false);
     private static final Meaning PREPARE_LOCAL = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.DESCRIPTOR_OUT_OF_RANGE, true);
     private static final Meaning PREPARE_REMOTE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
-    private static final Meaning MAKE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
+    private static final Meaning MAKE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, false);
     private static final Meaning TRANSFER = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.TRANSFER_FAILED, ErrorCode.PEER_UNKNOWN, false);
     private static final Meaning NOTIFY = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
 
