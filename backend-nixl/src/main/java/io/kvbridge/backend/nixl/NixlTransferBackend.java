@@ -28,6 +28,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 /**
@@ -50,7 +51,8 @@ final class NixlTransferBackend implements TransferBackend
     static final int MAX_NOTIFICATION_BYTES = 1 << 20;
 
     private static final System.Logger LOG = System.getLogger(NixlTransferBackend.class.getName());
-    private static final int SPINS_BEFORE_PARKING = 200;
+    // an idle owner spins this long before it blocks: new work then starts without a wake-up
+    private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
     // while requests run the owner polls at least this often
     private static final long POLL_INTERVAL_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
     private static final long IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
@@ -62,6 +64,8 @@ final class NixlTransferBackend implements TransferBackend
     private final ArrayBlockingQueue<OwnerWork> queue;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean terminated;
+    // set while the owner parks for lack of work; producers unpark it after queueing
+    private volatile boolean ownerParked;
     private final ConcurrentLinkedQueue<Received> inbox = new ConcurrentLinkedQueue<>();
 
     // owner-confined state; other threads read the volatile snapshots and counts
@@ -149,7 +153,7 @@ final class NixlTransferBackend implements TransferBackend
     private void ownerLoop()
     {
         try {
-            int idle = 0;
+            long idleSince = 0;
             while (!stopRequested) {
                 boolean progressed = false;
                 OwnerWork work;
@@ -165,22 +169,24 @@ final class NixlTransferBackend implements TransferBackend
                     progressed |= pollRunning();
                 }
                 if (progressed) {
-                    idle = 0;
+                    idleSince = 0;
                     continue;
                 }
-                if (++idle < SPINS_BEFORE_PARKING) {
+                long now = System.nanoTime();
+                if (idleSince == 0) {
+                    idleSince = now;
+                }
+                if (now - idleSince < SPIN_NANOS) {
                     Thread.onSpinWait();
                     continue;
                 }
-                work = queue.poll(runningCount > 0 ? POLL_INTERVAL_NANOS : IDLE_WAIT_NANOS, TimeUnit.NANOSECONDS);
-                if (work != null) {
-                    run(work);
-                    idle = 0;
+                // parked rather than blocked in the queue: a timed queue wait allocates on every call
+                ownerParked = true;
+                if (queue.isEmpty()) {
+                    LockSupport.parkNanos(this, runningCount > 0 ? POLL_INTERVAL_NANOS : IDLE_WAIT_NANOS);
                 }
+                ownerParked = false;
             }
-        }
-        catch (InterruptedException e) {
-            LOG.log(System.Logger.Level.WARNING, "owner thread of nixl transport ''{0}'' was interrupted; the transport stops", agentName);
         }
         catch (RuntimeException | Error e) {
             LOG.log(System.Logger.Level.ERROR, "owner thread of nixl transport '" + agentName + "' failed; the transport stops", e);
@@ -242,6 +248,9 @@ final class NixlTransferBackend implements TransferBackend
         }
         if (interrupted) {
             Thread.currentThread().interrupt();
+        }
+        if (ownerParked) {
+            LockSupport.unpark(owner);
         }
         // the owner drains the queue after it stops; work queued after that drain is taken back here
         if (terminated && queue.remove(work)) {

@@ -207,7 +207,8 @@ final class NixlFaultInjectionTest
     @Test
     void requestNixlCannotCancelIsReleasedLater()
     {
-        fake.option("completion", "polls:400");
+        // the transfer never completes on its own: only the cancel can end it
+        fake.option("completion", "polls:2000000000");
         fake.failNth("release_xfer_req", 1, -2);
         long handle = write(2, "cancelled");
         initiator.release(handle);

@@ -19,6 +19,7 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.util.Locale;
+import java.util.function.LongToIntFunction;
 
 /**
  * A NIXL agent with one UCX backend, bound through FFM. Confined to the thread that created it: its
@@ -68,11 +69,12 @@ final class FfmNixlAgent implements NixlAgent
     private MemorySegment remoteIndices = arena.allocate(JAVA_INT, 64);
     private MemorySegment notificationBuffer = arena.allocate(256);
 
-    private MemorySegment agent = MemorySegment.NULL;
-    private MemorySegment backend = MemorySegment.NULL;
-    private MemorySegment hint = MemorySegment.NULL;
-    private MemorySegment requestOptions = MemorySegment.NULL;
-    private MemorySegment notifications = MemorySegment.NULL;
+    // opaque NIXL handles, 0 when absent
+    private long agent;
+    private long backend;
+    private long hint;
+    private long requestOptions;
+    private long notifications;
     // the request options keep their notification between requests: skip the calls when unchanged
     private boolean requestOptionsNotify;
     private boolean closed;
@@ -121,7 +123,7 @@ final class FfmNixlAgent implements NixlAgent
 
     private void createBackend()
     {
-        MemorySegment params = create(library.createParams(outAddress), "nixl_capi_create_params", INTERNAL, "creating UCX parameters");
+        long params = create(library.createParams(outAddress), "nixl_capi_create_params", INTERNAL, "creating UCX parameters");
         try {
             check(library.paramsAdd(params, arena.allocateFrom("num_workers"), arena.allocateFrom("1")), "nixl_capi_params_add", INTERNAL,
                     "setting num_workers=1");
@@ -130,7 +132,7 @@ final class FfmNixlAgent implements NixlAgent
                 throw NixlStatus.error("nixl_capi_create_backend", status, SETUP, library.level, "creating the UCX backend of agent " + name
                         + "; check that NIXL_PLUGIN_DIR names the folder holding libplugin_UCX.so and that UCX loads");
             }
-            backend = outAddress.get(ADDRESS, 0);
+            backend = outAddress.get(JAVA_LONG, 0);
         }
         finally {
             check(library.destroyParams(params), "nixl_capi_destroy_params", INTERNAL, "destroying UCX parameters");
@@ -138,10 +140,10 @@ final class FfmNixlAgent implements NixlAgent
     }
 
     /** Checks a create call's status and reads the handle it wrote, only on success. */
-    private MemorySegment create(int status, String function, Meaning meaning, String context)
+    private long create(int status, String function, Meaning meaning, String context)
     {
         check(status, function, meaning, context);
-        return outAddress.get(ADDRESS, 0);
+        return outAddress.get(JAVA_LONG, 0);
     }
 
     private void check(int status, String function, Meaning meaning, String context)
@@ -189,7 +191,7 @@ final class FfmNixlAgent implements NixlAgent
         checkOpen();
         String what = String.format(Locale.ROOT, "%s %s memory address=0x%x bytes=%d device=%d", register ? "registering" : "deregistering",
                 kind, address, bytes, device);
-        MemorySegment list = create(library.createRegDlist(memoryType(kind), outAddress), "nixl_capi_create_reg_dlist", INTERNAL, what);
+        long list = create(library.createRegDlist(memoryType(kind), outAddress), "nixl_capi_create_reg_dlist", INTERNAL, what);
         try {
             check(library.regDlistAddDesc(list, address, bytes, device, MemorySegment.NULL, 0), "nixl_capi_reg_dlist_add_desc", INTERNAL, what);
             if (register) {
@@ -250,7 +252,7 @@ final class FfmNixlAgent implements NixlAgent
     {
         checkOpen();
         try (Arena call = Arena.ofConfined()) {
-            int status = library.checkRemoteMd(agent, call.allocateFrom(peer), MemorySegment.NULL);
+            int status = library.checkRemoteMd(agent, call.allocateFrom(peer), 0L);
             if (status == NixlStatus.NOT_FOUND || status == NixlStatus.BACKEND) {
                 return false;
             }
@@ -293,7 +295,7 @@ final class FfmNixlAgent implements NixlAgent
         checkOpen();
         String what = String.format(Locale.ROOT, "preparing %d %s descriptors on device %d of %s", count, kind, device,
                 side.isEmpty() ? "agent " + name : "peer " + side);
-        MemorySegment list = create(library.createXferDlist(memoryType(kind), outAddress), "nixl_capi_create_xfer_dlist", INTERNAL, what);
+        long list = create(library.createXferDlist(memoryType(kind), outAddress), "nixl_capi_create_xfer_dlist", INTERNAL, what);
         long handle;
         try (Arena call = Arena.ofConfined()) {
             for (int i = 0; i < count; i++) {
@@ -301,7 +303,7 @@ final class FfmNixlAgent implements NixlAgent
             }
             // never read the slot after a failure: NIXL up to 1.4 wrote a half-built handle there
             handle = create(library.prepXferDlist(agent, call.allocateFrom(side), list, outAddress, hint), "nixl_capi_prep_xfer_dlist", meaning,
-                    what + ": NIXL found no registration covering every descriptor").address();
+                    what + ": NIXL found no registration covering every descriptor");
         }
         finally {
             check(library.destroyXferDlist(list), "nixl_capi_destroy_xfer_dlist", INTERNAL, what);
@@ -313,7 +315,7 @@ final class FfmNixlAgent implements NixlAgent
     public void releasePrepared(long preparedList)
     {
         checkOpen();
-        check(library.releaseXferDlistHandle(agent, MemorySegment.ofAddress(preparedList)), "nixl_capi_release_xfer_dlist_handle", INTERNAL,
+        check(library.releaseXferDlistHandle(agent, preparedList), "nixl_capi_release_xfer_dlist_handle", INTERNAL,
                 "releasing a prepared list");
     }
 
@@ -329,13 +331,13 @@ final class FfmNixlAgent implements NixlAgent
         MemorySegment.copy(localIndexArray, 0, localIndices, JAVA_INT, 0, count);
         MemorySegment.copy(remoteIndexArray, 0, remoteIndices, JAVA_INT, 0, count);
         setNotification(notification);
-        int status = library.makeXferReq(agent, op == TransferOp.READ ? XFER_OP_READ : XFER_OP_WRITE, MemorySegment.ofAddress(local), localIndices, count,
-                MemorySegment.ofAddress(remote), remoteIndices, count, outAddress, requestOptions);
+        int status = library.makeXferReq(agent, op == TransferOp.READ ? XFER_OP_READ : XFER_OP_WRITE, local, localIndices, count, remote, remoteIndices,
+                count, outAddress, requestOptions);
         if (status != NixlStatus.SUCCESS) {
             throw NixlStatus.error("nixl_capi_make_xfer_req", status, MAKE, library.level, String.format(Locale.ROOT,
                     "making a %s request of %d descriptor pairs: indices or lengths refused, or the peer was forgotten since its list was prepared", op, count));
         }
-        return outAddress.get(ADDRESS, 0).address();
+        return outAddress.get(JAVA_LONG, 0);
     }
 
     /** Sets the notification of the next request; NIXL copies it into the request it makes. */
@@ -371,7 +373,7 @@ final class FfmNixlAgent implements NixlAgent
     {
         checkOpen();
         // NULL options: non-NULL ones without a notification would wipe the one set at make time
-        int status = library.postXferReq(agent, MemorySegment.ofAddress(request), MemorySegment.NULL);
+        int status = library.postXferReq(agent, request, 0L);
         if (status == NixlStatus.SUCCESS || status == NixlStatus.IN_PROG) {
             return status == NixlStatus.SUCCESS;
         }
@@ -383,7 +385,7 @@ final class FfmNixlAgent implements NixlAgent
     public boolean pollRequest(long request)
     {
         checkOpen();
-        int status = library.getXferStatus(agent, MemorySegment.ofAddress(request));
+        int status = library.getXferStatus(agent, request);
         if (status == NixlStatus.SUCCESS || status == NixlStatus.IN_PROG) {
             return status == NixlStatus.SUCCESS;
         }
@@ -395,13 +397,12 @@ final class FfmNixlAgent implements NixlAgent
     public boolean releaseRequest(long request)
     {
         checkOpen();
-        MemorySegment handle = MemorySegment.ofAddress(request);
-        int status = library.releaseXferReq(agent, handle);
+        int status = library.releaseXferReq(agent, request);
         if (status == NixlStatus.BACKEND) {
             return false;
         }
         check(status, "nixl_capi_release_xfer_req", INTERNAL, "releasing a transfer request");
-        check(library.destroyXferReq(handle), "nixl_capi_destroy_xfer_req", INTERNAL, "destroying a released transfer request");
+        check(library.destroyXferReq(request), "nixl_capi_destroy_xfer_req", INTERNAL, "destroying a released transfer request");
         return true;
     }
 
@@ -413,7 +414,7 @@ final class FfmNixlAgent implements NixlAgent
             // a valid pointer even for an empty message: NIXL treats NULL data as dubious
             MemorySegment data = call.allocate(Math.max(1, message.length));
             MemorySegment.copy(message, 0, data, JAVA_BYTE, 0, message.length);
-            check(library.genNotif(agent, call.allocateFrom(peer), data, message.length, MemorySegment.NULL), "nixl_capi_gen_notif", NOTIFY,
+            check(library.genNotif(agent, call.allocateFrom(peer), data, message.length, 0L), "nixl_capi_gen_notif", NOTIFY,
                     "sending a notification of " + message.length + " bytes to peer " + peer);
         }
     }
@@ -422,7 +423,7 @@ final class FfmNixlAgent implements NixlAgent
     public int drainNotifications(NotificationSink sink)
     {
         checkOpen();
-        check(library.getNotifs(agent, notifications, MemorySegment.NULL), "nixl_capi_get_notifs", INTERNAL, "draining notifications of agent " + name);
+        check(library.getNotifs(agent, notifications, 0L), "nixl_capi_get_notifs", INTERNAL, "draining notifications of agent " + name);
         check(library.notifMapSize(notifications, outLong), "nixl_capi_notif_map_size", INTERNAL, "counting notification senders");
         long senders = outLong.get(JAVA_LONG, 0);
         if (senders == 0) {
@@ -466,16 +467,16 @@ final class FfmNixlAgent implements NixlAgent
         first = destroy(first, hint, library::destroyOptArgs, "nixl_capi_destroy_opt_args");
         first = destroy(first, backend, library::destroyBackend, "nixl_capi_destroy_backend");
         first = destroy(first, agent, library::destroyAgent, "nixl_capi_destroy_agent");
-        notifications = requestOptions = hint = backend = agent = MemorySegment.NULL;
+        notifications = requestOptions = hint = backend = agent = 0;
         arena.close();
         if (first != null) {
             throw first;
         }
     }
 
-    private KvBridgeException destroy(KvBridgeException first, MemorySegment handle, java.util.function.ToIntFunction<MemorySegment> destroyer, String function)
+    private KvBridgeException destroy(KvBridgeException first, long handle, LongToIntFunction destroyer, String function)
     {
-        if (handle.equals(MemorySegment.NULL)) {
+        if (handle == 0) {
             return first;
         }
         int status = destroyer.applyAsInt(handle);

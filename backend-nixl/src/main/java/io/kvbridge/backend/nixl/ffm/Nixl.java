@@ -79,14 +79,14 @@ public final class Nixl
                         + NixlStatus.name(status) + "); check NIXL_ETCD_ENDPOINTS / NIXL_TCPSTORE_ENDPOINT and the NIXL installation");
                 return new NixlPluginReport(plugins, memory, problems);
             }
-            MemorySegment agent = out.get(ADDRESS, 0);
+            long agent = out.get(JAVA_LONG, 0);
             try {
                 status = nixl.getAvailablePlugins(agent, out);
                 if (status != NixlStatus.SUCCESS) {
                     problems.add("nixl_capi_get_available_plugins returned " + status + " " + NixlStatus.name(status) + "; check NIXL_PLUGIN_DIR");
                 }
                 else {
-                    MemorySegment list = out.get(ADDRESS, 0);
+                    long list = out.get(JAVA_LONG, 0);
                     if (nixl.stringListSize(list, size) == NixlStatus.SUCCESS) {
                         for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
                             if (nixl.stringListGet(list, i, out2) == NixlStatus.SUCCESS) {
@@ -107,7 +107,7 @@ public final class Nixl
         return new NixlPluginReport(plugins, memory, problems);
     }
 
-    private static void describeUcx(NixlLibrary nixl, Arena arena, MemorySegment agent, Set<MemoryKind> memory, List<String> problems)
+    private static void describeUcx(NixlLibrary nixl, Arena arena, long agent, Set<MemoryKind> memory, List<String> problems)
     {
         MemorySegment mems = arena.allocate(ADDRESS);
         MemorySegment params = arena.allocate(ADDRESS);
@@ -119,7 +119,7 @@ public final class Nixl
                     + "); check that UCX and its libraries are on LD_LIBRARY_PATH");
             return;
         }
-        MemorySegment list = mems.get(ADDRESS, 0);
+        long list = mems.get(JAVA_LONG, 0);
         if (nixl.memListSize(list, size) == NixlStatus.SUCCESS) {
             for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
                 if (nixl.memListGet(list, i, type) == NixlStatus.SUCCESS) {
@@ -134,7 +134,7 @@ public final class Nixl
             }
         }
         nixl.destroyMemList(list);
-        nixl.destroyParams(params.get(ADDRESS, 0));
+        nixl.destroyParams(params.get(JAVA_LONG, 0));
     }
 
     /**

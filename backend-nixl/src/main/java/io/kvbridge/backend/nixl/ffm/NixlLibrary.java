@@ -35,13 +35,6 @@ final class NixlLibrary
             LINKER.defaultLookup().find("free").orElseThrow(() -> new LinkageError("libc has no symbol 'free'")),
             FunctionDescriptor.ofVoid(ADDRESS));
 
-    private static final FunctionDescriptor I_A = FunctionDescriptor.of(JAVA_INT, ADDRESS);
-    private static final FunctionDescriptor I_AA = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS);
-    private static final FunctionDescriptor I_AAA = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
-    private static final FunctionDescriptor I_AAAA = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
-    private static final FunctionDescriptor I_ALA = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS);
-    private static final FunctionDescriptor I_IA = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS);
-
     final Path path;
     final NixlApiLevel level;
     final boolean stub;
@@ -115,7 +108,10 @@ final class NixlLibrary
     private final List<String> missing = new ArrayList<>();
 
     /**
-     * Loads a library and binds its functions.
+     * Loads a library and binds its functions. Opaque handles (agents, lists, requests, options)
+     * are bound as {@code long}: on LP64 a pointer travels in the same register as a 64-bit
+     * integer, and no segment object is made per call. Memory the binding reads or writes (strings,
+     * buffers, index arrays, out-slots) is bound as {@code MemorySegment}.
      *
      * @param path the library file.
      * @throws IllegalArgumentException when the dynamic linker cannot load it.
@@ -126,56 +122,54 @@ final class NixlLibrary
         this.path = requireNonNull(path, "path is null");
         // global arena: NIXL is never unloaded, since its threads may outlive any scope we could pick
         this.lookup = SymbolLookup.libraryLookup(path, Arena.global());
-        createConfiguredAgent = bind("nixl_capi_create_configured_agent", I_AAA);
-        destroyAgent = bind("nixl_capi_destroy_agent", I_A);
-        getAvailablePlugins = bind("nixl_capi_get_available_plugins", I_AA);
-        stringListSize = bind("nixl_capi_string_list_size", I_AA);
-        stringListGet = bind("nixl_capi_string_list_get", I_ALA);
-        destroyStringList = bind("nixl_capi_destroy_string_list", I_A);
-        getPluginParams = bind("nixl_capi_get_plugin_params", I_AAAA);
-        memListSize = bind("nixl_capi_mem_list_size", I_AA);
-        memListGet = bind("nixl_capi_mem_list_get", I_ALA);
-        destroyMemList = bind("nixl_capi_destroy_mem_list", I_A);
-        createParams = bind("nixl_capi_create_params", I_A);
-        paramsAdd = bind("nixl_capi_params_add", I_AAA);
-        destroyParams = bind("nixl_capi_destroy_params", I_A);
-        createBackend = bind("nixl_capi_create_backend", I_AAAA);
-        destroyBackend = bind("nixl_capi_destroy_backend", I_A);
-        createOptArgs = bind("nixl_capi_create_opt_args", I_A);
-        destroyOptArgs = bind("nixl_capi_destroy_opt_args", I_A);
-        optArgsAddBackend = bind("nixl_capi_opt_args_add_backend", I_AA);
-        optArgsSetNotifMsg = bind("nixl_capi_opt_args_set_notif_msg", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
-        optArgsSetHasNotif = bind("nixl_capi_opt_args_set_has_notif", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BOOLEAN));
-        createRegDlist = bind("nixl_capi_create_reg_dlist", I_IA);
-        regDlistAddDesc = bind("nixl_capi_reg_dlist_add_desc",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
-        destroyRegDlist = bind("nixl_capi_destroy_reg_dlist", I_A);
-        registerMem = bind("nixl_capi_register_mem", I_AAA);
-        deregisterMem = bind("nixl_capi_deregister_mem", I_AAA);
-        getLocalMd = bind("nixl_capi_get_local_md", I_AAA);
-        loadRemoteMd = bind("nixl_capi_load_remote_md", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
-        checkRemoteMd = bind("nixl_capi_check_remote_md", I_AAA);
-        invalidateRemoteMd = bind("nixl_capi_invalidate_remote_md", I_AA);
-        createXferDlist = bind("nixl_capi_create_xfer_dlist", I_IA);
-        xferDlistAddDesc = bind("nixl_capi_xfer_dlist_add_desc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG));
-        destroyXferDlist = bind("nixl_capi_destroy_xfer_dlist", I_A);
-        prepXferDlist = bind("nixl_capi_prep_xfer_dlist", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
-        releaseXferDlistHandle = bind("nixl_capi_release_xfer_dlist_handle", I_AA);
-        makeXferReq = bind("nixl_capi_make_xfer_req", FunctionDescriptor.of(JAVA_INT,
-                ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
-        postXferReq = bind("nixl_capi_post_xfer_req", I_AAA);
-        getXferStatus = bind("nixl_capi_get_xfer_status", I_AA);
-        releaseXferReq = bind("nixl_capi_release_xfer_req", I_AA);
-        destroyXferReq = bind("nixl_capi_destroy_xfer_req", I_A);
-        createNotifMap = bind("nixl_capi_create_notif_map", I_A);
-        destroyNotifMap = bind("nixl_capi_destroy_notif_map", I_A);
-        getNotifs = bind("nixl_capi_get_notifs", I_AAA);
-        notifMapSize = bind("nixl_capi_notif_map_size", I_AA);
-        notifMapGetAgentAt = bind("nixl_capi_notif_map_get_agent_at", I_ALA);
-        notifMapGetNotifsSize = bind("nixl_capi_notif_map_get_notifs_size", I_AAA);
-        notifMapGetNotif = bind("nixl_capi_notif_map_get_notif", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
-        notifMapClear = bind("nixl_capi_notif_map_clear", I_A);
-        genNotif = bind("nixl_capi_gen_notif", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+        createConfiguredAgent = bind("nixl_capi_create_configured_agent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        destroyAgent = bind("nixl_capi_destroy_agent", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        getAvailablePlugins = bind("nixl_capi_get_available_plugins", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        stringListSize = bind("nixl_capi_string_list_size", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        stringListGet = bind("nixl_capi_string_list_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS));
+        destroyStringList = bind("nixl_capi_destroy_string_list", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        getPluginParams = bind("nixl_capi_get_plugin_params", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS));
+        memListSize = bind("nixl_capi_mem_list_size", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        memListGet = bind("nixl_capi_mem_list_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS));
+        destroyMemList = bind("nixl_capi_destroy_mem_list", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        createParams = bind("nixl_capi_create_params", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        paramsAdd = bind("nixl_capi_params_add", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS));
+        destroyParams = bind("nixl_capi_destroy_params", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        createBackend = bind("nixl_capi_create_backend", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+        destroyBackend = bind("nixl_capi_destroy_backend", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        createOptArgs = bind("nixl_capi_create_opt_args", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        destroyOptArgs = bind("nixl_capi_destroy_opt_args", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        optArgsAddBackend = bind("nixl_capi_opt_args_add_backend", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+        optArgsSetNotifMsg = bind("nixl_capi_opt_args_set_notif_msg", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
+        optArgsSetHasNotif = bind("nixl_capi_opt_args_set_has_notif", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BOOLEAN));
+        createRegDlist = bind("nixl_capi_create_reg_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        regDlistAddDesc = bind("nixl_capi_reg_dlist_add_desc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
+        destroyRegDlist = bind("nixl_capi_destroy_reg_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        registerMem = bind("nixl_capi_register_mem", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        deregisterMem = bind("nixl_capi_deregister_mem", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        getLocalMd = bind("nixl_capi_get_local_md", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS));
+        loadRemoteMd = bind("nixl_capi_load_remote_md", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+        checkRemoteMd = bind("nixl_capi_check_remote_md", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
+        invalidateRemoteMd = bind("nixl_capi_invalidate_remote_md", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        createXferDlist = bind("nixl_capi_create_xfer_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        xferDlistAddDesc = bind("nixl_capi_xfer_dlist_add_desc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        destroyXferDlist = bind("nixl_capi_destroy_xfer_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        prepXferDlist = bind("nixl_capi_prep_xfer_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG));
+        releaseXferDlistHandle = bind("nixl_capi_release_xfer_dlist_handle", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+        makeXferReq = bind("nixl_capi_make_xfer_req", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG));
+        postXferReq = bind("nixl_capi_post_xfer_req", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        getXferStatus = bind("nixl_capi_get_xfer_status", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+        releaseXferReq = bind("nixl_capi_release_xfer_req", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+        destroyXferReq = bind("nixl_capi_destroy_xfer_req", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        createNotifMap = bind("nixl_capi_create_notif_map", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        destroyNotifMap = bind("nixl_capi_destroy_notif_map", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        getNotifs = bind("nixl_capi_get_notifs", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        notifMapSize = bind("nixl_capi_notif_map_size", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        notifMapGetAgentAt = bind("nixl_capi_notif_map_get_agent_at", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS));
+        notifMapGetNotifsSize = bind("nixl_capi_notif_map_get_notifs_size", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS));
+        notifMapGetNotif = bind("nixl_capi_notif_map_get_notif", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
+        notifMapClear = bind("nixl_capi_notif_map_clear", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        genNotif = bind("nixl_capi_gen_notif", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG));
         isStub = bind("nixl_capi_is_stub", FunctionDescriptor.of(JAVA_BOOLEAN));
         if (!missing.isEmpty()) {
             throw new MissingSymbols(missing);
@@ -227,17 +221,17 @@ final class NixlLibrary
         }
     }
 
-    int createConfiguredAgent(MemorySegment name, MemorySegment cfg, MemorySegment agentOut)
+    int createConfiguredAgent(MemorySegment name, MemorySegment config, MemorySegment agentOut)
     {
         try {
-            return (int) createConfiguredAgent.invokeExact(name, cfg, agentOut);
+            return (int) createConfiguredAgent.invokeExact(name, config, agentOut);
         }
         catch (Throwable t) {
             throw bug("nixl_capi_create_configured_agent", t);
         }
     }
 
-    int destroyAgent(MemorySegment agent)
+    int destroyAgent(long agent)
     {
         try {
             return (int) destroyAgent.invokeExact(agent);
@@ -247,7 +241,7 @@ final class NixlLibrary
         }
     }
 
-    int getAvailablePlugins(MemorySegment agent, MemorySegment listOut)
+    int getAvailablePlugins(long agent, MemorySegment listOut)
     {
         try {
             return (int) getAvailablePlugins.invokeExact(agent, listOut);
@@ -257,7 +251,7 @@ final class NixlLibrary
         }
     }
 
-    int stringListSize(MemorySegment list, MemorySegment sizeOut)
+    int stringListSize(long list, MemorySegment sizeOut)
     {
         try {
             return (int) stringListSize.invokeExact(list, sizeOut);
@@ -267,7 +261,7 @@ final class NixlLibrary
         }
     }
 
-    int stringListGet(MemorySegment list, long index, MemorySegment stringOut)
+    int stringListGet(long list, long index, MemorySegment stringOut)
     {
         try {
             return (int) stringListGet.invokeExact(list, index, stringOut);
@@ -277,7 +271,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyStringList(MemorySegment list)
+    int destroyStringList(long list)
     {
         try {
             return (int) destroyStringList.invokeExact(list);
@@ -287,7 +281,7 @@ final class NixlLibrary
         }
     }
 
-    int getPluginParams(MemorySegment agent, MemorySegment plugin, MemorySegment memsOut, MemorySegment paramsOut)
+    int getPluginParams(long agent, MemorySegment plugin, MemorySegment memsOut, MemorySegment paramsOut)
     {
         try {
             return (int) getPluginParams.invokeExact(agent, plugin, memsOut, paramsOut);
@@ -297,7 +291,7 @@ final class NixlLibrary
         }
     }
 
-    int memListSize(MemorySegment list, MemorySegment sizeOut)
+    int memListSize(long list, MemorySegment sizeOut)
     {
         try {
             return (int) memListSize.invokeExact(list, sizeOut);
@@ -307,7 +301,7 @@ final class NixlLibrary
         }
     }
 
-    int memListGet(MemorySegment list, long index, MemorySegment typeOut)
+    int memListGet(long list, long index, MemorySegment typeOut)
     {
         try {
             return (int) memListGet.invokeExact(list, index, typeOut);
@@ -317,7 +311,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyMemList(MemorySegment list)
+    int destroyMemList(long list)
     {
         try {
             return (int) destroyMemList.invokeExact(list);
@@ -337,7 +331,7 @@ final class NixlLibrary
         }
     }
 
-    int paramsAdd(MemorySegment params, MemorySegment key, MemorySegment value)
+    int paramsAdd(long params, MemorySegment key, MemorySegment value)
     {
         try {
             return (int) paramsAdd.invokeExact(params, key, value);
@@ -347,7 +341,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyParams(MemorySegment params)
+    int destroyParams(long params)
     {
         try {
             return (int) destroyParams.invokeExact(params);
@@ -357,7 +351,7 @@ final class NixlLibrary
         }
     }
 
-    int createBackend(MemorySegment agent, MemorySegment plugin, MemorySegment params, MemorySegment backendOut)
+    int createBackend(long agent, MemorySegment plugin, long params, MemorySegment backendOut)
     {
         try {
             return (int) createBackend.invokeExact(agent, plugin, params, backendOut);
@@ -367,7 +361,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyBackend(MemorySegment backend)
+    int destroyBackend(long backend)
     {
         try {
             return (int) destroyBackend.invokeExact(backend);
@@ -387,7 +381,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyOptArgs(MemorySegment args)
+    int destroyOptArgs(long args)
     {
         try {
             return (int) destroyOptArgs.invokeExact(args);
@@ -397,7 +391,7 @@ final class NixlLibrary
         }
     }
 
-    int optArgsAddBackend(MemorySegment args, MemorySegment backend)
+    int optArgsAddBackend(long args, long backend)
     {
         try {
             return (int) optArgsAddBackend.invokeExact(args, backend);
@@ -407,7 +401,7 @@ final class NixlLibrary
         }
     }
 
-    int optArgsSetNotifMsg(MemorySegment args, MemorySegment data, long length)
+    int optArgsSetNotifMsg(long args, MemorySegment data, long length)
     {
         try {
             return (int) optArgsSetNotifMsg.invokeExact(args, data, length);
@@ -417,7 +411,7 @@ final class NixlLibrary
         }
     }
 
-    int optArgsSetHasNotif(MemorySegment args, boolean hasNotif)
+    int optArgsSetHasNotif(long args, boolean hasNotif)
     {
         try {
             return (int) optArgsSetHasNotif.invokeExact(args, hasNotif);
@@ -437,7 +431,7 @@ final class NixlLibrary
         }
     }
 
-    int regDlistAddDesc(MemorySegment list, long address, long length, long device, MemorySegment metadata, long metadataLength)
+    int regDlistAddDesc(long list, long address, long length, long device, MemorySegment metadata, long metadataLength)
     {
         try {
             return (int) regDlistAddDesc.invokeExact(list, address, length, device, metadata, metadataLength);
@@ -447,7 +441,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyRegDlist(MemorySegment list)
+    int destroyRegDlist(long list)
     {
         try {
             return (int) destroyRegDlist.invokeExact(list);
@@ -457,7 +451,7 @@ final class NixlLibrary
         }
     }
 
-    int registerMem(MemorySegment agent, MemorySegment list, MemorySegment options)
+    int registerMem(long agent, long list, long options)
     {
         try {
             return (int) registerMem.invokeExact(agent, list, options);
@@ -467,7 +461,7 @@ final class NixlLibrary
         }
     }
 
-    int deregisterMem(MemorySegment agent, MemorySegment list, MemorySegment options)
+    int deregisterMem(long agent, long list, long options)
     {
         try {
             return (int) deregisterMem.invokeExact(agent, list, options);
@@ -477,7 +471,7 @@ final class NixlLibrary
         }
     }
 
-    int getLocalMd(MemorySegment agent, MemorySegment dataOut, MemorySegment lengthOut)
+    int getLocalMd(long agent, MemorySegment dataOut, MemorySegment lengthOut)
     {
         try {
             return (int) getLocalMd.invokeExact(agent, dataOut, lengthOut);
@@ -487,7 +481,7 @@ final class NixlLibrary
         }
     }
 
-    int loadRemoteMd(MemorySegment agent, MemorySegment data, long length, MemorySegment nameOut)
+    int loadRemoteMd(long agent, MemorySegment data, long length, MemorySegment nameOut)
     {
         try {
             return (int) loadRemoteMd.invokeExact(agent, data, length, nameOut);
@@ -497,7 +491,7 @@ final class NixlLibrary
         }
     }
 
-    int checkRemoteMd(MemorySegment agent, MemorySegment name, MemorySegment descriptors)
+    int checkRemoteMd(long agent, MemorySegment name, long descriptors)
     {
         try {
             return (int) checkRemoteMd.invokeExact(agent, name, descriptors);
@@ -507,7 +501,7 @@ final class NixlLibrary
         }
     }
 
-    int invalidateRemoteMd(MemorySegment agent, MemorySegment name)
+    int invalidateRemoteMd(long agent, MemorySegment name)
     {
         try {
             return (int) invalidateRemoteMd.invokeExact(agent, name);
@@ -527,7 +521,7 @@ final class NixlLibrary
         }
     }
 
-    int xferDlistAddDesc(MemorySegment list, long address, long length, long device)
+    int xferDlistAddDesc(long list, long address, long length, long device)
     {
         try {
             return (int) xferDlistAddDesc.invokeExact(list, address, length, device);
@@ -537,7 +531,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyXferDlist(MemorySegment list)
+    int destroyXferDlist(long list)
     {
         try {
             return (int) destroyXferDlist.invokeExact(list);
@@ -547,7 +541,7 @@ final class NixlLibrary
         }
     }
 
-    int prepXferDlist(MemorySegment agent, MemorySegment agentName, MemorySegment list, MemorySegment handleOut, MemorySegment options)
+    int prepXferDlist(long agent, MemorySegment agentName, long list, MemorySegment handleOut, long options)
     {
         try {
             return (int) prepXferDlist.invokeExact(agent, agentName, list, handleOut, options);
@@ -557,7 +551,7 @@ final class NixlLibrary
         }
     }
 
-    int releaseXferDlistHandle(MemorySegment agent, MemorySegment handle)
+    int releaseXferDlistHandle(long agent, long handle)
     {
         try {
             return (int) releaseXferDlistHandle.invokeExact(agent, handle);
@@ -567,8 +561,7 @@ final class NixlLibrary
         }
     }
 
-    int makeXferReq(MemorySegment agent, int op, MemorySegment local, MemorySegment localIndices, long localCount,
-            MemorySegment remote, MemorySegment remoteIndices, long remoteCount, MemorySegment requestOut, MemorySegment options)
+    int makeXferReq(long agent, int op, long local, MemorySegment localIndices, long localCount, long remote, MemorySegment remoteIndices, long remoteCount, MemorySegment requestOut, long options)
     {
         try {
             return (int) makeXferReq.invokeExact(agent, op, local, localIndices, localCount, remote, remoteIndices, remoteCount, requestOut, options);
@@ -578,7 +571,7 @@ final class NixlLibrary
         }
     }
 
-    int postXferReq(MemorySegment agent, MemorySegment request, MemorySegment options)
+    int postXferReq(long agent, long request, long options)
     {
         try {
             return (int) postXferReq.invokeExact(agent, request, options);
@@ -588,7 +581,7 @@ final class NixlLibrary
         }
     }
 
-    int getXferStatus(MemorySegment agent, MemorySegment request)
+    int getXferStatus(long agent, long request)
     {
         try {
             return (int) getXferStatus.invokeExact(agent, request);
@@ -598,7 +591,7 @@ final class NixlLibrary
         }
     }
 
-    int releaseXferReq(MemorySegment agent, MemorySegment request)
+    int releaseXferReq(long agent, long request)
     {
         try {
             return (int) releaseXferReq.invokeExact(agent, request);
@@ -608,7 +601,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyXferReq(MemorySegment request)
+    int destroyXferReq(long request)
     {
         try {
             return (int) destroyXferReq.invokeExact(request);
@@ -628,7 +621,7 @@ final class NixlLibrary
         }
     }
 
-    int destroyNotifMap(MemorySegment map)
+    int destroyNotifMap(long map)
     {
         try {
             return (int) destroyNotifMap.invokeExact(map);
@@ -638,7 +631,7 @@ final class NixlLibrary
         }
     }
 
-    int getNotifs(MemorySegment agent, MemorySegment map, MemorySegment options)
+    int getNotifs(long agent, long map, long options)
     {
         try {
             return (int) getNotifs.invokeExact(agent, map, options);
@@ -648,7 +641,7 @@ final class NixlLibrary
         }
     }
 
-    int notifMapSize(MemorySegment map, MemorySegment sizeOut)
+    int notifMapSize(long map, MemorySegment sizeOut)
     {
         try {
             return (int) notifMapSize.invokeExact(map, sizeOut);
@@ -658,7 +651,7 @@ final class NixlLibrary
         }
     }
 
-    int notifMapGetAgentAt(MemorySegment map, long index, MemorySegment nameOut)
+    int notifMapGetAgentAt(long map, long index, MemorySegment nameOut)
     {
         try {
             return (int) notifMapGetAgentAt.invokeExact(map, index, nameOut);
@@ -668,7 +661,7 @@ final class NixlLibrary
         }
     }
 
-    int notifMapGetNotifsSize(MemorySegment map, MemorySegment agentName, MemorySegment sizeOut)
+    int notifMapGetNotifsSize(long map, MemorySegment agentName, MemorySegment sizeOut)
     {
         try {
             return (int) notifMapGetNotifsSize.invokeExact(map, agentName, sizeOut);
@@ -678,7 +671,7 @@ final class NixlLibrary
         }
     }
 
-    int notifMapGetNotif(MemorySegment map, MemorySegment agentName, long index, MemorySegment dataOut, MemorySegment lengthOut)
+    int notifMapGetNotif(long map, MemorySegment agentName, long index, MemorySegment dataOut, MemorySegment lengthOut)
     {
         try {
             return (int) notifMapGetNotif.invokeExact(map, agentName, index, dataOut, lengthOut);
@@ -688,7 +681,7 @@ final class NixlLibrary
         }
     }
 
-    int notifMapClear(MemorySegment map)
+    int notifMapClear(long map)
     {
         try {
             return (int) notifMapClear.invokeExact(map);
@@ -698,7 +691,7 @@ final class NixlLibrary
         }
     }
 
-    int genNotif(MemorySegment agent, MemorySegment remoteAgent, MemorySegment data, long length, MemorySegment options)
+    int genNotif(long agent, MemorySegment remoteAgent, MemorySegment data, long length, long options)
     {
         try {
             return (int) genNotif.invokeExact(agent, remoteAgent, data, length, options);
