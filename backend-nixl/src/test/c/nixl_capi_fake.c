@@ -1764,24 +1764,67 @@ static int dl_print(const struct dlist *l)
 
 #define XL(h) (&(h)->l)
 
-API nixl_capi_status_t nixl_capi_create_xfer_dlist(nixl_capi_mem_type_t mem_type, nixl_capi_xfer_dlist_t *dlist)
-{
-    return dl_create((void **) dlist, (int) mem_type, M_XDLIST);
-}
+/* The functions transfer and registration lists share, defined once for each list type. */
+#define DLIST_FUNCTIONS(kind, MAGIC) \
+    API nixl_capi_status_t nixl_capi_create_##kind##_dlist(nixl_capi_mem_type_t mem_type, nixl_capi_##kind##_dlist_t *dlist) \
+    { \
+        return dl_create((void **) dlist, (int) mem_type, MAGIC); \
+    } \
+    API nixl_capi_status_t nixl_capi_destroy_##kind##_dlist(nixl_capi_##kind##_dlist_t dlist) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        return dl_destroy(dlist); \
+    } \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_get_type(nixl_capi_##kind##_dlist_t dlist, nixl_capi_mem_type_t *mem_type) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        CHECK_NULL(mem_type); \
+        *mem_type = (nixl_capi_mem_type_t) XL(dlist)->mem; \
+        return ret(ST_OK); \
+    } \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_desc_count(nixl_capi_##kind##_dlist_t dlist, size_t *count) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        CHECK_NULL(count); \
+        *count = XL(dlist)->n; \
+        return ret(ST_OK); \
+    } \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_is_empty(nixl_capi_##kind##_dlist_t dlist, bool *is_empty) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        CHECK_NULL(is_empty); \
+        *is_empty = XL(dlist)->n == 0; \
+        return ret(ST_OK); \
+    } \
+    /* NIXL's trim builds a trimmed copy and discards it: a no-op */ \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_trim(nixl_capi_##kind##_dlist_t dlist) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        return ret(ST_OK); \
+    } \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_rem_desc(nixl_capi_##kind##_dlist_t dlist, int index) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        return dl_remove(XL(dlist), index); \
+    } \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_clear(nixl_capi_##kind##_dlist_t dlist) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        return dl_clear(XL(dlist)); \
+    } \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_resize(nixl_capi_##kind##_dlist_t dlist, size_t new_size) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        return dl_resize(XL(dlist), new_size); \
+    } \
+    API nixl_capi_status_t nixl_capi_##kind##_dlist_print(nixl_capi_##kind##_dlist_t dlist) \
+    { \
+        CHECK_HANDLE(dlist, MAGIC); \
+        return dl_print(XL(dlist)); \
+    }
 
-API nixl_capi_status_t nixl_capi_destroy_xfer_dlist(nixl_capi_xfer_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    return dl_destroy(dlist);
-}
-
-API nixl_capi_status_t nixl_capi_xfer_dlist_get_type(nixl_capi_xfer_dlist_t dlist, nixl_capi_mem_type_t *mem_type)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    CHECK_NULL(mem_type);
-    *mem_type = (nixl_capi_mem_type_t) XL(dlist)->mem;
-    return ret(ST_OK);
-}
+DLIST_FUNCTIONS(xfer, M_XDLIST)
+DLIST_FUNCTIONS(reg, M_RDLIST)
 
 API nixl_capi_status_t nixl_capi_xfer_dlist_add_desc(nixl_capi_xfer_dlist_t dlist, uintptr_t addr, size_t len, uint64_t dev_id)
 {
@@ -1789,126 +1832,16 @@ API nixl_capi_status_t nixl_capi_xfer_dlist_add_desc(nixl_capi_xfer_dlist_t dlis
     return dl_add(XL(dlist), addr, len, dev_id, NULL, 0);
 }
 
-API nixl_capi_status_t nixl_capi_xfer_dlist_desc_count(nixl_capi_xfer_dlist_t dlist, size_t *count)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    CHECK_NULL(count);
-    *count = XL(dlist)->n;
-    return ret(ST_OK);
-}
-
+/* a deprecated alias of desc_count */
 API nixl_capi_status_t nixl_capi_xfer_dlist_len(nixl_capi_xfer_dlist_t dlist, size_t *len)
 {
     return nixl_capi_xfer_dlist_desc_count(dlist, len);
-}
-
-API nixl_capi_status_t nixl_capi_xfer_dlist_is_empty(nixl_capi_xfer_dlist_t dlist, bool *is_empty)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    CHECK_NULL(is_empty);
-    *is_empty = XL(dlist)->n == 0;
-    return ret(ST_OK);
-}
-
-API nixl_capi_status_t nixl_capi_xfer_dlist_trim(nixl_capi_xfer_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    return ret(ST_OK);
-}
-
-API nixl_capi_status_t nixl_capi_xfer_dlist_rem_desc(nixl_capi_xfer_dlist_t dlist, int index)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    return dl_remove(XL(dlist), index);
-}
-
-API nixl_capi_status_t nixl_capi_xfer_dlist_clear(nixl_capi_xfer_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    return dl_clear(XL(dlist));
-}
-
-API nixl_capi_status_t nixl_capi_xfer_dlist_resize(nixl_capi_xfer_dlist_t dlist, size_t new_size)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    return dl_resize(XL(dlist), new_size);
-}
-
-API nixl_capi_status_t nixl_capi_xfer_dlist_print(nixl_capi_xfer_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_XDLIST);
-    return dl_print(XL(dlist));
-}
-
-API nixl_capi_status_t nixl_capi_create_reg_dlist(nixl_capi_mem_type_t mem_type, nixl_capi_reg_dlist_t *dlist)
-{
-    return dl_create((void **) dlist, (int) mem_type, M_RDLIST);
-}
-
-API nixl_capi_status_t nixl_capi_destroy_reg_dlist(nixl_capi_reg_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    return dl_destroy(dlist);
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_get_type(nixl_capi_reg_dlist_t dlist, nixl_capi_mem_type_t *mem_type)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    CHECK_NULL(mem_type);
-    *mem_type = (nixl_capi_mem_type_t) XL(dlist)->mem;
-    return ret(ST_OK);
 }
 
 API nixl_capi_status_t nixl_capi_reg_dlist_add_desc(nixl_capi_reg_dlist_t dlist, uintptr_t addr, size_t len, uint64_t dev_id, const void *metadata, size_t metadata_len)
 {
     CHECK_HANDLE(dlist, M_RDLIST);
     return dl_add(XL(dlist), addr, len, dev_id, metadata, metadata_len);
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_desc_count(nixl_capi_reg_dlist_t dlist, size_t *count)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    CHECK_NULL(count);
-    *count = XL(dlist)->n;
-    return ret(ST_OK);
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_is_empty(nixl_capi_reg_dlist_t dlist, bool *is_empty)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    CHECK_NULL(is_empty);
-    *is_empty = XL(dlist)->n == 0;
-    return ret(ST_OK);
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_trim(nixl_capi_reg_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    return ret(ST_OK);
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_rem_desc(nixl_capi_reg_dlist_t dlist, int index)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    return dl_remove(XL(dlist), index);
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_clear(nixl_capi_reg_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    return dl_clear(XL(dlist));
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_resize(nixl_capi_reg_dlist_t dlist, size_t new_size)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    return dl_resize(XL(dlist), new_size);
-}
-
-API nixl_capi_status_t nixl_capi_reg_dlist_print(nixl_capi_reg_dlist_t dlist)
-{
-    CHECK_HANDLE(dlist, M_RDLIST);
-    return dl_print(XL(dlist));
 }
 
 #ifndef FAKE_API_1_4

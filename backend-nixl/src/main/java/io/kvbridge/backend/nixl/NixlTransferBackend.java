@@ -627,13 +627,7 @@ final class NixlTransferBackend implements TransferBackend
                         "pair %d: local descriptor %d has %d bytes but remote descriptor %d has %d bytes", i, l, localLengths[l], r, remoteLengths[r]));
             }
         }
-        KvBridgeException unusable = local.unusable();
-        if (unusable == null) {
-            unusable = remote.unusable();
-        }
-        if (unusable != null) {
-            throw unusable;
-        }
+        checkUsable(local, remote);
         NixlTransfer transfer = acquireSlot();
         transfer.op = op;
         transfer.local = local;
@@ -652,19 +646,24 @@ final class NixlTransferBackend implements TransferBackend
         return transfer.handle();
     }
 
+    private static void checkUsable(NixlPreparedList local, NixlPreparedList remote)
+    {
+        KvBridgeException unusable = local.unusable();
+        if (unusable == null) {
+            unusable = remote.unusable();
+        }
+        if (unusable != null) {
+            throw unusable;
+        }
+    }
+
     /** Makes and posts the NIXL request of a slot; runs on the owner thread while the poster waits. */
     void postOnOwner(NixlTransfer transfer)
     {
         try {
             checkOpen();
             // checked again here: lists, peers and registrations change only on this thread
-            KvBridgeException unusable = transfer.local.unusable();
-            if (unusable == null) {
-                unusable = transfer.remote.unusable();
-            }
-            if (unusable != null) {
-                throw unusable;
-            }
+            checkUsable(transfer.local, transfer.remote);
             long request = agent.makeRequest(transfer.op, transfer.local.handle, transfer.localIndices, transfer.remote.handle, transfer.remoteIndices,
                     transfer.count, transfer.notification);
             boolean done;

@@ -3,7 +3,6 @@ package io.kvbridge.backend.nixl;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
@@ -163,15 +162,7 @@ abstract class AbstractNixlTwoProcessTest
 
     TransferStatus awaitTerminal(TransferBackend backend, long handle)
     {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (System.nanoTime() < deadline) {
-            TransferStatus status = backend.status(handle);
-            if (status.terminal()) {
-                return status;
-            }
-            Thread.onSpinWait();
-        }
-        return fail("transfer still in progress after " + DEADLINE);
+        return NixlTestSupport.awaitTerminal(backend, handle, DEADLINE);
     }
 
     private static String csv(int[] blocks)

@@ -2,7 +2,6 @@ package io.kvbridge.backend.nixl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -107,15 +106,7 @@ final class NixlFaultInjectionTest
 
     private TransferStatus awaitTerminal(long handle)
     {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (System.nanoTime() < deadline) {
-            TransferStatus status = initiator.status(handle);
-            if (status.terminal()) {
-                return status;
-            }
-            Thread.onSpinWait();
-        }
-        return fail("transfer still in progress after " + DEADLINE);
+        return NixlTestSupport.awaitTerminal(initiator, handle, DEADLINE);
     }
 
     private MemorySegment snapshot(MemorySegment segment)
@@ -125,9 +116,7 @@ final class NixlFaultInjectionTest
 
     private static KvBridgeException assertCode(ErrorCode code, org.junit.jupiter.api.function.Executable executable)
     {
-        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
-        assertEquals(code, e.code(), () -> "expected " + code.id() + " but got: " + e.getMessage());
-        return e;
+        return NixlTestSupport.assertFails(code, "", executable);
     }
 
     private void assertNoNotificationFor(Duration wait)

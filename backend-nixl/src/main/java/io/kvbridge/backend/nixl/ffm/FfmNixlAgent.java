@@ -22,9 +22,9 @@ import java.util.Locale;
 import java.util.function.LongToIntFunction;
 
 /**
- * A NIXL agent with one UCX backend, bound through FFM. Confined to the thread that created it: its
- * scratch memory lives in a confined arena, so a call from any other thread fails in the JVM
- * before it reaches NIXL.
+ * A NIXL agent with one UCX backend, bound through FFM. Confined to the thread that created it:
+ * NIXL's agent takes no lock of its own here, so a call from any other thread is refused before it
+ * reaches NIXL (and the scratch memory lives in a confined arena besides).
  */
 final class FfmNixlAgent implements NixlAgent
 {
@@ -61,6 +61,7 @@ final class FfmNixlAgent implements NixlAgent
 
     private final NixlLibrary library;
     private final String name;
+    private final Thread owner = Thread.currentThread();
     private final Arena arena = Arena.ofConfined();
     private final MemorySegment outAddress = arena.allocate(ADDRESS);
     private final MemorySegment outData = arena.allocate(ADDRESS);
@@ -155,6 +156,10 @@ final class FfmNixlAgent implements NixlAgent
 
     private void checkOpen()
     {
+        if (Thread.currentThread() != owner) {
+            throw new IllegalStateException("NIXL agent " + name + " is confined to thread " + owner.getName() + ", called from "
+                    + Thread.currentThread().getName());
+        }
         if (closed) {
             throw new KvBridgeException(ErrorCode.CLOSED, "NIXL agent " + name + " is closed");
         }
@@ -373,11 +378,7 @@ final class FfmNixlAgent implements NixlAgent
     {
         checkOpen();
         // NULL options: non-NULL ones without a notification would wipe the one set at make time
-        int status = library.postXferReq(agent, request, 0L);
-        if (status == NixlStatus.SUCCESS || status == NixlStatus.IN_PROG) {
-            return status == NixlStatus.SUCCESS;
-        }
-        throw NixlStatus.error("nixl_capi_post_xfer_req", status, TRANSFER, library.level,
+        return doneOrThrow(library.postXferReq(agent, request, 0L), "nixl_capi_post_xfer_req",
                 "posting a transfer: the peer disconnected, was forgotten, or the request is still running");
     }
 
@@ -385,12 +386,16 @@ final class FfmNixlAgent implements NixlAgent
     public boolean pollRequest(long request)
     {
         checkOpen();
-        int status = library.getXferStatus(agent, request);
+        return doneOrThrow(library.getXferStatus(agent, request), "nixl_capi_get_xfer_status",
+                "polling a transfer: it failed in the backend, the peer disconnected, or the peer was forgotten");
+    }
+
+    private boolean doneOrThrow(int status, String function, String context)
+    {
         if (status == NixlStatus.SUCCESS || status == NixlStatus.IN_PROG) {
             return status == NixlStatus.SUCCESS;
         }
-        throw NixlStatus.error("nixl_capi_get_xfer_status", status, TRANSFER, library.level,
-                "polling a transfer: it failed in the backend, the peer disconnected, or the peer was forgotten");
+        throw NixlStatus.error(function, status, TRANSFER, library.level, context);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.kvbridge.backend.nixl.ffm;
 
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -71,7 +72,7 @@ public final class Nixl
             MemorySegment out2 = arena.allocate(ADDRESS);
             MemorySegment size = arena.allocate(JAVA_LONG);
             MemorySegment config = arena.allocate(FfmNixlAgent.CONFIG);
-            config.set(JAVA_LONG, FfmNixlAgent.CONFIG.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("lthr_delay_us")), 100_000L);
+            config.set(JAVA_LONG, FfmNixlAgent.CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
             String name = "kvbridge-probe-" + ProcessHandle.current().pid() + "-" + PROBE_AGENTS.incrementAndGet();
             int status = nixl.createConfiguredAgent(arena.allocateFrom(name), config, out);
             if (status != NixlStatus.SUCCESS) {

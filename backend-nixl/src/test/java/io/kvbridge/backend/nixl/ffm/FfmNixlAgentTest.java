@@ -3,14 +3,13 @@ package io.kvbridge.backend.nixl.ffm;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.backend.nixl.FakeLeakCheck;
 import io.kvbridge.backend.nixl.FakeNixl;
+import io.kvbridge.backend.nixl.NixlTestSupport;
 import io.kvbridge.spi.ErrorCode;
-import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.io.IOException;
@@ -18,12 +17,15 @@ import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -68,10 +70,28 @@ final class FfmNixlAgentTest
     {
         MemorySegment memory = arena.allocate(BYTES, 4096);
         for (int i = 0; i < BYTES; i++) {
-            memory.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (seed * 31 + i));
+            memory.set(ValueLayout.JAVA_BYTE, i, (byte) (seed * 31 + i));
         }
         agent.registerMemory(MemoryKind.HOST, 0, memory.address(), memory.byteSize());
         return memory;
+    }
+
+    /** Two agents of the head fake, the target's memory known to the initiator, one list each side. */
+    private record Pair(NixlAgent initiator, NixlAgent target, MemorySegment source, MemorySegment destination, String peer, long local, long remote)
+    {
+    }
+
+    private Pair connectedPair()
+    {
+        NixlAgent initiator = open(FakeNixl.HEAD, "initiator");
+        NixlAgent target = open(FakeNixl.HEAD, "target");
+        MemorySegment source = registered(initiator, 1);
+        MemorySegment destination = registered(target, 2);
+        String peer = initiator.loadRemoteMetadata(target.localMetadata());
+        assertEquals(target.name(), peer);
+        long local = initiator.prepareLocal(MemoryKind.HOST, 0, new long[] {source.address()}, new long[] {BYTES}, 1);
+        long remote = initiator.prepareRemote(peer, MemoryKind.HOST, 0, new long[] {destination.address()}, new long[] {BYTES}, 1);
+        return new Pair(initiator, target, source, destination, peer, local, remote);
     }
 
     private static List<String> cApiFunctions() throws IOException
@@ -81,12 +101,9 @@ final class FfmNixlAgentTest
         }
     }
 
-    private static KvBridgeException assertCode(ErrorCode code, String fragment, org.junit.jupiter.api.function.Executable executable)
+    private static void assertCode(ErrorCode code, String fragment, org.junit.jupiter.api.function.Executable executable)
     {
-        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
-        assertEquals(code, e.code(), e::getMessage);
-        assertTrue(e.getMessage().contains(fragment), () -> "expected '" + fragment + "' in: " + e.getMessage());
-        return e;
+        NixlTestSupport.assertFails(code, fragment, executable);
     }
 
     @Test
@@ -113,7 +130,7 @@ final class FfmNixlAgentTest
         assertEquals(NixlApiLevel.V1_4, Nixl.inspect(FakeNixl.V1_4.library()).apiLevel().orElseThrow());
         NixlPluginReport plugins = Nixl.plugins(FakeNixl.HEAD.library(), true);
         assertEquals(List.of("UCX"), plugins.plugins());
-        assertEquals(java.util.Set.of(MemoryKind.HOST, MemoryKind.DEVICE), plugins.ucxMemory());
+        assertEquals(Set.of(MemoryKind.HOST, MemoryKind.DEVICE), plugins.ucxMemory());
     }
 
     @Test
@@ -140,23 +157,19 @@ final class FfmNixlAgentTest
     void notificationLeavesOnlyWhenTheInitiatorPollsTheTransferToCompletion()
     {
         FakeNixl.HEAD.option("completion", "polls:2");
-        NixlAgent initiator = open(FakeNixl.HEAD, "initiator");
-        NixlAgent target = open(FakeNixl.HEAD, "target");
-        MemorySegment source = registered(initiator, 1);
-        MemorySegment destination = registered(target, 2);
-        String peer = initiator.loadRemoteMetadata(target.localMetadata());
-        assertEquals(target.name(), peer);
-        assertTrue(initiator.remoteMetadataLoaded(peer));
-        long local = initiator.prepareLocal(MemoryKind.HOST, 0, new long[] {source.address()}, new long[] {BYTES}, 1);
-        long remote = initiator.prepareRemote(peer, MemoryKind.HOST, 0, new long[] {destination.address()}, new long[] {BYTES}, 1);
-        long request = initiator.makeRequest(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, "req-7".getBytes(StandardCharsets.UTF_8));
+        Pair pair = connectedPair();
+        NixlAgent initiator = pair.initiator();
+        NixlAgent target = pair.target();
+        assertTrue(initiator.remoteMetadataLoaded(pair.peer()));
+        long request = initiator.makeRequest(TransferOp.WRITE, pair.local(), new int[] {0}, pair.remote(), new int[] {0}, 1,
+                "req-7".getBytes(StandardCharsets.UTF_8));
         assertFalse(initiator.postRequest(request));
         List<String> received = new ArrayList<>();
         for (int poll = 0; poll < 2; poll++) {
             assertEquals(0, target.drainNotifications((sender, message) -> received.add(sender)), "nothing before the initiator sees completion");
             assertFalse(initiator.pollRequest(request));
         }
-        assertEquals(-1, destination.mismatch(source), "the data is in place before the notification");
+        assertEquals(-1, pair.destination().mismatch(pair.source()), "the data is in place before the notification");
         assertTrue(initiator.pollRequest(request));
         assertEquals(1, target.drainNotifications((sender, message) -> {
             received.add(sender);
@@ -165,32 +178,45 @@ final class FfmNixlAgentTest
         assertEquals(List.of(initiator.name()), received);
         assertEquals(0, target.drainNotifications((sender, message) -> received.add("again")), "each notification is delivered once");
         assertTrue(initiator.releaseRequest(request));
-        initiator.releasePrepared(remote);
-        initiator.releasePrepared(local);
-        assertTrue(initiator.invalidateRemoteMetadata(peer));
-        assertFalse(initiator.invalidateRemoteMetadata(peer), "a forgotten peer is reported, not an error");
+        initiator.releasePrepared(pair.remote());
+        initiator.releasePrepared(pair.local());
+        assertTrue(initiator.invalidateRemoteMetadata(pair.peer()));
+        assertFalse(initiator.invalidateRemoteMetadata(pair.peer()), "a forgotten peer is reported, not an error");
     }
 
     @Test
     void releasingARunningRequestCancelsItAndSendsNothing()
     {
         FakeNixl.HEAD.option("completion", "polls:1000");
-        NixlAgent initiator = open(FakeNixl.HEAD, "initiator");
-        NixlAgent target = open(FakeNixl.HEAD, "target");
-        MemorySegment source = registered(initiator, 1);
-        MemorySegment destination = registered(target, 2);
-        String peer = initiator.loadRemoteMetadata(target.localMetadata());
-        long local = initiator.prepareLocal(MemoryKind.HOST, 0, new long[] {source.address()}, new long[] {BYTES}, 1);
-        long remote = initiator.prepareRemote(peer, MemoryKind.HOST, 0, new long[] {destination.address()}, new long[] {BYTES}, 1);
-        long request = initiator.makeRequest(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, new byte[] {1});
+        Pair pair = connectedPair();
+        NixlAgent initiator = pair.initiator();
+        long request = initiator.makeRequest(TransferOp.WRITE, pair.local(), new int[] {0}, pair.remote(), new int[] {0}, 1, new byte[] {1});
         assertFalse(initiator.postRequest(request));
         FakeNixl.HEAD.failNth("release_xfer_req", 1, -2);
         assertFalse(initiator.releaseRequest(request), "NIXL could not cancel yet: the request is kept");
         assertTrue(initiator.releaseRequest(request));
-        assertEquals(0, target.drainNotifications((sender, message) -> { }));
+        assertEquals(0, pair.target().drainNotifications((sender, message) -> { }));
         assertEquals(0, FakeNixl.HEAD.stats().liveRequests());
-        initiator.releasePrepared(remote);
-        initiator.releasePrepared(local);
+        initiator.releasePrepared(pair.remote());
+        initiator.releasePrepared(pair.local());
+    }
+
+    @Test
+    void anAgentRefusesCallsFromOtherThreads() throws Exception
+    {
+        NixlAgent agent = open(FakeNixl.HEAD, "confined");
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread other = Thread.ofPlatform().start(() -> {
+            try {
+                agent.pollRequest(1);
+            }
+            catch (Throwable t) {
+                thrown.set(t);
+            }
+        });
+        other.join();
+        assertTrue(thrown.get() instanceof IllegalStateException, () -> String.valueOf(thrown.get()));
+        assertTrue(thrown.get().getMessage().contains("is confined to thread"), thrown.get()::getMessage);
     }
 
     @Test
