@@ -4,10 +4,12 @@ import com.google.inject.CreationException;
 import com.google.inject.Guice;
 import com.google.inject.ProvisionException;
 import com.google.inject.Stage;
+import com.google.inject.spi.Message;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.KvBridgeRuntime;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.spi.KvBridgeException;
+import java.util.Collection;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -17,6 +19,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class CoreKvBridgeRuntime implements KvBridgeRuntime
 {
     private static final AtomicInteger AGENTS = new AtomicInteger();
+
+    static {
+        // kvbridge uses no method interception; without this, Guice defines its classes through
+        // sun.misc.Unsafe, which JDK 24+ warns about on every start
+        if (System.getProperty("guice_bytecode_gen_option") == null) {
+            System.setProperty("guice_bytecode_gen_option", "DISABLED");
+        }
+    }
 
     @Override
     public KvBridge start(KvBridge.Builder builder)
@@ -33,14 +43,24 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
         try {
             return Guice.createInjector(Stage.PRODUCTION, new KvBridgeModule(settings, registry)).getInstance(CoreKvBridge.class);
         }
-        catch (CreationException | ProvisionException e) {
-            // Stage.PRODUCTION builds singletons eagerly: surface the plugin's own typed error
-            for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+        catch (CreationException e) {
+            throw unwrap(e, e.getErrorMessages());
+        }
+        catch (ProvisionException e) {
+            throw unwrap(e, e.getErrorMessages());
+        }
+    }
+
+    // Stage.PRODUCTION builds singletons eagerly, so a plugin's typed error arrives wrapped in Guice's
+    private static RuntimeException unwrap(RuntimeException guiceError, Collection<Message> messages)
+    {
+        for (Message message : messages) {
+            for (Throwable cause = message.getCause(); cause != null; cause = cause.getCause()) {
                 if (cause instanceof KvBridgeException typed) {
-                    throw typed;
+                    return typed;
                 }
             }
-            throw e;
         }
+        return guiceError;
     }
 }

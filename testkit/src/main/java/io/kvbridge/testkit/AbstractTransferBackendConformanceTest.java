@@ -1,10 +1,10 @@
 package io.kvbridge.testkit;
 
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -278,13 +278,6 @@ public abstract class AbstractTransferBackendConformanceTest
     private MemorySegment snapshot(MemorySegment segment)
     {
         return arena.allocate(segment.byteSize(), 8).copyFrom(segment);
-    }
-
-    private static KvBridgeException assertCode(ErrorCode code, org.junit.jupiter.api.function.Executable executable)
-    {
-        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
-        assertEquals(code, e.code(), () -> "expected " + code.id() + " but got: " + e.getMessage());
-        return e;
     }
 
     @Test

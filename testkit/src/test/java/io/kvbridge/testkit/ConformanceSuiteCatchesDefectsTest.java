@@ -1,15 +1,13 @@
 package io.kvbridge.testkit;
 
-import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+import static io.kvbridge.testkit.SuiteRuns.assertFails;
+import static io.kvbridge.testkit.SuiteRuns.run;
 import static org.junit.platform.testkit.engine.EventConditions.event;
-import static org.junit.platform.testkit.engine.EventConditions.finishedWithFailure;
-import static org.junit.platform.testkit.engine.EventConditions.test;
 
 import io.kvbridge.testkit.TestingTransferBackendFactory.Defect;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
-import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 
 /**
@@ -66,18 +64,6 @@ final class ConformanceSuiteCatchesDefectsTest
         protected TransferBackendFactory newFactory()
         {
             return new TestingTransferBackendFactory(Set.of(Defect.LEAK_ON_CLOSE));
-        }
-    }
-
-    private static Events run(Class<?> suite)
-    {
-        return EngineTestKit.engine("junit-jupiter").selectors(selectClass(suite)).execute().testEvents();
-    }
-
-    private static void assertFails(Events events, String... tests)
-    {
-        for (String name : tests) {
-            events.assertThatEvents().haveAtLeastOne(event(test(name), finishedWithFailure()));
         }
     }
 

@@ -59,6 +59,16 @@ public record ModelCacheSpec(
     }
 
     /**
+     * Returns the tokens of one attention-kernel block.
+     *
+     * @return {@code blockTokens / kernelBlocksPerLogical}.
+     */
+    public int kernelBlockTokens()
+    {
+        return blockTokens / kernelBlocksPerLogical;
+    }
+
+    /**
      * Returns the number of pipeline stages.
      *
      * @return the size of {@link #stageLayerCounts()}.
@@ -94,6 +104,23 @@ public record ModelCacheSpec(
     {
         int start = stageStart(ppRank);
         return layers.subList(start, start + stageLayerCounts.get(ppRank));
+    }
+
+    /**
+     * Returns the layers a rank owns: its stage's slice, after checking the rank belongs to an
+     * engine split the way this spec says.
+     *
+     * @param rank the rank.
+     * @return the layers of {@code rank.ppRank()}.
+     * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} when the rank's
+     *     {@code ppSize} differs from the number of stages.
+     */
+    public List<LayerSpec> layersOwnedBy(Rank rank)
+    {
+        requireNonNull(rank, "rank is null");
+        checkArgument(rank.ppSize() == ppSize(), "rank %s has ppSize=%d but the spec splits the model into %d stages %s; describe each rank "
+                + "with the spec of its own engine", rank, rank.ppSize(), ppSize(), stageLayerCounts);
+        return layersOfStage(rank.ppRank());
     }
 
     /**

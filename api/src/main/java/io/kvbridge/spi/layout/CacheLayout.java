@@ -1,5 +1,8 @@
 package io.kvbridge.spi.layout;
 
+import static io.kvbridge.spi.KvBridgeException.checkArgument;
+import static java.util.Objects.requireNonNull;
+
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
@@ -47,14 +50,30 @@ public interface CacheLayout
      */
     default int exchangedBlocks(CacheGroup group, int blockTokens, int blocks)
     {
+        requireNonNull(group, "group is null");
+        checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
+        checkArgument(blocks >= 0, "blocks=%d is negative", blocks);
         if (group.kind() != GroupKind.SLIDING_WINDOW) {
             return blocks;
         }
         if (group.windowTokens() == 0) {
             return 0;
         }
-        int needed = (group.windowTokens() + blockTokens - 1) / blockTokens + 1;
-        return Math.min(blocks, needed);
+        // the window may start inside a block, so one block more than the window spans is kept
+        long needed = ((long) group.windowTokens() + blockTokens - 1) / blockTokens + 1;
+        return (int) Math.min(blocks, needed);
+    }
+
+    /**
+     * Tells whether regions of this layout's geometries may share bytes (for example a layout that
+     * describes one tensor both as a whole and by parts). Layouts that never overlap regions keep the
+     * default, and the conformance suite then checks that no two descriptors share a byte.
+     *
+     * @return true when overlapping regions are intended; false by default.
+     */
+    default boolean regionsMayOverlap()
+    {
+        return false;
     }
 
     /**

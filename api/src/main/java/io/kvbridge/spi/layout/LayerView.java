@@ -19,9 +19,35 @@ public record LayerView(String layer, long address, long blockBytes, long blockS
     public LayerView
     {
         requireNonNull(layer, "layer is null");
+        checkArgument(!layer.isEmpty(), "layer name is empty");
         checkArgument(address > 0, "layer %s: address=%d is not positive", layer, address);
         checkArgument(blockBytes > 0, "layer %s: blockBytes=%d is not positive", layer, blockBytes);
         checkArgument(blockStride >= blockBytes, "layer %s: blockStride=%d is smaller than blockBytes=%d", layer, blockStride, blockBytes);
         checkArgument(blocks > 0, "layer %s: blocks=%d is not positive", layer, blocks);
+        // (blocks - 1) * blockStride + blockBytes <= blocks * blockStride, so this bound keeps end() in range
+        checkArgument(blockStride <= (Long.MAX_VALUE - address) / blocks,
+                "layer %s: address=0x%x + (blocks=%d - 1) * blockStride=%d + blockBytes=%d overflows a 64-bit address",
+                layer, address, blocks, blockStride, blockBytes);
+    }
+
+    /**
+     * Returns the address of one of the layer's blocks.
+     *
+     * @param block index in {@code [0, blocks)}.
+     * @return {@code address + block * blockStride}.
+     */
+    public long blockAddress(int block)
+    {
+        return address + block * blockStride;
+    }
+
+    /**
+     * Returns the address one past the last byte of the last block.
+     *
+     * @return {@code address + (blocks - 1) * blockStride + blockBytes}.
+     */
+    public long end()
+    {
+        return address + (blocks - 1L) * blockStride + blockBytes;
     }
 }

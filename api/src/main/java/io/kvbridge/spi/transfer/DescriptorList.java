@@ -44,10 +44,13 @@ public final class DescriptorList
         checkArgument(size >= 0 && size <= addresses.length && size <= lengths.length,
                 "size=%d exceeds addresses.length=%d or lengths.length=%d", size, addresses.length, lengths.length);
         checkArgument(device >= 0, "device=%d is negative", device);
+        // plain comparisons first: formatting arguments are boxed only for a bad descriptor, so
+        // checking a list of millions allocates nothing
         for (int i = 0; i < size; i++) {
-            checkArgument(lengths[i] > 0, "descriptor %d: length=%d is not positive", i, lengths[i]);
-            checkArgument(addresses[i] > 0 && addresses[i] <= Long.MAX_VALUE - lengths[i],
-                    "descriptor %d: address=0x%x length=%d is not a valid range", i, addresses[i], lengths[i]);
+            if (lengths[i] <= 0 || addresses[i] <= 0 || addresses[i] > Long.MAX_VALUE - lengths[i]) {
+                checkArgument(lengths[i] > 0, "descriptor %d: length=%d is not positive", i, lengths[i]);
+                checkArgument(false, "descriptor %d: address=0x%x length=%d is not a valid range", i, addresses[i], lengths[i]);
+            }
         }
         return new DescriptorList(kind, device, addresses, lengths, size);
     }

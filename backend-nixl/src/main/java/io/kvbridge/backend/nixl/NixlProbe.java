@@ -176,7 +176,8 @@ final class NixlProbe
             }
             memory = plugins.ucxMemory();
             if (!memory.isEmpty()) {
-                details.put("ucx-memory", memory.stream().sorted().map(MemoryKind::name).collect(Collectors.joining(", ")));
+                details.put("ucx-memory", memory.stream().sorted().map(MemoryKind::name).collect(Collectors.joining(", "))
+                        + (fake && memory.contains(MemoryKind.DEVICE) ? " (the fake registers DEVICE only with NIXL_FAKE_VRAM_AS_HOST=1)" : ""));
             }
         }
         else if (library.loaded() && !library.stub()) {

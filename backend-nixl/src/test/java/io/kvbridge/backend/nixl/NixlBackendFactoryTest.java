@@ -1,9 +1,9 @@
 package io.kvbridge.backend.nixl;
 
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -97,9 +97,8 @@ final class NixlBackendFactoryTest
     @Test
     void everyBadOptionIsReportedAtOnce()
     {
-        KvBridgeException e = assertThrows(KvBridgeException.class,
+        KvBridgeException e = assertCode(ErrorCode.CONFIG_INVALID,
                 () -> FakeNixl.HEAD.factory().create(Map.of("max-in-flight", "0", "progress-thread", "maybe", "bogus", "1"), () -> "a"));
-        assertEquals(ErrorCode.CONFIG_INVALID, e.code());
         assertTrue(e.getMessage().contains("max-in-flight=0 is outside [1, 1048576]"), e.getMessage());
         assertTrue(e.getMessage().contains("progress-thread=maybe is not a boolean"), e.getMessage());
         assertTrue(e.getMessage().contains("unknown option bogus"), e.getMessage());
@@ -108,8 +107,7 @@ final class NixlBackendFactoryTest
     @Test
     void createWhereNixlCannotRunSaysWhy()
     {
-        KvBridgeException e = assertThrows(KvBridgeException.class, () -> new NixlBackendFactory(empty.toString(), false).create(Map.of(), () -> "a"));
-        assertEquals(ErrorCode.BACKEND_UNAVAILABLE, e.code());
+        KvBridgeException e = assertCode(ErrorCode.BACKEND_UNAVAILABLE, () -> new NixlBackendFactory(empty.toString(), false).create(Map.of(), () -> "a"));
         assertTrue(e.getMessage().contains("libnixl_capi.so not found"), e.getMessage());
     }
 
@@ -122,6 +120,6 @@ final class NixlBackendFactoryTest
         backend.close();
         backend.close();
         assertEquals(BackendResources.NONE, backend.resources());
-        assertEquals(ErrorCode.CLOSED, assertThrows(KvBridgeException.class, backend::localMetadata).code());
+        assertCode(ErrorCode.CLOSED, backend::localMetadata);
     }
 }

@@ -1,7 +1,7 @@
 package io.kvbridge.backend.nixl;
 
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.spi.ErrorCode;
@@ -81,9 +81,7 @@ final class NixlFakeTwoProcessTest extends AbstractNixlTwoProcessTest
         assertEquals(ErrorCode.TRANSFER_FAILED, failure.code());
         assertTrue(failure.getMessage().contains("nixl_capi_get_xfer_status returned -2"), failure.getMessage());
         parent.release(handle);
-        KvBridgeException refused = assertThrows(KvBridgeException.class,
-                () -> parent.post(TransferOp.WRITE, local, new int[] {2}, remote, new int[] {2}, 1, null));
-        assertEquals(ErrorCode.PEER_UNKNOWN, refused.code(), refused::getMessage);
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> parent.post(TransferOp.WRITE, local, new int[] {2}, remote, new int[] {2}, 1, null));
         parent.disconnect(peer);
         assertEquals(0, parent.resources().peers());
     }

@@ -1,5 +1,6 @@
 package io.kvbridge.backend.nixl;
 
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -114,10 +115,6 @@ final class NixlFaultInjectionTest
         return arena.allocate(segment.byteSize(), 8).copyFrom(segment);
     }
 
-    private static KvBridgeException assertCode(ErrorCode code, org.junit.jupiter.api.function.Executable executable)
-    {
-        return NixlTestSupport.assertFails(code, "", executable);
-    }
 
     private void assertNoNotificationFor(Duration wait)
     {

@@ -1,8 +1,8 @@
 package io.kvbridge.backend.nixl;
 
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.spi.ErrorCode;
@@ -38,8 +38,7 @@ final class NixlMetadataTest
     {
         byte[] bytes = encoded();
         corruption.accept(ByteBuffer.wrap(bytes));
-        KvBridgeException e = assertThrows(KvBridgeException.class, () -> NixlMetadata.decode(bytes));
-        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
+        KvBridgeException e = assertCode(ErrorCode.PROTOCOL_ERROR, () -> NixlMetadata.decode(bytes));
         assertTrue(e.getMessage().contains(fragment), () -> "expected '" + fragment + "' in: " + e.getMessage());
     }
 
@@ -84,10 +83,10 @@ final class NixlMetadataTest
         byte[] bytes = encoded();
         for (int length = 0; length < bytes.length; length++) {
             byte[] truncated = Arrays.copyOf(bytes, length);
-            assertEquals(ErrorCode.PROTOCOL_ERROR, assertThrows(KvBridgeException.class, () -> NixlMetadata.decode(truncated)).code(), "length " + length);
+            assertCode(ErrorCode.PROTOCOL_ERROR, () -> NixlMetadata.decode(truncated));
         }
         byte[] padded = Arrays.copyOf(bytes, bytes.length + 1);
-        assertTrue(assertThrows(KvBridgeException.class, () -> NixlMetadata.decode(padded)).getMessage().contains("but 6 bytes follow"));
-        assertEquals(ErrorCode.PROTOCOL_ERROR, assertThrows(KvBridgeException.class, () -> NixlMetadata.decode(null)).code());
+        assertTrue(assertCode(ErrorCode.PROTOCOL_ERROR, () -> NixlMetadata.decode(padded)).getMessage().contains("but 6 bytes follow"));
+        assertCode(ErrorCode.PROTOCOL_ERROR, () -> NixlMetadata.decode(null));
     }
 }

@@ -1,7 +1,5 @@
 package io.kvbridge.backend.nixl;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -9,6 +7,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.testkit.KvBridgeAssertions;
 import java.time.Duration;
 import org.junit.jupiter.api.function.Executable;
 
@@ -29,8 +28,7 @@ public final class NixlTestSupport
      */
     public static KvBridgeException assertFails(ErrorCode code, String fragment, Executable executable)
     {
-        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
-        assertEquals(code, e.code(), e::getMessage);
+        KvBridgeException e = KvBridgeAssertions.assertCode(code, executable);
         assertTrue(e.getMessage().contains(fragment), () -> "expected '" + fragment + "' in: " + e.getMessage());
         return e;
     }

@@ -1,0 +1,181 @@
+package io.kvbridge.core.planner;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.DescriptorList;
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * A reusable buffer of resolved copies {@code (local address, remote address, length)}: what a
+ * request's index pairs mean in memory, optionally coalesced. Coalescing merges consecutive pairs
+ * that are contiguous on both sides into one, so the number of copies follows contiguity rather
+ * than the number of blocks; it never changes which bytes move where.
+ *
+ * <p>Kept in primitive arrays that grow only when a request needs more room than any before it,
+ * so steady-state use allocates nothing. Not thread-safe: one buffer per thread.
+ */
+public final class DescriptorPairs
+{
+    private long[] localAddresses;
+    private long[] remoteAddresses;
+    private long[] lengths;
+    private int size;
+
+    /**
+     * Creates an empty buffer.
+     *
+     * @param initialCapacity pairs to make room for; non-negative.
+     */
+    public DescriptorPairs(int initialCapacity)
+    {
+        if (initialCapacity < 0) {
+            throw Checks.invalid("initialCapacity=%d is negative", initialCapacity);
+        }
+        localAddresses = new long[initialCapacity];
+        remoteAddresses = new long[initialCapacity];
+        lengths = new long[initialCapacity];
+    }
+
+    /**
+     * Replaces the content with the copies that index pairs describe.
+     *
+     * @param local the local list the indices address.
+     * @param localIndices local indices; untrusted, checked against {@code local}.
+     * @param remote the remote list the indices address.
+     * @param remoteIndices remote indices; untrusted, checked against {@code remote}.
+     * @param count number of pairs.
+     * @param coalesce whether to merge pairs contiguous on both sides.
+     * @return the number of copies now held.
+     * @throws KvBridgeException {@code INDEX_OUT_OF_RANGE} for an index outside its list,
+     *     {@code LENGTH_MISMATCH} for paired descriptors of different lengths.
+     */
+    public int resolve(DescriptorList local, int[] localIndices, DescriptorList remote, int[] remoteIndices, int count, boolean coalesce)
+    {
+        requireNonNull(local, "local is null");
+        requireNonNull(remote, "remote is null");
+        requireNonNull(localIndices, "localIndices is null");
+        requireNonNull(remoteIndices, "remoteIndices is null");
+        if (count < 0 || count > localIndices.length || count > remoteIndices.length) {
+            throw Checks.invalid("count=%d exceeds localIndices.length=%d or remoteIndices.length=%d",
+                    count, localIndices.length, remoteIndices.length);
+        }
+        ensureCapacity(count);
+        size = 0;
+        for (int i = 0; i < count; i++) {
+            int l = localIndices[i];
+            int r = remoteIndices[i];
+            if (l < 0 || l >= local.size() || r < 0 || r >= remote.size()) {
+                throw Checks.failure(ErrorCode.INDEX_OUT_OF_RANGE, "pair %d: local index=%d (list size=%d) or remote index=%d (list size=%d) is out of range", i, l, local.size(), r, remote.size());
+            }
+            long length = local.length(l);
+            if (length != remote.length(r)) {
+                throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "pair %d: local descriptor %d has length=%d but remote descriptor %d has length=%d", i, l, length, r, remote.length(r));
+            }
+            append(local.address(l), remote.address(r), length, coalesce);
+        }
+        return size;
+    }
+
+    private void append(long localAddress, long remoteAddress, long length, boolean coalesce)
+    {
+        if (coalesce && size > 0) {
+            int last = size - 1;
+            long end = lengths[last];
+            if (localAddresses[last] + end == localAddress && remoteAddresses[last] + end == remoteAddress) {
+                lengths[last] = end + length;
+                return;
+            }
+        }
+        localAddresses[size] = localAddress;
+        remoteAddresses[size] = remoteAddress;
+        lengths[size] = length;
+        size++;
+    }
+
+    private void ensureCapacity(int count)
+    {
+        if (localAddresses.length < count) {
+            localAddresses = Arrays.copyOf(localAddresses, count);
+            remoteAddresses = Arrays.copyOf(remoteAddresses, count);
+            lengths = Arrays.copyOf(lengths, count);
+        }
+    }
+
+    /**
+     * Returns the number of copies held.
+     *
+     * @return the count from the last {@link #resolve}.
+     */
+    public int size()
+    {
+        return size;
+    }
+
+    /**
+     * Returns a copy's local address.
+     *
+     * @param index in {@code [0, size())}.
+     * @return the address.
+     */
+    public long localAddress(int index)
+    {
+        return localAddresses[checkIndex(index)];
+    }
+
+    /**
+     * Returns a copy's remote address.
+     *
+     * @param index in {@code [0, size())}.
+     * @return the address.
+     */
+    public long remoteAddress(int index)
+    {
+        return remoteAddresses[checkIndex(index)];
+    }
+
+    /**
+     * Returns a copy's length.
+     *
+     * @param index in {@code [0, size())}.
+     * @return the length in bytes.
+     */
+    public long length(int index)
+    {
+        return lengths[checkIndex(index)];
+    }
+
+    /**
+     * Returns the bytes all copies move.
+     *
+     * @return the sum of lengths.
+     */
+    public long totalBytes()
+    {
+        long total = 0;
+        for (int i = 0; i < size; i++) {
+            total += lengths[i];
+        }
+        return total;
+    }
+
+    private int checkIndex(int index)
+    {
+        if (index < 0 || index >= size) {
+            throw new IndexOutOfBoundsException("index=" + index + " size=" + size);
+        }
+        return index;
+    }
+
+    @Override
+    public String toString()
+    {
+        StringBuilder text = new StringBuilder("DescriptorPairs[size=").append(size);
+        for (int i = 0; i < Math.min(size, 8); i++) {
+            text.append(i == 0 ? ": " : ", ").append(String.format(Locale.ROOT, "0x%x->0x%x %d", remoteAddresses[i], localAddresses[i], lengths[i]));
+        }
+        return text.append(size > 8 ? ", ...]" : "]").toString();
+    }
+}

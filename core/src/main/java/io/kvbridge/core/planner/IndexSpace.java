@@ -1,0 +1,137 @@
+package io.kvbridge.core.planner;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+
+/**
+ * The index space of one side's prepared descriptor list: entry {@code e} owns the indices
+ * {@code [offset(e), offset(e) + capacity(e))}, offsets being the cumulative capacities, and
+ * receives the block ids of its own cache group (every group's, concatenated, when its group is
+ * -1). With uniform capacities {@code n} and shared regions this is the legacy {@code r * n + b}.
+ */
+final class IndexSpace
+{
+    private final String side;
+    private final String[] names;
+    private final int[] offsets;
+    private final int[] capacities;
+    private final int[] groupIds;
+    private final int size;
+
+    IndexSpace(String side, String[] names, int[] capacities, int[] groupIds)
+    {
+        if (names.length != capacities.length || capacities.length != groupIds.length) {
+            throw Checks.invalid("names=%d, capacities=%d and groupIds=%d differ in length", names.length, capacities.length, groupIds.length);
+        }
+        this.side = side;
+        this.names = names.clone();
+        this.capacities = capacities.clone();
+        this.groupIds = groupIds.clone();
+        this.offsets = new int[capacities.length];
+        long offset = 0;
+        for (int e = 0; e < capacities.length; e++) {
+            offsets[e] = (int) offset;
+            offset += capacities[e];
+            if (offset > Integer.MAX_VALUE) {
+                throw Checks.failure(ErrorCode.UNSUPPORTED, "%s descriptor list would hold %d descriptors, more than the %d an index can address",
+                        side, offset, Integer.MAX_VALUE);
+            }
+        }
+        this.size = (int) offset;
+    }
+
+    int size()
+    {
+        return size;
+    }
+
+    /** Counts the indices a selection yields over the included entries; include null = all. */
+    int count(BlockSelection blocks, boolean[] include)
+    {
+        long total = 0;
+        int all = -1;
+        for (int e = 0; e < offsets.length; e++) {
+            if (include != null && !include[e]) {
+                continue;
+            }
+            int group = groupIds[e];
+            if (group < 0) {
+                if (all < 0) {
+                    all = blocks.total();
+                }
+                total += all;
+            }
+            else {
+                total += blocks.countOf(group);
+            }
+        }
+        if (total > Integer.MAX_VALUE) {
+            throw Checks.invalid("request of %d descriptors exceeds an int", total);
+        }
+        return (int) total;
+    }
+
+    /**
+     * Writes the indices of a selection, entry-major, and returns how many were written.
+     * Allocates nothing unless it throws.
+     */
+    int compute(BlockSelection blocks, boolean[] include, int[] out)
+    {
+        int needed = count(blocks, include);
+        if (out.length < needed) {
+            throw Checks.invalid("out.length=%d is smaller than the %d indices of this request (size it with indexCount)", out.length, needed);
+        }
+        int n = 0;
+        int groups = blocks.groups();
+        for (int e = 0; e < offsets.length; e++) {
+            if (include != null && !include[e]) {
+                continue;
+            }
+            int group = groupIds[e];
+            if (group >= 0) {
+                n = write(blocks, group, e, out, n);
+            }
+            else {
+                for (int g = 0; g < groups; g++) {
+                    n = write(blocks, g, e, out, n);
+                }
+            }
+        }
+        return n;
+    }
+
+    private int write(BlockSelection blocks, int group, int entry, int[] out, int n)
+    {
+        int offset = offsets[entry];
+        int capacity = capacities[entry];
+        int count = blocks.countOf(group);
+        if (count == 0) {
+            return n;
+        }
+        boolean inside = blocks.lowestId(group) >= 0 && blocks.highestId(group) < capacity;
+        if (inside && blocks.factor(group) == 1) {
+            // the common case: ids checked once per group, then a copy and an add over one
+            // array, both of which the JIT turns into vector code
+            System.arraycopy(blocks.rawIds(group), blocks.skip(group), out, n, count);
+            int end = n + count;
+            for (int i = n; i < end; i++) {
+                out[i] += offset;
+            }
+            return end;
+        }
+        for (int p = 0; p < count; p++) {
+            long id = blocks.expandedId(group, p);
+            if (!inside && (id < 0 || id >= capacity)) {
+                throw outOfRange(blocks, group, p, id, entry);
+            }
+            out[n++] = offset + (int) id;
+        }
+        return n;
+    }
+
+    private KvBridgeException outOfRange(BlockSelection blocks, int group, int position, long id, int entry)
+    {
+        return Checks.failure(ErrorCode.BLOCK_OUT_OF_RANGE, "%s block id=%d (group %d, position %d, descriptor %d after expansion) is outside region %s of capacity=%d descriptors: block ids must lie in [0, capacity) of the region their group addresses",
+                side, blocks.sourceId(group, position), group, position, id, names[entry], capacities[entry]);
+    }
+}

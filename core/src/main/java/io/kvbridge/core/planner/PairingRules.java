@@ -1,0 +1,160 @@
+package io.kvbridge.core.planner;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.SplitClass;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The checks that decide whether two geometries can be paired, run before any memory is
+ * registered with a transport. Each failure names the values on both sides and what would make
+ * them compatible.
+ */
+final class PairingRules
+{
+    private PairingRules()
+    {
+    }
+
+    /** Checks what both sides must agree on as a whole and returns the block size ratio. */
+    static int checkPeers(CacheGeometry local, CacheGeometry remote)
+    {
+        KvBridgeException.check(local.model().equals(remote.model()), ErrorCode.COMPATIBILITY_MISMATCH,
+                "local model %s differs from remote model %s (expected: both engines serve the same model with the same cache dtype)",
+                local.model(), remote.model());
+        KvBridgeException.check(!local.groups().isEmpty(), ErrorCode.GEOMETRY_INVALID,
+                "local geometry has no cache groups (expected: at least one, block ids are given per group)");
+        check(local.groups().size() == remote.groups().size(),
+                "local has %d cache groups but remote has %d (expected: the same groups on both sides)", local.groups().size(), remote.groups().size());
+        for (int g = 0; g < local.groups().size(); g++) {
+            CacheGroup mine = local.groups().get(g);
+            CacheGroup theirs = remote.groups().get(g);
+            check(mine.equals(theirs), "cache group %d is %s locally but %s on the remote (expected: identical groups)", g, mine, theirs);
+        }
+        int localTokens = local.blockTokens();
+        int remoteTokens = remote.blockTokens();
+        check(localTokens % remoteTokens == 0,
+                "local blockTokens=%d is not a multiple of remote blockTokens=%d (expected: the local kernel block a multiple of the remote one; a larger remote block is not supported, use equal block sizes or make the larger one local)",
+                localTokens, remoteTokens);
+        return localTokens / remoteTokens;
+    }
+
+    /** Checks that every entry names existing regions and that each side's regions share one memory kind and device. */
+    static void checkEntries(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
+    {
+        KvBridgeException.check(!entries.isEmpty(), ErrorCode.ROUTING_FAILED, "no transfer entries: nothing would be moved (expected: at least one local region paired with a remote one)");
+        for (TransferEntry entry : entries) {
+            KvBridgeException.check(entry.localRegion() < local.regions().size() && entry.remoteRegion() < remote.regions().size(), ErrorCode.ROUTING_FAILED,
+                    "entry %s names a region that does not exist (local regions=%d, remote regions=%d)", entry, local.regions().size(), remote.regions().size());
+        }
+        checkOneMemory(local, entries, true);
+        checkOneMemory(remote, entries, false);
+    }
+
+    private static void checkOneMemory(CacheGeometry geometry, List<TransferEntry> entries, boolean localSide)
+    {
+        Region first = region(geometry, entries.getFirst(), localSide);
+        for (TransferEntry entry : entries) {
+            Region region = region(geometry, entry, localSide);
+            KvBridgeException.check(region.memoryKind() == first.memoryKind() && region.device() == first.device(), ErrorCode.UNSUPPORTED,
+                    "%s regions %s (%s device %d) and %s (%s device %d) lie in different memory: plans over mixed host and device memory are not supported yet",
+                    localSide ? "local" : "remote", first.name(), first.memoryKind(), first.device(), region.name(), region.memoryKind(), region.device());
+        }
+    }
+
+    static Region region(CacheGeometry geometry, TransferEntry entry, boolean localSide)
+    {
+        return geometry.regions().get(localSide ? entry.localRegion() : entry.remoteRegion());
+    }
+
+    /** Returns the total KV heads of the layers a region holds. */
+    static int headsOf(CacheGeometry geometry, Region region)
+    {
+        return region.groupId() >= 0 ? geometry.groups().get(region.groupId()).kvHeads() : geometry.model().totalKvHeads();
+    }
+
+    /** Checks one entry's regions against each other: split class, group routing, packing and block bytes (rule by rule). */
+    static void checkEntry(CacheGeometry local, CacheGeometry remote, Region mine, Region theirs, TpPlan tp, int ratio)
+    {
+        check(mine.split() == theirs.split(),
+                "region %s is %s locally but remote region %s is %s (expected: the same split class; heads-outermost and tokens-outermost blocks cannot be paired without a permutation)",
+                mine.name(), mine.split(), theirs.name(), theirs.split());
+        check(mine.groupId() == theirs.groupId(),
+                "region %s addresses cache group %d locally but remote region %s addresses group %d (expected: the same region-to-group layout on both sides)",
+                mine.name(), mine.groupId(), theirs.name(), theirs.groupId());
+        if (mine.packed() || theirs.packed()) {
+            check(mine.blockBytes() == theirs.blockBytes() && mine.stride() == theirs.stride() && mine.packedMembers().equals(theirs.packedMembers())
+                            && local.blockTokens() == remote.blockTokens() && local.kernelBlocksPerLogical() == remote.kernelBlocksPerLogical(),
+                    "packed region %s needs identical block geometry on both sides, but local has blockBytes=%d stride=%d blockTokens=%d kernelBlocksPerLogical=%d members=%s and remote region %s has blockBytes=%d stride=%d blockTokens=%d kernelBlocksPerLogical=%d members=%s",
+                    mine.name(), mine.blockBytes(), mine.stride(), local.blockTokens(), local.kernelBlocksPerLogical(), mine.packedMembers(),
+                    theirs.name(), theirs.blockBytes(), theirs.stride(), remote.blockTokens(), remote.kernelBlocksPerLogical(), theirs.packedMembers());
+        }
+        check(mine.blockBytes() % ratio == 0,
+                "region %s: local blockBytes=%d is not divisible by blockSizeRatio=%d (local blockTokens=%d / remote blockTokens=%d), so a block cannot be split into remote-sized sub-blocks",
+                mine.name(), mine.blockBytes(), ratio, local.blockTokens(), remote.blockTokens());
+        switch (mine.split()) {
+            case REPLICATE -> checkBlockBytes(mine, theirs, mine.blockBytes() / ratio,
+                    String.format(Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d (a replicated block is whole on every rank)", mine.blockBytes(), ratio));
+            case INTERLEAVED -> {
+                KvBridgeException.check(tp.localTp() == tp.remoteTp(), ErrorCode.TP_UNSUPPORTED,
+                        "region %s interleaves heads inside a block (tokens outermost), so it cannot be head-sliced between local tpSize=%d and remote tpSize=%d (expected: equal tensor-parallel sizes, or a heads-outermost layout)",
+                        mine.name(), tp.localTp(), tp.remoteTp());
+                checkBlockBytes(mine, theirs, mine.blockBytes() / ratio,
+                        String.format(Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d", mine.blockBytes(), ratio));
+            }
+            case SPLIT -> checkSplit(local, mine, theirs, tp, ratio);
+        }
+    }
+
+    private static void checkSplit(CacheGeometry local, Region mine, Region theirs, TpPlan tp, int ratio)
+    {
+        int heads = headsOf(local, mine);
+        KvBridgeException.check(tp.localTp() == tp.remoteTp() || heads == tp.kvHeads(), ErrorCode.TP_UNSUPPORTED,
+                "region %s has kvHeads=%d but the plan shards kvHeads=%d between local tpSize=%d and remote tpSize=%d (expected: one head count for all head-sharded regions when the sizes differ)",
+                mine.name(), heads, tp.kvHeads(), tp.localTp(), tp.remoteTp());
+        int localHeads = tp.localHeads();
+        int remoteHeads = tp.remoteHeads();
+        if (tp.sources().size() > 1) {
+            KvBridgeException.check(ratio == 1, ErrorCode.TP_UNSUPPORTED,
+                    "region %s: reading heads from %d remote ranks (local tpSize=%d, remote tpSize=%d) needs equal block sizes, but blockSizeRatio=%d (expected: equal blockTokens on both sides)",
+                    mine.name(), tp.sources().size(), tp.localTp(), tp.remoteTp(), ratio);
+            check(mine.blockBytes() % tp.sources().size() == 0 && (long) remoteHeads * tp.sources().size() == localHeads,
+                    "region %s: local blockBytes=%d with localHeads=%d cannot be split into %d slices of remoteHeads=%d",
+                    mine.name(), mine.blockBytes(), localHeads, tp.sources().size(), remoteHeads);
+        }
+        long scaled = mine.blockBytes() * remoteHeads;
+        check(scaled % localHeads == 0 && (scaled / localHeads) % ratio == 0,
+                "region %s: local blockBytes=%d x remoteHeads=%d / localHeads=%d / blockSizeRatio=%d is not a whole number of bytes",
+                mine.name(), mine.blockBytes(), remoteHeads, localHeads, ratio);
+        String how = String.format(Locale.ROOT,
+                "local blockBytes=%d x remoteHeads=%d / localHeads=%d / blockSizeRatio=%d (local tpSize=%d and remote tpSize=%d shard kvHeads=%d)",
+                mine.blockBytes(), remoteHeads, localHeads, ratio, tp.localTp(), tp.remoteTp(), tp.kvHeads());
+        checkBlockBytes(mine, theirs, scaled / localHeads / ratio, how);
+        long unit = mine.blockBytes() / ratio;
+        check((long) tp.rankOffsetFactor() * unit + unit / tp.sources().size() <= theirs.blockBytes(),
+                "region %s: this rank's slice at rankOffsetFactor=%d x %d bytes lies outside remote blockBytes=%d",
+                mine.name(), tp.rankOffsetFactor(), unit, theirs.blockBytes());
+    }
+
+    private static void checkBlockBytes(Region mine, Region theirs, long expected, String how)
+    {
+        check(theirs.blockBytes() == expected,
+                "remote region %s has blockBytes=%d but local region %s needs %d = %s; check that both sides run the same model, cache dtype and layout",
+                theirs.name(), theirs.blockBytes(), mine.name(), expected, how);
+    }
+
+    private static void check(boolean condition, String format, Object... args)
+    {
+        KvBridgeException.check(condition, ErrorCode.GEOMETRY_INCOMPATIBLE, format, args);
+    }
+
+    /** Returns whether a region's blocks are the same on every rank. */
+    static boolean replicated(Region region)
+    {
+        return region.split() == SplitClass.REPLICATE;
+    }
+}

@@ -1,0 +1,354 @@
+package io.kvbridge.core.planner;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.transfer.DescriptorList;
+import java.util.List;
+
+/**
+ * How one local rank moves blocks to or from one peer engine: the transfer entries (local region
+ * paired with remote region), the tensor-parallel plan, the block size ratio, the descriptor lists
+ * to prepare once, and the per-request descriptor indices into them. A plan is checked completely
+ * when it is built, before any memory is registered with a transport; it is immutable and
+ * thread-safe.
+ *
+ * <p><b>Descriptors.</b> With {@code ratio = local blockTokens / remote blockTokens}, entry
+ * {@code e} of local region {@code L} has {@code L.capacity * ratio} local descriptors; sub-block
+ * {@code s} covers {@code [L.base + (s / ratio) * L.stride + (s % ratio) * u, + u)} with
+ * {@code u = L.blockBytes / ratio}. Its remote region {@code R} has {@code R.capacity} remote
+ * descriptors {@code [R.base + offset + k * R.stride, + u / reads)}, where a head-sharded
+ * ({@code SPLIT}) region reads this rank's head slice ({@code offset = rankOffsetFactor * u},
+ * {@code reads} = number of source ranks) and a replicated one the whole block. When several
+ * remote ranks each supply some heads, each source slot has its own local list whose descriptors
+ * are that slot's slice of the local sub-block.
+ *
+ * <p><b>Indices.</b> Each side's list is entry-major; entry {@code e} starts at the cumulative
+ * capacity of the entries before it and receives the block ids of its own cache group (all groups
+ * concatenated when its group id is -1). Replicated entries are read from the first source slot
+ * only.
+ */
+public final class TransferPlan
+{
+    private final CacheGeometry local;
+    private final CacheGeometry remote;
+    private final List<TransferEntry> entries;
+    private final TpPlan tp;
+    private final int ratio;
+    private final boolean[] replicatedEntries;
+    private final long[] subBlockBytes;
+    private final long[] remoteOffsets;
+    private final long[] pairBytes;
+    private final IndexSpace localSpace;
+    private final IndexSpace remoteSpace;
+    private final boolean[] laterSlots;
+
+    private TransferPlan(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
+    {
+        this.local = requireNonNull(local, "local is null");
+        this.remote = requireNonNull(remote, "remote is null");
+        this.entries = List.copyOf(requireNonNull(entries, "entries is null"));
+        this.ratio = PairingRules.checkPeers(local, remote);
+        PairingRules.checkEntries(local, remote, this.entries);
+
+        int count = this.entries.size();
+        boolean allReplicated = true;
+        int kvHeads = local.model().totalKvHeads();
+        for (int e = count - 1; e >= 0; e--) {
+            Region mine = PairingRules.region(local, this.entries.get(e), true);
+            if (!PairingRules.replicated(mine)) {
+                allReplicated = false;
+                kvHeads = PairingRules.headsOf(local, mine);
+            }
+        }
+        this.tp = TpPlan.compute(local.rank().tpRank(), local.rank().tpSize(), remote.rank().tpSize(), kvHeads, allReplicated);
+
+        int sources = tp.sources().size();
+        this.replicatedEntries = new boolean[count];
+        this.subBlockBytes = new long[count];
+        this.remoteOffsets = new long[count];
+        this.pairBytes = new long[count];
+        this.laterSlots = new boolean[count];
+        String[] localNames = new String[count];
+        String[] remoteNames = new String[count];
+        int[] localCapacities = new int[count];
+        int[] remoteCapacities = new int[count];
+        int[] groupIds = new int[count];
+        for (int e = 0; e < count; e++) {
+            Region mine = PairingRules.region(local, this.entries.get(e), true);
+            Region theirs = PairingRules.region(remote, this.entries.get(e), false);
+            PairingRules.checkEntry(local, remote, mine, theirs, tp, ratio);
+            boolean replicatedEntry = PairingRules.replicated(mine);
+            long unit = mine.blockBytes() / ratio;
+            replicatedEntries[e] = replicatedEntry;
+            subBlockBytes[e] = unit;
+            remoteOffsets[e] = replicatedEntry ? 0 : tp.rankOffsetFactor() * unit;
+            pairBytes[e] = replicatedEntry ? unit : unit / sources;
+            laterSlots[e] = !replicatedEntry;
+            localNames[e] = mine.name();
+            remoteNames[e] = theirs.name();
+            long localCapacity = (long) mine.capacity() * ratio;
+            if (localCapacity > Integer.MAX_VALUE) {
+                throw Checks.failure(ErrorCode.UNSUPPORTED, "region %s: capacity=%d x blockSizeRatio=%d descriptors exceed an int index",
+                        mine.name(), mine.capacity(), ratio);
+            }
+            localCapacities[e] = (int) localCapacity;
+            remoteCapacities[e] = theirs.capacity();
+            groupIds[e] = mine.groupId();
+        }
+        this.localSpace = new IndexSpace("local", localNames, localCapacities, groupIds);
+        this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, groupIds);
+    }
+
+    /**
+     * Pairs two geometries region by region, in order (index routing): both sides describe the
+     * same layers in the same order.
+     *
+     * @param local this rank's geometry.
+     * @param remote the geometry of one rank of the peer engine (any source rank: they differ in
+     *     addresses only).
+     * @return the checked plan.
+     * @throws KvBridgeException {@code GEOMETRY_INCOMPATIBLE}, {@code TP_UNSUPPORTED},
+     *     {@code COMPATIBILITY_MISMATCH} or {@code UNSUPPORTED} naming the values on both sides.
+     */
+    public static TransferPlan pair(CacheGeometry local, CacheGeometry remote)
+    {
+        requireNonNull(local, "local is null");
+        requireNonNull(remote, "remote is null");
+        if (local.regions().size() != remote.regions().size()) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "local has %d regions but remote has %d (expected: the same regions on both sides when pairing by position; check that both engines run the same model and layout, with the same pipeline stage split)",
+                    local.regions().size(), remote.regions().size());
+        }
+        return new TransferPlan(local, remote, TransferEntry.byIndex(local.regions().size()));
+    }
+
+    /**
+     * Pairs two geometries along explicit entries, such as the ones layer-name routing produces.
+     *
+     * @param local this rank's geometry.
+     * @param remote the geometry of one rank of the peer engine.
+     * @param entries the pairs to move, in the order both descriptor lists follow.
+     * @return the checked plan.
+     */
+    public static TransferPlan pair(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
+    {
+        return new TransferPlan(local, remote, entries);
+    }
+
+    /**
+     * Returns the tensor-parallel plan.
+     *
+     * @return the plan of this rank against the peer's size.
+     */
+    public TpPlan tpPlan()
+    {
+        return tp;
+    }
+
+    /**
+     * Returns the block size ratio.
+     *
+     * @return local kernel block tokens divided by remote kernel block tokens, at least 1.
+     */
+    public int blockSizeRatio()
+    {
+        return ratio;
+    }
+
+    /**
+     * Returns the transfer entries.
+     *
+     * @return the pairs, in descriptor order.
+     */
+    public List<TransferEntry> entries()
+    {
+        return entries;
+    }
+
+    /**
+     * Returns the number of source slots: remote ranks this rank reads from, each with its own
+     * local list.
+     *
+     * @return {@code tpPlan().sources().size()}.
+     */
+    public int sourceCount()
+    {
+        return tp.sources().size();
+    }
+
+    /**
+     * Returns the size of each side's descriptor list.
+     *
+     * @param localSide true for the local list, false for a remote one.
+     * @return the number of descriptors.
+     */
+    public int descriptorCount(boolean localSide)
+    {
+        return localSide ? localSpace.size() : remoteSpace.size();
+    }
+
+    /**
+     * Builds the local descriptor list of one source slot. Prepare it once and keep it: it depends
+     * only on the plan.
+     *
+     * @param slot source slot in {@code [0, sourceCount())}; slot 0 when there is one source.
+     * @return the list, in the order local indices address.
+     */
+    public DescriptorList localDescriptors(int slot)
+    {
+        checkSlot(slot);
+        int size = localSpace.size();
+        long[] addresses = new long[size];
+        long[] lengths = new long[size];
+        int n = 0;
+        int sources = tp.sources().size();
+        for (int e = 0; e < entries.size(); e++) {
+            Region region = PairingRules.region(local, entries.get(e), true);
+            long unit = subBlockBytes[e];
+            long length = pairBytes[e];
+            long slice = replicatedEntries[e] || sources == 1 ? 0 : slot * length;
+            long stride = region.stride();
+            for (int block = 0; block < region.capacity(); block++) {
+                long address = region.base() + block * stride + slice;
+                for (int sub = 0; sub < ratio; sub++) {
+                    addresses[n] = address + sub * unit;
+                    lengths[n] = length;
+                    n++;
+                }
+            }
+        }
+        Region first = PairingRules.region(local, entries.getFirst(), true);
+        return DescriptorList.wrap(first.memoryKind(), first.device(), addresses, lengths, n);
+    }
+
+    /**
+     * Builds the remote descriptor list of one source rank. Prepare it once per remote rank and
+     * keep it.
+     *
+     * @param remoteRank the geometry that rank advertised; it must have the shape of the geometry
+     *     the plan was built with (addresses may differ).
+     * @return the list, in the order remote indices address.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} when the rank is not a source of this plan,
+     *     {@code GEOMETRY_INCOMPATIBLE} when its shape differs.
+     */
+    public DescriptorList remoteDescriptors(CacheGeometry remoteRank)
+    {
+        requireNonNull(remoteRank, "remoteRank is null");
+        if (remoteRank.rank().tpSize() != tp.remoteTp() || tp.slotOf(remoteRank.rank().tpRank()) < 0) {
+            throw Checks.invalid("remote rank %s is not a source of this plan (remote tpSize=%d, sources=%s)",
+                    remoteRank.rank(), tp.remoteTp(), tp.sources());
+        }
+        checkSameShape(remoteRank);
+        int size = remoteSpace.size();
+        long[] addresses = new long[size];
+        long[] lengths = new long[size];
+        int n = 0;
+        for (int e = 0; e < entries.size(); e++) {
+            Region region = PairingRules.region(remoteRank, entries.get(e), false);
+            long start = region.base() + remoteOffsets[e];
+            long stride = region.stride();
+            long length = pairBytes[e];
+            int capacity = region.capacity();
+            for (int block = 0; block < capacity; block++) {
+                addresses[n] = start + block * stride;
+                lengths[n] = length;
+                n++;
+            }
+        }
+        Region first = PairingRules.region(remoteRank, entries.getFirst(), false);
+        return DescriptorList.wrap(first.memoryKind(), first.device(), addresses, lengths, n);
+    }
+
+    private void checkSameShape(CacheGeometry remoteRank)
+    {
+        if (!(remoteRank.model().equals(remote.model()) && remoteRank.blockTokens() == remote.blockTokens()
+                        && remoteRank.regions().size() == remote.regions().size())) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s advertises model=%s blockTokens=%d with %d regions, unlike rank %s of the same engine (model=%s blockTokens=%d, %d regions)",
+                    remoteRank.rank(), remoteRank.model(), remoteRank.blockTokens(), remoteRank.regions().size(), remote.rank(), remote.model(), remote.blockTokens(), remote.regions().size());
+        }
+        PairingRules.checkEntries(local, remoteRank, entries);
+        for (TransferEntry entry : entries) {
+            Region theirs = PairingRules.region(remoteRank, entry, false);
+            Region expected = PairingRules.region(remote, entry, false);
+            if (!(theirs.blockBytes() == expected.blockBytes() && theirs.stride() == expected.stride()
+                            && theirs.capacity() == expected.capacity() && theirs.split() == expected.split() && theirs.groupId() == expected.groupId())) {
+                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d) differs from rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d): ranks of one engine must share one shape",
+                        remoteRank.rank(), theirs.name(), theirs.blockBytes(), theirs.stride(), theirs.capacity(), theirs.split(), theirs.groupId(), remote.rank(), expected.name(), expected.blockBytes(), expected.stride(), expected.capacity(), expected.split(), expected.groupId());
+            }
+        }
+    }
+
+    /**
+     * Returns how many descriptor pairs a request moves through one source slot.
+     *
+     * @param slot source slot.
+     * @param blocks either side's selection (both route groups alike).
+     * @return the size the index arrays need.
+     */
+    public int indexCount(int slot, BlockSelection blocks)
+    {
+        checkSlot(slot);
+        checkGroups(requireNonNull(blocks, "blocks is null"), "blocks");
+        return localSpace.count(blocks, slot == 0 ? null : laterSlots);
+    }
+
+    /**
+     * Computes a request's descriptor indices for one source slot: pair {@code i} moves local
+     * descriptor {@code localOut[i]} and remote descriptor {@code remoteOut[i]}. Allocates nothing.
+     *
+     * @param slot source slot in {@code [0, sourceCount())}.
+     * @param localBlocks local block ids, in local kernel blocks split for the ratio.
+     * @param localOut receives the local indices; at least {@link #indexCount} long.
+     * @param remoteBlocks remote block ids, in remote kernel blocks, trimmed to the local need.
+     * @param remoteOut receives the remote indices; at least {@link #indexCount} long.
+     * @return the number of pairs written.
+     * @throws KvBridgeException {@code LENGTH_MISMATCH} when a group has a different number of ids
+     *     on the two sides, {@code BLOCK_OUT_OF_RANGE} when an id lies outside its region.
+     */
+    public int indices(int slot, BlockSelection localBlocks, int[] localOut, BlockSelection remoteBlocks, int[] remoteOut)
+    {
+        checkSlot(slot);
+        requireNonNull(localBlocks, "localBlocks is null");
+        requireNonNull(remoteBlocks, "remoteBlocks is null");
+        requireNonNull(localOut, "localOut is null");
+        requireNonNull(remoteOut, "remoteOut is null");
+        checkGroups(localBlocks, "localBlocks");
+        checkGroups(remoteBlocks, "remoteBlocks");
+        for (int g = 0; g < localBlocks.groups(); g++) {
+            if (localBlocks.count(g) != remoteBlocks.count(g)) {
+                throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: %d local ids but %d remote ids (expected: equal after kernel expansion, ratio split and prefix trimming)",
+                        g, localBlocks.count(g), remoteBlocks.count(g));
+            }
+        }
+        boolean[] include = slot == 0 ? null : laterSlots;
+        int written = localSpace.compute(localBlocks, include, localOut);
+        remoteSpace.compute(remoteBlocks, include, remoteOut);
+        return written;
+    }
+
+    private void checkGroups(BlockSelection blocks, String name)
+    {
+        if (blocks.groups() != local.groups().size()) {
+            throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "%s has groups=%d but the geometry has %d cache groups (expected: block ids for every group, empty for groups without blocks)",
+                    name, blocks.groups(), local.groups().size());
+        }
+    }
+
+    private void checkSlot(int slot)
+    {
+        if (slot < 0 || slot >= tp.sources().size()) {
+            throw Checks.invalid("slot=%d is outside [0, sourceCount=%d)", slot, tp.sources().size());
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "TransferPlan[" + local.rank() + " -> remote tpSize=" + tp.remoteTp() + ", entries=" + entries.size() + ", blockSizeRatio=" + ratio
+                + ", sources=" + tp.sources() + ", rankOffsetFactor=" + tp.rankOffsetFactor() + ", localDescriptors=" + localSpace.size()
+                + ", remoteDescriptors=" + remoteSpace.size() + "]";
+    }
+}

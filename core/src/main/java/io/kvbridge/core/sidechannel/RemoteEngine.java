@@ -1,0 +1,71 @@
+package io.kvbridge.core.sidechannel;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.core.wire.HandshakeVerifier.Verified;
+import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.core.wire.PeerGeometry;
+import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import java.net.InetSocketAddress;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What a handshake learned about one remote engine: the checked metadata of each rank fetched, the
+ * capabilities both engines share, and the best clock offset estimate.
+ *
+ * @param engineId the remote engine's id.
+ * @param address its side channel.
+ * @param ranks the verified metadata of each rank fetched.
+ * @param capabilities the capabilities both engines share.
+ * @param clockOffset the remote monotonic clock minus ours, from the round trip with the smallest delay.
+ */
+public record RemoteEngine(String engineId, InetSocketAddress address, Map<RankKey, Verified> ranks, Set<PeerCapability> capabilities,
+        ClockOffset clockOffset)
+{
+    /** Validates the values and copies the collections. */
+    public RemoteEngine
+    {
+        requireNonNull(engineId, "engineId is null");
+        requireNonNull(address, "address is null");
+        requireNonNull(clockOffset, "clockOffset is null");
+        ranks = Map.copyOf(requireNonNull(ranks, "ranks is null"));
+        capabilities = Set.copyOf(requireNonNull(capabilities, "capabilities is null"));
+    }
+
+    /**
+     * Returns a rank's metadata.
+     *
+     * @param rank the rank.
+     * @return its metadata.
+     * @throws KvBridgeException with {@link ErrorCode#PEER_UNKNOWN} when the rank was not fetched.
+     */
+    public RankMetadata metadata(RankKey rank)
+    {
+        return verified(rank).metadata();
+    }
+
+    /**
+     * Returns the checked view of a rank's geometry.
+     *
+     * @param rank the rank.
+     * @return the view.
+     * @throws KvBridgeException with {@link ErrorCode#PEER_UNKNOWN} when the rank was not fetched.
+     */
+    public PeerGeometry geometry(RankKey rank)
+    {
+        return verified(rank).geometry();
+    }
+
+    private Verified verified(RankKey rank)
+    {
+        Verified verified = ranks.get(rank);
+        if (verified == null) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "rank " + rank + " of engine " + engineId + " was not fetched (fetched: "
+                    + ranks.keySet() + "); include it in the handshake");
+        }
+        return verified;
+    }
+}

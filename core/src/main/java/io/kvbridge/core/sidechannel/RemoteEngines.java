@@ -1,0 +1,365 @@
+package io.kvbridge.core.sidechannel;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.core.wire.HandshakeVerifier;
+import io.kvbridge.core.wire.HandshakeVerifier.Verified;
+import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.Rank;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The remote engines this engine has shaken hands with. At most one handshake per remote engine
+ * runs at a time: callers asking while one runs join it. Results are cached; an engine with no
+ * activity for longer than the TTL is evicted before the next handshake starts (or on
+ * {@link #evictIdle()}), but never while a caller has marked it in use with
+ * {@link #markInFlight(String)}. One lock guards all state; handshakes themselves run outside it,
+ * on the executor.
+ */
+public final class RemoteEngines
+{
+    private static final Logger LOG = LoggerFactory.getLogger(RemoteEngines.class);
+
+    private final SideChannelClient client;
+    private final HandshakeVerifier verifier;
+    private final Set<PeerCapability> localCapabilities;
+    private final long ttlNanos;
+    private final SideChannelClock clock;
+    private final Executor executor;
+    private final Consumer<RemoteEngine> onEvicted;
+
+    private final Object lock = new Object();
+    private final Map<String, Entry> entries = new HashMap<>();
+
+    /** One remote engine's state; guarded by {@code lock}. */
+    private static final class Entry
+    {
+        final InetSocketAddress address;
+        RemoteEngine engine;
+        CompletableFuture<RemoteEngine> pending;
+        Set<RankKey> pendingRanks = Set.of();
+        int inFlight;
+        long lastActivityNanos;
+
+        Entry(InetSocketAddress address)
+        {
+            this.address = address;
+        }
+    }
+
+    /**
+     * Creates the registry.
+     *
+     * @param client fetches payloads from side channels.
+     * @param verifier checks fetched payloads.
+     * @param localCapabilities what this engine can do, negotiated with each peer.
+     * @param ttl how long an idle engine stays cached.
+     * @param clock monotonic clock for idle times.
+     * @param executor runs handshakes (a virtual-thread executor suits: handshakes mostly wait).
+     * @param onEvicted told of each evicted engine, outside the lock, so its resources can be released.
+     */
+    public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
+            SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted)
+    {
+        this.client = requireNonNull(client, "client is null");
+        this.verifier = requireNonNull(verifier, "verifier is null");
+        requireNonNull(localCapabilities, "localCapabilities is null");
+        this.localCapabilities = Set.copyOf(localCapabilities.isEmpty() ? EnumSet.noneOf(PeerCapability.class) : EnumSet.copyOf(localCapabilities));
+        this.ttlNanos = requireNonNull(ttl, "ttl is null").toNanos();
+        this.clock = requireNonNull(clock, "clock is null");
+        this.executor = requireNonNull(executor, "executor is null");
+        this.onEvicted = requireNonNull(onEvicted, "onEvicted is null");
+        KvBridgeException.check(ttlNanos > 0, ErrorCode.CONFIG_INVALID, "engineTtl=%s is not positive", ttl);
+    }
+
+    /**
+     * Shakes hands with a remote engine, or joins the handshake already running for it, or returns
+     * the cached result when it covers the ranks asked for. Idle engines are evicted first.
+     *
+     * @param engineId the engine expected at the address; the reply must carry this id.
+     * @param address the engine's side channel.
+     * @param ranks the ranks whose metadata is needed.
+     * @return completes with the engine, or exceptionally with a {@link KvBridgeException} that
+     *     names the engine, the address and the reason.
+     */
+    public CompletableFuture<RemoteEngine> handshake(String engineId, InetSocketAddress address, Collection<RankKey> ranks)
+    {
+        requireNonNull(engineId, "engineId is null");
+        requireNonNull(address, "address is null");
+        Set<RankKey> wanted = new LinkedHashSet<>(requireNonNull(ranks, "ranks is null"));
+        KvBridgeException.checkArgument(!wanted.isEmpty(), "no ranks to fetch from engine %s", engineId);
+        evictIdle();
+        CompletableFuture<RemoteEngine> running;
+        CompletableFuture<RemoteEngine> started;
+        List<RankKey> missing = new ArrayList<>();
+        synchronized (lock) {
+            Entry entry = entries.get(engineId);
+            if (entry != null && !entry.address.equals(address)) {
+                return CompletableFuture.failedFuture(new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                        "engine %s is known at %s but was asked for at %s (engine ids must be unique; wait for the old engine to be evicted)",
+                        engineId, entry.address, address)));
+            }
+            if (entry != null && entry.pending != null) {
+                if (entry.pendingRanks.containsAll(wanted)) {
+                    return entry.pending.copy();
+                }
+                running = entry.pending;
+                started = null;
+            }
+            else if (entry != null && entry.engine != null && entry.engine.ranks().keySet().containsAll(wanted)) {
+                entry.lastActivityNanos = clock.monotonicNanos();
+                return CompletableFuture.completedFuture(entry.engine);
+            }
+            else {
+                if (entry == null) {
+                    entry = new Entry(address);
+                    entries.put(engineId, entry);
+                }
+                for (RankKey rank : wanted) {
+                    if (entry.engine == null || !entry.engine.ranks().containsKey(rank)) {
+                        missing.add(rank);
+                    }
+                }
+                entry.pending = new CompletableFuture<>();
+                entry.pendingRanks = wanted;
+                running = null;
+                started = entry.pending;
+            }
+        }
+        if (running != null) {
+            // another handshake for other ranks is running: wait for it, then fetch what is still missing
+            return running.handle((engine, failure) -> null).thenCompose(ignored -> handshake(engineId, address, wanted));
+        }
+        try {
+            executor.execute(() -> run(engineId, address, missing, started));
+        }
+        catch (RejectedExecutionException e) {
+            finish(engineId, null, new KvBridgeException(ErrorCode.CLOSED, "the handshake executor refused the handshake with engine " + engineId, e),
+                    started);
+        }
+        return started.copy();
+    }
+
+    private void run(String engineId, InetSocketAddress address, List<RankKey> missing, CompletableFuture<RemoteEngine> future)
+    {
+        RemoteEngine previous;
+        synchronized (lock) {
+            Entry entry = entries.get(engineId);
+            previous = entry == null ? null : entry.engine;
+        }
+        try {
+            finish(engineId, perform(engineId, address, missing, previous), null, future);
+        }
+        catch (KvBridgeException e) {
+            finish(engineId, null, new KvBridgeException(e.code(), String.format(Locale.ROOT, "handshake with engine %s at %s failed: %s",
+                    engineId, address, withoutCode(e)), e), future);
+        }
+        catch (RuntimeException | Error e) {
+            finish(engineId, null, e, future);
+            throw e;
+        }
+    }
+
+    private RemoteEngine perform(String engineId, InetSocketAddress address, List<RankKey> missing, RemoteEngine previous)
+    {
+        Map<RankKey, Verified> ranks = new HashMap<>(previous == null ? Map.of() : previous.ranks());
+        ClockOffset offset = previous == null ? null : previous.clockOffset();
+        for (SideChannelClient.Fetched fetched : client.fetch(address, missing)) {
+            Verified verified = verifier.verify(fetched.payload());
+            String replied = verified.metadata().engineId();
+            if (!replied.equals(engineId)) {
+                throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                        "engine id mismatch: asked for engine %s, the side channel serves engine %s (the address belongs to another engine:"
+                                + " check where the engine id and address come from)", engineId, replied));
+            }
+            Rank rank = verified.metadata().rank();
+            if (!fetched.rank().matches(rank)) {
+                throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                        "asked for rank %s, the reply describes rank %s", fetched.rank(), rank));
+            }
+            for (Verified other : ranks.values()) {
+                Rank otherRank = other.metadata().rank();
+                if (otherRank.ppSize() != rank.ppSize() || otherRank.tpSize() != rank.tpSize()) {
+                    throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                            "the engine's ranks disagree on their sizes: rank %s says ppSize=%d tpSize=%d, rank %s says ppSize=%d tpSize=%d",
+                            rank, rank.ppSize(), rank.tpSize(), otherRank, otherRank.ppSize(), otherRank.tpSize()));
+                }
+            }
+            ranks.put(fetched.rank(), verified);
+            offset = fetched.clockSample().better(offset);
+        }
+        Set<PeerCapability> remote = EnumSet.allOf(PeerCapability.class);
+        for (Verified verified : ranks.values()) {
+            remote.retainAll(verified.metadata().capabilities());
+        }
+        Set<PeerCapability> common = PeerCapability.negotiate(localCapabilities, remote, "engine " + engineId);
+        return new RemoteEngine(engineId, address, ranks, common, offset);
+    }
+
+    private void finish(String engineId, RemoteEngine engine, Throwable failure, CompletableFuture<RemoteEngine> future)
+    {
+        synchronized (lock) {
+            Entry entry = entries.get(engineId);
+            if (entry != null && entry.pending == future) {
+                entry.pending = null;
+                entry.pendingRanks = Set.of();
+                if (engine != null) {
+                    entry.engine = engine;
+                    entry.lastActivityNanos = clock.monotonicNanos();
+                }
+                else if (entry.engine == null) {
+                    // nothing was ever learned about this engine: forget it, so a retry starts afresh
+                    entries.remove(engineId);
+                }
+            }
+        }
+        if (engine != null) {
+            LOG.debug("handshake with engine {} at {} done: ranks {}, capabilities {}, clock offset {} ns (round trip {} ns)", engineId,
+                    engine.address(), engine.ranks().keySet(), PeerCapability.wireNames(engine.capabilities()), engine.clockOffset().offsetNanos(),
+                    engine.clockOffset().roundTripNanos());
+            future.complete(engine);
+        }
+        else {
+            LOG.warn("handshake with engine {} failed: {}", engineId, failure.getMessage());
+            future.completeExceptionally(failure);
+        }
+    }
+
+    private static String withoutCode(KvBridgeException e)
+    {
+        String message = e.getMessage();
+        String prefix = e.code().id() + ": ";
+        return message.startsWith(prefix) ? message.substring(prefix.length()) : message;
+    }
+
+    /**
+     * Returns a cached engine.
+     *
+     * @param engineId the engine.
+     * @return the engine, or empty when no handshake with it has completed (or it was evicted).
+     */
+    public Optional<RemoteEngine> cached(String engineId)
+    {
+        synchronized (lock) {
+            Entry entry = entries.get(engineId);
+            return Optional.ofNullable(entry == null ? null : entry.engine);
+        }
+    }
+
+    /**
+     * Records activity with an engine, postponing its eviction.
+     *
+     * @param engineId the engine; unknown ones are ignored.
+     */
+    public void touch(String engineId)
+    {
+        synchronized (lock) {
+            Entry entry = entries.get(engineId);
+            if (entry != null) {
+                entry.lastActivityNanos = clock.monotonicNanos();
+            }
+        }
+    }
+
+    /**
+     * Marks an engine in use (e.g. a transfer with it was posted): it is not evicted until the
+     * returned mark is closed. Marks nest; each must be closed once.
+     *
+     * @param engineId a cached engine.
+     * @return the mark; closing it records activity.
+     * @throws KvBridgeException with {@link ErrorCode#PEER_UNKNOWN} when the engine is not cached.
+     */
+    public InFlight markInFlight(String engineId)
+    {
+        synchronized (lock) {
+            Entry entry = entries.get(engineId);
+            if (entry == null || entry.engine == null) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "engine " + engineId + " is not known (or was evicted): shake hands with it first");
+            }
+            entry.inFlight++;
+            entry.lastActivityNanos = clock.monotonicNanos();
+            return new InFlight(engineId, entry);
+        }
+    }
+
+    /**
+     * Evicts every engine idle for longer than the TTL, except engines in use or with a handshake
+     * running, and tells the eviction listener about each.
+     *
+     * @return the evicted engines.
+     */
+    public List<RemoteEngine> evictIdle()
+    {
+        List<RemoteEngine> evicted = new ArrayList<>();
+        synchronized (lock) {
+            long now = clock.monotonicNanos();
+            Iterator<Map.Entry<String, Entry>> iterator = entries.entrySet().iterator();
+            while (iterator.hasNext()) {
+                Entry entry = iterator.next().getValue();
+                if (entry.engine != null && entry.pending == null && entry.inFlight == 0 && now - entry.lastActivityNanos > ttlNanos) {
+                    evicted.add(entry.engine);
+                    iterator.remove();
+                }
+            }
+        }
+        for (RemoteEngine engine : evicted) {
+            LOG.info("evicted engine {} at {}: idle for longer than engineTtl={} ms", engine.engineId(), engine.address(), ttlNanos / 1_000_000);
+            onEvicted.accept(engine);
+        }
+        return evicted;
+    }
+
+    /** A mark that keeps an engine from being evicted while it is in use. */
+    public final class InFlight
+            implements AutoCloseable
+    {
+        private final String engineId;
+        private final Entry entry;
+        private final AtomicBoolean released = new AtomicBoolean();
+
+        private InFlight(String engineId, Entry entry)
+        {
+            this.engineId = engineId;
+            this.entry = entry;
+        }
+
+        /** @return the engine the mark holds. */
+        public String engineId()
+        {
+            return engineId;
+        }
+
+        /** Releases the mark and records activity; later calls do nothing. */
+        @Override
+        public void close()
+        {
+            if (released.compareAndSet(false, true)) {
+                synchronized (lock) {
+                    entry.inFlight--;
+                    entry.lastActivityNanos = clock.monotonicNanos();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+package io.kvbridge.core.sidechannel;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.core.wire.AuthenticationCounters;
+import io.kvbridge.core.wire.MessageAuthenticator;
+import io.kvbridge.core.wire.MessageAuthenticator.Direction;
+import io.kvbridge.core.wire.MessageAuthenticator.Opened;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Fetches handshake payloads from a peer's side channel over one TCP connection, bounded by a
+ * connect timeout, a timeout per read and a deadline for the whole exchange, and estimates the
+ * peer's clock offset from each round trip. It returns the payload bytes unchecked: verifying them
+ * is the {@link io.kvbridge.core.wire.HandshakeVerifier}'s job.
+ *
+ * <p>Thread safe: each fetch uses its own connection.
+ */
+public final class SideChannelClient
+{
+    private static final byte[] NO_NONCE = new byte[0];
+
+    private final SideChannelSettings settings;
+    private final SideChannelClock clock;
+    private final MessageAuthenticator authenticator;
+    private final MessageAuthenticator plainReplies;
+
+    /**
+     * One rank's payload as fetched.
+     *
+     * @param rank the rank asked for.
+     * @param payload the payload bytes, not yet verified.
+     * @param clockSample the clock offset estimated from this request's round trip.
+     */
+    public record Fetched(RankKey rank, byte[] payload, ClockOffset clockSample)
+    {
+    }
+
+    /**
+     * Creates a client.
+     *
+     * @param settings timeouts, limits and secret.
+     * @param clock clocks for round trips and authentication.
+     */
+    public SideChannelClient(SideChannelSettings settings, SideChannelClock clock)
+    {
+        this.settings = requireNonNull(settings, "settings is null");
+        this.clock = requireNonNull(clock, "clock is null");
+        this.authenticator = settings.newAuthenticator(clock);
+        this.plainReplies = MessageAuthenticator.unauthenticated(settings.limits());
+    }
+
+    /** @return how authentication of replies fared. */
+    public AuthenticationCounters authentication()
+    {
+        return authenticator.counters();
+    }
+
+    /** @return the settings. */
+    public SideChannelSettings settings()
+    {
+        return settings;
+    }
+
+    /**
+     * Fetches the payloads of some ranks of the engine at an address.
+     *
+     * @param address the peer's side channel.
+     * @param ranks the ranks to fetch, in order.
+     * @return one entry per rank, in the same order.
+     * @throws KvBridgeException with {@link ErrorCode#DEADLINE_EXCEEDED} when a timeout or the
+     *     deadline passes, {@link ErrorCode#PEER_UNKNOWN} when nothing listens at the address,
+     *     {@link ErrorCode#HANDSHAKE_FAILED} when the peer closes the connection or answers with an
+     *     error, {@link ErrorCode#PROTOCOL_ERROR} for a malformed reply,
+     *     {@link ErrorCode#AUTHENTICATION_FAILED} for a reply that fails authentication.
+     */
+    public List<Fetched> fetch(InetSocketAddress address, List<RankKey> ranks)
+    {
+        requireNonNull(address, "address is null");
+        requireNonNull(ranks, "ranks is null");
+        KvBridgeException.checkArgument(!ranks.isEmpty(), "no ranks to fetch from %s", address);
+        long deadline = System.nanoTime() + settings.handshakeTimeout().toNanos();
+        try (Socket socket = new Socket()) {
+            connect(socket, address, deadline);
+            socket.setTcpNoDelay(true);
+            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.readTimeout().toMillis(), deadline);
+            InputStream in = new BufferedInputStream(timed);
+            OutputStream out = new BufferedOutputStream(socket.getOutputStream());
+            List<Fetched> fetched = new ArrayList<>(ranks.size());
+            for (RankKey rank : ranks) {
+                try {
+                    fetched.add(fetchOne(address, rank, in, out));
+                }
+                catch (SocketTimeoutException e) {
+                    throw timedOut(address, rank, timed.deadlinePassed());
+                }
+            }
+            return fetched;
+        }
+        catch (IOException e) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed: %s", address, e), e);
+        }
+    }
+
+    private void connect(Socket socket, InetSocketAddress address, long deadline)
+            throws IOException
+    {
+        long timeoutMillis = Math.max(1, Math.min(settings.connectTimeout().toMillis(), (deadline - System.nanoTime()) / 1_000_000));
+        try {
+            socket.connect(address, (int) Math.min(Integer.MAX_VALUE, timeoutMillis));
+        }
+        catch (SocketTimeoutException e) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
+                    "cannot connect to the side channel at %s within %d ms (connectTimeout=%s): is the host reachable and the port open?",
+                    address, timeoutMillis, settings.connectTimeout()), e);
+        }
+        catch (ConnectException e) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, String.format(Locale.ROOT,
+                    "cannot connect to the side channel at %s: %s (is the peer engine running, and is this its side channel port?)",
+                    address, e.getMessage()), e);
+        }
+    }
+
+    private Fetched fetchOne(InetSocketAddress address, RankKey rank, InputStream in, OutputStream out)
+            throws IOException
+    {
+        Opened request = authenticator.seal(Direction.REQUEST, SideChannelMessages.request(rank), NO_NONCE);
+        long sendNanos = clock.monotonicNanos();
+        Frames.write(out, request.content());
+        byte[] frame = Frames.read(in, settings.limits().maxFrameBytes(), "reply");
+        long receiveNanos = clock.monotonicNanos();
+        if (frame == null) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                    "the side channel at %s closed the connection without answering the request for rank %s", address, rank));
+        }
+        SideChannelMessages.Reply reply = SideChannelMessages.decodeReply(openReply(address, frame, request.nonce()), settings.limits());
+        if (!reply.ok()) {
+            // a refusal for authentication keeps its code so callers can tell a secret mismatch from other failures
+            ErrorCode code = ErrorCode.AUTHENTICATION_FAILED.id().equals(reply.errorCode()) ? ErrorCode.AUTHENTICATION_FAILED : ErrorCode.HANDSHAKE_FAILED;
+            throw new KvBridgeException(code, String.format(Locale.ROOT,
+                    "the side channel at %s refused the request for rank %s: %s", address, rank, reply.errorMessage()));
+        }
+        return new Fetched(rank, reply.payload(), ClockOffset.sample(sendNanos, reply.clockNanos(), Math.max(sendNanos, receiveNanos)));
+    }
+
+    private byte[] openReply(InetSocketAddress address, byte[] frame, byte[] requestNonce)
+    {
+        try {
+            return authenticator.open(Direction.REPLY, frame, requestNonce).content();
+        }
+        catch (KvBridgeException e) {
+            if (e.code() != ErrorCode.AUTHENTICATION_FAILED) {
+                throw e;
+            }
+            // a server that could not authenticate our request answers without a MAC: its reason is
+            // worth showing, but nothing else in such a reply is trusted
+            SideChannelMessages.Reply refusal = unauthenticatedRefusal(frame);
+            if (refusal == null) {
+                throw e;
+            }
+            throw new KvBridgeException(ErrorCode.AUTHENTICATION_FAILED, String.format(Locale.ROOT,
+                    "the side channel at %s refused our request (unauthenticated reply): %s", address, refusal.errorMessage()), e);
+        }
+    }
+
+    private SideChannelMessages.Reply unauthenticatedRefusal(byte[] frame)
+    {
+        try {
+            SideChannelMessages.Reply reply = SideChannelMessages.decodeReply(plainReplies.open(Direction.REPLY, frame, NO_NONCE).content(),
+                    settings.limits());
+            return reply.ok() ? null : reply;
+        }
+        catch (KvBridgeException ignored) {
+            return null;
+        }
+    }
+
+    private KvBridgeException timedOut(InetSocketAddress address, RankKey rank, boolean deadlinePassed)
+    {
+        if (deadlinePassed) {
+            return new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
+                    "the handshake with the side channel at %s ran past handshakeTimeout=%s while waiting for rank %s",
+                    address, settings.handshakeTimeout(), rank));
+        }
+        return new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
+                "no reply from the side channel at %s within readTimeout=%s for rank %s: the peer accepted the connection but did not answer"
+                        + " (is this port a kvbridge side channel, and is the peer overloaded?)",
+                address, settings.readTimeout(), rank));
+    }
+}

@@ -1,0 +1,48 @@
+package io.kvbridge.core.sidechannel;
+
+import java.time.Instant;
+import java.time.InstantSource;
+
+/**
+ * The clocks the side channel reads: a monotonic clock for round trips, clock offsets and idle
+ * times, and the wall clock (as an {@link InstantSource}) for authentication timestamps, which must
+ * be comparable across hosts. Tests substitute a manual clock so that nothing waits for real time.
+ */
+public interface SideChannelClock extends InstantSource
+{
+    /**
+     * Reads the monotonic clock.
+     *
+     * @return nanoseconds from an arbitrary origin; never decreases.
+     */
+    long monotonicNanos();
+
+    /**
+     * Returns the system clocks.
+     *
+     * @return {@link System#nanoTime()} and {@link Instant#now()}.
+     */
+    static SideChannelClock system()
+    {
+        return new SideChannelClock()
+        {
+            @Override
+            public long monotonicNanos()
+            {
+                return System.nanoTime();
+            }
+
+            @Override
+            public Instant instant()
+            {
+                return Instant.now();
+            }
+
+            @Override
+            public long millis()
+            {
+                return System.currentTimeMillis();
+            }
+        };
+    }
+}

@@ -1,0 +1,158 @@
+package io.kvbridge.core.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvbridge.api.PluginInfo;
+import io.kvbridge.api.PluginKind;
+import io.kvbridge.core.local.LocalBackendFactory;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.layout.CacheLayoutFactory;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+final class PluginRegistryTest
+{
+    /** A transport plugin whose name, version, probe and priority a test chooses. */
+    private record TestingTransport(String name, int spiVersion, Availability availability, int priority) implements TransferBackendFactory
+    {
+        @Override
+        public Availability probe()
+        {
+            if (availability == null) {
+                throw new IllegalStateException("library exploded");
+            }
+            return availability;
+        }
+
+        @Override
+        public TransferBackend create(Map<String, String> config, BackendContext context)
+        {
+            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "not created in these tests");
+        }
+    }
+
+    private record TestingLayout(String name, int spiVersion) implements CacheLayoutFactory
+    {
+        @Override
+        public CacheLayout create(Map<String, String> config)
+        {
+            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "not created in these tests");
+        }
+    }
+
+    private static TestingTransport available(String name, int priority)
+    {
+        return new TestingTransport(name, Spi.VERSION, Availability.available(java.util.Set.of(), Map.of()), priority);
+    }
+
+    private static TestingTransport unavailable(String name, String... reasons)
+    {
+        return new TestingTransport(name, Spi.VERSION, Availability.unavailable(List.of(reasons), Map.of()), 100);
+    }
+
+    private static KvBridgeException assertCode(ErrorCode code, org.junit.jupiter.api.function.Executable executable)
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
+        assertEquals(code, e.code(), e.getMessage());
+        return e;
+    }
+
+    @Test
+    void discoversLocalFromTheClassPath()
+    {
+        PluginRegistry registry = PluginRegistry.discover(getClass().getClassLoader());
+        assertTrue(registry.transports().containsKey("local"));
+        assertTrue(registry.transports().get("local").availability().available());
+        assertEquals("local", registry.selectTransport("local").name());
+    }
+
+    @Test
+    void duplicateNamesFailNamingBothClasses()
+    {
+        KvBridgeException e = assertCode(ErrorCode.PLUGIN_DUPLICATE,
+                () -> new PluginRegistry(List.of(new LocalBackendFactory(), available("local", 0)), List.of()));
+        assertTrue(e.getMessage().contains(LocalBackendFactory.class.getName()), e.getMessage());
+        assertTrue(e.getMessage().contains(TestingTransport.class.getName()), e.getMessage());
+        assertCode(ErrorCode.PLUGIN_DUPLICATE,
+                () -> new PluginRegistry(List.of(), List.of(new TestingLayout("hma", Spi.VERSION), new TestingLayout("hma", Spi.VERSION))));
+    }
+
+    @Test
+    void spiVersionMismatchNamesBothVersions()
+    {
+        KvBridgeException e = assertCode(ErrorCode.PLUGIN_SPI_MISMATCH,
+                () -> new PluginRegistry(List.of(new TestingTransport("old", Spi.VERSION + 7, null, 0)), List.of()));
+        assertTrue(e.getMessage().contains("SPI version " + (Spi.VERSION + 7)), e.getMessage());
+        assertTrue(e.getMessage().contains("SPI version " + Spi.VERSION), e.getMessage());
+        assertCode(ErrorCode.PLUGIN_SPI_MISMATCH, () -> new PluginRegistry(List.of(), List.of(new TestingLayout("mla", 0))));
+    }
+
+    @Test
+    void malformedNamesAreRejected()
+    {
+        for (String name : new String[] {"", "UCX", "1ucx", "u cx", "a".repeat(65), "ucx_2"}) {
+            assertCode(ErrorCode.PLUGIN_NAME_INVALID, () -> new PluginRegistry(List.of(available(name, 0)), List.of()));
+        }
+        new PluginRegistry(List.of(available("cuda-ipc", 0), available("a".repeat(64), 0)), List.of());
+    }
+
+    @Test
+    void unknownNameListsTheAvailableOnes()
+    {
+        PluginRegistry registry = new PluginRegistry(List.of(available("alpha", 0), available("beta", 0), unavailable("gamma", "no library")), List.of());
+        KvBridgeException e = assertCode(ErrorCode.PLUGIN_UNKNOWN, () -> registry.selectTransport("delta"));
+        assertTrue(e.getMessage().contains("[alpha, beta]"), e.getMessage());
+        KvBridgeException layout = assertCode(ErrorCode.PLUGIN_UNKNOWN, () -> registry.layout("hma"));
+        assertTrue(layout.getMessage().contains("[]"), layout.getMessage());
+    }
+
+    @Test
+    void unavailableTransportReportsEveryReason()
+    {
+        PluginRegistry registry = new PluginRegistry(List.of(unavailable("ucx", "install libucx0", "pass --enable-native-access=ALL-UNNAMED")), List.of());
+        KvBridgeException e = assertCode(ErrorCode.BACKEND_UNAVAILABLE, () -> registry.selectTransport("ucx"));
+        assertTrue(e.getMessage().contains("install libucx0") && e.getMessage().contains("--enable-native-access"), e.getMessage());
+        assertCode(ErrorCode.BACKEND_UNAVAILABLE, () -> registry.selectTransport("auto"));
+    }
+
+    @Test
+    void probeThatThrowsBecomesAReason()
+    {
+        PluginRegistry registry = new PluginRegistry(List.of(new TestingTransport("fragile", Spi.VERSION, null, 0)), List.of());
+        Availability availability = registry.transports().get("fragile").availability();
+        assertFalse(availability.available());
+        assertTrue(availability.reasons().getFirst().contains("library exploded"), availability.reasons().toString());
+    }
+
+    @Test
+    void autoPicksTheHighestPriorityAvailableTransport()
+    {
+        PluginRegistry registry = new PluginRegistry(List.of(available("alpha", 0), available("beta", 5), unavailable("gamma", "no device")), List.of());
+        assertEquals("beta", registry.selectTransport("auto").name());
+        PluginRegistry tie = new PluginRegistry(List.of(available("zeta", 1), available("eta", 1)), List.of());
+        assertEquals("eta", tie.selectTransport("auto").name(), "ties go to the first name in order");
+    }
+
+    @Test
+    void describeListsTransportsThenLayoutsSortedByName()
+    {
+        PluginRegistry registry = new PluginRegistry(List.of(unavailable("zeta", "why"), available("alpha", 0)),
+                List.of(new TestingLayout("per-layer", Spi.VERSION), new TestingLayout("hma", Spi.VERSION)));
+        List<PluginInfo> plugins = registry.describe();
+        assertEquals(List.of("alpha", "zeta", "hma", "per-layer"), plugins.stream().map(PluginInfo::name).toList());
+        assertEquals(List.of(PluginKind.TRANSPORT, PluginKind.TRANSPORT, PluginKind.LAYOUT, PluginKind.LAYOUT), plugins.stream().map(PluginInfo::kind).toList());
+        assertEquals(List.of("why"), plugins.get(1).reasons());
+        assertEquals("transports [alpha, zeta (unavailable)]; layouts [hma, per-layer]", registry.summary());
+    }
+}

@@ -1,0 +1,193 @@
+package io.kvbridge.layout.hma;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.geometry.Rank;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.layout.CacheMemory;
+import io.kvbridge.spi.layout.LayerView;
+import io.kvbridge.spi.memory.Allocation;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Attention models whose full-attention and sliding-window groups share pools, as a hybrid memory
+ * allocator lays them out (see {@link HmaPoolDescriptor}): one region per pool, holding the pool's
+ * member layers, advertising its group (or -1 when several groups overlay it) and its own capacity.
+ *
+ * <p>Without layer views, the stage's layers are pooled by the allocator's rule (layer {@code i} of
+ * every group in pool {@code i}) and allocation {@code i} is pool {@code i}. With views, layers
+ * whose views start at the same address share a pool, whatever rule the engine used; regions then
+ * follow the first appearance of their pool in model order.
+ */
+final class HmaCacheLayout implements CacheLayout
+{
+    static final String NAME = "hma";
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    @Override
+    public CacheGeometry describe(ModelCacheSpec spec, CacheMemory memory, Rank rank)
+    {
+        requireNonNull(spec, "spec is null");
+        requireNonNull(memory, "memory is null");
+        List<LayerSpec> layers = spec.layersOwnedBy(rank);
+        int kernelTokens = spec.kernelBlockTokens();
+        long[] pagePerGroup = new long[spec.groups().size()];
+        int[] groupIds = new int[layers.size()];
+        for (int i = 0; i < layers.size(); i++) {
+            CacheGroup group = spec.groups().get(layers.get(i).groupId());
+            check(group.kind() == GroupKind.FULL_ATTENTION || group.kind() == GroupKind.SLIDING_WINDOW,
+                    "layer %s belongs to %s group %d; hma pools full-attention and sliding-window groups, use the 'mla' layout for MLA",
+                    layers.get(i).name(), group.kind(), group.id());
+            int heads = HmaPoolDescriptor.headsPerRank(group.kvHeads(), rank.tpSize());
+            pagePerGroup[group.id()] = HmaPoolDescriptor.pageBytes(heads, kernelTokens, group.headSize(), spec.identity().cacheElementBytes());
+            groupIds[i] = group.id();
+        }
+        long pageBytes = HmaPoolDescriptor.checkUniformPageBytes(pagePerGroup);
+        List<Pool> pools = memory.views().isEmpty()
+                ? poolsByAllocatorRule(layers, groupIds, memory.allocations(), pageBytes, rank)
+                : poolsFromViews(layers, memory, pageBytes);
+        List<Allocation> allocations = new ArrayList<>();
+        List<Region> regions = new ArrayList<>();
+        for (Pool pool : pools) {
+            if (!allocations.contains(pool.home())) {
+                allocations.add(pool.home());
+            }
+            Set<Integer> groups = new HashSet<>();
+            List<String> members = new ArrayList<>();
+            for (LayerSpec member : pool.members()) {
+                groups.add(member.groupId());
+                members.add(member.name());
+            }
+            int groupId = groups.size() == 1 ? groups.iterator().next() : HmaPoolDescriptor.SHARED_GROUP;
+            regions.add(new Region(members.getFirst(), pool.base(), pageBytes, pool.stride(), pool.capacity(), groupId, pool.home().kind(),
+                    pool.home().device(), SplitClass.SPLIT, members, List.of()));
+        }
+        return new CacheGeometry(NAME, rank, spec.identity(), kernelTokens, spec.kernelBlocksPerLogical(), spec.groups(), allocations, regions);
+    }
+
+    /** A pool: its member layers in model order, where its page 0 lies, and how many pages it has. */
+    private record Pool(List<LayerSpec> members, Allocation home, long base, long stride, int capacity)
+    {
+    }
+
+    private static List<Pool> poolsByAllocatorRule(List<LayerSpec> layers, int[] groupIds, List<Allocation> allocations, long pageBytes, Rank rank)
+    {
+        int[] poolOf = HmaPoolDescriptor.poolIndices(groupIds);
+        int poolCount = HmaPoolDescriptor.poolCount(poolOf);
+        check(allocations.size() == poolCount, "stage %d pools its %d layers into %d pools (layer i of every group shares pool i) but %d allocations "
+                + "were given; pass one allocation per pool in pool order, or layer views", rank.ppRank(), layers.size(), poolCount, allocations.size());
+        List<Pool> pools = new ArrayList<>();
+        for (int p = 0; p < poolCount; p++) {
+            List<LayerSpec> members = new ArrayList<>();
+            for (int i = 0; i < layers.size(); i++) {
+                if (poolOf[i] == p) {
+                    members.add(layers.get(i));
+                }
+            }
+            Allocation home = allocations.get(p);
+            pools.add(new Pool(members, home, home.address(), pageBytes, HmaPoolDescriptor.checkCapacity(p, home.bytes(), pageBytes)));
+        }
+        return pools;
+    }
+
+    private static List<Pool> poolsFromViews(List<LayerSpec> layers, CacheMemory memory, long pageBytes)
+    {
+        check(memory.views().size() == layers.size(), "%d layer views given for the %d layers this stage owns; give one view per layer in model order",
+                memory.views().size(), layers.size());
+        Map<Long, List<LayerSpec>> membersByBase = new LinkedHashMap<>();
+        Map<Long, LayerView> viewByBase = new LinkedHashMap<>();
+        for (int i = 0; i < layers.size(); i++) {
+            LayerSpec layer = layers.get(i);
+            LayerView view = memory.views().get(i);
+            check(view.layer().equals(layer.name()), "view %d is of layer %s but layer %d of the stage is %s; give views in model order",
+                    i, view.layer(), i, layer.name());
+            check(view.blockBytes() == pageBytes, "layer %s: view blockBytes=%d but the groups' page is %d bytes; check the cache dtype, heads and block size",
+                    layer.name(), view.blockBytes(), pageBytes);
+            LayerView first = viewByBase.putIfAbsent(view.address(), view);
+            if (first != null) {
+                KvBridgeException.check(first.blockStride() == view.blockStride() && first.blocks() == view.blocks(), ErrorCode.GEOMETRY_INVALID,
+                        "layers %s and %s share pool 0x%x but disagree on it: blockStride=%d vs %d, blocks=%d vs %d; layers of one pool must view it identically",
+                        first.layer(), view.layer(), view.address(), first.blockStride(), view.blockStride(), first.blocks(), view.blocks());
+            }
+            membersByBase.computeIfAbsent(view.address(), base -> new ArrayList<>()).add(layer);
+        }
+        List<Pool> pools = new ArrayList<>();
+        for (Map.Entry<Long, LayerView> entry : viewByBase.entrySet()) {
+            LayerView view = entry.getValue();
+            Allocation home = memory.allocationHolding(view);
+            for (Pool other : pools) {
+                long otherEnd = other.base() + (other.capacity() - 1L) * other.stride() + pageBytes;
+                KvBridgeException.check(view.end() <= other.base() || otherEnd <= view.address(), ErrorCode.GEOMETRY_INVALID,
+                        "pool of layer %s [0x%x, 0x%x) overlaps pool of layer %s [0x%x, 0x%x); layers of one pool must view the same address",
+                        view.layer(), view.address(), view.end(), other.members().getFirst().name(), other.base(), otherEnd);
+            }
+            pools.add(new Pool(membersByBase.get(entry.getKey()), home, view.address(), view.blockStride(), view.blocks()));
+        }
+        return pools;
+    }
+
+    /** Sliding-window groups exchange only the blocks their window spans; see {@link HmaPoolDescriptor#windowBlocks}. */
+    @Override
+    public int exchangedBlocks(CacheGroup group, int blockTokens, int blocks)
+    {
+        requireNonNull(group, "group is null");
+        KvBridgeException.checkArgument(blocks >= 0, "blocks=%d is negative", blocks);
+        KvBridgeException.checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
+        int needed = group.kind() == GroupKind.SLIDING_WINDOW ? HmaPoolDescriptor.windowBlocks(group.windowTokens(), blockTokens) : blocks;
+        return Math.min(blocks, needed);
+    }
+
+    /**
+     * Pools are shared by groups and addressed by each group's block ids, so peers need equal
+     * physical blocks and equal groups. Pooling may differ only when a side is split into pipeline
+     * stages: layers are then paired by name.
+     */
+    @Override
+    public Optional<String> incompatibility(CacheGeometry local, CacheGeometry peer)
+    {
+        requireNonNull(local, "local is null");
+        requireNonNull(peer, "peer is null");
+        if (local.blockTokens() != peer.blockTokens()) {
+            return Optional.of(String.format(Locale.ROOT, "hma pools are addressed by group block ids, so physical blocks must match: local blockTokens=%d, "
+                    + "peer blockTokens=%d; configure the same block size on both engines", local.blockTokens(), peer.blockTokens()));
+        }
+        if (!local.groups().equals(peer.groups())) {
+            return Optional.of("hma peers must have the same cache groups (block ids are per group): local " + local.groups() + ", peer " + peer.groups());
+        }
+        if (local.rank().ppSize() == 1 && peer.rank().ppSize() == 1) {
+            List<List<String>> localPools = local.regions().stream().map(Region::members).toList();
+            List<List<String>> peerPools = peer.regions().stream().map(Region::members).toList();
+            if (!localPools.equals(peerPools)) {
+                return Optional.of("both engines run one pipeline stage, so regions pair by position, but they pool layers differently: local "
+                        + localPools + ", peer " + peerPools + "; let both engines pool by the same rule");
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static void check(boolean condition, String format, Object... args)
+    {
+        KvBridgeException.check(condition, ErrorCode.LAYOUT_UNSUPPORTED, format, args);
+    }
+}

@@ -1,0 +1,50 @@
+package io.kvbridge.layout.mla;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.layout.mla.MlaCacheLayout.Packing;
+import io.kvbridge.spi.PluginConfig;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.layout.CacheLayoutFactory;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Creates the {@code mla} layout. Option {@code packing}: {@code auto} (default: packed where the
+ * memory is packed), {@code packed} (one whole-row region for every layer, anything else rejected)
+ * or {@code per-layer}.
+ */
+public final class MlaCacheLayoutFactory implements CacheLayoutFactory
+{
+    /** Option choosing how layers are grouped into regions. */
+    public static final String PACKING = "packing";
+
+    @Override
+    public String name()
+    {
+        return MlaCacheLayout.NAME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
+    }
+
+    @Override
+    public CacheLayout create(Map<String, String> config)
+    {
+        PluginConfig options = new PluginConfig(name(), requireNonNull(config, "config is null"));
+        String packing = options.choice(PACKING, Packing.AUTO.optionValue(),
+                Set.of(Packing.AUTO.optionValue(), Packing.PACKED.optionValue(), Packing.PER_LAYER.optionValue()));
+        options.finish();
+        return new MlaCacheLayout(Packing.fromOptionValue(packing));
+    }
+
+    @Override
+    public String description()
+    {
+        return "MLA latent caches as replicated regions, one per layer or packed block-outermost into one whole-row region";
+    }
+}

@@ -1,0 +1,291 @@
+package io.kvbridge.testkit;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.NotificationSink;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+
+/**
+ * Wraps a transport and breaks it the way a {@link FaultPlan} says: notifications dropped,
+ * duplicated, delayed or reordered on the receiving side; posts that fail; transfers that end in
+ * error or stall. Decisions come from one seeded random stream, so failure tests are deterministic
+ * for a given order of calls.
+ *
+ * <p>A transfer chosen to end in error or to stall is posted without its notification, so the peer
+ * never hears of it; every other transfer passes through untouched. With {@link FaultPlan#none}
+ * the wrapper behaves exactly like the transport it wraps.
+ */
+public final class FaultInjectingTransferBackend implements TransferBackend
+{
+    private enum Fate
+    {
+        NORMAL, ERROR, STALL
+    }
+
+    private record Held(String sender, byte[] message, int releaseAtDrain)
+    {
+    }
+
+    private final TransferBackend delegate;
+    private final FaultPlan plan;
+    private final SplittableRandom random;
+    private final Map<Long, Fate> faulty = new HashMap<>();
+    private final List<Held> held = new ArrayList<>();
+    private int drains;
+    private final FaultCounters counters = new FaultCounters();
+
+    /**
+     * Wraps a transport.
+     *
+     * @param delegate the transport that moves the bytes.
+     * @param plan what to break.
+     */
+    public FaultInjectingTransferBackend(TransferBackend delegate, FaultPlan plan)
+    {
+        this.delegate = requireNonNull(delegate, "delegate is null");
+        this.plan = requireNonNull(plan, "plan is null");
+        this.random = new SplittableRandom(plan.seed());
+    }
+
+    /** @return how many faults were injected so far. */
+    public synchronized FaultCounters counters()
+    {
+        return counters.copy();
+    }
+
+    /** Counts of injected faults. */
+    public static final class FaultCounters
+    {
+        /** Notifications dropped. */
+        public int droppedNotifications;
+        /** Notifications handed over twice. */
+        public int duplicatedNotifications;
+        /** Notifications held back. */
+        public int delayedNotifications;
+        /** Posts that threw. */
+        public int failedPosts;
+        /** Transfers turned into errors. */
+        public int erroredTransfers;
+        /** Transfers stalled. */
+        public int stalledTransfers;
+
+        FaultCounters copy()
+        {
+            FaultCounters copy = new FaultCounters();
+            copy.droppedNotifications = droppedNotifications;
+            copy.duplicatedNotifications = duplicatedNotifications;
+            copy.delayedNotifications = delayedNotifications;
+            copy.failedPosts = failedPosts;
+            copy.erroredTransfers = erroredTransfers;
+            copy.stalledTransfers = stalledTransfers;
+            return copy;
+        }
+    }
+
+    @Override
+    public String name()
+    {
+        return delegate.name();
+    }
+
+    @Override
+    public String agentName()
+    {
+        return delegate.agentName();
+    }
+
+    @Override
+    public void register(Allocation allocation)
+    {
+        delegate.register(allocation);
+    }
+
+    @Override
+    public void deregister(Allocation allocation)
+    {
+        delegate.deregister(allocation);
+    }
+
+    @Override
+    public Allocation allocate(long bytes, MemoryKind kind, int device)
+    {
+        return delegate.allocate(bytes, kind, device);
+    }
+
+    @Override
+    public byte[] localMetadata()
+    {
+        return delegate.localMetadata();
+    }
+
+    @Override
+    public Peer connect(byte[] peerMetadata)
+    {
+        return delegate.connect(peerMetadata);
+    }
+
+    @Override
+    public void disconnect(Peer peer)
+    {
+        delegate.disconnect(peer);
+    }
+
+    @Override
+    public PreparedList prepareLocal(DescriptorList descriptors)
+    {
+        return delegate.prepareLocal(descriptors);
+    }
+
+    @Override
+    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    {
+        return delegate.prepareRemote(peer, descriptors);
+    }
+
+    @Override
+    public void releasePrepared(PreparedList list)
+    {
+        delegate.releasePrepared(list);
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
+    {
+        Fate fate;
+        synchronized (this) {
+            if (random.nextDouble() < plan.failPost()) {
+                counters.failedPosts++;
+                throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, "injected post failure (fault plan seed=" + plan.seed() + ")");
+            }
+            double draw = random.nextDouble();
+            fate = draw < plan.errorTransfer() ? Fate.ERROR : draw < plan.errorTransfer() + plan.stallTransfer() ? Fate.STALL : Fate.NORMAL;
+            if (fate == Fate.ERROR) {
+                counters.erroredTransfers++;
+            }
+            else if (fate == Fate.STALL) {
+                counters.stalledTransfers++;
+            }
+        }
+        if (fate == Fate.NORMAL) {
+            return delegate.post(op, local, localIndices, remote, remoteIndices, count, notification);
+        }
+        long handle = delegate.post(op, local, localIndices, remote, remoteIndices, count, null);
+        synchronized (this) {
+            faulty.put(handle, fate);
+        }
+        return handle;
+    }
+
+    @Override
+    public TransferStatus status(long handle)
+    {
+        TransferStatus status = delegate.status(handle);
+        Fate fate;
+        synchronized (this) {
+            fate = faulty.get(handle);
+        }
+        if (fate == null || !status.terminal()) {
+            return status;
+        }
+        return fate == Fate.STALL ? TransferStatus.IN_PROGRESS : TransferStatus.FAILED;
+    }
+
+    @Override
+    public Optional<KvBridgeException> failure(long handle)
+    {
+        Fate fate;
+        synchronized (this) {
+            fate = faulty.get(handle);
+        }
+        if (fate == Fate.ERROR && delegate.status(handle).terminal()) {
+            return Optional.of(new KvBridgeException(ErrorCode.TRANSFER_FAILED, "injected transfer error (fault plan seed=" + plan.seed() + ")"));
+        }
+        return fate == Fate.STALL ? Optional.empty() : delegate.failure(handle);
+    }
+
+    @Override
+    public void release(long handle)
+    {
+        delegate.release(handle);
+        synchronized (this) {
+            faulty.remove(handle);
+        }
+    }
+
+    @Override
+    public void notify(Peer peer, byte[] message)
+    {
+        delegate.notify(peer, message);
+    }
+
+    @Override
+    public int drainNotifications(NotificationSink sink)
+    {
+        List<Held> ready = new ArrayList<>();
+        synchronized (this) {
+            drains++;
+            delegate.drainNotifications((sender, message) -> {
+                double draw = random.nextDouble();
+                if (draw < plan.dropNotification()) {
+                    counters.droppedNotifications++;
+                }
+                else if (draw < plan.dropNotification() + plan.duplicateNotification()) {
+                    counters.duplicatedNotifications++;
+                    held.add(new Held(sender, message, drains));
+                    held.add(new Held(sender, message.clone(), drains));
+                }
+                else if (draw < plan.dropNotification() + plan.duplicateNotification() + plan.delayNotification()) {
+                    counters.delayedNotifications++;
+                    held.add(new Held(sender, message, drains + 1 + random.nextInt(plan.maxDelayDrains())));
+                }
+                else {
+                    held.add(new Held(sender, message, drains));
+                }
+            });
+            for (Iterator<Held> it = held.iterator(); it.hasNext(); ) {
+                Held next = it.next();
+                if (next.releaseAtDrain() <= drains) {
+                    ready.add(next);
+                    it.remove();
+                }
+            }
+        }
+        for (Held next : ready) {
+            sink.accept(next.sender(), next.message());
+        }
+        return ready.size();
+    }
+
+    @Override
+    public BackendResources resources()
+    {
+        return delegate.resources();
+    }
+
+    @Override
+    public void close()
+    {
+        delegate.close();
+        synchronized (this) {
+            faulty.clear();
+            held.clear();
+        }
+    }
+}
