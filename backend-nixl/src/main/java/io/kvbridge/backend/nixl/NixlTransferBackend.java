@@ -24,7 +24,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -61,7 +60,9 @@ final class NixlTransferBackend implements TransferBackend
     private final String agentName;
     private final int maxInFlight;
     private final Thread owner;
-    private final ArrayBlockingQueue<OwnerWork> queue;
+    private final OwnerQueue queue;
+    // held by whoever fails the work left in the queue once the owner has stopped
+    private final Object terminationLock = new Object();
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean terminated;
     // set while the owner parks for lack of work; producers unpark it after queueing
@@ -120,7 +121,7 @@ final class NixlTransferBackend implements TransferBackend
     {
         this.agentName = requireNonNull(agentName, "agentName is null");
         this.maxInFlight = maxInFlight;
-        this.queue = new ArrayBlockingQueue<>(maxInFlight + 1024);
+        this.queue = new OwnerQueue(maxInFlight + 1024);
         this.owner = Thread.ofPlatform().daemon().name("kvbridge-nixl-" + agentName).unstarted(this::ownerLoop);
         owner.start();
         try {
@@ -200,12 +201,20 @@ final class NixlTransferBackend implements TransferBackend
                     LOG.log(System.Logger.Level.WARNING, "closing NIXL agent '" + agentName + "' failed", e);
                 }
             }
-            terminated = true;
-            OwnerWork left;
-            while ((left = queue.poll()) != null) {
-                left.fail(closedException());
-                left.complete();
+            synchronized (terminationLock) {
+                terminated = true;
+                failLeftOverWork();
             }
+        }
+    }
+
+    /** Fails what is queued once the owner has stopped; the caller holds the termination lock. */
+    private void failLeftOverWork()
+    {
+        OwnerWork left;
+        while ((left = queue.poll()) != null) {
+            left.fail(closedException());
+            left.complete();
         }
     }
 
@@ -236,25 +245,22 @@ final class NixlTransferBackend implements TransferBackend
         if (terminated) {
             throw closedException();
         }
-        boolean interrupted = false;
-        while (true) {
-            try {
-                queue.put(work);
-                break;
+        while (!queue.offer(work)) {
+            // full: max-in-flight posts plus a thousand calls are already waiting
+            LockSupport.unpark(owner);
+            Thread.yield();
+            if (terminated) {
+                throw closedException();
             }
-            catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
         }
         if (ownerParked) {
             LockSupport.unpark(owner);
         }
-        // the owner drains the queue after it stops; work queued after that drain is taken back here
-        if (terminated && queue.remove(work)) {
-            throw closedException();
+        if (terminated) {
+            // the owner stopped and drained: fail what was queued after its drain, this work included
+            synchronized (terminationLock) {
+                failLeftOverWork();
+            }
         }
         work.await();
     }
