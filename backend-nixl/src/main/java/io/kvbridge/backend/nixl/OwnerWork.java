@@ -30,11 +30,14 @@ abstract class OwnerWork
         thrown = cause;
     }
 
+    /**
+     * Marks the work done and wakes its caller. Nothing of this object is touched after {@code done}
+     * is set: a transfer slot may then be reused at once, with a new waiter, by its next post.
+     */
     final void complete()
     {
-        done = true;
         Thread caller = waiter;
-        waiter = null;
+        done = true;
         if (caller != null) {
             LockSupport.unpark(caller);
         }
