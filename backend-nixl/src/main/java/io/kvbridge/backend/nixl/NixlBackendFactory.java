@@ -1,0 +1,102 @@
+package io.kvbridge.backend.nixl;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.PluginConfig;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Factory of the {@code nixl} transport: NIXL (its C API, {@code libnixl_capi.so}) bound through
+ * FFM. Available only where that library is found and usable; it never pretends otherwise.
+ *
+ * <p>Options: {@code library} (the library file or its directory; default: the
+ * {@value #LIBRARY_PROPERTY} system property, else a search of the usual places),
+ * {@code allow-fake} (accept kvbridge's test fake; default: the {@value #ALLOW_FAKE_PROPERTY}
+ * property, else false), {@code max-in-flight} (posted, unreleased transfers, 1..1048576, default
+ * 16384), {@code progress-thread} (NIXL runs its own progress thread, default true).
+ */
+public final class NixlBackendFactory implements TransferBackendFactory
+{
+    /** The transport's name. */
+    public static final String NAME = "nixl";
+    /** System property naming {@code libnixl_capi.so} or its directory. */
+    public static final String LIBRARY_PROPERTY = "kvbridge.nixl.library";
+    /** System property that lets the transport run on kvbridge's test fake of NIXL. */
+    public static final String ALLOW_FAKE_PROPERTY = "kvbridge.nixl.allow-fake";
+
+    private final String library;
+    private final Boolean allowFake;
+
+    /** Creates the factory; it reads its system properties when it probes. */
+    public NixlBackendFactory()
+    {
+        this(null, null);
+    }
+
+    /**
+     * Creates a factory bound to a library, for tests and embedding.
+     *
+     * @param library the library file or its directory, or null to read the property and search.
+     * @param allowFake whether the test fake is acceptable, or null to read the property.
+     */
+    NixlBackendFactory(String library, Boolean allowFake)
+    {
+        this.library = library;
+        this.allowFake = allowFake;
+    }
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
+    }
+
+    @Override
+    public Availability probe()
+    {
+        try {
+            return NixlProbe.run(configuredLibrary(), allowFake()).availability();
+        }
+        catch (RuntimeException | LinkageError e) {
+            return Availability.unavailable(List.of("probing NIXL failed: " + e), Map.of());
+        }
+    }
+
+    @Override
+    public TransferBackend create(Map<String, String> config, BackendContext context)
+    {
+        PluginConfig options = new PluginConfig(NAME, config);
+        String chosenLibrary = options.stringValue("library", configuredLibrary());
+        boolean chosenAllowFake = options.booleanValue("allow-fake", allowFake());
+        int maxInFlight = options.intValue("max-in-flight", 16384, 1, 1 << 20);
+        boolean progressThread = options.booleanValue("progress-thread", true);
+        options.finish();
+        NixlProbe.Result probe = NixlProbe.run(chosenLibrary, chosenAllowFake);
+        if (!probe.availability().available()) {
+            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the nixl transport cannot run here: " + String.join("; ", probe.availability().reasons()));
+        }
+        return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, maxInFlight);
+    }
+
+    private String configuredLibrary()
+    {
+        return library != null ? library : System.getProperty(LIBRARY_PROPERTY);
+    }
+
+    private boolean allowFake()
+    {
+        return allowFake != null ? allowFake : Boolean.getBoolean(ALLOW_FAKE_PROPERTY);
+    }
+}

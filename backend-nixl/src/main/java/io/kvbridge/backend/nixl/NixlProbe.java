@@ -1,0 +1,211 @@
+package io.kvbridge.backend.nixl;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.backend.nixl.ffm.Nixl;
+import io.kvbridge.backend.nixl.ffm.NixlLibraryReport;
+import io.kvbridge.backend.nixl.ffm.NixlPluginReport;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.Capability;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * Decides whether the {@code nixl} transport can run: gathers the facts (native access, where the
+ * library is, what it is, which plugins it offers, the environment UCX needs) and turns them into
+ * an availability that names every reason against it.
+ */
+final class NixlProbe
+{
+    private static final int MAX_SEARCHED_SHOWN = 6;
+
+    /**
+     * Everything the decision depends on.
+     *
+     * @param nativeAccess whether this module may call native code.
+     * @param location where the library was looked for and found.
+     * @param library what loading it showed, when it was loaded.
+     * @param version the NIXL version from its pkg-config file, when found.
+     * @param plugins the plugins NIXL offers, when they were asked for.
+     * @param ucxErrorSignals the value of {@code UCX_ERROR_SIGNALS} in the environment, if set.
+     * @param allowFake whether a test fake is acceptable.
+     */
+    record Facts(boolean nativeAccess, NixlLibraryLocator.Location location, Optional<NixlLibraryReport> library, Optional<String> version,
+            Optional<NixlPluginReport> plugins, Optional<String> ucxErrorSignals, boolean allowFake)
+    {
+        Facts
+        {
+            requireNonNull(location, "location is null");
+            requireNonNull(library, "library is null");
+            requireNonNull(version, "version is null");
+            requireNonNull(plugins, "plugins is null");
+            requireNonNull(ucxErrorSignals, "ucxErrorSignals is null");
+        }
+
+        boolean fake()
+        {
+            return library.map(report -> report.stub() && report.fakeIdentity().isPresent()).orElse(false);
+        }
+
+        /** Loading UCX into a JVM is only safe with UCX's own error-signal handlers switched off. */
+        boolean ucxMayLoad()
+        {
+            return fake() || ucxErrorSignals.equals(Optional.of(""));
+        }
+    }
+
+    /**
+     * The outcome of a probe.
+     *
+     * @param availability what the factory reports.
+     * @param library the library to open when available.
+     */
+    record Result(Availability availability, Optional<Path> library)
+    {
+    }
+
+    private NixlProbe()
+    {
+    }
+
+    /**
+     * Gathers the facts of this process and decides.
+     *
+     * @param configuredLibrary a file or directory to use instead of searching, or null.
+     * @param allowFake whether a test fake is acceptable.
+     * @return the result.
+     */
+    static Result run(String configuredLibrary, boolean allowFake)
+    {
+        boolean nativeAccess = NixlProbe.class.getModule().isNativeAccessEnabled();
+        NixlLibraryLocator.Location location = NixlLibraryLocator.locate(configuredLibrary, System.getenv(), System.getProperty("java.library.path"),
+                NixlLibraryLocator.SYSTEM_DIRECTORIES, NixlLibraryLocator.LD_SO_CONF_DIRECTORY);
+        Optional<NixlLibraryReport> library = Optional.empty();
+        Optional<String> version = Optional.empty();
+        if (location.library().isPresent()) {
+            version = NixlLibraryLocator.version(location.library().get());
+            if (nativeAccess) {
+                library = Optional.of(Nixl.inspect(location.library().get()));
+            }
+        }
+        Optional<String> signals = Optional.ofNullable(System.getenv("UCX_ERROR_SIGNALS"));
+        Facts withoutPlugins = new Facts(nativeAccess, location, library, version, Optional.empty(), signals, allowFake);
+        Optional<NixlPluginReport> plugins = Optional.empty();
+        boolean loadedUsable = library.map(report -> report.loaded() && (!report.stub() || withoutPlugins.fake())).orElse(false);
+        // a stub aborts on any call, and a real NIXL may load UCX while listing plugins
+        if (loadedUsable && withoutPlugins.ucxMayLoad()) {
+            plugins = Optional.of(Nixl.plugins(location.library().get(), true));
+        }
+        Facts facts = new Facts(nativeAccess, location, library, version, plugins, signals, allowFake);
+        Availability availability = assess(facts);
+        return new Result(availability, availability.available() ? location.library() : Optional.empty());
+    }
+
+    /**
+     * Decides from facts alone.
+     *
+     * @param facts what was found.
+     * @return the availability, with every reason against it and the details worth showing.
+     */
+    static Availability assess(Facts facts)
+    {
+        List<String> reasons = new ArrayList<>();
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("native-access", facts.nativeAccess() ? "enabled" : "not enabled");
+        if (!facts.nativeAccess()) {
+            reasons.add("native access is not enabled for kvbridge-backend-nixl: start the JVM with --enable-native-access=ALL-UNNAMED");
+        }
+        NixlLibraryLocator.Location location = facts.location();
+        if (location.library().isEmpty()) {
+            reasons.add(notFound(location));
+            return Availability.unavailable(reasons, details);
+        }
+        Path path = location.library().get();
+        details.put("library", path.toString());
+        if (facts.library().isEmpty()) {
+            return Availability.unavailable(reasons, details);
+        }
+        NixlLibraryReport library = facts.library().get();
+        reasons.addAll(library.problems());
+        boolean fake = facts.fake();
+        if (fake) {
+            details.put("implementation", "kvbridge test fake, not NIXL (" + library.fakeIdentity().get() + ")");
+            if (!facts.allowFake()) {
+                reasons.add(path + " is kvbridge's test fake of NIXL (nixl_capi_is_stub() returned true): it moves bytes only between processes on one "
+                        + "host and proves nothing about NIXL; install NIXL, or set -D" + NixlBackendFactory.ALLOW_FAKE_PROPERTY + "=true (option allow-fake=true) "
+                        + "to use the fake for testing");
+            }
+        }
+        else if (library.stub()) {
+            details.put("implementation", "stub");
+            reasons.add(path + " is a stub of NIXL's C API (nixl_capi_is_stub() returned true) that could not reach a real NIXL; "
+                    + "point " + NixlBackendFactory.LIBRARY_PROPERTY + " at the libnixl_capi.so of a NIXL installation");
+        }
+        else if (library.loaded()) {
+            details.put("implementation", "NIXL");
+        }
+        library.apiLevel().ifPresent(level -> details.put("c-api", level.description()));
+        details.put("nixl-version", facts.version().orElse(fake ? "none (fake)" : "unknown (the C API reports none and no nixl.pc was found next to the library)"));
+        if (fake) {
+            details.put("ucx-error-signals", "not needed (the fake loads no UCX)");
+        }
+        else {
+            details.put("ucx-error-signals", facts.ucxErrorSignals().map(value -> "'" + value + "'").orElse("unset"));
+            if (!facts.ucxMayLoad()) {
+                reasons.add("UCX_ERROR_SIGNALS is " + facts.ucxErrorSignals().map(value -> "'" + value + "'").orElse("unset")
+                        + ": UCX's handlers for SIGSEGV and friends clash with the JVM's own and crash or hang it; start the JVM with UCX_ERROR_SIGNALS= "
+                        + "(empty) in its environment, setting it from inside the JVM is too late");
+            }
+        }
+        Set<MemoryKind> memory = Set.of();
+        if (facts.plugins().isPresent()) {
+            NixlPluginReport plugins = facts.plugins().get();
+            details.put("plugins", plugins.plugins().isEmpty() ? "none" : String.join(", ", plugins.plugins()));
+            reasons.addAll(plugins.problems());
+            if (plugins.problems().isEmpty() && !plugins.plugins().contains("UCX")) {
+                reasons.add("NIXL offers no UCX plugin (found: " + (plugins.plugins().isEmpty() ? "none" : String.join(", ", plugins.plugins()))
+                        + "); set NIXL_PLUGIN_DIR to the folder holding libplugin_UCX.so");
+            }
+            memory = plugins.ucxMemory();
+            if (!memory.isEmpty()) {
+                details.put("ucx-memory", memory.stream().sorted().map(MemoryKind::name).collect(Collectors.joining(", "))
+                        + (fake && memory.contains(MemoryKind.DEVICE) ? " (the fake registers DEVICE only with NIXL_FAKE_VRAM_AS_HOST=1)" : ""));
+            }
+        }
+        else if (library.loaded() && !library.stub()) {
+            details.put("plugins", "not listed: NIXL may load UCX while listing them");
+        }
+        if (!reasons.isEmpty()) {
+            return Availability.unavailable(reasons, details);
+        }
+        Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION);
+        if (!fake) {
+            capabilities.add(Capability.CROSS_HOST);
+            if (memory.contains(MemoryKind.DEVICE)) {
+                capabilities.add(Capability.DEVICE_MEMORY);
+            }
+        }
+        return Availability.available(capabilities, details);
+    }
+
+    private static String notFound(NixlLibraryLocator.Location location)
+    {
+        if (location.configured()) {
+            return NixlLibraryLocator.FILE_NAME + " not found at " + (location.searched().isEmpty() ? "the configured path" : location.searched().getFirst())
+                    + "; set " + NixlBackendFactory.LIBRARY_PROPERTY + " (option library) to the directory or file of an installed NIXL 0.10.1 or newer";
+        }
+        List<Path> searched = location.searched();
+        String shown = searched.stream().limit(MAX_SEARCHED_SHOWN).map(path -> path.getParent().toString()).collect(Collectors.joining(", "));
+        return NixlLibraryLocator.FILE_NAME + " not found (searched " + searched.size() + " directories: " + shown
+                + (searched.size() > MAX_SEARCHED_SHOWN ? ", ..." : "") + "); install NIXL 0.10.1 or newer, or set -D" + NixlBackendFactory.LIBRARY_PROPERTY
+                + "=<directory> (option library)";
+    }
+}

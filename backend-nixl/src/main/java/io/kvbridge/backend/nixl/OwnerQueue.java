@@ -1,0 +1,94 @@
+package io.kvbridge.backend.nixl;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * The hand-over queue to an owner thread: bounded, many producers, one consumer, and no allocation
+ * or lock on either side (a contended lock would allocate a wait node on every hand-over). Each
+ * slot carries a sequence number: a producer claims position {@code p} when the slot's sequence
+ * equals {@code p}, publishes its work by setting it to {@code p + 1}; the consumer takes position
+ * {@code p} when the sequence reads {@code p + 1} and frees the slot for the next lap by setting it
+ * to {@code p + capacity}.
+ */
+final class OwnerQueue
+{
+    private final int mask;
+    private final AtomicReferenceArray<OwnerWork> items;
+    private final AtomicLongArray sequences;
+    private final AtomicLong tail = new AtomicLong();
+    // the consumer's position; only one thread consumes at a time
+    private long head;
+
+    /**
+     * Creates a queue.
+     *
+     * @param minimumCapacity slots needed; rounded up to a power of two.
+     */
+    OwnerQueue(int minimumCapacity)
+    {
+        int capacity = Integer.highestOneBit(Math.max(2, minimumCapacity - 1)) << 1;
+        this.mask = capacity - 1;
+        this.items = new AtomicReferenceArray<>(capacity);
+        this.sequences = new AtomicLongArray(capacity);
+        for (int i = 0; i < capacity; i++) {
+            sequences.set(i, i);
+        }
+    }
+
+    /**
+     * Adds work; any thread.
+     *
+     * @param work to hand over.
+     * @return false when the queue is full.
+     */
+    boolean offer(OwnerWork work)
+    {
+        long position = tail.get();
+        while (true) {
+            int slot = (int) (position & mask);
+            long distance = sequences.getAcquire(slot) - position;
+            if (distance == 0) {
+                if (tail.weakCompareAndSetVolatile(position, position + 1)) {
+                    items.setPlain(slot, work);
+                    // volatile, not just release: the producer reads ownerParked next, and the owner
+                    // sets ownerParked before it checks isEmpty(); both need the store seen first
+                    sequences.set(slot, position + 1);
+                    return true;
+                }
+                position = tail.get();
+            }
+            else if (distance < 0) {
+                return false;
+            }
+            else {
+                position = tail.get();
+            }
+        }
+    }
+
+    /**
+     * Takes the oldest work; one consumer at a time.
+     *
+     * @return the work, or null when none is published.
+     */
+    OwnerWork poll()
+    {
+        int slot = (int) (head & mask);
+        if (sequences.getAcquire(slot) != head + 1) {
+            return null;
+        }
+        OwnerWork work = items.getPlain(slot);
+        items.setPlain(slot, null);
+        sequences.setRelease(slot, head + mask + 1);
+        head++;
+        return work;
+    }
+
+    /** @return true when no published work waits; for the consumer. */
+    boolean isEmpty()
+    {
+        return sequences.get((int) (head & mask)) != head + 1;
+    }
+}

@@ -1,0 +1,499 @@
+package io.kvbridge.backend.nixl.ffm;
+
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.backend.nixl.ffm.NixlStatus.Meaning;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.NotificationSink;
+import io.kvbridge.spi.transfer.TransferOp;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.util.Locale;
+import java.util.function.LongToIntFunction;
+
+/**
+ * A NIXL agent with one UCX backend, bound through FFM. Confined to the thread that created it:
+ * NIXL's agent takes no lock of its own here, so a call from any other thread is refused before it
+ * reaches NIXL (and the scratch memory lives in a confined arena besides).
+ */
+final class FfmNixlAgent implements NixlAgent
+{
+    /** {@code nixl_capi_agent_config_t}: 40 bytes, align 8 (x86-64 SysV). */
+    static final StructLayout CONFIG = MemoryLayout.structLayout(
+            JAVA_BOOLEAN.withName("enable_prog_thread"),
+            JAVA_BOOLEAN.withName("enable_listen_thread"),
+            MemoryLayout.paddingLayout(2),
+            JAVA_INT.withName("listen_port"),
+            JAVA_INT.withName("thread_sync"),
+            JAVA_INT.withName("num_workers"),
+            JAVA_LONG.withName("pthr_delay_us"),
+            JAVA_LONG.withName("lthr_delay_us"),
+            JAVA_BOOLEAN.withName("capture_telemetry"),
+            MemoryLayout.paddingLayout(7));
+
+    static final int MEM_DRAM = 0;
+    static final int MEM_VRAM = 1;
+    static final int THREAD_SYNC_NONE = 0;
+    static final int XFER_OP_READ = 0;
+    static final int XFER_OP_WRITE = 1;
+
+    private static final Meaning SETUP = new Meaning(ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.BACKEND_UNAVAILABLE, false);
+    private static final Meaning INTERNAL = new Meaning(ErrorCode.NATIVE_ERROR, ErrorCode.NATIVE_ERROR, ErrorCode.NATIVE_ERROR, false);
+    private static final Meaning REGISTER_HOST = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.MEMORY_KIND_UNSUPPORTED, false);
+    private static final Meaning REGISTER_DEVICE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.MEMORY_KIND_UNSUPPORTED, ErrorCode.MEMORY_KIND_UNSUPPORTED, false);
+    private static final Meaning DEREGISTER = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.NOT_REGISTERED, true);
+    private static final Meaning LOAD = new Meaning(ErrorCode.PROTOCOL_ERROR, ErrorCode.PROTOCOL_ERROR, ErrorCode.PEER_UNKNOWN, false);
+    private static final Meaning PREPARE_LOCAL = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.DESCRIPTOR_OUT_OF_RANGE, true);
+    private static final Meaning PREPARE_REMOTE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
+    private static final Meaning MAKE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, false);
+    private static final Meaning TRANSFER = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.TRANSFER_FAILED, ErrorCode.PEER_UNKNOWN, false);
+    private static final Meaning NOTIFY = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
+
+    private final NixlLibrary library;
+    private final String name;
+    private final Thread owner = Thread.currentThread();
+    private final Arena arena = Arena.ofConfined();
+    private final MemorySegment outAddress = arena.allocate(ADDRESS);
+    private final MemorySegment outData = arena.allocate(ADDRESS);
+    private final MemorySegment outLong = arena.allocate(JAVA_LONG);
+    private MemorySegment localIndices = arena.allocate(JAVA_INT, 64);
+    private MemorySegment remoteIndices = arena.allocate(JAVA_INT, 64);
+    private MemorySegment notificationBuffer = arena.allocate(256);
+
+    // opaque NIXL handles, 0 when absent
+    private long agent;
+    private long backend;
+    private long hint;
+    private long requestOptions;
+    private long notifications;
+    // the request options keep their notification between requests: skip the calls when unchanged
+    private boolean requestOptionsNotify;
+    private boolean closed;
+
+    /**
+     * Creates the agent and its UCX backend.
+     *
+     * @param library the bound library.
+     * @param name the agent name, unique among peers.
+     * @param progressThread whether NIXL runs its own progress thread.
+     */
+    FfmNixlAgent(NixlLibrary library, String name, boolean progressThread)
+    {
+        this.library = requireNonNull(library, "library is null");
+        this.name = requireNonNull(name, "name is null");
+        try {
+            MemorySegment config = arena.allocate(CONFIG);
+            config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("enable_prog_thread")), progressThread);
+            config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("enable_listen_thread")), false);
+            config.set(JAVA_INT, CONFIG.byteOffset(groupElement("listen_port")), 0);
+            // no NIXL lock: the transport already makes every call from this agent's owner thread
+            config.set(JAVA_INT, CONFIG.byteOffset(groupElement("thread_sync")), THREAD_SYNC_NONE);
+            config.set(JAVA_INT, CONFIG.byteOffset(groupElement("num_workers")), 1);
+            config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("pthr_delay_us")), 0L);
+            config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
+            config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("capture_telemetry")), false);
+            agent = create(library.createConfiguredAgent(arena.allocateFrom(name), config, outAddress), "nixl_capi_create_configured_agent",
+                    SETUP, "creating agent name=" + name);
+            createBackend();
+            hint = create(library.createOptArgs(outAddress), "nixl_capi_create_opt_args", INTERNAL, "creating the backend hint");
+            check(library.optArgsAddBackend(hint, backend), "nixl_capi_opt_args_add_backend", INTERNAL, "hinting the UCX backend");
+            requestOptions = create(library.createOptArgs(outAddress), "nixl_capi_create_opt_args", INTERNAL, "creating request options");
+            check(library.optArgsAddBackend(requestOptions, backend), "nixl_capi_opt_args_add_backend", INTERNAL, "hinting the UCX backend");
+            notifications = create(library.createNotifMap(outAddress), "nixl_capi_create_notif_map", INTERNAL, "creating the notification map");
+        }
+        catch (RuntimeException e) {
+            try {
+                close();
+            }
+            catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    private void createBackend()
+    {
+        long params = create(library.createParams(outAddress), "nixl_capi_create_params", INTERNAL, "creating UCX parameters");
+        try {
+            check(library.paramsAdd(params, arena.allocateFrom("num_workers"), arena.allocateFrom("1")), "nixl_capi_params_add", INTERNAL,
+                    "setting num_workers=1");
+            int status = library.createBackend(agent, arena.allocateFrom("UCX"), params, outAddress);
+            if (status != NixlStatus.SUCCESS) {
+                throw NixlStatus.error("nixl_capi_create_backend", status, SETUP, library.level, "creating the UCX backend of agent " + name
+                        + "; check that NIXL_PLUGIN_DIR names the folder holding libplugin_UCX.so and that UCX loads");
+            }
+            backend = outAddress.get(JAVA_LONG, 0);
+        }
+        finally {
+            check(library.destroyParams(params), "nixl_capi_destroy_params", INTERNAL, "destroying UCX parameters");
+        }
+    }
+
+    /** Checks a create call's status and reads the handle it wrote, only on success. */
+    private long create(int status, String function, Meaning meaning, String context)
+    {
+        check(status, function, meaning, context);
+        return outAddress.get(JAVA_LONG, 0);
+    }
+
+    private void check(int status, String function, Meaning meaning, String context)
+    {
+        if (status != NixlStatus.SUCCESS) {
+            throw NixlStatus.error(function, status, meaning, library.level, context);
+        }
+    }
+
+    private void checkOpen()
+    {
+        if (Thread.currentThread() != owner) {
+            throw new IllegalStateException("NIXL agent " + name + " is confined to thread " + owner.getName() + ", called from "
+                    + Thread.currentThread().getName());
+        }
+        if (closed) {
+            throw new KvBridgeException(ErrorCode.CLOSED, "NIXL agent " + name + " is closed");
+        }
+    }
+
+    private static int memoryType(MemoryKind kind)
+    {
+        return switch (kind) {
+            case HOST -> MEM_DRAM;
+            case DEVICE -> MEM_VRAM;
+        };
+    }
+
+    @Override
+    public String name()
+    {
+        return name;
+    }
+
+    @Override
+    public void registerMemory(MemoryKind kind, int device, long address, long bytes)
+    {
+        changeRegistration(kind, device, address, bytes, true);
+    }
+
+    @Override
+    public void deregisterMemory(MemoryKind kind, int device, long address, long bytes)
+    {
+        changeRegistration(kind, device, address, bytes, false);
+    }
+
+    private void changeRegistration(MemoryKind kind, int device, long address, long bytes, boolean register)
+    {
+        checkOpen();
+        String what = String.format(Locale.ROOT, "%s %s memory address=0x%x bytes=%d device=%d", register ? "registering" : "deregistering",
+                kind, address, bytes, device);
+        long list = create(library.createRegDlist(memoryType(kind), outAddress), "nixl_capi_create_reg_dlist", INTERNAL, what);
+        try {
+            check(library.regDlistAddDesc(list, address, bytes, device, MemorySegment.NULL, 0), "nixl_capi_reg_dlist_add_desc", INTERNAL, what);
+            if (register) {
+                check(library.registerMem(agent, list, hint), "nixl_capi_register_mem", kind == MemoryKind.DEVICE ? REGISTER_DEVICE : REGISTER_HOST, what);
+            }
+            else {
+                check(library.deregisterMem(agent, list, hint), "nixl_capi_deregister_mem", DEREGISTER, what);
+            }
+        }
+        finally {
+            check(library.destroyRegDlist(list), "nixl_capi_destroy_reg_dlist", INTERNAL, what);
+        }
+    }
+
+    @Override
+    public byte[] localMetadata()
+    {
+        checkOpen();
+        check(library.getLocalMd(agent, outData, outLong), "nixl_capi_get_local_md", INTERNAL, "reading the metadata of agent " + name);
+        MemorySegment data = outData.get(ADDRESS, 0);
+        try {
+            return NixlMemory.bytes(data, outLong.get(JAVA_LONG, 0));
+        }
+        finally {
+            NixlLibrary.free(data);
+        }
+    }
+
+    @Override
+    public String loadRemoteMetadata(byte[] blob)
+    {
+        checkOpen();
+        if (blob.length == 0) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "the peer's NIXL metadata is empty; pass the bytes its localMetadata() returned");
+        }
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment data = call.allocate(blob.length);
+            MemorySegment.copy(blob, 0, data, JAVA_BYTE, 0, blob.length);
+            int status = library.loadRemoteMd(agent, data, blob.length, outAddress);
+            if (status == NixlStatus.INVALID_PARAM) {
+                throw NixlStatus.error("nixl_capi_load_remote_md", status, LOAD, library.level, "loading " + blob.length
+                        + " bytes of peer metadata: NIXL refuses an agent's own metadata, so connect to another instance");
+            }
+            check(status, "nixl_capi_load_remote_md", LOAD, "loading " + blob.length
+                    + " bytes of peer metadata: it is corrupt, shares no backend with agent " + name + ", or the peer restarted with new connection info");
+            MemorySegment peer = outAddress.get(ADDRESS, 0);
+            try {
+                return NixlMemory.string(peer);
+            }
+            finally {
+                NixlLibrary.free(peer);
+            }
+        }
+    }
+
+    @Override
+    public boolean remoteMetadataLoaded(String peer)
+    {
+        checkOpen();
+        try (Arena call = Arena.ofConfined()) {
+            int status = library.checkRemoteMd(agent, call.allocateFrom(peer), 0L);
+            if (status == NixlStatus.NOT_FOUND || status == NixlStatus.BACKEND) {
+                return false;
+            }
+            check(status, "nixl_capi_check_remote_md", INTERNAL, "checking metadata of peer " + peer);
+            return true;
+        }
+    }
+
+    @Override
+    public boolean invalidateRemoteMetadata(String peer)
+    {
+        checkOpen();
+        try (Arena call = Arena.ofConfined()) {
+            int status = library.invalidateRemoteMd(agent, call.allocateFrom(peer));
+            if (status == NixlStatus.NOT_FOUND || (status == NixlStatus.BACKEND && library.level == NixlApiLevel.V1_4)) {
+                return false;
+            }
+            check(status, "nixl_capi_invalidate_remote_md", INTERNAL, "forgetting peer " + peer);
+            return true;
+        }
+    }
+
+    @Override
+    public long prepareLocal(MemoryKind kind, int device, long[] addresses, long[] lengths, int count)
+    {
+        return prepare("", kind, device, addresses, lengths, count, PREPARE_LOCAL);
+    }
+
+    @Override
+    public long prepareRemote(String peer, MemoryKind kind, int device, long[] addresses, long[] lengths, int count)
+    {
+        if (peer.isEmpty()) {
+            throw new IllegalArgumentException("an empty peer name means the local side to NIXL");
+        }
+        return prepare(peer, kind, device, addresses, lengths, count, PREPARE_REMOTE);
+    }
+
+    private long prepare(String side, MemoryKind kind, int device, long[] addresses, long[] lengths, int count, Meaning meaning)
+    {
+        checkOpen();
+        String what = String.format(Locale.ROOT, "preparing %d %s descriptors on device %d of %s", count, kind, device,
+                side.isEmpty() ? "agent " + name : "peer " + side);
+        long list = create(library.createXferDlist(memoryType(kind), outAddress), "nixl_capi_create_xfer_dlist", INTERNAL, what);
+        long handle;
+        try (Arena call = Arena.ofConfined()) {
+            for (int i = 0; i < count; i++) {
+                check(library.xferDlistAddDesc(list, addresses[i], lengths[i], device), "nixl_capi_xfer_dlist_add_desc", INTERNAL, what);
+            }
+            // never read the slot after a failure: NIXL up to 1.4 wrote a half-built handle there
+            handle = create(library.prepXferDlist(agent, call.allocateFrom(side), list, outAddress, hint), "nixl_capi_prep_xfer_dlist", meaning,
+                    what + ": NIXL found no registration covering every descriptor");
+        }
+        finally {
+            check(library.destroyXferDlist(list), "nixl_capi_destroy_xfer_dlist", INTERNAL, what);
+        }
+        return handle;
+    }
+
+    @Override
+    public void releasePrepared(long preparedList)
+    {
+        checkOpen();
+        check(library.releaseXferDlistHandle(agent, preparedList), "nixl_capi_release_xfer_dlist_handle", INTERNAL,
+                "releasing a prepared list");
+    }
+
+    @Override
+    public long makeRequest(TransferOp op, long local, int[] localIndexArray, long remote, int[] remoteIndexArray, int count, byte[] notification)
+    {
+        checkOpen();
+        long indexBytes = (long) count * Integer.BYTES;
+        if (localIndices.byteSize() < indexBytes) {
+            localIndices = arena.allocate(JAVA_INT, Math.max(count, localIndices.byteSize() / Integer.BYTES * 2));
+            remoteIndices = arena.allocate(JAVA_INT, localIndices.byteSize() / Integer.BYTES);
+        }
+        MemorySegment.copy(localIndexArray, 0, localIndices, JAVA_INT, 0, count);
+        MemorySegment.copy(remoteIndexArray, 0, remoteIndices, JAVA_INT, 0, count);
+        setNotification(notification);
+        int status = library.makeXferReq(agent, op == TransferOp.READ ? XFER_OP_READ : XFER_OP_WRITE, local, localIndices, count, remote, remoteIndices,
+                count, outAddress, requestOptions);
+        if (status != NixlStatus.SUCCESS) {
+            throw NixlStatus.error("nixl_capi_make_xfer_req", status, MAKE, library.level, String.format(Locale.ROOT,
+                    "making a %s request of %d descriptor pairs: indices or lengths refused, or the peer was forgotten since its list was prepared", op, count));
+        }
+        return outAddress.get(JAVA_LONG, 0);
+    }
+
+    /** Sets the notification of the next request; NIXL copies it into the request it makes. */
+    private void setNotification(byte[] notification)
+    {
+        if (notification == null) {
+            if (requestOptionsNotify) {
+                check(library.optArgsSetHasNotif(requestOptions, false), "nixl_capi_opt_args_set_has_notif", INTERNAL, "clearing the notification");
+                check(library.optArgsSetNotifMsg(requestOptions, MemorySegment.NULL, 0), "nixl_capi_opt_args_set_notif_msg", INTERNAL,
+                        "clearing the notification");
+                requestOptionsNotify = false;
+            }
+            return;
+        }
+        MemorySegment message = MemorySegment.NULL;
+        if (notification.length > 0) {
+            if (notificationBuffer.byteSize() < notification.length) {
+                notificationBuffer = arena.allocate(Math.max(notification.length, notificationBuffer.byteSize() * 2));
+            }
+            MemorySegment.copy(notification, 0, notificationBuffer, JAVA_BYTE, 0, notification.length);
+            message = notificationBuffer;
+        }
+        check(library.optArgsSetNotifMsg(requestOptions, message, notification.length), "nixl_capi_opt_args_set_notif_msg", INTERNAL,
+                "setting a notification of " + notification.length + " bytes");
+        if (!requestOptionsNotify) {
+            check(library.optArgsSetHasNotif(requestOptions, true), "nixl_capi_opt_args_set_has_notif", INTERNAL, "enabling the notification");
+            requestOptionsNotify = true;
+        }
+    }
+
+    @Override
+    public boolean postRequest(long request)
+    {
+        checkOpen();
+        // NULL options: non-NULL ones without a notification would wipe the one set at make time
+        return doneOrThrow(library.postXferReq(agent, request, 0L), "nixl_capi_post_xfer_req",
+                "posting a transfer: the peer disconnected, was forgotten, or the request is still running");
+    }
+
+    @Override
+    public boolean pollRequest(long request)
+    {
+        checkOpen();
+        return doneOrThrow(library.getXferStatus(agent, request), "nixl_capi_get_xfer_status",
+                "polling a transfer: it failed in the backend, the peer disconnected, or the peer was forgotten");
+    }
+
+    private boolean doneOrThrow(int status, String function, String context)
+    {
+        if (status == NixlStatus.SUCCESS || status == NixlStatus.IN_PROG) {
+            return status == NixlStatus.SUCCESS;
+        }
+        throw NixlStatus.error(function, status, TRANSFER, library.level, context);
+    }
+
+    @Override
+    public boolean releaseRequest(long request)
+    {
+        checkOpen();
+        int status = library.releaseXferReq(agent, request);
+        if (status == NixlStatus.BACKEND) {
+            return false;
+        }
+        check(status, "nixl_capi_release_xfer_req", INTERNAL, "releasing a transfer request");
+        check(library.destroyXferReq(request), "nixl_capi_destroy_xfer_req", INTERNAL, "destroying a released transfer request");
+        return true;
+    }
+
+    @Override
+    public void sendNotification(String peer, byte[] message)
+    {
+        checkOpen();
+        try (Arena call = Arena.ofConfined()) {
+            // a valid pointer even for an empty message: NIXL treats NULL data as dubious
+            MemorySegment data = call.allocate(Math.max(1, message.length));
+            MemorySegment.copy(message, 0, data, JAVA_BYTE, 0, message.length);
+            check(library.genNotif(agent, call.allocateFrom(peer), data, message.length, 0L), "nixl_capi_gen_notif", NOTIFY,
+                    "sending a notification of " + message.length + " bytes to peer " + peer);
+        }
+    }
+
+    @Override
+    public int drainNotifications(NotificationSink sink)
+    {
+        checkOpen();
+        check(library.getNotifs(agent, notifications, 0L), "nixl_capi_get_notifs", INTERNAL, "draining notifications of agent " + name);
+        check(library.notifMapSize(notifications, outLong), "nixl_capi_notif_map_size", INTERNAL, "counting notification senders");
+        long senders = outLong.get(JAVA_LONG, 0);
+        if (senders == 0) {
+            return 0;
+        }
+        int drained = 0;
+        try {
+            for (long i = 0; i < senders; i++) {
+                check(library.notifMapGetAgentAt(notifications, i, outAddress), "nixl_capi_notif_map_get_agent_at", INTERNAL, "reading sender " + i);
+                // borrowed from the map until it changes: used as the key below, copied for the sink
+                MemorySegment senderName = outAddress.get(ADDRESS, 0);
+                String sender = NixlMemory.string(senderName);
+                check(library.notifMapGetNotifsSize(notifications, senderName, outLong), "nixl_capi_notif_map_get_notifs_size", INTERNAL,
+                        "counting notifications from " + sender);
+                long count = outLong.get(JAVA_LONG, 0);
+                for (long j = 0; j < count; j++) {
+                    check(library.notifMapGetNotif(notifications, senderName, j, outData, outLong), "nixl_capi_notif_map_get_notif", INTERNAL,
+                            "reading notification " + j + " from " + sender);
+                    sink.accept(sender, NixlMemory.bytes(outData.get(ADDRESS, 0), outLong.get(JAVA_LONG, 0)));
+                    drained++;
+                }
+            }
+        }
+        finally {
+            // the map appends: clear it, or the same messages come back on the next drain
+            check(library.notifMapClear(notifications), "nixl_capi_notif_map_clear", INTERNAL, "clearing the notification map");
+        }
+        return drained;
+    }
+
+    @Override
+    public void close()
+    {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        KvBridgeException first = null;
+        first = destroy(first, notifications, library::destroyNotifMap, "nixl_capi_destroy_notif_map");
+        first = destroy(first, requestOptions, library::destroyOptArgs, "nixl_capi_destroy_opt_args");
+        first = destroy(first, hint, library::destroyOptArgs, "nixl_capi_destroy_opt_args");
+        first = destroy(first, backend, library::destroyBackend, "nixl_capi_destroy_backend");
+        first = destroy(first, agent, library::destroyAgent, "nixl_capi_destroy_agent");
+        notifications = requestOptions = hint = backend = agent = 0;
+        arena.close();
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private KvBridgeException destroy(KvBridgeException first, long handle, LongToIntFunction destroyer, String function)
+    {
+        if (handle == 0) {
+            return first;
+        }
+        int status = destroyer.applyAsInt(handle);
+        if (status == NixlStatus.SUCCESS || first != null) {
+            return first;
+        }
+        return NixlStatus.error(function, status, INTERNAL, library.level, "closing agent " + name);
+    }
+
+    @Override
+    public String toString()
+    {
+        return "FfmNixlAgent[" + name + ", " + library.path + "]";
+    }
+}

@@ -1,0 +1,191 @@
+package io.kvbridge.backend.nixl.ffm;
+
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.MemoryKind;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Entry point of the binding: loads a {@code libnixl_capi.so} once per file, reports what it is,
+ * and opens agents on it.
+ */
+public final class Nixl
+{
+    // a library is loaded at most once per JVM; a failure is remembered so probing stays cheap
+    private static final ConcurrentHashMap<Path, Object> LIBRARIES = new ConcurrentHashMap<>();
+    private static final AtomicLong PROBE_AGENTS = new AtomicLong();
+
+    private Nixl()
+    {
+    }
+
+    /**
+     * Loads a library (once) and reports what it is. Never throws.
+     *
+     * @param library the {@code libnixl_capi.so} file.
+     * @return the report; {@link NixlLibraryReport#loaded()} tells whether it is usable.
+     */
+    public static NixlLibraryReport inspect(Path library)
+    {
+        requireNonNull(library, "library is null");
+        Object loaded = load(library);
+        if (loaded instanceof NixlLibrary nixl) {
+            return new NixlLibraryReport(library, List.of(), nixl.stub, nixl.fakeIdentity, Optional.of(nixl.level));
+        }
+        return new NixlLibraryReport(library, List.of((String) loaded), false, Optional.empty(), Optional.empty());
+    }
+
+    /**
+     * Asks a short-lived agent which backend plugins NIXL can load. Never throws.
+     *
+     * @param library a library {@link #inspect} reported loaded.
+     * @param describeUcx also ask the UCX plugin which memory kinds it registers; this loads UCX
+     *     into the process, so only do it when UCX may be loaded (see {@code UCX_ERROR_SIGNALS}).
+     * @return the plugins, or the problems met.
+     */
+    public static NixlPluginReport plugins(Path library, boolean describeUcx)
+    {
+        if (!(load(library) instanceof NixlLibrary nixl)) {
+            return new NixlPluginReport(List.of(), Set.of(), List.of("the library did not load"));
+        }
+        List<String> plugins = new ArrayList<>();
+        Set<MemoryKind> memory = EnumSet.noneOf(MemoryKind.class);
+        List<String> problems = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            MemorySegment out2 = arena.allocate(ADDRESS);
+            MemorySegment size = arena.allocate(JAVA_LONG);
+            MemorySegment config = arena.allocate(FfmNixlAgent.CONFIG);
+            config.set(JAVA_LONG, FfmNixlAgent.CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
+            String name = "kvbridge-probe-" + ProcessHandle.current().pid() + "-" + PROBE_AGENTS.incrementAndGet();
+            int status = nixl.createConfiguredAgent(arena.allocateFrom(name), config, out);
+            if (status != NixlStatus.SUCCESS) {
+                problems.add("NIXL could not create an agent (nixl_capi_create_configured_agent returned " + status + " "
+                        + NixlStatus.name(status) + "); check NIXL_ETCD_ENDPOINTS / NIXL_TCPSTORE_ENDPOINT and the NIXL installation");
+                return new NixlPluginReport(plugins, memory, problems);
+            }
+            long agent = out.get(JAVA_LONG, 0);
+            try {
+                status = nixl.getAvailablePlugins(agent, out);
+                if (status != NixlStatus.SUCCESS) {
+                    problems.add("nixl_capi_get_available_plugins returned " + status + " " + NixlStatus.name(status) + "; check NIXL_PLUGIN_DIR");
+                }
+                else {
+                    long list = out.get(JAVA_LONG, 0);
+                    if (nixl.stringListSize(list, size) == NixlStatus.SUCCESS) {
+                        for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
+                            if (nixl.stringListGet(list, i, out2) == NixlStatus.SUCCESS) {
+                                plugins.add(NixlMemory.string(out2.get(ADDRESS, 0)));
+                            }
+                        }
+                    }
+                    nixl.destroyStringList(list);
+                }
+                if (describeUcx && plugins.contains("UCX")) {
+                    describeUcx(nixl, arena, agent, memory, problems);
+                }
+            }
+            finally {
+                nixl.destroyAgent(agent);
+            }
+        }
+        return new NixlPluginReport(plugins, memory, problems);
+    }
+
+    private static void describeUcx(NixlLibrary nixl, Arena arena, long agent, Set<MemoryKind> memory, List<String> problems)
+    {
+        MemorySegment mems = arena.allocate(ADDRESS);
+        MemorySegment params = arena.allocate(ADDRESS);
+        MemorySegment size = arena.allocate(JAVA_LONG);
+        MemorySegment type = arena.allocate(JAVA_INT);
+        int status = nixl.getPluginParams(agent, arena.allocateFrom("UCX"), mems, params);
+        if (status != NixlStatus.SUCCESS) {
+            problems.add("the UCX plugin is listed but does not load (nixl_capi_get_plugin_params returned " + status
+                    + "); check that UCX and its libraries are on LD_LIBRARY_PATH");
+            return;
+        }
+        long list = mems.get(JAVA_LONG, 0);
+        if (nixl.memListSize(list, size) == NixlStatus.SUCCESS) {
+            for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
+                if (nixl.memListGet(list, i, type) == NixlStatus.SUCCESS) {
+                    int value = type.get(JAVA_INT, 0);
+                    if (value == FfmNixlAgent.MEM_DRAM) {
+                        memory.add(MemoryKind.HOST);
+                    }
+                    else if (value == FfmNixlAgent.MEM_VRAM) {
+                        memory.add(MemoryKind.DEVICE);
+                    }
+                }
+            }
+        }
+        nixl.destroyMemList(list);
+        nixl.destroyParams(params.get(JAVA_LONG, 0));
+    }
+
+    /**
+     * Opens an agent with a UCX backend, confined to the calling thread.
+     *
+     * @param library a library {@link #inspect} reported loaded.
+     * @param name the agent name, unique among peers.
+     * @param progressThread whether NIXL runs its own progress thread.
+     * @return the agent, closed by the caller on the same thread.
+     * @throws KvBridgeException {@code BACKEND_UNAVAILABLE} when the library or its UCX backend is unusable.
+     */
+    public static NixlAgent openAgent(Path library, String name, boolean progressThread)
+    {
+        Object loaded = load(library);
+        if (!(loaded instanceof NixlLibrary nixl)) {
+            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, (String) loaded);
+        }
+        return new FfmNixlAgent(nixl, name, progressThread);
+    }
+
+    /** Returns the loaded library, or why it could not be loaded. */
+    private static Object load(Path library)
+    {
+        Path key;
+        try {
+            key = library.toRealPath();
+        }
+        catch (IOException e) {
+            return "libnixl_capi.so not found at " + library + " (" + e.getMessage() + ")";
+        }
+        return LIBRARIES.computeIfAbsent(key, Nixl::bind);
+    }
+
+    private static Object bind(Path library)
+    {
+        try {
+            return new NixlLibrary(library);
+        }
+        catch (NixlLibrary.MissingSymbols e) {
+            return library + " lacks required C API functions " + e.symbols + "; it is older than NIXL 0.10.1 or not NIXL's C API: install NIXL 0.10.1 or newer";
+        }
+        catch (IllegalCallerException e) {
+            return "native access is denied, so " + library + " cannot be loaded: start the JVM with --enable-native-access=ALL-UNNAMED";
+        }
+        catch (IllegalArgumentException e) {
+            return "the dynamic linker could not load " + library + " (" + e.getMessage() + "): its dependencies (libnixl.so, libnixl_build.so, "
+                    + "UCX, abseil) must be on LD_LIBRARY_PATH; `ldd " + library + "` lists what is missing";
+        }
+        catch (LinkageError e) {
+            return "binding " + library + " failed: " + e.getMessage();
+        }
+    }
+}

@@ -1,0 +1,235 @@
+package io.kvbridge.backend.nixl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Two JVMs, each with its own NIXL agent, moving bytes both ways: this JVM pushes blocks into a
+ * child JVM's memory and pulls others out, each with a notification, and every byte on both sides
+ * is checked. The child runs {@link NixlPeerProcess} with this JVM's class path.
+ */
+abstract class AbstractNixlTwoProcessTest
+{
+    static final int BLOCKS = 64;
+    static final int BLOCK_BYTES = 16 * 1024;
+    static final int PARENT_SEED = 1;
+    static final int CHILD_SEED = 2;
+    static final Duration DEADLINE = Duration.ofSeconds(30);
+
+    private final List<Child> children = new ArrayList<>();
+    private final List<TransferBackend> backends = new ArrayList<>();
+    Arena arena;
+
+    /** @return the library file or directory, or null to search. */
+    abstract String library();
+
+    /** @return whether the library may be the test fake. */
+    abstract boolean allowFake();
+
+    /** @return environment variables the child JVM needs in addition to this one's. */
+    Map<String, String> childEnvironment()
+    {
+        return Map.of();
+    }
+
+    /** Called after both directions moved their bytes, to check transport-specific facts. */
+    void afterTransfers()
+    {
+    }
+
+    @BeforeEach
+    void openArena()
+    {
+        arena = Arena.ofShared();
+    }
+
+    @AfterEach
+    void stopAll()
+    {
+        backends.forEach(TransferBackend::close);
+        children.forEach(child -> child.process.destroyForcibly());
+        arena.close();
+    }
+
+    TransferBackend newBackend()
+    {
+        String name = "parent-" + UUID.randomUUID();
+        TransferBackend backend = new NixlBackendFactory(library(), allowFake()).create(Map.of(), () -> name);
+        backends.add(backend);
+        return backend;
+    }
+
+    /** A running child JVM and its output lines. */
+    static final class Child
+    {
+        final Process process;
+        final PrintStream commands;
+        final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+
+        Child(Process process)
+        {
+            this.process = process;
+            this.commands = new PrintStream(process.getOutputStream(), true, StandardCharsets.UTF_8);
+            Thread.ofPlatform().daemon().name("nixl-child-output").start(() -> {
+                try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                    String line;
+                    while ((line = reader.readLine()) != null) {
+                        lines.add(line);
+                    }
+                }
+                catch (IOException ignored) {
+                    // the child is gone: expect() reports the missing line
+                }
+            });
+        }
+
+        /** Waits for the next line, which must start with the word given; returns the rest split. */
+        String[] expect(String word) throws InterruptedException
+        {
+            String line = lines.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+            assertNotNull(line, () -> "the child JVM said nothing within " + DEADLINE + " (alive=" + process.isAlive() + "); its stderr is in the test output");
+            assertTrue(line.startsWith(word), () -> "expected '" + word + "' from the child, got: " + line);
+            return line.split(" ");
+        }
+
+        void send(String command)
+        {
+            commands.println(command);
+        }
+    }
+
+    Child startChild(String name) throws IOException
+    {
+        return startChild(name, Map.of());
+    }
+
+    Child startChild(String name, Map<String, String> extraEnvironment) throws IOException
+    {
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        List<String> command = new ArrayList<>(List.of(java.toString(), "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
+        String property = System.getProperty(NixlBackendFactory.LIBRARY_PROPERTY);
+        if (property != null) {
+            command.add("-D" + NixlBackendFactory.LIBRARY_PROPERTY + "=" + property);
+        }
+        command.addAll(List.of(NixlPeerProcess.class.getName(), library() == null ? "" : library(), String.valueOf(allowFake()), name,
+                String.valueOf(BLOCKS), String.valueOf(BLOCK_BYTES), String.valueOf(CHILD_SEED)));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+        builder.environment().putAll(childEnvironment());
+        builder.environment().putAll(extraEnvironment);
+        Child child = new Child(builder.start());
+        children.add(child);
+        return child;
+    }
+
+    static DescriptorList blocks(long base)
+    {
+        DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, BLOCKS);
+        for (int b = 0; b < BLOCKS; b++) {
+            builder.add(base + (long) b * BLOCK_BYTES, BLOCK_BYTES);
+        }
+        return builder.build();
+    }
+
+    TransferStatus awaitTerminal(TransferBackend backend, long handle)
+    {
+        return NixlTestSupport.awaitTerminal(backend, handle, DEADLINE);
+    }
+
+    private static String csv(int[] blocks)
+    {
+        StringBuilder text = new StringBuilder();
+        for (int block : blocks) {
+            text.append(text.isEmpty() ? "" : ",").append(block);
+        }
+        return text.toString();
+    }
+
+    @Test
+    void pushAndPullBetweenTwoJvmsMoveEveryByte() throws Exception
+    {
+        TransferBackend parent = newBackend();
+        MemorySegment memory = arena.allocate((long) BLOCKS * BLOCK_BYTES, 4096);
+        Patterns.fill(memory, PARENT_SEED);
+        MemorySegment expected = arena.allocate(memory.byteSize(), 8).copyFrom(memory);
+        parent.register(Allocation.host(memory));
+
+        String childName = "child-" + UUID.randomUUID();
+        Child child = startChild(childName);
+        String[] ready = child.expect("READY");
+        Peer peer = parent.connect(Base64.getDecoder().decode(ready[1]));
+        assertEquals(childName, peer.name());
+        long childBase = Long.parseLong(ready[2]);
+        child.send("CONNECT " + Base64.getEncoder().encodeToString(parent.localMetadata()));
+        assertEquals(parent.agentName(), child.expect("CONNECTED")[1]);
+
+        PreparedList local = parent.prepareLocal(blocks(memory.address()));
+        PreparedList remote = parent.prepareRemote(peer, blocks(childBase));
+
+        // push: parent block b lands in child block b, then the child checks all of its memory
+        int[] pushed = {3, 0, 63, 17, 18};
+        long write = parent.post(TransferOp.WRITE, local, pushed, remote, pushed, pushed.length, "req-1".getBytes(StandardCharsets.UTF_8));
+        assertEquals(TransferStatus.DONE, awaitTerminal(parent, write), () -> String.valueOf(parent.failure(write)));
+        parent.release(write);
+        child.send("AWAIT req-1 " + PARENT_SEED + " " + csv(pushed));
+        assertEquals(List.of("RECEIVED", parent.agentName(), "intact"), List.of(child.expect("RECEIVED")));
+
+        // pull: child blocks come into the parent; the child learns of it only after the data
+        int[] pulled = {5, 6, 60, 61};
+        long read = parent.post(TransferOp.READ, local, pulled, remote, pulled, pulled.length, "pulled".getBytes(StandardCharsets.UTF_8));
+        assertEquals(TransferStatus.DONE, awaitTerminal(parent, read), () -> String.valueOf(parent.failure(read)));
+        parent.release(read);
+        for (int block : pulled) {
+            long offset = (long) block * BLOCK_BYTES;
+            Patterns.fill(expected, offset, offset + BLOCK_BYTES, CHILD_SEED);
+        }
+        assertEquals(-1, memory.mismatch(expected), "the parent's memory after the pull");
+        child.send("AWAIT pulled " + CHILD_SEED + " -");
+        assertEquals(List.of("RECEIVED", parent.agentName(), "intact"), List.of(child.expect("RECEIVED")));
+
+        // a notification without data, the other way
+        child.send("NOTIFY ack-pulled");
+        child.expect("NOTIFIED");
+        List<String> received = new ArrayList<>();
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (received.isEmpty() && System.nanoTime() < deadline) {
+            parent.drainNotifications((sender, message) -> received.add(sender + ":" + new String(message, StandardCharsets.UTF_8)));
+        }
+        assertEquals(List.of(childName + ":ack-pulled"), received);
+        afterTransfers();
+
+        child.send("EXIT");
+        child.expect("CLOSED");
+        assertTrue(child.process.waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS), "the child JVM exits");
+        assertEquals(0, child.process.exitValue());
+    }
+}

@@ -1,0 +1,23 @@
+package io.kvbridge.backend.nixl;
+
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.testkit.AbstractTransferBackendConformanceTest;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The same contract against an installed NIXL (profile {@code real-nixl}). Skipped, saying why,
+ * where none is found or it cannot run; the fake is never accepted here.
+ */
+@Tag("real-nixl")
+@ExtendWith(RequiresRealNixl.class)
+@Timeout(300)
+final class RealNixlConformanceTest extends AbstractTransferBackendConformanceTest
+{
+    @Override
+    protected TransferBackendFactory newFactory()
+    {
+        return new NixlBackendFactory(null, false);
+    }
+}
