@@ -167,6 +167,13 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         // the caller-visible set of active ids is the audit; nothing else to publish
     }
 
+    /** Tells whether a request's transfers were posted or its registrations sent; for a rank stepped by hand on the calling thread. */
+    boolean registered(String requestId)
+    {
+        Receiving request = requests.get(requestId);
+        return request != null && request.posted;
+    }
+
     /** The producer tensor-parallel ranks a rank addresses in every stage; they depend on the sizes only. */
     private List<Integer> targets(int producerTp)
     {
