@@ -445,11 +445,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     @Override
     void transferDone(Transfer transfer)
     {
-        Receiving request = (Receiving) transfer.owner;
-        if (!request.ended && request.posted && !hasTransfers(request)) {
-            sendParked(request);
-            receivedAll(request);
-        }
+        settle((Receiving) transfer.owner);
     }
 
     @Override
@@ -461,9 +457,21 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     @Override
     void releasedLate(Transfer transfer)
     {
-        Receiving request = (Receiving) transfer.owner;
-        if (request.failure != null && !hasTransfers(request)) {
+        settle((Receiving) transfer.owner);
+    }
+
+    /** Reports a request once none of its transfers is in flight or retained: received when all succeeded, else its failure. */
+    private void settle(Receiving request)
+    {
+        if (hasTransfers(request)) {
+            return;
+        }
+        if (request.failure != null) {
             reportFailure(request);
+        }
+        else if (!request.ended && request.posted) {
+            sendParked(request);
+            receivedAll(request);
         }
     }
 

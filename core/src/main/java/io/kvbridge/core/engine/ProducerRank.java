@@ -21,7 +21,6 @@ import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -55,6 +54,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private final Map<String, Held> held = new HashMap<>();
     private final Map<String, String> heldByBase = new HashMap<>();
     private final Map<String, Stashed> stash = new HashMap<>();
+    // stashed registration keys by the base id they may match, so a finished prefill finds its registrations without a scan
+    private final Map<String, List<String>> stashByBase = new HashMap<>();
     private final Map<String, Long> served = new HashMap<>();
     private final List<Held> finishing = new ArrayList<>();
     private long nextLeaseCheck = Long.MAX_VALUE;
@@ -216,15 +217,33 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         held.put(request.id, request);
         heldByBase.put(RequestIds.baseId(request.id), request.id);
         nextLeaseCheck = Math.min(nextLeaseCheck, request.deadline);
-        List<String> matches = new ArrayList<>();
-        for (Map.Entry<String, Stashed> entry : stash.entrySet()) {
-            if (matches(request.id, entry.getValue().registration())) {
-                matches.add(entry.getKey());
+        List<String> candidates = stashByBase.get(RequestIds.baseId(request.id));
+        if (candidates == null) {
+            return;
+        }
+        for (String key : List.copyOf(candidates)) {
+            Stashed stashed = stash.get(key);
+            if (stashed != null && matches(request.id, stashed.registration())) {
+                unstash(key);
+                startPush(request, stashed.registration(), stashed.sender());
             }
         }
-        for (String key : matches) {
-            Stashed stashed = stash.remove(key);
-            startPush(request, stashed.registration(), stashed.sender());
+    }
+
+    private static String stashBase(Messages.Registration registration)
+    {
+        return RequestIds.baseId(registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId());
+    }
+
+    private void unstash(String key)
+    {
+        Stashed stashed = stash.remove(key);
+        if (stashed != null) {
+            String base = stashBase(stashed.registration());
+            List<String> keys = stashByBase.get(base);
+            if (keys != null && keys.remove(key) && keys.isEmpty()) {
+                stashByBase.remove(base);
+            }
         }
     }
 
@@ -253,6 +272,11 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private void completed(String requestId, String sender, int consumers)
     {
         Held request = held.get(requestId);
+        if (request == null && active.contains(requestId)) {
+            // the consumer can finish before this worker has run the prefillFinished command the caller queued
+            runCommands();
+            request = held.get(requestId);
+        }
         if (request == null || request.reason != null) {
             // the request completed, expired or was aborted already: the sender may hold stale data
             LOG.info("{}: notification from {} for request {} that is not held (completed, expired or aborted); its blocks may have been reused",
@@ -299,6 +323,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         if (request == null || request.reason != null) {
             stash.put(key, new Stashed(registration, sender, now() + stashNanos));
+            stashByBase.computeIfAbsent(stashBase(registration), ignored -> new ArrayList<>(1)).add(key);
             return;
         }
         startPush(request, registration, sender);
@@ -471,13 +496,17 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         if (now - nextStashCheck >= 0) {
             nextStashCheck = now + Math.min(stashNanos, 1_000_000_000L);
-            for (Iterator<Stashed> it = stash.values().iterator(); it.hasNext(); ) {
-                Stashed stashed = it.next();
-                if (now - stashed.expiry() >= 0) {
-                    LOG.info("{}: dropped push registration {} of consumer {}: no prefill with that id finished", name,
-                            stashed.registration().requestId(), stashed.registration().engineId());
-                    it.remove();
+            List<String> expired = new ArrayList<>();
+            for (Map.Entry<String, Stashed> entry : stash.entrySet()) {
+                if (now - entry.getValue().expiry() >= 0) {
+                    expired.add(entry.getKey());
                 }
+            }
+            for (String key : expired) {
+                Stashed stashed = stash.get(key);
+                LOG.info("{}: dropped push registration {} of consumer {}: no prefill with that id finished", name,
+                        stashed.registration().requestId(), stashed.registration().engineId());
+                unstash(key);
             }
             served.values().removeIf(expiry -> now - expiry >= 0);
         }

@@ -209,10 +209,7 @@ abstract class RankWorker
     final void step()
     {
         try {
-            Runnable command;
-            while ((command = commands.poll()) != null) {
-                command.run();
-            }
+            runCommands();
             transport.drainNotifications(this::received);
             long now = now();
             pollTransfers(now);
@@ -228,6 +225,15 @@ abstract class RankWorker
         }
         catch (RuntimeException e) {
             LOG.error("{}: worker step failed; continuing", name, e);
+        }
+    }
+
+    /** Runs every queued command; also called when a notification may refer to work a caller has queued but the worker not yet seen. */
+    final void runCommands()
+    {
+        Runnable command;
+        while ((command = commands.poll()) != null) {
+            command.run();
         }
     }
 

@@ -155,6 +155,27 @@ final class FailureTest
     }
 
     @Test
+    void aHandleWhoseReleaseFailsIsRetainedAndRetriedBeforeTheRequestEnds()
+    {
+        RecordingBackendFactory recording = new RecordingBackendFactory(new LocalBackendFactory());
+        try (EngineHarness harness = new EngineHarness(recording, SideChannelClock.system())) {
+            ProducerRank producer = harness.producer("p", harness.cache(SHAPE, Rank.single()), true, b -> b);
+            ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), false, b -> b);
+            // the READ's release is the first release: it fails, so does the retry in the same round and the one after
+            recording.failingReleases.set(3);
+            consumer.blocksAllocated("d", producer.prefillFinished("r", ids(1)), TransferMode.PULL, ids(2));
+            stepUntil(() -> consumer.audit().retainedHandles() == 1, "retained", consumer);
+            assertTrue(consumer.poll().isEmpty(), "not received while its handle is retained");
+            List<String> received = new ArrayList<>();
+            stepUntil(() -> EngineHarness.collect(consumer, received, new ArrayList<>()) != null && received.size() == 1, "released and received",
+                    consumer);
+            assertEquals(0, recording.failingReleases.get());
+            assertEquals(0, consumer.audit().retainedHandles());
+            assertEquals(0, consumer.audit().transport().transfers());
+        }
+    }
+
+    @Test
     void badInputIsRefusedAtTheCall()
     {
         try (EngineHarness harness = new EngineHarness()) {

@@ -65,6 +65,21 @@ final class LeaseTest
     }
 
     @Test
+    void aCompletionThatOvertakesTheQueuedPrefillStillCompletesIt()
+    {
+        try (EngineHarness harness = new EngineHarness(new LocalBackendFactory(), clock)) {
+            ProducerRank producer = harness.producer("p", harness.cache(TestCache.Shape.of(1, 16, false), Rank.single()), false, b -> b);
+            producer.prefillFinished("fast", ids(1));
+            // the worker drains a consumer's completion before it ran the queued prefillFinished
+            producer.onNotification("consumer-agent", Messages.completion("fast", 1));
+            assertEquals(List.of(new FreedRequest("fast", FreeReason.COMPLETED)), producer.poll());
+            steps(producer, 5);
+            assertEquals(0, producer.audit().leasesHeld());
+            assertEquals(List.of(), producer.poll());
+        }
+    }
+
+    @Test
     void aCallerClockFarBehindStillGivesTheFullLease()
     {
         try (EngineHarness harness = new EngineHarness(new LocalBackendFactory(), clock)) {

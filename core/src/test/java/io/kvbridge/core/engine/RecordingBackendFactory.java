@@ -2,6 +2,7 @@ package io.kvbridge.core.engine;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 
+import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.Availability;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Wraps another factory's transports and records, per agent, the posts each one made and the
@@ -30,6 +32,8 @@ final class RecordingBackendFactory implements TransferBackendFactory
     private final TransferBackendFactory delegate;
     final Map<String, List<String>> received = new ConcurrentHashMap<>();
     final Map<String, List<TransferOp>> posts = new ConcurrentHashMap<>();
+    /** While positive, each release throws instead of releasing, and counts this down. */
+    final AtomicInteger failingReleases = new AtomicInteger();
 
     RecordingBackendFactory(TransferBackendFactory delegate)
     {
@@ -156,6 +160,9 @@ final class RecordingBackendFactory implements TransferBackendFactory
             @Override
             public void release(long handle)
             {
+                if (failingReleases.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "injected release failure");
+                }
                 backend.release(handle);
             }
 
