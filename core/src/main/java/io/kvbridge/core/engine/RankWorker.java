@@ -444,7 +444,8 @@ abstract class RankWorker
 
     private void evicted(RemoteEngine engine)
     {
-        String prefix = engine.engineId() + "@";
+        // every peer, list and plan of a remote side channel is cached under "<remote key>|..."
+        String prefix = remoteKey(engine.engineId(), new SideChannelAddress(engine.address().getHostString(), engine.address().getPort())) + "|";
         enqueue(() -> forget(prefix));
     }
 

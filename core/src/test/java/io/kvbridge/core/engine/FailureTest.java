@@ -176,6 +176,36 @@ final class FailureTest
     }
 
     @Test
+    void anIdleProducerEngineIsEvictedButNeverWhileATransferToItIsInFlight()
+    {
+        ManualClock clock = new ManualClock();
+        FaultInjectingBackendFactory stalls = new FaultInjectingBackendFactory(new LocalBackendFactory(), FaultPlan.none(5).withStalls(1.0));
+        try (EngineHarness harness = new EngineHarness(stalls, clock)) {
+            ProducerRank producer = harness.producer("p", harness.cache(SHAPE, Rank.single()), true, b -> b);
+            ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), false, b -> b.transferTimeout(Duration.ofHours(1)));
+            consumer.blocksAllocated("d", producer.prefillFinished("r", ids(1)), TransferMode.PULL, ids(2));
+            stepUntil(() -> consumer.registered("d"), "posted", consumer);
+            String key = RankWorker.remoteKey("p", producer.ownAddress);
+            // the engine TTL is 10 minutes: idle much longer, but a transfer to it is in flight
+            clock.advance(Duration.ofMinutes(30));
+            for (int i = 0; i < 5; i++) {
+                consumer.step();
+            }
+            assertTrue(consumer.remotes.cached(key).isPresent(), "not evicted while a transfer is in flight");
+            assertEquals(1, consumer.audit().inFlightTransfers());
+            // the stalled transfer passes its deadline, is released, and the engine becomes idle
+            clock.advance(Duration.ofMinutes(31));
+            List<ReceiveFailure> failed = new ArrayList<>();
+            stepUntil(() -> EngineHarness.collect(consumer, new ArrayList<>(), failed) != null && failed.size() == 1, "stalled", consumer);
+            assertEquals(ErrorCode.DEADLINE_EXCEEDED, failed.getFirst().code());
+            assertTrue(consumer.audit().transport().preparedLists() > 0);
+            clock.advance(Duration.ofMinutes(11));
+            stepUntil(() -> consumer.remotes.cached(key).isEmpty() && consumer.audit().transport().preparedLists() == 0
+                    && consumer.audit().transport().peers() == 0, "evicted with its lists and peers", consumer);
+        }
+    }
+
+    @Test
     void badInputIsRefusedAtTheCall()
     {
         try (EngineHarness harness = new EngineHarness()) {

@@ -91,6 +91,19 @@ final class PushMatchingTest
                 30_000);
     }
 
+    /** Steps the producer until the consumer received the pushed request and the producer freed it on the acknowledgement. */
+    private static void awaitPushedAndAcknowledged(EngineHarness harness, ProducerRank producer, ConsumerRank consumer, FreedRequest expected)
+    {
+        List<String> received = new ArrayList<>();
+        stepUntil(() -> EngineHarness.collect(consumer, received, new ArrayList<>()) != null && received.size() == 1, "pushed", producer);
+        List<FreedRequest> freed = new ArrayList<>();
+        stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "acknowledged", producer);
+        assertEquals(expected, freed.getFirst());
+        assertEquals(1, harness.registry.get("kvbridge.transfer.time").timer().count(), "one write");
+        assertEquals(0, producer.audit().stashedRegistrations());
+        assertEquals(0, producer.audit().leasesHeld());
+    }
+
     @Test
     void registrationFirstMatchesByBaseIdAndStartsThePushOnce()
     {
@@ -104,15 +117,8 @@ final class PushMatchingTest
             stepUntil(() -> producer.audit().stashedRegistrations() == 1, "registration stashed", producer);
             producerCache.fill(2, new int[] {0, 1});
             producer.prefillFinished("X-1a2b3c4d", ids(0, 1));
-            List<String> received = new ArrayList<>();
-            stepUntil(() -> EngineHarness.collect(consumer, received, new ArrayList<>()) != null && received.size() == 1, "pushed", producer);
+            awaitPushedAndAcknowledged(harness, producer, consumer, new FreedRequest("X-1a2b3c4d", FreeReason.COMPLETED));
             consumerCache.check(2, new int[] {6, 7}, 2);
-            List<FreedRequest> freed = new ArrayList<>();
-            stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "acknowledged", producer);
-            assertEquals(new FreedRequest("X-1a2b3c4d", FreeReason.COMPLETED), freed.getFirst());
-            assertEquals(1, harness.registry.get("kvbridge.transfer.time").timer().count(), "one write");
-            assertEquals(0, producer.audit().stashedRegistrations());
-            assertEquals(0, producer.audit().leasesHeld());
         }
     }
 
@@ -130,15 +136,8 @@ final class PushMatchingTest
             stepUntil(() -> producer.audit().leasesHeld() == 1, "held", producer);
             assertEquals(0, producer.audit().stashedRegistrations());
             consumer.blocksAllocated("Y-ABCDEF01", params.withRequestId(""), TransferMode.PUSH, ids(3));
-            List<String> received = new ArrayList<>();
-            stepUntil(() -> EngineHarness.collect(consumer, received, new ArrayList<>()) != null && received.size() == 1, "pushed", producer);
+            awaitPushedAndAcknowledged(harness, producer, consumer, new FreedRequest("Y-00000000", FreeReason.COMPLETED));
             consumerCache.check(4, new int[] {3}, 1);
-            List<FreedRequest> freed = new ArrayList<>();
-            stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "acknowledged", producer);
-            assertEquals(FreeReason.COMPLETED, freed.getFirst().reason());
-            assertEquals(1, harness.registry.get("kvbridge.transfer.time").timer().count(), "one write");
-            assertEquals(0, producer.audit().stashedRegistrations());
-            assertEquals(0, producer.audit().leasesHeld());
         }
     }
 
