@@ -1,5 +1,7 @@
 package io.kvbridge.core.engine;
 
+import static java.util.Objects.requireNonNull;
+
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
@@ -16,12 +18,15 @@ import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -107,8 +112,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     static int[] logicalCapacities(CacheGeometry geometry)
     {
         int[] capacity = new int[geometry.groups().size()];
-        java.util.Arrays.fill(capacity, Integer.MAX_VALUE);
-        for (var region : geometry.regions()) {
+        Arrays.fill(capacity, Integer.MAX_VALUE);
+        for (Region region : geometry.regions()) {
             int logical = region.capacity() / geometry.kernelBlocksPerLogical();
             for (int g = 0; g < capacity.length; g++) {
                 if (region.groupId() < 0 || region.groupId() == g) {
@@ -128,7 +133,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             for (int i = 0; i < blocks.size(g); i++) {
                 int id = blocks.get(g, i);
                 if (id >= logicalCapacity[g]) {
-                    throw new KvBridgeException(ErrorCode.BLOCK_OUT_OF_RANGE, String.format(java.util.Locale.ROOT,
+                    throw new KvBridgeException(ErrorCode.BLOCK_OUT_OF_RANGE, String.format(Locale.ROOT,
                             "%s block id=%d of group %d is outside the cache: every region of that group holds %d logical blocks", side, id, g,
                             logicalCapacity[g]));
                 }
@@ -154,7 +159,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     {
         checkOpen();
         checkId(requestId);
-        java.util.Objects.requireNonNull(blocks, "blocks is null");
+        requireNonNull(blocks, "blocks is null");
         checkBlocks(blocks, logicalCapacity, "producer");
         // clocks of other processes are not comparable: only the remaining duration is carried over
         long deadline = now() + Math.max(0, callerDeadlineNanos - callerNowNanos);

@@ -75,6 +75,7 @@ abstract class RankWorker
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread thread;
     private volatile boolean running = true;
+    private boolean shutDown;
 
     // worker-confined state
     final List<Transfer> transfers = new ArrayList<>();
@@ -544,8 +545,6 @@ abstract class RankWorker
         shutdown();
         services.closed(this);
     }
-
-    private boolean shutDown;
 
     private synchronized void shutdown()
     {

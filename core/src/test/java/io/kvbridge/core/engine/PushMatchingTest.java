@@ -1,6 +1,5 @@
 package io.kvbridge.core.engine;
 
-import static io.kvbridge.core.engine.EngineHarness.await;
 import static io.kvbridge.core.engine.EngineHarness.stepUntil;
 import static io.kvbridge.core.engine.TestCache.ids;
 import static org.junit.jupiter.api.Assertions.assertEquals;
