@@ -163,6 +163,39 @@ final class TransferLifecycleTest
         }
     }
 
+    @ParameterizedTest
+    @EnumSource(TransferMode.class)
+    void consumerTp2RanksEachTakeTheirHeadsFromAProducerTp1(TransferMode mode)
+    {
+        try (EngineHarness harness = new EngineHarness()) {
+            TestCache.Shape shape = TestCache.Shape.of(2, 16, false);
+            TestCache producerCache = harness.cache(shape, SINGLE);
+            producerCache.fill(4, new int[] {5, 6, 7});
+            ProducerRank producer = harness.producer("tp1", producerCache, true, b -> b);
+            List<TestCache> consumerCaches = List.of(harness.cache(shape, new Rank(0, 1, 0, 2)), harness.cache(shape, new Rank(0, 1, 1, 2)));
+            List<ConsumerRank> consumers = new ArrayList<>();
+            for (TestCache cache : consumerCaches) {
+                consumers.add(harness.consumer("tp2", cache, true, b -> b));
+            }
+            TransferParams params = producer.prefillFinished("r", ids(5, 6, 7));
+            for (ConsumerRank consumer : consumers) {
+                consumer.blocksAllocated("d", params, mode, ids(0, 1, 2));
+            }
+            for (int c = 0; c < 2; c++) {
+                ConsumerRank consumer = consumers.get(c);
+                List<String> received = new ArrayList<>();
+                List<ReceiveFailure> failed = new ArrayList<>();
+                await(() -> EngineHarness.collect(consumer, received, failed) != null && received.size() + failed.size() == 1, "received");
+                assertEquals(List.of(), failed);
+                consumerCaches.get(c).check(4, new int[] {0, 1, 2}, 3);
+            }
+            // the producer rank is freed only when both consumer ranks are done
+            List<FreedRequest> freed = new ArrayList<>();
+            await(() -> EngineHarness.drain(producer, freed).size() == 1, "freed");
+            assertEquals(new FreedRequest("r", FreeReason.COMPLETED), freed.getFirst());
+        }
+    }
+
     @Test
     void fullPrefixHitOnlyTellsTheProducerToFree()
     {
