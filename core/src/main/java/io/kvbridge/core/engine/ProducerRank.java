@@ -62,6 +62,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     // stashed registration keys by the base id they may match, so a finished prefill finds its registrations without a scan
     private final Map<String, List<String>> stashByBase = new HashMap<>();
     private final Map<String, Long> served = new HashMap<>();
+    // requests reported recently: a registration naming one of them arrived too late and is dropped, not stashed
+    private final Map<String, Long> ended = new HashMap<>();
     private final List<Held> finishing = new ArrayList<>();
     private long nextLeaseCheck = Long.MAX_VALUE;
     private long nextStashCheck;
@@ -220,6 +222,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             return;
         }
         held.put(request.id, request);
+        ended.remove(request.id);
         heldByBase.put(RequestIds.baseId(request.id), request.id);
         nextLeaseCheck = Math.min(nextLeaseCheck, request.deadline);
         List<String> candidates = stashByBase.get(RequestIds.baseId(request.id));
@@ -325,6 +328,11 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                 String id = heldByBase.get(RequestIds.baseId(registration.requestId()));
                 request = id == null ? null : held.get(id);
             }
+        }
+        if (request == null && ended.containsKey(registration.producerRequestId())) {
+            LOG.info("{}: dropped push registration {} from {}: request {} already ended (completed, expired or aborted)", name,
+                    registration.requestId(), sender, registration.producerRequestId());
+            return;
         }
         if (request == null || request.reason != null) {
             stash.put(key, new Stashed(registration, sender, now() + stashNanos));
@@ -469,6 +477,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
 
     private void report(Held request, FreeReason reason)
     {
+        ended.put(request.id, now() + stashNanos);
         active.remove(request.id);
         freed.add(new FreedRequest(request.id, reason));
     }
@@ -514,6 +523,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                 unstash(key);
             }
             served.values().removeIf(expiry -> now - expiry >= 0);
+            ended.values().removeIf(expiry -> now - expiry >= 0);
         }
     }
 }

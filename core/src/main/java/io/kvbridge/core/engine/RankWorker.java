@@ -57,6 +57,9 @@ abstract class RankWorker
     private static final Logger LOG = LoggerFactory.getLogger(RankWorker.class);
     private static final long ACTIVE_PARK_NANOS = 50_000;
     private static final long IDLE_PARK_NANOS = 500_000;
+    // after any work the worker polls at the active rate for a while: the next message of a
+    // conversation (write after registration, acknowledgement after write) usually follows within it
+    private static final long BUSY_WINDOW_NANOS = 5_000_000;
     private static final long EVICTION_CHECK_NANOS = 1_000_000_000L;
 
     final EngineServices services;
@@ -85,6 +88,7 @@ abstract class RankWorker
     private final Map<String, Prepared> lists = new HashMap<>();
     private final Map<String, List<TransferPlan>> plans = new HashMap<>();
     private long nextEvictionCheck;
+    private long lastWorkNanos;
     int[] scratchA = new int[256];
     int[] scratchB = new int[256];
 
@@ -196,8 +200,12 @@ abstract class RankWorker
     private void loop()
     {
         while (running) {
-            step();
-            LockSupport.parkNanos(transfers.isEmpty() ? IDLE_PARK_NANOS : ACTIVE_PARK_NANOS);
+            boolean worked = step();
+            long now = System.nanoTime();
+            if (worked || !transfers.isEmpty()) {
+                lastWorkNanos = now;
+            }
+            LockSupport.parkNanos(now - lastWorkNanos < BUSY_WINDOW_NANOS ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
         }
         shutdown();
     }
@@ -206,12 +214,15 @@ abstract class RankWorker
      * Runs one round of the worker: queued commands, notifications, transfers, released handles,
      * timers. The worker thread calls it in a loop; a rank built without its thread (tests) is
      * stepped by hand, so that every interleaving of clock, notifications and commands is chosen.
+     *
+     * @return whether a command or a notification was handled.
      */
-    final void step()
+    final boolean step()
     {
+        boolean worked = false;
         try {
-            runCommands();
-            transport.drainNotifications(this::received);
+            worked = runCommands();
+            worked |= transport.drainNotifications(this::received) > 0;
             long now = now();
             pollTransfers(now);
             retryReleases();
@@ -227,15 +238,19 @@ abstract class RankWorker
         catch (RuntimeException e) {
             LOG.error("{}: worker step failed; continuing", name, e);
         }
+        return worked;
     }
 
     /** Runs every queued command; also called when a notification may refer to work a caller has queued but the worker not yet seen. */
-    final void runCommands()
+    final boolean runCommands()
     {
+        boolean ran = false;
         Runnable command;
         while ((command = commands.poll()) != null) {
             command.run();
+            ran = true;
         }
+        return ran;
     }
 
     private void received(String sender, byte[] message)

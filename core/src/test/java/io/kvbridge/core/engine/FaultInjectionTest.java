@@ -70,7 +70,12 @@ final class FaultInjectionTest
                 int i = Integer.parseInt(id.substring(2));
                 consumerCache.check(i, new int[] {REQUESTS - 1 - i}, 1);
             }
-            await(() -> producer.audit().idle() && consumer.audit().idle(), "idle audits");
+            try {
+                await(() -> producer.audit().idle() && consumer.audit().idle(), "idle audits");
+            }
+            catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + ": producer " + producer.audit() + ", consumer " + consumer.audit(), e);
+            }
             assertEquals(0, harness.services.audit().leasesHeld());
         }
         Set<String> consumerIds = new HashSet<>(received);

@@ -80,6 +80,24 @@ final class LeaseTest
     }
 
     @Test
+    void aRegistrationThatArrivesAfterTheLeaseExpiredIsDroppedNotStashed()
+    {
+        try (EngineHarness harness = new EngineHarness(new LocalBackendFactory(), clock)) {
+            ProducerRank producer = harness.producer("p", harness.cache(TestCache.Shape.of(1, 16, false), Rank.single()), false, b -> b);
+            producer.prefillFinished("slow", ids(1));
+            stepUntil(() -> producer.audit().leasesHeld() == 1, "held", producer);
+            clock.advance(Duration.ofSeconds(31));
+            List<FreedRequest> freed = new ArrayList<>();
+            stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "expired", producer);
+            harness.rawPeerTo(producer).send(Messages.registration(new Messages.Registration("d-slow", "slow", "d", "127.0.0.1", 1, 0, 0, 1, true,
+                    ids(2))));
+            steps(producer, 10);
+            assertEquals(0, producer.audit().stashedRegistrations());
+            assertEquals(List.of(), producer.poll());
+        }
+    }
+
+    @Test
     void aCallerClockFarBehindStillGivesTheFullLease()
     {
         try (EngineHarness harness = new EngineHarness(new LocalBackendFactory(), clock)) {
