@@ -90,6 +90,19 @@ final class PushMatchingTest
                 30_000);
     }
 
+    /** A producer stepped by hand and a running consumer, both with two layers. */
+    private record PushPair(TestCache producerCache, TestCache consumerCache, ProducerRank producer, ConsumerRank consumer)
+    {
+        static PushPair create(EngineHarness harness)
+        {
+            TestCache.Shape shape = TestCache.Shape.of(2, 16, false);
+            TestCache producerCache = harness.cache(shape, Rank.single());
+            TestCache consumerCache = harness.cache(shape, Rank.single());
+            return new PushPair(producerCache, consumerCache, harness.producer("p", producerCache, false, b -> b),
+                    harness.consumer("d", consumerCache, true, b -> b));
+        }
+    }
+
     /** Steps the producer until the consumer received the pushed request and the producer freed it on the acknowledgement. */
     private static void awaitPushedAndAcknowledged(EngineHarness harness, ProducerRank producer, ConsumerRank consumer, FreedRequest expected)
     {
@@ -107,11 +120,11 @@ final class PushMatchingTest
     void registrationFirstMatchesByBaseIdAndStartsThePushOnce()
     {
         try (EngineHarness harness = new EngineHarness()) {
-            TestCache.Shape shape = TestCache.Shape.of(2, 16, false);
-            TestCache producerCache = harness.cache(shape, Rank.single());
-            TestCache consumerCache = harness.cache(shape, Rank.single());
-            ProducerRank producer = harness.producer("p", producerCache, false, b -> b);
-            ConsumerRank consumer = harness.consumer("d", consumerCache, true, b -> b);
+            PushPair pair = PushPair.create(harness);
+            TestCache producerCache = pair.producerCache();
+            TestCache consumerCache = pair.consumerCache();
+            ProducerRank producer = pair.producer();
+            ConsumerRank consumer = pair.consumer();
             consumer.blocksAllocated("X-deadbeef", routerFirst(producer), TransferMode.PUSH, ids(6, 7));
             stepUntil(() -> producer.audit().stashedRegistrations() == 1, "registration stashed", producer);
             producerCache.fill(2, new int[] {0, 1});
@@ -125,11 +138,11 @@ final class PushMatchingTest
     void blocksFirstStartThePushOnceWhenTheRegistrationArrives()
     {
         try (EngineHarness harness = new EngineHarness()) {
-            TestCache.Shape shape = TestCache.Shape.of(2, 16, false);
-            TestCache producerCache = harness.cache(shape, Rank.single());
-            TestCache consumerCache = harness.cache(shape, Rank.single());
-            ProducerRank producer = harness.producer("p", producerCache, false, b -> b);
-            ConsumerRank consumer = harness.consumer("d", consumerCache, true, b -> b);
+            PushPair pair = PushPair.create(harness);
+            TestCache producerCache = pair.producerCache();
+            TestCache consumerCache = pair.consumerCache();
+            ProducerRank producer = pair.producer();
+            ConsumerRank consumer = pair.consumer();
             producerCache.fill(4, new int[] {9});
             TransferParams params = producer.prefillFinished("Y-00000000", ids(9));
             stepUntil(() -> producer.audit().leasesHeld() == 1, "held", producer);
