@@ -25,8 +25,9 @@ public interface ConsumerConnector extends AutoCloseable
      * @param blocks the consumer's logical block ids per cache group (its uncached suffix); all
      *     groups empty for a full prefix-cache hit, which only tells the producer to free its blocks.
      * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} for a malformed id, an id
-     *     in progress, block ids that do not fit the cache, or a mode either side does not serve;
-     *     {@code UNSUPPORTED} for push into mixed host and device caches; {@code CLOSED} after close.
+     *     in progress, block ids for another number of cache groups, or a mode either side does not
+     *     serve; {@code BLOCK_OUT_OF_RANGE} for a block id outside the cache; {@code CLOSED} after close.
+     *     (A consumer whose caches mix host and device memory refuses push when it is created.)
      */
     void blocksAllocated(String requestId, TransferParams params, TransferMode mode, BlockIds blocks);
 

@@ -24,8 +24,9 @@ public interface ProducerConnector extends AutoCloseable
      * @param requestId the request's id; printable ASCII, see {@link RequestIds#problem}.
      * @param blocks the request's logical block ids per cache group; empty groups when nothing is held.
      * @return the parameters the router forwards to the consumer.
-     * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} for a malformed id, a
-     *     block id outside the cache, or an id already held; {@code CLOSED} after {@link #close()}.
+     * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} for a malformed id, an id
+     *     already held, or block ids for another number of cache groups; {@code BLOCK_OUT_OF_RANGE}
+     *     for a block id outside the cache; {@code CLOSED} after {@link #close()}.
      */
     TransferParams prefillFinished(String requestId, BlockIds blocks);
 

@@ -80,6 +80,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         final int[][] blocks;
         long deadline;
         final List<String> doneBy = new ArrayList<>(2);
+        final List<String> registrations = new ArrayList<>(1);
         int expected;
         boolean failed;
         FreeReason reason;
@@ -349,7 +350,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
 
     private void startPush(Held request, Messages.Registration registration, String sender)
     {
-        served.put(registrationKey(registration), now() + stashNanos);
+        String key = registrationKey(registration);
+        served.put(key, now() + stashNanos);
+        request.registrations.add(key);
         if (!registration.write()) {
             // this rank holds a replica the consumer does not need: the registration frees it
             completed(request.id, sender, registration.consumers());
@@ -478,6 +481,10 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private void report(Held request, FreeReason reason)
     {
         ended.put(request.id, now() + stashNanos);
+        // a consumer may use the same request id again for a new request once this one ended
+        for (String key : request.registrations) {
+            served.remove(key);
+        }
         active.remove(request.id);
         freed.add(new FreedRequest(request.id, reason));
     }
