@@ -206,6 +206,24 @@ final class FailureTest
     }
 
     @Test
+    void abortCancelsAStalledWriteBeforeTheBlocksAreReported()
+    {
+        FaultInjectingBackendFactory stalls = new FaultInjectingBackendFactory(new LocalBackendFactory(), FaultPlan.none(9).withStalls(1.0));
+        try (EngineHarness harness = new EngineHarness(stalls, SideChannelClock.system())) {
+            ProducerRank producer = harness.producer("p", harness.cache(SHAPE, Rank.single()), false, b -> b);
+            ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), true, b -> b);
+            consumer.blocksAllocated("d", producer.prefillFinished("r", ids(1)), TransferMode.PUSH, ids(2));
+            stepUntil(() -> producer.audit().inFlightTransfers() == 1, "write posted", producer);
+            producer.abort("r");
+            List<FreedRequest> freed = new ArrayList<>();
+            stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "aborted", producer);
+            assertEquals(new FreedRequest("r", FreeReason.ABORTED), freed.getFirst());
+            assertEquals(0, producer.audit().inFlightTransfers());
+            assertEquals(0, producer.audit().transport().transfers(), "the stalled write was released before the blocks were reported");
+        }
+    }
+
+    @Test
     void badInputIsRefusedAtTheCall()
     {
         try (EngineHarness harness = new EngineHarness()) {

@@ -154,6 +154,26 @@ final class PushMatchingTest
     }
 
     @Test
+    void aConsumerMayReuseARequestIdOnceTheRequestEnded()
+    {
+        try (EngineHarness harness = new EngineHarness()) {
+            PushPair pair = PushPair.create(harness);
+            for (int round = 0; round < 2; round++) {
+                pair.producerCache().fill(round, new int[] {round});
+                TransferParams params = pair.producer().prefillFinished("prefill-" + round, ids(round));
+                pair.consumer().blocksAllocated("same-id", params, TransferMode.PUSH, ids(5));
+                List<String> received = new ArrayList<>();
+                stepUntil(() -> EngineHarness.collect(pair.consumer(), received, new ArrayList<>()) != null && received.size() == 1, "pushed",
+                        pair.producer());
+                pair.consumerCache().check(round, new int[] {5}, 1);
+                List<FreedRequest> freed = new ArrayList<>();
+                stepUntil(() -> EngineHarness.drain(pair.producer(), freed).size() == 1, "acknowledged", pair.producer());
+                assertEquals(new FreedRequest("prefill-" + round, FreeReason.COMPLETED), freed.getFirst());
+            }
+        }
+    }
+
+    @Test
     void aDuplicateRegistrationStagesOneEntryAndAMalformedOneIsDroppedWithALogLine()
     {
         Logger logger = (Logger) LoggerFactory.getLogger(ProducerRank.class);
