@@ -45,7 +45,48 @@ public interface KvBridge extends AutoCloseable
      */
     CacheLayout layout(String name, Map<String, String> config);
 
-    /** Closes the transport and releases everything it holds. Idempotent. */
+    /**
+     * Starts the producer connector of one rank: registers the rank's caches with a transport instance
+     * of its own and serves the rank's metadata on the engine's side channel (shared by every rank of
+     * the engine created through this bridge).
+     *
+     * @param settings the rank's settings.
+     * @return the running connector, closed by the caller (or by {@link #close()}).
+     * @throws KvBridgeException {@code CONFIG_INVALID}, {@code ALREADY_REGISTERED},
+     *     {@code MEMORY_KIND_UNSUPPORTED} or {@code UNSUPPORTED} (push over mixed host and device caches).
+     */
+    ProducerConnector producer(ConnectorSettings settings);
+
+    /**
+     * Starts the consumer connector of one rank, as {@link #producer} does for producers.
+     *
+     * @param settings the rank's settings.
+     * @return the running connector, closed by the caller (or by {@link #close()}).
+     */
+    ConsumerConnector consumer(ConnectorSettings settings);
+
+    /**
+     * Sums the audits of every connector still open: an idle engine holds no request, transfer,
+     * lease or stashed registration.
+     *
+     * @return the sum.
+     */
+    ConnectorAudit audit();
+
+    /**
+     * Returns the metrics registry, so that an engine can scrape it or add its own registry to it.
+     * The bridge records into a Micrometer {@code CompositeMeterRegistry}; ask for
+     * {@code io.micrometer.core.instrument.MeterRegistry} or {@code CompositeMeterRegistry}.
+     * Meter names start with {@code kvbridge.} ({@code kvbridge_} in Prometheus).
+     *
+     * @param type the registry type wanted.
+     * @param <T> that type.
+     * @return the registry.
+     * @throws KvBridgeException {@code UNSUPPORTED} when the registry is not of that type.
+     */
+    <T> T metricsRegistry(Class<T> type);
+
+    /** Closes every connector, then the transport, and releases everything they hold. Idempotent. */
     @Override
     void close();
 

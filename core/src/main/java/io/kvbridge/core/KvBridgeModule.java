@@ -6,10 +6,16 @@ import com.google.inject.AbstractModule;
 import com.google.inject.Provides;
 import com.google.inject.Scopes;
 import com.google.inject.Singleton;
+import io.kvbridge.core.engine.EngineServices;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.core.sidechannel.SideChannelClock;
+import io.kvbridge.core.sidechannel.SideChannelSettings;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,5 +53,16 @@ final class KvBridgeModule extends AbstractModule
         LOG.info("kvbridge {}; selected transport {}{} as agent {}", plugins.summary(), selected.name(),
                 bridgeSettings.transport().equals("auto") ? " (auto)" : "", bridgeSettings.agentName());
         return transport;
+    }
+
+    @Provides
+    @Singleton
+    EngineServices engineServices(PluginRegistry plugins, BridgeSettings bridgeSettings)
+    {
+        DiscoveredTransport selected = plugins.selectTransport(bridgeSettings.transport());
+        CompositeMeterRegistry registry = new CompositeMeterRegistry();
+        registry.add(new SimpleMeterRegistry());
+        return new EngineServices(selected.factory(), bridgeSettings.transportConfig(), bridgeSettings.agentName(), SideChannelClock.system(),
+                SideChannelSettings.builder().build(), registry, Duration.ofSeconds(10));
     }
 }

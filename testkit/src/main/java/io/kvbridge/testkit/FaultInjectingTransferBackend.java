@@ -4,12 +4,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import io.kvbridge.spi.memory.Allocation;
-import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.BackendResources;
-import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.NotificationSink;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
@@ -32,7 +27,7 @@ import java.util.SplittableRandom;
  * never hears of it; every other transfer passes through untouched. With {@link FaultPlan#none}
  * the wrapper behaves exactly like the transport it wraps.
  */
-public final class FaultInjectingTransferBackend implements TransferBackend
+public final class FaultInjectingTransferBackend extends ForwardingTransferBackend
 {
     private enum Fate
     {
@@ -43,7 +38,6 @@ public final class FaultInjectingTransferBackend implements TransferBackend
     {
     }
 
-    private final TransferBackend delegate;
     private final FaultPlan plan;
     private final SplittableRandom random;
     private final Map<Long, Fate> faulty = new HashMap<>();
@@ -59,7 +53,7 @@ public final class FaultInjectingTransferBackend implements TransferBackend
      */
     public FaultInjectingTransferBackend(TransferBackend delegate, FaultPlan plan)
     {
-        this.delegate = requireNonNull(delegate, "delegate is null");
+        super(delegate);
         this.plan = requireNonNull(plan, "plan is null");
         this.random = new SplittableRandom(plan.seed());
     }
@@ -100,72 +94,6 @@ public final class FaultInjectingTransferBackend implements TransferBackend
     }
 
     @Override
-    public String name()
-    {
-        return delegate.name();
-    }
-
-    @Override
-    public String agentName()
-    {
-        return delegate.agentName();
-    }
-
-    @Override
-    public void register(Allocation allocation)
-    {
-        delegate.register(allocation);
-    }
-
-    @Override
-    public void deregister(Allocation allocation)
-    {
-        delegate.deregister(allocation);
-    }
-
-    @Override
-    public Allocation allocate(long bytes, MemoryKind kind, int device)
-    {
-        return delegate.allocate(bytes, kind, device);
-    }
-
-    @Override
-    public byte[] localMetadata()
-    {
-        return delegate.localMetadata();
-    }
-
-    @Override
-    public Peer connect(byte[] peerMetadata)
-    {
-        return delegate.connect(peerMetadata);
-    }
-
-    @Override
-    public void disconnect(Peer peer)
-    {
-        delegate.disconnect(peer);
-    }
-
-    @Override
-    public PreparedList prepareLocal(DescriptorList descriptors)
-    {
-        return delegate.prepareLocal(descriptors);
-    }
-
-    @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
-    {
-        return delegate.prepareRemote(peer, descriptors);
-    }
-
-    @Override
-    public void releasePrepared(PreparedList list)
-    {
-        delegate.releasePrepared(list);
-    }
-
-    @Override
     public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
     {
         Fate fate;
@@ -184,9 +112,9 @@ public final class FaultInjectingTransferBackend implements TransferBackend
             }
         }
         if (fate == Fate.NORMAL) {
-            return delegate.post(op, local, localIndices, remote, remoteIndices, count, notification);
+            return delegate().post(op, local, localIndices, remote, remoteIndices, count, notification);
         }
-        long handle = delegate.post(op, local, localIndices, remote, remoteIndices, count, null);
+        long handle = delegate().post(op, local, localIndices, remote, remoteIndices, count, null);
         synchronized (this) {
             faulty.put(handle, fate);
         }
@@ -196,7 +124,7 @@ public final class FaultInjectingTransferBackend implements TransferBackend
     @Override
     public TransferStatus status(long handle)
     {
-        TransferStatus status = delegate.status(handle);
+        TransferStatus status = delegate().status(handle);
         Fate fate;
         synchronized (this) {
             fate = faulty.get(handle);
@@ -214,25 +142,19 @@ public final class FaultInjectingTransferBackend implements TransferBackend
         synchronized (this) {
             fate = faulty.get(handle);
         }
-        if (fate == Fate.ERROR && delegate.status(handle).terminal()) {
+        if (fate == Fate.ERROR && delegate().status(handle).terminal()) {
             return Optional.of(new KvBridgeException(ErrorCode.TRANSFER_FAILED, "injected transfer error (fault plan seed=" + plan.seed() + ")"));
         }
-        return fate == Fate.STALL ? Optional.empty() : delegate.failure(handle);
+        return fate == Fate.STALL ? Optional.empty() : delegate().failure(handle);
     }
 
     @Override
     public void release(long handle)
     {
-        delegate.release(handle);
+        delegate().release(handle);
         synchronized (this) {
             faulty.remove(handle);
         }
-    }
-
-    @Override
-    public void notify(Peer peer, byte[] message)
-    {
-        delegate.notify(peer, message);
     }
 
     @Override
@@ -241,7 +163,7 @@ public final class FaultInjectingTransferBackend implements TransferBackend
         List<Held> ready = new ArrayList<>();
         synchronized (this) {
             drains++;
-            delegate.drainNotifications((sender, message) -> {
+            delegate().drainNotifications((sender, message) -> {
                 double draw = random.nextDouble();
                 if (draw < plan.dropNotification()) {
                     counters.droppedNotifications++;
@@ -274,15 +196,9 @@ public final class FaultInjectingTransferBackend implements TransferBackend
     }
 
     @Override
-    public BackendResources resources()
-    {
-        return delegate.resources();
-    }
-
-    @Override
     public void close()
     {
-        delegate.close();
+        delegate().close();
         synchronized (this) {
             faulty.clear();
             held.clear();

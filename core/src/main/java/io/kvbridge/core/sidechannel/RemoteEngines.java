@@ -105,6 +105,24 @@ public final class RemoteEngines
      */
     public CompletableFuture<RemoteEngine> handshake(String engineId, InetSocketAddress address, Collection<RankKey> ranks)
     {
+        return handshake(engineId, engineId, address, ranks);
+    }
+
+    /**
+     * Like {@link #handshake(String, InetSocketAddress, Collection)}, with the result cached under
+     * its own key: the stages of one engine served by different processes have one engine id but
+     * several side channels, each cached under a key of its own (for example {@code id@host:port}).
+     * {@link #cached}, {@link #touch} and {@link #markInFlight} take the key.
+     *
+     * @param key the cache key.
+     * @param engineId the engine expected at the address.
+     * @param address the side channel.
+     * @param ranks the ranks whose metadata is needed.
+     * @return completes with the engine, or exceptionally with a {@link KvBridgeException}.
+     */
+    public CompletableFuture<RemoteEngine> handshake(String key, String engineId, InetSocketAddress address, Collection<RankKey> ranks)
+    {
+        requireNonNull(key, "key is null");
         requireNonNull(engineId, "engineId is null");
         requireNonNull(address, "address is null");
         Set<RankKey> wanted = new LinkedHashSet<>(requireNonNull(ranks, "ranks is null"));
@@ -114,7 +132,7 @@ public final class RemoteEngines
         CompletableFuture<RemoteEngine> started;
         List<RankKey> missing = new ArrayList<>();
         synchronized (lock) {
-            Entry entry = entries.get(engineId);
+            Entry entry = entries.get(key);
             if (entry != null && !entry.address.equals(address)) {
                 return CompletableFuture.failedFuture(new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
                         "engine %s is known at %s but was asked for at %s (engine ids must be unique; wait for the old engine to be evicted)",
@@ -134,7 +152,7 @@ public final class RemoteEngines
             else {
                 if (entry == null) {
                     entry = new Entry(address);
-                    entries.put(engineId, entry);
+                    entries.put(key, entry);
                 }
                 for (RankKey rank : wanted) {
                     if (entry.engine == null || !entry.engine.ranks().containsKey(rank)) {
@@ -149,34 +167,34 @@ public final class RemoteEngines
         }
         if (running != null) {
             // another handshake for other ranks is running: wait for it, then fetch what is still missing
-            return running.handle((engine, failure) -> null).thenCompose(ignored -> handshake(engineId, address, wanted));
+            return running.handle((engine, failure) -> null).thenCompose(ignored -> handshake(key, engineId, address, wanted));
         }
         try {
-            executor.execute(() -> run(engineId, address, missing, started));
+            executor.execute(() -> run(key, engineId, address, missing, started));
         }
         catch (RejectedExecutionException e) {
-            finish(engineId, null, new KvBridgeException(ErrorCode.CLOSED, "the handshake executor refused the handshake with engine " + engineId, e),
+            finish(key, null, new KvBridgeException(ErrorCode.CLOSED, "the handshake executor refused the handshake with engine " + engineId, e),
                     started);
         }
         return started.copy();
     }
 
-    private void run(String engineId, InetSocketAddress address, List<RankKey> missing, CompletableFuture<RemoteEngine> future)
+    private void run(String key, String engineId, InetSocketAddress address, List<RankKey> missing, CompletableFuture<RemoteEngine> future)
     {
         RemoteEngine previous;
         synchronized (lock) {
-            Entry entry = entries.get(engineId);
+            Entry entry = entries.get(key);
             previous = entry == null ? null : entry.engine;
         }
         try {
-            finish(engineId, perform(engineId, address, missing, previous), null, future);
+            finish(key, perform(engineId, address, missing, previous), null, future);
         }
         catch (KvBridgeException e) {
-            finish(engineId, null, new KvBridgeException(e.code(), String.format(Locale.ROOT, "handshake with engine %s at %s failed: %s",
+            finish(key, null, new KvBridgeException(e.code(), String.format(Locale.ROOT, "handshake with engine %s at %s failed: %s",
                     engineId, address, withoutCode(e)), e), future);
         }
         catch (RuntimeException | Error e) {
-            finish(engineId, null, e, future);
+            finish(key, null, e, future);
             throw e;
         }
     }
@@ -217,10 +235,10 @@ public final class RemoteEngines
         return new RemoteEngine(engineId, address, ranks, common, offset);
     }
 
-    private void finish(String engineId, RemoteEngine engine, Throwable failure, CompletableFuture<RemoteEngine> future)
+    private void finish(String key, RemoteEngine engine, Throwable failure, CompletableFuture<RemoteEngine> future)
     {
         synchronized (lock) {
-            Entry entry = entries.get(engineId);
+            Entry entry = entries.get(key);
             if (entry != null && entry.pending == future) {
                 entry.pending = null;
                 entry.pendingRanks = Set.of();
@@ -230,18 +248,18 @@ public final class RemoteEngines
                 }
                 else if (entry.engine == null) {
                     // nothing was ever learned about this engine: forget it, so a retry starts afresh
-                    entries.remove(engineId);
+                    entries.remove(key);
                 }
             }
         }
         if (engine != null) {
-            LOG.debug("handshake with engine {} at {} done: ranks {}, capabilities {}, clock offset {} ns (round trip {} ns)", engineId,
+            LOG.debug("handshake with engine {} at {} done: ranks {}, capabilities {}, clock offset {} ns (round trip {} ns)", engine.engineId(),
                     engine.address(), engine.ranks().keySet(), PeerCapability.wireNames(engine.capabilities()), engine.clockOffset().offsetNanos(),
                     engine.clockOffset().roundTripNanos());
             future.complete(engine);
         }
         else {
-            LOG.warn("handshake with engine {} failed: {}", engineId, failure.getMessage());
+            LOG.warn("handshake with {} failed: {}", key, failure.getMessage());
             future.completeExceptionally(failure);
         }
     }

@@ -109,13 +109,71 @@ public final class SideChannelServer implements AutoCloseable
         KvBridgeException.checkArgument(!ranks.isEmpty(), "engine %s serves no ranks (expected: the metadata of at least one rank)", engineId);
         Map<RankKey, byte[]> payloads = new TreeMap<>(RANK_ORDER);
         for (RankMetadata rank : ranks) {
-            KvBridgeException.checkArgument(rank.engineId().equals(engineId), "rank %s carries engineId=%s but the server serves engine %s",
-                    rank.rank(), rank.engineId(), engineId);
-            byte[] payload = HandshakePayload.of(rank).encode();
-            checkWithinLimits(rank, payload, settings);
-            byte[] previous = payloads.put(RankKey.of(rank.rank()), payload);
+            byte[] previous = payloads.put(RankKey.of(rank.rank()), encodeChecked(engineId, rank, settings));
             KvBridgeException.checkArgument(previous == null, "rank %s is given twice", RankKey.of(rank.rank()));
         }
+        return start(engineId, payloads, settings, clock);
+    }
+
+    /**
+     * Starts serving an engine whose ranks are added later with {@link #publish}, as the ranks of
+     * one process come up one by one. Until a rank is published, requests for it get an error reply.
+     *
+     * @param engineId the engine's id; every published rank must carry it.
+     * @param settings where to listen and how to authenticate.
+     * @param clock clocks for replies and authentication.
+     * @return the running server.
+     * @throws KvBridgeException with {@link ErrorCode#CONFIG_INVALID} when the address cannot be bound.
+     */
+    public static SideChannelServer startEmpty(String engineId, SideChannelSettings settings, SideChannelClock clock)
+    {
+        requireNonNull(engineId, "engineId is null");
+        requireNonNull(settings, "settings is null");
+        requireNonNull(clock, "clock is null");
+        return start(engineId, Map.of(), settings, clock);
+    }
+
+    /**
+     * Serves one more rank, or replaces the metadata of a rank already served.
+     *
+     * @param rank the rank's metadata; it must carry the server's engine id.
+     * @throws KvBridgeException with {@link ErrorCode#INVALID_ARGUMENT} when the engine id differs or
+     *     the payload exceeds the limits peers enforce.
+     */
+    public void publish(RankMetadata rank)
+    {
+        requireNonNull(rank, "rank is null");
+        payloads.put(RankKey.of(rank.rank()), encodeChecked(engineId, rank, settings));
+        LOG.debug("side channel of engine {} serves rank {}", engineId, RankKey.of(rank.rank()));
+    }
+
+    /**
+     * Stops serving a rank; later requests for it get an error reply.
+     *
+     * @param rank the rank's key.
+     */
+    public void withdraw(RankKey rank)
+    {
+        payloads.remove(requireNonNull(rank, "rank is null"));
+    }
+
+    /** @return the ranks served now. */
+    public Set<RankKey> ranks()
+    {
+        return Set.copyOf(payloads.keySet());
+    }
+
+    private static byte[] encodeChecked(String engineId, RankMetadata rank, SideChannelSettings settings)
+    {
+        KvBridgeException.checkArgument(rank.engineId().equals(engineId), "rank %s carries engineId=%s but the server serves engine %s",
+                rank.rank(), rank.engineId(), engineId);
+        byte[] payload = HandshakePayload.of(rank).encode();
+        checkWithinLimits(rank, payload, settings);
+        return payload;
+    }
+
+    private static SideChannelServer start(String engineId, Map<RankKey, byte[]> payloads, SideChannelSettings settings, SideChannelClock clock)
+    {
         ServerSocket serverSocket;
         try {
             serverSocket = new ServerSocket();
@@ -127,13 +185,13 @@ public final class SideChannelServer implements AutoCloseable
                     "cannot bind the side channel of engine %s to %s:%d: %s (choose a free port, or 0 for any)",
                     engineId, settings.bindAddress().getHostAddress(), settings.port(), e.getMessage()), e);
         }
-        SideChannelServer server = new SideChannelServer(engineId, Map.copyOf(payloads), settings, clock, serverSocket);
+        SideChannelServer server = new SideChannelServer(engineId, new ConcurrentHashMap<>(payloads), settings, clock, serverSocket);
         if (!server.authenticator.authenticated()) {
             LOG.warn("side channel of engine {} on {} is unauthenticated: any process that reaches this port can read the engine's cache geometry"
                     + " and send it requests; configure a shared secret on all engines to authenticate every message", engineId, server.address());
         }
         server.acceptThread.start();
-        LOG.info("side channel of engine {} serving ranks {} on {}", engineId, payloads.keySet(), server.address());
+        LOG.info("side channel of engine {} serving ranks {} on {}", engineId, server.payloadKeys(), server.address());
         return server;
     }
 

@@ -5,13 +5,13 @@ import java.time.Instant;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** A clock that moves only when told to, so idle times and windows need no sleeping. */
-final class ManualClock
+public final class ManualClock
         implements SideChannelClock
 {
     private final AtomicLong nanos = new AtomicLong(1_000_000_000_000L);
     private final AtomicLong millis = new AtomicLong(1_750_000_000_000L);
 
-    void advance(Duration duration)
+    public void advance(Duration duration)
     {
         nanos.addAndGet(duration.toNanos());
         millis.addAndGet(duration.toMillis());

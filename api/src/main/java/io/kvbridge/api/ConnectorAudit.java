@@ -1,0 +1,37 @@
+package io.kvbridge.api;
+
+import static io.kvbridge.spi.KvBridgeException.checkArgument;
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.transfer.BackendResources;
+
+/**
+ * What a connector holds right now: an idle engine should see zeros everywhere except the
+ * transport's registrations of its own caches.
+ *
+ * @param requests requests not yet reported (producer: blocks held; consumer: waiting to receive).
+ * @param inFlightTransfers posted transfers whose handles were not released.
+ * @param leasesHeld producer leases not yet completed or expired.
+ * @param stashedRegistrations push registrations waiting for their prefill to finish.
+ * @param retainedHandles handles whose release failed and is retried.
+ * @param transport what the connector's transport instance holds.
+ */
+public record ConnectorAudit(int requests, int inFlightTransfers, int leasesHeld, int stashedRegistrations, int retainedHandles,
+        BackendResources transport)
+{
+    /** Validates the values. */
+    public ConnectorAudit
+    {
+        requireNonNull(transport, "transport is null");
+        checkArgument(requests >= 0 && inFlightTransfers >= 0 && leasesHeld >= 0 && stashedRegistrations >= 0 && retainedHandles >= 0,
+                "negative count: requests=%d inFlightTransfers=%d leasesHeld=%d stashedRegistrations=%d retainedHandles=%d",
+                requests, inFlightTransfers, leasesHeld, stashedRegistrations, retainedHandles);
+    }
+
+    /** @return true when no request, transfer, lease, registration or retained handle is held. */
+    public boolean idle()
+    {
+        return requests == 0 && inFlightTransfers == 0 && leasesHeld == 0 && stashedRegistrations == 0 && retainedHandles == 0
+                && transport.transfers() == 0;
+    }
+}

@@ -1,0 +1,181 @@
+package io.kvbridge.api;
+
+import static io.kvbridge.spi.KvBridgeException.check;
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * How one rank's connector runs. Built with {@link #builder(String, CacheGeometry)}; every value not
+ * set keeps its default. Fields marked <i>producer</i> or <i>consumer</i> are ignored by the other role.
+ *
+ * <p>Connectors of one engine created through one {@link KvBridge} share one side channel: the first
+ * binds {@code bindHost:port}, later ones must name the same values.
+ *
+ * @param engineId the engine's id, the same on all its ranks; printable ASCII without spaces.
+ * @param geometry this rank's cache (its {@link io.kvbridge.spi.geometry.Rank} says which rank);
+ *     the connector registers every allocation with its transport.
+ * @param bindHost address the side channel binds to (default {@code 127.0.0.1}).
+ * @param port side channel port; 0 picks a free one (default).
+ * @param advertisedHost host peers use to reach the side channel (default: {@code bindHost}).
+ * @param stageSideChannels <i>producer</i>: side channels of the engine's pipeline stages served by
+ *     other processes, index = {@code ppRank}; empty (default) when every stage runs in this process.
+ * @param modes transfer modes the rank serves (producer) or may use (consumer); default both.
+ * @param leaseDuration <i>producer</i>: how long finished blocks are held without news (default 30 s).
+ * @param transferTimeout deadline of one posted transfer (default 30 s).
+ * @param registrationTimeout <i>consumer</i>: how long a push registration waits for the producer's
+ *     writes (default 60 s).
+ * @param failurePolicy <i>consumer</i>: reported with every failure (default {@code FAIL}).
+ */
+public record ConnectorSettings(
+        String engineId,
+        CacheGeometry geometry,
+        String bindHost,
+        int port,
+        String advertisedHost,
+        List<SideChannelAddress> stageSideChannels,
+        Set<TransferMode> modes,
+        Duration leaseDuration,
+        Duration transferTimeout,
+        Duration registrationTimeout,
+        FailurePolicy failurePolicy)
+{
+    /** Validates and copies. */
+    public ConnectorSettings
+    {
+        requireNonNull(engineId, "engineId is null");
+        requireNonNull(geometry, "geometry is null");
+        requireNonNull(bindHost, "bindHost is null");
+        requireNonNull(advertisedHost, "advertisedHost is null");
+        requireNonNull(failurePolicy, "failurePolicy is null");
+        stageSideChannels = List.copyOf(requireNonNull(stageSideChannels, "stageSideChannels is null"));
+        requireNonNull(modes, "modes is null");
+        check(!modes.isEmpty(), ErrorCode.CONFIG_INVALID, "modes is empty (expected: push, pull or both)");
+        modes = Set.copyOf(EnumSet.copyOf(modes));
+        check(!engineId.isEmpty() && engineId.chars().allMatch(c -> c > 0x20 && c < 0x7f), ErrorCode.CONFIG_INVALID,
+                "engineId=%s is not 1 or more printable ASCII characters without spaces", engineId);
+        check(port >= 0 && port <= 65_535, ErrorCode.CONFIG_INVALID, "port=%d is outside [0, 65535]", port);
+        check(!bindHost.isEmpty(), ErrorCode.CONFIG_INVALID, "bindHost is empty");
+        check(stageSideChannels.isEmpty() || stageSideChannels.size() == geometry.rank().ppSize(), ErrorCode.CONFIG_INVALID,
+                "%d stageSideChannels given for ppSize=%d (expected: none, or one per pipeline stage)", stageSideChannels.size(),
+                geometry.rank().ppSize());
+        positive("leaseDuration", leaseDuration);
+        positive("transferTimeout", transferTimeout);
+        positive("registrationTimeout", registrationTimeout);
+        check(leaseDuration.toMillis() >= 6, ErrorCode.CONFIG_INVALID, "leaseDuration=%s is shorter than 6 ms", leaseDuration);
+    }
+
+    private static void positive(String name, Duration value)
+    {
+        requireNonNull(value, name + " is null");
+        check(!value.isNegative() && !value.isZero(), ErrorCode.CONFIG_INVALID, "%s=%s is not positive", name, value);
+    }
+
+    /**
+     * Starts settings with the defaults.
+     *
+     * @param engineId the engine's id.
+     * @param geometry this rank's cache.
+     * @return a builder.
+     */
+    public static Builder builder(String engineId, CacheGeometry geometry)
+    {
+        return new Builder(engineId, geometry);
+    }
+
+    /** Collects settings. Not thread-safe. */
+    public static final class Builder
+    {
+        private final String engineId;
+        private final CacheGeometry geometry;
+        private String bindHost = "127.0.0.1";
+        private int port;
+        private String advertisedHost;
+        private List<SideChannelAddress> stageSideChannels = List.of();
+        private Set<TransferMode> modes = EnumSet.allOf(TransferMode.class);
+        private Duration leaseDuration = Duration.ofSeconds(30);
+        private Duration transferTimeout = Duration.ofSeconds(30);
+        private Duration registrationTimeout = Duration.ofSeconds(60);
+        private FailurePolicy failurePolicy = FailurePolicy.FAIL;
+
+        private Builder(String engineId, CacheGeometry geometry)
+        {
+            this.engineId = engineId;
+            this.geometry = geometry;
+        }
+
+        /** @param host bind address. @param port port, 0 for any. @return this builder. */
+        public Builder sideChannel(String host, int port)
+        {
+            this.bindHost = host;
+            this.port = port;
+            return this;
+        }
+
+        /** @param host the host peers reach the side channel at. @return this builder. */
+        public Builder advertisedHost(String host)
+        {
+            this.advertisedHost = host;
+            return this;
+        }
+
+        /** @param addresses side channel of each pipeline stage. @return this builder. */
+        public Builder stageSideChannels(List<SideChannelAddress> addresses)
+        {
+            this.stageSideChannels = addresses;
+            return this;
+        }
+
+        /** @param modes the transfer modes. @return this builder. */
+        public Builder modes(Set<TransferMode> modes)
+        {
+            this.modes = modes;
+            return this;
+        }
+
+        /** @param lease producer lease. @return this builder. */
+        public Builder leaseDuration(Duration lease)
+        {
+            this.leaseDuration = lease;
+            return this;
+        }
+
+        /** @param timeout deadline of a posted transfer. @return this builder. */
+        public Builder transferTimeout(Duration timeout)
+        {
+            this.transferTimeout = timeout;
+            return this;
+        }
+
+        /** @param timeout consumer push watchdog. @return this builder. */
+        public Builder registrationTimeout(Duration timeout)
+        {
+            this.registrationTimeout = timeout;
+            return this;
+        }
+
+        /** @param policy consumer failure policy. @return this builder. */
+        public Builder failurePolicy(FailurePolicy policy)
+        {
+            this.failurePolicy = policy;
+            return this;
+        }
+
+        /**
+         * Builds the validated settings.
+         *
+         * @return the settings.
+         * @throws io.kvbridge.spi.KvBridgeException {@code CONFIG_INVALID} for an invalid value.
+         */
+        public ConnectorSettings build()
+        {
+            return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost == null ? bindHost : advertisedHost,
+                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+package io.kvbridge.api;
+
+/**
+ * The consumer (decode) side of one rank. Created with {@link KvBridge#consumer}; the caches of the
+ * settings' geometry are registered with the connector's own transport and advertised on the engine's
+ * side channel, from which push producers fetch them.
+ *
+ * <p>Pull: the rank READs from every producer rank of its tensor-parallel plan and notifies each
+ * producer rank it addresses. Push: the rank registers its blocks with every producer rank and stage
+ * that will write to it, reports the request received once every writer's completion arrived, then
+ * acknowledges to each writer. While a request waits, the rank sends heartbeats that keep the
+ * producer's lease alive.
+ *
+ * <p><b>Threading.</b> Every method may be called from any thread and returns at once. Each request
+ * is reported by {@link #poll()} exactly once, as received or failed.
+ */
+public interface ConsumerConnector extends AutoCloseable
+{
+    /**
+     * Starts receiving a request into blocks the engine allocated.
+     *
+     * @param requestId the consumer's id of the request.
+     * @param params the producer's parameters, from the router.
+     * @param mode who moves the bytes; one of the modes both sides serve.
+     * @param blocks the consumer's logical block ids per cache group (its uncached suffix); all
+     *     groups empty for a full prefix-cache hit, which only tells the producer to free its blocks.
+     * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} for a malformed id, an id
+     *     in progress, block ids for another number of cache groups, or a mode either side does not
+     *     serve; {@code BLOCK_OUT_OF_RANGE} for a block id outside the cache; {@code CLOSED} after close.
+     *     (A consumer whose caches mix host and device memory refuses push when it is created.)
+     */
+    void blocksAllocated(String requestId, TransferParams params, TransferMode mode, BlockIds blocks);
+
+    /**
+     * Returns what was received and what failed since the last call.
+     *
+     * @return the batch; {@link ReceiveBatch#EMPTY} when nothing happened.
+     */
+    ReceiveBatch poll();
+
+    /**
+     * Counts what the connector holds.
+     *
+     * @return the counts.
+     */
+    ConnectorAudit audit();
+
+    /**
+     * Stops the worker, cancels and releases every transfer, deregisters the caches and closes the
+     * transport; requests in progress are not reported. Idempotent.
+     */
+    @Override
+    void close();
+}

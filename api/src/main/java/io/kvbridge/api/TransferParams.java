@@ -1,0 +1,69 @@
+package io.kvbridge.api;
+
+import static io.kvbridge.spi.KvBridgeException.checkArgument;
+import static java.util.Objects.requireNonNull;
+
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What the router hands from a producer to a consumer for one request: who holds the blocks and how
+ * to reach every stage of that engine. A producer rank returns them from
+ * {@link ProducerConnector#prefillFinished}; the consumer passes them to
+ * {@link ConsumerConnector#blocksAllocated}.
+ *
+ * <p>In push mode a router may hand parameters to the consumer before the prefill finished: then
+ * {@code requestId} may be empty and {@code blockIds} empty; the producer matches the consumer's
+ * registration by request id (or base id, see {@link RequestIds#baseId}).
+ *
+ * @param engineId the producer engine's id.
+ * @param requestId the producer's id of the request; notifications are keyed by it; empty when not known yet (push).
+ * @param sideChannels side channel of each producer pipeline stage, index = {@code ppRank}; stages
+ *     served by one process share one address.
+ * @param tpSize producer tensor-parallel size.
+ * @param ppSize producer pipeline-parallel size; equals {@code sideChannels.size()}.
+ * @param blockIds the producer's logical block ids per cache group.
+ * @param modes the transfer modes the producer serves.
+ * @param leaseMillis how long the producer holds the blocks without news from the consumer, in milliseconds;
+ *     consumers send heartbeats every sixth of it.
+ */
+public record TransferParams(
+        String engineId,
+        String requestId,
+        List<SideChannelAddress> sideChannels,
+        int tpSize,
+        int ppSize,
+        BlockIds blockIds,
+        Set<TransferMode> modes,
+        long leaseMillis)
+{
+    /** Validates and copies. */
+    public TransferParams
+    {
+        requireNonNull(engineId, "engineId is null");
+        requireNonNull(requestId, "requestId is null");
+        requireNonNull(blockIds, "blockIds is null");
+        checkArgument(!engineId.isEmpty(), "engineId is empty");
+        sideChannels = List.copyOf(requireNonNull(sideChannels, "sideChannels is null"));
+        requireNonNull(modes, "modes is null");
+        checkArgument(!modes.isEmpty(), "modes is empty (expected: push, pull or both)");
+        modes = Set.copyOf(EnumSet.copyOf(modes));
+        checkArgument(tpSize > 0, "tpSize=%d is not positive", tpSize);
+        checkArgument(ppSize > 0, "ppSize=%d is not positive", ppSize);
+        checkArgument(sideChannels.size() == ppSize, "%d side channels given for ppSize=%d (expected: one per pipeline stage)",
+                sideChannels.size(), ppSize);
+        checkArgument(leaseMillis > 0, "leaseMillis=%d is not positive", leaseMillis);
+    }
+
+    /**
+     * Returns a copy with another producer request id, as a push consumer learns it.
+     *
+     * @param producerRequestId the id.
+     * @return the copy.
+     */
+    public TransferParams withRequestId(String producerRequestId)
+    {
+        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis);
+    }
+}

@@ -1,0 +1,555 @@
+package io.kvbridge.core.engine;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.ConnectorAudit;
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.ReceiveBatch;
+import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
+import io.kvbridge.core.planner.BlockSelection;
+import io.kvbridge.core.planner.TpPlan;
+import io.kvbridge.core.planner.TransferEntry;
+import io.kvbridge.core.planner.TransferPlan;
+import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.RemoteEngine;
+import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.TransferOp;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One consumer rank. For each request it shakes hands with the producer engine (every stage, the
+ * tensor-parallel ranks its plan addresses), then either READs from every source rank with the
+ * completion notification attached (pull), or registers its blocks with every producer rank that
+ * writes to it (push) and waits for their completions, acknowledging each writer once all arrived.
+ * A request ends exactly once: received, or failed with its invalid blocks; a failure cancels the
+ * request's other transfers and is reported only once none of them can still write its blocks.
+ */
+final class ConsumerRank extends RankWorker implements ConsumerConnector
+{
+    private static final Logger LOG = LoggerFactory.getLogger(ConsumerRank.class);
+
+    private final int[] logicalCapacity;
+    private final Set<String> active = ConcurrentHashMap.newKeySet();
+    private final ConcurrentLinkedQueue<String> received = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<ReceiveFailure> failed = new ConcurrentLinkedQueue<>();
+
+    // worker-confined
+    private final Map<String, Receiving> requests = new HashMap<>();
+    private final BlockSelection localBlocks;
+    private final BlockSelection remoteBlocks;
+    private long nextScan = Long.MAX_VALUE;
+
+    /** One producer stage as a request sees it. */
+    private record Stage(int ppRank, String remoteKey, RemoteEngine engine, List<Integer> targets, List<TransferPlan> plans, int consumers)
+    {
+    }
+
+    /** A request being received. */
+    private static final class Receiving
+    {
+        final String id;
+        final TransferParams params;
+        final TransferMode mode;
+        final BlockIds blocks;
+        final int[][] ids;
+        final Map<String, RemoteEngine> engines = new HashMap<>();
+        String producerRequestId;
+        int pendingHandshakes;
+        Stage[] stages;
+        boolean posted;
+        boolean ended;
+        ErrorCode failure;
+        String failureMessage;
+        long deadline;
+        long nextHeartbeat;
+        final long heartbeatNanos;
+        // pull: completions sent once every split READ succeeded
+        final List<Peer> parked = new ArrayList<>(1);
+        // push: writer agent -> consumers count it waits for; writers done -> producer request id to acknowledge
+        final Map<String, Integer> writers = new LinkedHashMap<>();
+        final Map<String, String> writersDone = new HashMap<>();
+
+        Receiving(String id, TransferParams params, TransferMode mode, BlockIds blocks)
+        {
+            this.id = id;
+            this.params = params;
+            this.mode = mode;
+            this.blocks = blocks;
+            this.ids = new int[blocks.groupCount()][];
+            for (int g = 0; g < ids.length; g++) {
+                ids[g] = blocks.group(g);
+            }
+            this.producerRequestId = params.requestId();
+            this.heartbeatNanos = Math.max(1, params.leaseMillis() / 6) * 1_000_000L;
+        }
+    }
+
+    ConsumerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
+    {
+        super(services, settings, "consumer");
+        this.logicalCapacity = ProducerRank.logicalCapacities(geometry);
+        this.localBlocks = new BlockSelection(geometry.groups().size());
+        this.remoteBlocks = new BlockSelection(geometry.groups().size());
+        start(startWorker);
+    }
+
+    @Override
+    public void blocksAllocated(String requestId, TransferParams params, TransferMode mode, BlockIds blocks)
+    {
+        checkOpen();
+        ProducerRank.checkId(requestId);
+        requireNonNull(params, "params is null");
+        requireNonNull(mode, "mode is null");
+        requireNonNull(blocks, "blocks is null");
+        KvBridgeException.checkArgument(settings.modes().contains(mode), "mode=%s is not enabled on %s (modes=%s)", mode, name, settings.modes());
+        KvBridgeException.checkArgument(params.modes().contains(mode), "mode=%s is not served by producer %s (modes=%s)", mode, params.engineId(),
+                params.modes());
+        if (mode == TransferMode.PULL) {
+            ProducerRank.checkId(params.requestId());
+        }
+        else if (!params.requestId().isEmpty()) {
+            ProducerRank.checkId(params.requestId());
+        }
+        ProducerRank.checkBlocks(blocks, logicalCapacity, "consumer");
+        KvBridgeException.checkArgument(active.add(requestId), "request id %s is already being received by %s", requestId, name);
+        Receiving request = new Receiving(requestId, params, mode, blocks);
+        enqueue(() -> begin(request));
+    }
+
+    @Override
+    public ReceiveBatch poll()
+    {
+        if (received.isEmpty() && failed.isEmpty()) {
+            return ReceiveBatch.EMPTY;
+        }
+        List<String> done = new ArrayList<>();
+        List<ReceiveFailure> failures = new ArrayList<>();
+        String id;
+        while ((id = received.poll()) != null) {
+            done.add(id);
+        }
+        ReceiveFailure failure;
+        while ((failure = failed.poll()) != null) {
+            failures.add(failure);
+        }
+        return new ReceiveBatch(done, failures);
+    }
+
+    @Override
+    public ConnectorAudit audit()
+    {
+        return baseAudit(active.size(), 0, 0);
+    }
+
+    @Override
+    void publishAudit()
+    {
+        // the caller-visible set of active ids is the audit; nothing else to publish
+    }
+
+    /** Tells whether a request's transfers were posted or its registrations sent; for a rank stepped by hand on the calling thread. */
+    boolean registered(String requestId)
+    {
+        Receiving request = requests.get(requestId);
+        return request != null && request.posted;
+    }
+
+    /** The producer tensor-parallel ranks a rank addresses in every stage; they depend on the sizes only. */
+    private List<Integer> targets(int producerTp)
+    {
+        return TpPlan.compute(geometry.rank().tpRank(), geometry.rank().tpSize(), producerTp, 1, true).handshakeTargets();
+    }
+
+    private void begin(Receiving request)
+    {
+        requests.put(request.id, request);
+        long now = now();
+        request.deadline = now + (request.mode == TransferMode.PUSH ? settings.registrationTimeout() : settings.transferTimeout()).toNanos();
+        request.nextHeartbeat = now + request.heartbeatNanos;
+        nextScan = Math.min(nextScan, Math.min(request.deadline, request.nextHeartbeat));
+        TransferParams params = request.params;
+        List<Integer> targets;
+        try {
+            targets = targets(params.tpSize());
+        }
+        catch (KvBridgeException e) {
+            fail(request, e.code(), e.getMessage(), true);
+            return;
+        }
+        Map<SideChannelAddress, List<RankKey>> byAddress = new LinkedHashMap<>();
+        for (int stage = 0; stage < params.ppSize(); stage++) {
+            List<RankKey> ranks = byAddress.computeIfAbsent(params.sideChannels().get(stage), ignored -> new ArrayList<>());
+            for (int target : targets) {
+                ranks.add(new RankKey(stage, target));
+            }
+        }
+        request.pendingHandshakes = byAddress.size();
+        for (Map.Entry<SideChannelAddress, List<RankKey>> entry : byAddress.entrySet()) {
+            String key = remoteKey(params.engineId(), entry.getKey());
+            remotes.handshake(key, params.engineId(), socketAddress(entry.getKey()), entry.getValue())
+                    .whenComplete((engine, failure) -> enqueue(() -> handshaken(request, key, engine, failure)));
+        }
+    }
+
+    private void handshaken(Receiving request, String key, RemoteEngine engine, Throwable failure)
+    {
+        if (request.ended) {
+            return;
+        }
+        if (failure != null) {
+            Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+            fail(request, ErrorCode.HANDSHAKE_FAILED, "handshake with producer " + request.params.engineId() + " failed: " + cause.getMessage(), true);
+            return;
+        }
+        request.engines.put(key, engine);
+        if (--request.pendingHandshakes > 0) {
+            return;
+        }
+        try {
+            plan(request);
+            if (request.mode == TransferMode.PULL) {
+                pull(request);
+            }
+            else {
+                push(request);
+            }
+        }
+        catch (KvBridgeException e) {
+            fail(request, e.code(), e.getMessage(), true);
+        }
+    }
+
+    private void plan(Receiving request)
+    {
+        TransferParams params = request.params;
+        List<Integer> targets = targets(params.tpSize());
+        PeerCapability wanted = request.mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL;
+        boolean[] covered = new boolean[geometry.regions().size()];
+        request.stages = new Stage[params.ppSize()];
+        for (int stage = 0; stage < params.ppSize(); stage++) {
+            String key = remoteKey(params.engineId(), params.sideChannels().get(stage));
+            RemoteEngine engine = request.engines.get(key);
+            KvBridgeException.check(engine.capabilities().contains(wanted), ErrorCode.UNSUPPORTED,
+                    "producer %s and this consumer share capabilities %s, not %s", params.engineId(), PeerCapability.wireNames(engine.capabilities()),
+                    wanted.wireName());
+            CacheGeometry producer = engine.metadata(new RankKey(stage, targets.getFirst())).geometry();
+            KvBridgeException.check(producer.rank().tpSize() == params.tpSize() && producer.rank().ppSize() == params.ppSize(),
+                    ErrorCode.GEOMETRY_INCOMPATIBLE, "producer %s advertises rank %s but the transfer parameters say tpSize=%d ppSize=%d",
+                    params.engineId(), producer.rank(), params.tpSize(), params.ppSize());
+            List<TransferPlan> plans = plans(key + "|pp" + stage, geometry, producer);
+            for (TransferPlan plan : plans) {
+                for (TransferEntry entry : plan.entries()) {
+                    covered[entry.localRegion()] = true;
+                }
+            }
+            request.stages[stage] = new Stage(stage, key, engine, targets, plans, plans.getFirst().tpPlan().localConsumers());
+        }
+        for (int r = 0; r < covered.length; r++) {
+            if (!covered[r]) {
+                throw new KvBridgeException(ErrorCode.ROUTING_FAILED, "no stage of producer " + params.engineId() + " serves local region "
+                        + geometry.regions().get(r).name() + " (layers " + geometry.regions().get(r).members() + "): it would be left stale");
+            }
+        }
+    }
+
+    private void pull(Receiving request)
+    {
+        String producerId = request.producerRequestId;
+        if (request.blocks.isEmpty()) {
+            // full prefix hit: nothing to read, but every producer rank must hear that it may free its blocks
+            for (Stage stage : request.stages) {
+                for (int target : stage.targets()) {
+                    Peer peer = peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
+                    notifyQuietly(peer, Messages.completion(producerId, stage.consumers()), "completion");
+                }
+            }
+            receivedAll(request);
+            return;
+        }
+        int[][] producerIds = new int[request.params.blockIds().groupCount()][];
+        for (int g = 0; g < producerIds.length; g++) {
+            producerIds[g] = request.params.blockIds().group(g);
+        }
+        for (Stage stage : request.stages) {
+            boolean split = stage.plans().size() > 1;
+            Set<Integer> notified = new LinkedHashSet<>();
+            Set<Integer> sources = new LinkedHashSet<>();
+            byte[] completion = Messages.completion(producerId, stage.consumers());
+            for (int p = 0; p < stage.plans().size(); p++) {
+                TransferPlan plan = stage.plans().get(p);
+                for (int source : plan.tpPlan().sources()) {
+                    sources.add(source);
+                    RankKey rank = new RankKey(stage.ppRank(), source);
+                    CacheGeometry remote = stage.engine().metadata(rank).geometry();
+                    int slot = plan.tpPlan().slotOf(source);
+                    localBlocks.select(request.ids).expandToKernel(geometry.kernelBlocksPerLogical());
+                    remoteBlocks.select(producerIds).expandToKernel(remote.kernelBlocksPerLogical());
+                    localBlocks.splitForRatio(plan.blockSizeRatio(), remoteBlocks);
+                    remoteBlocks.keepLast(localBlocks);
+                    int count = plan.indexCount(slot, localBlocks);
+                    if (count == 0) {
+                        continue;
+                    }
+                    Peer peer = peer(stage.remoteKey(), stage.engine(), rank);
+                    String planKey = stage.remoteKey() + "|pp" + stage.ppRank() + "|plan" + p;
+                    Prepared local = prepared(planKey + "|slot" + slot, null, () -> plan.localDescriptors(slot));
+                    Prepared theirs = prepared(planKey + "|" + rank, peer, () -> plan.remoteDescriptors(remote));
+                    ensureScratch(count);
+                    int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
+                    boolean attach = !split && notified.add(source);
+                    try {
+                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey());
+                    }
+                    catch (KvBridgeException e) {
+                        // no sibling READ is posted after a failure, and no producer is told the request is done
+                        metrics.transferFailed();
+                        fail(request, e.code(), "posting the READ from producer rank " + rank + " failed: " + e.getMessage(), false);
+                        return;
+                    }
+                }
+            }
+            for (int target : stage.targets()) {
+                if (notified.contains(target)) {
+                    continue;
+                }
+                Peer peer = peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
+                if (sources.contains(target)) {
+                    // read in several parts (mixed memory) or not at all: told once every READ succeeded
+                    request.parked.add(peer);
+                    notified.add(target);
+                }
+                else {
+                    // a replica (MLA) or a duplicate head (GQA) this rank does not read: free it now
+                    notifyQuietly(peer, completion, "completion");
+                }
+            }
+        }
+        request.posted = true;
+        request.deadline = Long.MAX_VALUE;
+        if (!hasTransfers(request)) {
+            sendParked(request);
+            receivedAll(request);
+        }
+    }
+
+    private void sendParked(Receiving request)
+    {
+        for (Peer peer : request.parked) {
+            int consumers = consumersOf(request, peer);
+            notifyQuietly(peer, Messages.completion(request.producerRequestId, consumers), "completion");
+        }
+        request.parked.clear();
+    }
+
+    private int consumersOf(Receiving request, Peer peer)
+    {
+        for (Stage stage : request.stages) {
+            for (int target : stage.targets()) {
+                if (peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target)) == peer) {
+                    return stage.consumers();
+                }
+            }
+        }
+        return 1;
+    }
+
+    private void push(Receiving request)
+    {
+        boolean release = request.blocks.isEmpty();
+        for (Stage stage : request.stages) {
+            if (stage.plans().size() > 1) {
+                throw new KvBridgeException(ErrorCode.UNSUPPORTED, "producer " + request.params.engineId() + " stage " + stage.ppRank()
+                        + " keeps its cache in mixed host and device memory: push does not support that, use pull");
+            }
+            List<Integer> sources = stage.plans().getFirst().tpPlan().sources();
+            for (int target : stage.targets()) {
+                RankKey rank = new RankKey(stage.ppRank(), target);
+                Peer peer = peer(stage.remoteKey(), stage.engine(), rank);
+                boolean write = !release && sources.contains(target);
+                Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
+                        ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write, request.blocks);
+                if (!notifyQuietly(peer, Messages.registration(registration), "push registration") && write) {
+                    fail(request, ErrorCode.TRANSFER_FAILED, "could not send the push registration to producer rank " + rank + " of "
+                            + request.params.engineId(), true);
+                    return;
+                }
+                if (write) {
+                    request.writers.put(peer.name(), stage.consumers());
+                }
+            }
+        }
+        request.posted = true;
+        if (request.writers.isEmpty()) {
+            receivedAll(request);
+        }
+    }
+
+    @Override
+    void onNotification(String sender, byte[] message)
+    {
+        switch (Messages.parse(message)) {
+            case Messages.PushDone done -> pushDone(done, sender);
+            case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
+            default -> LOG.warn("{}: dropped a notification from {} that only producers handle", name, sender);
+        }
+    }
+
+    private void pushDone(Messages.PushDone done, String sender)
+    {
+        Receiving request = requests.get(done.requestId());
+        if (request == null || request.ended || request.mode != TransferMode.PUSH) {
+            LOG.info("{}: push completion from {} for request {} that is not waiting (received, failed or unknown); ignored", name, sender,
+                    done.requestId());
+            return;
+        }
+        if (!request.writers.containsKey(sender)) {
+            LOG.warn("{}: push completion for request {} from {}, which was not asked to write; ignored", name, done.requestId(), sender);
+            return;
+        }
+        request.writersDone.putIfAbsent(sender, done.producerRequestId());
+        if (request.producerRequestId.isEmpty()) {
+            request.producerRequestId = done.producerRequestId();
+        }
+        if (request.writersDone.size() < request.writers.size()) {
+            return;
+        }
+        for (Map.Entry<String, String> writer : request.writersDone.entrySet()) {
+            Peer peer = peerByAgent(writer.getKey());
+            if (peer != null) {
+                notifyQuietly(peer, Messages.completion(writer.getValue(), request.writers.get(writer.getKey())), "acknowledgement");
+            }
+        }
+        receivedAll(request);
+    }
+
+    @Override
+    void transferDone(Transfer transfer)
+    {
+        settle((Receiving) transfer.owner);
+    }
+
+    @Override
+    void transferFailed(Transfer transfer, ErrorCode code, String message)
+    {
+        fail((Receiving) transfer.owner, code, message, false);
+    }
+
+    @Override
+    void releasedLate(Transfer transfer)
+    {
+        settle((Receiving) transfer.owner);
+    }
+
+    /** Reports a request once none of its transfers is in flight or retained: received when all succeeded, else its failure. */
+    private void settle(Receiving request)
+    {
+        if (hasTransfers(request)) {
+            return;
+        }
+        if (request.failure != null) {
+            reportFailure(request);
+        }
+        else if (!request.ended && request.posted) {
+            sendParked(request);
+            receivedAll(request);
+        }
+    }
+
+    private void fail(Receiving request, ErrorCode code, String message, boolean count)
+    {
+        if (request.ended) {
+            return;
+        }
+        request.ended = true;
+        request.failure = code;
+        request.failureMessage = message;
+        request.parked.clear();
+        if (count) {
+            metrics.transferFailed();
+        }
+        LOG.warn("{}: request {} failed ({}): {}", name, request.id, code.id(), message);
+        cancelTransfers(request);
+        if (!hasTransfers(request)) {
+            reportFailure(request);
+        }
+    }
+
+    private void reportFailure(Receiving request)
+    {
+        if (requests.remove(request.id) == request) {
+            active.remove(request.id);
+            failed.add(new ReceiveFailure(request.id, request.failure, request.failureMessage, request.blocks, settings.failurePolicy(), 0));
+        }
+    }
+
+    private void receivedAll(Receiving request)
+    {
+        request.ended = true;
+        if (requests.remove(request.id) == request) {
+            active.remove(request.id);
+            received.add(request.id);
+        }
+    }
+
+    @Override
+    void tick(long now)
+    {
+        if (now - nextScan < 0) {
+            return;
+        }
+        long next = Long.MAX_VALUE;
+        Map<Peer, List<String>> heartbeats = null;
+        for (Receiving request : List.copyOf(requests.values())) {
+            if (request.ended) {
+                continue;
+            }
+            if (now - request.deadline >= 0) {
+                String what = !request.posted ? "the handshake with producer " + request.params.engineId() + " did not finish within "
+                        + settings.transferTimeout()
+                        : "no write from " + (request.writers.size() - request.writersDone.size()) + " of " + request.writers.size()
+                                + " producer ranks within registrationTimeout=" + settings.registrationTimeout();
+                fail(request, ErrorCode.DEADLINE_EXCEEDED, what, true);
+                continue;
+            }
+            if (request.stages != null && !request.producerRequestId.isEmpty() && now - request.nextHeartbeat >= 0) {
+                request.nextHeartbeat = now + request.heartbeatNanos;
+                if (heartbeats == null) {
+                    heartbeats = new HashMap<>();
+                }
+                for (Stage stage : request.stages) {
+                    for (int target : stage.targets()) {
+                        Peer peer = peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
+                        heartbeats.computeIfAbsent(peer, ignored -> new ArrayList<>()).add(request.producerRequestId);
+                    }
+                }
+            }
+            next = Math.min(next, Math.min(request.deadline, request.nextHeartbeat));
+        }
+        nextScan = next;
+        if (heartbeats != null) {
+            for (Map.Entry<Peer, List<String>> entry : heartbeats.entrySet()) {
+                notifyQuietly(entry.getKey(), Messages.heartbeat(entry.getValue()), "heartbeat");
+            }
+        }
+    }
+}

@@ -1,0 +1,275 @@
+package io.kvbridge.core.engine;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.ConnectorAudit;
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.core.sidechannel.SideChannelClient;
+import io.kvbridge.core.sidechannel.SideChannelClock;
+import io.kvbridge.core.sidechannel.SideChannelServer;
+import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the connectors of one bridge share: the transport factory each rank creates its own
+ * transport instance from, the clock, the side channel client and servers (one server per engine,
+ * serving every rank of it in this process), the handshake executor, and the metrics. Closing it
+ * closes every connector still open.
+ */
+public final class EngineServices implements AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(EngineServices.class);
+
+    private final TransferBackendFactory transportFactory;
+    private final Map<String, String> transportConfig;
+    private final String agentPrefix;
+    private final SideChannelClock clock;
+    private final SideChannelSettings sideChannelSettings;
+    private final SideChannelClient client;
+    private final ExecutorService handshakes = Executors.newVirtualThreadPerTaskExecutor();
+    private final ScheduledExecutorService summaries;
+    private final MeterRegistry registry;
+    private final TransferMetrics metrics;
+    private final AtomicInteger instances = new AtomicInteger();
+    private final Map<String, SharedServer> servers = new HashMap<>();
+    private final List<RankWorker> workers = new ArrayList<>();
+
+    private static final class SharedServer
+    {
+        final SideChannelServer server;
+        final String bindHost;
+        final int port;
+        int users;
+
+        SharedServer(SideChannelServer server, String bindHost, int port)
+        {
+            this.server = server;
+            this.bindHost = bindHost;
+            this.port = port;
+        }
+    }
+
+    /**
+     * Creates the services.
+     *
+     * @param transportFactory creates each connector's transport instance.
+     * @param transportConfig options for every instance.
+     * @param agentPrefix agent names of the instances start with it.
+     * @param clock the monotonic clock of leases, deadlines and heartbeats.
+     * @param sideChannelSettings timeouts, limits and secret of the side channels (bind address and port come from each connector).
+     * @param registry where the metrics are registered.
+     * @param summaryInterval how often the one-line transfer summary is logged; zero for never.
+     */
+    public EngineServices(TransferBackendFactory transportFactory, Map<String, String> transportConfig, String agentPrefix, SideChannelClock clock,
+            SideChannelSettings sideChannelSettings, MeterRegistry registry, Duration summaryInterval)
+    {
+        this.transportFactory = requireNonNull(transportFactory, "transportFactory is null");
+        this.transportConfig = Map.copyOf(requireNonNull(transportConfig, "transportConfig is null"));
+        this.agentPrefix = requireNonNull(agentPrefix, "agentPrefix is null");
+        this.clock = requireNonNull(clock, "clock is null");
+        this.sideChannelSettings = requireNonNull(sideChannelSettings, "sideChannelSettings is null");
+        this.client = new SideChannelClient(sideChannelSettings, clock);
+        this.registry = requireNonNull(registry, "registry is null");
+        this.metrics = new TransferMetrics(registry);
+        requireNonNull(summaryInterval, "summaryInterval is null");
+        if (summaryInterval.isZero()) {
+            this.summaries = null;
+        }
+        else {
+            this.summaries = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("kvbridge-metrics-summary").factory());
+            long millis = summaryInterval.toMillis();
+            summaries.scheduleAtFixedRate(this::logSummary, millis, millis, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private void logSummary()
+    {
+        String line = metrics.drainSummary();
+        if (line != null) {
+            LOG.info(line);
+        }
+    }
+
+    SideChannelClock clock()
+    {
+        return clock;
+    }
+
+    SideChannelSettings sideChannelSettings()
+    {
+        return sideChannelSettings;
+    }
+
+    SideChannelClient client()
+    {
+        return client;
+    }
+
+    ExecutorService handshakes()
+    {
+        return handshakes;
+    }
+
+    TransferMetrics metrics()
+    {
+        return metrics;
+    }
+
+    /** @return the registry holding the transfer metrics. */
+    public MeterRegistry registry()
+    {
+        return registry;
+    }
+
+    TransferBackend newTransport(String role, ConnectorSettings settings)
+    {
+        String agent = agentPrefix + "-" + role + "-pp" + settings.geometry().rank().ppRank() + "-tp" + settings.geometry().rank().tpRank() + "-"
+                + instances.incrementAndGet();
+        return transportFactory.create(transportConfig, () -> agent);
+    }
+
+    /** Returns the engine's side channel, starting it for the engine's first connector. */
+    synchronized SideChannelServer acquireServer(ConnectorSettings settings)
+    {
+        SharedServer shared = servers.get(settings.engineId());
+        if (shared == null) {
+            InetAddress bind;
+            try {
+                bind = InetAddress.getByName(settings.bindHost());
+            }
+            catch (UnknownHostException e) {
+                throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "bindHost=" + settings.bindHost() + " cannot be resolved: " + e.getMessage(), e);
+            }
+            SideChannelSettings engineSettings = sideChannelSettings.toBuilder().bindAddress(bind).port(settings.port()).build();
+            shared = new SharedServer(SideChannelServer.startEmpty(settings.engineId(), engineSettings, clock), settings.bindHost(), settings.port());
+            servers.put(settings.engineId(), shared);
+        }
+        else if (!shared.bindHost.equals(settings.bindHost()) || (settings.port() != 0 && settings.port() != shared.port)) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "engine " + settings.engineId() + " already serves its side channel on "
+                    + shared.bindHost + ":" + shared.port + " in this bridge, but a connector asks for " + settings.bindHost() + ":" + settings.port()
+                    + " (expected: the same side channel for every rank of one engine)");
+        }
+        shared.users++;
+        return shared.server;
+    }
+
+    synchronized void releaseServer(String engineId)
+    {
+        SharedServer shared = servers.get(engineId);
+        if (shared != null && --shared.users == 0) {
+            servers.remove(engineId);
+            shared.server.close();
+        }
+    }
+
+    synchronized void opened(RankWorker worker)
+    {
+        workers.add(worker);
+    }
+
+    synchronized void closed(RankWorker worker)
+    {
+        workers.remove(worker);
+    }
+
+    /**
+     * Sums the audits of every open connector.
+     *
+     * @return the sum; all zeros when no connector is open.
+     */
+    public ConnectorAudit audit()
+    {
+        List<RankWorker> open;
+        synchronized (this) {
+            open = List.copyOf(workers);
+        }
+        int requests = 0;
+        int transfers = 0;
+        int leases = 0;
+        int stashed = 0;
+        int retained = 0;
+        int registrations = 0;
+        int lists = 0;
+        int peers = 0;
+        int handles = 0;
+        for (RankWorker worker : open) {
+            ConnectorAudit audit = worker.audit();
+            requests += audit.requests();
+            transfers += audit.inFlightTransfers();
+            leases += audit.leasesHeld();
+            stashed += audit.stashedRegistrations();
+            retained += audit.retainedHandles();
+            registrations += audit.transport().registrations();
+            lists += audit.transport().preparedLists();
+            peers += audit.transport().peers();
+            handles += audit.transport().transfers();
+        }
+        return new ConnectorAudit(requests, transfers, leases, stashed, retained, new BackendResources(registrations, lists, peers, handles));
+    }
+
+    /**
+     * Starts a producer rank.
+     *
+     * @param settings the rank's settings.
+     * @return the connector, running.
+     */
+    public ProducerConnector producer(ConnectorSettings settings)
+    {
+        return new ProducerRank(this, settings, true);
+    }
+
+    /**
+     * Starts a consumer rank.
+     *
+     * @param settings the rank's settings.
+     * @return the connector, running.
+     */
+    public ConsumerConnector consumer(ConnectorSettings settings)
+    {
+        return new ConsumerRank(this, settings, true);
+    }
+
+    /** Logs the transfer summary of the interval now, as the periodic task does. */
+    public void logSummaryNow()
+    {
+        logSummary();
+    }
+
+    @Override
+    public void close()
+    {
+        List<RankWorker> open;
+        synchronized (this) {
+            open = List.copyOf(workers);
+        }
+        for (RankWorker worker : open) {
+            worker.close();
+        }
+        if (summaries != null) {
+            summaries.shutdownNow();
+        }
+        handshakes.shutdownNow();
+        logSummary();
+    }
+}

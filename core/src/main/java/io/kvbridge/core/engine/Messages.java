@@ -1,0 +1,300 @@
+package io.kvbridge.core.engine;
+
+import static java.nio.charset.StandardCharsets.US_ASCII;
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.RequestIds;
+import io.kvbridge.core.wire.WireDecoder;
+import io.kvbridge.core.wire.WireLimits;
+import io.kvbridge.core.wire.WireMap;
+import io.kvbridge.core.wire.WireWriter;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The notifications connectors exchange over the transport, and their parsing. Everything a peer
+ * sends is untrusted: {@link #parse} never throws, it returns {@link Malformed} with the reason.
+ *
+ * <pre>
+ *   completion   "&lt;producer request id&gt;:&lt;consumers&gt;"   consumer -> producer (split at the last ':')
+ *   heartbeat    "HB:&lt;id&gt;,&lt;id&gt;,..."                     consumer -> producer
+ *   registration "PUSH_REG:" msgpack map                consumer -> producer
+ *   push done    "PUSH_DONE:" msgpack map               producer -> consumer, attached to a WRITE
+ * </pre>
+ */
+final class Messages
+{
+    static final String HEARTBEAT = "HB:";
+    static final String REGISTRATION = "PUSH_REG:";
+    static final String PUSH_DONE = "PUSH_DONE:";
+    // a registration is small: a few ids and one block list; refuse anything larger before decoding
+    private static final WireLimits LIMITS = new WireLimits(1 << 20, 1 << 16, RequestIds.MAX_LENGTH * 2, 1 << 20, 4);
+    private static final int MAX_GROUPS = 64;
+
+    private Messages()
+    {
+    }
+
+    /** A parsed notification. */
+    sealed interface Message permits Completion, Heartbeat, Registration, PushDone, Malformed
+    {
+    }
+
+    /**
+     * A consumer rank is done with a producer request.
+     *
+     * @param requestId the producer request id.
+     * @param consumers how many consumer ranks address the receiving producer rank for this request.
+     */
+    record Completion(String requestId, int consumers) implements Message
+    {
+    }
+
+    /** @param requestIds producer request ids a consumer still waits for. */
+    record Heartbeat(List<String> requestIds) implements Message
+    {
+    }
+
+    /**
+     * A consumer rank's push registration.
+     *
+     * @param requestId the consumer's request id.
+     * @param producerRequestId the producer request id when the consumer knows it, else empty.
+     * @param engineId the consumer engine.
+     * @param host the consumer's side channel host.
+     * @param port the consumer's side channel port.
+     * @param ppRank the consumer rank's stage.
+     * @param tpRank the consumer rank's tensor-parallel rank.
+     * @param consumers how many consumer ranks address the receiving producer rank.
+     * @param write true when the receiving producer rank writes to this consumer rank; false when it
+     *     only has to free its replica.
+     * @param blocks the consumer's logical block ids per group.
+     */
+    record Registration(String requestId, String producerRequestId, String engineId, String host, int port, int ppRank, int tpRank, int consumers,
+            boolean write, BlockIds blocks) implements Message
+    {
+        Registration
+        {
+            requireNonNull(requestId, "requestId is null");
+            requireNonNull(producerRequestId, "producerRequestId is null");
+            requireNonNull(engineId, "engineId is null");
+            requireNonNull(host, "host is null");
+            requireNonNull(blocks, "blocks is null");
+        }
+    }
+
+    /**
+     * A producer rank's writes for a request are in place.
+     *
+     * @param requestId the consumer's request id.
+     * @param producerRequestId the producer's id, which the consumer acknowledges.
+     */
+    record PushDone(String requestId, String producerRequestId) implements Message
+    {
+    }
+
+    /** @param reason why the bytes are not a notification. */
+    record Malformed(String reason) implements Message
+    {
+    }
+
+    static byte[] completion(String producerRequestId, int consumers)
+    {
+        return (producerRequestId + ":" + consumers).getBytes(US_ASCII);
+    }
+
+    static byte[] heartbeat(List<String> requestIds)
+    {
+        return (HEARTBEAT + String.join(",", requestIds)).getBytes(US_ASCII);
+    }
+
+    static byte[] registration(Registration registration)
+    {
+        byte[] body = new WireWriter().map(10)
+                .string("request_id").string(registration.requestId())
+                .string("producer_request_id").string(registration.producerRequestId())
+                .string("engine_id").string(registration.engineId())
+                .string("host").string(registration.host())
+                .string("port").integer(registration.port())
+                .string("pp_rank").integer(registration.ppRank())
+                .string("tp_rank").integer(registration.tpRank())
+                .string("consumers").integer(registration.consumers())
+                .string("write").bool(registration.write())
+                .string("block_ids").binary(encodeBlocks(registration.blocks()))
+                .toByteArray();
+        return prefixed(REGISTRATION, body);
+    }
+
+    static byte[] pushDone(String requestId, String producerRequestId)
+    {
+        byte[] body = new WireWriter().map(2)
+                .string("request_id").string(requestId)
+                .string("producer_request_id").string(producerRequestId)
+                .toByteArray();
+        return prefixed(PUSH_DONE, body);
+    }
+
+    private static byte[] prefixed(String prefix, byte[] body)
+    {
+        byte[] message = Arrays.copyOf(prefix.getBytes(US_ASCII), prefix.length() + body.length);
+        System.arraycopy(body, 0, message, prefix.length(), body.length);
+        return message;
+    }
+
+    static Message parse(byte[] message)
+    {
+        try {
+            if (startsWith(message, REGISTRATION)) {
+                return parseRegistration(WireDecoder.decodeMap(Arrays.copyOfRange(message, REGISTRATION.length(), message.length), LIMITS, "push registration"));
+            }
+            if (startsWith(message, PUSH_DONE)) {
+                WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_DONE.length(), message.length), LIMITS, "push completion");
+                return new PushDone(id(map, "request_id"), id(map, "producer_request_id"));
+            }
+            if (message.length > RequestIds.MAX_LENGTH * 4096) {
+                return new Malformed("notification of " + message.length + " bytes is too large");
+            }
+            String text = new String(message, UTF_8);
+            if (text.startsWith(HEARTBEAT)) {
+                List<String> ids = new ArrayList<>();
+                for (String id : text.substring(HEARTBEAT.length()).split(",", -1)) {
+                    if (RequestIds.problem(id) == null) {
+                        ids.add(id);
+                    }
+                }
+                return new Heartbeat(ids);
+            }
+            int colon = text.lastIndexOf(':');
+            if (colon <= 0) {
+                return new Malformed("notification " + abbreviate(text) + " is neither a heartbeat, a registration nor '<request id>:<consumers>'");
+            }
+            String id = text.substring(0, colon);
+            String problem = RequestIds.problem(id);
+            if (problem != null) {
+                return new Malformed(problem);
+            }
+            int consumers;
+            try {
+                consumers = Integer.parseInt(text.substring(colon + 1));
+            }
+            catch (NumberFormatException e) {
+                return new Malformed("notification " + abbreviate(text) + " has consumers=" + abbreviate(text.substring(colon + 1)) + ", not an integer");
+            }
+            if (consumers < 1 || consumers > 1 << 16) {
+                return new Malformed("notification " + abbreviate(text) + " has consumers=" + consumers + " (expected: 1..65536)");
+            }
+            return new Completion(id, consumers);
+        }
+        catch (KvBridgeException e) {
+            return new Malformed(e.getMessage());
+        }
+    }
+
+    private static Registration parseRegistration(WireMap map)
+    {
+        String producerRequestId = map.optionalString("producer_request_id", "");
+        if (!producerRequestId.isEmpty()) {
+            checkId(map, "producer_request_id", producerRequestId);
+        }
+        int port = map.requireInt("port");
+        int ppRank = map.requireInt("pp_rank");
+        int tpRank = map.requireInt("tp_rank");
+        int consumers = map.requireInt("consumers");
+        if (port < 1 || port > 65_535 || ppRank < 0 || tpRank < 0 || consumers < 1 || consumers > 1 << 16) {
+            throw map.error("port", String.format(Locale.ROOT, "port=%d pp_rank=%d tp_rank=%d consumers=%d out of range", port, ppRank, tpRank, consumers));
+        }
+        String host = map.requireString("host");
+        String engineId = map.requireString("engine_id");
+        if (host.isEmpty() || engineId.isEmpty()) {
+            throw map.error("host", "host and engine_id must not be empty");
+        }
+        return new Registration(id(map, "request_id"), producerRequestId, engineId, host, port, ppRank, tpRank, consumers,
+                map.optionalBoolean("write", true), decodeBlocks(map.requireBinary("block_ids")));
+    }
+
+    private static String id(WireMap map, String key)
+    {
+        String id = map.requireString(key);
+        checkId(map, key, id);
+        return id;
+    }
+
+    private static void checkId(WireMap map, String key, String id)
+    {
+        String problem = RequestIds.problem(id);
+        if (problem != null) {
+            throw map.error(key, problem);
+        }
+    }
+
+    static byte[] encodeBlocks(BlockIds blocks)
+    {
+        ByteBuffer buffer = ByteBuffer.allocate(4 + 4 * blocks.groupCount() + 4 * blocks.total());
+        buffer.putInt(blocks.groupCount());
+        for (int g = 0; g < blocks.groupCount(); g++) {
+            buffer.putInt(blocks.size(g));
+            for (int i = 0; i < blocks.size(g); i++) {
+                buffer.putInt(blocks.get(g, i));
+            }
+        }
+        return buffer.array();
+    }
+
+    static BlockIds decodeBlocks(byte[] bytes)
+    {
+        ByteBuffer buffer = ByteBuffer.wrap(bytes);
+        int groups = readCount(buffer, MAX_GROUPS, "groups");
+        int[][] ids = new int[groups][];
+        for (int g = 0; g < groups; g++) {
+            int count = readCount(buffer, buffer.remaining() / 4, "block ids of group " + g);
+            ids[g] = new int[count];
+            for (int i = 0; i < count; i++) {
+                ids[g][i] = buffer.getInt();
+                if (ids[g][i] < 0) {
+                    throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "block id=" + ids[g][i] + " of group " + g + " is negative");
+                }
+            }
+        }
+        if (buffer.hasRemaining()) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, buffer.remaining() + " trailing bytes after the block ids");
+        }
+        return BlockIds.of(ids);
+    }
+
+    private static int readCount(ByteBuffer buffer, int max, String what)
+    {
+        if (buffer.remaining() < 4) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "block ids end before the count of " + what);
+        }
+        int count = buffer.getInt();
+        if (count < 0 || count > max) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "count of " + what + "=" + count + " is outside [0, " + max + "]");
+        }
+        return count;
+    }
+
+    private static boolean startsWith(byte[] message, String prefix)
+    {
+        if (message.length < prefix.length()) {
+            return false;
+        }
+        for (int i = 0; i < prefix.length(); i++) {
+            if (message[i] != prefix.charAt(i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static String abbreviate(String text)
+    {
+        return text.length() <= 80 ? text : text.substring(0, 80) + "...";
+    }
+}

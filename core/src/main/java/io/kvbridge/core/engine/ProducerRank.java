@@ -1,0 +1,536 @@
+package io.kvbridge.core.engine;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.ConnectorAudit;
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.FreeReason;
+import io.kvbridge.api.FreedRequest;
+import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.RequestIds;
+import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferParams;
+import io.kvbridge.core.planner.BlockSelection;
+import io.kvbridge.core.planner.TransferPlan;
+import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.RemoteEngine;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.TransferOp;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One producer rank. It holds each finished request's blocks under a lease and counts, per request,
+ * the distinct consumer ranks that said they are done ({@code <id>:<n>}); at {@code n} the request is
+ * complete. A push registration that matches a held request (by producer id, consumer id or base id,
+ * whichever of the two arrives second) starts a WRITE into the consumer's blocks along the
+ * consumer's plan; the consumer's acknowledgement afterwards is an ordinary completion, so push and
+ * pull complete the same way. A request is reported once: completed, expired or aborted, and only
+ * when none of its WRITEs can still move data.
+ */
+final class ProducerRank extends RankWorker implements ProducerConnector
+{
+    private static final Logger LOG = LoggerFactory.getLogger(ProducerRank.class);
+
+    private final long leaseNanos;
+    private final long extensionNanos;
+    private final long stashNanos;
+    private final List<SideChannelAddress> stageAddresses;
+    private final int[] logicalCapacity;
+    private final Set<String> active = ConcurrentHashMap.newKeySet();
+    private final ConcurrentLinkedQueue<FreedRequest> freed = new ConcurrentLinkedQueue<>();
+
+    // worker-confined
+    private final Map<String, Held> held = new HashMap<>();
+    private final Map<String, String> heldByBase = new HashMap<>();
+    private final Map<String, Stashed> stash = new HashMap<>();
+    // stashed registration keys by the base id they may match, so a finished prefill finds its registrations without a scan
+    private final Map<String, List<String>> stashByBase = new HashMap<>();
+    private final Map<String, Long> served = new HashMap<>();
+    // requests reported recently: a registration naming one of them arrived too late and is dropped, not stashed
+    private final Map<String, Long> ended = new HashMap<>();
+    private final List<Held> finishing = new ArrayList<>();
+    private long nextLeaseCheck = Long.MAX_VALUE;
+    private long nextStashCheck;
+    private final BlockSelection consumerBlocks;
+    private final BlockSelection producerBlocks;
+
+    private volatile int auditHeld;
+    private volatile int auditStashed;
+
+    /** A finished request whose blocks are held. */
+    private static final class Held
+    {
+        final String id;
+        final int[][] blocks;
+        long deadline;
+        final List<String> doneBy = new ArrayList<>(2);
+        final List<String> registrations = new ArrayList<>(1);
+        int expected;
+        boolean failed;
+        FreeReason reason;
+
+        Held(String id, int[][] blocks, long deadline)
+        {
+            this.id = id;
+            this.blocks = blocks;
+            this.deadline = deadline;
+        }
+    }
+
+    private record Stashed(Messages.Registration registration, String sender, long expiry)
+    {
+    }
+
+    ProducerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
+    {
+        super(services, settings, "producer");
+        this.leaseNanos = settings.leaseDuration().toNanos();
+        this.extensionNanos = leaseNanos * 2 / 3;
+        this.stashNanos = 2 * Math.max(leaseNanos, settings.registrationTimeout().toNanos());
+        this.stageAddresses = settings.stageSideChannels().isEmpty()
+                ? Collections.nCopies(geometry.rank().ppSize(), ownAddress) : settings.stageSideChannels();
+        this.logicalCapacity = logicalCapacities(geometry);
+        this.consumerBlocks = new BlockSelection(geometry.groups().size());
+        this.producerBlocks = new BlockSelection(geometry.groups().size());
+        start(startWorker);
+    }
+
+    /** Per group, the number of logical blocks every region the group addresses can hold. */
+    static int[] logicalCapacities(CacheGeometry geometry)
+    {
+        int[] capacity = new int[geometry.groups().size()];
+        Arrays.fill(capacity, Integer.MAX_VALUE);
+        for (Region region : geometry.regions()) {
+            int logical = region.capacity() / geometry.kernelBlocksPerLogical();
+            for (int g = 0; g < capacity.length; g++) {
+                if (region.groupId() < 0 || region.groupId() == g) {
+                    capacity[g] = Math.min(capacity[g], logical);
+                }
+            }
+        }
+        return capacity;
+    }
+
+    static void checkBlocks(BlockIds blocks, int[] logicalCapacity, String side)
+    {
+        KvBridgeException.checkArgument(blocks.groupCount() == logicalCapacity.length,
+                "%s block ids have %d groups but the cache has %d (expected: one list per cache group, empty when unused)",
+                side, blocks.groupCount(), logicalCapacity.length);
+        for (int g = 0; g < logicalCapacity.length; g++) {
+            for (int i = 0; i < blocks.size(g); i++) {
+                int id = blocks.get(g, i);
+                if (id >= logicalCapacity[g]) {
+                    throw new KvBridgeException(ErrorCode.BLOCK_OUT_OF_RANGE, String.format(Locale.ROOT,
+                            "%s block id=%d of group %d is outside the cache: every region of that group holds %d logical blocks", side, id, g,
+                            logicalCapacity[g]));
+                }
+            }
+        }
+    }
+
+    static void checkId(String requestId)
+    {
+        String problem = RequestIds.problem(requestId);
+        KvBridgeException.checkArgument(problem == null, "%s", problem);
+    }
+
+    @Override
+    public TransferParams prefillFinished(String requestId, BlockIds blocks)
+    {
+        long now = now();
+        return prefillFinished(requestId, blocks, now, now + leaseNanos);
+    }
+
+    @Override
+    public TransferParams prefillFinished(String requestId, BlockIds blocks, long callerNowNanos, long callerDeadlineNanos)
+    {
+        checkOpen();
+        checkId(requestId);
+        requireNonNull(blocks, "blocks is null");
+        checkBlocks(blocks, logicalCapacity, "producer");
+        // clocks of other processes are not comparable: only the remaining duration is carried over
+        long deadline = now() + Math.max(0, callerDeadlineNanos - callerNowNanos);
+        KvBridgeException.checkArgument(active.add(requestId), "request id %s is already held by %s", requestId, name);
+        int[][] ids = new int[blocks.groupCount()][];
+        for (int g = 0; g < ids.length; g++) {
+            ids[g] = blocks.group(g);
+        }
+        enqueue(() -> hold(new Held(requestId, ids, deadline), blocks.isEmpty()));
+        return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()));
+    }
+
+    @Override
+    public void abort(String requestId)
+    {
+        checkOpen();
+        enqueue(() -> {
+            Held request = held.get(requestId);
+            if (request != null) {
+                finish(request, FreeReason.ABORTED);
+            }
+        });
+    }
+
+    @Override
+    public List<FreedRequest> poll()
+    {
+        if (freed.isEmpty()) {
+            return List.of();
+        }
+        List<FreedRequest> result = new ArrayList<>();
+        FreedRequest next;
+        while ((next = freed.poll()) != null) {
+            result.add(next);
+        }
+        return result;
+    }
+
+    @Override
+    public ConnectorAudit audit()
+    {
+        return baseAudit(active.size(), auditHeld, auditStashed);
+    }
+
+    @Override
+    void publishAudit()
+    {
+        auditHeld = held.size();
+        auditStashed = stash.size();
+    }
+
+    private void hold(Held request, boolean nothingHeld)
+    {
+        if (nothingHeld) {
+            // nothing to read: the blocks are free at once
+            report(request, FreeReason.COMPLETED);
+            return;
+        }
+        held.put(request.id, request);
+        ended.remove(request.id);
+        heldByBase.put(RequestIds.baseId(request.id), request.id);
+        nextLeaseCheck = Math.min(nextLeaseCheck, request.deadline);
+        List<String> candidates = stashByBase.get(RequestIds.baseId(request.id));
+        if (candidates == null) {
+            return;
+        }
+        for (String key : List.copyOf(candidates)) {
+            Stashed stashed = stash.get(key);
+            if (stashed != null && matches(request.id, stashed.registration())) {
+                unstash(key);
+                startPush(request, stashed.registration(), stashed.sender());
+            }
+        }
+    }
+
+    private static String stashBase(Messages.Registration registration)
+    {
+        return RequestIds.baseId(registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId());
+    }
+
+    private void unstash(String key)
+    {
+        Stashed stashed = stash.remove(key);
+        if (stashed != null) {
+            String base = stashBase(stashed.registration());
+            List<String> keys = stashByBase.get(base);
+            if (keys != null && keys.remove(key) && keys.isEmpty()) {
+                stashByBase.remove(base);
+            }
+        }
+    }
+
+    private static boolean matches(String producerRequestId, Messages.Registration registration)
+    {
+        if (!registration.producerRequestId().isEmpty()) {
+            return registration.producerRequestId().equals(producerRequestId);
+        }
+        return registration.requestId().equals(producerRequestId)
+                || RequestIds.baseId(registration.requestId()).equals(RequestIds.baseId(producerRequestId));
+    }
+
+    @Override
+    void onNotification(String sender, byte[] message)
+    {
+        switch (Messages.parse(message)) {
+            case Messages.Completion completion -> completed(completion.requestId(), sender, completion.consumers());
+            case Messages.Heartbeat heartbeat -> heartbeat(heartbeat.requestIds());
+            case Messages.Registration registration -> registered(registration, sender);
+            case Messages.PushDone pushDone -> LOG.warn("{}: dropped a push completion for {} from {}: producers do not receive writes", name,
+                    pushDone.requestId(), sender);
+            case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
+        }
+    }
+
+    private void completed(String requestId, String sender, int consumers)
+    {
+        Held request = held.get(requestId);
+        if (request == null && active.contains(requestId)) {
+            // the consumer can finish before this worker has run the prefillFinished command the caller queued
+            runCommands();
+            request = held.get(requestId);
+        }
+        if (request == null || request.reason != null) {
+            // the request completed, expired or was aborted already: the sender may hold stale data
+            LOG.info("{}: notification from {} for request {} that is not held (completed, expired or aborted); its blocks may have been reused",
+                    name, sender, requestId);
+            return;
+        }
+        if (!request.doneBy.contains(sender)) {
+            request.doneBy.add(sender);
+        }
+        request.expected = consumers;
+        if (request.doneBy.size() >= request.expected) {
+            finish(request, FreeReason.COMPLETED);
+        }
+    }
+
+    private void heartbeat(List<String> requestIds)
+    {
+        long extended = now() + extensionNanos;
+        for (String id : requestIds) {
+            Held request = held.get(id);
+            if (request != null && request.reason == null && request.deadline < extended) {
+                request.deadline = extended;
+            }
+        }
+    }
+
+    private void registered(Messages.Registration registration, String sender)
+    {
+        String key = registrationKey(registration);
+        if (served.containsKey(key) || stash.containsKey(key)) {
+            LOG.debug("{}: duplicate push registration {} from {} ignored", name, key, sender);
+            return;
+        }
+        Held request = null;
+        if (!registration.producerRequestId().isEmpty()) {
+            request = held.get(registration.producerRequestId());
+        }
+        else {
+            request = held.get(registration.requestId());
+            if (request == null) {
+                String id = heldByBase.get(RequestIds.baseId(registration.requestId()));
+                request = id == null ? null : held.get(id);
+            }
+        }
+        if (request == null && ended.containsKey(registration.producerRequestId())) {
+            LOG.info("{}: dropped push registration {} from {}: request {} already ended (completed, expired or aborted)", name,
+                    registration.requestId(), sender, registration.producerRequestId());
+            return;
+        }
+        if (request == null || request.reason != null) {
+            stash.put(key, new Stashed(registration, sender, now() + stashNanos));
+            stashByBase.computeIfAbsent(stashBase(registration), ignored -> new ArrayList<>(1)).add(key);
+            return;
+        }
+        startPush(request, registration, sender);
+    }
+
+    private static String registrationKey(Messages.Registration registration)
+    {
+        return registration.requestId() + "|" + registration.engineId() + "|" + registration.ppRank() + "|" + registration.tpRank();
+    }
+
+    private void startPush(Held request, Messages.Registration registration, String sender)
+    {
+        String key = registrationKey(registration);
+        served.put(key, now() + stashNanos);
+        request.registrations.add(key);
+        if (!registration.write()) {
+            // this rank holds a replica the consumer does not need: the registration frees it
+            completed(request.id, sender, registration.consumers());
+            return;
+        }
+        if (request.failed) {
+            LOG.debug("{}: request {} had a failed write; no further write for {}", name, request.id, registration.requestId());
+            return;
+        }
+        SideChannelAddress address = new SideChannelAddress(registration.host(), registration.port());
+        String remoteKey = remoteKey(registration.engineId(), address);
+        RankKey rank = new RankKey(registration.ppRank(), registration.tpRank());
+        remotes.handshake(remoteKey, registration.engineId(), socketAddress(address), List.of(rank))
+                .whenComplete((engine, failure) -> enqueue(() -> pushAfterHandshake(request, registration, remoteKey, rank, engine, failure)));
+    }
+
+    private void pushAfterHandshake(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine,
+            Throwable failure)
+    {
+        if (held.get(request.id) != request || request.reason != null) {
+            LOG.debug("{}: request {} ended before the handshake with consumer {} finished", name, request.id, registration.engineId());
+            return;
+        }
+        if (failure != null) {
+            metrics.transferFailed();
+            LOG.warn("{}: no push for request {} to consumer {}: {}; the lease frees its blocks", name, request.id, registration.engineId(),
+                    failure.getMessage());
+            return;
+        }
+        try {
+            write(request, registration, remoteKey, rank, engine);
+        }
+        catch (RuntimeException e) {
+            request.failed = true;
+            metrics.transferFailed();
+            LOG.warn("{}: push of request {} to consumer {} rank {} failed: {}; the lease frees its blocks", name, request.id,
+                    registration.engineId(), rank, e.getMessage());
+        }
+    }
+
+    private void write(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine)
+    {
+        CacheGeometry consumer = engine.metadata(rank).geometry();
+        List<TransferPlan> plans = plans(remoteKey + "|" + rank, consumer, geometry);
+        if (plans.size() != 1) {
+            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "consumer " + registration.engineId() + " rank " + rank
+                    + " keeps its cache in mixed host and device memory: push does not support that, use pull");
+        }
+        TransferPlan plan = plans.getFirst();
+        int slot = plan.tpPlan().slotOf(geometry.rank().tpRank());
+        if (slot < 0) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "consumer rank " + rank + " asked rank " + geometry.rank()
+                    + " to write, but its plan reads from ranks " + plan.tpPlan().sources());
+        }
+        BlockIds consumerIds = registration.blocks();
+        KvBridgeException.check(consumerIds.groupCount() == consumer.groups().size(), ErrorCode.PROTOCOL_ERROR,
+                "registration of %s lists %d block groups but the consumer's cache has %d", registration.requestId(), consumerIds.groupCount(),
+                consumer.groups().size());
+        int[][] consumerArrays = new int[consumerIds.groupCount()][];
+        for (int g = 0; g < consumerArrays.length; g++) {
+            consumerArrays[g] = consumerIds.group(g);
+        }
+        consumerBlocks.select(consumerArrays).expandToKernel(consumer.kernelBlocksPerLogical());
+        producerBlocks.select(request.blocks).expandToKernel(geometry.kernelBlocksPerLogical());
+        consumerBlocks.splitForRatio(plan.blockSizeRatio(), producerBlocks);
+        producerBlocks.keepLast(consumerBlocks);
+        Peer peer = peer(remoteKey, engine, rank);
+        byte[] done = Messages.pushDone(registration.requestId(), request.id);
+        int count = plan.indexCount(slot, consumerBlocks);
+        if (count == 0) {
+            notifyQuietly(peer, done, "push completion");
+            return;
+        }
+        Prepared producerList = prepared(remoteKey + "|" + rank + "|own", null, () -> plan.remoteDescriptors(geometry));
+        Prepared consumerList = prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
+        ensureScratch(count);
+        int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
+        post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey);
+    }
+
+    @Override
+    void transferDone(Transfer transfer)
+    {
+        settle((Held) transfer.owner);
+    }
+
+    @Override
+    void transferFailed(Transfer transfer, ErrorCode code, String message)
+    {
+        Held request = (Held) transfer.owner;
+        request.failed = true;
+        LOG.warn("{}: push write of request {} failed ({}): {}; the lease frees its blocks", name, request.id, code.id(), message);
+        settle(request);
+    }
+
+    @Override
+    void releasedLate(Transfer transfer)
+    {
+        settle((Held) transfer.owner);
+    }
+
+    private void finish(Held request, FreeReason reason)
+    {
+        if (request.reason != null) {
+            return;
+        }
+        request.reason = reason;
+        if (reason != FreeReason.COMPLETED) {
+            // nobody waits for these writes any more: stop them before the blocks are freed
+            cancelTransfers(request);
+        }
+        settle(request);
+    }
+
+    /** Reports a finishing request once none of its writes can move data any more. */
+    private void settle(Held request)
+    {
+        if (request.reason != null && !hasTransfers(request)) {
+            if (held.remove(request.id) == request) {
+                heldByBase.remove(RequestIds.baseId(request.id), request.id);
+                report(request, request.reason);
+            }
+        }
+    }
+
+    private void report(Held request, FreeReason reason)
+    {
+        ended.put(request.id, now() + stashNanos);
+        // a consumer may use the same request id again for a new request once this one ended
+        for (String key : request.registrations) {
+            served.remove(key);
+        }
+        active.remove(request.id);
+        freed.add(new FreedRequest(request.id, reason));
+    }
+
+    @Override
+    void tick(long now)
+    {
+        if (now - nextLeaseCheck >= 0) {
+            long next = Long.MAX_VALUE;
+            finishing.clear();
+            for (Held request : held.values()) {
+                if (request.reason != null) {
+                    continue;
+                }
+                if (now - request.deadline >= 0) {
+                    finishing.add(request);
+                }
+                else {
+                    next = Math.min(next, request.deadline);
+                }
+            }
+            nextLeaseCheck = next;
+            for (Held request : finishing) {
+                metrics.leaseExpired();
+                LOG.info("{}: lease of request {} expired ({} of {} consumer ranks finished); freeing its blocks", name, request.id,
+                        request.doneBy.size(), request.expected == 0 ? "?" : request.expected);
+                finish(request, FreeReason.EXPIRED);
+            }
+            finishing.clear();
+        }
+        if (now - nextStashCheck >= 0) {
+            nextStashCheck = now + Math.min(stashNanos, 1_000_000_000L);
+            List<String> expired = new ArrayList<>();
+            for (Map.Entry<String, Stashed> entry : stash.entrySet()) {
+                if (now - entry.getValue().expiry() >= 0) {
+                    expired.add(entry.getKey());
+                }
+            }
+            for (String key : expired) {
+                Stashed stashed = stash.get(key);
+                LOG.info("{}: dropped push registration {} of consumer {}: no prefill with that id finished", name,
+                        stashed.registration().requestId(), stashed.registration().engineId());
+                unstash(key);
+            }
+            served.values().removeIf(expiry -> now - expiry >= 0);
+            ended.values().removeIf(expiry -> now - expiry >= 0);
+        }
+    }
+}

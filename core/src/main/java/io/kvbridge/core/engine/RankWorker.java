@@ -1,0 +1,603 @@
+package io.kvbridge.core.engine;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.ConnectorAudit;
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.core.planner.TransferPlan;
+import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.RemoteEngine;
+import io.kvbridge.core.sidechannel.RemoteEngines;
+import io.kvbridge.core.sidechannel.SideChannelServer;
+import io.kvbridge.core.wire.HandshakeVerifier;
+import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the producer and consumer ranks share: the rank's own transport instance with its caches
+ * registered, its entry on the engine's side channel, the remote engines it shook hands with, the
+ * peers and prepared lists it keeps per remote rank, and one worker thread that owns all of this
+ * state. Callers hand work to the worker through a queue and return at once; handshakes run on the
+ * bridge's handshake executor and hand their results back through the same queue.
+ *
+ * <p>The worker loop: run queued commands, drain notifications, poll posted transfers (done, failed,
+ * or past their deadline), retry handle releases that failed, run the role's timers; then park
+ * briefly (shorter while transfers are in flight).
+ */
+abstract class RankWorker
+{
+    private static final Logger LOG = LoggerFactory.getLogger(RankWorker.class);
+    private static final long ACTIVE_PARK_NANOS = 50_000;
+    private static final long IDLE_PARK_NANOS = 500_000;
+    // after any work the worker polls at the active rate for a while: the next message of a
+    // conversation (write after registration, acknowledgement after write) usually follows within it
+    private static final long BUSY_WINDOW_NANOS = 5_000_000;
+    private static final long EVICTION_CHECK_NANOS = 1_000_000_000L;
+
+    final EngineServices services;
+    final ConnectorSettings settings;
+    final CacheGeometry geometry;
+    final TransferBackend transport;
+    final RemoteEngines remotes;
+    final TransferMetrics metrics;
+    final PlanFactory planFactory = new PlanFactory();
+    final SideChannelAddress ownAddress;
+    final boolean mixedMemory;
+    final String name;
+
+    private final SideChannelServer server;
+    private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Thread thread;
+    private volatile boolean running = true;
+    private boolean shutDown;
+
+    // worker-confined state
+    final List<Transfer> transfers = new ArrayList<>();
+    private final List<Transfer> retained = new ArrayList<>();
+    private final Map<String, Peer> peers = new HashMap<>();
+    private final Map<String, Peer> peersByAgent = new HashMap<>();
+    private final Map<String, Prepared> lists = new HashMap<>();
+    private final Map<String, List<TransferPlan>> plans = new HashMap<>();
+    private long nextEvictionCheck;
+    private long lastWorkNanos;
+    int[] scratchA = new int[256];
+    int[] scratchB = new int[256];
+
+    // published by the worker for audits from other threads
+    private volatile int auditTransfers;
+    private volatile int auditRetained;
+
+    RankWorker(EngineServices services, ConnectorSettings settings, String role)
+    {
+        this.services = requireNonNull(services, "services is null");
+        this.settings = requireNonNull(settings, "settings is null");
+        this.geometry = settings.geometry();
+        this.metrics = services.metrics();
+        this.mixedMemory = mixedMemory(geometry);
+        if (mixedMemory && settings.modes().contains(TransferMode.PUSH)) {
+            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "engine " + settings.engineId() + " rank " + geometry.rank()
+                    + ": push does not support caches in mixed host and device memory (regions " + memorySummary(geometry)
+                    + "); serve pull only (modes=[PULL]) or keep the cache in one kind of memory");
+        }
+        this.name = role + " " + settings.engineId() + " " + geometry.rank();
+        this.transport = services.newTransport(role, settings);
+        List<Allocation> registered = new ArrayList<>();
+        SideChannelServer acquired = null;
+        try {
+            for (Allocation allocation : geometry.allocations()) {
+                transport.register(allocation);
+                registered.add(allocation);
+            }
+            acquired = services.acquireServer(settings);
+            Set<PeerCapability> capabilities = EnumSet.noneOf(PeerCapability.class);
+            for (TransferMode mode : settings.modes()) {
+                capabilities.add(mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL);
+            }
+            acquired.publish(new RankMetadata(settings.engineId(), transport.name(), transport.localMetadata(), capabilities, geometry));
+            this.ownAddress = new SideChannelAddress(settings.advertisedHost(), acquired.address().getPort());
+            HandshakeVerifier verifier = new HandshakeVerifier(geometry.model(), services.sideChannelSettings().compatibility(),
+                    services.sideChannelSettings().limits());
+            this.remotes = new RemoteEngines(services.client(), verifier, capabilities, services.sideChannelSettings().engineTtl(), services.clock(),
+                    services.handshakes(), this::evicted);
+        }
+        catch (RuntimeException e) {
+            if (acquired != null) {
+                acquired.withdraw(RankKey.of(geometry.rank()));
+                services.releaseServer(settings.engineId());
+            }
+            for (Allocation allocation : registered) {
+                transport.deregister(allocation);
+            }
+            transport.close();
+            throw e;
+        }
+        this.server = acquired;
+        this.nextEvictionCheck = services.clock().monotonicNanos() + EVICTION_CHECK_NANOS;
+        this.thread = Thread.ofPlatform().daemon().name("kvbridge-" + role + "-" + settings.engineId() + "-pp" + geometry.rank().ppRank() + "-tp"
+                + geometry.rank().tpRank()).unstarted(this::loop);
+        services.opened(this);
+    }
+
+    /** Starts the worker; called by the subclass once its own fields are set, unless the rank is stepped by hand. */
+    final void start(boolean startWorker)
+    {
+        if (startWorker) {
+            thread.start();
+        }
+    }
+
+    private static boolean mixedMemory(CacheGeometry geometry)
+    {
+        Region first = geometry.regions().getFirst();
+        for (Region region : geometry.regions()) {
+            if (region.memoryKind() != first.memoryKind() || region.device() != first.device()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String memorySummary(CacheGeometry geometry)
+    {
+        List<String> kinds = new ArrayList<>();
+        for (Region region : geometry.regions()) {
+            String kind = region.name() + "=" + region.memoryKind() + "/" + region.device();
+            if (kinds.size() < 4) {
+                kinds.add(kind);
+            }
+        }
+        return kinds + (geometry.regions().size() > 4 ? " ..." : "");
+    }
+
+    final void checkOpen()
+    {
+        if (closed.get()) {
+            throw new KvBridgeException(ErrorCode.CLOSED, name + " is closed");
+        }
+    }
+
+    /** Hands work to the worker thread. */
+    final void enqueue(Runnable command)
+    {
+        commands.add(command);
+        LockSupport.unpark(thread);
+    }
+
+    final long now()
+    {
+        return services.clock().monotonicNanos();
+    }
+
+    private void loop()
+    {
+        while (running) {
+            boolean worked = step();
+            long now = System.nanoTime();
+            if (worked || !transfers.isEmpty()) {
+                lastWorkNanos = now;
+            }
+            LockSupport.parkNanos(now - lastWorkNanos < BUSY_WINDOW_NANOS ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
+        }
+        shutdown();
+    }
+
+    /**
+     * Runs one round of the worker: queued commands, notifications, transfers, released handles,
+     * timers. The worker thread calls it in a loop; a rank built without its thread (tests) is
+     * stepped by hand, so that every interleaving of clock, notifications and commands is chosen.
+     *
+     * @return whether a command or a notification was handled.
+     */
+    final boolean step()
+    {
+        boolean worked = false;
+        try {
+            worked = runCommands();
+            worked |= transport.drainNotifications(this::received) > 0;
+            long now = now();
+            pollTransfers(now);
+            retryReleases();
+            tick(now);
+            if (now - nextEvictionCheck >= 0) {
+                nextEvictionCheck = now + EVICTION_CHECK_NANOS;
+                remotes.evictIdle();
+            }
+            auditTransfers = transfers.size();
+            auditRetained = retained.size();
+            publishAudit();
+        }
+        catch (RuntimeException e) {
+            LOG.error("{}: worker step failed; continuing", name, e);
+        }
+        return worked;
+    }
+
+    /** Runs every queued command; also called when a notification may refer to work a caller has queued but the worker not yet seen. */
+    final boolean runCommands()
+    {
+        boolean ran = false;
+        Runnable command;
+        while ((command = commands.poll()) != null) {
+            command.run();
+            ran = true;
+        }
+        return ran;
+    }
+
+    private void received(String sender, byte[] message)
+    {
+        try {
+            onNotification(sender, message);
+        }
+        catch (RuntimeException e) {
+            LOG.warn("{}: dropped a notification from {} that could not be handled: {}", name, sender, e.toString());
+        }
+    }
+
+    private void pollTransfers(long now)
+    {
+        for (int i = 0; i < transfers.size(); i++) {
+            Transfer transfer = transfers.get(i);
+            TransferStatus status;
+            String failure = null;
+            try {
+                status = transport.status(transfer.handle);
+                if (status == TransferStatus.FAILED) {
+                    failure = transport.failure(transfer.handle).map(Throwable::getMessage).orElse("the transport reported the transfer failed");
+                }
+            }
+            catch (KvBridgeException e) {
+                status = TransferStatus.FAILED;
+                failure = e.getMessage();
+            }
+            if (status == TransferStatus.IN_PROGRESS && now - transfer.deadlineNanos < 0) {
+                continue;
+            }
+            transfers.set(i, transfers.getLast());
+            transfers.removeLast();
+            i--;
+            if (status == TransferStatus.DONE) {
+                metrics.transferDone(now - transfer.postedNanos, transfer.postDurationNanos, transfer.bytes, transfer.descriptors);
+                release(transfer);
+                transferDone(transfer);
+            }
+            else {
+                metrics.transferFailed();
+                ErrorCode code = status == TransferStatus.FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.DEADLINE_EXCEEDED;
+                String message = status == TransferStatus.FAILED ? failure
+                        : "transfer stalled: still in progress " + TimeUnit.NANOSECONDS.toMillis(now - transfer.postedNanos)
+                                + " ms after it was posted (transferTimeout=" + settings.transferTimeout() + ")";
+                release(transfer);
+                transferFailed(transfer, code, message);
+            }
+        }
+    }
+
+    /** Cancels every in-flight transfer of an owner (no data is moved after this). */
+    final void cancelTransfers(Object owner)
+    {
+        for (int i = 0; i < transfers.size(); i++) {
+            Transfer transfer = transfers.get(i);
+            if (transfer.owner == owner) {
+                transfers.set(i, transfers.getLast());
+                transfers.removeLast();
+                i--;
+                release(transfer);
+            }
+        }
+    }
+
+    final boolean hasTransfers(Object owner)
+    {
+        for (Transfer transfer : transfers) {
+            if (transfer.owner == owner) {
+                return true;
+            }
+        }
+        for (Transfer transfer : retained) {
+            if (transfer.owner == owner) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void release(Transfer transfer)
+    {
+        try {
+            transport.release(transfer.handle);
+            if (transfer.mark != null) {
+                transfer.mark.close();
+            }
+        }
+        catch (RuntimeException e) {
+            // a status error does not prove the data stopped moving: keep the handle and its blocks until release succeeds
+            LOG.warn("{}: releasing transfer handle 0x{} failed, retained and retried: {}", name, Long.toHexString(transfer.handle), e.toString());
+            retained.add(transfer);
+        }
+    }
+
+    private void retryReleases()
+    {
+        for (Iterator<Transfer> it = retained.iterator(); it.hasNext(); ) {
+            Transfer transfer = it.next();
+            try {
+                transport.release(transfer.handle);
+            }
+            catch (KvBridgeException e) {
+                if (e.code() != ErrorCode.HANDLE_UNKNOWN) {
+                    continue;
+                }
+            }
+            catch (RuntimeException e) {
+                continue;
+            }
+            if (transfer.mark != null) {
+                transfer.mark.close();
+            }
+            it.remove();
+            releasedLate(transfer);
+        }
+    }
+
+    /** Posts a transfer and tracks it; the post's own failure propagates. */
+    final Transfer post(Object owner, TransferOp op, Prepared local, int[] localIndices, Prepared remote, int[] remoteIndices, int count,
+            byte[] notification, String remoteKey)
+    {
+        long bytes = 0;
+        DescriptorList localDescriptors = local.descriptors();
+        for (int i = 0; i < count; i++) {
+            bytes += localDescriptors.length(localIndices[i]);
+        }
+        RemoteEngines.InFlight mark = remotes.markInFlight(remoteKey);
+        long start = now();
+        long handle;
+        try {
+            handle = transport.post(op, local.list(), localIndices, remote.list(), remoteIndices, count, notification);
+        }
+        catch (RuntimeException e) {
+            mark.close();
+            throw e;
+        }
+        long posted = now();
+        Transfer transfer = new Transfer(handle, owner, start, posted - start, posted + settings.transferTimeout().toNanos(), bytes, count, mark);
+        transfers.add(transfer);
+        return transfer;
+    }
+
+    final void ensureScratch(int size)
+    {
+        if (scratchA.length < size) {
+            int grown = Math.max(size, scratchA.length * 2);
+            scratchA = new int[grown];
+            scratchB = new int[grown];
+        }
+    }
+
+    /** Connects to a remote rank's transport once and keeps the peer. */
+    final Peer peer(String remoteKey, RemoteEngine engine, RankKey rank)
+    {
+        String key = remoteKey + "|" + rank;
+        Peer peer = peers.get(key);
+        if (peer == null) {
+            peer = transport.connect(engine.metadata(rank).transportMetadata());
+            peers.put(key, peer);
+            peersByAgent.put(peer.name(), peer);
+        }
+        return peer;
+    }
+
+    final Peer peerByAgent(String agent)
+    {
+        return peersByAgent.get(agent);
+    }
+
+    /** A prepared list with the descriptors it was prepared from (their lengths give each transfer's bytes). */
+    record Prepared(PreparedList list, DescriptorList descriptors)
+    {
+    }
+
+    /** Prepares a list once per key and keeps it until the remote engine is evicted or the rank closes. */
+    final Prepared prepared(String key, Peer peer, Supplier<DescriptorList> descriptors)
+    {
+        Prepared prepared = lists.get(key);
+        if (prepared == null) {
+            DescriptorList built = descriptors.get();
+            prepared = new Prepared(peer == null ? transport.prepareLocal(built) : transport.prepareRemote(peer, built), built);
+            lists.put(key, prepared);
+        }
+        return prepared;
+    }
+
+    final List<TransferPlan> plans(String key, CacheGeometry consumer, CacheGeometry producer)
+    {
+        List<TransferPlan> cached = plans.get(key);
+        if (cached == null) {
+            cached = planFactory.plans(consumer, producer);
+            plans.put(key, cached);
+        }
+        return cached;
+    }
+
+    static String remoteKey(String engineId, SideChannelAddress address)
+    {
+        return engineId + "@" + address;
+    }
+
+    static InetSocketAddress socketAddress(SideChannelAddress address)
+    {
+        return new InetSocketAddress(address.host(), address.port());
+    }
+
+    private void evicted(RemoteEngine engine)
+    {
+        // every peer, list and plan of a remote side channel is cached under "<remote key>|..."
+        String prefix = remoteKey(engine.engineId(), new SideChannelAddress(engine.address().getHostString(), engine.address().getPort())) + "|";
+        enqueue(() -> forget(prefix));
+    }
+
+    private void forget(String prefix)
+    {
+        for (Iterator<Map.Entry<String, Prepared>> it = lists.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<String, Prepared> entry = it.next();
+            if (entry.getKey().startsWith(prefix)) {
+                releaseQuietly(entry.getValue().list());
+                it.remove();
+            }
+        }
+        plans.keySet().removeIf(key -> key.startsWith(prefix));
+        for (Iterator<Map.Entry<String, Peer>> it = peers.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<String, Peer> entry = it.next();
+            if (entry.getKey().startsWith(prefix)) {
+                peersByAgent.remove(entry.getValue().name());
+                disconnectQuietly(entry.getValue());
+                it.remove();
+            }
+        }
+    }
+
+    private void releaseQuietly(PreparedList list)
+    {
+        try {
+            transport.releasePrepared(list);
+        }
+        catch (RuntimeException e) {
+            LOG.debug("{}: releasing a prepared list failed: {}", name, e.toString());
+        }
+    }
+
+    private void disconnectQuietly(Peer peer)
+    {
+        try {
+            transport.disconnect(peer);
+        }
+        catch (RuntimeException e) {
+            LOG.debug("{}: disconnecting {} failed: {}", name, peer.name(), e.toString());
+        }
+    }
+
+    /** Sends a notification without data; a failure is counted and logged, never thrown. */
+    final boolean notifyQuietly(Peer peer, byte[] message, String what)
+    {
+        try {
+            transport.notify(peer, message);
+            return true;
+        }
+        catch (RuntimeException e) {
+            metrics.notificationFailed();
+            LOG.warn("{}: could not send {} to {}: {}", name, what, peer.name(), e.getMessage());
+            return false;
+        }
+    }
+
+    final ConnectorAudit baseAudit(int requests, int leases, int stashed)
+    {
+        return new ConnectorAudit(requests, auditTransfers, leases, stashed, auditRetained, transport.resources());
+    }
+
+    /** Counts what the rank holds. */
+    abstract ConnectorAudit audit();
+
+    abstract void onNotification(String sender, byte[] message);
+
+    abstract void transferDone(Transfer transfer);
+
+    abstract void transferFailed(Transfer transfer, ErrorCode code, String message);
+
+    /** A transfer whose release failed earlier was released now. */
+    abstract void releasedLate(Transfer transfer);
+
+    abstract void tick(long now);
+
+    abstract void publishAudit();
+
+    /** Stops the worker, releases everything and closes the transport. Idempotent. */
+    public final void close()
+    {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        running = false;
+        LockSupport.unpark(thread);
+        if (thread.getState() != Thread.State.NEW) {
+            try {
+                thread.join(10_000);
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        // the worker shuts down on its way out; a rank stepped by hand (or a worker that died) is shut down here
+        shutdown();
+        services.closed(this);
+    }
+
+    private synchronized void shutdown()
+    {
+        if (shutDown) {
+            return;
+        }
+        shutDown = true;
+        for (Transfer transfer : transfers) {
+            release(transfer);
+        }
+        transfers.clear();
+        for (int attempt = 0; attempt < 3 && !retained.isEmpty(); attempt++) {
+            retryReleases();
+        }
+        if (!retained.isEmpty()) {
+            LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, retained.size());
+        }
+        for (Prepared prepared : lists.values()) {
+            releaseQuietly(prepared.list());
+        }
+        lists.clear();
+        for (Peer peer : peers.values()) {
+            disconnectQuietly(peer);
+        }
+        peers.clear();
+        peersByAgent.clear();
+        server.withdraw(RankKey.of(geometry.rank()));
+        services.releaseServer(settings.engineId());
+        for (Allocation allocation : geometry.allocations()) {
+            try {
+                transport.deregister(allocation);
+            }
+            catch (RuntimeException e) {
+                LOG.debug("{}: deregistering {} failed: {}", name, allocation, e.toString());
+            }
+        }
+        transport.close();
+        auditTransfers = 0;
+        auditRetained = 0;
+    }
+}

@@ -1,0 +1,32 @@
+package io.kvbridge.core.engine;
+
+import io.kvbridge.core.sidechannel.RemoteEngines;
+
+/**
+ * One posted transfer a worker polls: its handle, who it belongs to, when it must be done, and what
+ * the metrics record when it is. Confined to the worker thread.
+ */
+final class Transfer
+{
+    final long handle;
+    final Object owner;
+    final long postedNanos;
+    final long postDurationNanos;
+    final long deadlineNanos;
+    final long bytes;
+    final int descriptors;
+    final RemoteEngines.InFlight mark;
+
+    Transfer(long handle, Object owner, long postedNanos, long postDurationNanos, long deadlineNanos, long bytes, int descriptors,
+            RemoteEngines.InFlight mark)
+    {
+        this.handle = handle;
+        this.owner = owner;
+        this.postedNanos = postedNanos;
+        this.postDurationNanos = postDurationNanos;
+        this.deadlineNanos = deadlineNanos;
+        this.bytes = bytes;
+        this.descriptors = descriptors;
+        this.mark = mark;
+    }
+}

@@ -1,0 +1,154 @@
+package io.kvbridge.core.engine;
+
+import static java.util.Objects.requireNonNull;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The transfer metrics of one bridge, shared by its connectors: Micrometer meters (Prometheus names
+ * {@code kvbridge_transfer_time_seconds}, {@code kvbridge_post_time_seconds},
+ * {@code kvbridge_transfer_bytes}, {@code kvbridge_transfer_descriptors},
+ * {@code kvbridge_transfer_failed_total}, {@code kvbridge_notification_failed_total},
+ * {@code kvbridge_lease_expired_total}), and an interval summary for one log line that is reset each
+ * time it is read. Recording allocates nothing. Thread-safe.
+ */
+final class TransferMetrics
+{
+    private static final int SAMPLES = 4096;
+
+    private final Timer transferTime;
+    private final Timer postTime;
+    private final DistributionSummary bytes;
+    private final DistributionSummary descriptors;
+    private final Counter failedTransfers;
+    private final Counter failedNotifications;
+    private final Counter expiredLeases;
+
+    private final Object lock = new Object();
+    private long count;
+    private long transferNanos;
+    private long postNanos;
+    private long totalBytes;
+    private long totalDescriptors;
+    private long failures;
+    private long notificationFailures;
+    private long expiries;
+    private final long[] samples = new long[SAMPLES];
+
+    TransferMetrics(MeterRegistry registry)
+    {
+        requireNonNull(registry, "registry is null");
+        this.transferTime = Timer.builder("kvbridge.transfer.time").description("time from post to completion of one transfer")
+                .serviceLevelObjectives(seconds(0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5))
+                .register(registry);
+        this.postTime = Timer.builder("kvbridge.post.time").description("time the transport took to accept one transfer")
+                .serviceLevelObjectives(seconds(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5))
+                .register(registry);
+        double[] byteBuckets = new double[12];
+        for (int i = 0; i < byteBuckets.length; i++) {
+            byteBuckets[i] = Math.pow(2, 11 + 2 * i);
+        }
+        this.bytes = DistributionSummary.builder("kvbridge.transfer.bytes").baseUnit("bytes").description("bytes moved by one transfer")
+                .serviceLevelObjectives(byteBuckets).register(registry);
+        this.descriptors = DistributionSummary.builder("kvbridge.transfer.descriptors").description("descriptor pairs of one transfer")
+                .serviceLevelObjectives(10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000).register(registry);
+        this.failedTransfers = Counter.builder("kvbridge.transfer.failed").description("transfers that failed or were given up").register(registry);
+        this.failedNotifications = Counter.builder("kvbridge.notification.failed").description("notifications that could not be sent").register(registry);
+        this.expiredLeases = Counter.builder("kvbridge.lease.expired").description("producer leases that expired before every consumer finished")
+                .register(registry);
+    }
+
+    private static Duration[] seconds(double... values)
+    {
+        Duration[] durations = new Duration[values.length];
+        for (int i = 0; i < values.length; i++) {
+            durations[i] = Duration.ofNanos((long) (values[i] * 1e9));
+        }
+        return durations;
+    }
+
+    void transferDone(long durationNanos, long postDurationNanos, long byteCount, int descriptorCount)
+    {
+        transferTime.record(durationNanos, TimeUnit.NANOSECONDS);
+        postTime.record(postDurationNanos, TimeUnit.NANOSECONDS);
+        bytes.record(byteCount);
+        descriptors.record(descriptorCount);
+        synchronized (lock) {
+            samples[(int) (count % SAMPLES)] = durationNanos;
+            count++;
+            transferNanos += durationNanos;
+            postNanos += postDurationNanos;
+            totalBytes += byteCount;
+            totalDescriptors += descriptorCount;
+        }
+    }
+
+    void transferFailed()
+    {
+        failedTransfers.increment();
+        synchronized (lock) {
+            failures++;
+        }
+    }
+
+    void notificationFailed()
+    {
+        failedNotifications.increment();
+        synchronized (lock) {
+            notificationFailures++;
+        }
+    }
+
+    void leaseExpired()
+    {
+        expiredLeases.increment();
+        synchronized (lock) {
+            expiries++;
+        }
+    }
+
+    /**
+     * Returns the one-line summary of the interval since the last call and starts a new interval.
+     *
+     * @return the line, or null when nothing happened.
+     */
+    String drainSummary()
+    {
+        synchronized (lock) {
+            if (count == 0 && failures == 0 && notificationFailures == 0 && expiries == 0) {
+                return null;
+            }
+            String line;
+            if (count == 0) {
+                line = "kvbridge transfers: none succeeded";
+            }
+            else {
+                long[] sorted = Arrays.copyOf(samples, (int) Math.min(count, SAMPLES));
+                Arrays.sort(sorted);
+                long p90 = sorted[Math.min(sorted.length - 1, (int) Math.ceil(sorted.length * 0.9) - 1)];
+                double seconds = transferNanos / 1e9;
+                line = String.format(Locale.ROOT,
+                        "kvbridge transfers: count=%d time mean=%.3f ms p90=%.3f ms post mean=%.3f ms, %.3f MB per transfer, %.1f descriptors per transfer, %.3f GB/s",
+                        count, transferNanos / 1e6 / count, p90 / 1e6, postNanos / 1e6 / count, totalBytes / 1e6 / count,
+                        (double) totalDescriptors / count, seconds > 0 ? totalBytes / 1e9 / seconds : 0.0);
+            }
+            line += String.format(Locale.ROOT, ", failed transfers=%d, failed notifications=%d, expired leases=%d", failures, notificationFailures, expiries);
+            count = 0;
+            transferNanos = 0;
+            postNanos = 0;
+            totalBytes = 0;
+            totalDescriptors = 0;
+            failures = 0;
+            notificationFailures = 0;
+            expiries = 0;
+            return line;
+        }
+    }
+}

@@ -1,0 +1,102 @@
+package io.kvbridge.core.engine;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.NotificationSink;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.testkit.ForwardingTransferBackend;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Wraps another factory's transports and records, per agent, the posts each one made and the
+ * notifications each one received (as text), so tests can see the protocol on the wire.
+ */
+final class RecordingBackendFactory implements TransferBackendFactory
+{
+    private final TransferBackendFactory delegate;
+    final Map<String, List<String>> received = new ConcurrentHashMap<>();
+    final Map<String, List<TransferOp>> posts = new ConcurrentHashMap<>();
+    /** While positive, each release throws instead of releasing, and counts this down. */
+    final AtomicInteger failingReleases = new AtomicInteger();
+
+    RecordingBackendFactory(TransferBackendFactory delegate)
+    {
+        this.delegate = delegate;
+    }
+
+    List<String> receivedBy(String agent)
+    {
+        return List.copyOf(received.getOrDefault(agent, List.of()));
+    }
+
+    List<TransferOp> postsBy(String agent)
+    {
+        return List.copyOf(posts.getOrDefault(agent, List.of()));
+    }
+
+    @Override
+    public String name()
+    {
+        return delegate.name();
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return delegate.spiVersion();
+    }
+
+    @Override
+    public Availability probe()
+    {
+        return delegate.probe();
+    }
+
+    @Override
+    public TransferBackend create(Map<String, String> config, BackendContext context)
+    {
+        TransferBackend backend = delegate.create(config, context);
+        List<String> inbox = received.computeIfAbsent(backend.agentName(), ignored -> java.util.Collections.synchronizedList(new ArrayList<>()));
+        List<TransferOp> outbox = posts.computeIfAbsent(backend.agentName(), ignored -> java.util.Collections.synchronizedList(new ArrayList<>()));
+        return new ForwardingTransferBackend(backend)
+        {
+            @Override
+            public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
+                    byte[] notification)
+            {
+                long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification);
+                outbox.add(op);
+                return handle;
+            }
+
+            @Override
+            public void release(long handle)
+            {
+                if (failingReleases.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "injected release failure");
+                }
+                super.release(handle);
+            }
+
+            @Override
+            public int drainNotifications(NotificationSink sink)
+            {
+                return super.drainNotifications((sender, message) -> {
+                    inbox.add(new String(message, UTF_8));
+                    sink.accept(sender, message);
+                });
+            }
+        };
+    }
+}

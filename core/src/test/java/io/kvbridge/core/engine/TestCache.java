@@ -1,0 +1,148 @@
+package io.kvbridge.core.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.geometry.ModelIdentity;
+import io.kvbridge.spi.geometry.Rank;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * One rank's KV cache in real off-heap memory: one allocation and one region per layer the rank's
+ * stage owns. A layer listed in {@code deviceLayers} is declared device memory (host-backed, for the
+ * {@code local} transport's simulate-device mode). Bytes are derived from (request, layer, position
+ * of the block in the request, byte offset in the whole block across tensor-parallel ranks), so a
+ * misplaced, missing or stale byte is found.
+ */
+final class TestCache
+{
+    static final int KV_HEADS = 4;
+    static final int HEAD_BYTES = 64;
+
+    final CacheGeometry geometry;
+    final List<MemorySegment> layers = new ArrayList<>();
+    final long rankBlockBytes;
+    final boolean mla;
+
+    record Shape(int layers, List<Integer> stageLayerCounts, int capacity, boolean mla, Set<Integer> deviceLayers)
+    {
+        static Shape of(int layers, int capacity, boolean mla)
+        {
+            return new Shape(layers, List.of(layers), capacity, mla, Set.of());
+        }
+
+        Shape stages(Integer... counts)
+        {
+            return new Shape(layers, List.of(counts), capacity, mla, deviceLayers);
+        }
+
+        Shape onDevice(Integer... deviceLayerIndices)
+        {
+            return new Shape(layers, stageLayerCounts, capacity, mla, Set.of(deviceLayerIndices));
+        }
+    }
+
+    TestCache(Arena arena, Shape shape, Rank rank)
+    {
+        this.mla = shape.mla();
+        ModelIdentity identity = new ModelIdentity("test/engine-" + shape.layers(), "bfloat16", "bfloat16", mla ? 1 : KV_HEADS, HEAD_BYTES / 2,
+                shape.layers(), false);
+        CacheGroup group = mla ? new CacheGroup(0, GroupKind.MLA, 0, 1, HEAD_BYTES / 2) : new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, KV_HEADS,
+                HEAD_BYTES / 2);
+        List<LayerSpec> specs = new ArrayList<>();
+        for (int l = 0; l < shape.layers(); l++) {
+            specs.add(new LayerSpec(layerName(l), 0));
+        }
+        ModelCacheSpec spec = new ModelCacheSpec(identity, 16, 1, List.of(group), specs, shape.stageLayerCounts());
+        this.rankBlockBytes = mla ? HEAD_BYTES : (long) Math.max(1, KV_HEADS / rank.tpSize()) * HEAD_BYTES;
+        List<Allocation> allocations = new ArrayList<>();
+        List<Region> regions = new ArrayList<>();
+        int start = spec.stageStart(rank.ppRank());
+        for (LayerSpec layer : spec.layersOwnedBy(rank)) {
+            int index = specs.indexOf(layer);
+            MemorySegment segment = arena.allocate(rankBlockBytes * shape.capacity(), 64);
+            layers.add(segment);
+            MemoryKind kind = shape.deviceLayers().contains(index) ? MemoryKind.DEVICE : MemoryKind.HOST;
+            allocations.add(new Allocation(segment.address(), segment.byteSize(), kind, 0));
+            regions.add(new Region(layer.name(), segment.address(), rankBlockBytes, rankBlockBytes, shape.capacity(), 0, kind, 0,
+                    mla ? SplitClass.REPLICATE : SplitClass.SPLIT, List.of(layer.name()), List.of()));
+        }
+        this.firstLayer = start;
+        this.geometry = new CacheGeometry("per-layer", rank, identity, 16, 1, List.of(group), allocations, regions);
+    }
+
+    private final int firstLayer;
+
+    static String layerName(int layer)
+    {
+        return "model.layers." + layer + ".self_attn";
+    }
+
+    private long rankOffset()
+    {
+        return mla ? 0 : rankBlockBytes * geometry.rank().tpRank();
+    }
+
+    static byte expected(int seed, int layer, int position, long offset)
+    {
+        return (byte) (seed * 31 + layer * 7 + position * 131 + offset * 13 + 1);
+    }
+
+    /** Writes the bytes of request {@code seed} into its blocks on this rank. */
+    void fill(int seed, int[] blocks)
+    {
+        for (int l = 0; l < layers.size(); l++) {
+            for (int position = 0; position < blocks.length; position++) {
+                long base = (long) blocks[position] * rankBlockBytes;
+                for (long o = 0; o < rankBlockBytes; o++) {
+                    layers.get(l).set(ValueLayout.JAVA_BYTE, base + o, expected(seed, firstLayer + l, position, rankOffset() + o));
+                }
+            }
+        }
+    }
+
+    /** Checks that the blocks hold the last {@code blocks.length} positions of a request of {@code producerBlocks} blocks. */
+    void check(int seed, int[] blocks, int producerBlocks)
+    {
+        int skipped = producerBlocks - blocks.length;
+        for (int l = 0; l < layers.size(); l++) {
+            for (int position = 0; position < blocks.length; position++) {
+                long base = (long) blocks[position] * rankBlockBytes;
+                for (long o = 0; o < rankBlockBytes; o++) {
+                    byte actual = layers.get(l).get(ValueLayout.JAVA_BYTE, base + o);
+                    byte wanted = expected(seed, firstLayer + l, skipped + position, rankOffset() + o);
+                    if (actual != wanted) {
+                        assertEquals(wanted, actual, "request " + seed + " layer " + (firstLayer + l) + " block " + blocks[position] + " offset " + o);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Zeroes every byte, so a test sees what a transfer wrote. */
+    void clear()
+    {
+        for (MemorySegment segment : layers) {
+            segment.fill((byte) 0);
+        }
+    }
+
+    static BlockIds ids(int... blocks)
+    {
+        return BlockIds.of(blocks);
+    }
+}
