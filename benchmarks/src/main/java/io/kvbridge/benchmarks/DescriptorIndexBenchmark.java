@@ -5,18 +5,11 @@ import io.kvbridge.core.planner.DescriptorPairs;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.transfer.DescriptorList;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Per-request work of the planner for 80 layers x 64 blocks (5,120 descriptor pairs): run the
@@ -24,12 +17,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * resolve them to copies and coalesce. Target: under 10 us and 0 bytes allocated per operation.
  */
 @State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class DescriptorIndexBenchmark
+public class DescriptorIndexBenchmark extends MicrosecondBenchmark
 {
     private static final int LAYERS = 80;
     private static final int BLOCKS = 64;
@@ -56,8 +44,8 @@ public class DescriptorIndexBenchmark
         CacheGeometry consumer = UniformCaches.describe(LAYERS, 0, consumerTp, 65_536, 2048, 0x10_0000_0000L);
         CacheGeometry producer = UniformCaches.describe(LAYERS, 0, 1, 65_536, 4096, 0x90_0000_0000L);
         plan = TransferPlan.pair(consumer, producer);
-        localIds = new int[][] {range(700, BLOCKS)};
-        remoteIds = new int[][] {range(3000, BLOCKS)};
+        localIds = new int[][] {UniformCaches.consecutiveIds(700, BLOCKS)};
+        remoteIds = new int[][] {UniformCaches.consecutiveIds(3000, BLOCKS)};
         localBlocks = new BlockSelection(1);
         remoteBlocks = new BlockSelection(1);
         localIndices = new int[LAYERS * BLOCKS];
@@ -65,15 +53,6 @@ public class DescriptorIndexBenchmark
         localList = plan.localDescriptors(0);
         remoteList = plan.remoteDescriptors(producer);
         pairs = new DescriptorPairs(LAYERS * BLOCKS);
-    }
-
-    private static int[] range(int first, int count)
-    {
-        int[] ids = new int[count];
-        for (int i = 0; i < count; i++) {
-            ids[i] = first + i;
-        }
-        return ids;
     }
 
     /**

@@ -52,4 +52,20 @@ final class UniformCaches
         List<CacheGroup> groups = List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, KV_HEADS, 128));
         return new CacheGeometry("per-layer", new Rank(0, 1, tpRank, tpSize), model, 16, 1, groups, allocations, regions);
     }
+
+    /**
+     * Returns consecutive block ids, as a request whose blocks were allocated in one run has.
+     *
+     * @param first the first id.
+     * @param count how many.
+     * @return {@code first .. first + count - 1}.
+     */
+    static int[] consecutiveIds(int first, int count)
+    {
+        int[] ids = new int[count];
+        for (int i = 0; i < count; i++) {
+            ids[i] = first + i;
+        }
+        return ids;
+    }
 }

@@ -43,32 +43,42 @@ final class PairingRules
         return localTokens / remoteTokens;
     }
 
-    /** Checks that every entry names existing regions and that each side's regions share one memory kind and device. */
+    /**
+     * Checks that the entries agree with the geometries they pair: each is what
+     * {@link TransferEntry#whole} or {@link TransferEntry#ofLayer} builds from them (which checks
+     * layers, groups and packing), and each side's regions share one memory kind.
+     */
     static void checkEntries(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
     {
         KvBridgeException.check(!entries.isEmpty(), ErrorCode.ROUTING_FAILED, "no transfer entries: nothing would be moved (expected: at least one local region paired with a remote one)");
-        for (TransferEntry entry : entries) {
-            KvBridgeException.check(entry.localRegion() < local.regions().size() && entry.remoteRegion() < remote.regions().size(), ErrorCode.ROUTING_FAILED,
-                    "entry %s names a region that does not exist (local regions=%d, remote regions=%d)", entry, local.regions().size(), remote.regions().size());
+        for (int e = 0; e < entries.size(); e++) {
+            TransferEntry entry = entries.get(e);
+            TransferEntry rebuilt = entry.byLayer()
+                    ? TransferEntry.ofLayer(local, entry.localRegion(), remote, entry.remoteRegion(), entry.layer(), entry.groupId())
+                    : TransferEntry.whole(local, entry.localRegion(), remote, entry.remoteRegion());
+            KvBridgeException.check(rebuilt.equals(entry), ErrorCode.ROUTING_FAILED,
+                    "entry %d (%s, group %d) carries local=%s remote=%s, which differs from the regions it names: local=%s remote=%s; build entries from the geometries they pair",
+                    e, entry.byLayer() ? "layer " + entry.layer() : "whole region", entry.groupId(), entry.local(), entry.remote(), rebuilt.local(), rebuilt.remote());
         }
-        checkOneMemory(local, entries, true);
-        checkOneMemory(remote, entries, false);
+        checkOneMemory(entries.stream().map(TransferEntry::local).toList(), "local");
+        checkOneMemory(entries.stream().map(TransferEntry::remote).toList(), "remote");
     }
 
-    private static void checkOneMemory(CacheGeometry geometry, List<TransferEntry> entries, boolean localSide)
+    /** Checks that the regions one side uses lie in one kind of memory on one device. */
+    static void checkOneMemory(List<Region> regions, String side)
     {
-        Region first = region(geometry, entries.getFirst(), localSide);
-        for (TransferEntry entry : entries) {
-            Region region = region(geometry, entry, localSide);
+        Region first = regions.getFirst();
+        for (Region region : regions) {
             KvBridgeException.check(region.memoryKind() == first.memoryKind() && region.device() == first.device(), ErrorCode.UNSUPPORTED,
                     "%s regions %s (%s device %d) and %s (%s device %d) lie in different memory: plans over mixed host and device memory are not supported yet",
-                    localSide ? "local" : "remote", first.name(), first.memoryKind(), first.device(), region.name(), region.memoryKind(), region.device());
+                    side, first.name(), first.memoryKind(), first.device(), region.name(), region.memoryKind(), region.device());
         }
     }
 
-    static Region region(CacheGeometry geometry, TransferEntry entry, boolean localSide)
+    /** Returns the geometry one side uses for an entry. */
+    static Region side(TransferEntry entry, boolean localSide)
     {
-        return geometry.regions().get(localSide ? entry.localRegion() : entry.remoteRegion());
+        return localSide ? entry.local() : entry.remote();
     }
 
     /** Returns the total KV heads of the layers a region holds. */

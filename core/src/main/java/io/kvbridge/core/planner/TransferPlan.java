@@ -6,8 +6,11 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.DescriptorList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * How one local rank moves blocks to or from one peer engine: the transfer entries (local region
@@ -26,10 +29,14 @@ import java.util.List;
  * remote ranks each supply some heads, each source slot has its own local list whose descriptors
  * are that slot's slice of the local sub-block.
  *
+ * <p><b>Entries.</b> Each entry carries the geometry each side uses for it (its region, or its view
+ * of one layer under layer-name routing), so the formulas above apply per entry with
+ * {@code L = entry.local()} and {@code R = entry.remote()}.
+ *
  * <p><b>Indices.</b> Each side's list is entry-major; entry {@code e} starts at the cumulative
- * capacity of the entries before it and receives the block ids of its own cache group (all groups
- * concatenated when its group id is -1). Replicated entries are read from the first source slot
- * only.
+ * capacity of the entries before it and receives the block ids of the entry's cache group (all
+ * groups concatenated when its group id is -1). Replicated entries are read from the first source
+ * slot only.
  */
 public final class TransferPlan
 {
@@ -58,7 +65,7 @@ public final class TransferPlan
         boolean allReplicated = true;
         int kvHeads = local.model().totalKvHeads();
         for (int e = count - 1; e >= 0; e--) {
-            Region mine = PairingRules.region(local, this.entries.get(e), true);
+            Region mine = this.entries.get(e).local();
             if (!PairingRules.replicated(mine)) {
                 allReplicated = false;
                 kvHeads = PairingRules.headsOf(local, mine);
@@ -78,8 +85,9 @@ public final class TransferPlan
         int[] remoteCapacities = new int[count];
         int[] groupIds = new int[count];
         for (int e = 0; e < count; e++) {
-            Region mine = PairingRules.region(local, this.entries.get(e), true);
-            Region theirs = PairingRules.region(remote, this.entries.get(e), false);
+            TransferEntry entry = this.entries.get(e);
+            Region mine = entry.local();
+            Region theirs = entry.remote();
             PairingRules.checkEntry(local, remote, mine, theirs, tp, ratio);
             boolean replicatedEntry = PairingRules.replicated(mine);
             long unit = mine.blockBytes() / ratio;
@@ -97,7 +105,7 @@ public final class TransferPlan
             }
             localCapacities[e] = (int) localCapacity;
             remoteCapacities[e] = theirs.capacity();
-            groupIds[e] = mine.groupId();
+            groupIds[e] = entry.groupId();
         }
         this.localSpace = new IndexSpace("local", localNames, localCapacities, groupIds);
         this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, groupIds);
@@ -122,16 +130,20 @@ public final class TransferPlan
             throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "local has %d regions but remote has %d (expected: the same regions on both sides when pairing by position; check that both engines run the same model and layout, with the same pipeline stage split)",
                     local.regions().size(), remote.regions().size());
         }
-        return new TransferPlan(local, remote, TransferEntry.byIndex(local.regions().size()));
+        return new TransferPlan(local, remote, TransferEntry.byIndex(local, remote));
     }
 
     /**
-     * Pairs two geometries along explicit entries, such as the ones layer-name routing produces.
+     * Pairs two geometries along explicit entries, such as the ones layer-name routing produces
+     * ({@link io.kvbridge.core.routing.Routing}).
      *
      * @param local this rank's geometry.
      * @param remote the geometry of one rank of the peer engine.
-     * @param entries the pairs to move, in the order both descriptor lists follow.
+     * @param entries the pairs to move, in the order both descriptor lists follow; each is checked
+     *     against the geometries it names.
      * @return the checked plan.
+     * @throws KvBridgeException {@code ROUTING_FAILED} for no entries or an entry that differs from
+     *     what its regions give, and the errors of {@link #pair(CacheGeometry, CacheGeometry)}.
      */
     public static TransferPlan pair(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
     {
@@ -166,6 +178,30 @@ public final class TransferPlan
     public List<TransferEntry> entries()
     {
         return entries;
+    }
+
+    /**
+     * Returns the allocations the entries' regions lie in, each once however many entries share
+     * it: what a transport registers for this plan.
+     *
+     * @param localSide true for the local geometry, false for the remote one the plan was built with.
+     * @return distinct allocations in the order entries first use them.
+     */
+    public List<Allocation> allocations(boolean localSide)
+    {
+        CacheGeometry geometry = localSide ? local : remote;
+        Set<Allocation> used = new LinkedHashSet<>();
+        for (TransferEntry entry : entries) {
+            Region region = PairingRules.side(entry, localSide);
+            for (Allocation allocation : geometry.allocations()) {
+                if (allocation.kind() == region.memoryKind() && allocation.device() == region.device()
+                        && allocation.contains(region.base(), region.end() - region.base())) {
+                    used.add(allocation);
+                    break;
+                }
+            }
+        }
+        return List.copyOf(used);
     }
 
     /**
@@ -206,7 +242,7 @@ public final class TransferPlan
         int n = 0;
         int sources = tp.sources().size();
         for (int e = 0; e < entries.size(); e++) {
-            Region region = PairingRules.region(local, entries.get(e), true);
+            Region region = entries.get(e).local();
             long unit = subBlockBytes[e];
             long length = pairBytes[e];
             long slice = replicatedEntries[e] || sources == 1 ? 0 : slot * length;
@@ -220,7 +256,7 @@ public final class TransferPlan
                 }
             }
         }
-        Region first = PairingRules.region(local, entries.getFirst(), true);
+        Region first = entries.getFirst().local();
         return DescriptorList.wrap(first.memoryKind(), first.device(), addresses, lengths, n);
     }
 
@@ -241,13 +277,13 @@ public final class TransferPlan
             throw Checks.invalid("remote rank %s is not a source of this plan (remote tpSize=%d, sources=%s)",
                     remoteRank.rank(), tp.remoteTp(), tp.sources());
         }
-        checkSameShape(remoteRank);
+        Region[] views = viewsIn(remoteRank);
         int size = remoteSpace.size();
         long[] addresses = new long[size];
         long[] lengths = new long[size];
         int n = 0;
         for (int e = 0; e < entries.size(); e++) {
-            Region region = PairingRules.region(remoteRank, entries.get(e), false);
+            Region region = views[e];
             long start = region.base() + remoteOffsets[e];
             long stride = region.stride();
             long length = pairBytes[e];
@@ -258,27 +294,36 @@ public final class TransferPlan
                 n++;
             }
         }
-        Region first = PairingRules.region(remoteRank, entries.getFirst(), false);
+        Region first = views[0];
         return DescriptorList.wrap(first.memoryKind(), first.device(), addresses, lengths, n);
     }
 
-    private void checkSameShape(CacheGeometry remoteRank)
+    /** Returns the geometry each entry uses on another rank of the peer engine, after checking that rank has the same shape. */
+    private Region[] viewsIn(CacheGeometry remoteRank)
     {
         if (!(remoteRank.model().equals(remote.model()) && remoteRank.blockTokens() == remote.blockTokens()
                         && remoteRank.regions().size() == remote.regions().size())) {
             throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s advertises model=%s blockTokens=%d with %d regions, unlike rank %s of the same engine (model=%s blockTokens=%d, %d regions)",
                     remoteRank.rank(), remoteRank.model(), remoteRank.blockTokens(), remoteRank.regions().size(), remote.rank(), remote.model(), remote.blockTokens(), remote.regions().size());
         }
-        PairingRules.checkEntries(local, remoteRank, entries);
-        for (TransferEntry entry : entries) {
-            Region theirs = PairingRules.region(remoteRank, entry, false);
-            Region expected = PairingRules.region(remote, entry, false);
-            if (!(theirs.blockBytes() == expected.blockBytes() && theirs.stride() == expected.stride()
-                            && theirs.capacity() == expected.capacity() && theirs.split() == expected.split() && theirs.groupId() == expected.groupId())) {
-                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d) differs from rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d): ranks of one engine must share one shape",
-                        remoteRank.rank(), theirs.name(), theirs.blockBytes(), theirs.stride(), theirs.capacity(), theirs.split(), theirs.groupId(), remote.rank(), expected.name(), expected.blockBytes(), expected.stride(), expected.capacity(), expected.split(), expected.groupId());
+        Region[] views = new Region[entries.size()];
+        for (int e = 0; e < views.length; e++) {
+            TransferEntry entry = entries.get(e);
+            Region theirs = entry.viewIn(remoteRank, false);
+            Region expected = entry.remote();
+            // a packed member must sit at the same place in the row on every rank
+            long offset = theirs.base() - remoteRank.regions().get(entry.remoteRegion()).base();
+            long expectedOffset = expected.base() - remote.regions().get(entry.remoteRegion()).base();
+            if (!(theirs.blockBytes() == expected.blockBytes() && theirs.stride() == expected.stride() && theirs.capacity() == expected.capacity()
+                            && theirs.split() == expected.split() && theirs.groupId() == expected.groupId() && offset == expectedOffset)) {
+                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "remote rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d offset=%d) differs from rank %s region %s (blockBytes=%d stride=%d capacity=%d split=%s group=%d offset=%d): ranks of one engine must share one shape",
+                        remoteRank.rank(), theirs.name(), theirs.blockBytes(), theirs.stride(), theirs.capacity(), theirs.split(), theirs.groupId(), offset,
+                        remote.rank(), expected.name(), expected.blockBytes(), expected.stride(), expected.capacity(), expected.split(), expected.groupId(), expectedOffset);
             }
+            views[e] = theirs;
         }
+        PairingRules.checkOneMemory(List.of(views), "remote rank " + remoteRank.rank());
+        return views;
     }
 
     /**

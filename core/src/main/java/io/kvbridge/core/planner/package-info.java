@@ -13,6 +13,7 @@
  *       optionally coalesced.</li>
  * </ul>
  *
- * <p>Descriptors live in primitive arrays; the per-request path allocates nothing.
+ * <p>Which regions pair is decided by {@link io.kvbridge.core.routing}. Descriptors live in
+ * primitive arrays; the per-request path allocates nothing.
  */
 package io.kvbridge.core.planner;

@@ -22,7 +22,7 @@ final class DescriptorPairsTest
         CacheGeometry side = geometry(8, 0, 1).uniformRegions(80, 0x100000, 4096, 128, -1, SplitClass.SPLIT).build();
         TransferPlan plan = TransferPlan.pair(side, side);
         BlockSelection blocks = BlockSelection.of(IntStream.range(10, 74).toArray());
-        int[][] pairs = TransferPlanTest.indices(plan, blocks, blocks);
+        int[][] pairs = PlanRequests.indices(plan, blocks, blocks);
         assertEquals(5120, pairs[0].length);
         DescriptorPairs copies = new DescriptorPairs(0);
         DescriptorList local = plan.localDescriptors(0);
@@ -43,7 +43,7 @@ final class DescriptorPairsTest
         TransferPlan plan = TransferPlan.pair(consumer, producer);
         BlockSelection local = BlockSelection.of(IntStream.range(10, 74).toArray());
         BlockSelection remote = BlockSelection.of(IntStream.range(100, 164).toArray());
-        int[][] pairs = TransferPlanTest.indices(plan, local, remote);
+        int[][] pairs = PlanRequests.indices(plan, local, remote);
         DescriptorPairs copies = new DescriptorPairs(0);
         assertEquals(5120, copies.resolve(plan.localDescriptors(0), pairs[0], plan.remoteDescriptors(producer), pairs[1], 5120, true));
         assertEquals(5120L * 32_768, copies.totalBytes());
@@ -83,7 +83,7 @@ final class DescriptorPairsTest
                 .uniformRegions(3, 0x100000, 256, 10, -1, SplitClass.SPLIT).build();
         TransferPlan plan = TransferPlan.pair(side, side);
         BlockSelection blocks = BlockSelection.of(new int[] {1, 2}, new int[] {3});
-        int[][] pairs = TransferPlanTest.indices(plan, blocks, blocks);
+        int[][] pairs = PlanRequests.indices(plan, blocks, blocks);
         DescriptorPairs copies = new DescriptorPairs(0);
         // per region: ids 1, 2 (group 0) and 3 (group 1) are consecutive, so each region is one copy
         assertEquals(3, copies.resolve(plan.localDescriptors(0), pairs[0], plan.remoteDescriptors(side), pairs[1], pairs[0].length, true));

@@ -1,11 +1,8 @@
 package io.kvbridge.core.planner;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.testkit.KvBridgeAssertions;
 import org.junit.jupiter.api.function.Executable;
 
 /** Asserts typed planner errors and the values their messages name. */
@@ -17,11 +14,6 @@ final class Errors
 
     static KvBridgeException assertError(ErrorCode code, Executable action, String... fragments)
     {
-        KvBridgeException error = assertThrows(KvBridgeException.class, action);
-        assertEquals(code, error.code(), error.getMessage());
-        for (String fragment : fragments) {
-            assertTrue(error.getMessage().contains(fragment), () -> "message lacks '" + fragment + "': " + error.getMessage());
-        }
-        return error;
+        return KvBridgeAssertions.assertCode(code, action, fragments);
     }
 }

@@ -2,6 +2,7 @@ package io.kvbridge.core.planner;
 
 import static io.kvbridge.core.planner.Errors.assertError;
 import static io.kvbridge.core.planner.Geometries.geometry;
+import static io.kvbridge.core.planner.PlanRequests.indices;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -267,22 +268,15 @@ final class TransferPlanTest
                 .region(0x500000, 256, 256, 3, -1, SplitClass.SPLIT)
                 .region(0x600000, 256, 256, 3, -1, SplitClass.SPLIT)
                 .build();
-        TransferPlan plan = TransferPlan.pair(local, remote, List.of(new TransferEntry(0, 1), new TransferEntry(0, 0)));
+        TransferPlan plan = TransferPlan.pair(local, remote, List.of(TransferEntry.whole(local, 0, remote, 1), TransferEntry.whole(local, 0, remote, 0)));
         assertArrayEquals(new long[] {0x100000, 0x100100, 0x100000, 0x100100}, plan.localDescriptors(0).addresses());
         assertArrayEquals(new long[] {0x600000, 0x600100, 0x600200, 0x500000, 0x500100, 0x500200}, plan.remoteDescriptors(remote).addresses());
         int[][] result = indices(plan, BlockSelection.of(new int[] {1}), BlockSelection.of(new int[] {2}));
         assertArrayEquals(new int[] {1, 3}, result[0]);
         assertArrayEquals(new int[] {2, 5}, result[1]);
         assertError(ErrorCode.ROUTING_FAILED, () -> TransferPlan.pair(local, remote, List.of()), "no transfer entries");
-        assertError(ErrorCode.ROUTING_FAILED, () -> TransferPlan.pair(local, remote, List.of(new TransferEntry(0, 2))), "does not exist");
-    }
-
-    static int[][] indices(TransferPlan plan, BlockSelection local, BlockSelection remote)
-    {
-        int count = plan.indexCount(0, local);
-        int[] localOut = new int[count];
-        int[] remoteOut = new int[count];
-        assertEquals(count, plan.indices(0, local, localOut, remote, remoteOut));
-        return new int[][] {localOut, remoteOut};
+        assertError(ErrorCode.ROUTING_FAILED, () -> TransferEntry.whole(local, 0, remote, 2), "remote region 2 does not exist");
+        assertEquals(List.of(local.allocations().getFirst()), plan.allocations(true));
+        assertEquals(remote.allocations().reversed(), plan.allocations(false), "in the order entries first use them");
     }
 }

@@ -1,0 +1,281 @@
+package io.kvbridge.core.routing;
+
+import static io.kvbridge.core.routing.ModelLayers.failure;
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.core.planner.TpPlan;
+import io.kvbridge.core.planner.TransferEntry;
+import io.kvbridge.core.planner.TransferPlan;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.Region;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Decides which local region pairs with which peer region, before anything is registered.
+ *
+ * <p><b>Index routing</b> pairs local region {@code r} with peer region {@code offset + r}. The
+ * offset is 0 between two engines without pipeline parallelism; for a pipeline stage whose regions
+ * each hold one layer, paired with a peer without pipeline parallelism, it is the position of the
+ * stage's first layer in the model (a stage owning layers [2, 4) of a peer advertising four regions
+ * uses the peer's regions 2 and 3). It is exact only when every pair holds the same layers and
+ * advertises the same cache group, which is checked.
+ *
+ * <p><b>Layer-name routing</b> pairs, for every local region and every layer it holds in order, the
+ * peer region holding that layer; the entry is addressed by the layer's group and each side uses its
+ * own region geometry. It is needed when the sides pool layers differently (a pipeline stage of a
+ * hybrid-allocator cache pools only its own layers) or pack them into rows, and when the peer is
+ * itself a pipeline stage. The entries follow the local regions only, so the result does not depend
+ * on the order in which the peer lists its regions.
+ *
+ * <p>{@link #route} takes index routing wherever it is exact and layer-name routing otherwise.
+ */
+public final class Routing
+{
+    private Routing()
+    {
+    }
+
+    /**
+     * Routes a local rank to one rank of a peer engine and checks the plan, including what the push
+     * direction can express.
+     *
+     * @param layers the model's layers in model order, with global names and groups (the
+     *     {@code layers()} of either engine's {@link io.kvbridge.spi.geometry.ModelCacheSpec}).
+     * @param local this rank's geometry.
+     * @param remote the peer rank's geometry.
+     * @param mode who moves the bytes: in {@code PUSH} the local rank is the producer writing into the peer.
+     * @return the checked plan.
+     * @throws io.kvbridge.spi.KvBridgeException {@code ROUTING_FAILED}, {@code GEOMETRY_INCOMPATIBLE},
+     *     {@code TP_UNSUPPORTED} or another planner error naming the layer, the regions and both sides.
+     */
+    public static TransferPlan plan(List<LayerSpec> layers, CacheGeometry local, CacheGeometry remote, TransferMode mode)
+    {
+        return checked(TransferPlan.pair(local, remote, route(layers, local, remote).entries()), mode);
+    }
+
+    /** Applies the checks of the transfer direction to a plan. */
+    static TransferPlan checked(TransferPlan plan, TransferMode mode)
+    {
+        requireNonNull(mode, "mode is null");
+        if (mode == TransferMode.PUSH) {
+            checkPushable(plan);
+        }
+        return plan;
+    }
+
+    /**
+     * Chooses the routing for two ranks and builds its entries: index routing where it is exact,
+     * layer-name routing otherwise.
+     *
+     * @param layers the model's layers in model order.
+     * @param local this rank's geometry.
+     * @param remote the peer rank's geometry.
+     * @return the mode chosen and its entries (never empty).
+     */
+    public static Route route(List<LayerSpec> layers, CacheGeometry local, CacheGeometry remote)
+    {
+        ModelLayers model = model(layers, local, remote);
+        Positional positional = positional(model, local, remote);
+        if (positional.problem() == null) {
+            return new Route(RoutingMode.BY_INDEX, indexEntries(local, remote, positional.offset()));
+        }
+        return new Route(RoutingMode.BY_LAYER_NAME, byName(model, local, remote, false, positional.problem()));
+    }
+
+    /**
+     * Pairs regions by position, sliced to a pipeline stage's regions when the peer is a whole
+     * engine.
+     *
+     * @param layers the model's layers in model order.
+     * @param local this rank's geometry.
+     * @param remote the peer rank's geometry.
+     * @return one whole-region entry per local region.
+     * @throws io.kvbridge.spi.KvBridgeException {@code GEOMETRY_INCOMPATIBLE} when positions do not
+     *     pair the same layers with the same cache groups.
+     */
+    public static List<TransferEntry> byIndex(List<LayerSpec> layers, CacheGeometry local, CacheGeometry remote)
+    {
+        Positional positional = positional(model(layers, local, remote), local, remote);
+        if (positional.problem() != null) {
+            throw failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "regions cannot be paired by position: %s; pair them by layer name instead", positional.problem());
+        }
+        return indexEntries(local, remote, positional.offset());
+    }
+
+    /**
+     * Pairs every layer the local rank holds with the peer region holding it.
+     *
+     * @param layers the model's layers in model order.
+     * @param local this rank's geometry.
+     * @param remote the peer rank's geometry.
+     * @return one entry per local layer, in local region order then member order.
+     * @throws io.kvbridge.spi.KvBridgeException {@code ROUTING_FAILED} when a local layer is
+     *     unknown to the model or missing on the peer, {@code GEOMETRY_INCOMPATIBLE} when block sizes
+     *     differ, a region advertises another group than its layer's, or packed and non-packed
+     *     regions meet.
+     */
+    public static List<TransferEntry> byLayerName(List<LayerSpec> layers, CacheGeometry local, CacheGeometry remote)
+    {
+        return byName(model(layers, local, remote), local, remote, false, "layer-name routing was asked for");
+    }
+
+    /** Routes the layers both ranks hold and skips the others: a stage pair of two pipeline-parallel engines. */
+    static List<TransferEntry> sharedLayers(ModelLayers model, CacheGeometry local, CacheGeometry remote)
+    {
+        return byName(model, local, remote, true, "the engines are split into pipeline stages");
+    }
+
+    private static ModelLayers model(List<LayerSpec> layers, CacheGeometry local, CacheGeometry remote)
+    {
+        requireNonNull(local, "local is null");
+        requireNonNull(remote, "remote is null");
+        ModelLayers model = new ModelLayers(layers);
+        model.checkDescribes(local, "local");
+        model.checkDescribes(remote, "remote");
+        return model;
+    }
+
+    /** Where positional pairing would start on the peer, or why it would pair the wrong layers. */
+    private record Positional(int offset, String problem)
+    {
+    }
+
+    private static Positional positional(ModelLayers model, CacheGeometry local, CacheGeometry remote)
+    {
+        List<Region> mine = local.regions();
+        List<Region> theirs = remote.regions();
+        int offset;
+        if (local.rank().ppSize() == 1 && remote.rank().ppSize() == 1) {
+            if (mine.size() != theirs.size()) {
+                return problem("local rank %s has %d regions but remote rank %s has %d", local.rank(), mine.size(), remote.rank(), theirs.size());
+            }
+            offset = 0;
+        }
+        else if (remote.rank().ppSize() == 1 && !poolsLayers(local) && !poolsLayers(remote) && !mine.isEmpty()) {
+            // one region per layer on both sides: the stage's regions are the peer's from the stage's first layer on
+            String first = mine.getFirst().members().getFirst();
+            offset = model.position(first);
+            if (offset < 0) {
+                return problem("the first layer %s of local stage %s is not a layer of the model", first, local.rank());
+            }
+            if (offset + mine.size() > theirs.size()) {
+                return problem("local stage %s holds layers [%d, %d) but remote rank %s advertises %d regions", local.rank(), offset, offset + mine.size(),
+                        remote.rank(), theirs.size());
+            }
+        }
+        else {
+            return problem("local rank %s (%s) and remote rank %s (%s) do not line up by position", local.rank(), pooling(local), remote.rank(), pooling(remote));
+        }
+        for (int r = 0; r < mine.size(); r++) {
+            Region a = mine.get(r);
+            Region b = theirs.get(offset + r);
+            if (!a.members().equals(b.members())) {
+                return problem("local region %s holds %s but remote region %s at position %d holds %s", a.name(), a.members(), b.name(), offset + r, b.members());
+            }
+            if (a.groupId() != b.groupId()) {
+                return problem("local region %s addresses cache group %d but remote region %s addresses group %d (the sides map regions to groups differently)",
+                        a.name(), a.groupId(), b.name(), b.groupId());
+            }
+        }
+        return new Positional(offset, null);
+    }
+
+    private static Positional problem(String format, Object... args)
+    {
+        return new Positional(-1, String.format(Locale.ROOT, format, args));
+    }
+
+    private static boolean poolsLayers(CacheGeometry geometry)
+    {
+        return geometry.regions().stream().anyMatch(region -> region.members().size() > 1);
+    }
+
+    private static String pooling(CacheGeometry geometry)
+    {
+        return (poolsLayers(geometry) ? "pools layers" : "one region per layer") + ", pipeline stage " + geometry.rank().ppRank() + " of "
+                + geometry.rank().ppSize();
+    }
+
+    private static List<TransferEntry> indexEntries(CacheGeometry local, CacheGeometry remote, int offset)
+    {
+        checkNotEmpty(local.regions().size(), local, remote);
+        List<TransferEntry> entries = new ArrayList<>(local.regions().size());
+        for (int r = 0; r < local.regions().size(); r++) {
+            entries.add(TransferEntry.whole(local, r, remote, offset + r));
+        }
+        return entries;
+    }
+
+    private static List<TransferEntry> byName(ModelLayers model, CacheGeometry local, CacheGeometry remote, boolean partialPeer, String why)
+    {
+        if (local.blockTokens() != remote.blockTokens()) {
+            throw failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer-name routing (%s) needs equal block sizes, but local rank %s has blockTokens=%d and remote rank %s "
+                    + "has blockTokens=%d; configure the same block size on both engines", why, local.rank(), local.blockTokens(), remote.rank(), remote.blockTokens());
+        }
+        Map<String, Integer> peer = ModelLayers.regionsByLayer(remote);
+        List<TransferEntry> entries = new ArrayList<>();
+        for (int l = 0; l < local.regions().size(); l++) {
+            Region region = local.regions().get(l);
+            for (String layer : region.members()) {
+                int group = model.groupOf(layer, local, region, "local");
+                Integer r = peer.get(layer);
+                if (r == null) {
+                    if (partialPeer) {
+                        continue;
+                    }
+                    throw missing(layer, region, local, remote);
+                }
+                entries.add(TransferEntry.ofLayer(local, l, remote, r, layer, group));
+            }
+        }
+        if (!partialPeer) {
+            checkNotEmpty(entries.size(), local, remote);
+        }
+        return entries;
+    }
+
+    private static RuntimeException missing(String layer, Region region, CacheGeometry local, CacheGeometry remote)
+    {
+        List<String> held = remote.regions().stream().flatMap(r -> r.members().stream()).toList();
+        String range = held.isEmpty() ? "none" : held.size() + " layers, " + held.getFirst() + " .. " + held.getLast();
+        String stage = remote.rank().ppSize() > 1
+                ? String.format(Locale.ROOT, "; the peer is pipeline stage %d of %d, so route against all its stages (StageExchange)", remote.rank().ppRank(),
+                        remote.rank().ppSize())
+                : "";
+        return failure(ErrorCode.ROUTING_FAILED, "missing locally owned layer %s: local region %s of rank %s holds it but remote rank %s advertises no region "
+                + "holding it (remote holds %s), so transferring would leave it stale%s", layer, region.name(), local.rank(), remote.rank(), range, stage);
+    }
+
+    private static void checkNotEmpty(int entries, CacheGeometry local, CacheGeometry remote)
+    {
+        if (entries == 0) {
+            throw failure(ErrorCode.ROUTING_FAILED, "no transfer entries between local rank %s (%d regions) and remote rank %s (%d regions): nothing would be moved",
+                    local.rank(), local.regions().size(), remote.rank(), remote.regions().size());
+        }
+    }
+
+    /**
+     * A producer pushes only to the remote ranks it would read from; the remote ranks it exchanges
+     * metadata with but does not write would keep stale blocks. That happens when the peer has more
+     * ranks than this side and keeps copies: replicated (MLA) blocks, or heads replicated because the
+     * peer has more ranks than KV heads.
+     */
+    private static void checkPushable(TransferPlan plan)
+    {
+        TpPlan tp = plan.tpPlan();
+        if (!tp.sources().equals(tp.handshakeTargets())) {
+            List<Integer> stale = new ArrayList<>(tp.handshakeTargets());
+            stale.removeAll(tp.sources());
+            throw failure(ErrorCode.TP_UNSUPPORTED, "push from local tpSize=%d into remote tpSize=%d cannot be expressed: rank %d would write remote ranks %s "
+                    + "but not %s, which keep %s and would be left stale; use a producer tpSize at least the consumer's, or pull",
+                    tp.localTp(), tp.remoteTp(), tp.localRank(), tp.sources(), stale,
+                    tp.replicated() ? "copies of the replicated (MLA) blocks" : "copies of heads (kvHeads=" + tp.kvHeads() + ")");
+        }
+    }
+}

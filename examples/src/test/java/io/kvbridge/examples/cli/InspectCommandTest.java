@@ -1,0 +1,85 @@
+package io.kvbridge.examples.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvbridge.core.sidechannel.SideChannelClock;
+import io.kvbridge.core.sidechannel.SideChannelServer;
+import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.ModelIdentity;
+import io.kvbridge.spi.geometry.Rank;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(30)
+final class InspectCommandTest
+{
+    private static RankMetadata rank(int ppRank)
+    {
+        ModelIdentity model = new ModelIdentity("demo-model", "bfloat16", "bfloat16", 8, 128, 2, false);
+        long base = 0x100000L * (ppRank + 1);
+        Region region = new Region("layers." + ppRank, base, 4096, 4096, 16, 0, MemoryKind.HOST, 0, SplitClass.SPLIT,
+                List.of("model.layers." + ppRank + ".self_attn"), List.of());
+        CacheGeometry geometry = new CacheGeometry("per-layer", new Rank(ppRank, 2, 0, 1), model, 16, 1,
+                List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 8, 128)),
+                List.of(new Allocation(base, 4096L * 16, MemoryKind.HOST, 0)), List.of(region));
+        return new RankMetadata("producer-a", "local", new byte[] {1, 2, 3}, Set.of(PeerCapability.PUSH, PeerCapability.PULL), geometry);
+    }
+
+    private static String[] run(String... args)
+    {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = KvBridgeCli.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
+        return new String[] {Integer.toString(code), out.toString(), err.toString()};
+    }
+
+    @Test
+    void printsEveryRankTheServerAdvertises() throws Exception
+    {
+        try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0), rank(1)),
+                SideChannelSettings.builder().build(), SideChannelClock.system())) {
+            String address = "127.0.0.1:" + server.address().getPort();
+            String[] json = run("inspect", address, "--pp", "2", "--json");
+            assertEquals("0", json[0], json[2]);
+            JsonNode ranks = new ObjectMapper().readTree(json[1]);
+            assertEquals(2, ranks.size());
+            assertTrue(json[1].contains("model.layers.1.self_attn"), json[1]);
+            assertTrue(json[1].contains("producer-a"), json[1]);
+
+            String[] table = run("inspect", address, "--pp", "2");
+            assertEquals("0", table[0], table[2]);
+            assertTrue(table[1].contains("rank pp1:tp0"), table[1]);
+            assertTrue(table[1].contains("model.layers.0.self_attn"), table[1]);
+        }
+    }
+
+    @Test
+    void missingRankAndBadAddressAreClearErrors()
+    {
+        String[] bad = run("inspect", "no-port-here");
+        assertEquals("2", bad[0]);
+        assertTrue(bad[2].contains("is not HOST:PORT"), bad[2]);
+        try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0)),
+                SideChannelSettings.builder().build(), SideChannelClock.system())) {
+            String[] missing = run("inspect", "127.0.0.1:" + server.address().getPort(), "--pp", "2");
+            assertEquals("2", missing[0]);
+            assertTrue(missing[2].startsWith("kvbridge: KVB/"), missing[2]);
+        }
+    }
+}
