@@ -83,18 +83,20 @@ final class PooledCache
         return layer % 3 == 2 ? 0 : 1;
     }
 
-    boolean holds(int layer)
-    {
-        return poolOfLayer.containsKey(name(layer));
-    }
-
     static byte expected(int request, int layer, int position, long offset)
     {
         return (byte) (request * 31 + layer * 7 + position * 131 + offset * 13 + 1);
     }
 
-    /** Writes request {@code request} into the pages of every layer this stage holds; {@code ids[g]} are group g's blocks. */
-    void fill(int request, int[][] ids)
+    /** What to do with one page of a request: the pool, the layer, the block's position in the request, its block id. */
+    @FunctionalInterface
+    private interface PageAction
+    {
+        void apply(MemorySegment pool, int layer, int position, int block);
+    }
+
+    /** Visits the request's pages of every layer this stage holds; {@code ids[g]} are group g's blocks. */
+    private void forEachPage(int[][] ids, PageAction action)
     {
         for (int l = 0; l < LAYERS; l++) {
             MemorySegment pool = poolOfLayer.get(name(l));
@@ -103,11 +105,19 @@ final class PooledCache
             }
             int[] blocks = ids[groupOf(l)];
             for (int position = 0; position < blocks.length; position++) {
-                for (long o = 0; o < PAGE_BYTES; o++) {
-                    pool.set(ValueLayout.JAVA_BYTE, blocks[position] * PAGE_BYTES + o, expected(request, l, position, o));
-                }
+                action.apply(pool, l, position, blocks[position]);
             }
         }
+    }
+
+    /** Writes request {@code request} into the pages of every layer this stage holds. */
+    void fill(int request, int[][] ids)
+    {
+        forEachPage(ids, (pool, layer, position, block) -> {
+            for (long o = 0; o < PAGE_BYTES; o++) {
+                pool.set(ValueLayout.JAVA_BYTE, block * PAGE_BYTES + o, expected(request, layer, position, o));
+            }
+        });
     }
 
     /**
@@ -120,16 +130,7 @@ final class PooledCache
     {
         long wrong = 0;
         Map<MemorySegment, Map<Integer, Integer>> written = new HashMap<>();
-        for (int l = 0; l < LAYERS; l++) {
-            MemorySegment pool = poolOfLayer.get(name(l));
-            if (pool == null) {
-                continue;
-            }
-            int[] blocks = ids[groupOf(l)];
-            for (int position = 0; position < blocks.length; position++) {
-                written.computeIfAbsent(pool, ignored -> new HashMap<>()).put(blocks[position], l * 100_000 + position);
-            }
-        }
+        forEachPage(ids, (pool, layer, position, block) -> written.computeIfAbsent(pool, ignored -> new HashMap<>()).put(block, layer * 100_000 + position));
         for (MemorySegment pool : pools) {
             Map<Integer, Integer> pages = written.getOrDefault(pool, Map.of());
             for (int block = 0; block < pool.byteSize() / PAGE_BYTES; block++) {
