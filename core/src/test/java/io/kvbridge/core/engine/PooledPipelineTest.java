@@ -2,6 +2,7 @@ package io.kvbridge.core.engine;
 
 import static io.kvbridge.core.engine.EngineHarness.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.api.BlockIds;
@@ -11,6 +12,8 @@ import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -39,6 +42,21 @@ final class PooledPipelineTest
     {
         // decoder stage 0 (layers 0..9) is written by producer stage 0 only, stage 1 (10..29) by both
         run(List.of(15, 15), List.of(10, 20), new int[] {1, 2});
+    }
+
+    @Test
+    void aDecoderStageWithoutTheCacheSpecIsRefusedAtStart()
+    {
+        try (EngineHarness harness = new EngineHarness()) {
+            PooledCache stage = new PooledCache(harness.arena, List.of(10, 20), 1, CAPACITY);
+            KvBridgeException refused = assertThrows(KvBridgeException.class,
+                    () -> new ConsumerRank(harness.services, ConnectorSettings.builder("decode", stage.geometry).build(), false));
+            assertEquals(ErrorCode.CONFIG_INVALID, refused.code());
+            assertTrue(refused.getMessage().contains("cacheSpec"), refused.getMessage());
+            KvBridgeException mismatch = assertThrows(KvBridgeException.class,
+                    () -> ConnectorSettings.builder("decode", stage.geometry).cacheSpec(new PooledCache(harness.arena, List.of(30), 0, CAPACITY).spec).build());
+            assertEquals(ErrorCode.CONFIG_INVALID, mismatch.code());
+        }
     }
 
     private static void run(List<Integer> producerSplit, List<Integer> decoderSplit, int[] expectedWriters)
