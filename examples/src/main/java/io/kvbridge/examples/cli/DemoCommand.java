@@ -113,9 +113,6 @@ final class DemoCommand implements Callable<Integer>
         if (layout.equals("mla")) {
             check(producerTp >= 1 && producerTp <= 8 && consumerTp >= 1 && consumerTp <= 8, "--producer-tp=%d and --consumer-tp=%d must be in [1, 8]",
                     producerTp, consumerTp);
-            check(mode.equals("pull") || consumerTp <= producerTp, "--layout mla with --mode %s and --consumer-tp=%d > --producer-tp=%d: every decoder rank "
-                    + "keeps a copy of the latent and a push writes only one of them; use --mode pull or a consumer TP no larger than the producer's",
-                    mode, consumerTp, producerTp);
         }
         else {
             check(List.of(1, 2, 4).contains(producerTp) && List.of(1, 2, 4).contains(consumerTp),

@@ -70,7 +70,7 @@ final class KvBridgeCliTest
     /** Reduced demo runs (20 requests, shorter prompts) in every mode and topology the engine supports. */
     @ParameterizedTest
     @ValueSource(strings = {"", "--mode pull", "--mode mixed", "--layout mla", "--layout per-layer", "--producer-tp 2 --consumer-tp 1", "--consumer-pp 2",
-            "--consumer-pp 2 --mode pull"})
+            "--consumer-pp 2 --mode pull", "--layout mla --consumer-tp 2"})
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void reducedDemoMovesAndVerifiesEveryByte(String extra) throws Exception
     {
@@ -134,9 +134,9 @@ final class KvBridgeCliTest
     @Test
     void impossibleOptionsAreRefusedBeforeAnythingStarts()
     {
-        Run run = run("demo", "--layout", "mla", "--consumer-tp", "2");
+        Run run = run("demo", "--consumer-pp", "31");
         assertEquals(2, run.exitCode());
-        assertTrue(run.err().contains("--layout mla with --mode push and --consumer-tp=2"), run.err());
+        assertTrue(run.err().contains("--consumer-pp=31 is outside [1, 30]"), run.err());
         assertTrue(run.out().isEmpty(), run.out());
         Run heads = run("demo", "--producer-tp", "3");
         assertEquals(2, heads.exitCode());
