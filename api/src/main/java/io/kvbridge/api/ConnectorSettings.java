@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
@@ -31,6 +32,10 @@ import java.util.Set;
  * @param registrationTimeout <i>consumer</i>: how long a push registration waits for the producer's
  *     writes (default 60 s).
  * @param failurePolicy <i>consumer</i>: reported with every failure (default {@code FAIL}).
+ * @param cacheSpec the cache spec the geometry was described from, or null when not given. It gives
+ *     the model's layers with their cache groups (needed to route layers by name when a pooled
+ *     layout's regions overlay several groups) and this engine's pipeline stages (needed by a
+ *     consumer that is one stage of several, to tell producers how many decoder ranks address them).
  */
 public record ConnectorSettings(
         String engineId,
@@ -43,7 +48,8 @@ public record ConnectorSettings(
         Duration leaseDuration,
         Duration transferTimeout,
         Duration registrationTimeout,
-        FailurePolicy failurePolicy)
+        FailurePolicy failurePolicy,
+        ModelCacheSpec cacheSpec)
 {
     /** Validates and copies. */
     public ConnectorSettings
@@ -68,6 +74,9 @@ public record ConnectorSettings(
         positive("transferTimeout", transferTimeout);
         positive("registrationTimeout", registrationTimeout);
         check(leaseDuration.toMillis() >= 6, ErrorCode.CONFIG_INVALID, "leaseDuration=%s is shorter than 6 ms", leaseDuration);
+        check(cacheSpec == null || cacheSpec.identity().equals(geometry.model()) && cacheSpec.ppSize() == geometry.rank().ppSize(), ErrorCode.CONFIG_INVALID,
+                "cacheSpec describes model %s with %d pipeline stages but the geometry is rank %s of model %s (expected: the spec the geometry was described from)",
+                cacheSpec == null ? null : cacheSpec.identity().model(), cacheSpec == null ? 0 : cacheSpec.ppSize(), geometry.rank(), geometry.model().model());
     }
 
     private static void positive(String name, Duration value)
@@ -102,6 +111,7 @@ public record ConnectorSettings(
         private Duration transferTimeout = Duration.ofSeconds(30);
         private Duration registrationTimeout = Duration.ofSeconds(60);
         private FailurePolicy failurePolicy = FailurePolicy.FAIL;
+        private ModelCacheSpec cacheSpec;
 
         private Builder(String engineId, CacheGeometry geometry)
         {
@@ -166,6 +176,13 @@ public record ConnectorSettings(
             return this;
         }
 
+        /** @param spec the cache spec the geometry was described from. @return this builder. */
+        public Builder cacheSpec(ModelCacheSpec spec)
+        {
+            this.cacheSpec = spec;
+            return this;
+        }
+
         /**
          * Builds the validated settings.
          *
@@ -175,7 +192,7 @@ public record ConnectorSettings(
         public ConnectorSettings build()
         {
             return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost == null ? bindHost : advertisedHost,
-                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy);
+                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy, cacheSpec);
         }
     }
 }

@@ -21,6 +21,9 @@ import io.kvbridge.core.wire.PeerCapability;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
@@ -106,6 +109,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
 
     ConsumerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
     {
+        KvBridgeException.check(settings.geometry().rank().ppSize() == 1 || settings.cacheSpec() != null, ErrorCode.CONFIG_INVALID,
+                "consumer rank %s is one of %d pipeline stages but its settings carry no cache spec, so the producer ranks cannot be told how many "
+                        + "decoder ranks address them; pass it with ConnectorSettings.Builder.cacheSpec", settings.geometry().rank(),
+                settings.geometry().rank().ppSize());
         super(services, settings, "consumer");
         this.logicalCapacity = ProducerRank.logicalCapacities(geometry);
         this.localBlocks = new BlockSelection(geometry.groups().size());
@@ -244,8 +251,11 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         TransferParams params = request.params;
         List<Integer> targets = targets(params.tpSize());
         PeerCapability wanted = request.mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL;
-        boolean[] covered = new boolean[geometry.regions().size()];
-        request.stages = new Stage[params.ppSize()];
+        Set<String> uncovered = new LinkedHashSet<>();
+        for (Region region : geometry.regions()) {
+            uncovered.addAll(region.members());
+        }
+        List<Stage> stages = new ArrayList<>(params.ppSize());
         for (int stage = 0; stage < params.ppSize(); stage++) {
             String key = remoteKey(params.engineId(), params.sideChannels().get(stage));
             RemoteEngine engine = request.engines.get(key);
@@ -257,19 +267,52 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     ErrorCode.GEOMETRY_INCOMPATIBLE, "producer %s advertises rank %s but the transfer parameters say tpSize=%d ppSize=%d",
                     params.engineId(), producer.rank(), params.tpSize(), params.ppSize());
             List<TransferPlan> plans = plans(key + "|pp" + stage, geometry, producer);
+            if (plans.isEmpty()) {
+                // this producer stage owns none of this rank's layers: it neither writes nor expects this rank
+                continue;
+            }
             for (TransferPlan plan : plans) {
                 for (TransferEntry entry : plan.entries()) {
-                    covered[entry.localRegion()] = true;
+                    if (entry.layer().isEmpty()) {
+                        uncovered.removeAll(entry.local().members());
+                    }
+                    else {
+                        uncovered.remove(entry.layer());
+                    }
                 }
             }
-            request.stages[stage] = new Stage(stage, key, engine, targets, plans, plans.getFirst().tpPlan().localConsumers());
+            int consumers = plans.getFirst().tpPlan().localConsumers() * decoderStagesSharing(producer);
+            stages.add(new Stage(stage, key, engine, targets, plans, consumers));
         }
-        for (int r = 0; r < covered.length; r++) {
-            if (!covered[r]) {
-                throw new KvBridgeException(ErrorCode.ROUTING_FAILED, "no stage of producer " + params.engineId() + " serves local region "
-                        + geometry.regions().get(r).name() + " (layers " + geometry.regions().get(r).members() + "): it would be left stale");
+        if (!uncovered.isEmpty()) {
+            throw new KvBridgeException(ErrorCode.ROUTING_FAILED, "no stage of producer " + params.engineId() + " serves local layers " + uncovered
+                    + " of rank " + geometry.rank() + ": they would be left stale");
+        }
+        request.stages = stages.toArray(Stage[]::new);
+    }
+
+    /**
+     * How many stages of this consumer engine hold layers of a producer stage: every rank of each
+     * addresses the producer rank, which waits for all of them. One without pipeline stages here;
+     * otherwise counted from this engine's cache spec (checked present at start).
+     */
+    private int decoderStagesSharing(CacheGeometry producer)
+    {
+        ModelCacheSpec spec = settings.cacheSpec();
+        if (spec == null || spec.ppSize() == 1) {
+            return 1;
+        }
+        Set<String> producerLayers = PlanFactory.held(producer);
+        int sharing = 0;
+        for (int stage = 0; stage < spec.ppSize(); stage++) {
+            for (LayerSpec layer : spec.layersOfStage(stage)) {
+                if (producerLayers.contains(layer.name())) {
+                    sharing++;
+                    break;
+                }
             }
         }
+        return sharing;
     }
 
     private void pull(Receiving request)

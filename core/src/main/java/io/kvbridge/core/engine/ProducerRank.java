@@ -397,6 +397,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     {
         CacheGeometry consumer = engine.metadata(rank).geometry();
         List<TransferPlan> plans = plans(remoteKey + "|" + rank, consumer, geometry);
+        KvBridgeException.check(!plans.isEmpty(), ErrorCode.PROTOCOL_ERROR, "consumer rank %s asked rank %s to write, but they share no layer", rank,
+                geometry.rank());
         if (plans.size() != 1) {
             throw new KvBridgeException(ErrorCode.UNSUPPORTED, "consumer " + registration.engineId() + " rank " + rank
                     + " keeps its cache in mixed host and device memory: push does not support that, use pull");

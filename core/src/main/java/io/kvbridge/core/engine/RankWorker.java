@@ -68,7 +68,7 @@ abstract class RankWorker
     final TransferBackend transport;
     final RemoteEngines remotes;
     final TransferMetrics metrics;
-    final PlanFactory planFactory = new PlanFactory();
+    final PlanFactory planFactory;
     final SideChannelAddress ownAddress;
     final boolean mixedMemory;
     final String name;
@@ -101,6 +101,7 @@ abstract class RankWorker
         this.services = requireNonNull(services, "services is null");
         this.settings = requireNonNull(settings, "settings is null");
         this.geometry = settings.geometry();
+        this.planFactory = new PlanFactory(settings.cacheSpec());
         this.metrics = services.metrics();
         this.mixedMemory = mixedMemory(geometry);
         if (mixedMemory && settings.modes().contains(TransferMode.PUSH)) {

@@ -125,6 +125,22 @@ public final class Routing
         return byName(model(layers, local, remote), local, remote, false, "layer-name routing was asked for");
     }
 
+    /**
+     * Pairs the layers both ranks hold by name and skips the others: one stage pair of two engines
+     * split into pipeline stages, or a whole engine and one stage of its peer.
+     *
+     * @param layers the model's layers in model order.
+     * @param local this rank's geometry.
+     * @param remote the peer rank's geometry.
+     * @return one entry per local layer the peer also holds, in local region order then member
+     *     order; empty when the ranks share no layer.
+     * @throws io.kvbridge.spi.KvBridgeException as {@link #byLayerName}, except for missing layers.
+     */
+    public static List<TransferEntry> sharedLayers(List<LayerSpec> layers, CacheGeometry local, CacheGeometry remote)
+    {
+        return sharedLayers(model(layers, local, remote), local, remote);
+    }
+
     /** Routes the layers both ranks hold and skips the others: a stage pair of two pipeline-parallel engines. */
     static List<TransferEntry> sharedLayers(ModelLayers model, CacheGeometry local, CacheGeometry remote)
     {

@@ -67,6 +67,12 @@ final class EngineHarness implements AutoCloseable
         return consumer;
     }
 
+    /** Closes the rank with the harness. */
+    void own(AutoCloseable rank)
+    {
+        closeables.add(rank);
+    }
+
     /** A bare transport of the same kind, for sending hand-made notifications to a rank. */
     RawPeer rawPeerTo(RankWorker target)
     {

@@ -1,26 +1,13 @@
 package io.kvbridge.examples.cli;
 
-import io.kvbridge.api.KvBridge;
-import io.kvbridge.spi.memory.Allocation;
-import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.BackendResources;
-import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.Peer;
-import io.kvbridge.spi.transfer.PreparedList;
-import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.examples.demo.DemoModel;
+import io.kvbridge.examples.demo.DemoOptions;
+import io.kvbridge.examples.demo.DemoRun;
+import java.io.Console;
 import java.io.PrintWriter;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -29,245 +16,172 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code kvbridge demo}: a producer and a consumer engine in one JVM. The producer's KV cache (one
- * host allocation per layer) holds bytes derived from (layer, block, offset); requests WRITE random
- * producer blocks of every layer into blocks the consumer allocated for them, with a completion
- * notification; the consumer then checks every byte it received and that no other byte changed.
+ * {@code kvbridge demo}: a producer (prefill) engine and a decoder engine of a synthetic 30-layer
+ * model in one process, moving every request's KV cache through the engine's connectors and checking
+ * every byte (see {@link DemoRun}); ends with an audit, as text or JSON, and a non-zero exit code if
+ * anything failed.
  */
-@Command(name = "demo", mixinStandardHelpOptions = true, description = "Move KV blocks between two engines and verify every byte.")
+@Command(name = "demo", mixinStandardHelpOptions = true, description = "Run a prefill and a decode engine, move every request's KV cache and audit it.")
 final class DemoCommand implements Callable<Integer>
 {
     @Spec
     private CommandSpec spec;
 
+    @Option(names = "--mode", defaultValue = "push", description = "push, pull or mixed (requests alternate) (default: ${DEFAULT-VALUE}).")
+    private String mode;
+
     @Option(names = "--backend", defaultValue = "local", description = "Transport (default: ${DEFAULT-VALUE}).")
     private String backend;
 
-    @Option(names = "--requests", defaultValue = "64", description = "Requests to move (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--layout", defaultValue = "hma", description = "Cache layout: hma, mla or per-layer (default: ${DEFAULT-VALUE}).")
+    private String layout;
+
+    @Option(names = "--producer-pp", defaultValue = "2", description = "Producer pipeline stages (default: ${DEFAULT-VALUE}).")
+    private int producerPp;
+
+    @Option(names = "--producer-tp", defaultValue = "1", description = "Producer tensor-parallel ranks (default: ${DEFAULT-VALUE}).")
+    private int producerTp;
+
+    @Option(names = "--consumer-pp", defaultValue = "1", description = "Decoder pipeline stages (default: ${DEFAULT-VALUE}).")
+    private int consumerPp;
+
+    @Option(names = "--consumer-tp", defaultValue = "1", description = "Decoder tensor-parallel ranks (default: ${DEFAULT-VALUE}).")
+    private int consumerTp;
+
+    @Option(names = "--requests", defaultValue = "200", description = "Requests to move (default: ${DEFAULT-VALUE}).")
     private int requests;
 
     @Option(names = "--concurrency", defaultValue = "8", description = "Requests in flight (default: ${DEFAULT-VALUE}).")
     private int concurrency;
 
-    @Option(names = "--layers", defaultValue = "8", description = "Layers of the synthetic model (default: ${DEFAULT-VALUE}).")
-    private int layers;
+    @Option(names = "--max-tokens", defaultValue = "8192", description = "Longest prompt; lengths are drawn from 1 to this (default: ${DEFAULT-VALUE}).")
+    private int maxTokens;
 
-    @Option(names = "--blocks", defaultValue = "1024", description = "Blocks per layer on each engine (default: ${DEFAULT-VALUE}).")
-    private int blocks;
-
-    @Option(names = "--block-bytes", defaultValue = "16384", description = "Bytes per block and layer (default: ${DEFAULT-VALUE}).")
-    private int blockBytes;
-
-    @Option(names = "--seed", defaultValue = "42", description = "Random seed (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--seed", defaultValue = "42", description = "Random seed of the prompt lengths (default: ${DEFAULT-VALUE}).")
     private long seed;
+
+    @Option(names = "--idle-seconds", defaultValue = "3", description = "Wait after the last request before the idle audit (default: ${DEFAULT-VALUE}).")
+    private double idleSeconds;
 
     @Option(names = "--json", description = "Print the audit as one JSON object.")
     private boolean json;
 
-    private record Request(String id, int[] producerBlocks, int[] consumerBlocks)
-    {
-    }
-
     @Override
     public Integer call()
     {
-        validate();
-        long started = System.nanoTime();
-        String suffix = Long.toString(ProcessHandle.current().pid());
-        Map<String, Object> audit = new LinkedHashMap<>();
-        try (Arena arena = Arena.ofShared();
-                KvBridge producerEngine = KvBridge.builder().transport(backend).agentName("demo-producer-" + suffix).build();
-                KvBridge consumerEngine = KvBridge.builder().transport(backend).agentName("demo-consumer-" + suffix).build()) {
-            TransferBackend producer = producerEngine.transport();
-            TransferBackend consumer = consumerEngine.transport();
-            MemorySegment[] producerCache = allocateCache(arena, producer, 1);
-            MemorySegment[] consumerCache = allocateCache(arena, consumer, 2);
-            Peer consumerPeer = producer.connect(consumer.localMetadata());
-            PreparedList local = producer.prepareLocal(blocksOf(producerCache));
-            PreparedList remote = producer.prepareRemote(consumerPeer, blocksOf(consumerCache));
-
-            Request[] plan = planRequests();
-            long bytes = 0;
-            long descriptors = 0;
-            int failed = 0;
-            Map<String, Integer> notified = new HashMap<>();
-            ArrayDeque<long[]> inFlight = new ArrayDeque<>();
-            long transferStart = System.nanoTime();
-            for (int next = 0; next < plan.length || !inFlight.isEmpty(); ) {
-                while (next < plan.length && inFlight.size() < concurrency) {
-                    Request request = plan[next];
-                    int pairs = request.producerBlocks().length * layers;
-                    int[] localIndices = new int[pairs];
-                    int[] remoteIndices = new int[pairs];
-                    // region-major descriptor ids: region r's blocks start at r * blocks
-                    for (int layer = 0, i = 0; layer < layers; layer++) {
-                        for (int b = 0; b < request.producerBlocks().length; b++, i++) {
-                            localIndices[i] = layer * blocks + request.producerBlocks()[b];
-                            remoteIndices[i] = layer * blocks + request.consumerBlocks()[b];
-                        }
-                    }
-                    long handle = producer.post(TransferOp.WRITE, local, localIndices, remote, remoteIndices, pairs,
-                            (request.id() + ":1").getBytes(StandardCharsets.US_ASCII));
-                    inFlight.add(new long[] {handle, next});
-                    descriptors += pairs;
-                    bytes += (long) pairs * blockBytes;
-                    next++;
-                }
-                long[] oldest = inFlight.peek();
-                TransferStatus status = producer.status(oldest[0]);
-                if (status.terminal()) {
-                    inFlight.poll();
-                    if (status == TransferStatus.FAILED) {
-                        failed++;
-                    }
-                    producer.release(oldest[0]);
-                }
-                consumer.drainNotifications((sender, message) -> notified.merge(new String(message, StandardCharsets.US_ASCII), 1, Integer::sum));
+        DemoOptions options = validate();
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter progressOut = json ? spec.commandLine().getErr() : out;
+        Console console = System.console();
+        boolean terminal = console != null && console.isTerminal() && !json;
+        int step = Math.max(1, requests / 10);
+        Map<String, Object> audit = new DemoRun(options, done -> {
+            if (terminal) {
+                int width = 30;
+                int filled = (int) ((long) done * width / requests);
+                progressOut.print("\r  [" + "#".repeat(filled) + " ".repeat(width - filled) + "] " + done + "/" + requests + (done == requests ? "\n" : ""));
+                progressOut.flush();
             }
-            long transferNanos = System.nanoTime() - transferStart;
-            long deadline = System.nanoTime() + 10_000_000_000L;
-            while (notified.size() < plan.length && System.nanoTime() < deadline) {
-                consumer.drainNotifications((sender, message) -> notified.merge(new String(message, StandardCharsets.US_ASCII), 1, Integer::sum));
-                Thread.onSpinWait();
+            else if (done % step == 0 || done == requests) {
+                progressOut.printf(Locale.ROOT, "progress: %d/%d requests%n", done, requests);
+                progressOut.flush();
             }
-            long parityErrors = verify(plan, consumerCache);
-            long missingNotifications = plan.length - notified.values().stream().filter(count -> count == 1).count();
-            producer.releasePrepared(local);
-            producer.releasePrepared(remote);
-            BackendResources idle = producer.resources();
-
-            audit.put("backend", producer.name());
-            audit.put("requestsCompleted", plan.length - failed);
-            audit.put("transfers", plan.length);
-            audit.put("bytes", bytes);
-            audit.put("descriptors", descriptors);
-            audit.put("transferSeconds", transferNanos / 1e9);
-            audit.put("throughputGBps", bytes / (transferNanos / 1e9) / 1e9);
-            audit.put("failedTransfers", failed);
-            audit.put("missingNotifications", missingNotifications);
-            audit.put("parityErrors", parityErrors);
-            audit.put("layers", layers);
-            audit.put("blocksPerLayer", blocks);
-            audit.put("blockBytes", blockBytes);
-            audit.put("idleHandles", idle.transfers());
-            audit.put("idlePreparedLists", idle.preparedLists());
-            audit.put("ok", failed == 0 && parityErrors == 0 && missingNotifications == 0 && idle.transfers() == 0 && idle.preparedLists() == 0);
+        }).run();
+        if (json) {
+            out.println(Json.write(audit));
         }
-        audit.put("wallSeconds", (System.nanoTime() - started) / 1e9);
-        print(audit);
+        else {
+            print(out, audit);
+        }
+        out.flush();
         return Boolean.TRUE.equals(audit.get("ok")) ? 0 : 1;
     }
 
-    private void validate()
+    private DemoOptions validate()
     {
-        check(requests > 0, "--requests=" + requests + " must be positive");
-        check(concurrency > 0, "--concurrency=" + concurrency + " must be positive");
-        check(layers > 0 && layers <= 1024, "--layers=" + layers + " must be in [1, 1024]");
-        check(blockBytes >= 8 && blockBytes % 8 == 0, "--block-bytes=" + blockBytes + " must be a positive multiple of 8");
-        check(blocks >= 16 * requests, "--blocks=" + blocks + " is too few for --requests=" + requests
-                + " (each request takes up to 16 consumer blocks that are never reused, so the check can see every stray byte): use --blocks " + 16 * requests);
-        check((long) layers * blocks * blockBytes <= (4L << 30), "the cache would exceed 4 GiB per engine: lower --layers, --blocks or --block-bytes");
+        check(List.of("push", "pull", "mixed").contains(mode), "--mode=%s is not push, pull or mixed", mode);
+        check(List.of("hma", "mla", "per-layer").contains(layout), "--layout=%s is not hma, mla or per-layer", layout);
+        check(requests >= 1 && requests <= 1_000_000, "--requests=%d is outside [1, 1000000]", requests);
+        check(concurrency >= 1 && concurrency <= 64, "--concurrency=%d is outside [1, 64]", concurrency);
+        check(maxTokens >= 1 && maxTokens <= 65_536, "--max-tokens=%d is outside [1, 65536]", maxTokens);
+        check(idleSeconds >= 0 && idleSeconds <= 60, "--idle-seconds=%s is outside [0, 60]", idleSeconds);
+        for (String[] pp : new String[][] {{"--producer-pp", Integer.toString(producerPp)}, {"--consumer-pp", Integer.toString(consumerPp)}}) {
+            int value = Integer.parseInt(pp[1]);
+            check(value >= 1 && value <= DemoModel.LAYERS, "%s=%d is outside [1, %d] (the model has %d layers)", pp[0], value, DemoModel.LAYERS,
+                    DemoModel.LAYERS);
+        }
+        if (layout.equals("mla")) {
+            check(producerTp >= 1 && producerTp <= 8 && consumerTp >= 1 && consumerTp <= 8, "--producer-tp=%d and --consumer-tp=%d must be in [1, 8]",
+                    producerTp, consumerTp);
+        }
+        else {
+            check(List.of(1, 2, 4).contains(producerTp) && List.of(1, 2, 4).contains(consumerTp),
+                    "--producer-tp=%d and --consumer-tp=%d must each be 1, 2 or 4 (they split the model's %d KV heads)", producerTp, consumerTp,
+                    DemoModel.KV_HEADS);
+        }
+        long cacheBytes = estimateBytes();
+        check(cacheBytes <= 8L << 30, "the caches would take %,d bytes (more than 8 GiB) with --concurrency=%d --max-tokens=%d; lower either",
+                cacheBytes, concurrency, maxTokens);
+        return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed,
+                (long) (idleSeconds * 1000));
     }
 
-    private void check(boolean condition, String message)
+    /** An upper bound: both engines hold every layer of every in-flight request once over all their ranks. */
+    private long estimateBytes()
+    {
+        DemoModel model = DemoModel.of(layout);
+        int blocks = (maxTokens + DemoModel.BLOCK_TOKENS - 1) / DemoModel.BLOCK_TOKENS;
+        int perRequest = 0;
+        for (int g = 0; g < model.groups().size(); g++) {
+            perRequest += model.heldBlocks(g, blocks);
+        }
+        long capacity = (long) perRequest * concurrency + 1;
+        return 2 * capacity * model.pageBytes(1) * DemoModel.LAYERS;
+    }
+
+    private void check(boolean condition, String format, Object... args)
     {
         if (!condition) {
-            throw new ParameterException(spec.commandLine(), message);
+            throw new ParameterException(spec.commandLine(), String.format(Locale.ROOT, format, args));
         }
     }
 
-    private MemorySegment[] allocateCache(Arena arena, TransferBackend engine, int side)
+    @SuppressWarnings("unchecked")
+    private static void print(PrintWriter out, Map<String, Object> audit)
     {
-        MemorySegment[] cache = new MemorySegment[layers];
-        for (int layer = 0; layer < layers; layer++) {
-            cache[layer] = arena.allocate((long) blocks * blockBytes, 4096);
-            for (long offset = 0; offset < cache[layer].byteSize(); offset += 8) {
-                cache[layer].set(ValueLayout.JAVA_LONG, offset, pattern(side, layer, offset));
-            }
-            engine.register(Allocation.host(cache[layer]));
-        }
-        return cache;
-    }
-
-    private DescriptorList blocksOf(MemorySegment[] cache)
-    {
-        DescriptorList.Builder list = DescriptorList.builder(MemoryKind.HOST, 0, layers * blocks);
-        for (MemorySegment layer : cache) {
-            for (int b = 0; b < blocks; b++) {
-                list.add(layer.address() + (long) b * blockBytes, blockBytes);
-            }
-        }
-        return list.build();
-    }
-
-    private Request[] planRequests()
-    {
-        SplittableRandom random = new SplittableRandom(seed);
-        Request[] plan = new Request[requests];
-        int nextConsumerBlock = 0;
-        for (int r = 0; r < requests; r++) {
-            int count = 1 + random.nextInt(16);
-            int[] producerBlocks = random.ints(0, blocks).distinct().limit(count).toArray();
-            int[] consumerBlocks = new int[count];
-            for (int b = 0; b < count; b++) {
-                consumerBlocks[b] = nextConsumerBlock++;
-            }
-            plan[r] = new Request("req-" + r, producerBlocks, consumerBlocks);
-        }
-        return plan;
-    }
-
-    /** Counts 8-byte words that differ from what the consumer should hold. */
-    private long verify(Request[] plan, MemorySegment[] consumerCache)
-    {
-        int[] sourceOf = new int[blocks];
-        java.util.Arrays.fill(sourceOf, -1);
-        for (Request request : plan) {
-            for (int b = 0; b < request.consumerBlocks().length; b++) {
-                sourceOf[request.consumerBlocks()[b]] = request.producerBlocks()[b];
+        Map<String, Object> metadata = (Map<String, Object>) audit.get("metadata");
+        Map<String, Object> idle = (Map<String, Object>) audit.get("idle");
+        out.printf(Locale.ROOT, "kvbridge demo: %s, %s layout, %s over '%s', %d requests, %d in flight%n", audit.get("model"), audit.get("layout"),
+                audit.get("mode"), audit.get("backend"), audit.get("requests"), audit.get("concurrency"));
+        out.printf(Locale.ROOT, "  requests completed        %d of %d%n", audit.get("requestsCompleted"), audit.get("requests"));
+        out.printf(Locale.ROOT, "  transfers / bytes         %,d / %,d%n", audit.get("transfers"), audit.get("bytes"));
+        out.printf(Locale.ROOT, "  descriptors               %,d%n", audit.get("descriptors"));
+        out.printf(Locale.ROOT, "  throughput                %.2f GB/s over %.2f s (fill and checks included)%n", audit.get("throughputGBps"),
+                audit.get("seconds"));
+        out.printf(Locale.ROOT, "  failed transfers          %d (receives failed: %d)%n", audit.get("failedTransfers"), audit.get("failedReceives"));
+        out.printf(Locale.ROOT, "  failed notifications      %d%n", audit.get("failedNotifications"));
+        out.printf(Locale.ROOT, "  expired leases            %d%n", audit.get("expiredLeases"));
+        out.printf(Locale.ROOT, "  parity errors             %d bytes (every byte of every layer checked; %d bytes changed outside requests)%n",
+                audit.get("parityErrors"), audit.get("bytesChangedOutsideRequests"));
+        out.printf(Locale.ROOT, "  decoder prompt tokens     %,d received / %,d needed (%,d computed locally)%n", audit.get("decoderPromptTokensReceived"),
+                audit.get("decoderPromptTokensNeeded"), audit.get("decoderPromptTokensComputedLocally"));
+        out.println("  metadata audit");
+        for (String side : List.of("producer", "decoder")) {
+            Map<String, Object> engine = (Map<String, Object>) metadata.get(side);
+            out.printf(Locale.ROOT, "    %-8s PP%s x TP%s, %,d cache bytes%n", side, engine.get("ppSize"), engine.get("tpSize"), engine.get("cacheBytes"));
+            for (Map<String, Object> stage : (List<Map<String, Object>>) engine.get("stages")) {
+                out.printf(Locale.ROOT, "      stage %s: %s layers, block size %s, %s regions, capacity %s per region, block bytes %s%n", stage.get("stage"),
+                        stage.get("layers"), stage.get("blockTokens"), stage.get("regions"), stage.get("capacityPerRegion"), stage.get("blockBytesPerRegion"));
             }
         }
-        long errors = 0;
-        for (int layer = 0; layer < layers; layer++) {
-            for (int block = 0; block < blocks; block++) {
-                for (long word = 0; word < blockBytes; word += 8) {
-                    long offset = (long) block * blockBytes + word;
-                    long expected = sourceOf[block] < 0
-                            ? pattern(2, layer, offset)
-                            : pattern(1, layer, (long) sourceOf[block] * blockBytes + word);
-                    if (consumerCache[layer].get(ValueLayout.JAVA_LONG, offset) != expected) {
-                        errors++;
-                    }
-                }
-            }
+        out.printf(Locale.ROOT, "  idle audit after %s ms%n", idle.get("waitMillis"));
+        for (String side : List.of("producer", "decoder")) {
+            out.printf(Locale.ROOT, "    %-8s %s%n", side, idle.get(side));
         }
-        return errors;
-    }
-
-    private static long pattern(int side, int layer, long offset)
-    {
-        long x = ((long) side << 56) ^ ((long) layer << 40) ^ offset;
-        x *= 0x9E3779B97F4A7C15L;
-        return x ^ (x >>> 32);
-    }
-
-    private void print(Map<String, Object> audit)
-    {
-        PrintWriter out = spec.commandLine().getOut();
-        if (json) {
-            out.println(Json.write(audit));
-            return;
+        List<String> problems = (List<String>) audit.get("problems");
+        for (String problem : problems) {
+            out.println("  problem: " + problem);
         }
-        out.println("kvbridge demo: producer -> consumer over '" + audit.get("backend") + "'");
-        out.printf(Locale.ROOT, "  requests completed      %d of %d%n", audit.get("requestsCompleted"), requests);
-        out.printf(Locale.ROOT, "  transfers / bytes       %d / %,d%n", audit.get("transfers"), audit.get("bytes"));
-        out.printf(Locale.ROOT, "  descriptors             %,d (%d layers x %d blocks x %d bytes cache per engine)%n",
-                audit.get("descriptors"), layers, blocks, blockBytes);
-        out.printf(Locale.ROOT, "  throughput              %.2f GB/s over %.3f s%n", audit.get("throughputGBps"), audit.get("transferSeconds"));
-        out.printf(Locale.ROOT, "  failed transfers        %d%n", audit.get("failedTransfers"));
-        out.printf(Locale.ROOT, "  missing notifications   %d%n", audit.get("missingNotifications"));
-        out.printf(Locale.ROOT, "  parity errors           %d (every byte of every layer checked)%n", audit.get("parityErrors"));
-        out.printf(Locale.ROOT, "  idle: handles %d, prepared lists %d%n", audit.get("idleHandles"), audit.get("idlePreparedLists"));
-        out.println(Boolean.TRUE.equals(audit.get("ok")) ? "  result                  OK" : "  result                  FAILED");
+        out.println(Boolean.TRUE.equals(audit.get("ok")) ? "  result                    OK" : "  result                    FAILED");
     }
 }

@@ -7,10 +7,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
 final class KvBridgeCliTest
 {
     private record Run(int exitCode, String out, String err)
@@ -60,32 +67,89 @@ final class KvBridgeCliTest
                 "per-layer", "io.kvbridge.core.layout.PerLayerCacheLayoutFactory"), layouts, run.out());
     }
 
-    @Test
-    void demoMovesAndVerifiesEveryByte() throws Exception
+    /** Reduced demo runs (20 requests, shorter prompts) in every mode and topology the engine supports. */
+    @ParameterizedTest
+    @ValueSource(strings = {"", "--mode pull", "--mode mixed", "--layout mla", "--layout per-layer", "--producer-tp 2 --consumer-tp 1", "--consumer-pp 2",
+            "--consumer-pp 2 --mode pull", "--layout mla --consumer-tp 2"})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void reducedDemoMovesAndVerifiesEveryByte(String extra) throws Exception
     {
-        Run run = run("demo", "--json", "--requests", "12", "--blocks", "192", "--layers", "3", "--block-bytes", "4096");
+        List<String> args = new ArrayList<>(List.of("demo", "--json", "--requests", "20", "--max-tokens", "2048", "--idle-seconds", "0.5"));
+        if (!extra.isEmpty()) {
+            args.addAll(List.of(extra.split(" ")));
+        }
+        Run run = run(args.toArray(String[]::new));
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode audit = new ObjectMapper().readTree(run.out());
-        assertEquals(12, audit.get("requestsCompleted").asInt());
+        assertEquals(20, audit.get("requestsCompleted").asInt(), run.out());
         assertEquals(0, audit.get("parityErrors").asLong());
-        assertEquals(0, audit.get("failedTransfers").asInt());
-        assertEquals(0, audit.get("missingNotifications").asLong());
-        assertTrue(audit.get("bytes").asLong() >= 12L * 3 * 4096);
-        assertTrue(audit.get("ok").asBoolean());
+        assertEquals(0, audit.get("bytesChangedOutsideRequests").asLong());
+        assertEquals(0, audit.get("failedTransfers").asLong());
+        assertEquals(0, audit.get("failedReceives").asLong());
+        assertEquals(0, audit.get("failedNotifications").asLong());
+        assertEquals(0, audit.get("expiredLeases").asLong());
+        assertEquals(audit.get("decoderPromptTokensNeeded").asLong(), audit.get("decoderPromptTokensReceived").asLong());
+        assertEquals(0, audit.get("decoderPromptTokensComputedLocally").asLong());
+        assertTrue(audit.get("decoderPromptTokensNeeded").asLong() >= 20, run.out());
+        assertTrue(audit.get("transfers").asLong() >= 20 && audit.get("bytes").asLong() > 0, run.out());
+        assertTrue(audit.get("idleOk").asBoolean(), run.out());
+        for (String side : List.of("producer", "decoder")) {
+            JsonNode idle = audit.get("idle").get(side);
+            for (String held : List.of("requests", "inFlightTransfers", "leasesHeld", "stashedRegistrations", "retainedHandles", "transportHandles")) {
+                assertEquals(0, idle.get(held).asInt(), side + " " + held);
+            }
+            assertEquals(idle.get("registrationsExpected").asInt(), idle.get("registrations").asInt(), side + " registrations");
+        }
+        int decoderLayers = 0;
+        for (JsonNode stage : audit.get("metadata").get("decoder").get("stages")) {
+            decoderLayers += stage.get("layers").asInt();
+            assertEquals(16, stage.get("blockTokens").asInt());
+        }
+        assertEquals(30, decoderLayers);
+        assertTrue(audit.get("ok").asBoolean(), run.out());
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void defaultDemoIsPp2HybridPoolsIntoAPp1Decoder() throws Exception
+    {
+        Run run = run("demo", "--json", "--requests", "4", "--max-tokens", "512", "--idle-seconds", "0");
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        JsonNode audit = new ObjectMapper().readTree(run.out());
+        assertEquals("push", audit.get("mode").asText());
+        assertEquals("hma", audit.get("layout").asText());
+        assertEquals("local", audit.get("backend").asText());
+        JsonNode producer = audit.get("metadata").get("producer").get("stages");
+        JsonNode decoder = audit.get("metadata").get("decoder").get("stages");
+        assertEquals(List.of(15, 15), List.of(producer.get(0).get("layers").asInt(), producer.get(1).get("layers").asInt()));
+        assertEquals(1, decoder.size());
+        assertEquals(30, decoder.get(0).get("layers").asInt());
+        // the stages pool 15 layers into 10 pools each, the decoder 30 into 20: the pools differ
+        assertEquals(List.of(10, 10, 20), List.of(producer.get(0).get("regions").asInt(), producer.get(1).get("regions").asInt(),
+                decoder.get(0).get("regions").asInt()));
+        // each producer stage writes its own layers of every request: two writes per request
+        assertEquals(8, audit.get("transfers").asLong());
     }
 
     @Test
     void impossibleOptionsAreRefusedBeforeAnythingStarts()
     {
-        Run run = run("demo", "--requests", "100", "--blocks", "10");
+        Run run = run("demo", "--consumer-pp", "31");
         assertEquals(2, run.exitCode());
-        assertTrue(run.err().contains("--blocks=10 is too few"), run.err());
+        assertTrue(run.err().contains("--consumer-pp=31 is outside [1, 30]"), run.err());
+        assertTrue(run.out().isEmpty(), run.out());
+        Run heads = run("demo", "--producer-tp", "3");
+        assertEquals(2, heads.exitCode());
+        assertTrue(heads.err().contains("--producer-tp=3"), heads.err());
+        Run processes = run("demo", "--processes", "2");
+        assertEquals(2, processes.exitCode());
+        assertTrue(processes.err().contains("--processes"), processes.err());
     }
 
     @Test
     void unknownBackendNamesTheAvailableOnes()
     {
-        Run run = run("demo", "--backend", "carrier-pigeon", "--requests", "1", "--blocks", "16");
+        Run run = run("demo", "--backend", "carrier-pigeon", "--requests", "1");
         assertEquals(2, run.exitCode());
         assertTrue(run.err().contains("KVB/PluginUnknown") && run.err().contains("local"), run.err());
     }
