@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -25,23 +23,11 @@ final class BenchCommandTest
     @TempDir
     Path directory;
 
-    private record Run(int exitCode, String out, String err)
-    {
-    }
-
-    private static Run run(String... args)
-    {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = KvBridgeCli.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Run(code, out.toString(), err.toString());
-    }
-
     @Test
     void benchReportsLocalRowsBaselineAndAPlot() throws Exception
     {
         Path svg = directory.resolve("bench.svg");
-        Run run = run("bench", "--json", "--total-bytes", "8MiB", "--block-sizes", "4KiB,256KiB", "--plot", svg.toString());
+        CliRun run = CliRun.of("bench", "--json", "--total-bytes", "8MiB", "--block-sizes", "4KiB,256KiB", "--plot", svg.toString());
         assertEquals(0, run.exitCode(), run.err() + run.out());
         JsonNode result = new ObjectMapper().readTree(run.out());
 
@@ -83,7 +69,7 @@ final class BenchCommandTest
     void missingCompilerIsSaidAndLeavesTheRatioEmpty() throws Exception
     {
         Path missing = directory.resolve("no-such-gcc");
-        Run run = run("bench", "--total-bytes", "1MiB", "--block-sizes", "64KiB", "--cc", missing.toString());
+        CliRun run = CliRun.of("bench", "--total-bytes", "1MiB", "--block-sizes", "64KiB", "--cc", missing.toString());
         assertEquals(0, run.exitCode(), run.err() + run.out());
         assertTrue(run.out().contains("memcpy baseline: not measured, C compiler " + missing + " not found"), run.out());
         assertTrue(run.out().contains("(ratio column left empty)"), run.out());
@@ -94,7 +80,7 @@ final class BenchCommandTest
     @Test
     void blockSizeThatDoesNotDivideTheTotalIsRefused()
     {
-        Run run = run("bench", "--total-bytes", "1MiB", "--block-sizes", "3000");
+        CliRun run = CliRun.of("bench", "--total-bytes", "1MiB", "--block-sizes", "3000");
         assertEquals(2, run.exitCode(), run.out());
         assertTrue(run.err().contains("--block-sizes=3000 does not divide --total-bytes=1048576"), run.err());
     }

@@ -60,10 +60,8 @@ final class DemoMetricsTest
     @Test
     void metricsPortOutsideTheRangeIsRefused()
     {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = KvBridgeCli.execute(new PrintWriter(out, true), new PrintWriter(err, true), "demo", "--metrics-port", "70000");
-        assertEquals(2, code, out.toString());
-        assertTrue(err.toString().contains("--metrics-port=70000 is outside [0, 65535]"), err.toString());
+        CliRun run = CliRun.of("demo", "--metrics-port", "70000");
+        assertEquals(2, run.exitCode(), run.out());
+        assertTrue(run.err().contains("--metrics-port=70000 is outside [0, 65535]"), run.err());
     }
 }
