@@ -3,6 +3,8 @@ package io.kvbridge.examples.cli;
 import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
+import io.kvbridge.examples.demo.MetricsEndpoint;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.Console;
 import java.io.PrintWriter;
 import java.util.List;
@@ -66,6 +68,10 @@ final class DemoCommand implements Callable<Integer>
     @Option(names = "--json", description = "Print the audit as one JSON object.")
     private boolean json;
 
+    @Option(names = "--metrics-port", paramLabel = "PORT",
+            description = "Serve both engines' meters in Prometheus text format at http://127.0.0.1:PORT/metrics while the demo runs (0: any free port).")
+    private Integer metricsPort;
+
     @Override
     public Integer call()
     {
@@ -75,18 +81,21 @@ final class DemoCommand implements Callable<Integer>
         Console console = System.console();
         boolean terminal = console != null && console.isTerminal() && !json;
         int step = Math.max(1, requests / 10);
-        Map<String, Object> audit = new DemoRun(options, done -> {
-            if (terminal) {
-                int width = 30;
-                int filled = (int) ((long) done * width / requests);
-                progressOut.print("\r  [" + "#".repeat(filled) + " ".repeat(width - filled) + "] " + done + "/" + requests + (done == requests ? "\n" : ""));
-                progressOut.flush();
+        MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(metricsPort);
+        if (metrics != null) {
+            // on stderr, so that --json output stays one object
+            spec.commandLine().getErr().printf(Locale.ROOT, "metrics: http://127.0.0.1:%d/metrics%n", metrics.port());
+            spec.commandLine().getErr().flush();
+        }
+        Map<String, Object> audit;
+        try {
+            audit = run(options, progressOut, terminal, step, metrics);
+        }
+        finally {
+            if (metrics != null) {
+                metrics.close();
             }
-            else if (done % step == 0 || done == requests) {
-                progressOut.printf(Locale.ROOT, "progress: %d/%d requests%n", done, requests);
-                progressOut.flush();
-            }
-        }).run();
+        }
         if (json) {
             out.println(Json.write(audit));
         }
@@ -97,6 +106,27 @@ final class DemoCommand implements Callable<Integer>
         return Boolean.TRUE.equals(audit.get("ok")) ? 0 : 1;
     }
 
+    private Map<String, Object> run(DemoOptions options, PrintWriter progressOut, boolean terminal, int step, MetricsEndpoint metrics)
+    {
+        return new DemoRun(options, done -> {
+            if (terminal) {
+                int width = 30;
+                int filled = (int) ((long) done * width / requests);
+                progressOut.print("\r  [" + "#".repeat(filled) + " ".repeat(width - filled) + "] " + done + "/" + requests + (done == requests ? "\n" : ""));
+                progressOut.flush();
+            }
+            else if (done % step == 0 || done == requests) {
+                progressOut.printf(Locale.ROOT, "progress: %d/%d requests%n", done, requests);
+                progressOut.flush();
+            }
+        }, (producer, decoder) -> {
+            if (metrics != null) {
+                metrics.attach("prefill", producer.metricsRegistry(MeterRegistry.class));
+                metrics.attach("decode", decoder.metricsRegistry(MeterRegistry.class));
+            }
+        }).run();
+    }
+
     private DemoOptions validate()
     {
         check(List.of("push", "pull", "mixed").contains(mode), "--mode=%s is not push, pull or mixed", mode);
@@ -105,6 +135,7 @@ final class DemoCommand implements Callable<Integer>
         check(concurrency >= 1 && concurrency <= 64, "--concurrency=%d is outside [1, 64]", concurrency);
         check(maxTokens >= 1 && maxTokens <= 65_536, "--max-tokens=%d is outside [1, 65536]", maxTokens);
         check(idleSeconds >= 0 && idleSeconds <= 60, "--idle-seconds=%s is outside [0, 60]", idleSeconds);
+        check(metricsPort == null || (metricsPort >= 0 && metricsPort <= 65_535), "--metrics-port=%s is outside [0, 65535] (0 picks a free port)", metricsPort);
         for (String[] pp : new String[][] {{"--producer-pp", Integer.toString(producerPp)}, {"--consumer-pp", Integer.toString(consumerPp)}}) {
             int value = Integer.parseInt(pp[1]);
             check(value >= 1 && value <= DemoModel.LAYERS, "%s=%d is outside [1, %d] (the model has %d layers)", pp[0], value, DemoModel.LAYERS,

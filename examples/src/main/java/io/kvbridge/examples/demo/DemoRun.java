@@ -1,5 +1,7 @@
 package io.kvbridge.examples.demo;
 
+import static java.util.Objects.requireNonNull;
+
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConsumerConnector;
@@ -23,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.function.BiConsumer;
 import java.util.function.IntConsumer;
 
 /**
@@ -37,6 +40,7 @@ public final class DemoRun
 {
     private final DemoOptions options;
     private final IntConsumer progress;
+    private final BiConsumer<KvBridge, KvBridge> started;
 
     /**
      * @param options the checked options.
@@ -44,8 +48,20 @@ public final class DemoRun
      */
     public DemoRun(DemoOptions options, IntConsumer progress)
     {
+        this(options, progress, (producer, decoder) -> {
+        });
+    }
+
+    /**
+     * @param options the checked options.
+     * @param progress told the number of requests finished so far.
+     * @param started given the producer's and the decoder's bridge once both are built, before any request.
+     */
+    public DemoRun(DemoOptions options, IntConsumer progress, BiConsumer<KvBridge, KvBridge> started)
+    {
         this.options = options;
         this.progress = progress;
+        this.started = requireNonNull(started, "started is null");
     }
 
     /** One request on its way. */
@@ -91,6 +107,7 @@ public final class DemoRun
         try (Arena arena = Arena.ofShared();
                 KvBridge producerBridge = KvBridge.builder().transport(options.backend()).agentName("demo-prefill-" + suffix).build();
                 KvBridge decoderBridge = KvBridge.builder().transport(options.backend()).agentName("demo-decode-" + suffix).build()) {
+            started.accept(producerBridge, decoderBridge);
             DemoEngine producer = new DemoEngine("demo-prefill", model, producerBridge, arena, options.producerPp(), options.producerTp(), capacity);
             DemoEngine decoder = new DemoEngine("demo-decode", model, decoderBridge, arena, options.consumerPp(), options.consumerTp(), capacity);
             List<ProducerConnector> producers = new ArrayList<>();

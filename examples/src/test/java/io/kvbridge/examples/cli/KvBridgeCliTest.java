@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -20,22 +18,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 final class KvBridgeCliTest
 {
-    private record Run(int exitCode, String out, String err)
-    {
-    }
-
-    private static Run run(String... args)
-    {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = KvBridgeCli.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Run(code, out.toString(), err.toString());
-    }
-
     @Test
     void pluginsJsonListsLocalAsAvailable() throws Exception
     {
-        Run run = run("plugins", "--json");
+        CliRun run = CliRun.of("plugins", "--json");
         assertEquals(0, run.exitCode(), run.err());
         JsonNode plugins = new ObjectMapper().readTree(run.out());
         JsonNode local = null;
@@ -53,7 +39,7 @@ final class KvBridgeCliTest
     @Test
     void pluginsListsEveryCacheLayout() throws Exception
     {
-        Run run = run("plugins", "--json");
+        CliRun run = CliRun.of("plugins", "--json");
         assertEquals(0, run.exitCode(), run.err());
         Map<String, String> layouts = new TreeMap<>();
         for (JsonNode plugin : new ObjectMapper().readTree(run.out())) {
@@ -78,7 +64,7 @@ final class KvBridgeCliTest
         if (!extra.isEmpty()) {
             args.addAll(List.of(extra.split(" ")));
         }
-        Run run = run(args.toArray(String[]::new));
+        CliRun run = CliRun.of(args.toArray(String[]::new));
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode audit = new ObjectMapper().readTree(run.out());
         assertEquals(20, audit.get("requestsCompleted").asInt(), run.out());
@@ -113,7 +99,7 @@ final class KvBridgeCliTest
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void defaultDemoIsPp2HybridPoolsIntoAPp1Decoder() throws Exception
     {
-        Run run = run("demo", "--json", "--requests", "4", "--max-tokens", "512", "--idle-seconds", "0");
+        CliRun run = CliRun.of("demo", "--json", "--requests", "4", "--max-tokens", "512", "--idle-seconds", "0");
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode audit = new ObjectMapper().readTree(run.out());
         assertEquals("push", audit.get("mode").asText());
@@ -134,14 +120,14 @@ final class KvBridgeCliTest
     @Test
     void impossibleOptionsAreRefusedBeforeAnythingStarts()
     {
-        Run run = run("demo", "--consumer-pp", "31");
+        CliRun run = CliRun.of("demo", "--consumer-pp", "31");
         assertEquals(2, run.exitCode());
         assertTrue(run.err().contains("--consumer-pp=31 is outside [1, 30]"), run.err());
         assertTrue(run.out().isEmpty(), run.out());
-        Run heads = run("demo", "--producer-tp", "3");
+        CliRun heads = CliRun.of("demo", "--producer-tp", "3");
         assertEquals(2, heads.exitCode());
         assertTrue(heads.err().contains("--producer-tp=3"), heads.err());
-        Run processes = run("demo", "--processes", "2");
+        CliRun processes = CliRun.of("demo", "--processes", "2");
         assertEquals(2, processes.exitCode());
         assertTrue(processes.err().contains("--processes"), processes.err());
     }
@@ -149,7 +135,7 @@ final class KvBridgeCliTest
     @Test
     void unknownBackendNamesTheAvailableOnes()
     {
-        Run run = run("demo", "--backend", "carrier-pigeon", "--requests", "1");
+        CliRun run = CliRun.of("demo", "--backend", "carrier-pigeon", "--requests", "1");
         assertEquals(2, run.exitCode());
         assertTrue(run.err().contains("KVB/PluginUnknown") && run.err().contains("local"), run.err());
     }

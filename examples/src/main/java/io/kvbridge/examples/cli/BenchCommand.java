@@ -1,0 +1,227 @@
+package io.kvbridge.examples.cli;
+
+import io.kvbridge.api.PluginInfo;
+import io.kvbridge.api.PluginKind;
+import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.examples.bench.MemcpyBaseline;
+import io.kvbridge.examples.bench.Sizes;
+import io.kvbridge.examples.bench.SvgChart;
+import io.kvbridge.examples.bench.TransportBench;
+import io.kvbridge.spi.KvBridgeException;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kvbridge bench}: WRITE throughput and per-transfer latency of every available transport per
+ * block size, next to a single-thread memcpy of the same stream measured in the same run.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline.")
+final class BenchCommand implements Callable<Integer>
+{
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--block-sizes", split = ",", defaultValue = "4KiB,32KiB,256KiB,4MiB",
+            description = "Block sizes, one per transfer (default: ${DEFAULT-VALUE}).")
+    private List<String> blockSizesText;
+
+    @Option(names = "--total-bytes", defaultValue = "256MiB", description = "Bytes streamed per block size and transport (default: ${DEFAULT-VALUE}).")
+    private String totalBytesText;
+
+    @Option(names = "--window", defaultValue = "8", description = "Transfers in flight (default: ${DEFAULT-VALUE}).")
+    private int window;
+
+    @Option(names = "--cc", defaultValue = "gcc", description = "C compiler for the memcpy baseline (default: ${DEFAULT-VALUE}).")
+    private String compiler;
+
+    @Option(names = "--json", description = "Print one JSON object {rows, baseline, skipped, ...}.")
+    private boolean json;
+
+    @Option(names = "--plot", paramLabel = "FILE.svg", description = "Write an SVG chart of GB/s against block size.")
+    private Path plot;
+
+    @Override
+    public Integer call()
+    {
+        long totalBytes = Sizes.parse("--total-bytes", totalBytesText);
+        List<Long> blockSizes = new ArrayList<>();
+        for (String text : blockSizesText) {
+            long size = Sizes.parse("--block-sizes", text);
+            if (totalBytes % size != 0) {
+                throw parameterError("--block-sizes=%s does not divide --total-bytes=%d; pick sizes that divide the total", text, totalBytes);
+            }
+            if (totalBytes / size > Integer.MAX_VALUE) {
+                throw parameterError("--block-sizes=%s makes %d transfers of --total-bytes=%d; use a larger block or a smaller total", text, totalBytes / size, totalBytes);
+            }
+            if (!blockSizes.contains(size)) {
+                blockSizes.add(size);
+            }
+        }
+        if (window < 1 || window > 4096) {
+            throw parameterError("--window=%d must be between 1 and 4096", window);
+        }
+        if (plot != null && !plot.toString().endsWith(".svg")) {
+            throw parameterError("--plot=%s must name an .svg file", plot);
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter progress = spec.commandLine().getErr();
+
+        progress.printf("kvbridge bench: memcpy baseline (%s, single thread) ...%n", compiler);
+        progress.flush();
+        MemcpyBaseline.Result baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
+
+        List<Map<String, Object>> rows = new ArrayList<>();
+        List<Map<String, Object>> skipped = new ArrayList<>();
+        Map<String, Map<Long, Double>> series = new LinkedHashMap<>();
+        boolean failed = false;
+        for (PluginInfo plugin : PluginRegistry.discover(BenchCommand.class.getClassLoader()).describe()) {
+            if (plugin.kind() != PluginKind.TRANSPORT) {
+                continue;
+            }
+            if (!plugin.available()) {
+                skipped.add(skip(plugin.name(), "unavailable: " + String.join("; ", plugin.reasons())));
+                continue;
+            }
+            Map<Long, Double> points = new LinkedHashMap<>();
+            try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window)) {
+                for (long size : blockSizes) {
+                    progress.printf("kvbridge bench: %s %s ...%n", plugin.name(), Sizes.format(size));
+                    progress.flush();
+                    TransportBench.Result result = bench.measure(size);
+                    Double memcpy = baseline.gigabytesPerSecond().get(size);
+                    Map<String, Object> row = new LinkedHashMap<>();
+                    row.put("transport", plugin.name());
+                    row.put("blockBytes", size);
+                    row.put("transfers", result.transfers());
+                    row.put("gbPerSecond", round(result.gigabytesPerSecond()));
+                    row.put("p50Micros", round(result.p50Micros()));
+                    row.put("p99Micros", round(result.p99Micros()));
+                    row.put("ratioToMemcpy", memcpy == null ? null : round(result.gigabytesPerSecond() / memcpy));
+                    rows.add(row);
+                    points.put(size, result.gigabytesPerSecond());
+                }
+            }
+            catch (KvBridgeException e) {
+                // a transport that fails must not report a figure; the others still run
+                failed = true;
+                skipped.add(skip(plugin.name(), "failed: " + e.getMessage()));
+                rows.removeIf(row -> row.get("transport").equals(plugin.name()));
+                continue;
+            }
+            series.put(plugin.name(), points);
+        }
+        if (baseline.available()) {
+            series.put("memcpy (1 thread)", baseline.gigabytesPerSecond());
+        }
+        if (plot != null) {
+            writePlot(totalBytes, blockSizes, series);
+        }
+
+        if (json) {
+            Map<String, Object> document = new LinkedHashMap<>();
+            document.put("totalBytes", totalBytes);
+            document.put("window", window);
+            document.put("blockSizes", blockSizes);
+            document.put("rows", rows);
+            document.put("baseline", baselineJson(baseline));
+            document.put("skipped", skipped);
+            document.put("plot", plot == null ? null : plot.toString());
+            out.println(Json.write(document));
+        }
+        else {
+            printTable(out, totalBytes, rows, baseline, skipped);
+        }
+        out.flush();
+        return failed || rows.isEmpty() ? 1 : 0;
+    }
+
+    private void writePlot(long totalBytes, List<Long> blockSizes, Map<String, Map<Long, Double>> series)
+    {
+        String title = String.format(Locale.ROOT, "kvbridge WRITE throughput, %s per block size, window %d", Sizes.format(totalBytes), window);
+        try {
+            Path parent = plot.toAbsolutePath().getParent();
+            if (parent != null) {
+                Files.createDirectories(parent);
+            }
+            Files.writeString(plot, SvgChart.render(title, blockSizes, series), StandardCharsets.UTF_8);
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException("could not write --plot=" + plot + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static Map<String, Object> baselineJson(MemcpyBaseline.Result baseline)
+    {
+        Map<String, Object> document = new LinkedHashMap<>();
+        document.put("name", "memcpy");
+        document.put("available", baseline.available());
+        document.put("reason", baseline.available() ? null : baseline.reason());
+        List<Map<String, Object>> rows = new ArrayList<>();
+        baseline.gigabytesPerSecond().forEach((size, gbps) -> {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("blockBytes", size);
+            row.put("gbPerSecond", gbps);
+            rows.add(row);
+        });
+        document.put("rows", rows);
+        return document;
+    }
+
+    private static void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, MemcpyBaseline.Result baseline, List<Map<String, Object>> skipped)
+    {
+        out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
+        out.printf(Locale.ROOT, "%-10s %10s %9s %10s %10s %10s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy");
+        for (Map<String, Object> row : rows) {
+            Object ratio = row.get("ratioToMemcpy");
+            out.printf(Locale.ROOT, "%-10s %10s %9.2f %10.1f %10.1f %10s%n", row.get("transport"), Sizes.format((Long) row.get("blockBytes")),
+                    (Double) row.get("gbPerSecond"), (Double) row.get("p50Micros"), (Double) row.get("p99Micros"),
+                    ratio == null ? "" : String.format(Locale.ROOT, "%.2f", (Double) ratio));
+        }
+        out.println();
+        if (baseline.available()) {
+            out.print("memcpy baseline (single thread, same run):");
+            baseline.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
+            out.println();
+        }
+        else {
+            out.println("memcpy baseline: not measured, " + baseline.reason() + " (ratio column left empty)");
+        }
+        for (Map<String, Object> skip : skipped) {
+            out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
+        }
+    }
+
+    private static Map<String, Object> skip(String transport, String reason)
+    {
+        Map<String, Object> row = new LinkedHashMap<>();
+        row.put("transport", transport);
+        row.put("reason", reason);
+        return row;
+    }
+
+    private static double round(double value)
+    {
+        return Math.round(value * 1000) / 1000.0;
+    }
+
+    private ParameterException parameterError(String format, Object... args)
+    {
+        return new ParameterException(spec.commandLine(), String.format(Locale.ROOT, format, args));
+    }
+}
