@@ -140,8 +140,8 @@ record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, List
             byte[] workerAddress = new byte[addressLength];
             in.get(workerAddress);
             int regionCount = in.getInt();
-            // each region takes at least 19 bytes: a count beyond what remains is a lie
-            if (regionCount < 0 || regionCount > MAX_REGIONS || (long) regionCount * 19 > in.remaining()) {
+            // each region takes at least 18 bytes: a count beyond what remains is a lie
+            if (regionCount < 0 || regionCount > MAX_REGIONS || (long) regionCount * 18 > in.remaining()) {
                 throw malformed("region count=%d is outside [0, %d] or exceeds the %d bytes left", regionCount, MAX_REGIONS, in.remaining());
             }
             List<Region> regions = new ArrayList<>(regionCount);

@@ -789,7 +789,7 @@ final class UcxTransferBackend implements TransferBackend
         else if (Ucp.isError(request)) {
             buffers.give(buffer);
             throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, what + " to peer '" + peer.name + "' failed: "
-                    + Ucp.error("ucp_tag_send_nbx", Ucp.statusOf(request)).getMessage());
+                    + Ucp.describeFailure("ucp_tag_send_nbx", Ucp.statusOf(request)), Ucp.error("ucp_tag_send_nbx", Ucp.statusOf(request)));
         }
         else {
             peer.pendingSends++;
@@ -1317,8 +1317,9 @@ final class UcxTransferBackend implements TransferBackend
         KvBridgeException failure = transfer.ownerFailure;
         if (failure == null && transfer.failedCall != null) {
             failure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, describe(transfer) + " failed: "
-                    + Ucp.error(transfer.failedCall, transfer.failedStatus).getMessage()
-                    + (peer.unusable != null ? " (peer " + peer.unusable + ")" : ""));
+                    + Ucp.describeFailure(transfer.failedCall, transfer.failedStatus)
+                    + (peer.unusable != null ? "; peer '" + peer.name + "' is unusable: " + peer.unusable : ""),
+                    Ucp.error(transfer.failedCall, transfer.failedStatus));
         }
         if (failure == null && transfer.cancelled) {
             failure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, describe(transfer) + " was released before it finished");

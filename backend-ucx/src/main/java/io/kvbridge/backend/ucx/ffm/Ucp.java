@@ -918,7 +918,19 @@ public final class Ucp
      */
     public static KvBridgeException error(String function, byte status)
     {
-        return new KvBridgeException(ErrorCode.NATIVE_ERROR, function + " failed: " + statusString(status) + " (ucs_status_t=" + status + ")");
+        return new KvBridgeException(ErrorCode.NATIVE_ERROR, describeFailure(function, status));
+    }
+
+    /**
+     * Describes a failed call without an error code prefix, for messages that wrap it.
+     *
+     * @param function the C function.
+     * @param status what it returned.
+     * @return e.g. {@code ucp_ep_flush_nbx failed: Connection reset by remote peer (ucs_status_t=-25)}.
+     */
+    public static String describeFailure(String function, byte status)
+    {
+        return function + " failed: " + statusString(status) + " (ucs_status_t=" + status + ")";
     }
 
     private static void check(byte status, String function)
