@@ -1033,8 +1033,10 @@ final class UcxTransferBackend implements TransferBackend
             }
             boolean busy = Ucp.workerProgress(worker) > 0;
             busy |= receiveMessages();
-            busy |= runCommands();
+            // posted transfers before commands: a deregister() or disconnect() that follows a post
+            // finds the transfer issued and waits for it instead of failing it
             busy |= startPosted();
+            busy |= runCommands();
             busy |= advanceTransfers();
             busy |= advanceSends();
             busy |= advanceRetiring();

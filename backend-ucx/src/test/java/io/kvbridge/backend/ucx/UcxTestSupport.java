@@ -3,8 +3,7 @@ package io.kvbridge.backend.ucx;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.SymbolLookup;
+import io.kvbridge.backend.ucx.ffm.Ucp;
 
 /** Decides whether UCX tests run: they skip only where the UCX libraries are not installed at all. */
 final class UcxTestSupport
@@ -16,21 +15,18 @@ final class UcxTestSupport
     {
     }
 
-    /** Skips the calling test class when libucp.so.0 cannot be loaded, unless UCX is required. */
-    @SuppressWarnings("restricted")
+    /**
+     * Skips the calling test class when the UCX libraries cannot be found, unless UCX is required.
+     * UCX installed but unusable is a failure, reported by the tests themselves. The check goes
+     * through the transport's own loader: loading libucs any other way first would let UCX install
+     * its signal handlers in this JVM.
+     */
     static void assumeUcxInstalled()
     {
-        boolean installed;
-        try (Arena arena = Arena.ofConfined()) {
-            SymbolLookup.libraryLookup("libucp.so.0", arena);
-            installed = true;
-        }
-        catch (IllegalArgumentException e) {
-            installed = false;
-        }
+        boolean installed = !Ucp.librariesMissing();
         if (!installed && (Boolean.getBoolean(REQUIRED_PROPERTY) || System.getenv("CI") != null)) {
-            fail("UCX is required here but libucp.so.0 is not installed: apt-get install -y libucx0");
+            fail("UCX is required here but missing: " + Ucp.loadProblem().orElse("?"));
         }
-        assumeTrue(installed, "UCX is not installed (libucp.so.0 not found; apt-get install -y libucx0)");
+        assumeTrue(installed, () -> "UCX is not installed: " + Ucp.loadProblem().orElse("?"));
     }
 }

@@ -116,6 +116,17 @@ public final class Ucp
     }
 
     /**
+     * Tells whether the UCX libraries (or one of their symbols) could not be found at all, as
+     * opposed to being found but unusable.
+     *
+     * @return true when UCX is not installed, or too old to have the functions kvbridge calls.
+     */
+    public static boolean librariesMissing()
+    {
+        return Loaded.LIBRARIES_MISSING;
+    }
+
+    /**
      * Returns the library version.
      *
      * @return {@code major.minor.release}, e.g. {@code 1.13.1}.
@@ -974,10 +985,12 @@ public final class Ucp
     private static final class Loaded
     {
         static final String PROBLEM;
+        static final boolean LIBRARIES_MISSING;
         static final MemorySegment ERROR_HANDLER_STUB;
 
         static {
             String problem = null;
+            boolean missing = false;
             MemorySegment stub = MemorySegment.NULL;
             try {
                 String arch = System.getProperty("os.arch");
@@ -1000,6 +1013,7 @@ public final class Ucp
             }
             catch (UnsatisfiedLinkError | ExceptionInInitializerError | NoClassDefFoundError e) {
                 Throwable cause = e instanceof ExceptionInInitializerError && e.getCause() != null ? e.getCause() : e;
+                missing = true;
                 problem = cause.getMessage() + "; install UCX 1.13 or newer (Debian/Ubuntu: apt-get install -y libucx0), or point -D"
                         + UcpNative.LIBRARY_DIR_PROPERTY + " at the directory holding libucp.so.0";
             }
@@ -1007,6 +1021,7 @@ public final class Ucp
                 problem = "native access is denied: " + e.getMessage() + "; run java with --enable-native-access=" + moduleFlag();
             }
             PROBLEM = problem;
+            LIBRARIES_MISSING = missing;
             ERROR_HANDLER_STUB = stub;
         }
 
