@@ -56,7 +56,13 @@ public final class UcxBackendFactory implements TransferBackendFactory
     @Override
     public Availability probe()
     {
-        return Probe.RESULT;
+        try {
+            return Probe.RESULT;
+        }
+        catch (LinkageError e) {
+            // the probe failed in a way it did not foresee; it still must not throw
+            return Availability.unavailable(List.of("probing UCX failed: " + e), Map.of());
+        }
     }
 
     @Override
@@ -116,6 +122,9 @@ public final class UcxBackendFactory implements TransferBackendFactory
             }
             catch (KvBridgeException | LinkageError | IllegalCallerException e) {
                 return Availability.unavailable(List.of("UCX failed to start: " + e.getMessage()), details);
+            }
+            catch (RuntimeException | AssertionError e) {
+                return Availability.unavailable(List.of("probing UCX failed: " + e), details);
             }
         }
 

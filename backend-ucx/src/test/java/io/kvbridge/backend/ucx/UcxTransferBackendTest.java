@@ -103,6 +103,23 @@ final class UcxTransferBackendTest
         return all;
     }
 
+    /** A producer connected to a consumer, each with registered memory, and lists over all blocks. */
+    private record Pair(TransferBackend producer, TransferBackend consumer, MemorySegment source, MemorySegment destination, Peer peer,
+            PreparedList local, PreparedList remote)
+    {
+    }
+
+    private Pair pair(String tls, String... producerOptions)
+    {
+        TransferBackend producer = backend(tls, producerOptions);
+        TransferBackend consumer = backend(tls);
+        MemorySegment source = registered(producer, 1);
+        MemorySegment destination = registered(consumer, 0);
+        Peer peer = producer.connect(consumer.localMetadata());
+        return new Pair(producer, consumer, source, destination, peer, producer.prepareLocal(blocksOf(source.address(), BLOCKS)),
+                producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS)));
+    }
+
     private static TransferStatus awaitTerminal(TransferBackend backend, long handle)
     {
         long deadline = System.nanoTime() + DEADLINE_NANOS;
@@ -221,17 +238,11 @@ final class UcxTransferBackendTest
     @Test
     void oversizedNotificationsAreRefused()
     {
-        TransferBackend producer = backend("sm");
-        TransferBackend consumer = backend("sm");
-        MemorySegment source = registered(producer, 1);
-        MemorySegment destination = registered(consumer, 0);
-        Peer peer = producer.connect(consumer.localMetadata());
+        Pair pair = pair("sm");
         byte[] tooLarge = new byte[UcxTransferBackend.MAX_NOTIFICATION_BYTES + 1];
-        assertCode(ErrorCode.INVALID_ARGUMENT, () -> producer.notify(peer, tooLarge));
-        PreparedList local = producer.prepareLocal(blocksOf(source.address(), 1));
-        PreparedList remote = producer.prepareRemote(peer, blocksOf(destination.address(), 1));
-        assertCode(ErrorCode.INVALID_ARGUMENT, () -> producer.post(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, tooLarge));
-        assertEquals(0, producer.resources().transfers());
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> pair.producer().notify(pair.peer(), tooLarge));
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> pair.producer().post(TransferOp.WRITE, pair.local(), new int[] {0}, pair.remote(), new int[] {0}, 1, tooLarge));
+        assertEquals(0, pair.producer().resources().transfers());
     }
 
     @Test
@@ -252,40 +263,30 @@ final class UcxTransferBackendTest
     void aTransferToAPeerThatStoppedAnsweringFailsAfterTheTimeout()
     {
         // the consumer never connects back, so it cannot say goodbye: only the timeout ends the transfer
-        TransferBackend producer = backend("sm", "transfer-timeout-ms", "300");
-        TransferBackend consumer = backend("sm");
-        MemorySegment source = registered(producer, 1);
-        MemorySegment destination = registered(consumer, 0);
-        Peer peer = producer.connect(consumer.localMetadata());
-        PreparedList local = producer.prepareLocal(blocksOf(source.address(), BLOCKS));
-        PreparedList remote = producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS));
-        consumer.close();
+        Pair pair = pair("sm", "transfer-timeout-ms", "300");
+        TransferBackend producer = pair.producer();
+        pair.consumer().close();
         long started = System.nanoTime();
-        long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null);
+        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
         assertEquals(TransferStatus.FAILED, awaitTerminal(producer, handle));
         long elapsedMillis = (System.nanoTime() - started) / 1_000_000;
         KvBridgeException failure = producer.failure(handle).orElseThrow();
         assertEquals(ErrorCode.DEADLINE_EXCEEDED, failure.code(), failure::getMessage);
         assertTrue(elapsedMillis >= 300 && elapsedMillis < 10_000, () -> "failed after " + elapsedMillis + " ms");
         producer.release(handle);
-        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null));
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
     }
 
     @Test
     void deregisteringDuringATransferLetsItEndAndUnmapsAfterwards()
     {
-        TransferBackend producer = backend("tcp");
-        TransferBackend consumer = backend("tcp");
-        MemorySegment destination = registered(producer, 0);
-        MemorySegment source = registered(consumer, 1);
-        Peer peer = producer.connect(consumer.localMetadata());
-        PreparedList local = producer.prepareLocal(blocksOf(destination.address(), BLOCKS));
-        PreparedList remote = producer.prepareRemote(peer, blocksOf(source.address(), BLOCKS));
-        long handle = producer.post(TransferOp.READ, local, allBlocks(), remote, allBlocks(), BLOCKS, null);
-        producer.deregister(Allocation.host(destination));
+        Pair pair = pair("tcp");
+        TransferBackend producer = pair.producer();
+        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        producer.deregister(Allocation.host(pair.source()));
         assertTrue(awaitTerminal(producer, handle).terminal());
         producer.release(handle);
         assertEquals(new BackendResources(0, 2, 1, 0), producer.resources());
-        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.READ, local, allBlocks(), remote, allBlocks(), BLOCKS, null));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
     }
 }

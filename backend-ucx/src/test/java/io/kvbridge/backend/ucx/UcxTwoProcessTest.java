@@ -65,72 +65,46 @@ final class UcxTwoProcessTest
         second.expect("READY", STEP);
     }
 
-    @ParameterizedTest(name = "tls={0} producer memory={1} consumer memory={2}")
-    @CsvSource({"sm, ucx, ucx", "sm, own, own", "tcp, own, ucx"})
+    @ParameterizedTest(name = "{0} tls={1} producer memory={2} consumer memory={3}")
+    @CsvSource({"push, sm, ucx, ucx", "push, sm, own, own", "push, tcp, own, ucx", "pull, sm, ucx, ucx", "pull, sm, own, own", "pull, tcp, ucx, own"})
     @org.junit.jupiter.api.Timeout(180)
-    void pushMovesEveryByteAndNotifiesAfterTheData(String tls, String producerMemory, String consumerMemory) throws Exception
+    void everyByteMovesAndTheNotificationFollowsTheData(String direction, String tls, String producerMemory, String consumerMemory) throws Exception
     {
-        ChildJvm producer = start("producer", "push", tls, producerMemory);
-        ChildJvm consumer = start("consumer", "await", tls, consumerMemory);
+        // push: the producer WRITEs into the consumer; pull: the consumer READs from the producer
+        boolean push = direction.equals("push");
+        ChildJvm producer = start("producer", push ? "push" : "serve", tls, producerMemory);
+        ChildJvm consumer = start("consumer", push ? "await" : "pull", tls, consumerMemory);
         introduce(producer, consumer);
-        assertEquals("TRANSFER DONE", producer.expect("TRANSFER", STEP), producer::transcript);
-        assertEquals("NOTIFIED pushed:" + (long) BLOCKS * BLOCK_BYTES + " from producer", consumer.expect("NOTIFIED", STEP));
-        assertEquals("VERIFIED " + (long) BLOCKS * BLOCK_BYTES, consumer.expect("VERIFIED", STEP), consumer::transcript);
+        ChildJvm initiator = push ? producer : consumer;
+        ChildJvm target = push ? consumer : producer;
+        long bytes = (long) BLOCKS * BLOCK_BYTES;
+        assertEquals("TRANSFER DONE", initiator.expect("TRANSFER", STEP), initiator::transcript);
+        assertEquals("NOTIFIED " + (push ? "pushed:" : "pulled:") + bytes + " from " + (push ? "producer" : "consumer"), target.expect("NOTIFIED", STEP));
+        assertEquals("VERIFIED " + bytes, consumer.expect("VERIFIED", STEP), consumer::transcript);
         finish(producer, consumer);
     }
 
-    @ParameterizedTest(name = "tls={0} producer memory={1} consumer memory={2}")
-    @CsvSource({"sm, ucx, ucx", "sm, own, own", "tcp, ucx, own"})
+    @ParameterizedTest(name = "{0} killed, tls={1} memory={2}")
+    @CsvSource({"producer, sm, own", "producer, sm, ucx", "producer, tcp, own", "consumer, sm, own", "consumer, tcp, ucx"})
     @org.junit.jupiter.api.Timeout(180)
-    void pullMovesEveryByteAndNotifiesTheProducer(String tls, String producerMemory, String consumerMemory) throws Exception
+    void aSideKilledMidTransferFailsTheSurvivorsTransferInTime(String victim, String tls, String memory) throws Exception
     {
-        ChildJvm producer = start("producer", "serve", tls, producerMemory);
-        ChildJvm consumer = start("consumer", "pull", tls, consumerMemory);
+        // the producer killed while the consumer pulls, or the consumer killed while the producer pushes
+        boolean producerDies = victim.equals("producer");
+        ChildJvm producer = start("producer", producerDies ? "serve" : "push-loop", tls, memory);
+        ChildJvm consumer = start("consumer", producerDies ? "pull-loop" : "serve", tls, memory);
         introduce(producer, consumer);
-        assertEquals("TRANSFER DONE", consumer.expect("TRANSFER", STEP), consumer::transcript);
-        assertEquals("VERIFIED " + (long) BLOCKS * BLOCK_BYTES, consumer.expect("VERIFIED", STEP), consumer::transcript);
-        assertEquals("NOTIFIED pulled:" + (long) BLOCKS * BLOCK_BYTES + " from consumer", producer.expect("NOTIFIED", STEP));
-        finish(producer, consumer);
-    }
-
-    @ParameterizedTest(name = "tls={0} memory={1}")
-    @CsvSource({"sm, own", "sm, ucx", "tcp, own"})
-    @org.junit.jupiter.api.Timeout(180)
-    void producerKilledMidPullFailsTheConsumersTransferInTime(String tls, String memory) throws Exception
-    {
-        ChildJvm producer = start("producer", "serve", tls, memory);
-        ChildJvm consumer = start("consumer", "pull-loop", tls, memory);
-        introduce(producer, consumer);
-        consumer.expect("ROUND 2", STEP);
+        ChildJvm survivor = producerDies ? consumer : producer;
+        survivor.expect("ROUND 2", STEP);
         long killed = System.nanoTime();
-        producer.kill();
-        String failure = consumer.expect("FAILED", FAILURE_DEADLINE.plus(Duration.ofSeconds(5)));
+        (producerDies ? producer : consumer).kill();
+        String failure = survivor.expect("FAILED", FAILURE_DEADLINE.plus(Duration.ofSeconds(5)));
         long detectedMillis = (System.nanoTime() - killed) / 1_000_000;
         System.out.println("failure reported " + detectedMillis + " ms after the kill: " + failure);
         assertTrue(detectedMillis < FAILURE_DEADLINE.toMillis(), () -> "failure reported " + detectedMillis + " ms after the kill: " + failure);
         assertFailureNamesThePeer(failure);
-        consumer.expect("CLOSED", STEP);
-        assertEquals(0, consumer.awaitExit(STEP), consumer::transcript);
-    }
-
-    @ParameterizedTest(name = "tls={0} memory={1}")
-    @CsvSource({"sm, own", "tcp, ucx"})
-    @org.junit.jupiter.api.Timeout(180)
-    void consumerKilledMidPushFailsTheProducersTransferInTime(String tls, String memory) throws Exception
-    {
-        ChildJvm producer = start("producer", "push-loop", tls, memory);
-        ChildJvm consumer = start("consumer", "serve", tls, memory);
-        introduce(producer, consumer);
-        producer.expect("ROUND 2", STEP);
-        long killed = System.nanoTime();
-        consumer.kill();
-        String failure = producer.expect("FAILED", FAILURE_DEADLINE.plus(Duration.ofSeconds(5)));
-        long detectedMillis = (System.nanoTime() - killed) / 1_000_000;
-        System.out.println("failure reported " + detectedMillis + " ms after the kill: " + failure);
-        assertTrue(detectedMillis < FAILURE_DEADLINE.toMillis(), () -> "failure reported " + detectedMillis + " ms after the kill: " + failure);
-        assertFailureNamesThePeer(failure);
-        producer.expect("CLOSED", STEP);
-        assertEquals(0, producer.awaitExit(STEP), producer::transcript);
+        survivor.expect("CLOSED", STEP);
+        assertEquals(0, survivor.awaitExit(STEP), survivor::transcript);
     }
 
     private static void assertFailureNamesThePeer(String failure)

@@ -72,7 +72,6 @@ public final class Ucp
     private static final long EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;
     private static final long EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
     private static final long EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
-    private static final long EP_PARAM_FIELD_NAME = 1L << 7;
     private static final int ERR_HANDLING_MODE_PEER = 1;
     private static final long MEM_MAP_FIELD_ADDRESS = 1L;
     private static final long MEM_MAP_FIELD_LENGTH = 1L << 1;
@@ -133,14 +132,11 @@ public final class Ucp
      */
     public static String version()
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment numbers = arena.allocate(JAVA_INT, 3);
+        return withScratch(scratch -> {
+            MemorySegment numbers = scratch.allocate(JAVA_INT, 3);
             UcpNative.UCP_GET_VERSION.invokeExact(numbers.address(), numbers.address() + 4, numbers.address() + 8);
             return numbers.getAtIndex(JAVA_INT, 0) + "." + numbers.getAtIndex(JAVA_INT, 1) + "." + numbers.getAtIndex(JAVA_INT, 2);
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -166,36 +162,23 @@ public final class Ucp
      */
     public static long configRead(Map<String, String> overrides)
     {
-        long config;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
+        long config = withScratch(scratch -> {
+            MemorySegment out = scratch.allocate(ADDRESS);
             check((byte) UcpNative.UCP_CONFIG_READ.invokeExact(0L, 0L, out.address()), "ucp_config_read");
-            config = out.get(JAVA_LONG, 0);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
-        try (Arena arena = Arena.ofConfined()) {
+            return out.get(JAVA_LONG, 0);
+        });
+        return withScratch(scratch -> {
             for (Map.Entry<String, String> override : overrides.entrySet()) {
                 byte status = (byte) UcpNative.UCP_CONFIG_MODIFY.invokeExact(config,
-                        arena.allocateFrom(override.getKey()).address(), arena.allocateFrom(override.getValue()).address());
+                        scratch.allocateFrom(override.getKey()).address(), scratch.allocateFrom(override.getValue()).address());
                 if (status != OK) {
                     configRelease(config);
                     throw new KvBridgeException(ErrorCode.CONFIG_INVALID, String.format(Locale.ROOT,
                             "UCX refused %s=%s: %s; check the name and value against 'ucx_info -c'", override.getKey(), override.getValue(), statusString(status)));
                 }
             }
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
-        return config;
+            return config;
+        });
     }
 
     /**
@@ -205,12 +188,9 @@ public final class Ucp
      */
     public static void configRelease(long config)
     {
-        try {
+        run(() -> {
             UcpNative.UCP_CONFIG_RELEASE.invokeExact(config);
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -223,21 +203,15 @@ public final class Ucp
      */
     public static long init(long config, long features, String name)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(PARAMS);
+        return withScratch(scratch -> {
+            MemorySegment params = scratch.allocate(PARAMS);
             params.set(JAVA_LONG, UcpLayouts.PARAMS_FIELD_MASK, PARAM_FIELD_FEATURES | PARAM_FIELD_NAME);
             params.set(JAVA_LONG, UcpLayouts.PARAMS_FEATURES, features);
-            params.set(ADDRESS, UcpLayouts.PARAMS_NAME, arena.allocateFrom(name));
-            MemorySegment out = arena.allocate(ADDRESS);
+            params.set(ADDRESS, UcpLayouts.PARAMS_NAME, scratch.allocateFrom(name));
+            MemorySegment out = scratch.allocate(ADDRESS);
             check((byte) UcpNative.UCP_INIT_VERSION.invokeExact(API_MAJOR, API_MINOR, params.address(), config, out.address()), "ucp_init");
             return out.get(JAVA_LONG, 0);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -247,12 +221,9 @@ public final class Ucp
      */
     public static void cleanup(long context)
     {
-        try {
+        run(() -> {
             UcpNative.UCP_CLEANUP.invokeExact(context);
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -263,18 +234,12 @@ public final class Ucp
      */
     public static long memoryTypes(long context)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment attr = arena.allocate(CONTEXT_ATTR);
+        return withScratch(scratch -> {
+            MemorySegment attr = scratch.allocate(CONTEXT_ATTR);
             attr.set(JAVA_LONG, UcpLayouts.CONTEXT_ATTR_FIELD_MASK, CONTEXT_ATTR_FIELD_MEMORY_TYPES);
             check((byte) UcpNative.UCP_CONTEXT_QUERY.invokeExact(context, attr.address()), "ucp_context_query");
             return attr.get(JAVA_LONG, UcpLayouts.CONTEXT_ATTR_MEMORY_TYPES);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -286,9 +251,9 @@ public final class Ucp
      */
     public static String contextInfo(long context)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment bufferOut = arena.allocate(ADDRESS);
-            MemorySegment sizeOut = arena.allocate(JAVA_LONG);
+        return withScratch(scratch -> {
+            MemorySegment bufferOut = scratch.allocate(ADDRESS);
+            MemorySegment sizeOut = scratch.allocate(JAVA_LONG);
             long stream = (long) UcpNative.OPEN_MEMSTREAM.invokeExact(bufferOut.address(), sizeOut.address());
             if (stream == 0) {
                 throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "open_memstream failed; cannot list UCX resources");
@@ -300,21 +265,14 @@ public final class Ucp
                 if (closed != 0) {
                     throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "fclose of the UCX info stream failed");
                 }
-                long size = sizeOut.get(JAVA_LONG, 0);
-                byte[] text = new byte[(int) Math.min(size, 1 << 20)];
+                byte[] text = new byte[(int) Math.min(sizeOut.get(JAVA_LONG, 0), 1 << 20)];
                 MemorySegment.copy(pointer(buffer, text.length), JAVA_BYTE, 0, text, 0, text.length);
                 return new String(text, StandardCharsets.UTF_8);
             }
             finally {
                 UcpNative.FREE.invokeExact(buffer);
             }
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -326,21 +284,15 @@ public final class Ucp
      */
     public static long workerCreate(long context, String name)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(WORKER_PARAMS);
+        return withScratch(scratch -> {
+            MemorySegment params = scratch.allocate(WORKER_PARAMS);
             params.set(JAVA_LONG, UcpLayouts.WORKER_PARAMS_FIELD_MASK, WORKER_PARAM_FIELD_THREAD_MODE | WORKER_PARAM_FIELD_NAME);
             params.set(JAVA_INT, UcpLayouts.WORKER_PARAMS_THREAD_MODE, THREAD_MODE_SINGLE);
-            params.set(ADDRESS, UcpLayouts.WORKER_PARAMS_NAME, arena.allocateFrom(name));
-            MemorySegment out = arena.allocate(ADDRESS);
+            params.set(ADDRESS, UcpLayouts.WORKER_PARAMS_NAME, scratch.allocateFrom(name));
+            MemorySegment out = scratch.allocate(ADDRESS);
             check((byte) UcpNative.UCP_WORKER_CREATE.invokeExact(context, params.address(), out.address()), "ucp_worker_create");
             return out.get(JAVA_LONG, 0);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -350,12 +302,9 @@ public final class Ucp
      */
     public static void workerDestroy(long worker)
     {
-        try {
+        run(() -> {
             UcpNative.UCP_WORKER_DESTROY.invokeExact(worker);
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -366,9 +315,9 @@ public final class Ucp
      */
     public static byte[] workerAddress(long worker)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment addressOut = arena.allocate(ADDRESS);
-            MemorySegment lengthOut = arena.allocate(JAVA_LONG);
+        return withScratch(scratch -> {
+            MemorySegment addressOut = scratch.allocate(ADDRESS);
+            MemorySegment lengthOut = scratch.allocate(JAVA_LONG);
             check((byte) UcpNative.UCP_WORKER_GET_ADDRESS.invokeExact(worker, addressOut.address(), lengthOut.address()), "ucp_worker_get_address");
             long address = addressOut.get(JAVA_LONG, 0);
             try {
@@ -377,13 +326,7 @@ public final class Ucp
             finally {
                 UcpNative.UCP_WORKER_RELEASE_ADDRESS.invokeExact(worker, address);
             }
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -394,17 +337,11 @@ public final class Ucp
      */
     public static int workerEventFd(long worker)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(JAVA_INT);
+        return withScratch(scratch -> {
+            MemorySegment out = scratch.allocate(JAVA_INT);
             check((byte) UcpNative.UCP_WORKER_GET_EFD.invokeExact(worker, out.address()), "ucp_worker_get_efd");
             return out.get(JAVA_INT, 0);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -472,25 +409,23 @@ public final class Ucp
     {
         requireNonNull(listener, "listener is null");
         ERROR_LISTENERS.put(token, listener);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(EP_PARAMS);
-            params.set(JAVA_LONG, UcpLayouts.EP_PARAMS_FIELD_MASK,
-                    EP_PARAM_FIELD_REMOTE_ADDRESS | EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER);
-            params.set(ADDRESS, UcpLayouts.EP_PARAMS_ADDRESS, arena.allocateFrom(JAVA_BYTE, remoteAddress));
-            params.set(JAVA_INT, UcpLayouts.EP_PARAMS_ERR_MODE, ERR_HANDLING_MODE_PEER);
-            params.set(ADDRESS, UcpLayouts.EP_PARAMS_ERR_HANDLER_CB, Loaded.ERROR_HANDLER_STUB);
-            params.set(JAVA_LONG, UcpLayouts.EP_PARAMS_ERR_HANDLER_ARG, token);
-            MemorySegment out = arena.allocate(ADDRESS);
-            check((byte) UcpNative.UCP_EP_CREATE.invokeExact(worker, params.address(), out.address()), "ucp_ep_create");
-            return out.get(JAVA_LONG, 0);
+        try {
+            return withScratch(scratch -> {
+                MemorySegment params = scratch.allocate(EP_PARAMS);
+                params.set(JAVA_LONG, UcpLayouts.EP_PARAMS_FIELD_MASK,
+                        EP_PARAM_FIELD_REMOTE_ADDRESS | EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER);
+                params.set(ADDRESS, UcpLayouts.EP_PARAMS_ADDRESS, scratch.allocateFrom(JAVA_BYTE, remoteAddress));
+                params.set(JAVA_INT, UcpLayouts.EP_PARAMS_ERR_MODE, ERR_HANDLING_MODE_PEER);
+                params.set(ADDRESS, UcpLayouts.EP_PARAMS_ERR_HANDLER_CB, Loaded.ERROR_HANDLER_STUB);
+                params.set(JAVA_LONG, UcpLayouts.EP_PARAMS_ERR_HANDLER_ARG, token);
+                MemorySegment out = scratch.allocate(ADDRESS);
+                check((byte) UcpNative.UCP_EP_CREATE.invokeExact(worker, params.address(), out.address()), "ucp_ep_create");
+                return out.get(JAVA_LONG, 0);
+            });
         }
-        catch (KvBridgeException e) {
+        catch (RuntimeException | Error e) {
             ERROR_LISTENERS.remove(token);
             throw e;
-        }
-        catch (Throwable e) {
-            ERROR_LISTENERS.remove(token);
-            throw bug(e);
         }
     }
 
@@ -506,17 +441,14 @@ public final class Ucp
     public static long epCloseNbx(long endpoint, boolean force, long token)
     {
         ERROR_LISTENERS.remove(token);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment param = arena.allocate(REQUEST_PARAM);
+        return withScratch(scratch -> {
+            MemorySegment param = scratch.allocate(REQUEST_PARAM);
             if (force) {
                 param.set(JAVA_INT, UcpLayouts.REQUEST_PARAM_OP_ATTR_MASK, OP_ATTR_FIELD_FLAGS);
                 param.set(JAVA_INT, UcpLayouts.REQUEST_PARAM_FLAGS, EP_CLOSE_FLAG_FORCE);
             }
             return (long) UcpNative.UCP_EP_CLOSE_NBX.invokeExact(endpoint, param.address());
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -565,22 +497,16 @@ public final class Ucp
 
     private static long memMap(long context, long address, long length, int flags, String what)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(MEM_MAP_PARAMS);
+        return withScratch(scratch -> {
+            MemorySegment params = scratch.allocate(MEM_MAP_PARAMS);
             params.set(JAVA_LONG, UcpLayouts.MEM_MAP_FIELD_MASK, MEM_MAP_FIELD_ADDRESS | MEM_MAP_FIELD_LENGTH | MEM_MAP_FIELD_FLAGS);
             params.set(JAVA_LONG, UcpLayouts.MEM_MAP_ADDRESS, address);
             params.set(JAVA_LONG, UcpLayouts.MEM_MAP_LENGTH, length);
             params.set(JAVA_INT, UcpLayouts.MEM_MAP_FLAGS, flags);
-            MemorySegment out = arena.allocate(ADDRESS);
+            MemorySegment out = scratch.allocate(ADDRESS);
             check((byte) UcpNative.UCP_MEM_MAP.invokeExact(context, params.address(), out.address()), what);
             return out.get(JAVA_LONG, 0);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -591,18 +517,12 @@ public final class Ucp
      */
     public static long memAddress(long memh)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment attr = arena.allocate(MEM_ATTR);
+        return withScratch(scratch -> {
+            MemorySegment attr = scratch.allocate(MEM_ATTR);
             attr.set(JAVA_LONG, UcpLayouts.MEM_ATTR_FIELD_MASK, MEM_ATTR_FIELD_ADDRESS | MEM_ATTR_FIELD_LENGTH);
             check((byte) UcpNative.UCP_MEM_QUERY.invokeExact(memh, attr.address()), "ucp_mem_query");
             return attr.get(JAVA_LONG, UcpLayouts.MEM_ATTR_ADDRESS);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -613,15 +533,7 @@ public final class Ucp
      */
     public static void memUnmap(long context, long memh)
     {
-        try {
-            check((byte) UcpNative.UCP_MEM_UNMAP.invokeExact(context, memh), "ucp_mem_unmap");
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        run(() -> check((byte) UcpNative.UCP_MEM_UNMAP.invokeExact(context, memh), "ucp_mem_unmap"));
     }
 
     /**
@@ -633,9 +545,9 @@ public final class Ucp
      */
     public static byte[] rkeyPack(long context, long memh)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment bufferOut = arena.allocate(ADDRESS);
-            MemorySegment lengthOut = arena.allocate(JAVA_LONG);
+        return withScratch(scratch -> {
+            MemorySegment bufferOut = scratch.allocate(ADDRESS);
+            MemorySegment lengthOut = scratch.allocate(JAVA_LONG);
             check((byte) UcpNative.UCP_RKEY_PACK.invokeExact(context, memh, bufferOut.address(), lengthOut.address()), "ucp_rkey_pack");
             long buffer = bufferOut.get(JAVA_LONG, 0);
             try {
@@ -644,13 +556,7 @@ public final class Ucp
             finally {
                 UcpNative.UCP_RKEY_BUFFER_RELEASE.invokeExact(buffer);
             }
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -662,18 +568,12 @@ public final class Ucp
      */
     public static long rkeyUnpack(long endpoint, byte[] packed)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            MemorySegment buffer = arena.allocateFrom(JAVA_BYTE, packed);
+        return withScratch(scratch -> {
+            MemorySegment out = scratch.allocate(ADDRESS);
+            MemorySegment buffer = scratch.allocateFrom(JAVA_BYTE, packed);
             check((byte) UcpNative.UCP_EP_RKEY_UNPACK.invokeExact(endpoint, buffer.address(), out.address()), "ucp_ep_rkey_unpack");
             return out.get(JAVA_LONG, 0);
-        }
-        catch (KvBridgeException e) {
-            throw e;
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -683,12 +583,9 @@ public final class Ucp
      */
     public static void rkeyDestroy(long rkey)
     {
-        try {
+        run(() -> {
             UcpNative.UCP_RKEY_DESTROY.invokeExact(rkey);
-        }
-        catch (Throwable e) {
-            throw bug(e);
-        }
+        });
     }
 
     /**
@@ -942,6 +839,47 @@ public final class Ucp
     public static String describeFailure(String function, byte status)
     {
         return function + " failed: " + statusString(status) + " (ucs_status_t=" + status + ")";
+    }
+
+    /** A call that needs native scratch memory for its parameters and results. */
+    @FunctionalInterface
+    private interface ScratchCall<T>
+    {
+        T call(Arena scratch) throws Throwable;
+    }
+
+    /** A call with nothing to allocate and nothing to return. */
+    @FunctionalInterface
+    private interface PlainCall
+    {
+        void call() throws Throwable;
+    }
+
+    // setup and teardown calls only: the lambda and the arena cost nothing next to UCX's work there
+    private static <T> T withScratch(ScratchCall<T> call)
+    {
+        try (Arena scratch = Arena.ofConfined()) {
+            return call.call(scratch);
+        }
+        catch (KvBridgeException e) {
+            throw e;
+        }
+        catch (Throwable e) {
+            throw bug(e);
+        }
+    }
+
+    private static void run(PlainCall call)
+    {
+        try {
+            call.call();
+        }
+        catch (KvBridgeException e) {
+            throw e;
+        }
+        catch (Throwable e) {
+            throw bug(e);
+        }
     }
 
     private static void check(byte status, String function)

@@ -140,14 +140,12 @@ final class UcpLayouts
     static final long EP_PARAMS_ERR_MODE = offset(EP_PARAMS, "err_mode");
     static final long EP_PARAMS_ERR_HANDLER_CB = EP_PARAMS.byteOffset(groupElement("err_handler"), groupElement("cb"));
     static final long EP_PARAMS_ERR_HANDLER_ARG = EP_PARAMS.byteOffset(groupElement("err_handler"), groupElement("arg"));
-    static final long EP_PARAMS_NAME = offset(EP_PARAMS, "name");
     static final long MEM_MAP_FIELD_MASK = offset(MEM_MAP_PARAMS, "field_mask");
     static final long MEM_MAP_ADDRESS = offset(MEM_MAP_PARAMS, "address");
     static final long MEM_MAP_LENGTH = offset(MEM_MAP_PARAMS, "length");
     static final long MEM_MAP_FLAGS = offset(MEM_MAP_PARAMS, "flags");
     static final long MEM_ATTR_FIELD_MASK = offset(MEM_ATTR, "field_mask");
     static final long MEM_ATTR_ADDRESS = offset(MEM_ATTR, "address");
-    static final long MEM_ATTR_LENGTH = offset(MEM_ATTR, "length");
     static final long REQUEST_PARAM_OP_ATTR_MASK = offset(REQUEST_PARAM, "op_attr_mask");
     static final long REQUEST_PARAM_FLAGS = offset(REQUEST_PARAM, "flags");
     static final long REQUEST_PARAM_MEMH = offset(REQUEST_PARAM, "memh");
