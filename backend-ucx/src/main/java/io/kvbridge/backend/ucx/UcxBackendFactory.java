@@ -108,11 +108,10 @@ public final class UcxBackendFactory implements TransferBackendFactory
                         Capability.CROSS_HOST, Capability.PEER_FAILURE_DETECTION);
                 try {
                     details.put("transports", UcxResources.transports(Ucp.contextInfo(context)));
+                    // reported for the user's information; the transport itself moves host memory only
                     boolean cuda = (Ucp.memoryTypes(context) & Ucp.MEMORY_TYPE_CUDA_BIT) != 0;
-                    details.put("device-memory", cuda ? "cuda" : "none (this UCX build has no CUDA support)");
-                    if (cuda) {
-                        capabilities.add(Capability.DEVICE_MEMORY);
-                    }
+                    details.put("device-memory", cuda ? "this UCX supports CUDA memory; the ucx transport moves host memory only"
+                            : "none (this UCX build has no CUDA support)");
                 }
                 finally {
                     Ucp.cleanup(context);

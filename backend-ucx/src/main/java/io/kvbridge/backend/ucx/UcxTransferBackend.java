@@ -322,9 +322,11 @@ final class UcxTransferBackend implements TransferBackend
 
     private void checkKind(MemoryKind kind, String what)
     {
-        if (kind == MemoryKind.DEVICE && !deviceMemory) {
-            throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "cannot " + what + " device memory: this UCX build ("
-                    + version + ") has no CUDA support; use host memory, or a UCX built with CUDA");
+        if (kind == MemoryKind.DEVICE) {
+            // peers advertise host ranges only, so device memory could not be addressed remotely
+            throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "cannot " + what + " device memory: the ucx transport moves host memory only ("
+                    + (deviceMemory ? "this UCX " + version + " could register CUDA memory, but" : "this UCX " + version + " has no CUDA support, and")
+                    + " kvbridge does not advertise device ranges to peers yet); stage device blocks through host memory, or use a device transport");
         }
     }
 
@@ -337,9 +339,7 @@ final class UcxTransferBackend implements TransferBackend
         UcxRegistration[] current = registrations;
         List<UcxMetadata.Region> regions = new ArrayList<>(current.length);
         for (UcxRegistration registration : current) {
-            if (registration.allocation.kind() == MemoryKind.HOST) {
-                regions.add(new UcxMetadata.Region(registration.allocation.address(), registration.allocation.bytes(), registration.packedKey));
-            }
+            regions.add(new UcxMetadata.Region(registration.allocation.address(), registration.allocation.bytes(), registration.packedKey));
         }
         return new UcxMetadata(instanceId, agentName, workerAddress, regions).encode();
     }
@@ -779,6 +779,9 @@ final class UcxTransferBackend implements TransferBackend
     /** Sends a tagged message prefixed with this instance's identity; owner thread only. */
     private void send(UcxPeer peer, long tag, byte[] payload, int payloadLength, String what)
     {
+        if (peer.endpoint == 0) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, what + " to peer '" + peer.name + "' not sent: its endpoint is closed");
+        }
         MemorySegment buffer = buffers.take(senderHeader.length + payloadLength);
         MemorySegment.copy(senderHeader, 0, buffer, ValueLayout.JAVA_BYTE, 0, senderHeader.length);
         MemorySegment.copy(payload, 0, buffer, ValueLayout.JAVA_BYTE, senderHeader.length, payloadLength);
@@ -1210,9 +1213,10 @@ final class UcxTransferBackend implements TransferBackend
             finish(transfer);
             return;
         }
-        if (peer.unusable != null && peer.failed) {
+        if (peer.failed || peer.endpoint == 0) {
+            // the endpoint is closed or closing by force: nothing more can be sent to the peer
             transfer.ownerFailure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, describe(transfer) + " moved its data but peer '"
-                    + peer.name + "' failed before the notification was sent: " + peer.unusable);
+                    + peer.name + "' became unusable before the notification was sent: " + peer.unusable);
             finish(transfer);
             return;
         }
