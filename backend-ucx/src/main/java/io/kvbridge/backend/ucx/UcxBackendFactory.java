@@ -1,0 +1,136 @@
+package io.kvbridge.backend.ucx;
+
+import io.kvbridge.backend.ucx.ffm.Ucp;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Factory of the {@code ucx} transport: UCX one-sided put/get between processes and hosts, bound
+ * with the Foreign Function and Memory API. Needs {@code libucp.so.0} and {@code libucs.so.0} (UCX
+ * 1.13 or newer; Debian/Ubuntu package {@code libucx0}) and {@code --enable-native-access}.
+ *
+ * <p>Options: {@code tls} and {@code net-devices} (UCX_TLS and UCX_NET_DEVICES for this instance
+ * only), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
+ * limit), {@code close-timeout-ms} (default 2000), {@code idle-spin-us} (default 500) and
+ * {@code ucx-config} ({@code NAME=VALUE;...}, further UCX settings).
+ *
+ * <p>Its priority (10) is above {@code local} (0): {@code auto} picks ucx whenever it can run,
+ * because peers in other processes or on other hosts, the case kvbridge exists for, are reachable
+ * through it and never through {@code local}. Within one JVM, {@code local} is faster; name it
+ * explicitly there.
+ */
+public final class UcxBackendFactory implements TransferBackendFactory
+{
+    /** The transport's name. */
+    public static final String NAME = "ucx";
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
+    }
+
+    @Override
+    public int priority()
+    {
+        return 10;
+    }
+
+    @Override
+    public Availability probe()
+    {
+        try {
+            return Probe.RESULT;
+        }
+        catch (LinkageError e) {
+            // the probe failed in a way it did not foresee; it still must not throw
+            return Availability.unavailable(List.of("probing UCX failed: " + e), Map.of());
+        }
+    }
+
+    @Override
+    public TransferBackend create(Map<String, String> config, BackendContext context)
+    {
+        UcxOptions options = UcxOptions.parse(config);
+        Availability availability = probe();
+        if (!availability.available()) {
+            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "transport 'ucx' cannot run here: " + String.join("; ", availability.reasons()));
+        }
+        return new UcxTransferBackend(context.agentName(), options);
+    }
+
+    /** Probes once per class loader: loading UCX and listing its resources does not change while the JVM runs. */
+    private static final class Probe
+    {
+        static final Availability RESULT = run();
+
+        private static Availability run()
+        {
+            Map<String, String> details = new LinkedHashMap<>();
+            try {
+                Module module = UcxBackendFactory.class.getModule();
+                if (!module.isNativeAccessEnabled()) {
+                    details.put("native-access", "not enabled");
+                    return Availability.unavailable(List.of("native access is not enabled for " + (module.isNamed() ? "module " + module.getName() : "the class path")
+                            + "; run java with --enable-native-access=" + Ucp.moduleFlag()), details);
+                }
+                details.put("native-access", "enabled");
+                if (Ucp.loadProblem().isPresent()) {
+                    return Availability.unavailable(List.of(Ucp.loadProblem().get()), details);
+                }
+                details.put("version", Ucp.version());
+                long config = Ucp.configRead(new UcxOptions("", "", 0, 0, 1, 0, Map.of()).ucxOverrides());
+                long context;
+                try {
+                    context = Ucp.init(config, Ucp.FEATURE_TAG | Ucp.FEATURE_RMA | Ucp.FEATURE_WAKEUP, "kvbridge-probe");
+                }
+                finally {
+                    Ucp.configRelease(config);
+                }
+                Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.TRANSPORT_ALLOCATION, Capability.CROSS_PROCESS,
+                        Capability.CROSS_HOST, Capability.PEER_FAILURE_DETECTION);
+                try {
+                    details.put("transports", UcxResources.transports(Ucp.contextInfo(context)));
+                    // reported for the user's information; the transport itself moves host memory only
+                    boolean cuda = (Ucp.memoryTypes(context) & Ucp.MEMORY_TYPE_CUDA_BIT) != 0;
+                    details.put("device-memory", cuda ? "this UCX supports CUDA memory; the ucx transport moves host memory only"
+                            : "none (this UCX build has no CUDA support)");
+                }
+                finally {
+                    Ucp.cleanup(context);
+                }
+                details.put("environment", "UCX_TLS=" + envOrDefault("UCX_TLS") + " UCX_NET_DEVICES=" + envOrDefault("UCX_NET_DEVICES"));
+                return Availability.available(capabilities, details);
+            }
+            catch (KvBridgeException | LinkageError | IllegalCallerException e) {
+                return Availability.unavailable(List.of("UCX failed to start: " + e.getMessage()), details);
+            }
+            catch (RuntimeException | AssertionError e) {
+                return Availability.unavailable(List.of("probing UCX failed: " + e), details);
+            }
+        }
+
+        private static String envOrDefault(String name)
+        {
+            String value = System.getenv(name);
+            return value == null ? "(unset)" : value;
+        }
+    }
+}

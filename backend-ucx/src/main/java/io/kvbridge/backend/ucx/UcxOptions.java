@@ -1,0 +1,143 @@
+package io.kvbridge.backend.ucx;
+
+import io.kvbridge.spi.PluginConfig;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Options of one UCX transport instance. UCX settings are applied to the instance's own
+ * configuration ({@code ucp_config_modify}), so instances in one process can use different
+ * transports and the process environment stays untouched; {@code UCX_*} environment variables still
+ * provide the defaults.
+ *
+ * @param tls UCX transports ({@code UCX_TLS}), e.g. {@code sm} or {@code tcp}; empty keeps UCX's choice.
+ * @param netDevices network devices ({@code UCX_NET_DEVICES}), e.g. {@code lo}; empty keeps UCX's choice.
+ * @param keepaliveIntervalMillis how often UCX checks that peers are alive; 0 keeps UCX's default (20 s).
+ * @param transferTimeoutMillis a transfer still moving after this long fails, and its peer is
+ *     declared dead because RMA operations cannot be cancelled one by one; 0 disables the limit.
+ * @param closeTimeoutMillis how long closing waits for in-flight work before cutting endpoints.
+ * @param idleSpinMicros how long the owner thread keeps polling after its last event before it
+ *     sleeps on UCX's event descriptor; polling keeps emulated RMA (where the target must
+ *     progress) fast.
+ * @param extraConfig further UCX settings, names without the {@code UCX_} prefix.
+ */
+record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int closeTimeoutMillis,
+        int idleSpinMicros, Map<String, String> extraConfig)
+{
+    static final String TLS = "tls";
+    static final String NET_DEVICES = "net-devices";
+    static final String KEEPALIVE_INTERVAL_MS = "keepalive-interval-ms";
+    static final String TRANSFER_TIMEOUT_MS = "transfer-timeout-ms";
+    static final String CLOSE_TIMEOUT_MS = "close-timeout-ms";
+    static final String IDLE_SPIN_US = "idle-spin-us";
+    static final String UCX_CONFIG = "ucx-config";
+
+    private static final Pattern LIST_VALUE = Pattern.compile("[A-Za-z0-9_.:,^-]+");
+    private static final Pattern CONFIG_NAME = Pattern.compile("[A-Z][A-Z0-9_]*");
+
+    /** Validates and copies. */
+    UcxOptions
+    {
+        tls = tls == null ? "" : tls;
+        netDevices = netDevices == null ? "" : netDevices;
+        extraConfig = Collections.unmodifiableMap(new LinkedHashMap<>(extraConfig));
+    }
+
+    /**
+     * Reads options, reporting every problem and unknown key at once.
+     *
+     * @param config the options given to the factory.
+     * @return the options.
+     * @throws io.kvbridge.spi.KvBridgeException {@code CONFIG_INVALID}.
+     */
+    static UcxOptions parse(Map<String, String> config)
+    {
+        PluginConfig options = new PluginConfig(UcxBackendFactory.NAME, config);
+        String tls = listValue(options, TLS, "sm, tcp, sm,tcp or all");
+        String netDevices = listValue(options, NET_DEVICES, "lo, eth0 or mlx5_0:1");
+        int keepalive = options.intValue(KEEPALIVE_INTERVAL_MS, 1000, 0, 3_600_000);
+        int transferTimeout = options.intValue(TRANSFER_TIMEOUT_MS, 0, 0, Integer.MAX_VALUE);
+        int closeTimeout = options.intValue(CLOSE_TIMEOUT_MS, 2000, 1, 600_000);
+        int idleSpin = options.intValue(IDLE_SPIN_US, 500, 0, 1_000_000);
+        Map<String, String> extra = extraConfig(options);
+        options.finish();
+        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, closeTimeout, idleSpin, extra);
+    }
+
+    /**
+     * Returns the UCX settings this instance applies over the environment, in order.
+     *
+     * @return names without the {@code UCX_} prefix, with values.
+     */
+    Map<String, String> ucxOverrides()
+    {
+        Map<String, String> overrides = new LinkedHashMap<>();
+        if (mayUseSharedMemory()) {
+            // every endpoint uses peer error handling; shared memory transports only offer it when
+            // asked to, otherwise UCX would leave no shared-memory lane for such endpoints
+            overrides.put("MM_ERROR_HANDLING", "y");
+        }
+        if (keepaliveIntervalMillis > 0) {
+            overrides.put("KEEPALIVE_INTERVAL", keepaliveIntervalMillis + "ms");
+        }
+        if (!tls.isEmpty()) {
+            overrides.put("TLS", tls);
+        }
+        if (!netDevices.isEmpty()) {
+            overrides.put("NET_DEVICES", netDevices);
+        }
+        overrides.putAll(extraConfig);
+        return overrides;
+    }
+
+    /** Tells whether {@link #tls} lets UCX load its shared-memory transports (UCX warns about settings of unloaded ones). */
+    boolean mayUseSharedMemory()
+    {
+        if (tls.isEmpty() || tls.startsWith("^")) {
+            return true;
+        }
+        for (String name : tls.split(",")) {
+            if (Set.of("sm", "shm", "posix", "sysv", "mm", "all").contains(name.trim())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String listValue(PluginConfig options, String key, String examples)
+    {
+        String value = options.stringValue(key, "").trim();
+        if (!value.isEmpty() && !LIST_VALUE.matcher(value).matches()) {
+            options.problem(key + "=" + value + " is not a UCX list (expected names such as " + examples + ")");
+            return "";
+        }
+        return value;
+    }
+
+    private static Map<String, String> extraConfig(PluginConfig options)
+    {
+        String text = options.stringValue(UCX_CONFIG, "").trim();
+        Map<String, String> extra = new LinkedHashMap<>();
+        if (text.isEmpty()) {
+            return extra;
+        }
+        for (String entry : text.split(";")) {
+            int equals = entry.indexOf('=');
+            String name = equals < 0 ? entry.trim() : entry.substring(0, equals).trim();
+            String value = equals < 0 ? "" : entry.substring(equals + 1).trim();
+            if (name.startsWith("UCX_")) {
+                name = name.substring(4);
+            }
+            if (equals < 0 || !CONFIG_NAME.matcher(name).matches() || value.isEmpty()) {
+                options.problem(UCX_CONFIG + " entry '" + entry.trim() + "' is not NAME=VALUE (expected e.g. "
+                        + UCX_CONFIG + "=RNDV_THRESH=8192;ZCOPY_THRESH=16384)");
+                continue;
+            }
+            extra.put(name, value);
+        }
+        return extra;
+    }
+}

@@ -1,0 +1,106 @@
+package io.kvbridge.backend.ucx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The factory is found by ServiceLoader, probes UCX without throwing, and says why it cannot run. */
+@Timeout(120)
+final class UcxBackendFactoryTest
+{
+    private static final Duration STEP = Duration.ofSeconds(60);
+
+    @BeforeAll
+    static void requireUcx()
+    {
+        UcxTestSupport.assumeUcxInstalled();
+    }
+
+    @Test
+    void serviceLoaderFindsTheFactory()
+    {
+        List<TransferBackendFactory> found = ServiceLoader.load(TransferBackendFactory.class).stream()
+                .map(ServiceLoader.Provider::get).filter(factory -> factory.name().equals("ucx")).toList();
+        assertEquals(1, found.size());
+        assertTrue(found.getFirst() instanceof UcxBackendFactory);
+        assertEquals(Spi.VERSION, found.getFirst().spiVersion());
+        assertTrue(found.getFirst().priority() > 0, "ucx ranks above local for auto");
+    }
+
+    @Test
+    void probeReportsVersionTransportsAndCapabilities()
+    {
+        Availability availability = new UcxBackendFactory().probe();
+        assertTrue(availability.available(), () -> availability.reasons().toString());
+        assertTrue(availability.details().get("version").matches("1\\.\\d+\\.\\d+"), availability.details().toString());
+        assertTrue(availability.details().get("transports").contains("tcp/lo"), availability.details().toString());
+        assertEquals("enabled", availability.details().get("native-access"));
+        assertTrue(availability.capabilities().containsAll(List.of(Capability.HOST_MEMORY, Capability.TRANSPORT_ALLOCATION,
+                Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION)), availability.capabilities().toString());
+    }
+
+    @Test
+    void createRejectsUnknownAndMalformedOptions()
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class,
+                () -> new UcxBackendFactory().create(Map.of("tls", "sm tcp", "colour", "blue"), () -> "agent"));
+        assertEquals(ErrorCode.CONFIG_INVALID, e.code());
+        assertTrue(e.getMessage().contains("tls=sm tcp") && e.getMessage().contains("unknown option colour"), e.getMessage());
+    }
+
+    @Test
+    void createWithATransportUcxDoesNotHaveFailsWithConfigInvalid()
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class,
+                () -> new UcxBackendFactory().create(Map.of("tls", "nosuchtransport"), () -> "agent").close());
+        assertEquals(ErrorCode.CONFIG_INVALID, e.code(), e::getMessage);
+        assertTrue(e.getMessage().contains("tls=nosuchtransport"), e.getMessage());
+    }
+
+    @Test
+    void createdTransportReportsTheTransportsItSelected()
+    {
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo"), () -> "agent")) {
+            assertEquals("ucx", backend.name());
+            assertEquals("tcp/lo", ((UcxTransferBackend) backend).transports());
+        }
+    }
+
+    @Test
+    void withoutNativeAccessTheProbeNamesTheFlag() throws Exception
+    {
+        try (ChildJvm child = ChildJvm.start("probe", List.of(), ProbeProcess.class)) {
+            assertEquals("AVAILABLE false", child.expect("AVAILABLE", STEP));
+            String reason = child.expect("REASON", STEP);
+            assertTrue(reason.contains("--enable-native-access=ALL-UNNAMED"), reason);
+            assertEquals(0, child.awaitExit(STEP));
+        }
+    }
+
+    @Test
+    void withoutTheLibraryTheProbeSaysWhatToInstall() throws Exception
+    {
+        try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED", "-Dkvbridge.ucx.library-dir=/nonexistent-ucx"),
+                ProbeProcess.class)) {
+            assertEquals("AVAILABLE false", child.expect("AVAILABLE", STEP));
+            String reason = child.expect("REASON", STEP);
+            assertTrue(reason.contains("libucs.so.0") && reason.contains("apt-get install -y libucx0"), reason);
+            assertEquals(0, child.awaitExit(STEP));
+        }
+    }
+}

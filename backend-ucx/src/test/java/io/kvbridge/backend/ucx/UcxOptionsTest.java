@@ -1,0 +1,62 @@
+package io.kvbridge.backend.ucx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Options have documented defaults, map to UCX settings, and every bad value is reported at once. */
+final class UcxOptionsTest
+{
+    @Test
+    void defaults()
+    {
+        UcxOptions options = UcxOptions.parse(Map.of());
+        assertEquals("", options.tls());
+        assertEquals("", options.netDevices());
+        assertEquals(1000, options.keepaliveIntervalMillis());
+        assertEquals(0, options.transferTimeoutMillis());
+        assertEquals(2000, options.closeTimeoutMillis());
+        assertEquals(500, options.idleSpinMicros());
+        assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "1000ms"), options.ucxOverrides());
+    }
+
+    @Test
+    void explicitValuesMapToUcxSettings()
+    {
+        UcxOptions options = UcxOptions.parse(Map.of("tls", "tcp", "net-devices", "lo", "keepalive-interval-ms", "250", "transfer-timeout-ms", "5000",
+                "close-timeout-ms", "100", "idle-spin-us", "0", "ucx-config", "RNDV_THRESH=8192; UCX_ZCOPY_THRESH=16384"));
+        assertEquals(5000, options.transferTimeoutMillis());
+        assertEquals(100, options.closeTimeoutMillis());
+        assertEquals(0, options.idleSpinMicros());
+        // tcp alone loads no shared-memory transport: UCX would warn about MM_ERROR_HANDLING
+        assertEquals(Map.of("KEEPALIVE_INTERVAL", "250ms", "TLS", "tcp", "NET_DEVICES", "lo", "RNDV_THRESH", "8192", "ZCOPY_THRESH", "16384"),
+                options.ucxOverrides());
+    }
+
+    @Test
+    void sharedMemoryIsDetectedInTransportLists()
+    {
+        assertTrue(UcxOptions.parse(Map.of("tls", "sm")).mayUseSharedMemory());
+        assertTrue(UcxOptions.parse(Map.of("tls", "tcp,posix")).mayUseSharedMemory());
+        assertTrue(UcxOptions.parse(Map.of("tls", "^tcp")).mayUseSharedMemory());
+        assertFalse(UcxOptions.parse(Map.of("tls", "tcp")).mayUseSharedMemory());
+        assertFalse(UcxOptions.parse(Map.of("tls", "rc,ud")).mayUseSharedMemory());
+    }
+
+    @Test
+    void everyProblemIsReportedTogether()
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", "sm;rm -rf", "keepalive-interval-ms", "-1",
+                "idle-spin-us", "lots", "ucx-config", "TLS", "tsl", "sm")));
+        assertEquals(ErrorCode.CONFIG_INVALID, e.code());
+        for (String expected : new String[] {"tls=sm;rm -rf", "keepalive-interval-ms=-1", "idle-spin-us=lots", "ucx-config entry 'TLS'", "unknown option tsl"}) {
+            assertTrue(e.getMessage().contains(expected), () -> expected + " missing from " + e.getMessage());
+        }
+    }
+}

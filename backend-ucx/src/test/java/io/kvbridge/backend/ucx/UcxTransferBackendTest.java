@@ -1,0 +1,291 @@
+package io.kvbridge.backend.ucx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** What the UCX transport adds to the common contract: its own allocations, metadata refresh, limits and timeouts. */
+@Timeout(120)
+final class UcxTransferBackendTest
+{
+    private static final int BLOCKS = 16;
+    private static final int BLOCK_BYTES = 64 * 1024;
+    private static final long DEADLINE_NANOS = 30_000_000_000L;
+
+    private final List<TransferBackend> backends = new ArrayList<>();
+    private Arena arena;
+
+    @BeforeAll
+    static void requireUcx()
+    {
+        UcxTestSupport.assumeUcxInstalled();
+    }
+
+    @BeforeEach
+    void openArena()
+    {
+        arena = Arena.ofShared();
+    }
+
+    @AfterEach
+    void closeAll()
+    {
+        backends.forEach(TransferBackend::close);
+        arena.close();
+    }
+
+    private TransferBackend backend(String tls, String... options)
+    {
+        Map<String, String> config = new HashMap<>();
+        config.put("tls", tls);
+        if (tls.equals("tcp")) {
+            config.put("net-devices", "lo");
+        }
+        for (int i = 0; i < options.length; i += 2) {
+            config.put(options[i], options[i + 1]);
+        }
+        String name = "test-" + UUID.randomUUID();
+        TransferBackend backend = new UcxBackendFactory().create(config, () -> name);
+        backends.add(backend);
+        return backend;
+    }
+
+    private MemorySegment registered(TransferBackend backend, int seed)
+    {
+        MemorySegment memory = arena.allocate((long) BLOCKS * BLOCK_BYTES, 4096);
+        TransferProcess.fill(memory, seed);
+        backend.register(Allocation.host(memory));
+        return memory;
+    }
+
+    private static DescriptorList blocksOf(long address, int blocks)
+    {
+        DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, blocks);
+        for (int b = 0; b < blocks; b++) {
+            builder.add(address + (long) b * BLOCK_BYTES, BLOCK_BYTES);
+        }
+        return builder.build();
+    }
+
+    private static int[] allBlocks()
+    {
+        int[] all = new int[BLOCKS];
+        for (int i = 0; i < BLOCKS; i++) {
+            all[i] = i;
+        }
+        return all;
+    }
+
+    /** A producer connected to a consumer, each with registered memory, and lists over all blocks. */
+    private record Pair(TransferBackend producer, TransferBackend consumer, MemorySegment source, MemorySegment destination, Peer peer,
+            PreparedList local, PreparedList remote)
+    {
+    }
+
+    private Pair pair(String tls, String... producerOptions)
+    {
+        TransferBackend producer = backend(tls, producerOptions);
+        TransferBackend consumer = backend(tls);
+        MemorySegment source = registered(producer, 1);
+        MemorySegment destination = registered(consumer, 0);
+        Peer peer = producer.connect(consumer.localMetadata());
+        return new Pair(producer, consumer, source, destination, peer, producer.prepareLocal(blocksOf(source.address(), BLOCKS)),
+                producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS)));
+    }
+
+    private static TransferStatus awaitTerminal(TransferBackend backend, long handle)
+    {
+        long deadline = System.nanoTime() + DEADLINE_NANOS;
+        while (System.nanoTime() < deadline) {
+            TransferStatus status = backend.status(handle);
+            if (status.terminal()) {
+                return status;
+            }
+            Thread.onSpinWait();
+        }
+        return fail("transfer still in progress after 30 s");
+    }
+
+    private static KvBridgeException assertCode(ErrorCode code, org.junit.jupiter.api.function.Executable executable)
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class, executable);
+        assertEquals(code, e.code(), e::getMessage);
+        return e;
+    }
+
+    @Test
+    void memoryTheTransportAllocatesIsRegisteredMovedAndFreed()
+    {
+        TransferBackend producer = backend("sm");
+        TransferBackend consumer = backend("sm");
+        long bytes = (long) BLOCKS * BLOCK_BYTES;
+        Allocation source = producer.allocate(bytes, MemoryKind.HOST, 0);
+        Allocation destination = consumer.allocate(bytes, MemoryKind.HOST, 0);
+        assertEquals(new BackendResources(1, 0, 0, 0), producer.resources());
+        MemorySegment sourceBytes = MemorySegment.ofAddress(source.address()).reinterpret(bytes);
+        MemorySegment destinationBytes = MemorySegment.ofAddress(destination.address()).reinterpret(bytes);
+        TransferProcess.fill(sourceBytes, 1);
+        TransferProcess.fill(destinationBytes, 0);
+        Peer peer = producer.connect(consumer.localMetadata());
+        PreparedList local = producer.prepareLocal(blocksOf(source.address(), BLOCKS));
+        PreparedList remote = producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS));
+        long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, "ready".getBytes(StandardCharsets.UTF_8));
+        assertEquals(TransferStatus.DONE, awaitTerminal(producer, handle), () -> producer.failure(handle).toString());
+        producer.release(handle);
+        assertEquals(-1, sourceBytes.mismatch(destinationBytes));
+        List<String> received = new ArrayList<>();
+        long deadline = System.nanoTime() + DEADLINE_NANOS;
+        while (received.isEmpty() && System.nanoTime() < deadline) {
+            consumer.drainNotifications((sender, message) -> received.add(sender + ":" + new String(message, StandardCharsets.UTF_8)));
+        }
+        assertEquals(List.of(producer.agentName() + ":ready"), received);
+        producer.deregister(source);
+        assertEquals(0, producer.resources().registrations());
+        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.deregister(source));
+    }
+
+    @Test
+    void onlyHostMemoryOfPositiveSizeIsAllocated()
+    {
+        TransferBackend backend = backend("sm");
+        assertCode(ErrorCode.MEMORY_KIND_UNSUPPORTED, () -> backend.allocate(4096, MemoryKind.DEVICE, 0));
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> backend.allocate(0, MemoryKind.HOST, 0));
+    }
+
+    @Test
+    void deviceMemoryIsRefused()
+    {
+        TransferBackend backend = backend("sm");
+        KvBridgeException e = assertCode(ErrorCode.MEMORY_KIND_UNSUPPORTED, () -> backend.register(new Allocation(0x10000, 4096, MemoryKind.DEVICE, 0)));
+        assertTrue(e.getMessage().contains("host memory only"), e.getMessage());
+        assertCode(ErrorCode.MEMORY_KIND_UNSUPPORTED, () -> backend.prepareLocal(DescriptorList.builder(MemoryKind.DEVICE, 0, 1).add(0x10000, 64).build()));
+    }
+
+    @Test
+    void newerMetadataRefreshesTheSamePeer()
+    {
+        TransferBackend producer = backend("sm");
+        TransferBackend consumer = backend("sm");
+        MemorySegment source = registered(producer, 1);
+        MemorySegment first = registered(consumer, 0);
+        Peer peer = producer.connect(consumer.localMetadata());
+        PreparedList local = producer.prepareLocal(blocksOf(source.address(), BLOCKS));
+        PreparedList intoFirst = producer.prepareRemote(peer, blocksOf(first.address(), BLOCKS));
+        MemorySegment second = registered(consumer, 0);
+        assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> producer.prepareRemote(peer, blocksOf(second.address(), BLOCKS)));
+        assertSame(peer, producer.connect(consumer.localMetadata()), "connecting again refreshes the connected peer");
+        PreparedList intoSecond = producer.prepareRemote(peer, blocksOf(second.address(), BLOCKS));
+        for (PreparedList remote : List.of(intoFirst, intoSecond)) {
+            long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null);
+            assertEquals(TransferStatus.DONE, awaitTerminal(producer, handle), () -> producer.failure(handle).toString());
+            producer.release(handle);
+        }
+        assertEquals(-1, source.mismatch(first));
+        assertEquals(-1, source.mismatch(second));
+        consumer.deregister(Allocation.host(first));
+        producer.connect(consumer.localMetadata());
+        KvBridgeException e = assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, local, allBlocks(), intoFirst, allBlocks(), BLOCKS, null));
+        assertTrue(e.getMessage().contains("no longer advertises"), e.getMessage());
+    }
+
+    @Test
+    void malformedMetadataIsRefused()
+    {
+        TransferBackend backend = backend("sm");
+        assertCode(ErrorCode.PROTOCOL_ERROR, () -> backend.connect(new byte[] {1, 2, 3}));
+        byte[] valid = backend("sm").localMetadata();
+        assertCode(ErrorCode.PROTOCOL_ERROR, () -> backend.connect(java.util.Arrays.copyOf(valid, valid.length - 1)));
+        assertEquals(0, backend.resources().peers());
+    }
+
+    @Test
+    void peersWithoutACommonTransportCannotConnect()
+    {
+        TransferBackend overTcp = backend("tcp");
+        TransferBackend overSharedMemory = backend("sm");
+        KvBridgeException e = assertCode(ErrorCode.PEER_UNKNOWN, () -> overTcp.connect(overSharedMemory.localMetadata()));
+        assertTrue(e.getMessage().contains("tls=tcp"), e.getMessage());
+    }
+
+    @Test
+    void oversizedNotificationsAreRefused()
+    {
+        Pair pair = pair("sm");
+        byte[] tooLarge = new byte[UcxTransferBackend.MAX_NOTIFICATION_BYTES + 1];
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> pair.producer().notify(pair.peer(), tooLarge));
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> pair.producer().post(TransferOp.WRITE, pair.local(), new int[] {0}, pair.remote(), new int[] {0}, 1, tooLarge));
+        assertEquals(0, pair.producer().resources().transfers());
+    }
+
+    @Test
+    void aDisconnectedPeerCanNoLongerBeUsed()
+    {
+        TransferBackend producer = backend("tcp");
+        TransferBackend consumer = backend("tcp");
+        MemorySegment destination = registered(consumer, 0);
+        Peer peer = producer.connect(consumer.localMetadata());
+        producer.disconnect(peer);
+        producer.disconnect(peer);
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.notify(peer, new byte[] {1}));
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.prepareRemote(peer, blocksOf(destination.address(), 1)));
+        assertEquals(0, producer.resources().peers());
+    }
+
+    @Test
+    void aTransferToAPeerThatStoppedAnsweringFailsAfterTheTimeout()
+    {
+        // the consumer never connects back, so it cannot say goodbye: only the timeout ends the transfer
+        Pair pair = pair("sm", "transfer-timeout-ms", "300");
+        TransferBackend producer = pair.producer();
+        pair.consumer().close();
+        long started = System.nanoTime();
+        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        assertEquals(TransferStatus.FAILED, awaitTerminal(producer, handle));
+        long elapsedMillis = (System.nanoTime() - started) / 1_000_000;
+        KvBridgeException failure = producer.failure(handle).orElseThrow();
+        assertEquals(ErrorCode.DEADLINE_EXCEEDED, failure.code(), failure::getMessage);
+        assertTrue(elapsedMillis >= 300 && elapsedMillis < 10_000, () -> "failed after " + elapsedMillis + " ms");
+        producer.release(handle);
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
+    }
+
+    @Test
+    void deregisteringDuringATransferLetsItEndAndUnmapsAfterwards()
+    {
+        Pair pair = pair("tcp");
+        TransferBackend producer = pair.producer();
+        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        producer.deregister(Allocation.host(pair.source()));
+        assertTrue(awaitTerminal(producer, handle).terminal());
+        producer.release(handle);
+        assertEquals(new BackendResources(0, 2, 1, 0), producer.resources());
+        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
+    }
+}

@@ -1,0 +1,127 @@
+package io.kvbridge.backend.ucx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Producer and consumer in separate JVMs, exchanging metadata over stdin/stdout through this test:
+ * pushes and pulls with every byte verified, and a side killed with {@code kill -9} while data
+ * moves, after which the survivor's transfers fail within their deadline instead of hanging, and
+ * the survivor still closes and exits normally.
+ */
+final class UcxTwoProcessTest
+{
+    private static final Duration STEP = Duration.ofSeconds(60);
+    // keepalive runs every 500 ms in the children; UCX declares a peer dead within a few rounds
+    private static final Duration FAILURE_DEADLINE = Duration.ofSeconds(15);
+    private static final int BLOCKS = 256;
+    private static final int BLOCK_BYTES = 64 * 1024;
+
+    private final List<ChildJvm> children = new ArrayList<>();
+
+    @BeforeAll
+    static void requireUcx()
+    {
+        UcxTestSupport.assumeUcxInstalled();
+    }
+
+    @AfterEach
+    void killChildren() throws InterruptedException
+    {
+        for (ChildJvm child : children) {
+            child.close();
+        }
+    }
+
+    private ChildJvm start(String role, String action, String tls, String memory) throws Exception
+    {
+        ChildJvm child = ChildJvm.start(role, TransferProcess.class, role, action, tls, memory, Integer.toString(BLOCKS), Integer.toString(BLOCK_BYTES));
+        children.add(child);
+        return child;
+    }
+
+    /** Relays each side's metadata and block range to the other, then waits until both are connected. */
+    private static void introduce(ChildJvm first, ChildJvm second)
+    {
+        String firstMetadata = first.expect("METADATA", STEP);
+        String firstRegion = first.expect("REGION", STEP);
+        String secondMetadata = second.expect("METADATA", STEP);
+        String secondRegion = second.expect("REGION", STEP);
+        first.send(secondMetadata);
+        first.send(secondRegion);
+        second.send(firstMetadata);
+        second.send(firstRegion);
+        first.expect("READY", STEP);
+        second.expect("READY", STEP);
+    }
+
+    @ParameterizedTest(name = "{0} tls={1} producer memory={2} consumer memory={3}")
+    @CsvSource({"push, sm, ucx, ucx", "push, sm, own, own", "push, tcp, own, ucx", "pull, sm, ucx, ucx", "pull, sm, own, own", "pull, tcp, ucx, own"})
+    @org.junit.jupiter.api.Timeout(180)
+    void everyByteMovesAndTheNotificationFollowsTheData(String direction, String tls, String producerMemory, String consumerMemory) throws Exception
+    {
+        // push: the producer WRITEs into the consumer; pull: the consumer READs from the producer
+        boolean push = direction.equals("push");
+        ChildJvm producer = start("producer", push ? "push" : "serve", tls, producerMemory);
+        ChildJvm consumer = start("consumer", push ? "await" : "pull", tls, consumerMemory);
+        introduce(producer, consumer);
+        ChildJvm initiator = push ? producer : consumer;
+        ChildJvm target = push ? consumer : producer;
+        long bytes = (long) BLOCKS * BLOCK_BYTES;
+        assertEquals("TRANSFER DONE", initiator.expect("TRANSFER", STEP), initiator::transcript);
+        assertEquals("NOTIFIED " + (push ? "pushed:" : "pulled:") + bytes + " from " + (push ? "producer" : "consumer"), target.expect("NOTIFIED", STEP));
+        assertEquals("VERIFIED " + bytes, consumer.expect("VERIFIED", STEP), consumer::transcript);
+        finish(producer, consumer);
+    }
+
+    @ParameterizedTest(name = "{0} killed, tls={1} memory={2}")
+    @CsvSource({"producer, sm, own", "producer, sm, ucx", "producer, tcp, own", "consumer, sm, own", "consumer, tcp, ucx"})
+    @org.junit.jupiter.api.Timeout(180)
+    void aSideKilledMidTransferFailsTheSurvivorsTransferInTime(String victim, String tls, String memory) throws Exception
+    {
+        // the producer killed while the consumer pulls, or the consumer killed while the producer pushes
+        boolean producerDies = victim.equals("producer");
+        ChildJvm producer = start("producer", producerDies ? "serve" : "push-loop", tls, memory);
+        ChildJvm consumer = start("consumer", producerDies ? "pull-loop" : "serve", tls, memory);
+        introduce(producer, consumer);
+        ChildJvm survivor = producerDies ? consumer : producer;
+        survivor.expect("ROUND 2", STEP);
+        long killed = System.nanoTime();
+        (producerDies ? producer : consumer).kill();
+        String failure = survivor.expect("FAILED", FAILURE_DEADLINE.plus(Duration.ofSeconds(5)));
+        long detectedMillis = (System.nanoTime() - killed) / 1_000_000;
+        System.out.println("failure reported " + detectedMillis + " ms after the kill: " + failure);
+        assertTrue(detectedMillis < FAILURE_DEADLINE.toMillis(), () -> "failure reported " + detectedMillis + " ms after the kill: " + failure);
+        assertFailureNamesThePeer(failure);
+        survivor.expect("CLOSED", STEP);
+        assertEquals(0, survivor.awaitExit(STEP), survivor::transcript);
+    }
+
+    private static void assertFailureNamesThePeer(String failure)
+    {
+        // either the transfer failed after it was posted, or the post was refused because the peer was already known dead
+        Matcher matcher = Pattern.compile("FAILED (refused )?(TRANSFER_FAILED|PEER_UNKNOWN) .*").matcher(failure);
+        assertTrue(matcher.matches(), failure);
+        assertTrue(failure.contains("peer '"), failure);
+    }
+
+    private static void finish(ChildJvm producer, ChildJvm consumer) throws InterruptedException
+    {
+        producer.send("EXIT");
+        consumer.send("EXIT");
+        producer.expect("CLOSED", STEP);
+        consumer.expect("CLOSED", STEP);
+        assertEquals(0, producer.awaitExit(STEP), producer::transcript);
+        assertEquals(0, consumer.awaitExit(STEP), consumer::transcript);
+    }
+}

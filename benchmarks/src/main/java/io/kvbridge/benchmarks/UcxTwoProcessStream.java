@@ -1,0 +1,203 @@
+package io.kvbridge.benchmarks;
+
+import io.kvbridge.backend.ucx.UcxBackendFactory;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * UCX put/get bandwidth between two JVMs, shaped like the C baseline {@code ucp_probe.c} so both
+ * can run with the same parameters in one session: the initiator (this process) moves
+ * {@code total} bytes per batch in {@code block}-byte operations that walk a {@code span}-byte
+ * registered region, as one transfer (one put or get per block, one flush), then waits for the
+ * target's acknowledgement of the batch's notification. One warm-up batch, five timed.
+ *
+ * <pre>
+ *   java --enable-native-access=ALL-UNNAMED -cp benchmarks.jar io.kvbridge.benchmarks.UcxTwoProcessStream \
+ *       put|get BLOCK TOTAL SPAN sm|tcp ucx|own
+ * </pre>
+ * {@code ucx} memory comes from {@code allocate()} (UCX shared memory, like {@code PROBE_ALLOC=1});
+ * {@code own} memory is an arena segment registered with {@code register()}.
+ * The reported GB/s is total / (post to DONE), averaged over the timed batches; DONE also covers the
+ * notification's send, which the C probe times separately (microseconds).
+ */
+public final class UcxTwoProcessStream
+{
+    private static final int REPS = 5;
+    // callers poll gently: on two cores a spinning caller would take the CPU the owner threads need
+    private static final long POLL_NANOS = 2_000;
+
+    private UcxTwoProcessStream()
+    {
+    }
+
+    public static void main(String[] args) throws Exception
+    {
+        if (args.length == 4 && args[0].equals("target")) {
+            target(args[1], args[2], Long.parseLong(args[3]));
+            return;
+        }
+        if (args.length != 6) {
+            System.err.println("usage: UcxTwoProcessStream put|get BLOCK TOTAL SPAN sm|tcp ucx|own");
+            System.exit(2);
+        }
+        boolean get = args[0].equals("get");
+        long block = Long.parseLong(args[1]);
+        long total = Long.parseLong(args[2]);
+        long span = Math.max(block, Long.parseLong(args[3]));
+        initiator(get, block, total, span, args[4], args[5]);
+    }
+
+    private static TransferBackend open(String tls, String role)
+    {
+        Map<String, String> config = new HashMap<>();
+        config.put("tls", tls);
+        if (tls.equals("tcp")) {
+            config.put("net-devices", "lo");
+        }
+        return new UcxBackendFactory().create(config, () -> role);
+    }
+
+    private static MemorySegment memory(TransferBackend backend, String mode, long bytes, Arena arena)
+    {
+        if (mode.equals("ucx")) {
+            Allocation allocation = backend.allocate(bytes, MemoryKind.HOST, 0);
+            return MemorySegment.ofAddress(allocation.address()).reinterpret(bytes);
+        }
+        MemorySegment segment = arena.allocate(bytes, 4096);
+        backend.register(Allocation.host(segment));
+        return segment;
+    }
+
+    private static DescriptorList blocks(long address, long span, long block)
+    {
+        int count = (int) (span / block);
+        DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, count);
+        for (int i = 0; i < count; i++) {
+            builder.add(address + i * block, block);
+        }
+        return builder.build();
+    }
+
+    private static void initiator(boolean get, long block, long total, long span, String tls, String mode) throws Exception
+    {
+        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), UcxTwoProcessStream.class.getName(), "target", tls, mode, Long.toString(span));
+        Process child = new ProcessBuilder(new ArrayList<>(command)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        try (Arena arena = Arena.ofShared(); TransferBackend backend = open(tls, "initiator")) {
+            PrintStream toTarget = new PrintStream(child.getOutputStream(), true, StandardCharsets.UTF_8);
+            BufferedReader fromTarget = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+            MemorySegment memory = memory(backend, mode, span, arena);
+            memory.fill((byte) 0xab);
+            toTarget.println(Base64.getEncoder().encodeToString(backend.localMetadata()));
+            Peer peer = backend.connect(Base64.getDecoder().decode(line(fromTarget)));
+            long targetAddress = Long.parseLong(line(fromTarget));
+            PreparedList local = backend.prepareLocal(blocks(memory.address(), span, block));
+            PreparedList remote = backend.prepareRemote(peer, blocks(targetAddress, span, block));
+            int operations = (int) (total / block);
+            int spanBlocks = (int) (span / block);
+            int[] indices = new int[operations];
+            for (int i = 0; i < operations; i++) {
+                indices[i] = i % spanBlocks;
+            }
+            byte[] notification = "batch".getBytes(StandardCharsets.UTF_8);
+            double sum = 0;
+            double bestBatch = Double.MAX_VALUE;
+            double bestRoundTrip = Double.MAX_VALUE;
+            for (int r = 0; r <= REPS; r++) {
+                long t0 = System.nanoTime();
+                long handle = backend.post(get ? TransferOp.READ : TransferOp.WRITE, local, indices, remote, indices, operations, notification);
+                TransferStatus status;
+                while (!(status = backend.status(handle)).terminal()) {
+                    LockSupport.parkNanos(POLL_NANOS);
+                }
+                long t1 = System.nanoTime();
+                if (status != TransferStatus.DONE) {
+                    throw new IllegalStateException("batch " + r + " failed: " + backend.failure(handle).map(Throwable::getMessage).orElse("?"));
+                }
+                backend.release(handle);
+                int[] acks = new int[1];
+                while (acks[0] == 0) {
+                    backend.drainNotifications((sender, message) -> acks[0]++);
+                    if (acks[0] == 0) {
+                        LockSupport.parkNanos(POLL_NANOS);
+                    }
+                }
+                long t2 = System.nanoTime();
+                if (r == 0) {
+                    continue;
+                }
+                sum += total / ((t1 - t0) / 1e9) / 1e9;
+                bestBatch = Math.min(bestBatch, (t2 - t0) / 1e6);
+                bestRoundTrip = Math.min(bestRoundTrip, (t2 - t1) / 1e3);
+            }
+            if (!get && memory.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) != (byte) 0xab) {
+                System.out.println("unexpected local data");
+            }
+            System.out.printf(Locale.ROOT, "java %s block=%d total=%d span=%d tls=%s memory=%s : avg %.2f GB/s (post to DONE), best batch incl. notif+ack %.3f ms, ack after DONE %.1f us%n",
+                    get ? "get" : "put", block, total, span, tls, mode, sum / REPS, bestBatch, bestRoundTrip);
+            toTarget.println("EXIT");
+        }
+        if (child.waitFor() != 0) {
+            throw new IllegalStateException("target exited with " + child.exitValue());
+        }
+    }
+
+    private static void target(String tls, String mode, long span) throws Exception
+    {
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        try (Arena arena = Arena.ofShared(); TransferBackend backend = open(tls, "target")) {
+            MemorySegment memory = memory(backend, mode, span, arena);
+            memory.fill((byte) 0);
+            Peer peer = backend.connect(Base64.getDecoder().decode(line(in)));
+            out.println(Base64.getEncoder().encodeToString(backend.localMetadata()));
+            out.println(memory.address());
+            AtomicBoolean exit = new AtomicBoolean();
+            Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    in.readLine();
+                }
+                catch (java.io.IOException e) {
+                    // a closed pipe ends the run as well
+                }
+                exit.set(true);
+            });
+            byte[] ack = "ack".getBytes(StandardCharsets.UTF_8);
+            while (!exit.get()) {
+                if (backend.drainNotifications((sender, message) -> backend.notify(peer, ack)) == 0) {
+                    LockSupport.parkNanos(POLL_NANOS);
+                }
+            }
+        }
+    }
+
+    private static String line(BufferedReader reader) throws java.io.IOException
+    {
+        String line = reader.readLine();
+        if (line == null) {
+            throw new IllegalStateException("the other process ended early");
+        }
+        return line;
+    }
+}
