@@ -30,7 +30,9 @@ import java.util.concurrent.locks.LockSupport;
  * can run with the same parameters in one session: the initiator (this process) moves
  * {@code total} bytes per batch in {@code block}-byte operations that walk a {@code span}-byte
  * registered region, as one transfer (one put or get per block, one flush), then waits for the
- * target's acknowledgement of the batch's notification. One warm-up batch, five timed.
+ * target's acknowledgement of the batch's notification. Five timed batches follow the warm-up: at
+ * least three batches, continued up to 200,000 operations or 2 s so the issue loop runs compiled
+ * (the C probe warms up with one batch; it has nothing to compile).
  *
  * <pre>
  *   java --enable-native-access=ALL-UNNAMED -cp benchmarks.jar io.kvbridge.benchmarks.UcxTwoProcessStream \
@@ -39,13 +41,19 @@ import java.util.concurrent.locks.LockSupport;
  * {@code ucx} memory comes from {@code allocate()} (UCX shared memory, like {@code PROBE_ALLOC=1});
  * {@code own} memory is an arena segment registered with {@code register()}.
  * The reported GB/s is total / (post to DONE), averaged over the timed batches; DONE also covers the
- * notification's send, which the C probe times separately (microseconds).
+ * notification's send, which the C probe times separately (microseconds). The environment variable
+ * {@code UCX_STREAM_OPTIONS} ({@code key=value,...}) adds transport options on both sides.
  */
 public final class UcxTwoProcessStream
 {
     private static final int REPS = 5;
-    // callers poll gently: on two cores a spinning caller would take the CPU the owner threads need
-    private static final long POLL_NANOS = 2_000;
+    private static final int MIN_WARMUP_BATCHES = 3;
+    private static final long WARMUP_OPERATIONS = 200_000;
+    private static final long WARMUP_NANOS = 2_000_000_000L;
+    // callers poll gently: on two cores a spinning or often woken caller takes the CPU the owner
+    // threads need; a batch lasts tens of milliseconds, so 100 us of polling slack costs < 1 %
+    private static final long POLL_NANOS = 100_000;
+    private static final long TARGET_POLL_NANOS = 200_000;
 
     private UcxTwoProcessStream()
     {
@@ -74,6 +82,14 @@ public final class UcxTwoProcessStream
         config.put("tls", tls);
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
+        }
+        // further transport options for experiments, e.g. UCX_STREAM_OPTIONS=idle-spin-us=100000,keepalive-interval-ms=0
+        String extra = System.getenv("UCX_STREAM_OPTIONS");
+        if (extra != null && !extra.isBlank()) {
+            for (String option : extra.split(",")) {
+                String[] keyValue = option.split("=", 2);
+                config.put(keyValue[0].trim(), keyValue.length > 1 ? keyValue[1].trim() : "");
+            }
         }
         return new UcxBackendFactory().create(config, () -> role);
     }
@@ -124,32 +140,18 @@ public final class UcxTwoProcessStream
             double sum = 0;
             double bestBatch = Double.MAX_VALUE;
             double bestRoundTrip = Double.MAX_VALUE;
-            for (int r = 0; r <= REPS; r++) {
-                long t0 = System.nanoTime();
-                long handle = backend.post(get ? TransferOp.READ : TransferOp.WRITE, local, indices, remote, indices, operations, notification);
-                TransferStatus status;
-                while (!(status = backend.status(handle)).terminal()) {
-                    LockSupport.parkNanos(POLL_NANOS);
-                }
-                long t1 = System.nanoTime();
-                if (status != TransferStatus.DONE) {
-                    throw new IllegalStateException("batch " + r + " failed: " + backend.failure(handle).map(Throwable::getMessage).orElse("?"));
-                }
-                backend.release(handle);
-                int[] acks = new int[1];
-                while (acks[0] == 0) {
-                    backend.drainNotifications((sender, message) -> acks[0]++);
-                    if (acks[0] == 0) {
-                        LockSupport.parkNanos(POLL_NANOS);
-                    }
-                }
-                long t2 = System.nanoTime();
-                if (r == 0) {
-                    continue;
-                }
-                sum += total / ((t1 - t0) / 1e9) / 1e9;
-                bestBatch = Math.min(bestBatch, (t2 - t0) / 1e6);
-                bestRoundTrip = Math.min(bestRoundTrip, (t2 - t1) / 1e3);
+            long warmupStarted = System.nanoTime();
+            int warmups = 0;
+            while (warmups < MIN_WARMUP_BATCHES
+                    || ((long) warmups * operations < WARMUP_OPERATIONS && System.nanoTime() - warmupStarted < WARMUP_NANOS)) {
+                batch(backend, get, local, indices, remote, operations, notification);
+                warmups++;
+            }
+            for (int r = 0; r < REPS; r++) {
+                long[] times = batch(backend, get, local, indices, remote, operations, notification);
+                sum += total / ((times[1] - times[0]) / 1e9) / 1e9;
+                bestBatch = Math.min(bestBatch, (times[2] - times[0]) / 1e6);
+                bestRoundTrip = Math.min(bestRoundTrip, (times[2] - times[1]) / 1e3);
             }
             if (!get && memory.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) != (byte) 0xab) {
                 System.out.println("unexpected local data");
@@ -161,6 +163,31 @@ public final class UcxTwoProcessStream
         if (child.waitFor() != 0) {
             throw new IllegalStateException("target exited with " + child.exitValue());
         }
+    }
+
+    /** Runs one batch; returns the post, DONE and acknowledgement times. */
+    private static long[] batch(TransferBackend backend, boolean get, PreparedList local, int[] indices, PreparedList remote, int operations,
+            byte[] notification)
+    {
+        long t0 = System.nanoTime();
+        long handle = backend.post(get ? TransferOp.READ : TransferOp.WRITE, local, indices, remote, indices, operations, notification);
+        TransferStatus status;
+        while (!(status = backend.status(handle)).terminal()) {
+            LockSupport.parkNanos(POLL_NANOS);
+        }
+        long t1 = System.nanoTime();
+        if (status != TransferStatus.DONE) {
+            throw new IllegalStateException("batch failed: " + backend.failure(handle).map(Throwable::getMessage).orElse("?"));
+        }
+        backend.release(handle);
+        int[] acks = new int[1];
+        while (acks[0] == 0) {
+            backend.drainNotifications((sender, message) -> acks[0]++);
+            if (acks[0] == 0) {
+                LockSupport.parkNanos(POLL_NANOS);
+            }
+        }
+        return new long[] {t0, t1, System.nanoTime()};
     }
 
     private static void target(String tls, String mode, long span) throws Exception
@@ -186,7 +213,7 @@ public final class UcxTwoProcessStream
             byte[] ack = "ack".getBytes(StandardCharsets.UTF_8);
             while (!exit.get()) {
                 if (backend.drainNotifications((sender, message) -> backend.notify(peer, ack)) == 0) {
-                    LockSupport.parkNanos(POLL_NANOS);
+                    LockSupport.parkNanos(TARGET_POLL_NANOS);
                 }
             }
         }

@@ -70,6 +70,7 @@ final class UcxTransferBackend implements TransferBackend
     private static final ValueLayout.OfShort WIRE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     // progress the worker every so many operations while issuing a long transfer
     private static final int PROGRESS_EVERY = 64;
+    private static final int PROGRESS_BURST = 32;
     private static final int SLEEP_MILLIS = 100;
     private static final long RECEIVE_LIMIT_BYTES = 16L << 20;
     private static final SecureRandom IDS = new SecureRandom();
@@ -1034,7 +1035,7 @@ final class UcxTransferBackend implements TransferBackend
             if (activeCount > 0 && (++rounds & 1023) == 0) {
                 checkTransferDeadlines();
             }
-            boolean busy = Ucp.workerProgress(worker) > 0;
+            boolean busy = progressWhileBusy();
             busy |= receiveMessages();
             // posted transfers before commands: a deregister() or disconnect() that follows a post
             // finds the transfer issued and waits for it instead of failing it
@@ -1066,6 +1067,20 @@ final class UcxTransferBackend implements TransferBackend
             sleep();
             lastEvent = System.nanoTime();
         }
+    }
+
+    /**
+     * Progresses the worker until it reports no more events (at most a few dozen times): while data
+     * streams, UCX then moves it back to back instead of between rounds of bookkeeping.
+     */
+    private boolean progressWhileBusy()
+    {
+        for (int round = 0; round < PROGRESS_BURST; round++) {
+            if (Ucp.workerProgress(worker) == 0) {
+                return round > 0;
+            }
+        }
+        return true;
     }
 
     private void sleep()

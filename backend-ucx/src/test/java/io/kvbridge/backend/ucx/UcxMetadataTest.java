@@ -11,8 +11,10 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Metadata round-trips, and every malformed input is refused with PROTOCOL_ERROR naming the problem. */
+@Timeout(30)
 final class UcxMetadataTest
 {
     private static final UcxMetadata SAMPLE = new UcxMetadata(42L, "decode-0", new byte[] {1, 2, 3},

@@ -9,8 +9,10 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Options have documented defaults, map to UCX settings, and every bad value is reported at once. */
+@Timeout(30)
 final class UcxOptionsTest
 {
     @Test

@@ -5,12 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.lang.foreign.StructLayout;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The hand-written layouts match UCX 1.13.1 on x86-64. Expected sizes and offsets are what
  * {@code sizeof}/{@code offsetof} printed in a C program compiled against the installed
  * {@code ucp.h} (the same numbers the layouts were derived from, kept here as the reference).
  */
+@Timeout(30)
 final class UcpLayoutsTest
 {
     @Test
