@@ -30,9 +30,10 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Cost per small put through the UCX transport: one operation posts a WRITE of {@value #PUTS}
+ * Cost per put through the UCX transport: one operation posts a WRITE of {@value #PUTS}
  * descriptors of {@code putBytes} each and waits for DONE (every put issued, one flush), so the
- * score is post + issue + flush per put, in nanoseconds. Two instances in one JVM, like the jucx
+ * score is post + issue + flush per put, in nanoseconds (64 bytes: the issue cost; 4096 bytes:
+ * the same loop streaming 256 MiB, copy included). Two instances in one JVM, like the jucx
  * figure it is compared with (164 ns per 64-byte {@code putNonBlockingImplicit}). {@code ucx}
  * memory is allocated by UCX (a put is a copy into shared memory); {@code own} memory is registered
  * arena memory (a put is an active message the target's owner thread applies).
@@ -49,7 +50,7 @@ public class UcxPutIssueBenchmark
     static final int PUTS = 65536;
     private static final long POLL_NANOS = 10_000;
 
-    @Param({"64"})
+    @Param({"64", "4096"})
     public int putBytes;
 
     @Param({"ucx", "own"})

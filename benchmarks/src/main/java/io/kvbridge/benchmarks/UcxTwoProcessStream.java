@@ -27,7 +27,7 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * UCX put/get bandwidth between two JVMs, shaped like the C baseline {@code ucp_probe.c} so both
- * can run with the same parameters in one session: the initiator (this process) moves
+ * can run with the same parameters, interleaved: the initiator (this process) moves
  * {@code total} bytes per batch in {@code block}-byte operations that walk a {@code span}-byte
  * registered region, as one transfer (one put or get per block, one flush), then waits for the
  * target's acknowledgement of the batch's notification. Five timed batches follow the warm-up: at
