@@ -10,6 +10,7 @@ import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PostArguments;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
@@ -275,16 +276,7 @@ final class LocalTransferBackend implements TransferBackend
         checkOpen();
         LocalPreparedList local = ownList(localList);
         LocalPreparedList remote = ownList(remoteList);
-        if (local.peer != null) {
-            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "the local list was prepared with prepareRemote(); pass a prepareLocal() list");
-        }
-        if (remote.peer == null) {
-            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "the remote list was prepared with prepareLocal(); pass a prepareRemote() list");
-        }
-        if (count < 0 || count > localIndices.length || count > remoteIndices.length) {
-            throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, "count=" + count + " but localIndices.length=" + localIndices.length
-                    + " and remoteIndices.length=" + remoteIndices.length + " (expected: 0 <= count <= both)");
-        }
+        PostArguments.check(local, localIndices, remote, remoteIndices, count);
         String unusable = local.unusableReason();
         if (unusable == null) {
             unusable = remote.unusableReason();
