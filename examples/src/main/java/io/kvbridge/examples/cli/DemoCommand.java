@@ -1,11 +1,16 @@
 package io.kvbridge.examples.cli;
 
+import io.kvbridge.api.PluginInfo;
+import io.kvbridge.api.PluginKind;
+import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.examples.demo.DemoFailure;
 import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
 import io.kvbridge.examples.demo.MetricsEndpoint;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.Console;
+import io.kvbridge.spi.transfer.Capability;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
@@ -19,9 +24,9 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code kvbridge demo}: a producer (prefill) engine and a decoder engine of a synthetic 30-layer
- * model in one process, moving every request's KV cache through the engine's connectors and checking
- * every byte (see {@link DemoRun}); ends with an audit, as text or JSON, and a non-zero exit code if
- * anything failed.
+ * model, in one process or with every producer stage and the decoder in a JVM of its own, moving every
+ * request's KV cache through the engines' connectors and checking every byte (see {@link DemoRun});
+ * ends with an audit, as text or JSON, and a non-zero exit code if anything failed.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, description = "Run a prefill and a decode engine, move every request's KV cache and audit it.")
 final class DemoCommand implements Callable<Integer>
@@ -65,6 +70,13 @@ final class DemoCommand implements Callable<Integer>
     @Option(names = "--idle-seconds", defaultValue = "3", description = "Wait after the last request before the idle audit (default: ${DEFAULT-VALUE}).")
     private double idleSeconds;
 
+    @Option(names = "--processes",
+            description = "Run every producer stage and the decoder in a JVM of its own, talking over loopback side channels (needs a cross-process transport such as ucx).")
+    private boolean processes;
+
+    @Option(names = "--lease-seconds", defaultValue = "30", description = "How long the producer holds finished blocks without news from the decoder (default: ${DEFAULT-VALUE}).")
+    private double leaseSeconds;
+
     @Option(names = "--json", description = "Print the audit as one JSON object.")
     private boolean json;
 
@@ -90,6 +102,11 @@ final class DemoCommand implements Callable<Integer>
         Map<String, Object> audit;
         try {
             audit = run(options, progressOut, terminal, step, metrics);
+        }
+        catch (DemoFailure e) {
+            spec.commandLine().getErr().println("kvbridge: demo failed: " + e.getMessage());
+            spec.commandLine().getErr().flush();
+            return 1;
         }
         finally {
             if (metrics != null) {
@@ -150,11 +167,30 @@ final class DemoCommand implements Callable<Integer>
                     "--producer-tp=%d and --consumer-tp=%d must each be 1, 2 or 4 (they split the model's %d KV heads)", producerTp, consumerTp,
                     DemoModel.KV_HEADS);
         }
+        check(leaseSeconds >= 0.1 && leaseSeconds <= 3600, "--lease-seconds=%s is outside [0.1, 3600]", leaseSeconds);
+        if (processes) {
+            check(metricsPort == null, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
+            checkCrossProcess();
+        }
         long cacheBytes = estimateBytes();
         check(cacheBytes <= 8L << 30, "the caches would take %,d bytes (more than 8 GiB) with --concurrency=%d --max-tokens=%d; lower either",
                 cacheBytes, concurrency, maxTokens);
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed,
-                (long) (idleSeconds * 1000));
+                (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000));
+    }
+
+    /** Refuses --processes with a transport that cannot reach another process, before any process starts. */
+    private void checkCrossProcess()
+    {
+        List<PluginInfo> transports = PluginRegistry.discover(DemoCommand.class.getClassLoader()).describe().stream()
+                .filter(plugin -> plugin.kind() == PluginKind.TRANSPORT).toList();
+        PluginInfo transport = transports.stream().filter(plugin -> plugin.name().equals(backend)).findFirst().orElse(null);
+        check(transport != null, "--backend=%s is not a discovered transport (found: %s)", backend,
+                transports.stream().map(PluginInfo::name).toList());
+        check(transport.capabilities().contains(Capability.CROSS_PROCESS),
+                "--processes needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", backend,
+                transport.capabilities().stream().map(Enum::name).sorted().toList());
+        check(transport.available(), "--backend=%s is not available here: %s", backend, String.join("; ", transport.reasons()));
     }
 
     /** An upper bound: both engines hold every layer of every in-flight request once over all their ranks. */
@@ -182,8 +218,9 @@ final class DemoCommand implements Callable<Integer>
     {
         Map<String, Object> metadata = (Map<String, Object>) audit.get("metadata");
         Map<String, Object> idle = (Map<String, Object>) audit.get("idle");
-        out.printf(Locale.ROOT, "kvbridge demo: %s, %s layout, %s over '%s', %d requests, %d in flight%n", audit.get("model"), audit.get("layout"),
-                audit.get("mode"), audit.get("backend"), audit.get("requests"), audit.get("concurrency"));
+        out.printf(Locale.ROOT, "kvbridge demo: %s, %s layout, %s over '%s', %d requests, %d in flight, %d process%s%n", audit.get("model"),
+                audit.get("layout"), audit.get("mode"), audit.get("backend"), audit.get("requests"), audit.get("concurrency"), audit.get("processes"),
+                ((Number) audit.get("processes")).intValue() == 1 ? "" : "es");
         out.printf(Locale.ROOT, "  requests completed        %d of %d%n", audit.get("requestsCompleted"), audit.get("requests"));
         out.printf(Locale.ROOT, "  transfers / bytes         %,d / %,d%n", audit.get("transfers"), audit.get("bytes"));
         out.printf(Locale.ROOT, "  descriptors               %,d%n", audit.get("descriptors"));

@@ -14,7 +14,6 @@ import io.kvbridge.spi.memory.Allocation;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -22,9 +21,9 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * One engine of the demo: every rank's cache in off-heap host memory, described by the real layout
- * found through the plugin registry, and one engine-wide block allocator (a hybrid allocator's pools
- * are shared by its groups, so block ids of all groups come from one free list).
+ * The ranks of one engine that one process hosts (every stage, or one pipeline stage when stages run
+ * in processes of their own): each rank's cache in off-heap host memory, described by the real layout
+ * found through the plugin registry. Block ids come from the engine's {@link BlockPool}.
  */
 final class DemoEngine
 {
@@ -38,10 +37,12 @@ final class DemoEngine
     final int capacity;
     final List<CacheGeometry> ranks = new ArrayList<>();
     private final TreeMap<Long, MemorySegment> memory = new TreeMap<>();
-    private final ArrayDeque<Integer> free = new ArrayDeque<>();
     private final Map<String, Integer> layerIndex = new HashMap<>();
 
-    DemoEngine(String name, DemoModel model, KvBridge bridge, Arena arena, int ppSize, int tpSize, int capacity)
+    /**
+     * @param stages the pipeline stages this process hosts, each with all its tensor-parallel ranks.
+     */
+    DemoEngine(String name, DemoModel model, KvBridge bridge, Arena arena, int ppSize, int tpSize, int capacity, List<Integer> stages)
     {
         this.name = name;
         this.model = model;
@@ -51,7 +52,7 @@ final class DemoEngine
         this.capacity = capacity;
         CacheLayout layout = bridge.layout(model.layout(), Map.of());
         long page = model.pageBytes(tpSize);
-        for (int pp = 0; pp < ppSize; pp++) {
+        for (int pp : stages) {
             for (int tp = 0; tp < tpSize; tp++) {
                 Rank rank = new Rank(pp, ppSize, tp, tpSize);
                 int owned = spec.layersOwnedBy(rank).size();
@@ -82,9 +83,6 @@ final class DemoEngine
                 ranks.add(layout.describe(spec, CacheMemory.of(allocations), rank));
             }
         }
-        for (int block = 0; block < capacity; block++) {
-            free.add(block);
-        }
         for (int i = 0; i < spec.layers().size(); i++) {
             layerIndex.put(spec.layers().get(i).name(), i);
         }
@@ -93,42 +91,6 @@ final class DemoEngine
     ConnectorSettings settings(CacheGeometry rank)
     {
         return ConnectorSettings.builder(name, rank).cacheSpec(spec).build();
-    }
-
-    int freeBlocks()
-    {
-        return free.size();
-    }
-
-    /** Takes the blocks of a prompt for every group: the last ones the group holds. */
-    int[][] allocate(int promptBlocks)
-    {
-        int[][] ids = new int[model.groups().size()][];
-        for (int g = 0; g < ids.length; g++) {
-            ids[g] = new int[model.heldBlocks(g, promptBlocks)];
-            for (int j = 0; j < ids[g].length; j++) {
-                ids[g][j] = free.poll();
-            }
-        }
-        return ids;
-    }
-
-    void release(int[][] ids)
-    {
-        for (int[] group : ids) {
-            for (int block : group) {
-                free.add(block);
-            }
-        }
-    }
-
-    int blocksNeeded(int promptBlocks)
-    {
-        int total = 0;
-        for (int g = 0; g < model.groups().size(); g++) {
-            total += model.heldBlocks(g, promptBlocks);
-        }
-        return total;
     }
 
     /** What one page of one rank does with the request's words. */

@@ -17,9 +17,11 @@ import static java.util.Objects.requireNonNull;
  * @param maxTokens longest prompt; lengths are drawn uniformly from 1 to this.
  * @param seed random seed of the prompt lengths.
  * @param idleMillis wait after the last request before the idle audit.
+ * @param processes whether every producer stage and the decoder run in JVMs of their own.
+ * @param leaseMillis how long the producer holds finished blocks without news from the decoder.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
-        int concurrency, int maxTokens, long seed, long idleMillis)
+        int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis)
 {
     /** Checks the references. */
     public DemoOptions

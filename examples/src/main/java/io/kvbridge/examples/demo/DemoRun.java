@@ -2,24 +2,17 @@ package io.kvbridge.examples.demo;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.api.BlockIds;
-import io.kvbridge.api.ConnectorAudit;
-import io.kvbridge.api.ConsumerConnector;
 import io.kvbridge.api.FreeReason;
-import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.KvBridge;
-import io.kvbridge.api.ProducerConnector;
-import io.kvbridge.api.ReceiveBatch;
-import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.geometry.Region;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.DistributionSummary;
-import io.micrometer.core.instrument.MeterRegistry;
-import java.lang.foreign.Arena;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -27,17 +20,21 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.BiConsumer;
 import java.util.function.IntConsumer;
+import java.util.stream.IntStream;
 
 /**
- * Runs the demo: a producer engine and a decoder engine in one process, each with its own bridge,
- * connected through their connectors exactly as an inference engine would use them. The producer
- * fills each request's blocks, reports {@code prefillFinished} on every rank and hands the
- * parameters to the decoder, whose ranks call {@code blocksAllocated}; both sides are polled until
- * every rank reported. The decoder checks every byte it received, then wipes the blocks, so that at
- * the end its whole cache must be zero again.
+ * Runs the demo as a scheduler would: it keeps both engines' block pools, draws the prompts, and
+ * drives the hosts that run the ranks, either both engines in this JVM or every producer stage and
+ * the decoder in a JVM of its own ({@link DemoOptions#processes()}). The producer fills each
+ * request's blocks and reports {@code prefillFinished} on every rank; the parameters go to the
+ * decoder, whose ranks call {@code blocksAllocated}. A request is done when every decoder rank
+ * reported it (and its bytes were checked) and every producer rank freed it.
  */
 public final class DemoRun
 {
+    /** How long the run may go without any event before it is declared stuck. */
+    private static final long STALL_NANOS = 180_000_000_000L;
+
     private final DemoOptions options;
     private final IntConsumer progress;
     private final BiConsumer<KvBridge, KvBridge> started;
@@ -55,7 +52,8 @@ public final class DemoRun
     /**
      * @param options the checked options.
      * @param progress told the number of requests finished so far.
-     * @param started given the producer's and the decoder's bridge once both are built, before any request.
+     * @param started given the producer's and the decoder's bridge once both are built, before any
+     *     request; not called when the engines run in processes of their own.
      */
     public DemoRun(DemoOptions options, IntConsumer progress, BiConsumer<KvBridge, KvBridge> started)
     {
@@ -68,20 +66,17 @@ public final class DemoRun
     private static final class Active
     {
         final int index;
-        final String id;
         final int tokens;
         final int promptBlocks;
         final int[][] producerIds;
         final int[][] decoderIds;
         int producerRanksDone;
-        int decoderRanksDone;
+        int decoderHostsDone;
         boolean failed;
-        boolean decoderChecked;
 
         Active(int index, int tokens, int promptBlocks, int[][] producerIds, int[][] decoderIds)
         {
             this.index = index;
-            this.id = "req-" + index;
             this.tokens = tokens;
             this.promptBlocks = promptBlocks;
             this.producerIds = producerIds;
@@ -90,11 +85,12 @@ public final class DemoRun
     }
 
     /**
-     * Runs every request and returns the audit.
+     * Blocks of each region: room for the longest prompt of every request in flight.
      *
-     * @return the audit, as an ordered map (printed as text or JSON).
+     * @param options the options.
+     * @return the capacity.
      */
-    public Map<String, Object> run()
+    public static int capacity(DemoOptions options)
     {
         DemoModel model = DemoModel.of(options.layout());
         int maxBlocks = (options.maxTokens() + DemoModel.BLOCK_TOKENS - 1) / DemoModel.BLOCK_TOKENS;
@@ -102,141 +98,236 @@ public final class DemoRun
         for (int g = 0; g < model.groups().size(); g++) {
             perRequest += model.heldBlocks(g, maxBlocks);
         }
-        int capacity = perRequest * options.concurrency() + 1;
-        String suffix = ProcessHandle.current().pid() + "-" + System.nanoTime();
-        try (Arena arena = Arena.ofShared();
-                KvBridge producerBridge = KvBridge.builder().transport(options.backend()).agentName("demo-prefill-" + suffix).build();
-                KvBridge decoderBridge = KvBridge.builder().transport(options.backend()).agentName("demo-decode-" + suffix).build()) {
-            started.accept(producerBridge, decoderBridge);
-            DemoEngine producer = new DemoEngine("demo-prefill", model, producerBridge, arena, options.producerPp(), options.producerTp(), capacity);
-            DemoEngine decoder = new DemoEngine("demo-decode", model, decoderBridge, arena, options.consumerPp(), options.consumerTp(), capacity);
-            List<ProducerConnector> producers = new ArrayList<>();
-            List<ConsumerConnector> decoders = new ArrayList<>();
-            try {
-                for (CacheGeometry rank : producer.ranks) {
-                    producers.add(producerBridge.producer(producer.settings(rank)));
+        return perRequest * options.concurrency() + 1;
+    }
+
+    /**
+     * Runs every request and returns the audit.
+     *
+     * @return the audit, as an ordered map (printed as text or JSON).
+     * @throws DemoFailure when a host failed or went away.
+     */
+    public Map<String, Object> run()
+    {
+        int capacity = capacity(options);
+        List<DemoHost> producers = new ArrayList<>();
+        List<DemoHost> decoders = new ArrayList<>();
+        List<Integer> producerStages = IntStream.range(0, options.producerPp()).boxed().toList();
+        List<Integer> decoderStages = IntStream.range(0, options.consumerPp()).boxed().toList();
+        try {
+            if (options.processes()) {
+                List<SideChannelAddress> addresses = freeLoopbackAddresses(options.producerPp());
+                for (int stage : producerStages) {
+                    producers.add(ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(stage), addresses)));
                 }
-                for (CacheGeometry rank : decoder.ranks) {
-                    decoders.add(decoderBridge.consumer(decoder.settings(rank)));
-                }
-                return drive(model, producer, decoder, producers, decoders, producerBridge, decoderBridge);
+                decoders.add(ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of())));
             }
-            finally {
-                for (ConsumerConnector connector : decoders) {
-                    connector.close();
-                }
-                for (ProducerConnector connector : producers) {
-                    connector.close();
-                }
+            else {
+                String suffix = ProcessHandle.current().pid() + "-" + System.nanoTime();
+                EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, capacity, producerStages, List.of()), "demo-prefill-" + suffix);
+                producers.add(producer);
+                EngineHost decoder = new EngineHost(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of()), "demo-decode-" + suffix);
+                decoders.add(decoder);
+                started.accept(producer.bridge(), decoder.bridge());
             }
+            for (DemoHost host : producers) {
+                host.awaitReady();
+            }
+            for (DemoHost host : decoders) {
+                host.awaitReady();
+            }
+            return drive(capacity, producers, decoders);
         }
         catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted", e);
+            throw new DemoFailure("interrupted");
+        }
+        finally {
+            for (DemoHost host : decoders) {
+                host.close();
+            }
+            for (DemoHost host : producers) {
+                host.close();
+            }
         }
     }
 
-    private Map<String, Object> drive(DemoModel model, DemoEngine producer, DemoEngine decoder, List<ProducerConnector> producers,
-            List<ConsumerConnector> decoders, KvBridge producerBridge, KvBridge decoderBridge) throws InterruptedException
+    /** Ports for the producer stages' side channels, free when asked; every stage is told all of them. */
+    static List<SideChannelAddress> freeLoopbackAddresses(int count)
     {
+        List<ServerSocket> held = new ArrayList<>();
+        try {
+            List<SideChannelAddress> addresses = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                // held open until all are chosen, so that no two stages get the same port
+                ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                held.add(socket);
+                addresses.add(new SideChannelAddress("127.0.0.1", socket.getLocalPort()));
+            }
+            return addresses;
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException("cannot find free loopback ports for the producer stages' side channels", e);
+        }
+        finally {
+            for (ServerSocket socket : held) {
+                try {
+                    socket.close();
+                }
+                catch (IOException ignored) {
+                    // nothing was accepted on it
+                }
+            }
+        }
+    }
+
+    /** What the scheduler knows of the requests in flight, and the running totals of the audit. */
+    private static final class Ledger implements DemoHost.Events
+    {
+        final Map<Integer, Active> active = new LinkedHashMap<>();
+        final Map<String, Integer> byProducerId = new HashMap<>();
+        final List<Active> done = new ArrayList<>();
+        final List<String> problems = new ArrayList<>();
+        final int producerRanks;
+        final int decoderHosts;
+        final BlockPool decoderBlocks;
+        long tokensNeeded;
+        long tokensReceived;
+        long parityErrors;
+        long completed;
+        long expiredLeases;
+        long receiveFailures;
+
+        Ledger(int producerRanks, int decoderHosts, BlockPool decoderBlocks)
+        {
+            this.producerRanks = producerRanks;
+            this.decoderHosts = decoderHosts;
+            this.decoderBlocks = decoderBlocks;
+        }
+
+        void started(Active request)
+        {
+            active.put(request.index, request);
+            byProducerId.put(EngineHost.producerId(request.index), request.index);
+            tokensNeeded += request.tokens;
+        }
+
+        void finished(Active request)
+        {
+            active.remove(request.index);
+            byProducerId.remove(EngineHost.producerId(request.index));
+        }
+
+        @Override
+        public void freed(String requestId, FreeReason reason)
+        {
+            Integer index = byProducerId.get(requestId);
+            Active request = index == null ? null : active.get(index);
+            if (request == null) {
+                problems.add("producer freed unknown request " + requestId);
+                return;
+            }
+            if (reason == FreeReason.EXPIRED) {
+                expiredLeases++;
+            }
+            else if (reason != FreeReason.COMPLETED) {
+                problems.add("producer freed " + requestId + " as " + reason);
+            }
+            request.producerRanksDone++;
+            settle(request);
+        }
+
+        @Override
+        public void checked(int index, long parity, List<String> failures)
+        {
+            Active request = active.get(index);
+            if (request == null) {
+                problems.add("decoder reported unknown request " + index);
+                return;
+            }
+            parityErrors += parity;
+            request.decoderHostsDone++;
+            if (!failures.isEmpty()) {
+                request.failed = true;
+                receiveFailures += failures.size();
+                failures.forEach(failure -> problems.add("decoder failed " + EngineHost.decoderId(index) + ": " + failure));
+            }
+            if (request.decoderHostsDone == decoderHosts) {
+                if (!request.failed) {
+                    tokensReceived += request.tokens;
+                    completed++;
+                }
+                decoderBlocks.release(request.decoderIds);
+            }
+            settle(request);
+        }
+
+        private void settle(Active request)
+        {
+            if (request.decoderHostsDone == decoderHosts && request.producerRanksDone == producerRanks) {
+                done.add(request);
+            }
+        }
+    }
+
+    private Map<String, Object> drive(int capacity, List<DemoHost> producers, List<DemoHost> decoders) throws InterruptedException
+    {
+        DemoModel model = DemoModel.of(options.layout());
+        BlockPool producerBlocks = new BlockPool(model, capacity);
+        Ledger ledger = new Ledger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(), new BlockPool(model, capacity));
         SplittableRandom random = new SplittableRandom(options.seed());
-        Map<String, Active> active = new LinkedHashMap<>();
-        Map<String, Integer> expired = new HashMap<>();
-        long tokensNeeded = 0;
-        long tokensReceived = 0;
-        long parityErrors = 0;
-        int completed = 0;
-        int receiveFailures = 0;
-        int expiredLeases = 0;
         int next = 0;
         int finished = 0;
-        List<String> failures = new ArrayList<>();
         long started = System.nanoTime();
+        long lastEvent = started;
         while (finished < options.requests()) {
             boolean idle = true;
-            while (next < options.requests() && active.size() < options.concurrency()) {
+            while (next < options.requests() && ledger.active.size() < options.concurrency()) {
                 int tokens = 1 + random.nextInt(options.maxTokens());
                 int blocks = (tokens + DemoModel.BLOCK_TOKENS - 1) / DemoModel.BLOCK_TOKENS;
-                Active request = new Active(next, tokens, blocks, producer.allocate(blocks), decoder.allocate(blocks));
-                int index = next;
-                producer.forEachPage(blocks, request.producerIds, (page, layer, block, offset) -> DemoEngine.fill(page, index, layer, block, offset));
-                TransferParams params = null;
-                for (ProducerConnector rank : producers) {
-                    TransferParams own = rank.prefillFinished(request.id, BlockIds.of(request.producerIds));
-                    params = params == null ? own : params;
+                Active request = new Active(next, tokens, blocks, producerBlocks.allocate(blocks), ledger.decoderBlocks.allocate(blocks));
+                ledger.started(request);
+                for (DemoHost host : producers) {
+                    host.prefill(next, blocks, request.producerIds);
+                }
+                // the first stage's parameters name every stage's side channel
+                TransferParams params = producers.getFirst().params(next);
+                for (DemoHost host : producers.subList(1, producers.size())) {
+                    host.params(next);
                 }
                 TransferMode mode = switch (options.mode()) {
                     case "pull" -> TransferMode.PULL;
                     case "mixed" -> next % 2 == 0 ? TransferMode.PUSH : TransferMode.PULL;
                     default -> TransferMode.PUSH;
                 };
-                for (ConsumerConnector rank : decoders) {
-                    rank.blocksAllocated("dec-" + request.id, params, mode, BlockIds.of(request.decoderIds));
+                for (DemoHost host : decoders) {
+                    host.receive(next, params, mode, blocks, request.decoderIds);
                 }
-                tokensNeeded += tokens;
-                active.put(request.id, request);
                 next++;
                 idle = false;
             }
-            for (ProducerConnector rank : producers) {
-                for (FreedRequest freed : rank.poll()) {
-                    idle = false;
-                    Active request = active.get(freed.requestId());
-                    if (request == null) {
-                        failures.add("producer freed unknown request " + freed.requestId());
-                        continue;
-                    }
-                    if (freed.reason() == FreeReason.EXPIRED) {
-                        expiredLeases++;
-                        expired.merge(freed.requestId(), 1, Integer::sum);
-                    }
-                    else if (freed.reason() != FreeReason.COMPLETED) {
-                        failures.add("producer freed " + freed.requestId() + " as " + freed.reason());
-                    }
-                    request.producerRanksDone++;
-                }
+            for (DemoHost host : producers) {
+                idle &= !host.poll(ledger);
             }
-            for (ConsumerConnector rank : decoders) {
-                ReceiveBatch batch = rank.poll();
-                if (batch.isEmpty()) {
-                    continue;
-                }
-                idle = false;
-                for (String id : batch.received()) {
-                    active.get(id.substring("dec-".length())).decoderRanksDone++;
-                }
-                for (ReceiveFailure failure : batch.failed()) {
-                    Active request = active.get(failure.requestId().substring("dec-".length()));
-                    request.failed = true;
-                    request.decoderRanksDone++;
-                    receiveFailures++;
-                    failures.add("decoder failed " + failure.requestId() + ": " + failure.code().id() + " " + failure.message());
-                }
+            for (DemoHost host : decoders) {
+                idle &= !host.poll(ledger);
             }
-            for (Active request : List.copyOf(active.values())) {
-                if (request.decoderRanksDone == decoders.size() && !request.decoderChecked) {
-                    request.decoderChecked = true;
-                    int index = request.index;
-                    if (!request.failed) {
-                        parityErrors += decoder.forEachPage(request.promptBlocks, request.decoderIds,
-                                (page, layer, block, offset) -> DemoEngine.check(page, index, layer, block, offset));
-                        tokensReceived += request.tokens;
-                        completed++;
-                    }
-                    decoder.forEachPage(request.promptBlocks, request.decoderIds, (page, layer, block, offset) -> {
-                        page.fill((byte) 0);
-                        return 0;
-                    });
-                    decoder.release(request.decoderIds);
-                }
-                if (request.decoderChecked && request.producerRanksDone == producers.size()) {
-                    producer.release(request.producerIds);
-                    active.remove(request.id);
-                    finished++;
-                    progress.accept(finished);
-                }
+            for (Active request : ledger.done) {
+                producerBlocks.release(request.producerIds);
+                ledger.finished(request);
+                finished++;
+                progress.accept(finished);
             }
-            if (idle) {
+            ledger.done.clear();
+            long now = System.nanoTime();
+            if (!idle) {
+                lastEvent = now;
+            }
+            else if (now - lastEvent > STALL_NANOS) {
+                throw new DemoFailure("no request moved for " + STALL_NANOS / 1_000_000_000L + " s; " + ledger.active.size() + " requests in flight: "
+                        + ledger.active.keySet());
+            }
+            else {
                 Thread.sleep(0, 200_000);
             }
         }
@@ -244,115 +335,92 @@ public final class DemoRun
 
         // idle audit: nothing may be held a few seconds after the last request
         Thread.sleep(options.idleMillis());
-        ConnectorAudit producerIdle = producerBridge.audit();
-        ConnectorAudit decoderIdle = decoderBridge.audit();
-        long leftover = decoder.nonZeroBytes();
-
-        MeterRegistry producerMetrics = producerBridge.metricsRegistry(MeterRegistry.class);
-        MeterRegistry decoderMetrics = decoderBridge.metricsRegistry(MeterRegistry.class);
-        long transfers = summaryCount(producerMetrics, "kvbridge.transfer.bytes") + summaryCount(decoderMetrics, "kvbridge.transfer.bytes");
-        long bytes = summaryTotal(producerMetrics, "kvbridge.transfer.bytes") + summaryTotal(decoderMetrics, "kvbridge.transfer.bytes");
-        long descriptors = summaryTotal(producerMetrics, "kvbridge.transfer.descriptors") + summaryTotal(decoderMetrics, "kvbridge.transfer.descriptors");
-        long failedTransfers = counter(producerMetrics, "kvbridge.transfer.failed") + counter(decoderMetrics, "kvbridge.transfer.failed");
-        long failedNotifications = counter(producerMetrics, "kvbridge.notification.failed") + counter(decoderMetrics, "kvbridge.notification.failed");
-        long expiredCounted = counter(producerMetrics, "kvbridge.lease.expired") + counter(decoderMetrics, "kvbridge.lease.expired");
+        Map<String, Object> producer = merge(producers);
+        Map<String, Object> decoder = merge(decoders);
 
         Map<String, Object> audit = new LinkedHashMap<>();
         audit.put("backend", options.backend());
         audit.put("mode", options.mode());
         audit.put("layout", options.layout());
         audit.put("model", model.identity().model());
+        audit.put("processes", options.processes() ? producers.size() + decoders.size() : 1);
         audit.put("requests", options.requests());
         audit.put("concurrency", options.concurrency());
-        audit.put("requestsCompleted", completed);
+        audit.put("requestsCompleted", ledger.completed);
+        long transfers = sum(producer, decoder, "transfers");
+        long bytes = sum(producer, decoder, "bytes");
+        long failedTransfers = sum(producer, decoder, "failedTransfers");
+        long failedNotifications = sum(producer, decoder, "failedNotifications");
+        long expiredCounted = sum(producer, decoder, "expiredLeases");
+        long leftover = (long) decoder.get("nonZeroBytes");
         audit.put("transfers", transfers);
         audit.put("bytes", bytes);
-        audit.put("descriptors", descriptors);
+        audit.put("descriptors", sum(producer, decoder, "descriptors"));
         audit.put("seconds", elapsedNanos / 1e9);
         audit.put("throughputGBps", bytes / (double) elapsedNanos);
         audit.put("failedTransfers", failedTransfers);
-        audit.put("failedReceives", receiveFailures);
+        audit.put("failedReceives", ledger.receiveFailures);
         audit.put("failedNotifications", failedNotifications);
-        audit.put("expiredLeases", Math.max(expiredLeases, expiredCounted));
-        audit.put("parityErrors", parityErrors);
+        audit.put("expiredLeases", Math.max(ledger.expiredLeases, expiredCounted));
+        audit.put("parityErrors", ledger.parityErrors);
         audit.put("bytesChangedOutsideRequests", leftover);
-        audit.put("decoderPromptTokensNeeded", tokensNeeded);
-        audit.put("decoderPromptTokensReceived", tokensReceived);
-        audit.put("decoderPromptTokensComputedLocally", tokensNeeded - tokensReceived);
-        audit.put("metadata", Map.of("producer", metadata(producer), "decoder", metadata(decoder)));
-        audit.put("idle", Map.of("waitMillis", options.idleMillis(), "producer", idle(producerIdle, producer), "decoder", idle(decoderIdle, decoder)));
-        audit.put("problems", failures.stream().limit(20).toList());
-        boolean idleOk = producerIdle.idle() && decoderIdle.idle() && registrations(producer) == producerIdle.transport().registrations()
-                && registrations(decoder) == decoderIdle.transport().registrations();
-        boolean ok = completed == options.requests() && failedTransfers == 0 && receiveFailures == 0 && failedNotifications == 0
-                && expiredLeases == 0 && expiredCounted == 0 && parityErrors == 0 && leftover == 0 && tokensReceived == tokensNeeded && failures.isEmpty()
-                && idleOk;
+        audit.put("decoderPromptTokensNeeded", ledger.tokensNeeded);
+        audit.put("decoderPromptTokensReceived", ledger.tokensReceived);
+        audit.put("decoderPromptTokensComputedLocally", ledger.tokensNeeded - ledger.tokensReceived);
+        audit.put("metadata", Map.of("producer", metadata(producer, options.producerPp(), options.producerTp()), "decoder",
+                metadata(decoder, options.consumerPp(), options.consumerTp())));
+        audit.put("idle", Map.of("waitMillis", options.idleMillis(), "producer", producer.get("idle"), "decoder", decoder.get("idle")));
+        audit.put("problems", ledger.problems.stream().limit(20).toList());
+        boolean idleOk = (boolean) producer.get("idleOk") && (boolean) decoder.get("idleOk");
+        boolean ok = ledger.completed == options.requests() && failedTransfers == 0 && ledger.receiveFailures == 0 && failedNotifications == 0
+                && ledger.expiredLeases == 0 && expiredCounted == 0 && ledger.parityErrors == 0 && leftover == 0
+                && ledger.tokensReceived == ledger.tokensNeeded && ledger.problems.isEmpty() && idleOk;
         audit.put("idleOk", idleOk);
         audit.put("ok", ok);
         return audit;
     }
 
-    private static Map<String, Object> metadata(DemoEngine engine)
+    /** One engine's audit over all its hosts: counts add up, stages are listed in order. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> merge(List<DemoHost> hosts)
     {
-        Map<String, Object> stages = new LinkedHashMap<>();
-        stages.put("ppSize", engine.ppSize);
-        stages.put("tpSize", engine.tpSize);
-        stages.put("layout", engine.model.layout());
-        List<Map<String, Object>> ranks = new ArrayList<>();
-        for (CacheGeometry rank : engine.ranks) {
-            if (rank.rank().tpRank() != 0) {
-                continue;
-            }
-            Map<String, Object> stage = new LinkedHashMap<>();
-            stage.put("stage", rank.rank().ppRank());
-            stage.put("layers", rank.regions().stream().mapToInt(region -> region.members().size()).sum());
-            stage.put("blockTokens", rank.blockTokens());
-            stage.put("regions", rank.regions().size());
-            stage.put("capacityPerRegion", rank.regions().stream().map(Region::capacity).distinct().toList());
-            stage.put("blockBytesPerRegion", rank.regions().stream().map(Region::blockBytes).distinct().toList());
-            ranks.add(stage);
-        }
-        stages.put("stages", ranks);
-        stages.put("cacheBytes", engine.totalBytes());
-        return stages;
-    }
-
-    private static int registrations(DemoEngine engine)
-    {
-        return engine.ranks.stream().mapToInt(rank -> rank.allocations().size()).sum();
-    }
-
-    private static Map<String, Object> idle(ConnectorAudit audit, DemoEngine engine)
-    {
+        Map<String, Object> merged = new LinkedHashMap<>();
         Map<String, Object> idle = new LinkedHashMap<>();
-        idle.put("requests", audit.requests());
-        idle.put("inFlightTransfers", audit.inFlightTransfers());
-        idle.put("leasesHeld", audit.leasesHeld());
-        idle.put("stashedRegistrations", audit.stashedRegistrations());
-        idle.put("retainedHandles", audit.retainedHandles());
-        idle.put("transportHandles", audit.transport().transfers());
-        idle.put("registrations", audit.transport().registrations());
-        idle.put("registrationsExpected", registrations(engine));
-        idle.put("preparedLists", audit.transport().preparedLists());
-        idle.put("peers", audit.transport().peers());
-        return idle;
+        List<Map<String, Object>> stages = new ArrayList<>();
+        boolean idleOk = true;
+        for (DemoHost host : hosts) {
+            Map<String, Object> audit = host.audit();
+            for (Map.Entry<String, Object> entry : audit.entrySet()) {
+                if (entry.getValue() instanceof Number number) {
+                    merged.merge(entry.getKey(), number.longValue(), (a, b) -> (long) a + (long) b);
+                }
+            }
+            for (Map.Entry<String, Object> entry : ((Map<String, Object>) audit.get("idle")).entrySet()) {
+                idle.merge(entry.getKey(), ((Number) entry.getValue()).longValue(), (a, b) -> (long) a + (long) b);
+            }
+            stages.addAll((List<Map<String, Object>>) audit.get("stages"));
+            idleOk &= (boolean) audit.get("idleOk");
+        }
+        stages.sort(Comparator.comparingInt(stage -> ((Number) stage.get("stage")).intValue()));
+        merged.put("idle", idle);
+        merged.put("stages", stages);
+        merged.put("idleOk", idleOk);
+        return merged;
     }
 
-    private static long summaryCount(MeterRegistry registry, String name)
+    private static long sum(Map<String, Object> producer, Map<String, Object> decoder, String key)
     {
-        DistributionSummary summary = registry.find(name).summary();
-        return summary == null ? 0 : summary.count();
+        return (long) producer.get(key) + (long) decoder.get(key);
     }
 
-    private static long summaryTotal(MeterRegistry registry, String name)
+    private Map<String, Object> metadata(Map<String, Object> engine, int ppSize, int tpSize)
     {
-        DistributionSummary summary = registry.find(name).summary();
-        return summary == null ? 0 : (long) summary.totalAmount();
-    }
-
-    private static long counter(MeterRegistry registry, String name)
-    {
-        Counter counter = registry.find(name).counter();
-        return counter == null ? 0 : (long) counter.count();
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("ppSize", ppSize);
+        metadata.put("tpSize", tpSize);
+        metadata.put("layout", options.layout());
+        metadata.put("stages", engine.get("stages"));
+        metadata.put("cacheBytes", engine.get("cacheBytes"));
+        return metadata;
     }
 }

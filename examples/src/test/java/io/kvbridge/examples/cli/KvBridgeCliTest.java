@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvbridge.examples.demo.Ucx;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -64,10 +65,30 @@ final class KvBridgeCliTest
         if (!extra.isEmpty()) {
             args.addAll(List.of(extra.split(" ")));
         }
-        CliRun run = CliRun.of(args.toArray(String[]::new));
+        assertCleanAudit(CliRun.of(args.toArray(String[]::new)), 20);
+    }
+
+    /** The same over UCX with every producer stage and the decoder in a JVM of its own. */
+    @ParameterizedTest
+    @ValueSource(strings = {"", "--mode pull --consumer-pp 2", "--mode mixed --layout mla --producer-tp 2"})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void reducedDemoInSeparateProcessesOverUcx(String extra) throws Exception
+    {
+        Ucx.assumeAvailable();
+        List<String> args = new ArrayList<>(List.of("demo", "--json", "--backend", "ucx", "--processes", "--requests", "20", "--max-tokens", "2048",
+                "--idle-seconds", "0.5"));
+        if (!extra.isEmpty()) {
+            args.addAll(List.of(extra.split(" ")));
+        }
+        JsonNode audit = assertCleanAudit(CliRun.of(args.toArray(String[]::new)), 20);
+        assertEquals(audit.get("metadata").get("producer").get("ppSize").asInt() + 1, audit.get("processes").asInt());
+    }
+
+    private static JsonNode assertCleanAudit(CliRun run, int requests) throws Exception
+    {
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode audit = new ObjectMapper().readTree(run.out());
-        assertEquals(20, audit.get("requestsCompleted").asInt(), run.out());
+        assertEquals(requests, audit.get("requestsCompleted").asInt(), run.out());
         assertEquals(0, audit.get("parityErrors").asLong());
         assertEquals(0, audit.get("bytesChangedOutsideRequests").asLong());
         assertEquals(0, audit.get("failedTransfers").asLong());
@@ -76,8 +97,8 @@ final class KvBridgeCliTest
         assertEquals(0, audit.get("expiredLeases").asLong());
         assertEquals(audit.get("decoderPromptTokensNeeded").asLong(), audit.get("decoderPromptTokensReceived").asLong());
         assertEquals(0, audit.get("decoderPromptTokensComputedLocally").asLong());
-        assertTrue(audit.get("decoderPromptTokensNeeded").asLong() >= 20, run.out());
-        assertTrue(audit.get("transfers").asLong() >= 20 && audit.get("bytes").asLong() > 0, run.out());
+        assertTrue(audit.get("decoderPromptTokensNeeded").asLong() >= requests, run.out());
+        assertTrue(audit.get("transfers").asLong() >= requests && audit.get("bytes").asLong() > 0, run.out());
         assertTrue(audit.get("idleOk").asBoolean(), run.out());
         for (String side : List.of("producer", "decoder")) {
             JsonNode idle = audit.get("idle").get(side);
@@ -93,6 +114,7 @@ final class KvBridgeCliTest
         }
         assertEquals(30, decoderLayers);
         assertTrue(audit.get("ok").asBoolean(), run.out());
+        return audit;
     }
 
     @Test
@@ -127,9 +149,12 @@ final class KvBridgeCliTest
         CliRun heads = CliRun.of("demo", "--producer-tp", "3");
         assertEquals(2, heads.exitCode());
         assertTrue(heads.err().contains("--producer-tp=3"), heads.err());
-        CliRun processes = CliRun.of("demo", "--processes", "2");
+        CliRun processes = CliRun.of("demo", "--processes");
         assertEquals(2, processes.exitCode());
-        assertTrue(processes.err().contains("--processes"), processes.err());
+        assertTrue(processes.err().contains("--processes needs a transport that reaches other processes, and 'local' cannot"), processes.err());
+        CliRun metrics = CliRun.of("demo", "--processes", "--backend", "ucx", "--metrics-port", "0");
+        assertEquals(2, metrics.exitCode());
+        assertTrue(metrics.err().contains("--metrics-port cannot be combined with --processes"), metrics.err());
     }
 
     @Test

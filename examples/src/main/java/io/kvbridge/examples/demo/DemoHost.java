@@ -1,0 +1,62 @@
+package io.kvbridge.examples.demo;
+
+import io.kvbridge.api.FreeReason;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What the demo's scheduler asks of a process that runs ranks of an engine: the same calls whether
+ * the ranks run in this JVM ({@link EngineHost}) or in a worker process ({@link ProcessHost}).
+ */
+interface DemoHost extends AutoCloseable
+{
+    /** What a host reports from {@link #poll}. */
+    interface Events
+    {
+        /** A producer rank may free a request's blocks. */
+        void freed(String requestId, FreeReason reason);
+
+        /**
+         * Every decoder rank of the host reported a request and its bytes were checked and wiped.
+         *
+         * @param request the request's index.
+         * @param parityErrors wrong bytes found (0 when the request failed: nothing is checked).
+         * @param failures each failed rank's report; empty when the request arrived.
+         */
+        void checked(int request, long parityErrors, List<String> failures);
+    }
+
+    /** @return a name for messages. */
+    String label();
+
+    /** @return the ranks the host runs. */
+    int ranks();
+
+    /** Waits until the host serves its side channel. */
+    void awaitReady();
+
+    /** Producer: fills the request's pages on every rank and reports the prefill finished; see {@link #params}. */
+    void prefill(int request, int promptBlocks, int[][] blockIds);
+
+    /** Producer: the parameters a finished prefill handed to the router; waits for them. */
+    TransferParams params(int request);
+
+    /** Decoder: every rank starts receiving the request into its blocks. */
+    void receive(int request, TransferParams params, TransferMode mode, int promptBlocks, int[][] blockIds);
+
+    /**
+     * Reports what happened since the last call.
+     *
+     * @return whether anything was reported.
+     * @throws DemoFailure when the host is gone.
+     */
+    boolean poll(Events events);
+
+    /** @return the host's part of the audit: meters, idle audit, cache layout, leftover bytes. */
+    Map<String, Object> audit();
+
+    @Override
+    void close();
+}

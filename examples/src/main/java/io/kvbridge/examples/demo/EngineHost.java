@@ -1,0 +1,310 @@
+package io.kvbridge.examples.demo;
+
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.ConnectorAudit;
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.FreedRequest;
+import io.kvbridge.api.KvBridge;
+import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.ReceiveBatch;
+import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.Region;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.lang.foreign.Arena;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Ranks of an engine in this JVM, used exactly as an inference engine would use its connectors: one
+ * bridge, one connector per rank, the caches in off-heap memory. A decoder host checks every byte of
+ * a request once all its ranks reported it, then wipes the blocks, so that at the end its whole
+ * cache must be zero again.
+ */
+public final class EngineHost implements DemoHost
+{
+    private final HostSpec spec;
+    private final Arena arena;
+    private final KvBridge bridge;
+    private final DemoEngine engine;
+    private final List<ProducerConnector> producers = new ArrayList<>();
+    private final List<ConsumerConnector> consumers = new ArrayList<>();
+    private final Map<Integer, TransferParams> params = new HashMap<>();
+    private final Map<String, Receiving> receiving = new HashMap<>();
+
+    /** A request the decoder ranks are receiving. */
+    private static final class Receiving
+    {
+        final int request;
+        final int promptBlocks;
+        final int[][] blockIds;
+        final List<String> failures = new ArrayList<>();
+        int ranksDone;
+
+        Receiving(int request, int promptBlocks, int[][] blockIds)
+        {
+            this.request = request;
+            this.promptBlocks = promptBlocks;
+            this.blockIds = blockIds;
+        }
+    }
+
+    /**
+     * Builds the bridge, the caches and a connector per rank.
+     *
+     * @param spec what to run.
+     * @param agentName the transport agent's name, unique among the demo's hosts.
+     */
+    public EngineHost(HostSpec spec, String agentName)
+    {
+        this.spec = spec;
+        DemoOptions options = spec.options();
+        this.arena = Arena.ofShared();
+        KvBridge opened = null;
+        try {
+            opened = KvBridge.builder().transport(options.backend()).agentName(agentName).build();
+            this.bridge = opened;
+            DemoModel model = DemoModel.of(options.layout());
+            this.engine = new DemoEngine(spec.engineId(), model, bridge, arena, spec.ppSize(), spec.tpSize(), spec.capacity(), spec.stages());
+            for (CacheGeometry rank : engine.ranks) {
+                ConnectorSettings.Builder settings = ConnectorSettings.builder(spec.engineId(), rank).cacheSpec(engine.spec)
+                        .leaseDuration(Duration.ofMillis(options.leaseMillis()));
+                if (spec.prefill()) {
+                    if (!spec.stageSideChannels().isEmpty()) {
+                        settings.sideChannel("127.0.0.1", spec.stageSideChannels().get(rank.rank().ppRank()).port())
+                                .stageSideChannels(spec.stageSideChannels());
+                    }
+                    producers.add(bridge.producer(settings.build()));
+                }
+                else {
+                    consumers.add(bridge.consumer(settings.build()));
+                }
+            }
+        }
+        catch (RuntimeException e) {
+            closeAll(opened);
+            throw e;
+        }
+    }
+
+    /** @return the bridge, for example to serve its meters. */
+    public KvBridge bridge()
+    {
+        return bridge;
+    }
+
+    /** @return the producer's id of a request. */
+    static String producerId(int request)
+    {
+        return "req-" + request;
+    }
+
+    /** @return the decoder's id of a request: the producer's with an instance suffix, which push matching ignores. */
+    static String decoderId(int request)
+    {
+        return String.format(Locale.ROOT, "req-%d-%08x", request, 0xdec00000 ^ request);
+    }
+
+    @Override
+    public String label()
+    {
+        return spec.label();
+    }
+
+    @Override
+    public int ranks()
+    {
+        return spec.ranks();
+    }
+
+    @Override
+    public void awaitReady()
+    {
+        // the connectors were created with the host: their side channel already serves
+    }
+
+    @Override
+    public void prefill(int request, int promptBlocks, int[][] blockIds)
+    {
+        engine.forEachPage(promptBlocks, blockIds, (page, layer, block, offset) -> DemoEngine.fill(page, request, layer, block, offset));
+        TransferParams first = null;
+        for (ProducerConnector rank : producers) {
+            TransferParams own = rank.prefillFinished(producerId(request), BlockIds.of(blockIds));
+            first = first == null ? own : first;
+        }
+        params.put(request, first);
+    }
+
+    @Override
+    public TransferParams params(int request)
+    {
+        TransferParams given = params.remove(request);
+        if (given == null) {
+            throw new IllegalStateException(label() + " did not prefill request " + request);
+        }
+        return given;
+    }
+
+    @Override
+    public void receive(int request, TransferParams producerParams, TransferMode mode, int promptBlocks, int[][] blockIds)
+    {
+        String id = decoderId(request);
+        receiving.put(id, new Receiving(request, promptBlocks, blockIds));
+        for (ConsumerConnector rank : consumers) {
+            rank.blocksAllocated(id, producerParams, mode, BlockIds.of(blockIds));
+        }
+    }
+
+    @Override
+    public boolean poll(Events events)
+    {
+        boolean any = false;
+        for (ProducerConnector rank : producers) {
+            for (FreedRequest freed : rank.poll()) {
+                any = true;
+                events.freed(freed.requestId(), freed.reason());
+            }
+        }
+        for (ConsumerConnector rank : consumers) {
+            ReceiveBatch batch = rank.poll();
+            if (batch.isEmpty()) {
+                continue;
+            }
+            any = true;
+            for (String id : batch.received()) {
+                rankDone(id, null, events);
+            }
+            for (ReceiveFailure failure : batch.failed()) {
+                rankDone(failure.requestId(), failure.code().id() + " " + failure.message(), events);
+            }
+        }
+        return any;
+    }
+
+    private void rankDone(String id, String failure, Events events)
+    {
+        Receiving request = receiving.get(id);
+        if (request == null) {
+            throw new DemoFailure(label() + " reported request " + id + ", which it was never given");
+        }
+        if (failure != null) {
+            request.failures.add(failure);
+        }
+        if (++request.ranksDone < consumers.size()) {
+            return;
+        }
+        receiving.remove(id);
+        int index = request.request;
+        long parityErrors = request.failures.isEmpty()
+                ? engine.forEachPage(request.promptBlocks, request.blockIds, (page, layer, block, offset) -> DemoEngine.check(page, index, layer, block, offset))
+                : 0;
+        engine.forEachPage(request.promptBlocks, request.blockIds, (page, layer, block, offset) -> {
+            page.fill((byte) 0);
+            return 0;
+        });
+        events.checked(index, parityErrors, List.copyOf(request.failures));
+    }
+
+    @Override
+    public Map<String, Object> audit()
+    {
+        ConnectorAudit idle = bridge.audit();
+        MeterRegistry meters = bridge.metricsRegistry(MeterRegistry.class);
+        int registrationsExpected = engine.ranks.stream().mapToInt(rank -> rank.allocations().size()).sum();
+        Map<String, Object> audit = new LinkedHashMap<>();
+        audit.put("transfers", summaryCount(meters, "kvbridge.transfer.bytes"));
+        audit.put("bytes", summaryTotal(meters, "kvbridge.transfer.bytes"));
+        audit.put("descriptors", summaryTotal(meters, "kvbridge.transfer.descriptors"));
+        audit.put("failedTransfers", counter(meters, "kvbridge.transfer.failed"));
+        audit.put("failedNotifications", counter(meters, "kvbridge.notification.failed"));
+        audit.put("expiredLeases", counter(meters, "kvbridge.lease.expired"));
+        audit.put("nonZeroBytes", spec.prefill() ? 0 : engine.nonZeroBytes());
+        audit.put("cacheBytes", engine.totalBytes());
+        audit.put("stages", stages());
+        Map<String, Object> held = new LinkedHashMap<>();
+        held.put("requests", idle.requests());
+        held.put("inFlightTransfers", idle.inFlightTransfers());
+        held.put("leasesHeld", idle.leasesHeld());
+        held.put("stashedRegistrations", idle.stashedRegistrations());
+        held.put("retainedHandles", idle.retainedHandles());
+        held.put("transportHandles", idle.transport().transfers());
+        held.put("registrations", idle.transport().registrations());
+        held.put("registrationsExpected", registrationsExpected);
+        held.put("preparedLists", idle.transport().preparedLists());
+        held.put("peers", idle.transport().peers());
+        audit.put("idle", held);
+        audit.put("idleOk", idle.idle() && idle.transport().registrations() == registrationsExpected);
+        return audit;
+    }
+
+    private List<Map<String, Object>> stages()
+    {
+        List<Map<String, Object>> stages = new ArrayList<>();
+        for (CacheGeometry rank : engine.ranks) {
+            if (rank.rank().tpRank() != 0) {
+                continue;
+            }
+            Map<String, Object> stage = new LinkedHashMap<>();
+            stage.put("stage", rank.rank().ppRank());
+            stage.put("layers", rank.regions().stream().mapToInt(region -> region.members().size()).sum());
+            stage.put("blockTokens", rank.blockTokens());
+            stage.put("regions", rank.regions().size());
+            stage.put("capacityPerRegion", rank.regions().stream().map(Region::capacity).distinct().toList());
+            stage.put("blockBytesPerRegion", rank.regions().stream().map(Region::blockBytes).distinct().toList());
+            stages.add(stage);
+        }
+        return stages;
+    }
+
+    private static long summaryCount(MeterRegistry registry, String name)
+    {
+        DistributionSummary summary = registry.find(name).summary();
+        return summary == null ? 0 : summary.count();
+    }
+
+    private static long summaryTotal(MeterRegistry registry, String name)
+    {
+        DistributionSummary summary = registry.find(name).summary();
+        return summary == null ? 0 : (long) summary.totalAmount();
+    }
+
+    private static long counter(MeterRegistry registry, String name)
+    {
+        Counter counter = registry.find(name).counter();
+        return counter == null ? 0 : (long) counter.count();
+    }
+
+    @Override
+    public void close()
+    {
+        closeAll(bridge);
+    }
+
+    private void closeAll(KvBridge opened)
+    {
+        try {
+            for (ConsumerConnector connector : consumers) {
+                connector.close();
+            }
+            for (ProducerConnector connector : producers) {
+                connector.close();
+            }
+            if (opened != null) {
+                opened.close();
+            }
+        }
+        finally {
+            arena.close();
+        }
+    }
+}

@@ -1,0 +1,166 @@
+package io.kvbridge.examples.demo;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvbridge.api.FreeReason;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.spi.KvBridgeException;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+
+/**
+ * The main loop of a demo worker process: runs one {@link EngineHost} and serves the scheduler's
+ * commands from stdin while it polls its connectors, writing every event to stdout as it happens.
+ * It exits when told to or when stdin closes, so a worker never outlives its scheduler.
+ */
+public final class HostWorker implements DemoHost.Events
+{
+    private static final String CLOSED = "\u0000closed";
+
+    private final PrintStream out;
+    private final BlockingQueue<String> commands = new LinkedBlockingQueue<>();
+
+    private HostWorker(PrintStream out)
+    {
+        this.out = out;
+    }
+
+    /**
+     * Runs a worker until the scheduler says exit or goes away.
+     *
+     * @param in the scheduler's lines: the host spec first, then commands.
+     * @param out where events go; nothing else may write there.
+     * @return the process exit code: 0 when told to exit, 1 when the host could not start or stdin closed first.
+     */
+    public static int run(BufferedReader in, PrintStream out)
+    {
+        HostWorker worker = new HostWorker(out);
+        HostSpec spec;
+        EngineHost host;
+        try {
+            String first = in.readLine();
+            if (first == null) {
+                return 1;
+            }
+            spec = WorkerProtocol.JSON.readValue(first, HostSpec.class);
+            host = new EngineHost(spec, "demo-" + spec.role() + "-" + spec.stages().getFirst() + "-" + ProcessHandle.current().pid());
+        }
+        catch (IOException | RuntimeException e) {
+            worker.error(e);
+            return 1;
+        }
+        try (host) {
+            Thread.ofPlatform().daemon().name("demo-worker-stdin").start(() -> worker.read(in));
+            worker.send(WorkerProtocol.message("ev", "ready"));
+            return worker.serve(host);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 1;
+        }
+    }
+
+    private void read(BufferedReader in)
+    {
+        try (in) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                commands.add(line);
+            }
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        finally {
+            commands.add(CLOSED);
+        }
+    }
+
+    private int serve(EngineHost host) throws InterruptedException
+    {
+        while (true) {
+            String line;
+            boolean busy = false;
+            while ((line = commands.poll()) != null) {
+                if (line.equals(CLOSED)) {
+                    return 1;
+                }
+                busy = true;
+                JsonNode command = WorkerProtocol.parse(line);
+                String op = command.path("op").asText();
+                if (op.equals("exit")) {
+                    return 0;
+                }
+                try {
+                    execute(host, op, command);
+                }
+                catch (RuntimeException e) {
+                    error(e);
+                }
+            }
+            try {
+                busy |= host.poll(this);
+            }
+            catch (RuntimeException e) {
+                error(e);
+            }
+            if (!busy) {
+                Thread.sleep(0, 200_000);
+            }
+        }
+    }
+
+    private void execute(EngineHost host, String op, JsonNode command)
+    {
+        int request = command.path("request").intValue();
+        switch (op) {
+            case "prefill" -> {
+                host.prefill(request, command.get("promptBlocks").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
+                ObjectNode params = WorkerProtocol.message("ev", "params").put("request", request);
+                params.set("params", WorkerProtocol.params(host.params(request)));
+                send(params);
+            }
+            case "receive" -> host.receive(request, WorkerProtocol.params(command.get("params")), TransferMode.valueOf(command.get("mode").asText()),
+                    command.get("promptBlocks").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
+            case "audit" -> {
+                ObjectNode audit = WorkerProtocol.message("ev", "audit");
+                audit.set("audit", WorkerProtocol.JSON.valueToTree(host.audit()));
+                send(audit);
+            }
+            default -> throw new IllegalArgumentException("unknown command op=" + op + " (expected prefill, receive, audit or exit)");
+        }
+    }
+
+    @Override
+    public void freed(String requestId, FreeReason reason)
+    {
+        send(WorkerProtocol.message("ev", "freed").put("id", requestId).put("reason", reason.name()));
+    }
+
+    @Override
+    public void checked(int request, long parityErrors, List<String> failures)
+    {
+        ObjectNode checked = WorkerProtocol.message("ev", "checked").put("request", request).put("parityErrors", parityErrors);
+        ArrayNode list = checked.putArray("failures");
+        failures.forEach(list::add);
+        send(checked);
+    }
+
+    private void error(Exception e)
+    {
+        String code = e instanceof KvBridgeException typed ? typed.code().id() + " " : "";
+        send(WorkerProtocol.message("ev", "error").put("message", code + e.getMessage()));
+    }
+
+    private void send(ObjectNode event)
+    {
+        out.println(WorkerProtocol.line(event));
+        out.flush();
+    }
+}
