@@ -106,6 +106,7 @@ public interface KvBridge extends AutoCloseable
         private String transport = AUTO;
         private String agentName = "";
         private final Map<String, String> transportConfig = new LinkedHashMap<>();
+        private byte[] sideChannelSecret = new byte[0];
 
         private Builder()
         {
@@ -147,6 +148,20 @@ public interface KvBridge extends AutoCloseable
             return this;
         }
 
+        /**
+         * Sets the shared secret that authenticates every side channel message (HMAC-SHA256 with
+         * nonce and timestamp); every engine that talks to this one must use the same secret. Without
+         * one (the default) the side channel accepts anything that reaches its port and warns so.
+         *
+         * @param secret at least 16 random bytes, or empty for none; copied.
+         * @return this builder.
+         */
+        public Builder sideChannelSecret(byte[] secret)
+        {
+            this.sideChannelSecret = requireNonNull(secret, "secret is null").clone();
+            return this;
+        }
+
         /** @return the selected transport name. */
         public String transport()
         {
@@ -157,6 +172,12 @@ public interface KvBridge extends AutoCloseable
         public String agentName()
         {
             return agentName;
+        }
+
+        /** @return a copy of the side channel secret, empty for none. */
+        public byte[] sideChannelSecret()
+        {
+            return sideChannelSecret.clone();
         }
 
         /** @return a copy of the transport options. */

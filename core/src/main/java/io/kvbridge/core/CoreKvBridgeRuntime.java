@@ -35,7 +35,7 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
         String agentName = builder.agentName().isEmpty()
                 ? "kvbridge-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet()
                 : builder.agentName();
-        return start(new BridgeSettings(builder.transport(), agentName, builder.transportConfig()), registry);
+        return start(new BridgeSettings(builder.transport(), agentName, builder.transportConfig(), builder.sideChannelSecret()), registry);
     }
 
     static KvBridge start(BridgeSettings settings, PluginRegistry registry)

@@ -63,6 +63,6 @@ final class KvBridgeModule extends AbstractModule
         CompositeMeterRegistry registry = new CompositeMeterRegistry();
         registry.add(new SimpleMeterRegistry());
         return new EngineServices(selected.factory(), bridgeSettings.transportConfig(), bridgeSettings.agentName(), SideChannelClock.system(),
-                SideChannelSettings.builder().build(), registry, Duration.ofSeconds(10));
+                SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).build(), registry, Duration.ofSeconds(10));
     }
 }

@@ -83,4 +83,42 @@ final class KvBridgeConnectorsTest
             assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KvBridgeException.class, () -> bridge.metricsRegistry(String.class)).code());
         }
     }
+
+    @Test
+    void bridgesWithTheSameSideChannelSecretTalkAndAnotherSecretIsRefused()
+            throws InterruptedException
+    {
+        byte[] secret = "0123456789abcdef0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] other = "fedcba9876543210fedcba9876543210".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        try (Arena arena = Arena.ofShared();
+                KvBridge prefill = KvBridge.builder().transport("local").sideChannelSecret(secret).build();
+                KvBridge decode = KvBridge.builder().transport("local").sideChannelSecret(secret).build();
+                KvBridge stranger = KvBridge.builder().transport("local").sideChannelSecret(other).build()) {
+            MemorySegment producerMemory = arena.allocate(2048, 64);
+            producerMemory.fill((byte) 7);
+            ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill", geometry(producerMemory)).build());
+            ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode", geometry(arena.allocate(2048, 64))).build());
+            ConsumerConnector impostor = stranger.consumer(ConnectorSettings.builder("stranger", geometry(arena.allocate(2048, 64))).build());
+            TransferParams params = producer.prefillFinished("r", BlockIds.of(new int[] {1}));
+            impostor.blocksAllocated("x", params, TransferMode.PULL, BlockIds.of(new int[] {2}));
+            consumer.blocksAllocated("d", params, TransferMode.PULL, BlockIds.of(new int[] {3}));
+            List<String> received = new ArrayList<>();
+            List<io.kvbridge.api.ReceiveFailure> refused = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while ((received.isEmpty() || refused.isEmpty()) && System.nanoTime() < deadline) {
+                received.addAll(consumer.poll().received());
+                refused.addAll(impostor.poll().failed());
+                Thread.sleep(1);
+            }
+            assertEquals(List.of("d"), received);
+            assertEquals(1, refused.size(), refused.toString());
+            assertEquals(ErrorCode.HANDSHAKE_FAILED, refused.getFirst().code(), refused.toString());
+            assertTrue(refused.getFirst().message().contains(ErrorCode.AUTHENTICATION_FAILED.id()) && refused.getFirst().message().contains("different shared secrets"),
+                    refused.toString());
+        }
+        KvBridgeException tooShort = assertThrows(KvBridgeException.class,
+                () -> KvBridge.builder().transport("local").sideChannelSecret(new byte[8]).build().close());
+        assertEquals(ErrorCode.CONFIG_INVALID, tooShort.code());
+        assertTrue(tooShort.getMessage().contains("8 bytes is too short"), tooShort.getMessage());
+    }
 }

@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -114,19 +115,21 @@ public final class DemoRun
         List<DemoHost> decoders = new ArrayList<>();
         List<Integer> producerStages = IntStream.range(0, options.producerPp()).boxed().toList();
         List<Integer> decoderStages = IntStream.range(0, options.consumerPp()).boxed().toList();
+        byte[] secret = new byte[32];
+        new SecureRandom().nextBytes(secret);
         try {
             if (options.processes()) {
                 List<SideChannelAddress> addresses = freeLoopbackAddresses(options.producerPp());
                 for (int stage : producerStages) {
-                    producers.add(ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(stage), addresses)));
+                    producers.add(ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(stage), addresses, secret)));
                 }
-                decoders.add(ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of())));
+                decoders.add(ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of(), secret)));
             }
             else {
                 String suffix = ProcessHandle.current().pid() + "-" + System.nanoTime();
-                EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, capacity, producerStages, List.of()), "demo-prefill-" + suffix);
+                EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, capacity, producerStages, List.of(), secret), "demo-prefill-" + suffix);
                 producers.add(producer);
-                EngineHost decoder = new EngineHost(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of()), "demo-decode-" + suffix);
+                EngineHost decoder = new EngineHost(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of(), secret), "demo-decode-" + suffix);
                 decoders.add(decoder);
                 started.accept(producer.bridge(), decoder.bridge());
             }

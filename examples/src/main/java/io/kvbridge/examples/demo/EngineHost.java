@@ -72,7 +72,7 @@ public final class EngineHost implements DemoHost
         this.arena = Arena.ofShared();
         KvBridge opened = null;
         try {
-            opened = KvBridge.builder().transport(options.backend()).agentName(agentName).build();
+            opened = KvBridge.builder().transport(options.backend()).agentName(agentName).sideChannelSecret(spec.sideChannelSecret()).build();
             this.bridge = opened;
             DemoModel model = DemoModel.of(options.layout());
             this.engine = new DemoEngine(spec.engineId(), model, bridge, arena, spec.ppSize(), spec.tpSize(), spec.capacity(), spec.stages());

@@ -15,8 +15,11 @@ import java.util.List;
  * @param stages the engine's pipeline stages this host runs.
  * @param stageSideChannels prefill only: the side channel of every stage when stages run in processes
  *     of their own (this host binds its own stage's), empty when one host runs every stage.
+ * @param sideChannelSecret the secret every engine of the run authenticates its side channel with;
+ *     it reaches a worker through its stdin, never its command line.
  */
-public record HostSpec(String role, DemoOptions options, int capacity, List<Integer> stages, List<SideChannelAddress> stageSideChannels)
+public record HostSpec(String role, DemoOptions options, int capacity, List<Integer> stages, List<SideChannelAddress> stageSideChannels,
+        byte[] sideChannelSecret)
 {
     /** The producer engine. */
     public static final String PREFILL = "prefill";
@@ -30,12 +33,20 @@ public record HostSpec(String role, DemoOptions options, int capacity, List<Inte
         requireNonNull(options, "options is null");
         stages = List.copyOf(stages);
         stageSideChannels = List.copyOf(stageSideChannels);
+        sideChannelSecret = sideChannelSecret.clone();
         if (!role.equals(PREFILL) && !role.equals(DECODE)) {
             throw new IllegalArgumentException("role=" + role + " is not " + PREFILL + " or " + DECODE);
         }
         if (stages.isEmpty() || stages.stream().anyMatch(stage -> stage < 0 || stage >= (role.equals(PREFILL) ? options.producerPp() : options.consumerPp()))) {
             throw new IllegalArgumentException("stages=" + stages + " are not stages of the " + role + " engine");
         }
+    }
+
+    /** @return a copy of the secret. */
+    @Override
+    public byte[] sideChannelSecret()
+    {
+        return sideChannelSecret.clone();
     }
 
     /** @return whether this host runs producer ranks. */

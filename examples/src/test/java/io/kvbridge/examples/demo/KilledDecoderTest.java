@@ -26,6 +26,7 @@ import org.junit.jupiter.api.Timeout;
 final class KilledDecoderTest
 {
     private static final long LEASE_MILLIS = 2_000;
+    private static final byte[] SECRET = "killed-decoder-test-secret-0123456789".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     /** Collects what hosts report. */
     private static final class Recorder implements DemoHost.Events
@@ -57,8 +58,8 @@ final class KilledDecoderTest
         BlockPool decoderBlocks = new BlockPool(DemoModel.of("hma"), capacity);
         int promptBlocks = 64;
         Recorder events = new Recorder();
-        try (EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(0), addresses), "killed-decoder-prefill");
-                ProcessHost doomed = ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, List.of(0), List.of()))) {
+        try (EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(0), addresses, SECRET), "killed-decoder-prefill");
+                ProcessHost doomed = ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, List.of(0), List.of(), SECRET))) {
             doomed.awaitReady();
             // a router may hand a push decoder the producer's address before the prefill finished:
             // the registration then waits at the producer, which owes the decoder its writes
@@ -86,7 +87,7 @@ final class KilledDecoderTest
             }
 
             // the producer survived its peer's death: a new decoder process gets a request, every byte checked
-            try (ProcessHost decoder = ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, List.of(0), List.of()))) {
+            try (ProcessHost decoder = ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, List.of(0), List.of(), SECRET))) {
                 decoder.awaitReady();
                 int[][] ids = producerBlocks.allocate(promptBlocks);
                 producer.prefill(1, promptBlocks, ids);
