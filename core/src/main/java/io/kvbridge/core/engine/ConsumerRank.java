@@ -452,6 +452,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     {
         switch (Messages.parse(message)) {
             case Messages.PushDone done -> pushDone(done, sender);
+            case Messages.PushFailed pushFailed -> pushFailed(pushFailed, sender);
             case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
             default -> LOG.warn("{}: dropped a notification from {} that only producers handle", name, sender);
         }
@@ -483,6 +484,17 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             }
         }
         receivedAll(request);
+    }
+
+    private void pushFailed(Messages.PushFailed failure, String sender)
+    {
+        Receiving request = requests.get(failure.requestId());
+        if (request == null || request.ended || request.mode != TransferMode.PUSH || !request.writers.containsKey(sender)) {
+            LOG.info("{}: push failure from {} for request {}, which is not waiting for that producer rank; ignored: {}", name, sender,
+                    failure.requestId(), failure.reason());
+            return;
+        }
+        fail(request, failure.code(), failure.reason(), true);
     }
 
     @Override

@@ -27,6 +27,7 @@ import java.util.Locale;
  *   heartbeat    "HB:&lt;id&gt;,&lt;id&gt;,..."                     consumer -> producer
  *   registration "PUSH_REG:" msgpack map                consumer -> producer
  *   push done    "PUSH_DONE:" msgpack map               producer -> consumer, attached to a WRITE
+ *   push failed  "PUSH_FAILED:" msgpack map             producer -> consumer, when its writes cannot happen
  * </pre>
  */
 final class Messages
@@ -34,6 +35,9 @@ final class Messages
     static final String HEARTBEAT = "HB:";
     static final String REGISTRATION = "PUSH_REG:";
     static final String PUSH_DONE = "PUSH_DONE:";
+    static final String PUSH_FAILED = "PUSH_FAILED:";
+    // within the decoder's string limit (1,024 bytes) even when a few characters take two bytes
+    private static final int MAX_REASON_CHARS = 900;
     // a registration is small: a few ids and one block list; refuse anything larger before decoding
     private static final WireLimits LIMITS = new WireLimits(1 << 20, 1 << 16, RequestIds.MAX_LENGTH * 2, 1 << 20, 4);
     private static final int MAX_GROUPS = 64;
@@ -43,7 +47,7 @@ final class Messages
     }
 
     /** A parsed notification. */
-    sealed interface Message permits Completion, Heartbeat, Registration, PushDone, Malformed
+    sealed interface Message permits Completion, Heartbeat, Registration, PushDone, PushFailed, Malformed
     {
     }
 
@@ -100,6 +104,19 @@ final class Messages
     {
     }
 
+    /**
+     * A producer rank cannot write a request to the consumer, so the consumer need not wait for its
+     * registration timeout.
+     *
+     * @param requestId the consumer's request id.
+     * @param producerRequestId the producer's id.
+     * @param code why, as the producer saw it.
+     * @param reason the producer's message.
+     */
+    record PushFailed(String requestId, String producerRequestId, ErrorCode code, String reason) implements Message
+    {
+    }
+
     /** @param reason why the bytes are not a notification. */
     record Malformed(String reason) implements Message
     {
@@ -141,6 +158,17 @@ final class Messages
         return prefixed(PUSH_DONE, body);
     }
 
+    static byte[] pushFailed(String requestId, String producerRequestId, ErrorCode code, String reason)
+    {
+        byte[] body = new WireWriter().map(4)
+                .string("request_id").string(requestId)
+                .string("producer_request_id").string(producerRequestId)
+                .string("code").string(code.id())
+                .string("reason").string(abbreviate(reason, MAX_REASON_CHARS))
+                .toByteArray();
+        return prefixed(PUSH_FAILED, body);
+    }
+
     private static byte[] prefixed(String prefix, byte[] body)
     {
         byte[] message = Arrays.copyOf(prefix.getBytes(US_ASCII), prefix.length() + body.length);
@@ -157,6 +185,14 @@ final class Messages
             if (startsWith(message, PUSH_DONE)) {
                 WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_DONE.length(), message.length), LIMITS, "push completion");
                 return new PushDone(id(map, "request_id"), id(map, "producer_request_id"));
+            }
+            if (startsWith(message, PUSH_FAILED)) {
+                WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_FAILED.length(), message.length), LIMITS, "push failure");
+                String codeId = map.requireString("code");
+                ErrorCode code = Arrays.stream(ErrorCode.values()).filter(known -> known.id().equals(codeId)).findFirst().orElse(ErrorCode.TRANSFER_FAILED);
+                String reason = abbreviate(map.requireString("reason"), MAX_REASON_CHARS);
+                return new PushFailed(id(map, "request_id"), id(map, "producer_request_id"), code,
+                        code.id().equals(codeId) ? reason : "(" + abbreviate(codeId) + ") " + reason);
             }
             if (message.length > RequestIds.MAX_LENGTH * 4096) {
                 return new Malformed("notification of " + message.length + " bytes is too large");
@@ -295,6 +331,11 @@ final class Messages
 
     static String abbreviate(String text)
     {
-        return text.length() <= 80 ? text : text.substring(0, 80) + "...";
+        return abbreviate(text, 80);
+    }
+
+    private static String abbreviate(String text, int chars)
+    {
+        return text.length() <= chars ? text : text.substring(0, chars) + "...";
     }
 }

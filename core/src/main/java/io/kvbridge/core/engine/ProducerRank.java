@@ -81,6 +81,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         long deadline;
         final List<String> doneBy = new ArrayList<>(2);
         final List<String> registrations = new ArrayList<>(1);
+        // each posted write, with whom to tell if it fails
+        final Map<Transfer, PushTarget> writes = new HashMap<>(2);
         int expected;
         boolean failed;
         FreeReason reason;
@@ -94,6 +96,11 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     }
 
     private record Stashed(Messages.Registration registration, String sender, long expiry)
+    {
+    }
+
+    /** The consumer rank a write goes to, and its id of the request. */
+    private record PushTarget(Peer peer, String consumerRequestId)
     {
     }
 
@@ -274,6 +281,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             case Messages.Registration registration -> registered(registration, sender);
             case Messages.PushDone pushDone -> LOG.warn("{}: dropped a push completion for {} from {}: producers do not receive writes", name,
                     pushDone.requestId(), sender);
+            case Messages.PushFailed pushFailed -> LOG.warn("{}: dropped a push failure for {} from {}: producers do not receive writes", name,
+                    pushFailed.requestId(), sender);
             case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
         }
     }
@@ -382,18 +391,31 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                     failure.getMessage());
             return;
         }
+        Peer peer = null;
         try {
-            write(request, registration, remoteKey, rank, engine);
+            peer = peer(remoteKey, engine, rank);
+            write(request, registration, remoteKey, rank, engine, peer);
         }
         catch (RuntimeException e) {
             request.failed = true;
             metrics.transferFailed();
             LOG.warn("{}: push of request {} to consumer {} rank {} failed: {}; the lease frees its blocks", name, request.id,
                     registration.engineId(), rank, e.getMessage());
+            if (peer != null) {
+                ErrorCode code = e instanceof KvBridgeException typed ? typed.code() : ErrorCode.TRANSFER_FAILED;
+                tellPushFailed(new PushTarget(peer, registration.requestId()), request, code, e.getMessage());
+            }
         }
     }
 
-    private void write(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine)
+    /** Spares the consumer its registration timeout: it learns at once that these writes will not come. */
+    private void tellPushFailed(PushTarget target, Held request, ErrorCode code, String message)
+    {
+        notifyQuietly(target.peer(), Messages.pushFailed(target.consumerRequestId(), request.id, code,
+                "producer " + settings.engineId() + " rank " + geometry.rank() + " cannot write request " + request.id + ": " + message), "push failure");
+    }
+
+    private void write(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine, Peer peer)
     {
         CacheGeometry consumer = engine.metadata(rank).geometry();
         List<TransferPlan> plans = plans(remoteKey + "|" + rank, consumer, geometry);
@@ -421,7 +443,6 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         producerBlocks.select(request.blocks).expandToKernel(geometry.kernelBlocksPerLogical());
         consumerBlocks.splitForRatio(plan.blockSizeRatio(), producerBlocks);
         producerBlocks.keepLast(consumerBlocks);
-        Peer peer = peer(remoteKey, engine, rank);
         byte[] done = Messages.pushDone(registration.requestId(), request.id);
         int count = plan.indexCount(slot, consumerBlocks);
         if (count == 0) {
@@ -432,19 +453,26 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         Prepared consumerList = prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
         ensureScratch(count);
         int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
-        post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey);
+        Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey);
+        request.writes.put(transfer, new PushTarget(peer, registration.requestId()));
     }
 
     @Override
     void transferDone(Transfer transfer)
     {
-        settle((Held) transfer.owner);
+        Held request = (Held) transfer.owner;
+        request.writes.remove(transfer);
+        settle(request);
     }
 
     @Override
     void transferFailed(Transfer transfer, ErrorCode code, String message)
     {
         Held request = (Held) transfer.owner;
+        PushTarget target = request.writes.remove(transfer);
+        if (target != null) {
+            tellPushFailed(target, request, code, message);
+        }
         request.failed = true;
         LOG.warn("{}: push write of request {} failed ({}): {}; the lease frees its blocks", name, request.id, code.id(), message);
         settle(request);
@@ -453,7 +481,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     @Override
     void releasedLate(Transfer transfer)
     {
-        settle((Held) transfer.owner);
+        Held request = (Held) transfer.owner;
+        request.writes.remove(transfer);
+        settle(request);
     }
 
     private void finish(Held request, FreeReason reason)

@@ -131,6 +131,27 @@ final class FailureTest
     }
 
     @Test
+    void aFailedPushWriteFailsTheConsumerAtOnceNotAfterItsRegistrationTimeout()
+    {
+        FaultPlan plan = FaultPlan.none(13).withTransferErrors(1.0);
+        try (EngineHarness harness = new EngineHarness(new FaultInjectingBackendFactory(new LocalBackendFactory(), plan), SideChannelClock.system())) {
+            ProducerRank producer = harness.producer("p", harness.cache(SHAPE, Rank.single()), true, b -> b.leaseDuration(Duration.ofMillis(300)));
+            ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), true,
+                    b -> b.registrationTimeout(Duration.ofHours(1)));
+            consumer.blocksAllocated("d-1", producer.prefillFinished("p-1", ids(1)), TransferMode.PUSH, ids(2));
+            ReceiveFailure failure = awaitFailure(consumer);
+            assertEquals(ErrorCode.TRANSFER_FAILED, failure.code(), failure.toString());
+            assertTrue(failure.message().contains("producer p rank") && failure.message().contains("cannot write request p-1")
+                    && failure.message().contains("injected transfer error"), failure.message());
+            assertEquals(ids(2), failure.invalidBlocks());
+            // nobody acknowledges a failed write: the producer's lease frees its blocks
+            List<FreedRequest> freed = new ArrayList<>();
+            await(() -> EngineHarness.drain(producer, freed).size() == 1, "expired");
+            assertEquals(new FreedRequest("p-1", FreeReason.EXPIRED), freed.getFirst());
+        }
+    }
+
+    @Test
     void pushWatchdogFailsARequestNobodyWritesAndTheLeaseFreesTheProducer()
     {
         ManualClock clock = new ManualClock();

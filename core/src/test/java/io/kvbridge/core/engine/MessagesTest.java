@@ -2,9 +2,11 @@ package io.kvbridge.core.engine;
 
 import static io.kvbridge.core.engine.TestCache.ids;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import io.kvbridge.api.BlockIds;
+import io.kvbridge.spi.ErrorCode;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
@@ -47,6 +49,20 @@ final class MessagesTest
                 BlockIds.of(new int[] {1, 2}, new int[] {}, new int[] {7}));
         assertEquals(registration, Messages.parse(Messages.registration(registration)));
         assertEquals(new Messages.PushDone("c-1", "p-1"), Messages.parse(Messages.pushDone("c-1", "p-1")));
+    }
+
+    @Test
+    void pushFailuresRoundTripAndAnUnknownCodeOrLongReasonIsTamed()
+    {
+        assertEquals(new Messages.PushFailed("c-1", "p-1", ErrorCode.ROUTING_FAILED, "layer 7 missing"),
+                Messages.parse(Messages.pushFailed("c-1", "p-1", ErrorCode.ROUTING_FAILED, "layer 7 missing")));
+        byte[] unknown = new String(Messages.pushFailed("c-1", "p-1", ErrorCode.TRANSFER_FAILED, "x"), java.nio.charset.StandardCharsets.ISO_8859_1)
+                .replace("KVB/TransferFailed", "KVB/SomethingNewer").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+        assertEquals(new Messages.PushFailed("c-1", "p-1", ErrorCode.TRANSFER_FAILED, "(KVB/SomethingNewer) x"), Messages.parse(unknown));
+        Messages.PushFailed longReason = (Messages.PushFailed) Messages.parse(Messages.pushFailed("c-1", "p-1", ErrorCode.TRANSFER_FAILED, "y".repeat(100_000)));
+        assertTrue(longReason.reason().length() <= 903, "reason of " + longReason.reason().length() + " characters");
+        assertTrue(Messages.parse(Messages.pushFailed("c-1", "", ErrorCode.TRANSFER_FAILED, "z")) instanceof Messages.Malformed,
+                "an empty producer request id is refused");
     }
 
     @Test
