@@ -30,6 +30,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -595,6 +596,17 @@ public abstract class AbstractTransferBackendConformanceTest
         assertCode(ErrorCode.CLOSED, () -> initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES)));
         assertCode(ErrorCode.CLOSED, () -> initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
         assertNotEquals(0L, pending);
+    }
+
+    @Test
+    void anOpenInstanceReportsNoProblemAndAClosedOneSaysItIsClosed()
+    {
+        assertEquals(Optional.empty(), initiator.problem(), "a working instance reports no problem");
+        initiator.close();
+        Optional<String> problem = assertDoesNotThrow(initiator::problem, "problem() must not throw after close()");
+        assertTrue(problem.isPresent() && problem.get().contains("closed") && problem.get().contains(initiator.agentName()),
+                () -> "a closed instance must report that it is closed, naming its agent; got " + problem);
+        assertEquals(Optional.empty(), target.problem(), "closing one instance is no problem of another");
     }
 
     private static void sleepBriefly()

@@ -44,6 +44,7 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
     private final List<Held> held = new ArrayList<>();
     private int drains;
     private final FaultCounters counters = new FaultCounters();
+    private volatile String injectedProblem;
 
     /**
      * Wraps a transport.
@@ -193,6 +194,25 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
             sink.accept(next.sender(), next.message());
         }
         return ready.size();
+    }
+
+    /**
+     * Makes {@link #problem()} report a failure for good, as a transport whose owner thread died
+     * would, while calls keep reaching the wrapped transport: what a health check must notice.
+     *
+     * @param problem what to report; null reports the wrapped transport's own problem again.
+     */
+    public void injectProblem(String problem)
+    {
+        this.injectedProblem = problem;
+    }
+
+    @Override
+    public Optional<String> problem()
+    {
+        Optional<String> own = delegate().problem();
+        String injected = injectedProblem;
+        return own.isPresent() || injected == null ? own : Optional.of("injected: " + injected);
     }
 
     @Override

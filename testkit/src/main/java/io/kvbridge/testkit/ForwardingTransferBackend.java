@@ -148,6 +148,12 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     }
 
     @Override
+    public Optional<String> problem()
+    {
+        return delegate.problem();
+    }
+
+    @Override
     public void close()
     {
         delegate.close();

@@ -368,6 +368,12 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         }
 
         @Override
+        public synchronized Optional<String> problem()
+        {
+            return closed ? Optional.of("testing transport '" + agentName + "' is closed") : Optional.empty();
+        }
+
+        @Override
         public void close()
         {
             synchronized (this) {

@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -91,6 +92,22 @@ final class FaultInjectingTransferBackendTest
             receiver.drainNotifications((from, message) -> messages.add(new String(message, StandardCharsets.US_ASCII)));
         }
         return messages;
+    }
+
+    @Test
+    void anInjectedProblemIsReportedWhileCallsStillWork()
+    {
+        pair(FaultPlan.none(3), FaultPlan.none(4));
+        FaultInjectingTransferBackend faulty = (FaultInjectingTransferBackend) sender;
+        assertEquals(Optional.empty(), faulty.problem());
+        faulty.injectProblem("owner thread died");
+        assertEquals(Optional.of("injected: owner thread died"), faulty.problem());
+        assertEquals(TransferStatus.DONE, settle(write(1)));
+        faulty.injectProblem(null);
+        assertEquals(Optional.empty(), faulty.problem());
+        faulty.injectProblem("owner thread died");
+        faulty.close();
+        assertTrue(faulty.problem().orElseThrow().contains("is closed"), "the wrapped transport's own problem comes first");
     }
 
     @Test

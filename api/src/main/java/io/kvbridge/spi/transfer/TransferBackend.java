@@ -194,6 +194,22 @@ public interface TransferBackend extends AutoCloseable
     BackendResources resources();
 
     /**
+     * Tells why this instance can no longer do its work, for health checks: closed, or an owner or
+     * copy thread that stopped, or a native worker that failed for good. Transient trouble a later
+     * call may overcome (a failed transfer, an unreachable peer) is not a problem here. Callable from
+     * any thread at any time, including after {@link #close()}; it neither blocks nor throws.
+     *
+     * <p>The default reports nothing, for a transport that cannot tell; the conformance suite expects
+     * a problem once the instance is closed.
+     *
+     * @return empty while the instance works; otherwise what failed, with the values involved, and what to do.
+     */
+    default Optional<String> problem()
+    {
+        return Optional.empty();
+    }
+
+    /**
      * Releases everything and stops the owner thread. Idempotent.
      */
     @Override

@@ -66,6 +66,8 @@ final class NixlTransferBackend implements TransferBackend
     private final Object terminationLock = new Object();
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean terminated;
+    // why the owner thread left its loop, when it was not asked to
+    private volatile Throwable ownerFailure;
     // set while the owner parks for lack of work; producers unpark it after queueing
     private volatile boolean ownerParked;
     private final ConcurrentLinkedQueue<Received> inbox = new ConcurrentLinkedQueue<>();
@@ -191,6 +193,7 @@ final class NixlTransferBackend implements TransferBackend
             }
         }
         catch (RuntimeException | Error e) {
+            ownerFailure = e;
             LOG.log(System.Logger.Level.ERROR, "owner thread of nixl transport '" + agentName + "' failed; the transport stops", e);
         }
         finally {
@@ -932,6 +935,21 @@ final class NixlTransferBackend implements TransferBackend
             transfers = inFlight;
         }
         return new BackendResources(registrations.length, preparedCount, peerCount, transfers);
+    }
+
+    @Override
+    public Optional<String> problem()
+    {
+        if (closed.get()) {
+            return Optional.of("nixl transport '" + agentName + "' is closed");
+        }
+        if (terminated || !owner.isAlive()) {
+            Throwable failure = ownerFailure;
+            return Optional.of("owner thread " + owner.getName() + " of nixl transport '" + agentName + "' has stopped"
+                    + (failure == null ? "" : " after " + failure) + " (state=" + owner.getState() + "): no NIXL call runs, so every call and"
+                    + " transfer of this instance fails; close it and create a new one (the log has the stack trace)");
+        }
+        return Optional.empty();
     }
 
     @Override

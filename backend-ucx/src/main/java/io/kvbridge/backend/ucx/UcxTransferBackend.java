@@ -85,6 +85,8 @@ final class UcxTransferBackend implements TransferBackend
     private final CompletableFuture<Void> started = new CompletableFuture<>();
     private volatile boolean stopRequested;
     private volatile boolean ownerExited;
+    // why the owner thread left its loop, when it was not asked to
+    private volatile Throwable ownerFailure;
 
     // published once by the owner thread before the constructor returns
     private volatile byte[] workerAddress;
@@ -814,6 +816,21 @@ final class UcxTransferBackend implements TransferBackend
     }
 
     @Override
+    public Optional<String> problem()
+    {
+        if (closed.get()) {
+            return Optional.of("ucx transport '" + agentName + "' is closed");
+        }
+        if (ownerExited || !owner.isAlive()) {
+            Throwable failure = ownerFailure;
+            return Optional.of("owner thread " + owner.getName() + " of ucx transport '" + agentName + "' has stopped"
+                    + (failure == null ? "" : " after " + failure) + " (state=" + owner.getState() + "): no UCX call progresses, so every transfer"
+                    + " and notification of this instance stalls; close it and create a new one (the log has the stack trace)");
+        }
+        return Optional.empty();
+    }
+
+    @Override
     public void close()
     {
         if (!closed.compareAndSet(false, true)) {
@@ -972,6 +989,7 @@ final class UcxTransferBackend implements TransferBackend
             loop();
         }
         catch (Throwable e) {
+            ownerFailure = e;
             LOG.log(System.Logger.Level.ERROR, "ucx transport '" + agentName + "' stopped after an unexpected failure", e);
         }
         finally {

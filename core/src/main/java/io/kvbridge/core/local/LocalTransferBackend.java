@@ -485,6 +485,21 @@ final class LocalTransferBackend implements TransferBackend
     }
 
     @Override
+    public Optional<String> problem()
+    {
+        if (closed.get()) {
+            return Optional.of("local transport '" + agentName + "' is closed");
+        }
+        for (Thread thread : copyThreads) {
+            if (!thread.isAlive()) {
+                return Optional.of("copy thread " + thread.getName() + " of local transport '" + agentName + "' has stopped (state="
+                        + thread.getState() + "): transfers handed to it never finish; close this instance and create a new one");
+            }
+        }
+        return Optional.empty();
+    }
+
+    @Override
     public void close()
     {
         if (!closed.compareAndSet(false, true)) {
