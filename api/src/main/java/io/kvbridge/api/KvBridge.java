@@ -74,6 +74,26 @@ public interface KvBridge extends AutoCloseable
     ConnectorAudit audit();
 
     /**
+     * Probes whether the bridge can do its work now. Checks, in this order:
+     * <ul>
+     *   <li>{@code transport}: the bridge's transport reports no problem (see
+     *       {@link TransferBackend#problem()});</li>
+     *   <li>one per open connector, named like its worker ({@code producer prefill pp0/1:tp0/1}): its
+     *       worker thread runs and answers a probe sent through its queue, its transport reports no
+     *       problem, it retains no handle whose release failed, and no transfer is past its deadline
+     *       without having been failed;</li>
+     *   <li>{@code side channel <engine id>}: the engine's side channel answers a request for one of
+     *       its ranks over TCP from this process.</li>
+     * </ul>
+     * Each probe waits at most one second. A failed probe is reported, never thrown. A closed bridge
+     * is unhealthy, with the single check {@code bridge}. The metrics registry carries the same result
+     * as the gauge {@code kvbridge.health} (1 healthy, 0 not), probed again at every read.
+     *
+     * @return the checks and whether all of them passed.
+     */
+    Health health();
+
+    /**
      * Returns the metrics registry, so that an engine can scrape it or add its own registry to it.
      * The bridge records into a Micrometer {@code CompositeMeterRegistry}; ask for
      * {@code io.micrometer.core.instrument.MeterRegistry} or {@code CompositeMeterRegistry}.

@@ -6,6 +6,7 @@ import com.google.inject.Inject;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.Health;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.ProducerConnector;
@@ -15,15 +16,22 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.micrometer.core.instrument.Gauge;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /** The bridge the core builds: plugins, one transport instance, layouts by name, and the connectors' shared services. */
 final class CoreKvBridge implements KvBridge
 {
+    // long enough for a worker round and a loopback round trip on a loaded host, short enough for a scrape
+    static final Duration HEALTH_PROBE_TIMEOUT = Duration.ofSeconds(1);
+
     private final PluginRegistry registry;
     private final TransferBackend transport;
     private final EngineServices engine;
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     @Inject
     CoreKvBridge(PluginRegistry registry, TransferBackend transport, EngineServices engine)
@@ -31,6 +39,11 @@ final class CoreKvBridge implements KvBridge
         this.registry = requireNonNull(registry, "registry is null");
         this.transport = requireNonNull(transport, "transport is null");
         this.engine = requireNonNull(engine, "engine is null");
+        // probed at each read, so a scrape sees the state at that moment
+        Gauge.builder("kvbridge.health", this, bridge -> bridge.health().healthy() ? 1 : 0)
+                .description("1 when every check of KvBridge.health() passes, else 0")
+                .strongReference(true)
+                .register(engine.registry());
     }
 
     @Override
@@ -70,6 +83,16 @@ final class CoreKvBridge implements KvBridge
     }
 
     @Override
+    public Health health()
+    {
+        if (closed.get()) {
+            return Health.of(List.of(Health.Check.failed("bridge", "the bridge is closed: its transport, connectors and side channels are gone;"
+                    + " build a new one with KvBridge.builder()")));
+        }
+        return Health.of(engine.health(transport, HEALTH_PROBE_TIMEOUT));
+    }
+
+    @Override
     public <T> T metricsRegistry(Class<T> type)
     {
         requireNonNull(type, "type is null");
@@ -83,6 +106,7 @@ final class CoreKvBridge implements KvBridge
     @Override
     public void close()
     {
+        closed.set(true);
         engine.close();
         transport.close();
     }

@@ -38,7 +38,8 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 final class KvBridgeConnectorsTest
 {
-    private static CacheGeometry geometry(MemorySegment memory)
+    /** One layer of eight 256-byte blocks in host memory, as an engine of the test model describes it. */
+    static CacheGeometry geometry(MemorySegment memory)
     {
         ModelIdentity identity = new ModelIdentity("test/wiring", "bfloat16", "bfloat16", 2, 64, 1, false);
         Region region = new Region("model.layers.0.self_attn", memory.address(), 256, 256, 8, 0, MemoryKind.HOST, 0, SplitClass.SPLIT,

@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.Health;
 import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
@@ -20,9 +21,12 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -226,6 +230,65 @@ public final class EngineServices implements AutoCloseable
             handles += audit.transport().transfers();
         }
         return new ConnectorAudit(requests, transfers, leases, stashed, retained, new BackendResources(registrations, lists, peers, handles));
+    }
+
+    /**
+     * Probes the bridge's transport, every open connector and every engine's side channel, as
+     * {@code KvBridge.health()} describes. Workers are asked first, so that they answer while the
+     * side channels are probed.
+     *
+     * @param bridgeTransport the bridge's own transport instance.
+     * @param timeout how long each probe may wait for an answer; also how far past its deadline a
+     *     transfer may be before it counts as not enforced.
+     * @return the checks: {@code transport}, then the connectors by name, then the side channels by engine id.
+     */
+    public List<Health.Check> health(TransferBackend bridgeTransport, Duration timeout)
+    {
+        requireNonNull(bridgeTransport, "bridgeTransport is null");
+        requireNonNull(timeout, "timeout is null");
+        KvBridgeException.checkArgument(timeout.isPositive(), "health probe timeout=%s is not positive", timeout);
+        List<RankWorker> open;
+        Map<String, SideChannelServer> serving = new TreeMap<>();
+        synchronized (this) {
+            open = new ArrayList<>(workers);
+            servers.forEach((engineId, shared) -> serving.put(engineId, shared.server));
+        }
+        open.sort(Comparator.comparing(worker -> worker.name));
+        long sent = System.nanoTime();
+        long deadline = sent + timeout.toNanos();
+        List<CompletableFuture<RankWorker.HealthReport>> answers = new ArrayList<>();
+        for (RankWorker worker : open) {
+            // a worker that does not run would never take the probe from its queue
+            answers.add(worker.workerThread().isAlive() ? worker.probe() : new CompletableFuture<>());
+        }
+        SideChannelClient prober = new SideChannelClient(sideChannelSettings.toBuilder().connectTimeout(timeout).readTimeout(timeout)
+                .handshakeTimeout(timeout).build(), clock);
+        List<Health.Check> sideChannels = new ArrayList<>();
+        serving.forEach((engineId, server) -> {
+            Health.Check check = HealthProbes.sideChannel(engineId, server, prober);
+            // a side channel stopped meanwhile by its engine's last connector is gone, not broken
+            if (sideChannel(engineId) == server) {
+                sideChannels.add(check);
+            }
+        });
+        List<Health.Check> checks = new ArrayList<>();
+        checks.add(HealthProbes.transport("transport", bridgeTransport));
+        for (int i = 0; i < open.size(); i++) {
+            Health.Check check = HealthProbes.connector(open.get(i), answers.get(i), sent, deadline, timeout.toNanos());
+            // a connector closed meanwhile is gone, not broken
+            if (!open.get(i).isClosed()) {
+                checks.add(check);
+            }
+        }
+        checks.addAll(sideChannels);
+        return checks;
+    }
+
+    /** @return the side channel an engine's connectors serve on, or null when none of them is open. */
+    synchronized SideChannelServer sideChannel(String engineId)
+    {
+        SharedServer shared = servers.get(engineId);
+        return shared == null ? null : shared.server;
     }
 
     /**

@@ -33,9 +33,12 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.StringJoiner;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -61,6 +64,9 @@ abstract class RankWorker
     // conversation (write after registration, acknowledgement after write) usually follows within it
     private static final long BUSY_WINDOW_NANOS = 5_000_000;
     private static final long EVICTION_CHECK_NANOS = 1_000_000_000L;
+    // the published earliest deadline when no transfer is in flight: so far ahead it never passes
+    private static final long NO_DEADLINE_AHEAD_NANOS = Long.MAX_VALUE / 4;
+    private static final int REPORTED_HANDLES = 4;
 
     final EngineServices services;
     final ConnectorSettings settings;
@@ -95,6 +101,9 @@ abstract class RankWorker
     // published by the worker for audits from other threads
     private volatile int auditTransfers;
     private volatile int auditRetained;
+    private volatile long auditEarliestDeadline;
+    // the health probe waiting in the queue, so that a stalled worker's queue does not grow with every check
+    private final AtomicReference<CompletableFuture<HealthReport>> pendingProbe = new AtomicReference<>();
 
     RankWorker(EngineServices services, ConnectorSettings settings, String role)
     {
@@ -143,6 +152,7 @@ abstract class RankWorker
         }
         this.server = acquired;
         this.nextEvictionCheck = services.clock().monotonicNanos() + EVICTION_CHECK_NANOS;
+        this.auditEarliestDeadline = nextEvictionCheck + NO_DEADLINE_AHEAD_NANOS;
         this.thread = Thread.ofPlatform().daemon().name("kvbridge-" + role + "-" + settings.engineId() + "-pp" + geometry.rank().ppRank() + "-tp"
                 + geometry.rank().tpRank()).unstarted(this::loop);
         services.opened(this);
@@ -234,6 +244,7 @@ abstract class RankWorker
             }
             auditTransfers = transfers.size();
             auditRetained = retained.size();
+            auditEarliestDeadline = earliestDeadline(now);
             publishAudit();
         }
         catch (RuntimeException e) {
@@ -301,6 +312,21 @@ abstract class RankWorker
                 transferFailed(transfer, code, message);
             }
         }
+    }
+
+    private long earliestDeadline(long now)
+    {
+        if (transfers.isEmpty()) {
+            return now + NO_DEADLINE_AHEAD_NANOS;
+        }
+        long earliest = transfers.getFirst().deadlineNanos;
+        for (int i = 1; i < transfers.size(); i++) {
+            long deadline = transfers.get(i).deadlineNanos;
+            if (deadline - earliest < 0) {
+                earliest = deadline;
+            }
+        }
+        return earliest;
     }
 
     /** Cancels every in-flight transfer of an owner (no data is moved after this). */
@@ -523,6 +549,85 @@ abstract class RankWorker
     final ConnectorAudit baseAudit(int requests, int leases, int stashed)
     {
         return new ConnectorAudit(requests, auditTransfers, leases, stashed, auditRetained, transport.resources());
+    }
+
+    /**
+     * What the worker tells a health probe, read on the worker thread.
+     *
+     * @param retainedHandles handles whose release failed and is retried.
+     * @param retainedHandleIds the first few of them, in hex.
+     * @param oldestRetainedAgeNanos how long ago the oldest of them was posted; 0 when none.
+     * @param answeredAtNanos {@link System#nanoTime()} when the worker answered.
+     */
+    record HealthReport(int retainedHandles, String retainedHandleIds, long oldestRetainedAgeNanos, long answeredAtNanos)
+    {
+    }
+
+    /**
+     * Asks the worker, through its queue, for a {@link HealthReport}: the answer arriving is itself
+     * the proof that the loop runs. While an earlier probe is unanswered, returns that one.
+     *
+     * @return completed by the worker when it runs the probe.
+     */
+    final CompletableFuture<HealthReport> probe()
+    {
+        CompletableFuture<HealthReport> fresh = new CompletableFuture<>();
+        CompletableFuture<HealthReport> pending = pendingProbe.compareAndExchange(null, fresh);
+        if (pending != null) {
+            return pending;
+        }
+        enqueue(() -> {
+            pendingProbe.set(null);
+            fresh.complete(healthReport());
+        });
+        return fresh;
+    }
+
+    private HealthReport healthReport()
+    {
+        long now = now();
+        long oldest = now;
+        StringJoiner ids = new StringJoiner(", ");
+        for (int i = 0; i < retained.size(); i++) {
+            Transfer transfer = retained.get(i);
+            if (transfer.postedNanos - oldest < 0) {
+                oldest = transfer.postedNanos;
+            }
+            if (i < REPORTED_HANDLES) {
+                ids.add("0x" + Long.toHexString(transfer.handle));
+            }
+        }
+        return new HealthReport(retained.size(), ids + (retained.size() > REPORTED_HANDLES ? ", ..." : ""), now - oldest, System.nanoTime());
+    }
+
+    /** @return the worker thread, for health checks. */
+    final Thread workerThread()
+    {
+        return thread;
+    }
+
+    /** @return whether {@link #close()} was called. */
+    final boolean isClosed()
+    {
+        return closed.get();
+    }
+
+    /** @return in-flight transfers as of the worker's last round. */
+    final int inFlightTransfers()
+    {
+        return auditTransfers;
+    }
+
+    /** @return retained handles as of the worker's last round. */
+    final int retainedHandles()
+    {
+        return auditRetained;
+    }
+
+    /** @return the earliest deadline of the transfers in flight as of the worker's last round; far ahead when none. */
+    final long earliestDeadlineNanos()
+    {
+        return auditEarliestDeadline;
     }
 
     /** Counts what the rank holds. */

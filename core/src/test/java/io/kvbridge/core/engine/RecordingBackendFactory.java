@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -29,6 +30,10 @@ final class RecordingBackendFactory implements TransferBackendFactory
     final Map<String, List<TransferOp>> posts = new ConcurrentHashMap<>();
     /** While positive, each release throws instead of releasing, and counts this down. */
     final AtomicInteger failingReleases = new AtomicInteger();
+    /** While set, each drain waits until it opens, as a transport stuck in a native call would. */
+    volatile CountDownLatch drainGate;
+    /** While set, each drain throws it, as a transport failing for good in native code would. */
+    volatile Error drainFailure;
 
     RecordingBackendFactory(TransferBackendFactory delegate)
     {
@@ -92,6 +97,19 @@ final class RecordingBackendFactory implements TransferBackendFactory
             @Override
             public int drainNotifications(NotificationSink sink)
             {
+                Error failure = drainFailure;
+                if (failure != null) {
+                    throw failure;
+                }
+                CountDownLatch gate = drainGate;
+                if (gate != null) {
+                    try {
+                        gate.await();
+                    }
+                    catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
                 return super.drainNotifications((sender, message) -> {
                     inbox.add(new String(message, UTF_8));
                     sink.accept(sender, message);
