@@ -273,6 +273,7 @@ public final class DemoRun
         }
     }
 
+    @SuppressWarnings("unchecked")
     private Map<String, Object> drive(int capacity, List<DemoHost> producers, List<DemoHost> decoders) throws InterruptedException
     {
         DemoModel model = DemoModel.of(options.layout());
@@ -373,7 +374,10 @@ public final class DemoRun
         audit.put("metadata", Map.of("producer", metadata(producer, options.producerPp(), options.producerTp()), "decoder",
                 metadata(decoder, options.consumerPp(), options.consumerTp())));
         audit.put("idle", Map.of("waitMillis", options.idleMillis(), "producer", producer.get("idle"), "decoder", decoder.get("idle")));
-        audit.put("problems", ledger.problems.stream().limit(20).toList());
+        List<String> problems = new ArrayList<>(ledger.problems);
+        problems.addAll((List<String>) producer.get("health"));
+        problems.addAll((List<String>) decoder.get("health"));
+        audit.put("problems", problems.stream().limit(20).toList());
         boolean idleOk = (boolean) producer.get("idleOk") && (boolean) decoder.get("idleOk");
         boolean ok = ledger.completed == options.requests() && failedTransfers == 0 && ledger.receiveFailures == 0 && failedNotifications == 0
                 && ledger.expiredLeases == 0 && expiredCounted == 0 && ledger.parityErrors == 0 && leftover == 0
@@ -390,6 +394,7 @@ public final class DemoRun
         Map<String, Object> merged = new LinkedHashMap<>();
         Map<String, Object> idle = new LinkedHashMap<>();
         List<Map<String, Object>> stages = new ArrayList<>();
+        List<String> health = new ArrayList<>();
         boolean idleOk = true;
         for (DemoHost host : hosts) {
             Map<String, Object> audit = host.audit();
@@ -402,10 +407,16 @@ public final class DemoRun
                 idle.merge(entry.getKey(), ((Number) entry.getValue()).longValue(), (a, b) -> (long) a + (long) b);
             }
             stages.addAll((List<Map<String, Object>>) audit.get("stages"));
+            for (String problem : (List<String>) audit.get("health")) {
+                health.add(host.label() + ": " + problem);
+            }
             idleOk &= (boolean) audit.get("idleOk");
         }
         stages.sort(Comparator.comparingInt(stage -> ((Number) stage.get("stage")).intValue()));
+        // the idle audit holds counts only; the health check's verdict joins them
+        idle.put("healthy", health.isEmpty());
         merged.put("idle", idle);
+        merged.put("health", health);
         merged.put("stages", stages);
         merged.put("idleOk", idleOk);
         return merged;

@@ -5,6 +5,7 @@ import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
 import io.kvbridge.api.FreedRequest;
+import io.kvbridge.api.Health;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.ReceiveBatch;
@@ -219,6 +220,7 @@ public final class EngineHost implements DemoHost
     public Map<String, Object> audit()
     {
         ConnectorAudit idle = bridge.audit();
+        Health health = bridge.health();
         MeterRegistry meters = bridge.metricsRegistry(MeterRegistry.class);
         int registrationsExpected = engine.ranks.stream().mapToInt(rank -> rank.allocations().size()).sum();
         Map<String, Object> audit = new LinkedHashMap<>();
@@ -243,7 +245,8 @@ public final class EngineHost implements DemoHost
         held.put("preparedLists", idle.transport().preparedLists());
         held.put("peers", idle.transport().peers());
         audit.put("idle", held);
-        audit.put("idleOk", idle.idle() && idle.transport().registrations() == registrationsExpected);
+        audit.put("health", health.problems());
+        audit.put("idleOk", idle.idle() && idle.transport().registrations() == registrationsExpected && health.healthy());
         return audit;
     }
 

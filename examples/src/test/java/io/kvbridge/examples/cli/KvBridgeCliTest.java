@@ -106,6 +106,7 @@ final class KvBridgeCliTest
                 assertEquals(0, idle.get(held).asInt(), side + " " + held);
             }
             assertEquals(idle.get("registrationsExpected").asInt(), idle.get("registrations").asInt(), side + " registrations");
+            assertTrue(idle.get("healthy").asBoolean(), side + " health: " + audit.get("problems"));
         }
         int decoderLayers = 0;
         for (JsonNode stage : audit.get("metadata").get("decoder").get("stages")) {
