@@ -16,5 +16,11 @@ public enum Capability
     /** Peers may live on other hosts. */
     CROSS_HOST,
     /** Detects a dead peer and fails its transfers instead of hanging. */
-    PEER_FAILURE_DETECTION
+    PEER_FAILURE_DETECTION,
+    /**
+     * {@link TransferBackend#post} merges consecutive pairs that are contiguous on both sides and lie
+     * in one registration on each side into one operation; bytes moved are unchanged. The transport
+     * reports the operations each transfer issued through {@link TransferBackend#operations}.
+     */
+    COALESCING
 }

@@ -130,7 +130,9 @@ public interface TransferBackend extends AutoCloseable
 
     /**
      * Starts a transfer that pairs {@code local[localIndices[i]]} with {@code remote[remoteIndices[i]]}
-     * for {@code i < count}. Returns at once; the arrays may be reused when it returns.
+     * for {@code i < count}. Returns at once; the arrays may be reused when it returns. A
+     * {@link Capability#COALESCING} transport moves a run of pairs contiguous on both sides as one
+     * operation ({@link #operations}).
      *
      * @param op READ (remote to local) or WRITE (local to remote).
      * @param local a local prepared list.
@@ -144,6 +146,26 @@ public interface TransferBackend extends AutoCloseable
      *     {@code FOREIGN_HANDLE}, {@code NOT_REGISTERED}: nothing was started.
      */
     long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification);
+
+    /**
+     * Returns how many operations (puts, gets or copies) a posted transfer issues: one per pair, less
+     * every pair a {@link Capability#COALESCING} transport merged into the one before it. Decided by
+     * the time {@link #post} returns and valid until {@link #release}; allocation-free, so an engine
+     * may ask for every transfer.
+     *
+     * <p>The default reports nothing, for transports that hand the pairs to a library that decides
+     * for itself how many operations to issue.
+     *
+     * @param handle from {@link #post}.
+     * @return the number of operations, or {@code -1} when the transport does not report it.
+     * @throws KvBridgeException {@code HANDLE_UNKNOWN} for a released or foreign handle.
+     */
+    default int operations(long handle)
+    {
+        // checks the handle, so a released one is refused whether or not the transport reports
+        status(handle);
+        return -1;
+    }
 
     /**
      * Returns a transfer's state.
