@@ -118,6 +118,12 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     }
 
     @Override
+    public int operations(long handle)
+    {
+        return delegate.operations(handle);
+    }
+
+    @Override
     public Optional<KvBridgeException> failure(long handle)
     {
         return delegate.failure(handle);

@@ -36,7 +36,8 @@ import java.util.concurrent.Executors;
 /**
  * A deliberately simple in-JVM transport for tests of modules that cannot use the core's
  * {@code local} transport, with switchable {@link Defect}s that show the conformance suite catches
- * each kind of broken transport. One lock guards everything; one thread copies.
+ * each kind of broken transport. One lock guards everything; one thread copies. It coalesces
+ * ({@link Capability#COALESCING}), so the suite's coalescing tests have a reference to run on.
  */
 public final class TestingTransferBackendFactory implements TransferBackendFactory
 {
@@ -52,7 +53,13 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         /** Never delivers notifications attached to transfers. */
         DROP_NOTIFICATIONS,
         /** Keeps registrations and handles when closed. */
-        LEAK_ON_CLOSE
+        LEAK_ON_CLOSE,
+        /** Merges contiguous pairs even where they cross from one registration into the next. */
+        MERGE_ACROSS_REGISTRATIONS,
+        /** Merges pairs contiguous on the local side only, as if the remote side were too. */
+        MERGE_ONE_SIDED,
+        /** Merges correctly but reports one operation per pair. */
+        MISCOUNT_OPERATIONS
     }
 
     private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
@@ -91,7 +98,7 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
     @Override
     public Availability probe()
     {
-        return Availability.available(EnumSet.of(Capability.HOST_MEMORY), Map.of("defects", defects.toString()));
+        return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.COALESCING), Map.of("defects", defects.toString()));
     }
 
     @Override
@@ -105,7 +112,9 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
     {
     }
 
-    private record Prepared(Instance owner, Remote peer, long[] addresses, long[] lengths, List<Allocation> within) implements PreparedList
+    // regions[i]: index in within of the allocation holding descriptor i (-1 when unchecked)
+    private record Prepared(Instance owner, Remote peer, long[] addresses, long[] lengths, int[] regions, List<Allocation> within)
+            implements PreparedList
     {
         @Override
         public int size()
@@ -124,6 +133,7 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
     {
         TransferStatus status = TransferStatus.IN_PROGRESS;
         KvBridgeException failure;
+        int operations;
     }
 
     private static final class Instance implements TransferBackend
@@ -231,6 +241,7 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         private Prepared prepare(Remote peer, List<Allocation> memory, DescriptorList descriptors)
         {
             List<Allocation> within = new ArrayList<>();
+            int[] regions = new int[descriptors.size()];
             for (int i = 0; i < descriptors.size(); i++) {
                 long address = descriptors.address(i);
                 long length = descriptors.length(i);
@@ -239,8 +250,9 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
                     throw new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, "descriptor " + i + " is outside registered memory");
                 }
                 owner.filter(a -> !within.contains(a)).ifPresent(within::add);
+                regions[i] = owner.map(within::indexOf).orElse(-1);
             }
-            Prepared list = new Prepared(this, peer, descriptors.addresses(), descriptors.lengths(), within);
+            Prepared list = new Prepared(this, peer, descriptors.addresses(), descriptors.lengths(), regions, within);
             prepared.add(list);
             return list;
         }
@@ -264,7 +276,8 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
             if (!registered.containsAll(local.within)) {
                 throw new KvBridgeException(ErrorCode.NOT_REGISTERED, "local memory was deregistered");
             }
-            long[][] pairs = new long[count][3];
+            // runs of {local address, remote address, length, local region, remote region}
+            List<long[]> runs = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 int l = localIndices[i];
                 int r = remoteIndices[i];
@@ -274,11 +287,22 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
                 if (local.lengths[l] != remote.lengths[r]) {
                     throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, "pair " + i + " lengths differ");
                 }
-                boolean write = op == TransferOp.WRITE;
-                pairs[i] = new long[] {write ? local.addresses[l] : remote.addresses[r], write ? remote.addresses[r] : local.addresses[l], local.lengths[l]};
+                long[] last = runs.isEmpty() ? null : runs.getLast();
+                if (last != null && continues(last, local.addresses[l], local.regions[l], remote.addresses[r], remote.regions[r])) {
+                    last[2] += local.lengths[l];
+                }
+                else {
+                    runs.add(new long[] {local.addresses[l], remote.addresses[r], local.lengths[l], local.regions[l], remote.regions[r]});
+                }
+            }
+            boolean write = op == TransferOp.WRITE;
+            List<long[]> pairs = new ArrayList<>();
+            for (long[] run : runs) {
+                pairs.add(new long[] {write ? run[0] : run[1], write ? run[1] : run[0], run[2]});
             }
             long handle = nextHandle++;
             Job job = new Job();
+            job.operations = defects.contains(Defect.MISCOUNT_OPERATIONS) ? count : runs.size();
             jobs.put(handle, job);
             Instance target = remote.peer.target;
             byte[] message = notification == null ? null : notification.clone();
@@ -289,7 +313,17 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
             return handle;
         }
 
-        private void copy(Job job, Instance target, long[][] pairs, byte[] message)
+        private boolean continues(long[] run, long localAddress, int localRegion, long remoteAddress, int remoteRegion)
+        {
+            boolean localContinues = run[0] + run[2] == localAddress;
+            if (defects.contains(Defect.MERGE_ONE_SIDED)) {
+                return localContinues;
+            }
+            boolean sameRegions = run[3] == localRegion && run[4] == remoteRegion;
+            return localContinues && run[1] + run[2] == remoteAddress && (sameRegions || defects.contains(Defect.MERGE_ACROSS_REGISTRATIONS));
+        }
+
+        private void copy(Job job, Instance target, List<long[]> pairs, byte[] message)
         {
             if (defects.contains(Defect.NOTIFY_BEFORE_DATA)) {
                 pause();
@@ -327,6 +361,12 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         public synchronized TransferStatus status(long handle)
         {
             return job(handle).status;
+        }
+
+        @Override
+        public synchronized int operations(long handle)
+        {
+            return job(handle).operations;
         }
 
         @Override

@@ -67,6 +67,33 @@ final class ConformanceSuiteCatchesDefectsTest
         }
     }
 
+    static class MergesAcrossRegistrations extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.MERGE_ACROSS_REGISTRATIONS));
+        }
+    }
+
+    static class MergesOneSided extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.MERGE_ONE_SIDED));
+        }
+    }
+
+    static class MiscountsOperations extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.MISCOUNT_OPERATIONS));
+        }
+    }
+
     @Test
     void notificationBeforeDataIsCaught()
     {
@@ -97,6 +124,26 @@ final class ConformanceSuiteCatchesDefectsTest
     void leakOnCloseIsCaught()
     {
         assertFails(run(LeaksOnClose.class), "releaseAndCloseLeaveNothingHeld");
+    }
+
+    @Test
+    void mergingAcrossRegistrationsIsCaught()
+    {
+        // the bytes still land where they should: the exact operation count shows the defect
+        assertFails(run(MergesAcrossRegistrations.class), "coalescingStopsAtRegistrationBoundaries");
+    }
+
+    @Test
+    void mergingWithAGapOnOneSideIsCaught()
+    {
+        assertFails(run(MergesOneSided.class), "coalescingKeepsGapsOnEitherSide", "coalescingNeverMergesBackwards");
+    }
+
+    @Test
+    void miscountedOperationsAreCaught()
+    {
+        assertFails(run(MiscountsOperations.class), "operationCountIsOnePerPairOrUnknownAndGoesWithTheHandle",
+                "coalescingMergesRunsContiguousOnBothSides", "coalescingStopsAtRegistrationBoundaries");
     }
 
     @Test
