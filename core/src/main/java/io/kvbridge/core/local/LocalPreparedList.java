@@ -12,17 +12,21 @@ final class LocalPreparedList implements PreparedList
     final MemoryKind kind;
     final long[] addresses;
     final long[] lengths;
+    // per descriptor, the index of its registration in registrations: runs never merge across them
+    final int[] registrationIds;
     // the distinct registrations the descriptors lie in: all must still be live when bytes move
     final LocalRegistration[] registrations;
     volatile boolean released;
 
-    LocalPreparedList(LocalTransferBackend owner, LocalPeer peer, MemoryKind kind, long[] addresses, long[] lengths, LocalRegistration[] registrations)
+    LocalPreparedList(LocalTransferBackend owner, LocalPeer peer, MemoryKind kind, long[] addresses, long[] lengths, int[] registrationIds,
+            LocalRegistration[] registrations)
     {
         this.owner = owner;
         this.peer = peer;
         this.kind = kind;
         this.addresses = addresses;
         this.lengths = lengths;
+        this.registrationIds = registrationIds;
         this.registrations = registrations;
     }
 

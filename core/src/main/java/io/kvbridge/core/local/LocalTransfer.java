@@ -1,23 +1,24 @@
 package io.kvbridge.core.local;
 
+import io.kvbridge.core.planner.DescriptorPairs;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One posted transfer, resolved at post time into absolute (source, destination, length) triples.
- * Slots are reused: the arrays grow to the largest transfer seen and are never reallocated below it,
- * so steady-state posting allocates nothing but the notification copy.
+ * One posted transfer, resolved at post time into coalesced absolute copies. Slots are reused: the
+ * copy buffer grows to the largest transfer seen and is never reallocated below it, so steady-state
+ * posting allocates nothing but the notification copy.
  */
 final class LocalTransfer
 {
     final int slot;
     int generation;
 
-    long[] sources = new long[16];
-    long[] destinations = new long[16];
-    long[] lengths = new long[16];
-    int count;
+    // local side = the initiator's memory; WRITE copies local to remote, READ remote to local
+    final DescriptorPairs copies = new DescriptorPairs(16);
+    boolean write;
+    long bytes;
     int parts;
 
     LocalPreparedList localList;
@@ -38,16 +39,6 @@ final class LocalTransfer
     long handle()
     {
         return ((long) generation << 32) | slot;
-    }
-
-    void ensureCapacity(int pairs)
-    {
-        if (sources.length < pairs) {
-            int size = Math.max(pairs, sources.length * 2);
-            sources = new long[size];
-            destinations = new long[size];
-            lengths = new long[size];
-        }
     }
 
     /** Drops references so a finished transfer keeps no lists, peers or messages alive. */

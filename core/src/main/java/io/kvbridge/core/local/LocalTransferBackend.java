@@ -2,6 +2,7 @@ package io.kvbridge.core.local;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.planner.DescriptorPairs;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
@@ -33,8 +34,11 @@ import org.slf4j.LoggerFactory;
  * instance's own copy threads, with the same asynchronous contract as a network transport. It is
  * the reference every other transport is tested against.
  *
- * <p>A transfer is split into at most {@code copy-threads} contiguous parts, one per copy thread;
- * the thread that finishes the last part delivers the notification, so it always follows the data.
+ * <p>A post resolves its pairs into copies, merging runs contiguous on both sides within one
+ * registration on each side ({@link io.kvbridge.spi.transfer.Capability#COALESCING}). A transfer
+ * of more than 1 MiB is split by bytes into at most {@code copy-threads} contiguous parts, one per
+ * copy thread; the thread that finishes the last part delivers the notification, so it always
+ * follows the data.
  */
 final class LocalTransferBackend implements TransferBackend
 {
@@ -236,8 +240,11 @@ final class LocalTransferBackend implements TransferBackend
         }
         long[] addresses = descriptors.addresses();
         long[] lengths = descriptors.lengths();
-        IdentityHashMap<LocalRegistration, Boolean> used = new IdentityHashMap<>();
+        int[] registrationIds = new int[addresses.length];
+        IdentityHashMap<LocalRegistration, Integer> ids = new IdentityHashMap<>();
+        List<LocalRegistration> used = new ArrayList<>();
         LocalRegistration last = null;
+        int lastId = -1;
         for (int i = 0; i < addresses.length; i++) {
             // consecutive descriptors usually share an allocation: test the last one before searching
             if (last == null || !last.allocation.contains(addresses[i], lengths[i])) {
@@ -247,10 +254,16 @@ final class LocalTransferBackend implements TransferBackend
                             "descriptor %d (address=0x%x, length=%d, %s device %d) lies outside every allocation registered with '%s'; register the memory first",
                             i, addresses[i], lengths[i], descriptors.kind(), descriptors.device(), memoryOwner.agentName));
                 }
-                used.put(last, Boolean.TRUE);
+                LocalRegistration found = last;
+                lastId = ids.computeIfAbsent(found, ignored -> {
+                    used.add(found);
+                    return used.size() - 1;
+                });
             }
+            registrationIds[i] = lastId;
         }
-        LocalPreparedList list = new LocalPreparedList(this, peer, descriptors.kind(), addresses, lengths, used.keySet().toArray(new LocalRegistration[0]));
+        LocalPreparedList list = new LocalPreparedList(this, peer, descriptors.kind(), addresses, lengths, registrationIds,
+                used.toArray(new LocalRegistration[0]));
         synchronized (preparedLists) {
             preparedLists.add(list);
         }
@@ -286,7 +299,8 @@ final class LocalTransferBackend implements TransferBackend
         }
         LocalTransfer transfer = acquireSlot();
         try {
-            transfer.ensureCapacity(count);
+            DescriptorPairs copies = transfer.copies;
+            copies.clear(count);
             long totalBytes = 0;
             for (int i = 0; i < count; i++) {
                 int l = localIndices[i];
@@ -300,17 +314,18 @@ final class LocalTransferBackend implements TransferBackend
                     throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(Locale.ROOT,
                             "pair %d: local descriptor %d has %d bytes but remote descriptor %d has %d bytes", i, l, length, r, remote.lengths[r]));
                 }
-                boolean write = op == TransferOp.WRITE;
-                transfer.sources[i] = write ? local.addresses[l] : remote.addresses[r];
-                transfer.destinations[i] = write ? remote.addresses[r] : local.addresses[l];
-                transfer.lengths[i] = length;
+                // a run merges only within one registration on each side, as a network transport
+                // must (one memory handle and one remote key per operation)
+                copies.add(local.addresses[l], local.registrationIds[l], remote.addresses[r], remote.registrationIds[r], length, true);
                 totalBytes += length;
             }
-            transfer.count = count;
+            transfer.write = op == TransferOp.WRITE;
+            transfer.bytes = totalBytes;
             transfer.localList = local;
             transfer.remoteList = remote;
             transfer.notification = notification == null ? null : notification.clone();
-            transfer.parts = (int) Math.max(1, Math.min(copyThreads.length, Math.min(count, totalBytes / SPLIT_THRESHOLD_BYTES)));
+            // split by bytes, not by copies: a coalesced transfer may be one long copy
+            transfer.parts = (int) Math.max(1, Math.min(copyThreads.length, totalBytes / SPLIT_THRESHOLD_BYTES));
             transfer.pendingParts.set(transfer.parts);
             transfer.failure = null;
             transfer.cancelled = false;
@@ -356,14 +371,7 @@ final class LocalTransferBackend implements TransferBackend
                 transfer.failure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, "transfer stopped before moving data: " + unusable);
             }
             else {
-                int from = (int) ((long) transfer.count * part / transfer.parts);
-                int to = (int) ((long) transfer.count * (part + 1) / transfer.parts);
-                long[] sources = transfer.sources;
-                long[] destinations = transfer.destinations;
-                long[] lengths = transfer.lengths;
-                for (int i = from; i < to && !transfer.cancelled; i++) {
-                    MemorySegment.copy(ALL_MEMORY, sources[i], ALL_MEMORY, destinations[i], lengths[i]);
-                }
+                copyBytes(transfer, part);
             }
         }
         catch (RuntimeException | Error e) {
@@ -371,6 +379,30 @@ final class LocalTransferBackend implements TransferBackend
         }
         if (transfer.pendingParts.decrementAndGet() == 0) {
             complete(transfer);
+        }
+    }
+
+    /** Copies one part's share of the transfer's bytes: a contiguous byte range across its copies. */
+    private static void copyBytes(LocalTransfer transfer, int part)
+    {
+        // equal shares; the last part takes the remainder
+        long share = transfer.bytes / transfer.parts;
+        long begin = share * part;
+        long end = part == transfer.parts - 1 ? transfer.bytes : begin + share;
+        DescriptorPairs copies = transfer.copies;
+        boolean write = transfer.write;
+        long offset = 0;
+        for (int i = 0; i < copies.size() && offset < end && !transfer.cancelled; i++) {
+            long length = copies.length(i);
+            long from = Math.max(begin, offset);
+            long to = Math.min(end, offset + length);
+            if (from < to) {
+                long skip = from - offset;
+                long source = (write ? copies.localAddress(i) : copies.remoteAddress(i)) + skip;
+                long destination = (write ? copies.remoteAddress(i) : copies.localAddress(i)) + skip;
+                MemorySegment.copy(ALL_MEMORY, source, ALL_MEMORY, destination, to - from);
+            }
+            offset += length;
         }
     }
 
@@ -424,6 +456,15 @@ final class LocalTransferBackend implements TransferBackend
     {
         LocalTransfer transfer = transferOf(handle);
         return transfer.status == TransferStatus.FAILED ? Optional.ofNullable(transfer.failure) : Optional.empty();
+    }
+
+    @Override
+    public int operations(long handle)
+    {
+        // one copy per coalesced run; a run the copy threads share between them still counts once
+        synchronized (slotLock) {
+            return transferOfLocked(handle).copies.size();
+        }
     }
 
     @Override

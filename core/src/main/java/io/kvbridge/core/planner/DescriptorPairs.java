@@ -14,6 +14,10 @@ import java.util.Locale;
  * that are contiguous on both sides into one, so the number of copies follows contiguity rather
  * than the number of blocks; it never changes which bytes move where.
  *
+ * <p>The planner fills it from descriptor lists ({@link #resolve}); a transport fills it pair by
+ * pair ({@link #add}) with the memory region each side lies in, so that a merged copy never spans
+ * two registrations that merely happen to be adjacent.
+ *
  * <p>Kept in primitive arrays that grow only when a request needs more room than any before it,
  * so steady-state use allocates nothing. Not thread-safe: one buffer per thread.
  */
@@ -23,6 +27,9 @@ public final class DescriptorPairs
     private long[] remoteAddresses;
     private long[] lengths;
     private int size;
+    // regions of the last copy: the next pair merges into it only within the same regions
+    private int lastLocalRegion;
+    private int lastRemoteRegion;
 
     /**
      * Creates an empty buffer.
@@ -62,8 +69,7 @@ public final class DescriptorPairs
             throw Checks.invalid("count=%d exceeds localIndices.length=%d or remoteIndices.length=%d",
                     count, localIndices.length, remoteIndices.length);
         }
-        ensureCapacity(count);
-        size = 0;
+        clear(count);
         for (int i = 0; i < count; i++) {
             int l = localIndices[i];
             int r = remoteIndices[i];
@@ -74,14 +80,45 @@ public final class DescriptorPairs
             if (length != remote.length(r)) {
                 throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "pair %d: local descriptor %d has length=%d but remote descriptor %d has length=%d", i, l, length, r, remote.length(r));
             }
-            append(local.address(l), remote.address(r), length, coalesce);
+            // descriptor lists carry no registrations: every descriptor counts as one region
+            add(local.address(l), 0, remote.address(r), 0, length, coalesce);
         }
         return size;
     }
 
-    private void append(long localAddress, long remoteAddress, long length, boolean coalesce)
+    /**
+     * Empties the buffer and makes room for a number of pairs, so the {@link #add} calls that follow
+     * allocate nothing.
+     *
+     * @param expectedPairs pairs about to be added; non-negative.
+     */
+    public void clear(int expectedPairs)
     {
-        if (coalesce && size > 0) {
+        if (expectedPairs < 0) {
+            throw Checks.invalid("expectedPairs=%d is negative", expectedPairs);
+        }
+        if (localAddresses.length < expectedPairs) {
+            grow(expectedPairs);
+        }
+        size = 0;
+    }
+
+    /**
+     * Appends the copy of one pair, whose ranges the caller has checked. With {@code coalesce} the
+     * pair extends the last copy instead when it starts where that copy ends on both sides and lies
+     * in the same region as that copy on each side.
+     *
+     * @param localAddress first local byte.
+     * @param localRegion the local memory region (registration) holding the range, any id the caller
+     *     keeps stable within one fill.
+     * @param remoteAddress first remote byte.
+     * @param remoteRegion the remote memory region holding the range.
+     * @param length bytes, the same on both sides.
+     * @param coalesce whether the pair may merge into the last copy.
+     */
+    public void add(long localAddress, int localRegion, long remoteAddress, int remoteRegion, long length, boolean coalesce)
+    {
+        if (coalesce && size > 0 && localRegion == lastLocalRegion && remoteRegion == lastRemoteRegion) {
             int last = size - 1;
             long end = lengths[last];
             if (localAddresses[last] + end == localAddress && remoteAddresses[last] + end == remoteAddress) {
@@ -89,19 +126,22 @@ public final class DescriptorPairs
                 return;
             }
         }
+        if (size == localAddresses.length) {
+            grow(Math.max(8, size * 2));
+        }
         localAddresses[size] = localAddress;
         remoteAddresses[size] = remoteAddress;
         lengths[size] = length;
+        lastLocalRegion = localRegion;
+        lastRemoteRegion = remoteRegion;
         size++;
     }
 
-    private void ensureCapacity(int count)
+    private void grow(int capacity)
     {
-        if (localAddresses.length < count) {
-            localAddresses = Arrays.copyOf(localAddresses, count);
-            remoteAddresses = Arrays.copyOf(remoteAddresses, count);
-            lengths = Arrays.copyOf(lengths, count);
-        }
+        localAddresses = Arrays.copyOf(localAddresses, capacity);
+        remoteAddresses = Arrays.copyOf(remoteAddresses, capacity);
+        lengths = Arrays.copyOf(lengths, capacity);
     }
 
     /**

@@ -65,6 +65,35 @@ final class DescriptorPairsTest
     }
 
     @Test
+    void pairsAddedOneByOneMergeOnlyWithinTheSameRegions()
+    {
+        DescriptorPairs copies = new DescriptorPairs(0);
+        copies.clear(6);
+        copies.add(100, 0, 1000, 0, 16, true);
+        copies.add(116, 0, 1016, 0, 16, true);
+        // contiguous, but the local range lies in the next region (a registration right after the first)
+        copies.add(132, 1, 1032, 0, 16, true);
+        // contiguous, but the remote range crosses into another region
+        copies.add(148, 1, 1048, 7, 16, true);
+        copies.add(164, 1, 1064, 7, 16, true);
+        // contiguous and in the same regions, but not asked to coalesce
+        copies.add(180, 1, 1080, 7, 16, false);
+        assertEquals(4, copies.size());
+        assertEquals(32, copies.length(0));
+        assertEquals(132, copies.localAddress(1));
+        assertEquals(148, copies.localAddress(2));
+        assertEquals(1048, copies.remoteAddress(2));
+        assertEquals(32, copies.length(2));
+        assertEquals(96, copies.totalBytes());
+        copies.clear(0);
+        assertEquals(0, copies.size());
+        // no region carries over from the last fill: the first pair starts a copy
+        copies.add(196, 1, 1096, 7, 16, true);
+        assertEquals(1, copies.size());
+        assertError(ErrorCode.INVALID_ARGUMENT, () -> copies.clear(-1), "expectedPairs=-1");
+    }
+
+    @Test
     void untrustedIndicesAndLengthsAreChecked()
     {
         DescriptorList local = DescriptorList.wrap(MemoryKind.HOST, 0, new long[] {100, 116}, new long[] {16, 32}, 2);
