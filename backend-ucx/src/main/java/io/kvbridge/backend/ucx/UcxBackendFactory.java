@@ -105,7 +105,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
                     Ucp.configRelease(config);
                 }
                 Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.TRANSPORT_ALLOCATION, Capability.CROSS_PROCESS,
-                        Capability.CROSS_HOST, Capability.PEER_FAILURE_DETECTION);
+                        Capability.CROSS_HOST, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING);
                 try {
                     details.put("transports", UcxResources.transports(Ucp.contextInfo(context)));
                     // reported for the user's information; the transport itself moves host memory only

@@ -6,8 +6,9 @@ import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 
 /**
- * One posted transfer, resolved at post time into primitive arrays the owner thread issues from.
- * Slots are reused: the arrays only grow, so steady-state posting allocates nothing.
+ * One posted transfer, resolved at post time into primitive arrays the owner thread issues from: one
+ * entry per operation, a run of coalesced pairs being one entry. Slots are reused: the arrays only
+ * grow, so steady-state posting allocates nothing.
  */
 final class UcxTransfer
 {
@@ -26,7 +27,8 @@ final class UcxTransfer
     long[] lengths = new long[16];
     long[] memoryHandles = new long[16];
     long[] remoteKeys = new long[16];
-    int count;
+    int pairs;
+    int operations;
     long bytes;
     TransferOp op;
     UcxPeer peer;

@@ -46,8 +46,11 @@ import java.util.function.Supplier;
  * every UCX call. Other threads hand it work (commands, and posted transfers through a queue that
  * allocates nothing) and read results from volatile fields; they never touch a UCX handle.
  *
- * <p>A transfer is issued as one {@code ucp_put_nbx} / {@code ucp_get_nbx} per descriptor pair,
- * followed by one {@code ucp_ep_flush_nbx}; when the flush completes every byte is in place at the
+ * <p>A transfer is issued as one {@code ucp_put_nbx} / {@code ucp_get_nbx} per run of descriptor
+ * pairs, followed by one {@code ucp_ep_flush_nbx}. A run is a pair, extended by the pairs after it
+ * while each starts where the run ends on both sides, within the same local memory handle and the
+ * same remote key ({@link io.kvbridge.spi.transfer.Capability#COALESCING}): one operation must be
+ * covered by one registration on each side. When the flush completes every byte is in place at the
  * peer (WRITE) or here (READ), and only then is the notification sent as a tagged message. Requests
  * are polled; the only upcall is UCX's endpoint error handler.
  *
@@ -606,7 +609,13 @@ final class UcxTransferBackend implements TransferBackend
         UcxTransfer transfer = acquireSlot();
         try {
             transfer.ensureCapacity(count);
+            long[] localAddresses = transfer.localAddresses;
+            long[] remoteAddresses = transfer.remoteAddresses;
+            long[] lengths = transfer.lengths;
+            long[] memoryHandles = transfer.memoryHandles;
+            long[] remoteKeys = transfer.remoteKeys;
             long bytes = 0;
+            int operations = 0;
             for (int i = 0; i < count; i++) {
                 int l = localIndices[i];
                 int r = remoteIndices[i];
@@ -619,14 +628,29 @@ final class UcxTransferBackend implements TransferBackend
                     throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(Locale.ROOT,
                             "pair %d: local descriptor %d has %d bytes but remote descriptor %d has %d bytes", i, l, length, r, remote.lengths[r]));
                 }
-                transfer.localAddresses[i] = local.addresses[l];
-                transfer.remoteAddresses[i] = remote.addresses[r];
-                transfer.lengths[i] = length;
-                transfer.memoryHandles[i] = local.keys[l];
-                transfer.remoteKeys[i] = remote.keys[r];
                 bytes += length;
+                long localAddress = local.addresses[l];
+                long remoteAddress = remote.addresses[r];
+                long memoryHandle = local.keys[l];
+                long remoteKey = remote.keys[r];
+                if (operations > 0) {
+                    int last = operations - 1;
+                    long run = lengths[last];
+                    if (memoryHandles[last] == memoryHandle && remoteKeys[last] == remoteKey
+                            && localAddresses[last] + run == localAddress && remoteAddresses[last] + run == remoteAddress) {
+                        lengths[last] = run + length;
+                        continue;
+                    }
+                }
+                localAddresses[operations] = localAddress;
+                remoteAddresses[operations] = remoteAddress;
+                lengths[operations] = length;
+                memoryHandles[operations] = memoryHandle;
+                remoteKeys[operations] = remoteKey;
+                operations++;
             }
-            transfer.count = count;
+            transfer.pairs = count;
+            transfer.operations = operations;
             transfer.bytes = bytes;
             transfer.op = op;
             transfer.peer = remote.peer;
@@ -675,6 +699,14 @@ final class UcxTransferBackend implements TransferBackend
         synchronized (slotLock) {
             UcxTransfer transfer = transferOfLocked(handle);
             return transfer.status == TransferStatus.FAILED ? Optional.ofNullable(transfer.failure) : Optional.empty();
+        }
+    }
+
+    @Override
+    public int operations(long handle)
+    {
+        synchronized (slotLock) {
+            return transferOfLocked(handle).operations;
         }
     }
 
@@ -1191,7 +1223,7 @@ final class UcxTransferBackend implements TransferBackend
         long[] memoryHandles = transfer.memoryHandles;
         long[] remoteKeys = transfer.remoteKeys;
         long lastMemoryHandle = 0;
-        for (int i = 0; i < transfer.count; i++) {
+        for (int i = 0; i < transfer.operations; i++) {
             if (memoryHandles[i] != lastMemoryHandle) {
                 lastMemoryHandle = memoryHandles[i];
                 Ucp.setMemoryHandle(rmaParam, lastMemoryHandle);
@@ -1367,7 +1399,8 @@ final class UcxTransferBackend implements TransferBackend
 
     private String describe(UcxTransfer transfer)
     {
-        return String.format(Locale.ROOT, "%s of %d descriptors (%d bytes) %s peer '%s'", transfer.op, transfer.count, transfer.bytes,
+        return String.format(Locale.ROOT, "%s of %d descriptor pairs in %d operations (%d bytes) %s peer '%s'", transfer.op, transfer.pairs,
+                transfer.operations, transfer.bytes,
                 transfer.op == TransferOp.WRITE ? "to" : "from", transfer.peer.name);
     }
 
