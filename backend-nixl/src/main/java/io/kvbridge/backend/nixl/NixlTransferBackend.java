@@ -45,6 +45,12 @@ import java.util.function.Supplier;
  * <p><b>Checks.</b> Indices, lengths and descriptor ranges are checked against Java copies of the
  * prepared lists, registrations and the peer's announced allocations before NIXL sees them, so bad
  * input gets a precise error and NIXL never sees an out-of-range index.
+ *
+ * <p><b>Operations.</b> A request names prepared-list indices and NIXL's backend decides how many
+ * operations it issues for them, so this transport cannot merge contiguous pairs and does not claim
+ * {@link io.kvbridge.spi.transfer.Capability#COALESCING}. {@link #operations} keeps the default and
+ * reports {@code -1} (not known) rather than the pair count, which would pass a number nothing
+ * measured for one the library chose; the engine records the pair count in its place.
  */
 final class NixlTransferBackend implements TransferBackend
 {
