@@ -298,7 +298,7 @@ abstract class RankWorker
             transfers.removeLast();
             i--;
             if (status == TransferStatus.DONE) {
-                metrics.transferDone(now - transfer.postedNanos, transfer.postDurationNanos, transfer.bytes, transfer.descriptors);
+                metrics.transferDone(now - transfer.postedNanos, transfer.postDurationNanos, transfer.bytes, transfer.descriptors, transfer.operations);
                 release(transfer);
                 transferDone(transfer);
             }
@@ -416,9 +416,24 @@ abstract class RankWorker
             throw e;
         }
         long posted = now();
-        Transfer transfer = new Transfer(handle, owner, start, posted - start, posted + settings.transferTimeout().toNanos(), bytes, count, mark);
+        Transfer transfer = new Transfer(handle, owner, start, posted - start, posted + settings.transferTimeout().toNanos(), bytes, count,
+                operationsOf(handle, count), mark);
         transfers.add(transfer);
         return transfer;
+    }
+
+    /** The operations the transport issued for a transfer, or its pair count when the transport does not say. */
+    private int operationsOf(long handle, int pairs)
+    {
+        int operations;
+        try {
+            operations = transport.operations(handle);
+        }
+        catch (KvBridgeException e) {
+            // a metric must not lose a posted transfer: it is tracked, and counted as one operation per pair
+            operations = -1;
+        }
+        return operations < 0 ? pairs : operations;
     }
 
     final void ensureScratch(int size)

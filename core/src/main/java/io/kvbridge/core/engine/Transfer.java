@@ -15,10 +15,12 @@ final class Transfer
     final long deadlineNanos;
     final long bytes;
     final int descriptors;
+    // what the transport issued for the descriptor pairs after coalescing
+    final int operations;
     final RemoteEngines.InFlight mark;
 
     Transfer(long handle, Object owner, long postedNanos, long postDurationNanos, long deadlineNanos, long bytes, int descriptors,
-            RemoteEngines.InFlight mark)
+            int operations, RemoteEngines.InFlight mark)
     {
         this.handle = handle;
         this.owner = owner;
@@ -27,6 +29,7 @@ final class Transfer
         this.deadlineNanos = deadlineNanos;
         this.bytes = bytes;
         this.descriptors = descriptors;
+        this.operations = operations;
         this.mark = mark;
     }
 }

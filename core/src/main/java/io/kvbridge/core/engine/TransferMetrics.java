@@ -15,9 +15,15 @@ import java.util.concurrent.TimeUnit;
  * The transfer metrics of one bridge, shared by its connectors: Micrometer meters (Prometheus names
  * {@code kvbridge_transfer_time_seconds}, {@code kvbridge_post_time_seconds},
  * {@code kvbridge_transfer_bytes}, {@code kvbridge_transfer_descriptors},
- * {@code kvbridge_transfer_failed_total}, {@code kvbridge_notification_failed_total},
- * {@code kvbridge_lease_expired_total}), and an interval summary for one log line that is reset each
- * time it is read. Recording allocates nothing. Thread-safe.
+ * {@code kvbridge_transfer_operations}, {@code kvbridge_transfer_failed_total},
+ * {@code kvbridge_notification_failed_total}, {@code kvbridge_lease_expired_total}), and an interval
+ * summary for one log line that is reset each time it is read. Recording allocates nothing.
+ * Thread-safe.
+ *
+ * <p>{@code kvbridge.transfer.descriptors} counts the descriptor pairs a transfer posted, before
+ * coalescing; {@code kvbridge.transfer.operations} the operations the transport issued for them,
+ * after coalescing ({@link io.kvbridge.spi.transfer.TransferBackend#operations}), or the pair count
+ * when the transport does not report it. Their ratio is what coalescing saved.
  */
 final class TransferMetrics
 {
@@ -27,6 +33,7 @@ final class TransferMetrics
     private final Timer postTime;
     private final DistributionSummary bytes;
     private final DistributionSummary descriptors;
+    private final DistributionSummary operations;
     private final Counter failedTransfers;
     private final Counter failedNotifications;
     private final Counter expiredLeases;
@@ -37,6 +44,7 @@ final class TransferMetrics
     private long postNanos;
     private long totalBytes;
     private long totalDescriptors;
+    private long totalOperations;
     private long failures;
     private long notificationFailures;
     private long expiries;
@@ -57,8 +65,12 @@ final class TransferMetrics
         }
         this.bytes = DistributionSummary.builder("kvbridge.transfer.bytes").baseUnit("bytes").description("bytes moved by one transfer")
                 .serviceLevelObjectives(byteBuckets).register(registry);
-        this.descriptors = DistributionSummary.builder("kvbridge.transfer.descriptors").description("descriptor pairs of one transfer")
+        this.descriptors = DistributionSummary.builder("kvbridge.transfer.descriptors").description("descriptor pairs of one transfer, before coalescing")
                 .serviceLevelObjectives(10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000).register(registry);
+        // coalesced transfers issue few operations: buckets start at one
+        this.operations = DistributionSummary.builder("kvbridge.transfer.operations")
+                .description("operations the transport issued for one transfer, after coalescing")
+                .serviceLevelObjectives(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000).register(registry);
         this.failedTransfers = Counter.builder("kvbridge.transfer.failed").description("transfers that failed or were given up").register(registry);
         this.failedNotifications = Counter.builder("kvbridge.notification.failed").description("notifications that could not be sent").register(registry);
         this.expiredLeases = Counter.builder("kvbridge.lease.expired").description("producer leases that expired before every consumer finished")
@@ -74,12 +86,13 @@ final class TransferMetrics
         return durations;
     }
 
-    void transferDone(long durationNanos, long postDurationNanos, long byteCount, int descriptorCount)
+    void transferDone(long durationNanos, long postDurationNanos, long byteCount, int descriptorCount, int operationCount)
     {
         transferTime.record(durationNanos, TimeUnit.NANOSECONDS);
         postTime.record(postDurationNanos, TimeUnit.NANOSECONDS);
         bytes.record(byteCount);
         descriptors.record(descriptorCount);
+        operations.record(operationCount);
         synchronized (lock) {
             samples[(int) (count % SAMPLES)] = durationNanos;
             count++;
@@ -87,6 +100,7 @@ final class TransferMetrics
             postNanos += postDurationNanos;
             totalBytes += byteCount;
             totalDescriptors += descriptorCount;
+            totalOperations += operationCount;
         }
     }
 
@@ -135,9 +149,10 @@ final class TransferMetrics
                 long p90 = sorted[Math.min(sorted.length - 1, (int) Math.ceil(sorted.length * 0.9) - 1)];
                 double seconds = transferNanos / 1e9;
                 line = String.format(Locale.ROOT,
-                        "kvbridge transfers: count=%d time mean=%.3f ms p90=%.3f ms post mean=%.3f ms, %.3f MB per transfer, %.1f descriptors per transfer, %.3f GB/s",
+                        "kvbridge transfers: count=%d time mean=%.3f ms p90=%.3f ms post mean=%.3f ms, %.3f MB per transfer, %.1f descriptors and %.1f operations"
+                                + " per transfer, %.3f GB/s",
                         count, transferNanos / 1e6 / count, p90 / 1e6, postNanos / 1e6 / count, totalBytes / 1e6 / count,
-                        (double) totalDescriptors / count, seconds > 0 ? totalBytes / 1e9 / seconds : 0.0);
+                        (double) totalDescriptors / count, (double) totalOperations / count, seconds > 0 ? totalBytes / 1e9 / seconds : 0.0);
             }
             line += String.format(Locale.ROOT, ", failed transfers=%d, failed notifications=%d, expired leases=%d", failures, notificationFailures, expiries);
             count = 0;
@@ -145,6 +160,7 @@ final class TransferMetrics
             postNanos = 0;
             totalBytes = 0;
             totalDescriptors = 0;
+            totalOperations = 0;
             failures = 0;
             notificationFailures = 0;
             expiries = 0;

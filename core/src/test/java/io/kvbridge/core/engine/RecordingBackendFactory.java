@@ -34,6 +34,8 @@ final class RecordingBackendFactory implements TransferBackendFactory
     volatile CountDownLatch drainGate;
     /** While set, each drain throws it, as a transport failing for good in native code would. */
     volatile Error drainFailure;
+    /** While set, transports report no operation count, as a transport that cannot count them. */
+    volatile boolean operationsUnreported;
 
     RecordingBackendFactory(TransferBackendFactory delegate)
     {
@@ -83,6 +85,13 @@ final class RecordingBackendFactory implements TransferBackendFactory
                 long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification);
                 outbox.add(op);
                 return handle;
+            }
+
+            @Override
+            public int operations(long handle)
+            {
+                int operations = super.operations(handle);
+                return operationsUnreported ? -1 : operations;
             }
 
             @Override
