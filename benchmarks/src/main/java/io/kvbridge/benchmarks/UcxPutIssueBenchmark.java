@@ -30,13 +30,18 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Cost per put through the UCX transport: one operation posts a WRITE of {@value #PUTS}
- * descriptors of {@code putBytes} each and waits for DONE (every put issued, one flush), so the
- * score is post + issue + flush per put, in nanoseconds (64 bytes: the issue cost; 4096 bytes:
- * the same loop streaming 256 MiB, copy included). Two instances in one JVM, like the jucx
- * figure it is compared with (164 ns per 64-byte {@code putNonBlockingImplicit}). {@code ucx}
- * memory is allocated by UCX (a put is a copy into shared memory); {@code own} memory is registered
- * arena memory (a put is an active message the target's owner thread applies).
+ * Cost per descriptor pair through the UCX transport: one operation posts a WRITE of {@value #PUTS}
+ * pairs of {@code putBytes} each and waits for DONE (every put issued, one flush), so the score is
+ * post + issue + flush per pair, in nanoseconds (64 bytes: the issue cost; 4096 bytes: the same
+ * loop streaming 256 MiB, copy included). Two instances in one JVM, like the jucx figure it is
+ * compared with (164 ns per 64-byte {@code putNonBlockingImplicit}). {@code ucx} memory is
+ * allocated by UCX (a put is a copy into shared memory); {@code own} memory is registered arena
+ * memory (a put is an active message the target's owner thread applies).
+ *
+ * <p>{@code pairing}: {@code swapped} pairs local block {@code i} with remote block {@code i ^ 1},
+ * so no two consecutive pairs are contiguous on the remote side and every pair is one put (the
+ * transport before coalescing); {@code contiguous} pairs {@code i} with {@code i}, so the transport
+ * coalesces the whole transfer into one put. Setup checks the operation count the transport reports.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -59,12 +64,16 @@ public class UcxPutIssueBenchmark
     @Param({"sm"})
     public String tls;
 
+    @Param({"swapped", "contiguous"})
+    public String pairing;
+
     private Arena arena;
     private TransferBackend initiator;
     private TransferBackend target;
     private PreparedList local;
     private PreparedList remote;
     private int[] indices;
+    private int[] remoteIndices;
 
     @Setup(Level.Trial)
     public void setUp()
@@ -80,8 +89,18 @@ public class UcxPutIssueBenchmark
         local = initiator.prepareLocal(blocks(source));
         remote = initiator.prepareRemote(peer, blocks(destination));
         indices = new int[PUTS];
+        remoteIndices = new int[PUTS];
+        boolean contiguous = pairing.equals("contiguous");
         for (int i = 0; i < PUTS; i++) {
             indices[i] = i;
+            remoteIndices[i] = contiguous ? i : i ^ 1;
+        }
+        long handle = initiator.post(TransferOp.WRITE, local, indices, remote, remoteIndices, PUTS, null);
+        int operations = initiator.operations(handle);
+        await(handle);
+        int expected = contiguous ? 1 : PUTS;
+        if (operations != expected) {
+            throw new IllegalStateException("pairing=" + pairing + " issued operations=" + operations + ", expected " + expected);
         }
     }
 
@@ -115,7 +134,11 @@ public class UcxPutIssueBenchmark
     @Benchmark
     public TransferStatus putSmallBlocks()
     {
-        long handle = initiator.post(TransferOp.WRITE, local, indices, remote, indices, PUTS, null);
+        return await(initiator.post(TransferOp.WRITE, local, indices, remote, remoteIndices, PUTS, null));
+    }
+
+    private TransferStatus await(long handle)
+    {
         TransferStatus status;
         while (!(status = initiator.status(handle)).terminal()) {
             // poll gently: a spinning caller would take the CPU the two owner threads need
