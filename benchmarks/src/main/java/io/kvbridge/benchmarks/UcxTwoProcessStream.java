@@ -32,7 +32,8 @@ import java.util.concurrent.locks.LockSupport;
  * registered region, as one transfer (one put or get per block, one flush), then waits for the
  * target's acknowledgement of the batch's notification. Five timed batches follow the warm-up: at
  * least three batches, continued up to 200,000 operations or 2 s so the issue loop runs compiled
- * (the C probe warms up with one batch; it has nothing to compile).
+ * (the C probe warms up with one batch; it has nothing to compile). The blocks are walked with
+ * neighbours swapped so that the transport cannot coalesce them: one operation per block on both sides.
  *
  * <pre>
  *   java --enable-native-access=ALL-UNNAMED -cp benchmarks.jar io.kvbridge.benchmarks.UcxTwoProcessStream \
@@ -134,7 +135,10 @@ public final class UcxTwoProcessStream
             int spanBlocks = (int) (span / block);
             int[] indices = new int[operations];
             for (int i = 0; i < operations; i++) {
-                indices[i] = i % spanBlocks;
+                // neighbours swapped (1, 0, 3, 2, ...): no two consecutive pairs are contiguous, so the
+                // transport issues one operation per block, as the C probe does, over the same walk
+                int swapped = (i % spanBlocks) ^ 1;
+                indices[i] = swapped < spanBlocks ? swapped : i % spanBlocks;
             }
             byte[] notification = "batch".getBytes(StandardCharsets.UTF_8);
             double sum = 0;

@@ -223,7 +223,10 @@ final class DemoCommand implements Callable<Integer>
                 ((Number) audit.get("processes")).intValue() == 1 ? "" : "es");
         out.printf(Locale.ROOT, "  requests completed        %d of %d%n", audit.get("requestsCompleted"), audit.get("requests"));
         out.printf(Locale.ROOT, "  transfers / bytes         %,d / %,d%n", audit.get("transfers"), audit.get("bytes"));
-        out.printf(Locale.ROOT, "  descriptors               %,d%n", audit.get("descriptors"));
+        long descriptors = ((Number) audit.get("descriptors")).longValue();
+        long operations = ((Number) audit.get("operations")).longValue();
+        out.printf(Locale.ROOT, "  descriptors               %,d posted, %,d operations after coalescing (%.1f per operation)%n", descriptors, operations,
+                operations == 0 ? 0.0 : descriptors / (double) operations);
         out.printf(Locale.ROOT, "  throughput                %.2f GB/s over %.2f s (fill and checks included)%n", audit.get("throughputGBps"),
                 audit.get("seconds"));
         out.printf(Locale.ROOT, "  failed transfers          %d (receives failed: %d)%n", audit.get("failedTransfers"), audit.get("failedReceives"));

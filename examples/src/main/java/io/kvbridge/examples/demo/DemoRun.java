@@ -360,6 +360,7 @@ public final class DemoRun
         audit.put("transfers", transfers);
         audit.put("bytes", bytes);
         audit.put("descriptors", sum(producer, decoder, "descriptors"));
+        audit.put("operations", sum(producer, decoder, "operations"));
         audit.put("seconds", elapsedNanos / 1e9);
         audit.put("throughputGBps", bytes / (double) elapsedNanos);
         audit.put("failedTransfers", failedTransfers);

@@ -227,6 +227,7 @@ public final class EngineHost implements DemoHost
         audit.put("transfers", summaryCount(meters, "kvbridge.transfer.bytes"));
         audit.put("bytes", summaryTotal(meters, "kvbridge.transfer.bytes"));
         audit.put("descriptors", summaryTotal(meters, "kvbridge.transfer.descriptors"));
+        audit.put("operations", summaryTotal(meters, "kvbridge.transfer.operations"));
         audit.put("failedTransfers", counter(meters, "kvbridge.transfer.failed"));
         audit.put("failedNotifications", counter(meters, "kvbridge.notification.failed"));
         audit.put("expiredLeases", counter(meters, "kvbridge.lease.expired"));

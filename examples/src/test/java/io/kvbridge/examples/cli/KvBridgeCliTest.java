@@ -100,6 +100,8 @@ final class KvBridgeCliTest
         assertTrue(audit.get("decoderPromptTokensNeeded").asLong() >= requests, run.out());
         assertTrue(audit.get("transfers").asLong() >= requests && audit.get("bytes").asLong() > 0, run.out());
         assertTrue(audit.get("idleOk").asBoolean(), run.out());
+        long operations = audit.get("operations").asLong();
+        assertTrue(operations > 0 && operations <= audit.get("descriptors").asLong(), run.out());
         for (String side : List.of("producer", "decoder")) {
             JsonNode idle = audit.get("idle").get(side);
             for (String held : List.of("requests", "inFlightTransfers", "leasesHeld", "stashedRegistrations", "retainedHandles", "transportHandles")) {
