@@ -213,6 +213,8 @@ final class BenchCommand implements Callable<Integer>
         document.put("op", "put");
         document.put("memory", "own (allocated by the probe, registered with UCX)");
         document.put("ucxTls", System.getenv("UCX_TLS"));
+        document.put("timedPasses", UcxProbeBaseline.TIMED_PASSES);
+        document.put("figure", "best timed pass");
         return document;
     }
 
@@ -250,8 +252,9 @@ final class BenchCommand implements Callable<Integer>
         out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, one block per transfer, %d in flight, polled; "
                 + "one untimed pass, then one timed; total / (first post to last completion), destination checked.%n", window);
         out.println("x memcpy: against memcpy_stream.c, one thread copying the same total in the same blocks, best of 5.");
-        out.println("probe GB/s: ucx_probe.c, two forked processes calling UCP directly, one ucp_put_nbx per block over the same total, "
-                + "one ucp_ep_flush_nbx; one untimed pass, then one timed; total / (first put to flush done), destination checked.");
+        out.printf(Locale.ROOT, "probe GB/s: ucx_probe.c, two forked processes calling UCP directly, one ucp_put_nbx per block over the same total, "
+                + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",
+                UcxProbeBaseline.TIMED_PASSES);
         out.println("  Both sides put memory they allocated and registered with UCX (not UCX-allocated), with the same UCX_* environment; "
                 + "the transport also asks UCX for peer error handling, wake-ups and keepalives, the probe does not.");
     }
