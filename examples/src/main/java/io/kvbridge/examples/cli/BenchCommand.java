@@ -129,7 +129,7 @@ final class BenchCommand implements Callable<Integer>
                     row.put("p50Micros", round(result.p50Micros()));
                     row.put("p99Micros", round(result.p99Micros()));
                     row.put("ratioToMemcpy", memcpy == null ? null : significant(result.gigabytesPerSecond() / memcpy));
-                    row.put("probeGbPerSecond", probed == null ? null : significant(probed));
+                    row.put("probeGbPerSecond", probed);
                     row.put("ratioToProbe", probed == null ? null : significant(result.gigabytesPerSecond() / probed));
                     rows.add(row);
                     points.put(size, result.gigabytesPerSecond());
