@@ -3,14 +3,18 @@ package io.kvbridge.examples.cli;
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.PluginKind;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.examples.bench.BaselineResult;
 import io.kvbridge.examples.bench.MemcpyBaseline;
 import io.kvbridge.examples.bench.Sizes;
 import io.kvbridge.examples.bench.SvgChart;
 import io.kvbridge.examples.bench.TransportBench;
+import io.kvbridge.examples.bench.UcxProbeBaseline;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.math.BigDecimal;
+import java.math.MathContext;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,12 +32,17 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code kvbridge bench}: WRITE throughput and per-transfer latency of every available transport per
- * block size, next to a single-thread memcpy of the same stream measured in the same run.
+ * block size, next to baselines measured in the same run: a single-thread memcpy of the same stream
+ * for every transport, and for {@code ucx} a C program putting the same stream through UCX directly.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline.")
+        description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline "
+                + "(and, for ucx, against a C program using UCX directly).")
 final class BenchCommand implements Callable<Integer>
 {
+    private static final String MEMCPY_SERIES = "memcpy (1 thread)";
+    private static final String PROBE_SERIES = "UCX C probe (put)";
+
     @Spec
     private CommandSpec spec;
 
@@ -47,10 +56,10 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--window", defaultValue = "8", description = "Transfers in flight (default: ${DEFAULT-VALUE}).")
     private int window;
 
-    @Option(names = "--cc", defaultValue = "gcc", description = "C compiler for the memcpy baseline (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--cc", defaultValue = "gcc", description = "C compiler for the memcpy and UCX probe baselines (default: ${DEFAULT-VALUE}).")
     private String compiler;
 
-    @Option(names = "--json", description = "Print one JSON object {rows, baseline, skipped, ...}.")
+    @Option(names = "--json", description = "Print one JSON object {rows, baseline, probe, skipped, ...}.")
     private boolean json;
 
     @Option(names = "--plot", paramLabel = "FILE.svg", description = "Write an SVG chart of GB/s against block size.")
@@ -84,7 +93,8 @@ final class BenchCommand implements Callable<Integer>
 
         progress.printf("kvbridge bench: memcpy baseline (%s, single thread) ...%n", compiler);
         progress.flush();
-        MemcpyBaseline.Result baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
+        BaselineResult baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
+        BaselineResult probe = BaselineResult.unavailable("the " + UcxProbeBaseline.TRANSPORT + " transport is not available here");
 
         List<Map<String, Object>> rows = new ArrayList<>();
         List<Map<String, Object>> skipped = new ArrayList<>();
@@ -98,6 +108,11 @@ final class BenchCommand implements Callable<Integer>
                 skipped.add(skip(plugin.name(), "unavailable: " + String.join("; ", plugin.reasons())));
                 continue;
             }
+            if (plugin.name().equals(UcxProbeBaseline.TRANSPORT)) {
+                progress.printf("kvbridge bench: UCX C probe (%s, two processes, %s) ...%n", compiler, UcxProbeBaseline.transports());
+                progress.flush();
+                probe = UcxProbeBaseline.measure(compiler, totalBytes, blockSizes);
+            }
             Map<Long, Double> points = new LinkedHashMap<>();
             try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window)) {
                 for (long size : blockSizes) {
@@ -105,14 +120,17 @@ final class BenchCommand implements Callable<Integer>
                     progress.flush();
                     TransportBench.Result result = bench.measure(size);
                     Double memcpy = baseline.gigabytesPerSecond().get(size);
+                    Double probed = plugin.name().equals(UcxProbeBaseline.TRANSPORT) ? probe.gigabytesPerSecond().get(size) : null;
                     Map<String, Object> row = new LinkedHashMap<>();
                     row.put("transport", plugin.name());
                     row.put("blockBytes", size);
                     row.put("transfers", result.transfers());
-                    row.put("gbPerSecond", round(result.gigabytesPerSecond()));
+                    row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
                     row.put("p50Micros", round(result.p50Micros()));
                     row.put("p99Micros", round(result.p99Micros()));
-                    row.put("ratioToMemcpy", memcpy == null ? null : round(result.gigabytesPerSecond() / memcpy));
+                    row.put("ratioToMemcpy", memcpy == null ? null : significant(result.gigabytesPerSecond() / memcpy));
+                    row.put("probeGbPerSecond", probed);
+                    row.put("ratioToProbe", probed == null ? null : significant(result.gigabytesPerSecond() / probed));
                     rows.add(row);
                     points.put(size, result.gigabytesPerSecond());
                 }
@@ -127,7 +145,10 @@ final class BenchCommand implements Callable<Integer>
             series.put(plugin.name(), points);
         }
         if (baseline.available()) {
-            series.put("memcpy (1 thread)", baseline.gigabytesPerSecond());
+            series.put(MEMCPY_SERIES, baseline.gigabytesPerSecond());
+        }
+        if (probe.available()) {
+            series.put(PROBE_SERIES, probe.gigabytesPerSecond());
         }
         if (plot != null) {
             writePlot(totalBytes, blockSizes, series);
@@ -140,12 +161,13 @@ final class BenchCommand implements Callable<Integer>
             document.put("blockSizes", blockSizes);
             document.put("rows", rows);
             document.put("baseline", baselineJson(baseline));
+            document.put("probe", probeJson(probe));
             document.put("skipped", skipped);
             document.put("plot", plot == null ? null : plot.toString());
             out.println(Json.write(document));
         }
         else {
-            printTable(out, totalBytes, rows, baseline, skipped);
+            printTable(out, totalBytes, rows, baseline, probe, skipped);
         }
         out.flush();
         return failed || rows.isEmpty() ? 1 : 0;
@@ -166,7 +188,7 @@ final class BenchCommand implements Callable<Integer>
         }
     }
 
-    private static Map<String, Object> baselineJson(MemcpyBaseline.Result baseline)
+    private static Map<String, Object> baselineJson(BaselineResult baseline)
     {
         Map<String, Object> document = new LinkedHashMap<>();
         document.put("name", "memcpy");
@@ -183,15 +205,28 @@ final class BenchCommand implements Callable<Integer>
         return document;
     }
 
-    private static void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, MemcpyBaseline.Result baseline, List<Map<String, Object>> skipped)
+    private static Map<String, Object> probeJson(BaselineResult probe)
+    {
+        Map<String, Object> document = baselineJson(probe);
+        document.put("name", "ucx_probe");
+        document.put("transport", UcxProbeBaseline.TRANSPORT);
+        document.put("op", "put");
+        document.put("memory", "own (allocated by the probe, registered with UCX)");
+        document.put("ucxTls", System.getenv("UCX_TLS"));
+        document.put("timedPasses", UcxProbeBaseline.TIMED_PASSES);
+        document.put("figure", "best timed pass");
+        return document;
+    }
+
+    private void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, BaselineResult baseline, BaselineResult probe,
+            List<Map<String, Object>> skipped)
     {
         out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
-        out.printf(Locale.ROOT, "%-10s %10s %9s %10s %10s %10s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy");
+        out.printf(Locale.ROOT, "%-10s %10s %9s %10s %10s %10s %11s %9s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe");
         for (Map<String, Object> row : rows) {
-            Object ratio = row.get("ratioToMemcpy");
-            out.printf(Locale.ROOT, "%-10s %10s %9.2f %10.1f %10.1f %10s%n", row.get("transport"), Sizes.format((Long) row.get("blockBytes")),
-                    (Double) row.get("gbPerSecond"), (Double) row.get("p50Micros"), (Double) row.get("p99Micros"),
-                    ratio == null ? "" : String.format(Locale.ROOT, "%.2f", (Double) ratio));
+            out.printf(Locale.ROOT, "%-10s %10s %9s %10.1f %10.1f %10s %11s %9s%n", row.get("transport"), Sizes.format((Long) row.get("blockBytes")),
+                    readable(row.get("gbPerSecond")), (Double) row.get("p50Micros"), (Double) row.get("p99Micros"),
+                    readable(row.get("ratioToMemcpy")), readable(row.get("probeGbPerSecond")), readable(row.get("ratioToProbe")));
         }
         out.println();
         if (baseline.available()) {
@@ -202,9 +237,37 @@ final class BenchCommand implements Callable<Integer>
         else {
             out.println("memcpy baseline: not measured, " + baseline.reason() + " (ratio column left empty)");
         }
+        if (probe.available()) {
+            out.printf("UCX probe baseline (C, two processes, same run, %s):", UcxProbeBaseline.transports());
+            probe.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
+            out.println();
+        }
+        else {
+            out.println("UCX probe baseline: not measured, " + probe.reason() + " (probe columns left empty)");
+        }
         for (Map<String, Object> skip : skipped) {
             out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
         }
+        out.println();
+        out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, one block per transfer, %d in flight, polled; "
+                + "one untimed pass, then one timed; total / (first post to last completion), destination checked.%n", window);
+        out.println("x memcpy: against memcpy_stream.c, one thread copying the same total in the same blocks, best of 5.");
+        out.printf(Locale.ROOT, "probe GB/s: ucx_probe.c, two forked processes calling UCP directly, one ucp_put_nbx per block over the same total, "
+                + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",
+                UcxProbeBaseline.TIMED_PASSES);
+        out.println("  Both sides put memory they allocated and registered with UCX (not UCX-allocated), with the same UCX_* environment; "
+                + "the transport also asks UCX for peer error handling, wake-ups and keepalives, the probe does not.");
+    }
+
+    /** Two decimals, or two significant digits below 0.1, so that small ratios stay readable. */
+    private static String readable(Object value)
+    {
+        if (value == null) {
+            return "";
+        }
+        double number = (Double) value;
+        return number >= 0.1 || !Double.isFinite(number) ? String.format(Locale.ROOT, "%.2f", number)
+                : new BigDecimal(number).round(new MathContext(2)).toPlainString();
     }
 
     private static Map<String, Object> skip(String transport, String reason)
@@ -218,6 +281,12 @@ final class BenchCommand implements Callable<Integer>
     private static double round(double value)
     {
         return Math.round(value * 1000) / 1000.0;
+    }
+
+    /** Four significant digits: a slow transport's 0.0009 x memcpy must not read as 0. */
+    private static double significant(double value)
+    {
+        return Double.isFinite(value) ? new BigDecimal(value).round(new MathContext(4)).doubleValue() : value;
     }
 
     private ParameterException parameterError(String format, Object... args)

@@ -3,12 +3,20 @@ package io.kvbridge.examples.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvbridge.core.plugin.PluginRegistry;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import javax.xml.parsers.DocumentBuilderFactory;
@@ -43,12 +51,7 @@ final class BenchCommandTest
         assertEquals(Set.of(4096L, 262144L), localSizes, run.out());
 
         JsonNode baseline = result.get("baseline");
-        Set<String> seriesNames = new HashSet<>();
-        Document plot = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(svg.toFile());
-        assertEquals("svg", plot.getDocumentElement().getTagName());
-        for (int i = 0; i < plot.getElementsByTagName("text").getLength(); i++) {
-            seriesNames.add(plot.getElementsByTagName("text").item(i).getTextContent());
-        }
+        Set<String> seriesNames = legendOf(svg);
         assertTrue(seriesNames.contains("local"), seriesNames.toString());
         if (baseline.get("available").asBoolean()) {
             assertEquals(2, baseline.get("rows").size(), baseline.toString());
@@ -66,7 +69,47 @@ final class BenchCommandTest
     }
 
     @Test
-    void missingCompilerIsSaidAndLeavesTheRatioEmpty() throws Exception
+    void ucxRowsShowTheProbeMeasuredInTheSameRunAndTheRatioToIt() throws Exception
+    {
+        assumeTrue(ucxAvailable(), "the ucx transport is not available here");
+        assumeTrue(ucxHeadersCompile(), "gcc or the UCX headers (libucx-dev) are missing here");
+        Path svg = directory.resolve("bench.svg");
+        CliRun run = CliRun.of("bench", "--json", "--total-bytes", "4MiB", "--block-sizes", "32KiB,1MiB", "--plot", svg.toString());
+        assertEquals(0, run.exitCode(), run.err() + run.out());
+        JsonNode result = new ObjectMapper().readTree(run.out());
+
+        JsonNode probe = result.get("probe");
+        assertTrue(probe.get("available").asBoolean(), probe.toString());
+        assertEquals("ucx", probe.get("transport").asText(), probe.toString());
+        Map<Long, Double> probed = new HashMap<>();
+        for (JsonNode row : probe.get("rows")) {
+            assertTrue(row.get("gbPerSecond").asDouble() > 0, row.toString());
+            probed.put(row.get("blockBytes").asLong(), row.get("gbPerSecond").asDouble());
+        }
+        assertEquals(Set.of(32768L, 1048576L), probed.keySet(), probe.toString());
+
+        Set<Long> ucxSizes = new HashSet<>();
+        for (JsonNode row : result.get("rows")) {
+            if (row.get("transport").asText().equals("ucx")) {
+                long size = row.get("blockBytes").asLong();
+                ucxSizes.add(size);
+                double probeFigure = row.get("probeGbPerSecond").asDouble();
+                assertEquals(probed.get(size), probeFigure, 0.0, row.toString());
+                // the document keeps 4 significant digits of the transport's figure and of the ratio, taken before rounding
+                double expected = row.get("gbPerSecond").asDouble() / probeFigure;
+                assertEquals(expected, row.get("ratioToProbe").asDouble(), 0.002 + expected * 0.02, row.toString());
+                assertTrue(row.get("ratioToProbe").asDouble() > 0, row.toString());
+            }
+            else {
+                assertTrue(row.get("probeGbPerSecond").isNull() && row.get("ratioToProbe").isNull(), row.toString());
+            }
+        }
+        assertEquals(Set.of(32768L, 1048576L), ucxSizes, run.out());
+        assertTrue(legendOf(svg).contains("UCX C probe (put)"), legendOf(svg).toString());
+    }
+
+    @Test
+    void missingCompilerIsSaidAndLeavesTheRatiosEmpty() throws Exception
     {
         Path missing = directory.resolve("no-such-gcc");
         CliRun run = CliRun.of("bench", "--total-bytes", "1MiB", "--block-sizes", "64KiB", "--cc", missing.toString());
@@ -74,7 +117,47 @@ final class BenchCommandTest
         assertTrue(run.out().contains("memcpy baseline: not measured, C compiler " + missing + " not found"), run.out());
         assertTrue(run.out().contains("(ratio column left empty)"), run.out());
         assertTrue(run.out().lines().anyMatch(line -> line.startsWith("local") && line.contains("64 KiB")), run.out());
+        if (ucxAvailable()) {
+            assertTrue(run.out().contains("UCX probe baseline: not measured, C compiler " + missing
+                    + " not found; install gcc and libucx-dev (apt-get install gcc libucx-dev) to measure the UCX probe baseline (probe columns left empty)"), run.out());
+            assertTrue(run.out().lines().anyMatch(line -> line.startsWith("ucx") && line.contains("64 KiB")), run.out());
+        }
+        else {
+            assertTrue(run.out().contains("UCX probe baseline: not measured, the ucx transport is not available here"), run.out());
+        }
         assertFalse(Files.exists(directory.resolve("bench.svg")));
+    }
+
+    @Test
+    void probeWithoutUcxHeadersNamesThePackageToInstall() throws Exception
+    {
+        assumeTrue(ucxAvailable(), "the ucx transport is not available here");
+        assumeTrue(ucxHeadersCompile(), "gcc or the UCX headers (libucx-dev) are missing here");
+        // the real gcc, searching only an empty include directory for the probe: what a machine without libucx-dev gives
+        Path emptyIncludes = Files.createDirectory(directory.resolve("empty-include"));
+        Path compiler = directory.resolve("gcc-without-ucx-headers");
+        Files.writeString(compiler, """
+                #!/bin/sh
+                case "$*" in
+                    *ucx_probe.c*) exec gcc -nostdinc -isystem '%s' "$@" ;;
+                    *) exec gcc "$@" ;;
+                esac
+                """.formatted(emptyIncludes), StandardCharsets.UTF_8);
+        Files.setPosixFilePermissions(compiler, PosixFilePermissions.fromString("rwx------"));
+
+        CliRun run = CliRun.of("bench", "--json", "--total-bytes", "1MiB", "--block-sizes", "64KiB", "--cc", compiler.toString());
+        assertEquals(0, run.exitCode(), run.err() + run.out());
+        JsonNode result = new ObjectMapper().readTree(run.out());
+        JsonNode probe = result.get("probe");
+        assertFalse(probe.get("available").asBoolean(), probe.toString());
+        String reason = probe.get("reason").asText();
+        assertTrue(reason.contains("ucp/api/ucp.h") && reason.endsWith("install libucx-dev (apt-get install libucx-dev) to measure the UCX probe baseline"), reason);
+        assertTrue(result.get("baseline").get("available").asBoolean(), result.get("baseline").toString());
+        for (JsonNode row : result.get("rows")) {
+            assertTrue(row.get("probeGbPerSecond").isNull() && row.get("ratioToProbe").isNull(), row.toString());
+            assertTrue(row.get("ratioToMemcpy").asDouble() > 0, row.toString());
+        }
+        assertTrue(result.get("rows").findValuesAsText("transport").contains("ucx"), run.out());
     }
 
     @Test
@@ -83,5 +166,38 @@ final class BenchCommandTest
         CliRun run = CliRun.of("bench", "--total-bytes", "1MiB", "--block-sizes", "3000");
         assertEquals(2, run.exitCode(), run.out());
         assertTrue(run.err().contains("--block-sizes=3000 does not divide --total-bytes=1048576"), run.err());
+    }
+
+    private static boolean ucxAvailable()
+    {
+        return PluginRegistry.discover(BenchCommandTest.class.getClassLoader()).describe().stream()
+                .anyMatch(plugin -> plugin.name().equals("ucx") && plugin.available());
+    }
+
+    /** Whether gcc can preprocess the UCX header the probe includes. */
+    private static boolean ucxHeadersCompile() throws InterruptedException
+    {
+        try {
+            Process gcc = new ProcessBuilder("gcc", "-E", "-x", "c", "-o", "/dev/null", "-").redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            try (OutputStream in = gcc.getOutputStream()) {
+                in.write("#include <ucp/api/ucp.h>\n".getBytes(StandardCharsets.UTF_8));
+            }
+            return gcc.waitFor(60, TimeUnit.SECONDS) && gcc.exitValue() == 0;
+        }
+        catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static Set<String> legendOf(Path svg) throws Exception
+    {
+        Document plot = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(svg.toFile());
+        assertEquals("svg", plot.getDocumentElement().getTagName());
+        Set<String> texts = new HashSet<>();
+        for (int i = 0; i < plot.getElementsByTagName("text").getLength(); i++) {
+            texts.add(plot.getElementsByTagName("text").item(i).getTextContent());
+        }
+        return texts;
     }
 }

@@ -1,0 +1,186 @@
+package io.kvbridge.examples.bench;
+
+import static java.util.Objects.requireNonNull;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * A C baseline packaged with the command line: its source is copied into a temporary directory,
+ * compiled, run, and GB/s per block size read from its output. A missing compiler, missing headers
+ * or a failing program never throw; the result says why instead, and how to fix it.
+ */
+final class CompiledBaseline
+{
+    private static final long COMPILE_SECONDS = 120;
+    // gcc's words for a header or library it cannot find
+    private static final Pattern MISSING_DEPENDENCY = Pattern.compile("(?m)^.*(fatal error: .*No such file or directory|cannot find -l[\\w.+-]+).*$");
+
+    /**
+     * One C program.
+     *
+     * @param source the resource next to this class, e.g. {@code memcpy_stream.c}.
+     * @param libraries linker arguments after the source, e.g. {@code -lucp}.
+     * @param line the output line of one block size: group 1 the block bytes, group 2 the GB/s.
+     * @param label what the program measures, e.g. {@code memcpy baseline}.
+     * @param developmentPackage the Debian package with the headers and libraries it needs besides
+     *     the C library, e.g. {@code libucx-dev}; empty when there is none.
+     * @param runSeconds how long one run may take.
+     */
+    record Program(String source, List<String> libraries, Pattern line, String label, String developmentPackage, long runSeconds)
+    {
+        Program
+        {
+            requireNonNull(source, "source is null");
+            libraries = List.copyOf(libraries);
+            requireNonNull(line, "line is null");
+            requireNonNull(label, "label is null");
+            requireNonNull(developmentPackage, "developmentPackage is null");
+        }
+
+        String binaryName()
+        {
+            return source.replaceFirst("\\.c$", "");
+        }
+    }
+
+    private CompiledBaseline()
+    {
+    }
+
+    /**
+     * Compiles and runs a program.
+     *
+     * @param program the program.
+     * @param compiler the C compiler command, normally {@code gcc}.
+     * @param arguments the program's arguments.
+     * @param blockSizes the block sizes the output must give a figure for.
+     * @return the figures, or the reason there are none.
+     */
+    static BaselineResult measure(Program program, String compiler, List<String> arguments, List<Long> blockSizes)
+    {
+        requireNonNull(program, "program is null");
+        requireNonNull(compiler, "compiler is null");
+        requireNonNull(arguments, "arguments is null");
+        requireNonNull(blockSizes, "blockSizes is null");
+        Path directory = null;
+        try {
+            directory = Files.createTempDirectory("kvbridge-baseline");
+            Path source = directory.resolve(program.source());
+            try (InputStream in = CompiledBaseline.class.getResourceAsStream(program.source())) {
+                if (in == null) {
+                    return BaselineResult.unavailable(program.source() + " is not packaged with the command line; rebuild the examples module");
+                }
+                Files.copy(in, source);
+            }
+            Path binary = directory.resolve(program.binaryName());
+            List<String> compile = new ArrayList<>(List.of(compiler, "-O2", "-o", binary.toString(), source.toString()));
+            compile.addAll(program.libraries());
+            Run compiled = run(compile, directory.resolve("compile.log"), COMPILE_SECONDS);
+            if (compiled == null) {
+                String packages = program.developmentPackage().isEmpty() ? "gcc" : "gcc " + program.developmentPackage();
+                return BaselineResult.unavailable("C compiler " + compiler + " not found; install " + install(packages) + " to measure the " + program.label());
+            }
+            if (compiled.exitCode() != 0) {
+                return BaselineResult.unavailable(compileFailure(program, compiler, compiled));
+            }
+            List<String> command = new ArrayList<>();
+            command.add(binary.toString());
+            command.addAll(arguments);
+            Run measured = run(command, directory.resolve("run.log"), program.runSeconds());
+            if (measured == null || measured.exitCode() != 0) {
+                return BaselineResult.unavailable(program.binaryName() + " failed"
+                        + (measured == null ? " to start" : " with exit code " + measured.exitCode() + ": " + measured.output().strip()));
+            }
+            Map<Long, Double> figures = new LinkedHashMap<>();
+            Matcher matcher = program.line().matcher(measured.output());
+            while (matcher.find()) {
+                figures.put(Long.parseLong(matcher.group(1)), Double.parseDouble(matcher.group(2)));
+            }
+            if (!figures.keySet().containsAll(blockSizes)) {
+                return BaselineResult.unavailable(program.binaryName() + " printed no figure for some block sizes: " + measured.output().strip());
+            }
+            return new BaselineResult(figures, "");
+        }
+        catch (IOException e) {
+            return BaselineResult.unavailable("could not prepare the " + program.label() + ": " + e.getMessage());
+        }
+        finally {
+            deleteQuietly(directory);
+        }
+    }
+
+    private static String compileFailure(Program program, String compiler, Run compiled)
+    {
+        Matcher missing = MISSING_DEPENDENCY.matcher(compiled.output());
+        if (!program.developmentPackage().isEmpty() && missing.find()) {
+            return "compiler=" + compiler + " could not find what " + program.source() + " needs (" + missing.group(1).strip() + "); install "
+                    + install(program.developmentPackage()) + " to measure the " + program.label();
+        }
+        return "compiler=" + compiler + " failed with exit code " + compiled.exitCode() + ": " + compiled.output().strip();
+    }
+
+    private static String install(String packages)
+    {
+        return packages.replace(" ", " and ") + " (apt-get install " + packages + ")";
+    }
+
+    private record Run(int exitCode, String output)
+    {
+    }
+
+    /**
+     * Runs a command to its end, or kills it with its children after the timeout; null when it
+     * cannot be started at all. The output goes to a file, so a program that hangs cannot block the read.
+     */
+    private static Run run(List<String> command, Path log, long timeoutSeconds) throws IOException
+    {
+        Process process;
+        try {
+            process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        }
+        catch (IOException e) {
+            return null;
+        }
+        try {
+            if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+                process.descendants().forEach(ProcessHandle::destroyForcibly);
+                process.destroyForcibly();
+                return new Run(-1, "timed out after " + timeoutSeconds + " s");
+            }
+            return new Run(process.exitValue(), new String(Files.readAllBytes(log), StandardCharsets.UTF_8));
+        }
+        catch (InterruptedException e) {
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while running " + command.getFirst(), e);
+        }
+    }
+
+    private static void deleteQuietly(Path directory)
+    {
+        if (directory == null) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(directory)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        }
+        catch (IOException | UncheckedIOException e) {
+            // a leftover temporary directory is harmless
+        }
+    }
+}
