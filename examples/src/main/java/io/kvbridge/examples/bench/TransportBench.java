@@ -17,7 +17,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * WRITE throughput and per-transfer latency of one transport: two instances built by
@@ -26,8 +25,12 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class TransportBench implements AutoCloseable
 {
-    // an engine polls once per step; spinning would steal the core a copy thread needs
-    private static final long POLL_INTERVAL_NANOS = 20_000;
+    /** Timed passes per block size; the fastest is reported. */
+    public static final int TIMED_PASSES = 5;
+
+    // a parked poller wakes no sooner than the kernel's timer slack (50 us by default), which would
+    // be what a small block measures; yielding gives the core to a copy or owner thread that needs it
+    // and otherwise polls again at once
 
     /**
      * One measured block size.
@@ -63,8 +66,10 @@ public final class TransportBench implements AutoCloseable
      * @param transport the transport name.
      * @param totalBytes bytes streamed per block size.
      * @param window transfers in flight.
+     * @param transportMemory whether source and destination come from the transport's {@code allocate()}
+     *     (what a transport with {@code TRANSPORT_ALLOCATION} moves fastest) instead of this process's heap.
      */
-    public TransportBench(String transport, long totalBytes, int window)
+    public TransportBench(String transport, long totalBytes, int window, boolean transportMemory)
     {
         this.transport = requireNonNull(transport, "transport is null");
         KvBridgeException.checkArgument(totalBytes > 0, "totalBytes=%d is not positive", totalBytes);
@@ -75,22 +80,30 @@ public final class TransportBench implements AutoCloseable
         KvBridge builtProducer = null;
         KvBridge builtConsumer = null;
         try {
-            source = arena.allocate(totalBytes, 4096);
-            destination = arena.allocate(totalBytes, 4096);
-            // every long differs from its neighbours, so a misplaced block shows in the final check
-            for (long i = 0; i < totalBytes / Long.BYTES; i++) {
-                source.setAtIndex(ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L + 1);
-            }
             builtProducer = KvBridge.builder().transport(transport).agentName("bench-producer").build();
             builtConsumer = KvBridge.builder().transport(transport).agentName("bench-consumer").build();
             producerEngine = builtProducer;
             consumerEngine = builtConsumer;
             producer = builtProducer.transport();
             consumer = builtConsumer.transport();
-            sourceAllocation = Allocation.host(source);
-            destinationAllocation = Allocation.host(destination);
-            producer.register(sourceAllocation);
-            consumer.register(destinationAllocation);
+            if (transportMemory) {
+                sourceAllocation = producer.allocate(totalBytes, MemoryKind.HOST, 0);
+                destinationAllocation = consumer.allocate(totalBytes, MemoryKind.HOST, 0);
+                source = MemorySegment.ofAddress(sourceAllocation.address()).reinterpret(totalBytes);
+                destination = MemorySegment.ofAddress(destinationAllocation.address()).reinterpret(totalBytes);
+            }
+            else {
+                source = arena.allocate(totalBytes, 4096);
+                destination = arena.allocate(totalBytes, 4096);
+                sourceAllocation = Allocation.host(source);
+                destinationAllocation = Allocation.host(destination);
+                producer.register(sourceAllocation);
+                consumer.register(destinationAllocation);
+            }
+            // every long differs from its neighbours, so a misplaced block shows in the final check
+            for (long i = 0; i < totalBytes / Long.BYTES; i++) {
+                source.setAtIndex(ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L + 1);
+            }
             peer = producer.connect(consumer.localMetadata());
         }
         catch (RuntimeException e) {
@@ -114,11 +127,12 @@ public final class TransportBench implements AutoCloseable
     }
 
     /**
-     * Streams the total once untimed (warm-up), then once timed, and checks that the destination
-     * holds exactly the source.
+     * Streams the total once untimed (warm-up), then {@value #TIMED_PASSES} times timed, checking
+     * after each that the destination holds exactly the source; the fastest pass is the figure, as
+     * for the baselines it is compared with.
      *
      * @param blockBytes bytes per transfer; must divide the total.
-     * @return the timed stream's figures.
+     * @return the fastest timed pass's figures.
      */
     public Result measure(long blockBytes)
     {
@@ -132,20 +146,28 @@ public final class TransportBench implements AutoCloseable
             PreparedList remote = producer.prepareRemote(peer, blocksOf(destination, blocks, blockBytes));
             try {
                 long[] latencies = new long[blocks];
+                long[] bestLatencies = new long[blocks];
                 stream(local, remote, blocks, latencies);
-                destination.fill((byte) 0);
-                long start = System.nanoTime();
-                stream(local, remote, blocks, latencies);
-                long elapsed = System.nanoTime() - start;
-                long mismatch = source.mismatch(destination);
-                if (mismatch >= 0) {
-                    throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, String.format(java.util.Locale.ROOT,
-                            "transport=%s blockBytes=%d: destination differs from the source at byte offset=%d after every transfer reported done",
-                            transport, blockBytes, mismatch));
+                long best = Long.MAX_VALUE;
+                for (int pass = 0; pass < TIMED_PASSES; pass++) {
+                    destination.fill((byte) 0);
+                    long start = System.nanoTime();
+                    stream(local, remote, blocks, latencies);
+                    long elapsed = System.nanoTime() - start;
+                    long mismatch = source.mismatch(destination);
+                    if (mismatch >= 0) {
+                        throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, String.format(java.util.Locale.ROOT,
+                                "transport=%s blockBytes=%d: destination differs from the source at byte offset=%d after every transfer reported done",
+                                transport, blockBytes, mismatch));
+                    }
+                    if (elapsed < best) {
+                        best = elapsed;
+                        System.arraycopy(latencies, 0, bestLatencies, 0, blocks);
+                    }
                 }
-                Arrays.sort(latencies);
-                return new Result(blockBytes, blocks, totalBytes / (elapsed / 1e9) / 1e9,
-                        percentile(latencies, 0.50) / 1e3, percentile(latencies, 0.99) / 1e3);
+                Arrays.sort(bestLatencies);
+                return new Result(blockBytes, blocks, totalBytes / (best / 1e9) / 1e9,
+                        percentile(bestLatencies, 0.50) / 1e3, percentile(bestLatencies, 0.99) / 1e3);
             }
             finally {
                 producer.releasePrepared(remote);
@@ -212,7 +234,7 @@ public final class TransportBench implements AutoCloseable
                 }
             }
             if (!progressed) {
-                LockSupport.parkNanos(POLL_INTERVAL_NANOS);
+                Thread.yield();
             }
         }
     }

@@ -10,8 +10,8 @@ import java.util.regex.Pattern;
  * The UCX baseline next to the {@code ucx} transport: {@code ucx_probe.c} (packaged with the command
  * line) is compiled against UCX ({@code -lucp -lucs}, headers from libucx-dev) and run as two forked
  * processes that put the same total in the same block sizes as {@link TransportBench}, from and into
- * regions the probe allocates itself and registers with UCX (not UCX-allocated), as the bench's
- * allocations are. The probe inherits this process's environment, so {@code UCX_TLS} and the other
+ * memory of the same kind: allocated by UCX ({@code UCP_MEM_MAP_ALLOCATE}) when the bench lets the
+ * transport allocate, else allocated by the probe and registered. The probe inherits this process's environment, so {@code UCX_TLS} and the other
  * {@code UCX_*} settings are those the transport instances start with.
  *
  * <p>Per block size: one untimed pass, then {@value #TIMED_PASSES} timed, and the best is the figure,
@@ -28,7 +28,7 @@ public final class UcxProbeBaseline
     public static final int TIMED_PASSES = 5;
 
     private static final CompiledBaseline.Program PROGRAM = new CompiledBaseline.Program("ucx_probe.c", List.of("-lucp", "-lucs"),
-            Pattern.compile("ucx_probe put block=(\\d+) total=\\d+ memory=own batches=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s"), "UCX probe baseline",
+            Pattern.compile("ucx_probe put block=(\\d+) total=\\d+ memory=(?:own|ucx) batches=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s"), "UCX probe baseline",
             "libucx-dev", 600);
 
     private UcxProbeBaseline()
@@ -42,14 +42,15 @@ public final class UcxProbeBaseline
      * @param compiler the C compiler command, normally {@code gcc}.
      * @param totalBytes bytes put per block size.
      * @param blockSizes the block sizes.
+     * @param ucxMemory whether UCX allocates the regions, as the transport's {@code allocate()} does.
      * @return the figures, or the reason there are none.
      */
-    public static BaselineResult measure(String compiler, long totalBytes, List<Long> blockSizes)
+    public static BaselineResult measure(String compiler, long totalBytes, List<Long> blockSizes, boolean ucxMemory)
     {
         requireNonNull(blockSizes, "blockSizes is null");
         List<String> arguments = new ArrayList<>(List.of("put", Long.toString(totalBytes)));
         blockSizes.forEach(size -> arguments.add(Long.toString(size)));
-        arguments.addAll(List.of("--memory=own", "--batches=" + TIMED_PASSES));
+        arguments.addAll(List.of(ucxMemory ? "--memory=ucx" : "--memory=own", "--batches=" + TIMED_PASSES));
         return CompiledBaseline.measure(PROGRAM, compiler, arguments, blockSizes);
     }
 

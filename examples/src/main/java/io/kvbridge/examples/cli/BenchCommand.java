@@ -9,6 +9,7 @@ import io.kvbridge.examples.bench.Sizes;
 import io.kvbridge.examples.bench.SvgChart;
 import io.kvbridge.examples.bench.TransportBench;
 import io.kvbridge.examples.bench.UcxProbeBaseline;
+import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -95,6 +96,7 @@ final class BenchCommand implements Callable<Integer>
         progress.flush();
         BaselineResult baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
         BaselineResult probe = BaselineResult.unavailable("the " + UcxProbeBaseline.TRANSPORT + " transport is not available here");
+        boolean probeMemory = false;
 
         List<Map<String, Object>> rows = new ArrayList<>();
         List<Map<String, Object>> skipped = new ArrayList<>();
@@ -108,13 +110,16 @@ final class BenchCommand implements Callable<Integer>
                 skipped.add(skip(plugin.name(), "unavailable: " + String.join("; ", plugin.reasons())));
                 continue;
             }
+            // a transport that allocates memory it moves faster is measured on that memory, as same-host engines should use it
+            boolean transportMemory = plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION);
             if (plugin.name().equals(UcxProbeBaseline.TRANSPORT)) {
+                probeMemory = transportMemory;
                 progress.printf("kvbridge bench: UCX C probe (%s, two processes, %s) ...%n", compiler, UcxProbeBaseline.transports());
                 progress.flush();
-                probe = UcxProbeBaseline.measure(compiler, totalBytes, blockSizes);
+                probe = UcxProbeBaseline.measure(compiler, totalBytes, blockSizes, transportMemory);
             }
             Map<Long, Double> points = new LinkedHashMap<>();
-            try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window)) {
+            try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window, transportMemory)) {
                 for (long size : blockSizes) {
                     progress.printf("kvbridge bench: %s %s ...%n", plugin.name(), Sizes.format(size));
                     progress.flush();
@@ -125,6 +130,7 @@ final class BenchCommand implements Callable<Integer>
                     row.put("transport", plugin.name());
                     row.put("blockBytes", size);
                     row.put("transfers", result.transfers());
+                    row.put("memory", transportMemory ? "transport" : "process");
                     row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
                     row.put("p50Micros", round(result.p50Micros()));
                     row.put("p99Micros", round(result.p99Micros()));
@@ -161,7 +167,7 @@ final class BenchCommand implements Callable<Integer>
             document.put("blockSizes", blockSizes);
             document.put("rows", rows);
             document.put("baseline", baselineJson(baseline));
-            document.put("probe", probeJson(probe));
+            document.put("probe", probeJson(probe, probeMemory));
             document.put("skipped", skipped);
             document.put("plot", plot == null ? null : plot.toString());
             out.println(Json.write(document));
@@ -205,13 +211,13 @@ final class BenchCommand implements Callable<Integer>
         return document;
     }
 
-    private static Map<String, Object> probeJson(BaselineResult probe)
+    private static Map<String, Object> probeJson(BaselineResult probe, boolean probeMemory)
     {
         Map<String, Object> document = baselineJson(probe);
         document.put("name", "ucx_probe");
         document.put("transport", UcxProbeBaseline.TRANSPORT);
         document.put("op", "put");
-        document.put("memory", "own (allocated by the probe, registered with UCX)");
+        document.put("memory", probeMemory ? "ucx (UCP_MEM_MAP_ALLOCATE)" : "own (allocated by the probe, registered with UCX)");
         document.put("ucxTls", System.getenv("UCX_TLS"));
         document.put("timedPasses", UcxProbeBaseline.TIMED_PASSES);
         document.put("figure", "best timed pass");
@@ -250,13 +256,15 @@ final class BenchCommand implements Callable<Integer>
         }
         out.println();
         out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, one block per transfer, %d in flight, polled; "
-                + "one untimed pass, then one timed; total / (first post to last completion), destination checked.%n", window);
+                + "one untimed pass, then the best of %d timed; total / (first post to last completion), destination checked after each.%n", window,
+                TransportBench.TIMED_PASSES);
         out.println("x memcpy: against memcpy_stream.c, one thread copying the same total in the same blocks, best of 5.");
         out.printf(Locale.ROOT, "probe GB/s: ucx_probe.c, two forked processes calling UCP directly, one ucp_put_nbx per block over the same total, "
                 + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",
                 UcxProbeBaseline.TIMED_PASSES);
-        out.println("  Both sides put memory they allocated and registered with UCX (not UCX-allocated), with the same UCX_* environment; "
-                + "the transport also asks UCX for peer error handling, wake-ups and keepalives, the probe does not.");
+        out.println("  Memory: a transport that allocates memory it moves faster (ucx) is measured on memory from its allocate(), and the probe "
+                + "on UCX-allocated memory too; other transports on this process's memory. Same UCX_* environment on both sides; the transport "
+                + "also asks UCX for peer error handling, wake-ups and keepalives, the probe does not.");
     }
 
     /** Two decimals, or two significant digits below 0.1, so that small ratios stay readable. */
