@@ -172,11 +172,13 @@ final class DemoCommand implements Callable<Integer>
             check(metricsPort == null, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
             checkCrossProcess();
         }
-        long cacheBytes = estimateBytes();
+        DemoOptions options = new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens,
+                seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000));
+        // an upper bound: both engines hold every layer of every in-flight request once over all their ranks
+        long cacheBytes = 2L * DemoRun.capacity(options) * DemoModel.of(layout).pageBytes(1) * DemoModel.LAYERS;
         check(cacheBytes <= 8L << 30, "the caches would take %,d bytes (more than 8 GiB) with --concurrency=%d --max-tokens=%d; lower either",
                 cacheBytes, concurrency, maxTokens);
-        return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed,
-                (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000));
+        return options;
     }
 
     /** Refuses --processes with a transport that cannot reach another process, before any process starts. */
@@ -191,19 +193,6 @@ final class DemoCommand implements Callable<Integer>
                 "--processes needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", backend,
                 transport.capabilities().stream().map(Enum::name).sorted().toList());
         check(transport.available(), "--backend=%s is not available here: %s", backend, String.join("; ", transport.reasons()));
-    }
-
-    /** An upper bound: both engines hold every layer of every in-flight request once over all their ranks. */
-    private long estimateBytes()
-    {
-        DemoModel model = DemoModel.of(layout);
-        int blocks = (maxTokens + DemoModel.BLOCK_TOKENS - 1) / DemoModel.BLOCK_TOKENS;
-        int perRequest = 0;
-        for (int g = 0; g < model.groups().size(); g++) {
-            perRequest += model.heldBlocks(g, blocks);
-        }
-        long capacity = (long) perRequest * concurrency + 1;
-        return 2 * capacity * model.pageBytes(1) * DemoModel.LAYERS;
     }
 
     private void check(boolean condition, String format, Object... args)
