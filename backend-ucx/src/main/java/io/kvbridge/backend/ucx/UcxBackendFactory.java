@@ -96,7 +96,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
                     return Availability.unavailable(List.of(Ucp.loadProblem().get()), details);
                 }
                 details.put("version", Ucp.version());
-                long config = Ucp.configRead(new UcxOptions("", "", 0, 0, 1, 0, Map.of()).ucxOverrides());
+                long config = Ucp.configRead(new UcxOptions("", "", 0, 0, 1, 0, false, Map.of()).ucxOverrides());
                 long context;
                 try {
                     context = Ucp.init(config, Ucp.FEATURE_TAG | Ucp.FEATURE_RMA | Ucp.FEATURE_WAKEUP, "kvbridge-probe");

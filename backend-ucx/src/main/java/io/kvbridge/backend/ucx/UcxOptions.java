@@ -22,10 +22,13 @@ import java.util.regex.Pattern;
  * @param idleSpinMicros how long the owner thread keeps polling after its last event before it
  *     sleeps on UCX's event descriptor; polling keeps emulated RMA (where the target must
  *     progress) fast.
+ * @param staggerAllocations whether memory from {@code allocate()} starts a few pages into its
+ *     mapping, so that copies between two processes' equal-sized pools do not run at the
+ *     aliasing penalty {@link AllocationStagger} describes.
  * @param extraConfig further UCX settings, names without the {@code UCX_} prefix.
  */
 record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int closeTimeoutMillis,
-        int idleSpinMicros, Map<String, String> extraConfig)
+        int idleSpinMicros, boolean staggerAllocations, Map<String, String> extraConfig)
 {
     static final String TLS = "tls";
     static final String NET_DEVICES = "net-devices";
@@ -33,6 +36,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     static final String TRANSFER_TIMEOUT_MS = "transfer-timeout-ms";
     static final String CLOSE_TIMEOUT_MS = "close-timeout-ms";
     static final String IDLE_SPIN_US = "idle-spin-us";
+    static final String STAGGER_ALLOCATIONS = "stagger-allocations";
     static final String UCX_CONFIG = "ucx-config";
 
     private static final Pattern LIST_VALUE = Pattern.compile("[A-Za-z0-9_.:,^-]+");
@@ -62,9 +66,10 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         int transferTimeout = options.intValue(TRANSFER_TIMEOUT_MS, 0, 0, Integer.MAX_VALUE);
         int closeTimeout = options.intValue(CLOSE_TIMEOUT_MS, 2000, 1, 600_000);
         int idleSpin = options.intValue(IDLE_SPIN_US, 500, 0, 1_000_000);
+        boolean stagger = options.booleanValue(STAGGER_ALLOCATIONS, true);
         Map<String, String> extra = extraConfig(options);
         options.finish();
-        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, closeTimeout, idleSpin, extra);
+        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, closeTimeout, idleSpin, stagger, extra);
     }
 
     /**

@@ -78,10 +78,13 @@ final class UcxTransferBackend implements TransferBackend
     private static final int SLEEP_MILLIS = 100;
     private static final long RECEIVE_LIMIT_BYTES = 16L << 20;
     private static final SecureRandom IDS = new SecureRandom();
+    // 2^62: no host maps more, and the staggered size cannot overflow
+    private static final long MAX_ALLOCATION_BYTES = 1L << 62;
 
     private final String agentName;
     private final long instanceId;
     private final UcxOptions options;
+    private final AllocationStagger stagger = new AllocationStagger(IDS.nextInt(AllocationStagger.MAX_PAGES));
     private final byte[] senderHeader;
     private final Thread owner;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -106,6 +109,8 @@ final class UcxTransferBackend implements TransferBackend
 
     // sorted by address, replaced by the owner thread, read by any thread
     private volatile UcxRegistration[] registrations = new UcxRegistration[0];
+    // owner thread only: how many allocations allocate() made, which picks each one's offset
+    private long allocations;
     private final List<UcxPeer> peers = new ArrayList<>();
     private final Set<UcxPreparedList> preparedLists = new HashSet<>();
 
@@ -232,15 +237,16 @@ final class UcxTransferBackend implements TransferBackend
     public Allocation allocate(long bytes, MemoryKind kind, int device)
     {
         requireNonNull(kind, "kind is null");
-        KvBridgeException.checkArgument(bytes > 0, "bytes=%d is not positive", bytes);
+        KvBridgeException.checkArgument(bytes > 0 && bytes <= MAX_ALLOCATION_BYTES, "bytes=%d is not between 1 and %d", bytes, MAX_ALLOCATION_BYTES);
         checkOpen();
         if (kind != MemoryKind.HOST || device != 0) {
             throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, String.format(Locale.ROOT,
                     "ucx allocates host memory only, asked for %s device %d; allocate device memory yourself and register() it", kind, device));
         }
         return call(() -> {
-            long memh = Ucp.memAllocate(context, bytes);
-            Allocation allocation = new Allocation(Ucp.memAddress(memh), bytes, MemoryKind.HOST, 0);
+            long offset = options.staggerAllocations() ? stagger.offset(bytes, allocations++) : 0;
+            long memh = Ucp.memAllocate(context, bytes + offset);
+            Allocation allocation = new Allocation(Ucp.memAddress(memh) + offset, bytes, MemoryKind.HOST, 0);
             addRegistration(allocation, memh, true);
             return allocation;
         });

@@ -18,12 +18,18 @@ import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -169,6 +175,42 @@ final class UcxTransferBackendTest
         producer.deregister(source);
         assertEquals(0, producer.resources().registrations());
         assertCode(ErrorCode.NOT_REGISTERED, () -> producer.deregister(source));
+    }
+
+    @Test
+    void allocationsStartPagesIntoTheirMappingUnlessToldNotTo() throws IOException
+    {
+        long bytes = 4L << 20;
+        Allocation plain = backend("sm", "stagger-allocations", "false").allocate(bytes, MemoryKind.HOST, 0);
+        assertEquals(0, offsetInMapping(plain.address()), "with stagger-allocations=false the memory starts where UCX mapped it");
+        TransferBackend backend = backend("sm");
+        Set<Long> offsets = new HashSet<>();
+        for (int i = 0; i < 3; i++) {
+            Allocation allocation = backend.allocate(bytes, MemoryKind.HOST, 0);
+            long offset = offsetInMapping(allocation.address());
+            assertTrue(offset >= AllocationStagger.PAGE_BYTES && offset <= AllocationStagger.MAX_PAGES * AllocationStagger.PAGE_BYTES
+                    && offset % AllocationStagger.PAGE_BYTES == 0, () -> allocation + " starts " + offset + " bytes into its mapping");
+            offsets.add(offset);
+            // every byte asked for is there, up to the last
+            MemorySegment memory = MemorySegment.ofAddress(allocation.address()).reinterpret(bytes);
+            memory.fill((byte) 7);
+            assertEquals(7, memory.get(ValueLayout.JAVA_BYTE, bytes - 1));
+        }
+        assertEquals(3, offsets.size(), "successive allocations take different offsets: " + offsets);
+    }
+
+    // how far into the mapping that holds it an address lies, from /proc/self/maps
+    private static long offsetInMapping(long address) throws IOException
+    {
+        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+            String[] range = line.substring(0, line.indexOf(' ')).split("-");
+            long start = Long.parseUnsignedLong(range[0], 16);
+            long end = Long.parseUnsignedLong(range[1], 16);
+            if (Long.compareUnsigned(address, start) >= 0 && Long.compareUnsigned(address, end) < 0) {
+                return address - start;
+            }
+        }
+        return fail("no mapping holds 0x" + Long.toHexString(address));
     }
 
     @Test
