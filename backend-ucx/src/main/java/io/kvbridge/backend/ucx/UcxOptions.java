@@ -23,8 +23,8 @@ import java.util.regex.Pattern;
  *     sleeps on UCX's event descriptor; polling keeps emulated RMA (where the target must
  *     progress) fast.
  * @param staggerAllocations whether memory from {@code allocate()} starts a few pages into its
- *     mapping, so that copies between two processes' equal-sized pools do not run at the
- *     aliasing penalty {@link AllocationStagger} describes.
+ *     mapping, so that copies between two processes' equal-sized pools avoid the aliasing penalty
+ *     {@link AllocationStagger} describes.
  * @param extraConfig further UCX settings, names without the {@code UCX_} prefix.
  */
 record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int closeTimeoutMillis,

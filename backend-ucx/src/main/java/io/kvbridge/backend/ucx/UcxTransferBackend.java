@@ -84,7 +84,7 @@ final class UcxTransferBackend implements TransferBackend
     private final String agentName;
     private final long instanceId;
     private final UcxOptions options;
-    private final AllocationStagger stagger = new AllocationStagger(IDS.nextInt(AllocationStagger.MAX_PAGES));
+    private final AllocationStagger stagger = new AllocationStagger(IDS.nextInt(AllocationStagger.OFFSETS));
     private final byte[] senderHeader;
     private final Thread owner;
     private final AtomicBoolean closed = new AtomicBoolean();

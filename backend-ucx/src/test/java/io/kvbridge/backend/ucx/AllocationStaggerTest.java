@@ -1,6 +1,8 @@
 package io.kvbridge.backend.ucx;
 
 import static io.kvbridge.backend.ucx.AllocationStagger.MAX_PAGES;
+import static io.kvbridge.backend.ucx.AllocationStagger.MIN_PAGES;
+import static io.kvbridge.backend.ucx.AllocationStagger.OFFSETS;
 import static io.kvbridge.backend.ucx.AllocationStagger.PAGE_BYTES;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -11,7 +13,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** Offsets are whole pages, never zero for a staggered allocation, bounded by its size, and cycle through every value. */
+/** Offsets are whole pages, at least 8 of them, bounded by the allocation's size, and cycle through every value. */
 @Timeout(30)
 final class AllocationStaggerTest
 {
@@ -20,8 +22,8 @@ final class AllocationStaggerTest
     {
         AllocationStagger stagger = new AllocationStagger(5);
         assertEquals(0, stagger.offset(1, 0));
-        assertEquals(0, stagger.offset(16 * PAGE_BYTES - 1, 3));
-        assertEquals(PAGE_BYTES, stagger.offset(16 * PAGE_BYTES, 3));
+        assertEquals(0, stagger.offset(16 * MIN_PAGES * PAGE_BYTES - 1, 3));
+        assertEquals(MIN_PAGES * PAGE_BYTES, stagger.offset(16 * MIN_PAGES * PAGE_BYTES, 3));
     }
 
     @Test
@@ -29,9 +31,9 @@ final class AllocationStaggerTest
     {
         AllocationStagger stagger = new AllocationStagger(0);
         long bytes = 1 << 20;
-        for (int sequence = 0; sequence < 2 * MAX_PAGES; sequence++) {
+        for (int sequence = 0; sequence < 2 * OFFSETS; sequence++) {
             long offset = stagger.offset(bytes, sequence);
-            assertTrue(offset >= PAGE_BYTES && offset <= bytes / 16, () -> "offset " + offset);
+            assertTrue(offset >= MIN_PAGES * PAGE_BYTES && offset <= bytes / 16, () -> "offset " + offset);
             assertEquals(0, offset % PAGE_BYTES);
         }
     }
@@ -42,13 +44,13 @@ final class AllocationStaggerTest
         AllocationStagger stagger = new AllocationStagger(17);
         long bytes = 1L << 30;
         Set<Long> offsets = new HashSet<>();
-        for (int sequence = 0; sequence < MAX_PAGES; sequence++) {
+        for (int sequence = 0; sequence < OFFSETS; sequence++) {
             long offset = stagger.offset(bytes, sequence);
-            assertTrue(offset >= PAGE_BYTES && offset <= MAX_PAGES * PAGE_BYTES, () -> "offset " + offset);
+            assertTrue(offset >= MIN_PAGES * PAGE_BYTES && offset <= MAX_PAGES * PAGE_BYTES, () -> "offset " + offset);
             offsets.add(offset);
         }
-        assertEquals(MAX_PAGES, offsets.size());
-        assertEquals(stagger.offset(bytes, 0), stagger.offset(bytes, MAX_PAGES));
+        assertEquals(OFFSETS, offsets.size());
+        assertEquals(stagger.offset(bytes, 0), stagger.offset(bytes, OFFSETS));
     }
 
     @Test

@@ -188,7 +188,7 @@ final class UcxTransferBackendTest
         for (int i = 0; i < 3; i++) {
             Allocation allocation = backend.allocate(bytes, MemoryKind.HOST, 0);
             long offset = offsetInMapping(allocation.address());
-            assertTrue(offset >= AllocationStagger.PAGE_BYTES && offset <= AllocationStagger.MAX_PAGES * AllocationStagger.PAGE_BYTES
+            assertTrue(offset >= AllocationStagger.MIN_PAGES * AllocationStagger.PAGE_BYTES && offset <= AllocationStagger.MAX_PAGES * AllocationStagger.PAGE_BYTES
                     && offset % AllocationStagger.PAGE_BYTES == 0, () -> allocation + " starts " + offset + " bytes into its mapping");
             offsets.add(offset);
             // every byte asked for is there, up to the last
