@@ -9,9 +9,9 @@ package io.kvbridge.backend.ucx;
  * hashes those bits). Starting each allocation a few pages into a mapping that much larger breaks
  * the agreement, whichever of two adjacent mappings lies above the other.
  *
- * <p>The offset is not free for large copies: blocks of 1 MiB and more, which glibc copies with
- * a vector loop instead of {@code rep movsb} on AMD, run 2 to 4 % slower with any offset and 6 to
- * 7 % slower with one of 1 to 3 pages, so offsets start at 8 pages.
+ * <p>Blocks of 1 MiB and more, which glibc copies with a vector loop instead of {@code rep movsb}
+ * on AMD, gain or lose up to 5 % with an offset, changing sign from run to run, except that
+ * offsets of 1 to 3 pages cost them 2 to 7 % in every run; so offsets start at 8 pages.
  *
  * @param start where this instance's sequence of offsets starts; drawn per instance so that two
  *     processes rarely pick the same offsets in the same order.
