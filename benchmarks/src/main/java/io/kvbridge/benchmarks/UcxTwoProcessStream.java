@@ -43,7 +43,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@code own} memory is an arena segment registered with {@code register()}.
  * The reported GB/s is total / (post to DONE), averaged over the timed batches; DONE also covers the
  * notification's send, which the C probe times separately (microseconds). The environment variable
- * {@code UCX_STREAM_OPTIONS} ({@code key=value,...}) adds transport options on both sides.
+ * {@code KVBRIDGE_STREAM_OPTIONS} ({@code key=value,...}) adds transport options on both sides, e.g.
+ * {@code stagger-allocations=false}; UCX would warn about a variable named {@code UCX_*} it does not know.
  */
 public final class UcxTwoProcessStream
 {
@@ -96,8 +97,8 @@ public final class UcxTwoProcessStream
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
         }
-        // further transport options for experiments, e.g. UCX_STREAM_OPTIONS=idle-spin-us=100000,keepalive-interval-ms=0
-        String extra = System.getenv("UCX_STREAM_OPTIONS");
+        // further transport options for experiments, e.g. KVBRIDGE_STREAM_OPTIONS=idle-spin-us=100000,keepalive-interval-ms=0
+        String extra = System.getenv("KVBRIDGE_STREAM_OPTIONS");
         if (extra != null && !extra.isBlank()) {
             for (String option : extra.split(",")) {
                 String[] keyValue = option.split("=", 2);
