@@ -22,7 +22,7 @@ import java.util.Set;
  *
  * <p>Options: {@code tls} and {@code net-devices} (UCX_TLS and UCX_NET_DEVICES for this instance
  * only), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
- * limit), {@code close-timeout-ms} (default 2000), {@code idle-spin-us} (default 500) and
+ * limit), {@code connect-timeout-ms} (default 10000), {@code close-timeout-ms} (default 2000), {@code idle-spin-us} (default 500) and
  * {@code ucx-config} ({@code NAME=VALUE;...}, further UCX settings).
  *
  * <p>Its priority (10) is above {@code local} (0): {@code auto} picks ucx whenever it can run,
@@ -96,7 +96,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
                     return Availability.unavailable(List.of(Ucp.loadProblem().get()), details);
                 }
                 details.put("version", Ucp.version());
-                long config = Ucp.configRead(new UcxOptions("", "", 0, 0, 1, 0, false, Map.of()).ucxOverrides());
+                long config = Ucp.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, Map.of()).ucxOverrides());
                 long context;
                 try {
                     context = Ucp.init(config, Ucp.FEATURE_TAG | Ucp.FEATURE_RMA | Ucp.FEATURE_WAKEUP, "kvbridge-probe");

@@ -18,6 +18,8 @@ import java.util.regex.Pattern;
  * @param keepaliveIntervalMillis how often UCX checks that peers are alive; 0 keeps UCX's default (20 s).
  * @param transferTimeoutMillis a transfer still moving after this long fails, and its peer is
  *     declared dead because RMA operations cannot be cancelled one by one; 0 disables the limit.
+ * @param connectTimeoutMillis how long {@code connect()} waits for the peer to answer UCX's
+ *     connection setup.
  * @param closeTimeoutMillis how long closing waits for in-flight work before cutting endpoints.
  * @param idleSpinMicros how long the owner thread keeps polling after its last event before it
  *     sleeps on UCX's event descriptor; polling keeps emulated RMA (where the target must
@@ -27,13 +29,14 @@ import java.util.regex.Pattern;
  *     {@link AllocationStagger} describes.
  * @param extraConfig further UCX settings, names without the {@code UCX_} prefix.
  */
-record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int closeTimeoutMillis,
+record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int connectTimeoutMillis, int closeTimeoutMillis,
         int idleSpinMicros, boolean staggerAllocations, Map<String, String> extraConfig)
 {
     static final String TLS = "tls";
     static final String NET_DEVICES = "net-devices";
     static final String KEEPALIVE_INTERVAL_MS = "keepalive-interval-ms";
     static final String TRANSFER_TIMEOUT_MS = "transfer-timeout-ms";
+    static final String CONNECT_TIMEOUT_MS = "connect-timeout-ms";
     static final String CLOSE_TIMEOUT_MS = "close-timeout-ms";
     static final String IDLE_SPIN_US = "idle-spin-us";
     static final String STAGGER_ALLOCATIONS = "stagger-allocations";
@@ -64,12 +67,13 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         String netDevices = listValue(options, NET_DEVICES, "lo, eth0 or mlx5_0:1");
         int keepalive = options.intValue(KEEPALIVE_INTERVAL_MS, 1000, 0, 3_600_000);
         int transferTimeout = options.intValue(TRANSFER_TIMEOUT_MS, 0, 0, Integer.MAX_VALUE);
+        int connectTimeout = options.intValue(CONNECT_TIMEOUT_MS, 10_000, 1, 600_000);
         int closeTimeout = options.intValue(CLOSE_TIMEOUT_MS, 2000, 1, 600_000);
         int idleSpin = options.intValue(IDLE_SPIN_US, 500, 0, 1_000_000);
         boolean stagger = options.booleanValue(STAGGER_ALLOCATIONS, true);
         Map<String, String> extra = extraConfig(options);
         options.finish();
-        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, closeTimeout, idleSpin, stagger, extra);
+        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, extra);
     }
 
     /**

@@ -36,6 +36,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -135,6 +136,8 @@ final class UcxTransferBackend implements TransferBackend
     private int activeCount;
     private final List<PendingSend> pendingSends = new ArrayList<>();
     private final List<UcxPeer> retiring = new ArrayList<>();
+    // connect() calls waiting for UCX to set their endpoint up
+    private final List<Setup> setups = new ArrayList<>();
     private final Map<Long, UcxPeer> peersByToken = new HashMap<>();
     private final List<UcxRegistration> unmapWhenIdle = new ArrayList<>();
     private long receiveRequest;
@@ -362,7 +365,47 @@ final class UcxTransferBackend implements TransferBackend
     {
         checkOpen();
         UcxMetadata metadata = UcxMetadata.decode(peerMetadata);
-        return call(() -> connectOnOwner(metadata));
+        Setup setup = call(() -> startSetup(connectOnOwner(metadata)));
+        awaitAnswer(setup);
+        return setup.peer();
+    }
+
+    /** A connect() waiting for UCX to finish setting up its endpoint. */
+    private record Setup(UcxPeer peer, long request, CompletableFuture<Void> answered)
+    {
+    }
+
+    /**
+     * Waits until UCX has set the endpoint up, which includes the peer's answer to the wireup
+     * request that unpacking its remote keys sends. Returning earlier would let the caller close
+     * the peer while it still owes that answer: UCX 1.13 aborts a process that destroys its worker
+     * with such an answer unsent (an assertion in {@code ucp_request_send_state_ff}). It also
+     * makes an unreachable peer fail here rather than at the first transfer.
+     */
+    private void awaitAnswer(Setup setup)
+    {
+        String peer = setup.peer().name;
+        try {
+            setup.answered().get(options.connectTimeoutMillis(), TimeUnit.MILLISECONDS);
+        }
+        catch (TimeoutException e) {
+            String reason = "it did not answer UCX's connection setup within " + options.connectTimeoutMillis() + " ms";
+            if (call(() -> abandonSetup(setup, reason))) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + peer + "' with tls=" + describe(options.tls()) + ": "
+                        + reason + "; check that it is running and reachable, or raise " + UcxOptions.CONNECT_TIMEOUT_MS);
+            }
+            awaitAnswer(setup);
+        }
+        catch (InterruptedException e) {
+            // abandoned before the flag is set again, which would make the call fail at once
+            call(() -> abandonSetup(setup, "connect() was interrupted"));
+            Thread.currentThread().interrupt();
+            throw new KvBridgeException(ErrorCode.CLOSED, "interrupted while connecting ucx transport '" + agentName + "' to peer '" + peer + "'");
+        }
+        catch (ExecutionException e) {
+            throw e.getCause() instanceof KvBridgeException failure ? failure
+                    : new KvBridgeException(ErrorCode.NATIVE_ERROR, "connecting to peer '" + peer + "' failed: " + e.getCause(), e.getCause());
+        }
     }
 
     private UcxPeer connectOnOwner(UcxMetadata metadata)
@@ -382,7 +425,7 @@ final class UcxTransferBackend implements TransferBackend
         }
         catch (KvBridgeException e) {
             throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + metadata.agentName() + "' with tls="
-                    + describe(options.tls()) + ": " + e.getMessage() + "; both sides need a common UCX transport (see ucx_info -d)", e);
+                    + describe(options.tls()) + ": " + e.getMessage() + "; check that it is running and that both sides share a UCX transport (see ucx_info -d)", e);
         }
         peersByToken.put(token, peer);
         try {
@@ -398,6 +441,81 @@ final class UcxTransferBackend implements TransferBackend
             peers.add(peer);
         }
         return peer;
+    }
+
+    /** Flushes the peer's endpoint: the flush ends once UCX's setup of it, answer included, is done. */
+    private Setup startSetup(UcxPeer peer)
+    {
+        long request = Ucp.epFlushNbx(peer.endpoint, emptyParam);
+        boolean pending = request != 0 && !Ucp.isError(request);
+        Setup setup = new Setup(peer, pending ? request : 0, new CompletableFuture<>());
+        if (pending) {
+            setups.add(setup);
+        }
+        else {
+            endSetup(setup, request == 0 ? Ucp.OK : Ucp.statusOf(request));
+        }
+        return setup;
+    }
+
+    private boolean advanceSetups()
+    {
+        boolean progressed = false;
+        for (int i = setups.size() - 1; i >= 0; i--) {
+            Setup setup = setups.get(i);
+            byte status = Ucp.requestStatus(setup.request());
+            if (status != Ucp.IN_PROGRESS) {
+                Ucp.requestFree(setup.request());
+                setups.remove(i);
+                endSetup(setup, status);
+                progressed = true;
+            }
+        }
+        return progressed;
+    }
+
+    private void endSetup(Setup setup, byte status)
+    {
+        UcxPeer peer = setup.peer();
+        if (status == Ucp.OK && !peer.failed) {
+            setup.answered().complete(null);
+            return;
+        }
+        String reason = peer.unusable != null ? peer.unusable : "its connection setup failed: " + Ucp.statusString(status);
+        unlist(peer);
+        markFailed(peer, reason);
+        setup.answered().completeExceptionally(new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + peer.name + "' with tls="
+                + describe(options.tls()) + ": " + reason + "; check that it is running and that both sides share a UCX transport (see ucx_info -d)"));
+    }
+
+    /** Gives up a connect() still waiting for its peer; false when the peer answered meanwhile. */
+    private boolean abandonSetup(Setup setup, String reason)
+    {
+        if (setup.answered().isDone() && !setup.answered().isCompletedExceptionally()) {
+            return false;
+        }
+        if (setups.remove(setup)) {
+            // freed in flight: UCX releases it when the flush ends, which closing the endpoint forces
+            Ucp.requestFree(setup.request());
+        }
+        UcxPeer peer = setup.peer();
+        unlist(peer);
+        markFailed(peer, reason);
+        setup.answered().completeExceptionally(new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peer.name + "': " + reason));
+        return true;
+    }
+
+    /** Takes a peer off the list of connected peers; false when it already was. */
+    private boolean unlist(UcxPeer peer)
+    {
+        synchronized (peers) {
+            if (!peer.listed) {
+                return false;
+            }
+            peer.listed = false;
+            peers.remove(peer);
+            return true;
+        }
     }
 
     private void refreshRegions(UcxPeer peer, UcxMetadata metadata)
@@ -463,12 +581,8 @@ final class UcxTransferBackend implements TransferBackend
         UcxPeer ucxPeer = ownPeer(peer);
         checkOpen();
         call(() -> {
-            synchronized (peers) {
-                if (!ucxPeer.listed) {
-                    return null;
-                }
-                ucxPeer.listed = false;
-                peers.remove(ucxPeer);
+            if (!unlist(ucxPeer)) {
+                return null;
             }
             if (ucxPeer.unusable == null) {
                 ucxPeer.unusable = "it was disconnected";
@@ -915,7 +1029,8 @@ final class UcxTransferBackend implements TransferBackend
         if (Thread.currentThread() == owner) {
             return;
         }
-        long waitMillis = options.closeTimeoutMillis() * 2L + 10_000;
+        // the shutdown's two rounds of draining, its worker flush, and slack
+        long waitMillis = options.closeTimeoutMillis() * 3L + 10_000;
         try {
             owner.join(waitMillis);
         }
@@ -982,7 +1097,7 @@ final class UcxTransferBackend implements TransferBackend
                 Thread.currentThread().interrupt();
                 throw new KvBridgeException(ErrorCode.CLOSED, "interrupted while waiting for ucx transport '" + agentName + "'");
             }
-            catch (java.util.concurrent.ExecutionException e) {
+            catch (ExecutionException e) {
                 if (e.getCause() instanceof KvBridgeException failure) {
                     throw failure;
                 }
@@ -1092,13 +1207,14 @@ final class UcxTransferBackend implements TransferBackend
             busy |= advanceTransfers();
             busy |= advanceSends();
             busy |= advanceRetiring();
+            busy |= advanceSetups();
             if (busy) {
                 lastEvent = System.nanoTime();
                 quietRounds = 0;
                 continue;
             }
             quietRounds++;
-            if (activeCount > 0 || !pendingSends.isEmpty() || !retiring.isEmpty() || receiveRequest != 0) {
+            if (activeCount > 0 || !pendingSends.isEmpty() || !retiring.isEmpty() || !setups.isEmpty() || receiveRequest != 0) {
                 // waiting for UCX: keep progressing, but let other threads in now and then
                 if ((quietRounds & 1023) == 0) {
                     Thread.yield();
@@ -1655,12 +1771,13 @@ final class UcxTransferBackend implements TransferBackend
             retire(peer);
         }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis());
-        while (activeCount > 0 || !pendingSends.isEmpty() || !retiring.isEmpty()) {
+        while (activeCount > 0 || !pendingSends.isEmpty() || !retiring.isEmpty() || !setups.isEmpty()) {
             Ucp.workerProgress(worker);
             receiveMessages();
             advanceTransfers();
             advanceSends();
             advanceRetiring();
+            advanceSetups();
             if (System.nanoTime() - deadline > 0) {
                 for (UcxPeer peer : new ArrayList<>(retiring)) {
                     peer.failed = true;
@@ -1694,6 +1811,12 @@ final class UcxTransferBackend implements TransferBackend
             Ucp.requestFree(receiveRequest);
             receiveRequest = 0;
         }
+        for (Setup setup : setups) {
+            Ucp.requestFree(setup.request());
+            setup.answered().completeExceptionally(new KvBridgeException(ErrorCode.CLOSED, "ucx transport '" + agentName
+                    + "' was closed while connecting to peer '" + setup.peer().name + "'"));
+        }
+        setups.clear();
         for (UcxPeer peer : retiring) {
             if (peer.endpoint != 0) {
                 Ucp.epCloseNbx(peer.endpoint, true, peer.token);
@@ -1702,6 +1825,12 @@ final class UcxTransferBackend implements TransferBackend
             destroyAllKeys(peer);
         }
         retiring.clear();
+        // UCX 1.13 aborts the process when a worker is destroyed while it still owes a peer that is
+        // connecting to it a reply: let such replies go out first
+        if (!flushWorker(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()))) {
+            LOG.log(System.Logger.Level.DEBUG, "''{0}'': the worker did not flush within {1} ms (a peer is gone or not answering); destroying it anyway",
+                    agentName, options.closeTimeoutMillis());
+        }
         for (UcxRegistration registration : registrations) {
             registration.live = false;
             unmap(registration);
@@ -1711,6 +1840,28 @@ final class UcxTransferBackend implements TransferBackend
         }
         unmapWhenIdle.clear();
         releaseNative();
+    }
+
+    /**
+     * Flushes the worker, which includes connections UCX is still setting up for peers that connected
+     * to this one; false when that did not end in time.
+     */
+    private boolean flushWorker(long deadlineNanos)
+    {
+        long request = Ucp.workerFlushNbx(worker, emptyParam);
+        if (request == 0 || Ucp.isError(request)) {
+            return true;
+        }
+        while (Ucp.requestStatus(request) == Ucp.IN_PROGRESS) {
+            if (System.nanoTime() - deadlineNanos > 0) {
+                Ucp.requestFree(request);
+                return false;
+            }
+            Ucp.workerProgress(worker);
+            Thread.onSpinWait();
+        }
+        Ucp.requestFree(request);
+        return true;
     }
 
     /** Destroys the worker and context and frees owner memory; safe after a partial start. */

@@ -158,6 +158,26 @@ final class ChildJvm implements AutoCloseable
         return process.exitValue();
     }
 
+    /** Stops the process, like {@code kill -STOP}: it keeps its sockets and memory but answers nothing. */
+    void pause() throws IOException, InterruptedException
+    {
+        signal("STOP");
+    }
+
+    /** Lets a paused process run again. */
+    void resume() throws IOException, InterruptedException
+    {
+        signal("CONT");
+    }
+
+    private void signal(String name) throws IOException, InterruptedException
+    {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) {
+            fail("kill -" + name + " " + process.pid() + " failed with exit code " + kill.exitValue());
+        }
+    }
+
     /** Kills the process at once, like {@code kill -9}. */
     void kill() throws InterruptedException
     {

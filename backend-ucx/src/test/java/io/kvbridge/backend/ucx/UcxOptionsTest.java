@@ -23,6 +23,7 @@ final class UcxOptionsTest
         assertEquals("", options.netDevices());
         assertEquals(1000, options.keepaliveIntervalMillis());
         assertEquals(0, options.transferTimeoutMillis());
+        assertEquals(10_000, options.connectTimeoutMillis());
         assertEquals(2000, options.closeTimeoutMillis());
         assertEquals(500, options.idleSpinMicros());
         assertTrue(options.staggerAllocations());
@@ -33,9 +34,10 @@ final class UcxOptionsTest
     void explicitValuesMapToUcxSettings()
     {
         UcxOptions options = UcxOptions.parse(Map.of("tls", "tcp", "net-devices", "lo", "keepalive-interval-ms", "250", "transfer-timeout-ms", "5000",
-                "close-timeout-ms", "100", "idle-spin-us", "0", "stagger-allocations", "false", "ucx-config", "RNDV_THRESH=8192; UCX_ZCOPY_THRESH=16384"));
+                "connect-timeout-ms", "300", "close-timeout-ms", "100", "idle-spin-us", "0", "stagger-allocations", "false", "ucx-config", "RNDV_THRESH=8192; UCX_ZCOPY_THRESH=16384"));
         assertEquals(5000, options.transferTimeoutMillis());
         assertFalse(options.staggerAllocations());
+        assertEquals(300, options.connectTimeoutMillis());
         assertEquals(100, options.closeTimeoutMillis());
         assertEquals(0, options.idleSpinMicros());
         // tcp alone loads no shared-memory transport: UCX would warn about MM_ERROR_HANDLING

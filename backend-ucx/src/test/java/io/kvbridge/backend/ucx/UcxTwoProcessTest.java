@@ -1,17 +1,26 @@
 package io.kvbridge.backend.ucx;
 
+import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.TransferBackend;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Producer and consumer in separate JVMs, exchanging metadata over stdin/stdout through this test:
@@ -105,6 +114,34 @@ final class UcxTwoProcessTest
         assertFailureNamesThePeer(failure);
         survivor.expect("CLOSED", STEP);
         assertEquals(0, survivor.awaitExit(STEP), survivor::transcript);
+    }
+
+    @ParameterizedTest(name = "tls={0}")
+    @ValueSource(strings = {"sm", "tcp"})
+    @org.junit.jupiter.api.Timeout(180)
+    void connectingToAPeerThatAnswersNothingFailsInTimeAndCloseStillReturns(String tls) throws Exception
+    {
+        // the stopped peer keeps its sockets and shared memory, so UCX's connection setup starts and never ends
+        ChildJvm stopped = start("stopped", "serve", tls, "own");
+        byte[] metadata = Base64.getDecoder().decode(stopped.expect("METADATA", STEP).substring("METADATA ".length()));
+        stopped.pause();
+        Map<String, String> config = new HashMap<>(Map.of("tls", tls, "connect-timeout-ms", "500", "close-timeout-ms", "500"));
+        if (tls.equals("tcp")) {
+            config.put("net-devices", "lo");
+        }
+        TransferBackend backend = new UcxBackendFactory().create(config, () -> "caller");
+        long started = System.nanoTime();
+        KvBridgeException e = assertCode(ErrorCode.PEER_UNKNOWN, () -> backend.connect(metadata));
+        long failedMillis = (System.nanoTime() - started) / 1_000_000;
+        assertTrue(failedMillis >= 500 && failedMillis < 10_000, () -> "connect failed after " + failedMillis + " ms: " + e.getMessage());
+        assertTrue(e.getMessage().contains("'stopped'") && e.getMessage().contains("connect-timeout-ms"), e::getMessage);
+        assertEquals(0, backend.resources().peers());
+        long closing = System.nanoTime();
+        backend.close();
+        long closeMillis = (System.nanoTime() - closing) / 1_000_000;
+        assertTrue(closeMillis < 10_000, () -> "close took " + closeMillis + " ms");
+        assertEquals(BackendResources.NONE, backend.resources());
+        stopped.resume();
     }
 
     private static void assertFailureNamesThePeer(String failure)

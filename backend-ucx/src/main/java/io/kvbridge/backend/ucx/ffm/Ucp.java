@@ -470,6 +470,24 @@ public final class Ucp
     }
 
     /**
+     * Starts flushing a worker: the request completes once every endpoint's outstanding operations
+     * are complete and no transport connection is still being set up.
+     *
+     * @param worker the worker.
+     * @param emptyParam a zeroed request parameter from {@link #newRequestParam}.
+     * @return a status pointer: 0 when already flushed, an error, or a request to poll.
+     */
+    public static long workerFlushNbx(long worker, MemorySegment emptyParam)
+    {
+        try {
+            return (long) UcpNative.UCP_WORKER_FLUSH_NBX.invokeExact(worker, emptyParam.address());
+        }
+        catch (Throwable e) {
+            throw bug(e);
+        }
+    }
+
+    /**
      * Registers memory the caller owns.
      *
      * @param context the context.

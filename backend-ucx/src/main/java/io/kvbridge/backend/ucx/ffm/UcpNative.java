@@ -57,6 +57,7 @@ final class UcpNative
     static final MethodHandle UCP_WORKER_PROGRESS = ucp("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, POINTER));
     static final MethodHandle UCP_WORKER_GET_EFD = ucp("ucp_worker_get_efd", FunctionDescriptor.of(STATUS, POINTER, POINTER));
     static final MethodHandle UCP_WORKER_ARM = ucp("ucp_worker_arm", FunctionDescriptor.of(STATUS, POINTER));
+    static final MethodHandle UCP_WORKER_FLUSH_NBX = ucp("ucp_worker_flush_nbx", FunctionDescriptor.of(POINTER, POINTER, POINTER));
 
     static final MethodHandle UCP_EP_CREATE = ucp("ucp_ep_create", FunctionDescriptor.of(STATUS, POINTER, POINTER, POINTER));
     static final MethodHandle UCP_EP_CLOSE_NBX = ucp("ucp_ep_close_nbx", FunctionDescriptor.of(POINTER, POINTER, POINTER));
