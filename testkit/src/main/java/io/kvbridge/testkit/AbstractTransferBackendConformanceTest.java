@@ -40,7 +40,11 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -412,6 +416,61 @@ public abstract class AbstractTransferBackendConformanceTest
         target.notify(initiatorPeer, "back".getBytes(StandardCharsets.UTF_8));
         assertEquals(target.agentName(), awaitNotification(initiator, (sender, bytes) -> { }).sender());
         assertEquals(0, target.drainNotifications((sender, bytes) -> fail("delivered twice")));
+    }
+
+    @Test
+    void aWaiterIsWokenWhenATransferEndsAndWhenANotificationArrives() throws InterruptedException
+    {
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        AtomicLong handle = new AtomicLong();
+        awaitWoken(() -> handle.set(initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null)),
+                () -> handle.get() != 0 && initiator.status(handle.get()).terminal(), "the transfer ended");
+        assertEquals(TransferStatus.DONE, initiator.status(handle.get()), () -> String.valueOf(initiator.failure(handle.get())));
+        initiator.release(handle.get());
+        AtomicInteger arrived = new AtomicInteger();
+        awaitWoken(() -> initiator.notify(targetPeer, "wake".getBytes(StandardCharsets.UTF_8)),
+                () -> arrived.addAndGet(target.drainNotifications((sender, message) -> { })) > 0, "a notification arrived");
+        assertEquals(1, arrived.get());
+    }
+
+    /**
+     * Starts a thread that both instances promise to wake, lets it park, runs {@code event}, and
+     * fails if one of its parks ran its full length, each long enough that only a wake-up ends it
+     * in time. Skips for a transport that promises no wake-ups.
+     */
+    private void awaitWoken(Runnable event, BooleanSupplier done, String what) throws InterruptedException
+    {
+        long parkNanos = deadline().toNanos();
+        AtomicReference<String> outcome = new AtomicReference<>("still parked");
+        Thread waiter = Thread.ofPlatform().name("conformance-waiter").unstarted(() -> {
+            while (!done.getAsBoolean()) {
+                long parked = System.nanoTime();
+                LockSupport.parkNanos(this, parkNanos);
+                if (System.nanoTime() - parked >= parkNanos) {
+                    outcome.set("nobody woke the waiter within " + deadline() + " although " + what);
+                    return;
+                }
+            }
+            outcome.set("woken");
+        });
+        try {
+            boolean wakes = initiator.wakeOnProgress(waiter) & target.wakeOnProgress(waiter);
+            assumeTrue(wakes, "the transport does not wake waiters: its callers poll on a timer");
+            waiter.start();
+            long limit = System.nanoTime() + parkNanos;
+            while (waiter.getState() != Thread.State.TIMED_WAITING && waiter.isAlive()) {
+                assertTrue(System.nanoTime() < limit, "the waiter never parked");
+                Thread.onSpinWait();
+            }
+            event.run();
+            waiter.join(2 * deadline().toMillis());
+            assertEquals("woken", outcome.get());
+        }
+        finally {
+            initiator.wakeOnProgress(null);
+            target.wakeOnProgress(null);
+        }
     }
 
     @Test

@@ -158,6 +158,16 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
         }
     }
 
+    /**
+     * Passes the waiter on, but promises wake-ups only when no notification is held back: a held one
+     * is handed over by a later drain, which no wake-up announces.
+     */
+    @Override
+    public boolean wakeOnProgress(Thread waiter)
+    {
+        return super.wakeOnProgress(waiter) && plan.delayNotification() == 0;
+    }
+
     @Override
     public int drainNotifications(NotificationSink sink)
     {

@@ -154,6 +154,12 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     }
 
     @Override
+    public boolean wakeOnProgress(Thread waiter)
+    {
+        return delegate.wakeOnProgress(waiter);
+    }
+
+    @Override
     public Optional<String> problem()
     {
         return delegate.problem();

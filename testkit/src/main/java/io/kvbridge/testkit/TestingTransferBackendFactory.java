@@ -32,6 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A deliberately simple in-JVM transport for tests of modules that cannot use the core's
@@ -59,7 +60,9 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         /** Merges pairs contiguous on the local side only, as if the remote side were too. */
         MERGE_ONE_SIDED,
         /** Merges correctly but reports one operation per pair. */
-        MISCOUNT_OPERATIONS
+        MISCOUNT_OPERATIONS,
+        /** Promises to wake a waiting thread but never does. */
+        NO_WAKE_UPS
     }
 
     private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
@@ -146,6 +149,7 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         private final List<Remote> peers = new ArrayList<>();
         private final Map<Long, Job> jobs = new HashMap<>();
         private final ConcurrentLinkedQueue<Object[]> inbox = new ConcurrentLinkedQueue<>();
+        private volatile Thread waiter;
         private long nextHandle = 1;
         private boolean closed;
 
@@ -308,6 +312,7 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
             byte[] message = notification == null ? null : notification.clone();
             if (message != null && defects.contains(Defect.NOTIFY_BEFORE_DATA)) {
                 target.inbox.add(new Object[] {agentName, message});
+                target.wake();
             }
             copier.execute(() -> copy(job, target, pairs, message));
             return handle;
@@ -339,12 +344,29 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
                 }
                 if (message != null && !defects.contains(Defect.NOTIFY_BEFORE_DATA) && !defects.contains(Defect.DROP_NOTIFICATIONS)) {
                     target.inbox.add(new Object[] {agentName, message});
+                    target.wake();
                 }
             }
             synchronized (this) {
                 job.status = targetOpen ? TransferStatus.DONE : TransferStatus.FAILED;
                 job.failure = targetOpen ? null : new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer closed");
             }
+            wake();
+        }
+
+        private void wake()
+        {
+            Thread thread = waiter;
+            if (thread != null && !defects.contains(Defect.NO_WAKE_UPS)) {
+                LockSupport.unpark(thread);
+            }
+        }
+
+        @Override
+        public boolean wakeOnProgress(Thread thread)
+        {
+            waiter = thread;
+            return true;
         }
 
         private static void pause()
@@ -386,7 +408,9 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         public synchronized void notify(Peer peer, byte[] message)
         {
             checkOpen();
-            ownPeer(peer).target.inbox.add(new Object[] {agentName, message.clone()});
+            Instance target = ownPeer(peer).target;
+            target.inbox.add(new Object[] {agentName, message.clone()});
+            target.wake();
         }
 
         @Override

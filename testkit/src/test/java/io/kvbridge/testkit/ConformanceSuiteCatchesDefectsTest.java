@@ -43,18 +43,22 @@ final class ConformanceSuiteCatchesDefectsTest
         }
     }
 
-    static class DropsNotifications extends AbstractTransferBackendConformanceTest
+    /** A defect that shows as something never happening: a short deadline keeps its failures quick. */
+    abstract static class FailsByTimeout extends AbstractTransferBackendConformanceTest
+    {
+        @Override
+        protected java.time.Duration deadline()
+        {
+            return java.time.Duration.ofSeconds(2);
+        }
+    }
+
+    static class DropsNotifications extends FailsByTimeout
     {
         @Override
         protected TransferBackendFactory newFactory()
         {
             return new TestingTransferBackendFactory(Set.of(Defect.DROP_NOTIFICATIONS));
-        }
-
-        @Override
-        protected java.time.Duration deadline()
-        {
-            return java.time.Duration.ofSeconds(2);
         }
     }
 
@@ -91,6 +95,15 @@ final class ConformanceSuiteCatchesDefectsTest
         protected TransferBackendFactory newFactory()
         {
             return new TestingTransferBackendFactory(Set.of(Defect.MISCOUNT_OPERATIONS));
+        }
+    }
+
+    static class NeverWakes extends FailsByTimeout
+    {
+        @Override
+        protected TransferBackendFactory newFactory()
+        {
+            return new TestingTransferBackendFactory(Set.of(Defect.NO_WAKE_UPS));
         }
     }
 
@@ -144,6 +157,12 @@ final class ConformanceSuiteCatchesDefectsTest
     {
         assertFails(run(MiscountsOperations.class), "operationCountIsOnePerPairOrUnknownAndGoesWithTheHandle",
                 "coalescingMergesRunsContiguousOnBothSides", "coalescingStopsAtRegistrationBoundaries");
+    }
+
+    @Test
+    void aBrokenWakeUpPromiseIsCaught()
+    {
+        assertFails(run(NeverWakes.class), "aWaiterIsWokenWhenATransferEndsAndWhenANotificationArrives");
     }
 
     @Test

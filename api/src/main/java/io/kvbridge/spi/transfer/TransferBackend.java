@@ -209,6 +209,25 @@ public interface TransferBackend extends AutoCloseable
     int drainNotifications(NotificationSink sink);
 
     /**
+     * Asks the instance to wake a thread, with {@link java.util.concurrent.locks.LockSupport#unpark},
+     * whenever one of its transfers ends (done or failed) and whenever a notification arrives, so
+     * that the thread can park between polls of {@link #status} and {@link #drainNotifications}
+     * instead of waking on a short timer. A wake-up only says that something may have changed; the
+     * thread still polls. One thread per instance: a later call replaces it, {@code null} stops the
+     * wake-ups. The instance never runs caller code for this, so the thread may call it freely.
+     *
+     * <p>The default wakes nobody and returns {@code false}: callers of such a transport keep polling
+     * on a timer.
+     *
+     * @param waiter the thread to wake, or {@code null}.
+     * @return whether the instance wakes the thread; {@code false} means poll on a timer.
+     */
+    default boolean wakeOnProgress(Thread waiter)
+    {
+        return false;
+    }
+
+    /**
      * Counts what the instance holds; after {@link #close()} every count is zero.
      *
      * @return the current counts.

@@ -40,6 +40,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 /**
@@ -106,6 +107,8 @@ final class UcxTransferBackend implements TransferBackend
     private UcxTransfer postedHead;
     private UcxTransfer postedTail;
     private volatile boolean sleeping;
+    // unparked whenever a transfer ends or a notification arrives
+    private volatile Thread progressWaiter;
     private final ConcurrentLinkedQueue<Inbound> inbox = new ConcurrentLinkedQueue<>();
 
     // sorted by address, replaced by the owner thread, read by any thread
@@ -950,6 +953,13 @@ final class UcxTransferBackend implements TransferBackend
     // ---------------------------------------------------------------- resources and closing
 
     @Override
+    public boolean wakeOnProgress(Thread waiter)
+    {
+        progressWaiter = waiter;
+        return true;
+    }
+
+    @Override
     public BackendResources resources()
     {
         int lists;
@@ -1022,6 +1032,9 @@ final class UcxTransferBackend implements TransferBackend
         }
         registrations = new UcxRegistration[0];
         inbox.clear();
+        // a waiter learns from its next poll that everything is gone
+        wakeWaiter();
+        progressWaiter = null;
     }
 
     private void joinOwner()
@@ -1517,6 +1530,15 @@ final class UcxTransferBackend implements TransferBackend
                 recycleLocked(transfer);
             }
         }
+        wakeWaiter();
+    }
+
+    private void wakeWaiter()
+    {
+        Thread waiter = progressWaiter;
+        if (waiter != null) {
+            LockSupport.unpark(waiter);
+        }
     }
 
     private String describe(UcxTransfer transfer)
@@ -1643,6 +1665,7 @@ final class UcxTransferBackend implements TransferBackend
         String name = new String(buffer.asSlice(10, nameLength).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
         if (tag == TAG_NOTIFY) {
             inbox.add(new Inbound(name, buffer.asSlice(10 + nameLength, length - 10 - nameLength).toArray(ValueLayout.JAVA_BYTE)));
+            wakeWaiter();
         }
         else if (tag == TAG_BYE) {
             List<UcxPeer> closing = new ArrayList<>();

@@ -53,7 +53,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The worker loop: run queued commands, drain notifications, poll posted transfers (done, failed,
  * or past their deadline), retry handle releases that failed, run the role's timers; then park
- * briefly (shorter while transfers are in flight).
+ * briefly. A transport that wakes the worker when a transfer ends or a notification arrives lets it
+ * park at the idle rate throughout; otherwise it polls faster while work is recent.
  */
 abstract class RankWorker
 {
@@ -85,6 +86,8 @@ abstract class RankWorker
     private final Thread thread;
     private volatile boolean running = true;
     private boolean shutDown;
+    // whether the transport unparks the worker when a transfer ends or a notification arrives
+    private boolean transportWakes;
 
     // worker-confined state
     final List<Transfer> transfers = new ArrayList<>();
@@ -162,6 +165,7 @@ abstract class RankWorker
     final void start(boolean startWorker)
     {
         if (startWorker) {
+            transportWakes = transport.wakeOnProgress(thread);
             thread.start();
         }
     }
@@ -216,7 +220,9 @@ abstract class RankWorker
             if (worked || !transfers.isEmpty()) {
                 lastWorkNanos = now;
             }
-            LockSupport.parkNanos(now - lastWorkNanos < BUSY_WINDOW_NANOS ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
+            // a transport that wakes the worker needs no fast polling; the idle rate still drives the timers
+            boolean pollFast = !transportWakes && now - lastWorkNanos < BUSY_WINDOW_NANOS;
+            LockSupport.parkNanos(pollFast ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
         }
         shutdown();
     }

@@ -26,6 +26,7 @@ import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,6 +58,8 @@ final class LocalTransferBackend implements TransferBackend
     private final Thread[] copyThreads;
     private final List<ArrayBlockingQueue<LocalTransfer>> queues;
     private final ConcurrentLinkedQueue<Inbound> inbox = new ConcurrentLinkedQueue<>();
+    // unparked whenever a transfer ends or a notification arrives
+    private volatile Thread progressWaiter;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     // registrations sorted by address, replaced on change, read without locking
@@ -433,6 +436,15 @@ final class LocalTransferBackend implements TransferBackend
                 releaseSlotLocked(transfer);
             }
         }
+        wakeWaiter();
+    }
+
+    private void wakeWaiter()
+    {
+        Thread waiter = progressWaiter;
+        if (waiter != null) {
+            LockSupport.unpark(waiter);
+        }
     }
 
     /** Puts a notification in this instance's inbox; false once closed. */
@@ -442,6 +454,7 @@ final class LocalTransferBackend implements TransferBackend
             return false;
         }
         inbox.add(new Inbound(sender, message));
+        wakeWaiter();
         return true;
     }
 
@@ -505,6 +518,13 @@ final class LocalTransferBackend implements TransferBackend
             drained++;
         }
         return drained;
+    }
+
+    @Override
+    public boolean wakeOnProgress(Thread waiter)
+    {
+        progressWaiter = waiter;
+        return true;
     }
 
     @Override
@@ -591,6 +611,9 @@ final class LocalTransferBackend implements TransferBackend
             preparedLists.clear();
         }
         inbox.clear();
+        // a waiter learns from its next poll that everything is gone
+        wakeWaiter();
+        progressWaiter = null;
     }
 
     private LocalTransfer acquireSlot()
