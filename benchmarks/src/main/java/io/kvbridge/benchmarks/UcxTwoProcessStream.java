@@ -45,6 +45,11 @@ import java.util.concurrent.locks.LockSupport;
  * notification's send, which the C probe times separately (microseconds). The environment variable
  * {@code KVBRIDGE_STREAM_OPTIONS} ({@code key=value,...}) adds transport options on both sides, e.g.
  * {@code stagger-allocations=false}; UCX would warn about a variable named {@code UCX_*} it does not know.
+ *
+ * <p>{@code KVBRIDGE_STREAM_WAIT=woken} has both sides ask the transport to wake them
+ * ({@code wakeOnProgress}) instead of polling on timers: the initiator parks from its post until
+ * the transfer ends, the target until a notification arrives. By default timed batches sleep half
+ * the fastest warm-up batch, then poll every 1/256 of it.
  */
 public final class UcxTwoProcessStream
 {
@@ -61,6 +66,11 @@ public final class UcxTwoProcessStream
     private static final long MIN_POLL_NANOS = 50_000;
     private static final long MAX_POLL_NANOS = 2_000_000;
     private static final long TARGET_POLL_NANOS = 2_000_000;
+    // how long a woken caller parks at most: only a lost wake-up would make it matter
+    private static final long WOKEN_PARK_NANOS = 10_000_000;
+    private static final boolean WAKE = "woken".equals(System.getenv("KVBRIDGE_STREAM_WAIT"));
+    // whether the transport wakes this process's caller (only when asked to)
+    private static boolean woken;
 
     // post to DONE of the fastest warm-up batch, 0 before the first
     private static long fastestWarmupNanos;
@@ -139,6 +149,7 @@ public final class UcxTwoProcessStream
             BufferedReader fromTarget = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
             MemorySegment memory = memory(backend, mode, span, arena);
             memory.fill((byte) 0xab);
+            woken = WAKE && backend.wakeOnProgress(Thread.currentThread());
             toTarget.println(Base64.getEncoder().encodeToString(backend.localMetadata()));
             Peer peer = backend.connect(Base64.getDecoder().decode(line(fromTarget)));
             long targetAddress = Long.parseLong(line(fromTarget));
@@ -164,7 +175,7 @@ public final class UcxTwoProcessStream
                 batch(backend, get, local, indices, remote, operations, notification);
                 warmups++;
             }
-            sleepNanos = fastestWarmupNanos / 2;
+            sleepNanos = woken ? 0 : fastestWarmupNanos / 2;
             for (int r = 0; r < REPS; r++) {
                 long[] times = batch(backend, get, local, indices, remote, operations, notification);
                 sum += total / ((times[1] - times[0]) / 1e9) / 1e9;
@@ -174,8 +185,8 @@ public final class UcxTwoProcessStream
             if (!get && memory.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) != (byte) 0xab) {
                 System.out.println("unexpected local data");
             }
-            System.out.printf(Locale.ROOT, "java %s block=%d total=%d span=%d tls=%s memory=%s : avg %.2f GB/s (post to DONE), best batch incl. notif+ack %.3f ms, ack after DONE %.1f us%s%n",
-                    get ? "get" : "put", block, total, span, tls, mode, sum / REPS, bestBatch, bestRoundTrip,
+            System.out.printf(Locale.ROOT, "java %s block=%d total=%d span=%d tls=%s memory=%s wait=%s : avg %.2f GB/s (post to DONE), best batch incl. notif+ack %.3f ms, ack after DONE %.1f us%s%n",
+                    get ? "get" : "put", block, total, span, tls, mode, woken ? "woken" : "poll", sum / REPS, bestBatch, bestRoundTrip,
                     overslept == 0 ? "" : ", " + overslept + " batches were DONE before the first poll (too slow a figure)");
             toTarget.println("EXIT");
         }
@@ -199,7 +210,7 @@ public final class UcxTwoProcessStream
         TransferStatus status;
         while (!(status = backend.status(handle)).terminal()) {
             doneAtFirstLook = false;
-            LockSupport.parkNanos(pollNanos);
+            LockSupport.parkNanos(woken ? WOKEN_PARK_NANOS : pollNanos);
         }
         long t1 = System.nanoTime();
         if (sleepNanos == 0) {
@@ -216,7 +227,7 @@ public final class UcxTwoProcessStream
         while (acks[0] == 0) {
             backend.drainNotifications((sender, message) -> acks[0]++);
             if (acks[0] == 0) {
-                LockSupport.parkNanos(MIN_POLL_NANOS);
+                LockSupport.parkNanos(woken ? WOKEN_PARK_NANOS : MIN_POLL_NANOS);
             }
         }
         return new long[] {t0, t1, System.nanoTime()};
@@ -229,6 +240,7 @@ public final class UcxTwoProcessStream
         try (Arena arena = Arena.ofShared(); TransferBackend backend = open(tls, "target")) {
             MemorySegment memory = memory(backend, mode, span, arena);
             memory.fill((byte) 0);
+            boolean targetWoken = WAKE && backend.wakeOnProgress(Thread.currentThread());
             Peer peer = backend.connect(Base64.getDecoder().decode(line(in)));
             out.println(Base64.getEncoder().encodeToString(backend.localMetadata()));
             out.println(memory.address());
@@ -245,7 +257,7 @@ public final class UcxTwoProcessStream
             byte[] ack = "ack".getBytes(StandardCharsets.UTF_8);
             while (!exit.get()) {
                 if (backend.drainNotifications((sender, message) -> backend.notify(peer, ack)) == 0) {
-                    LockSupport.parkNanos(TARGET_POLL_NANOS);
+                    LockSupport.parkNanos(targetWoken ? WOKEN_PARK_NANOS : TARGET_POLL_NANOS);
                 }
             }
         }
