@@ -424,14 +424,25 @@ public abstract class AbstractTransferBackendConformanceTest
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         AtomicLong handle = new AtomicLong();
+        // the transfer may end, and wake the waiter, before post() has returned its handle here
         awaitWoken(() -> handle.set(initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null)),
-                () -> handle.get() != 0 && initiator.status(handle.get()).terminal(), "the transfer ended");
+                () -> published(handle) && initiator.status(handle.get()).terminal(), "the transfer ended");
         assertEquals(TransferStatus.DONE, initiator.status(handle.get()), () -> String.valueOf(initiator.failure(handle.get())));
         initiator.release(handle.get());
         AtomicInteger arrived = new AtomicInteger();
         awaitWoken(() -> initiator.notify(targetPeer, "wake".getBytes(StandardCharsets.UTF_8)),
                 () -> arrived.addAndGet(target.drainNotifications((sender, message) -> { })) > 0, "a notification arrived");
         assertEquals(1, arrived.get());
+    }
+
+    /** Waits up to a second for another thread to store a handle; false if it did not. */
+    private static boolean published(AtomicLong handle)
+    {
+        long limit = System.nanoTime() + 1_000_000_000L;
+        while (handle.get() == 0 && System.nanoTime() < limit) {
+            Thread.onSpinWait();
+        }
+        return handle.get() != 0;
     }
 
     /**
@@ -444,7 +455,7 @@ public abstract class AbstractTransferBackendConformanceTest
         long parkNanos = deadline().toNanos();
         AtomicReference<String> outcome = new AtomicReference<>("still parked");
         Thread waiter = Thread.ofPlatform().name("conformance-waiter").unstarted(() -> {
-            while (!done.getAsBoolean()) {
+            do {
                 long parked = System.nanoTime();
                 LockSupport.parkNanos(this, parkNanos);
                 if (System.nanoTime() - parked >= parkNanos) {
@@ -452,6 +463,7 @@ public abstract class AbstractTransferBackendConformanceTest
                     return;
                 }
             }
+            while (!done.getAsBoolean());
             outcome.set("woken");
         });
         try {
