@@ -6,6 +6,7 @@ import static org.junit.platform.testkit.engine.EventConditions.event;
 
 import io.kvbridge.testkit.TestingTransferBackendFactory.Defect;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.time.Duration;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.platform.testkit.engine.Events;
@@ -16,94 +17,108 @@ import org.junit.platform.testkit.engine.Events;
  */
 final class ConformanceSuiteCatchesDefectsTest
 {
-    static class NotifiesBeforeData extends AbstractTransferBackendConformanceTest
+    // a defect that shows as something never happening fails only once the deadline passes
+    private static final Duration QUICK_DEADLINE = Duration.ofSeconds(2);
+
+    /** The suite against the testing transport with one defect. */
+    abstract static class Broken extends AbstractTransferBackendConformanceTest
     {
+        private final Defect defect;
+        private final Duration deadline;
+
+        Broken(Defect defect)
+        {
+            this(defect, null);
+        }
+
+        Broken(Defect defect, Duration deadline)
+        {
+            this.defect = defect;
+            this.deadline = deadline;
+        }
+
         @Override
         protected TransferBackendFactory newFactory()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.NOTIFY_BEFORE_DATA));
+            return new TestingTransferBackendFactory(Set.of(defect));
+        }
+
+        @Override
+        protected Duration deadline()
+        {
+            return deadline == null ? super.deadline() : deadline;
         }
     }
 
-    static class SkipsRangeCheck extends AbstractTransferBackendConformanceTest
+    static class NotifiesBeforeData extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        NotifiesBeforeData()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.SKIP_RANGE_CHECK));
+            super(Defect.NOTIFY_BEFORE_DATA);
         }
     }
 
-    static class CopiesShort extends AbstractTransferBackendConformanceTest
+    static class SkipsRangeCheck extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        SkipsRangeCheck()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.SHORT_COPY));
+            super(Defect.SKIP_RANGE_CHECK);
         }
     }
 
-    /** A defect that shows as something never happening: a short deadline keeps its failures quick. */
-    abstract static class FailsByTimeout extends AbstractTransferBackendConformanceTest
+    static class CopiesShort extends Broken
     {
-        @Override
-        protected java.time.Duration deadline()
+        CopiesShort()
         {
-            return java.time.Duration.ofSeconds(2);
+            super(Defect.SHORT_COPY);
         }
     }
 
-    static class DropsNotifications extends FailsByTimeout
+    static class DropsNotifications extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        DropsNotifications()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.DROP_NOTIFICATIONS));
+            super(Defect.DROP_NOTIFICATIONS, QUICK_DEADLINE);
         }
     }
 
-    static class LeaksOnClose extends AbstractTransferBackendConformanceTest
+    static class LeaksOnClose extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        LeaksOnClose()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.LEAK_ON_CLOSE));
+            super(Defect.LEAK_ON_CLOSE);
         }
     }
 
-    static class MergesAcrossRegistrations extends AbstractTransferBackendConformanceTest
+    static class MergesAcrossRegistrations extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        MergesAcrossRegistrations()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.MERGE_ACROSS_REGISTRATIONS));
+            super(Defect.MERGE_ACROSS_REGISTRATIONS);
         }
     }
 
-    static class MergesOneSided extends AbstractTransferBackendConformanceTest
+    static class MergesOneSided extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        MergesOneSided()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.MERGE_ONE_SIDED));
+            super(Defect.MERGE_ONE_SIDED);
         }
     }
 
-    static class MiscountsOperations extends AbstractTransferBackendConformanceTest
+    static class MiscountsOperations extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        MiscountsOperations()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.MISCOUNT_OPERATIONS));
+            super(Defect.MISCOUNT_OPERATIONS);
         }
     }
 
-    static class NeverWakes extends FailsByTimeout
+    static class NeverWakes extends Broken
     {
-        @Override
-        protected TransferBackendFactory newFactory()
+        NeverWakes()
         {
-            return new TestingTransferBackendFactory(Set.of(Defect.NO_WAKE_UPS));
+            super(Defect.NO_WAKE_UPS, QUICK_DEADLINE);
         }
     }
 
