@@ -491,10 +491,10 @@ final class UcxTransferBackend implements TransferBackend
                 + describe(options.tls()) + ": " + reason + "; check that it is running and that both sides share a UCX transport (see ucx_info -d)"));
     }
 
-    /** Gives up a connect() still waiting for its peer; false when the peer answered meanwhile. */
+    /** Gives up a connect() still waiting for its peer; false when the setup ended meanwhile, either way. */
     private boolean abandonSetup(Setup setup, String reason)
     {
-        if (setup.answered().isDone() && !setup.answered().isCompletedExceptionally()) {
+        if (setup.answered().isDone()) {
             return false;
         }
         if (setups.remove(setup)) {
