@@ -1,6 +1,6 @@
 package io.kvbridge.benchmarks;
 
-import io.kvbridge.core.planner.DescriptorPairs;
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.transfer.DescriptorList;

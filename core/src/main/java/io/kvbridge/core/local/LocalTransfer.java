@@ -1,6 +1,6 @@
 package io.kvbridge.core.local;
 
-import io.kvbridge.core.planner.DescriptorPairs;
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.util.concurrent.atomic.AtomicInteger;

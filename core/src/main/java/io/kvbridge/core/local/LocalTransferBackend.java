@@ -2,7 +2,7 @@ package io.kvbridge.core.local;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.core.planner.DescriptorPairs;
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;

@@ -9,7 +9,7 @@
  *       and per-request descriptor indices.</li>
  *   <li>{@link io.kvbridge.core.planner.BlockSelection}: a request's block ids and their kernel,
  *       ratio and prefix-trim transformations, without copying.</li>
- *   <li>{@link io.kvbridge.core.planner.DescriptorPairs}: index pairs resolved to copies,
+ *   <li>{@link io.kvbridge.transport.DescriptorPairs}: index pairs resolved to copies,
  *       optionally coalesced.</li>
  * </ul>
  *

@@ -1,5 +1,6 @@
 package io.kvbridge.core.planner;
 
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.memory.Allocation;
 import java.util.Map;

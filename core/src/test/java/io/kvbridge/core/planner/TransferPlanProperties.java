@@ -1,5 +1,6 @@
 package io.kvbridge.core.planner;
 
+import io.kvbridge.transport.DescriptorPairs;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,6 @@
 package io.kvbridge.core.planner;
 
+import io.kvbridge.transport.DescriptorPairs;
 import static io.kvbridge.core.planner.Errors.assertError;
 import static io.kvbridge.core.planner.Geometries.geometry;
 import static io.kvbridge.core.planner.PlanRequests.indices;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.core.planner.BlockSelection;
-import io.kvbridge.core.planner.DescriptorPairs;
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.core.planner.PlanRequests;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.spi.geometry.CacheGeometry;

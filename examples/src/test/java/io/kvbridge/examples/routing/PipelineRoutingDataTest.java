@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.core.planner.BlockSelection;
-import io.kvbridge.core.planner.DescriptorPairs;
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.routing.Route;

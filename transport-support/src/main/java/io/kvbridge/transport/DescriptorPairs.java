@@ -1,4 +1,4 @@
-package io.kvbridge.core.planner;
+package io.kvbridge.transport;
 
 import static java.util.Objects.requireNonNull;
 
@@ -15,8 +15,10 @@ import java.util.Locale;
  * than the number of blocks; it never changes which bytes move where.
  *
  * <p>The planner fills it from descriptor lists ({@link #resolve}); a transport fills it pair by
- * pair ({@link #add}) with the memory region each side lies in, so that a merged copy never spans
- * two registrations that merely happen to be adjacent.
+ * pair ({@link #add}), usually through {@link PostChecks#resolve}, with the memory region each side
+ * lies in, so that a merged copy never spans two registrations that merely happen to be adjacent.
+ * Each copy keeps its two region ids, which is how a network transport finds the memory handle and
+ * remote key of one operation.
  *
  * <p>Kept in primitive arrays that grow only when a request needs more room than any before it,
  * so steady-state use allocates nothing. Not thread-safe: one buffer per thread.
@@ -26,6 +28,8 @@ public final class DescriptorPairs
     private long[] localAddresses;
     private long[] remoteAddresses;
     private long[] lengths;
+    private int[] localRegions;
+    private int[] remoteRegions;
     private int size;
     // regions of the last copy: the next pair merges into it only within the same regions
     private int lastLocalRegion;
@@ -39,11 +43,13 @@ public final class DescriptorPairs
     public DescriptorPairs(int initialCapacity)
     {
         if (initialCapacity < 0) {
-            throw Checks.invalid("initialCapacity=%d is negative", initialCapacity);
+            throw invalid("initialCapacity=%d is negative", initialCapacity);
         }
         localAddresses = new long[initialCapacity];
         remoteAddresses = new long[initialCapacity];
         lengths = new long[initialCapacity];
+        localRegions = new int[initialCapacity];
+        remoteRegions = new int[initialCapacity];
     }
 
     /**
@@ -66,7 +72,7 @@ public final class DescriptorPairs
         requireNonNull(localIndices, "localIndices is null");
         requireNonNull(remoteIndices, "remoteIndices is null");
         if (count < 0 || count > localIndices.length || count > remoteIndices.length) {
-            throw Checks.invalid("count=%d exceeds localIndices.length=%d or remoteIndices.length=%d",
+            throw invalid("count=%d exceeds localIndices.length=%d or remoteIndices.length=%d",
                     count, localIndices.length, remoteIndices.length);
         }
         clear(count);
@@ -74,11 +80,11 @@ public final class DescriptorPairs
             int l = localIndices[i];
             int r = remoteIndices[i];
             if (l < 0 || l >= local.size() || r < 0 || r >= remote.size()) {
-                throw Checks.failure(ErrorCode.INDEX_OUT_OF_RANGE, "pair %d: local index=%d (list size=%d) or remote index=%d (list size=%d) is out of range", i, l, local.size(), r, remote.size());
+                throw failure(ErrorCode.INDEX_OUT_OF_RANGE, "pair %d: local index=%d (list size=%d) or remote index=%d (list size=%d) is out of range", i, l, local.size(), r, remote.size());
             }
             long length = local.length(l);
             if (length != remote.length(r)) {
-                throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "pair %d: local descriptor %d has length=%d but remote descriptor %d has length=%d", i, l, length, r, remote.length(r));
+                throw failure(ErrorCode.LENGTH_MISMATCH, "pair %d: local descriptor %d has length=%d but remote descriptor %d has length=%d", i, l, length, r, remote.length(r));
             }
             // descriptor lists carry no registrations: every descriptor counts as one region
             add(local.address(l), 0, remote.address(r), 0, length, coalesce);
@@ -95,7 +101,7 @@ public final class DescriptorPairs
     public void clear(int expectedPairs)
     {
         if (expectedPairs < 0) {
-            throw Checks.invalid("expectedPairs=%d is negative", expectedPairs);
+            throw invalid("expectedPairs=%d is negative", expectedPairs);
         }
         if (localAddresses.length < expectedPairs) {
             grow(expectedPairs);
@@ -132,6 +138,8 @@ public final class DescriptorPairs
         localAddresses[size] = localAddress;
         remoteAddresses[size] = remoteAddress;
         lengths[size] = length;
+        localRegions[size] = localRegion;
+        remoteRegions[size] = remoteRegion;
         lastLocalRegion = localRegion;
         lastRemoteRegion = remoteRegion;
         size++;
@@ -142,6 +150,8 @@ public final class DescriptorPairs
         localAddresses = Arrays.copyOf(localAddresses, capacity);
         remoteAddresses = Arrays.copyOf(remoteAddresses, capacity);
         lengths = Arrays.copyOf(lengths, capacity);
+        localRegions = Arrays.copyOf(localRegions, capacity);
+        remoteRegions = Arrays.copyOf(remoteRegions, capacity);
     }
 
     /**
@@ -188,6 +198,28 @@ public final class DescriptorPairs
     }
 
     /**
+     * Returns the local region id a copy lies in, as given to {@link #add}.
+     *
+     * @param index in {@code [0, size())}.
+     * @return the region id.
+     */
+    public int localRegion(int index)
+    {
+        return localRegions[checkIndex(index)];
+    }
+
+    /**
+     * Returns the remote region id a copy lies in, as given to {@link #add}.
+     *
+     * @param index in {@code [0, size())}.
+     * @return the region id.
+     */
+    public int remoteRegion(int index)
+    {
+        return remoteRegions[checkIndex(index)];
+    }
+
+    /**
      * Returns the bytes all copies move.
      *
      * @return the sum of lengths.
@@ -199,6 +231,17 @@ public final class DescriptorPairs
             total += lengths[i];
         }
         return total;
+    }
+
+    // exceptions are built only once a check failed, so a passing check boxes nothing
+    private static KvBridgeException invalid(String format, Object... args)
+    {
+        return failure(ErrorCode.INVALID_ARGUMENT, format, args);
+    }
+
+    private static KvBridgeException failure(ErrorCode code, String format, Object... args)
+    {
+        return new KvBridgeException(code, String.format(Locale.ROOT, format, args));
     }
 
     private int checkIndex(int index)

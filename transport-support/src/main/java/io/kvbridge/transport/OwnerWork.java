@@ -1,4 +1,4 @@
-package io.kvbridge.backend.nixl;
+package io.kvbridge.transport;
 
 import java.util.concurrent.locks.LockSupport;
 
@@ -6,7 +6,7 @@ import java.util.concurrent.locks.LockSupport;
  * One piece of native work handed to a transport's owner thread, whose caller parks until it is
  * done. Transfer slots extend it, so posting allocates no work object.
  */
-abstract class OwnerWork
+public abstract class OwnerWork
 {
     private static final long SPIN_NANOS = 20_000;
 
@@ -16,16 +16,32 @@ abstract class OwnerWork
     private RuntimeException thrown;
 
     /** Runs on the owner thread. */
-    abstract void runOnOwner();
+    protected abstract void runOnOwner();
 
-    final void prepare(Thread caller)
+    public final void prepare(Thread caller)
     {
         thrown = null;
         done = false;
         waiter = caller;
     }
 
-    final void fail(RuntimeException cause)
+    /**
+     * Called instead of {@link #runOnOwner()} when the owner thread stopped before it could run
+     * this work, after the cause is recorded; a transfer handed over without waiting ends itself
+     * here. The default does nothing.
+     *
+     * @param cause why the work never ran.
+     */
+    protected void abandoned(RuntimeException cause)
+    {
+    }
+
+    /**
+     * Records what the work threw, for its waiter; the owner thread calls it.
+     *
+     * @param cause the failure.
+     */
+    public final void fail(RuntimeException cause)
     {
         thrown = cause;
     }
@@ -34,7 +50,7 @@ abstract class OwnerWork
      * Marks the work done and wakes its caller. Nothing of this object is touched after {@code done}
      * is set: a transfer slot may then be reused at once, with a new waiter, by its next post.
      */
-    final void complete()
+    public final void complete()
     {
         Thread caller = waiter;
         done = true;
@@ -47,7 +63,7 @@ abstract class OwnerWork
      * Waits until the owner is done, keeping the interrupt flag; rethrows what the work threw. It
      * spins briefly first: most work takes microseconds, less than parking and waking costs.
      */
-    final void await()
+    public final void await()
     {
         long spinUntil = System.nanoTime() + SPIN_NANOS;
         while (!done && System.nanoTime() < spinUntil) {

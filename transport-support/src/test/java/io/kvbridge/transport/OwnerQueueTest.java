@@ -1,4 +1,4 @@
-package io.kvbridge.backend.nixl;
+package io.kvbridge.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -30,7 +30,7 @@ final class OwnerQueueTest
         }
 
         @Override
-        void runOnOwner()
+        protected void runOnOwner()
         {
         }
     }

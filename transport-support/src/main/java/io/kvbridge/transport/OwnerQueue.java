@@ -1,4 +1,4 @@
-package io.kvbridge.backend.nixl;
+package io.kvbridge.transport;
 
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * {@code p} when the sequence reads {@code p + 1} and frees the slot for the next lap by setting it
  * to {@code p + capacity}.
  */
-final class OwnerQueue
+public final class OwnerQueue
 {
     private final int mask;
     private final AtomicReferenceArray<OwnerWork> items;
@@ -26,7 +26,7 @@ final class OwnerQueue
      *
      * @param minimumCapacity slots needed; rounded up to a power of two.
      */
-    OwnerQueue(int minimumCapacity)
+    public OwnerQueue(int minimumCapacity)
     {
         int capacity = Integer.highestOneBit(Math.max(2, minimumCapacity - 1)) << 1;
         this.mask = capacity - 1;
@@ -43,7 +43,7 @@ final class OwnerQueue
      * @param work to hand over.
      * @return false when the queue is full.
      */
-    boolean offer(OwnerWork work)
+    public boolean offer(OwnerWork work)
     {
         long position = tail.get();
         while (true) {
@@ -73,7 +73,7 @@ final class OwnerQueue
      *
      * @return the work, or null when none is published.
      */
-    OwnerWork poll()
+    public OwnerWork poll()
     {
         int slot = (int) (head & mask);
         if (sequences.getAcquire(slot) != head + 1) {
@@ -87,7 +87,7 @@ final class OwnerQueue
     }
 
     /** @return true when no published work waits; for the consumer. */
-    boolean isEmpty()
+    public boolean isEmpty()
     {
         return sequences.get((int) (head & mask)) != head + 1;
     }

@@ -1,4 +1,4 @@
-package io.kvbridge.backend.nixl;
+package io.kvbridge.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -19,7 +19,7 @@ final class OwnerWorkTest
         final AtomicInteger runs = new AtomicInteger();
 
         @Override
-        void runOnOwner()
+        protected void runOnOwner()
         {
             runs.incrementAndGet();
         }

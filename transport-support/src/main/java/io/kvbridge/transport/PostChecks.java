@@ -1,0 +1,123 @@
+package io.kvbridge.transport;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.PreparedList;
+import java.util.Locale;
+
+/**
+ * The checks every {@link io.kvbridge.spi.transfer.TransferBackend#post} makes, in one place so
+ * every transport refuses the same mistakes with the same codes and messages, and the one loop that
+ * turns checked index pairs into coalesced copies. Nothing here allocates unless a check fails.
+ */
+public final class PostChecks
+{
+    private PostChecks()
+    {
+    }
+
+    /**
+     * Checks that the lists sit on the right sides and that {@code count} fits both index arrays.
+     *
+     * @param local the list passed as local; must come from {@code prepareLocal}.
+     * @param localIndices indices into {@code local}.
+     * @param remote the list passed as remote; must come from {@code prepareRemote}.
+     * @param remoteIndices indices into {@code remote}.
+     * @param count number of pairs.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} for swapped lists, {@code LENGTH_MISMATCH}
+     *     for a count outside {@code [0, min(localIndices.length, remoteIndices.length)]}.
+     */
+    public static void check(PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count)
+    {
+        if (local.peer() != null) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "the local list was prepared with prepareRemote(); pass a prepareLocal() list");
+        }
+        if (remote.peer() == null) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "the remote list was prepared with prepareLocal(); pass a prepareRemote() list");
+        }
+        if (count < 0 || count > localIndices.length || count > remoteIndices.length) {
+            throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, "count=" + count + " but localIndices.length=" + localIndices.length
+                    + " and remoteIndices.length=" + remoteIndices.length + " (expected: 0 <= count <= both)");
+        }
+    }
+
+    /**
+     * Checks that both lists can still be used: not released, peer usable, memory registered.
+     *
+     * @param local the local list.
+     * @param remote the remote list.
+     * @throws KvBridgeException {@code PEER_UNKNOWN} when the remote list's peer cannot be used,
+     *     {@code NOT_REGISTERED} for a released list or deregistered memory.
+     */
+    public static void usable(OwnedPreparedList local, OwnedPreparedList remote)
+    {
+        TransportPeer peer = remote.transportPeer();
+        String peerProblem = peer == null ? null : peer.unusableReason();
+        if (peerProblem != null && !remote.released()) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot post to peer '" + peer.name() + "': " + peerProblem
+                    + "; connect again and prepare a new list");
+        }
+        String reason = local.unusableReason();
+        if (reason == null) {
+            reason = remote.unusableReason();
+        }
+        if (reason != null) {
+            throw new KvBridgeException(ErrorCode.NOT_REGISTERED, "cannot post: " + reason);
+        }
+    }
+
+    /**
+     * Checks a notification's size against what the transport can carry.
+     *
+     * @param notification the bytes, or null for none.
+     * @param maxBytes the transport's limit.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} when it is larger.
+     */
+    public static void notification(byte[] notification, int maxBytes)
+    {
+        if (notification != null && notification.length > maxBytes) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "notification of " + notification.length + " bytes exceeds " + maxBytes
+                    + " bytes; send larger payloads as data");
+        }
+    }
+
+    /**
+     * Checks every index pair against its lists and resolves the pairs into copies: each pair's
+     * ranges with the region each side lies in, merged with the copy before when
+     * {@code coalesce} and contiguous on both sides within the same regions.
+     *
+     * @param copies the transfer's reused buffer; emptied first.
+     * @param local the local list.
+     * @param localIndices indices into it; untrusted.
+     * @param remote the remote list.
+     * @param remoteIndices indices into it; untrusted.
+     * @param count pairs, already checked by {@link #check}.
+     * @param coalesce whether runs merge.
+     * @return the bytes the pairs move.
+     * @throws KvBridgeException {@code INDEX_OUT_OF_RANGE} or {@code LENGTH_MISMATCH} naming the first bad pair.
+     */
+    public static long resolve(DescriptorPairs copies, OwnedPreparedList local, int[] localIndices, OwnedPreparedList remote, int[] remoteIndices,
+            int count, boolean coalesce)
+    {
+        copies.clear(count);
+        int localSize = local.size();
+        int remoteSize = remote.size();
+        long bytes = 0;
+        for (int i = 0; i < count; i++) {
+            int l = localIndices[i];
+            int r = remoteIndices[i];
+            if (l < 0 || l >= localSize || r < 0 || r >= remoteSize) {
+                throw new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, String.format(Locale.ROOT,
+                        "pair %d: local index %d of %d descriptors, remote index %d of %d descriptors", i, l, localSize, r, remoteSize));
+            }
+            long length = local.length(l);
+            if (length != remote.length(r)) {
+                throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(Locale.ROOT,
+                        "pair %d: local descriptor %d has %d bytes but remote descriptor %d has %d bytes", i, l, length, r, remote.length(r)));
+            }
+            copies.add(local.address(l), local.regionId(l), remote.address(r), remote.regionId(r), length, coalesce);
+            bytes += length;
+        }
+        return bytes;
+    }
+}

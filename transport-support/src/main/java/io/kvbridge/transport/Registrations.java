@@ -1,0 +1,208 @@
+package io.kvbridge.transport;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.DescriptorList;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The allocations one transport instance registered, sorted by address in an array that is
+ * replaced on every change and read without a lock, so finding the registration of a descriptor
+ * is a binary search that allocates nothing.
+ *
+ * <p>Threads: changes are serialised by the instance's lock (or its owner thread); reads from any
+ * thread see the last published array.
+ *
+ * @param <R> the transport's registration type.
+ */
+public final class Registrations<R extends Registration>
+{
+    private static final Registration[] NONE = new Registration[0];
+
+    private final String owner;
+    private final Object lock = new Object();
+    private volatile Registration[] sorted = NONE;
+
+    /**
+     * Creates an empty set.
+     *
+     * @param owner names the instance in errors, such as {@code ucx transport 'a'}.
+     */
+    public Registrations(String owner)
+    {
+        this.owner = requireNonNull(owner, "owner is null");
+    }
+
+    /**
+     * Checks that an allocation overlaps nothing registered, before the transport maps it natively.
+     *
+     * @param allocation to register.
+     * @throws KvBridgeException {@code ALREADY_REGISTERED} naming the registration it overlaps.
+     */
+    public void checkFree(Allocation allocation)
+    {
+        for (Registration registration : sorted) {
+            if (registration.allocation().overlaps(allocation)) {
+                throw new KvBridgeException(ErrorCode.ALREADY_REGISTERED, allocation + " overlaps registered " + registration.allocation()
+                        + " of " + owner + "; register each physical range once");
+            }
+        }
+    }
+
+    /**
+     * Adds a registration.
+     *
+     * @param registration a new, live registration.
+     * @throws KvBridgeException {@code ALREADY_REGISTERED} when it overlaps a registered one.
+     */
+    public void add(R registration)
+    {
+        requireNonNull(registration, "registration is null");
+        synchronized (lock) {
+            checkFree(registration.allocation());
+            Registration[] current = sorted;
+            Registration[] next = Arrays.copyOf(current, current.length + 1);
+            next[current.length] = registration;
+            Arrays.sort(next, (a, b) -> Long.compare(a.allocation().address(), b.allocation().address()));
+            sorted = next;
+        }
+    }
+
+    /**
+     * Removes the registration of an allocation and marks it dead.
+     *
+     * @param allocation exactly as registered.
+     * @return the removed registration, for the transport to unmap.
+     * @throws KvBridgeException {@code NOT_REGISTERED} when it is not registered.
+     */
+    @SuppressWarnings("unchecked")
+    public R remove(Allocation allocation)
+    {
+        requireNonNull(allocation, "allocation is null");
+        synchronized (lock) {
+            Registration[] current = sorted;
+            for (int i = 0; i < current.length; i++) {
+                if (current[i].allocation().equals(allocation)) {
+                    Registration removed = current[i];
+                    Registration[] next = new Registration[current.length - 1];
+                    System.arraycopy(current, 0, next, 0, i);
+                    System.arraycopy(current, i + 1, next, i, current.length - i - 1);
+                    sorted = next;
+                    removed.retire();
+                    return (R) removed;
+                }
+            }
+        }
+        throw new KvBridgeException(ErrorCode.NOT_REGISTERED, allocation + " is not registered with " + owner);
+    }
+
+    /**
+     * Removes every registration and marks each dead.
+     *
+     * @return what was registered, for the transport to unmap.
+     */
+    @SuppressWarnings("unchecked")
+    public List<R> clear()
+    {
+        synchronized (lock) {
+            Registration[] current = sorted;
+            sorted = NONE;
+            List<R> removed = new ArrayList<>(current.length);
+            for (Registration registration : current) {
+                registration.retire();
+                removed.add((R) registration);
+            }
+            return removed;
+        }
+    }
+
+    /**
+     * Finds the live registration holding a whole range of one kind and device.
+     *
+     * @return the registration, or null.
+     */
+    @SuppressWarnings("unchecked")
+    public R find(long address, long length, MemoryKind kind, int device)
+    {
+        Registration[] current = sorted;
+        int low = 0;
+        int high = current.length - 1;
+        while (low <= high) {
+            int middle = (low + high) >>> 1;
+            if (current[middle].allocation().address() <= address) {
+                low = middle + 1;
+            }
+            else {
+                high = middle - 1;
+            }
+        }
+        if (high < 0) {
+            return null;
+        }
+        Allocation candidate = current[high].allocation();
+        return candidate.kind() == kind && candidate.device() == device && candidate.contains(address, length) ? (R) current[high] : null;
+    }
+
+    /**
+     * Finds the registration of every descriptor of a list, as {@code prepareLocal} must before it
+     * accepts the list.
+     *
+     * @param descriptors the list; every descriptor must lie inside one registration of its kind and device.
+     * @return which registration each descriptor lies in.
+     * @throws KvBridgeException {@code DESCRIPTOR_OUT_OF_RANGE} naming the first descriptor outside every registration.
+     */
+    public Coverage cover(DescriptorList descriptors)
+    {
+        requireNonNull(descriptors, "descriptors is null");
+        long[] addresses = descriptors.addresses();
+        long[] lengths = descriptors.lengths();
+        int[] ids = new int[addresses.length];
+        IdentityHashMap<Registration, Integer> seen = new IdentityHashMap<>();
+        List<Registration> used = new ArrayList<>();
+        Registration last = null;
+        int lastId = -1;
+        for (int i = 0; i < addresses.length; i++) {
+            // consecutive descriptors usually share an allocation: test the last one before searching
+            if (last == null || !last.allocation().contains(addresses[i], lengths[i])) {
+                last = find(addresses[i], lengths[i], descriptors.kind(), descriptors.device());
+                if (last == null) {
+                    throw new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
+                            "descriptor %d (address=0x%x, length=%d, %s device %d) lies outside every allocation registered with %s; register the memory first",
+                            i, addresses[i], lengths[i], descriptors.kind(), descriptors.device(), owner));
+                }
+                Registration found = last;
+                lastId = seen.computeIfAbsent(found, ignored -> {
+                    used.add(found);
+                    return used.size() - 1;
+                });
+            }
+            ids[i] = lastId;
+        }
+        return new Coverage(ids, used.toArray(NONE));
+    }
+
+    /** @return the registrations, sorted by address; a snapshot. */
+    @SuppressWarnings("unchecked")
+    public List<R> all()
+    {
+        List<R> all = new ArrayList<>();
+        for (Registration registration : sorted) {
+            all.add((R) registration);
+        }
+        return all;
+    }
+
+    /** @return how many allocations are registered. */
+    public int size()
+    {
+        return sorted.length;
+    }
+}
