@@ -1,34 +1,26 @@
 package io.kvbridge.core.local;
 
-import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.TransportPeer;
 
-/** A connected local peer. */
-final class LocalPeer implements Peer
+/** A connected local peer: the other instance itself, unusable once disconnected or once it closes. */
+final class LocalPeer extends TransportPeer
 {
-    final LocalTransferBackend owner;
     final LocalTransferBackend target;
-    volatile boolean connected = true;
 
-    LocalPeer(LocalTransferBackend owner, LocalTransferBackend target)
+    LocalPeer(InstanceGuard owner, LocalTransferBackend target)
     {
-        this.owner = owner;
+        super(owner, target.agentName());
         this.target = target;
     }
 
     @Override
-    public String name()
+    public String unusableReason()
     {
-        return target.agentName();
-    }
-
-    boolean usable()
-    {
-        return connected && !target.closed();
-    }
-
-    @Override
-    public String toString()
-    {
-        return "LocalPeer[" + name() + "]";
+        String reason = super.unusableReason();
+        if (reason == null && target.closed()) {
+            return "it was closed";
+        }
+        return reason;
     }
 }

@@ -1,67 +1,21 @@
 package io.kvbridge.core.local;
 
 import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.Peer;
-import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.transport.Coverage;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.OwnedPreparedList;
 
-/** A descriptor list checked against the registrations of the side that owns the memory. */
-final class LocalPreparedList implements PreparedList
+/**
+ * A descriptor list checked against the registrations of the side that owns the memory: this
+ * instance for a local list, the peer instance for a remote one. Region ids are registration ids,
+ * so runs never merge across two registrations that merely happen to be adjacent.
+ */
+final class LocalPreparedList extends OwnedPreparedList
 {
-    final LocalTransferBackend owner;
-    final LocalPeer peer;
-    final MemoryKind kind;
-    final long[] addresses;
-    final long[] lengths;
-    // per descriptor, the index of its registration in registrations: runs never merge across them
-    final int[] registrationIds;
-    // the distinct registrations the descriptors lie in: all must still be live when bytes move
-    final LocalRegistration[] registrations;
-    volatile boolean released;
-
-    LocalPreparedList(LocalTransferBackend owner, LocalPeer peer, MemoryKind kind, long[] addresses, long[] lengths, int[] registrationIds,
-            LocalRegistration[] registrations)
+    LocalPreparedList(InstanceGuard owner, LocalPeer peer, MemoryKind kind, int device, long[] addresses, long[] lengths, Coverage coverage)
     {
-        this.owner = owner;
-        this.peer = peer;
-        this.kind = kind;
-        this.addresses = addresses;
-        this.lengths = lengths;
-        this.registrationIds = registrationIds;
-        this.registrations = registrations;
-    }
-
-    @Override
-    public int size()
-    {
-        return addresses.length;
-    }
-
-    @Override
-    public MemoryKind kind()
-    {
-        return kind;
-    }
-
-    @Override
-    public Peer peer()
-    {
-        return peer;
-    }
-
-    /** Returns why the list cannot be used now, or null. */
-    String unusableReason()
-    {
-        if (released) {
-            return "the prepared list was released";
-        }
-        if (peer != null && !peer.usable()) {
-            return "peer '" + peer.name() + "' was disconnected or closed";
-        }
-        for (LocalRegistration registration : registrations) {
-            if (!registration.live) {
-                return "allocation " + registration.allocation + " was deregistered";
-            }
-        }
-        return null;
+        // a remote list is usable only while the peer's registrations it lies in are live: they
+        // count as this list's registrations, since the peer's memory is in this JVM
+        super(owner, peer, kind, device, addresses, lengths, coverage.registrationIds(), coverage.registrations());
     }
 }

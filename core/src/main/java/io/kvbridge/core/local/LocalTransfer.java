@@ -1,51 +1,43 @@
 package io.kvbridge.core.local;
 
-import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.spi.KvBridgeException;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.TransferSlot;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One posted transfer, resolved at post time into coalesced absolute copies. Slots are reused: the
  * copy buffer grows to the largest transfer seen and is never reallocated below it, so steady-state
  * posting allocates nothing but the notification copy.
+ *
+ * <p>Threads: the poster fills every field before the transfer is queued; copy threads then only
+ * read them, and count down {@code pendingParts}; the table's lock clears the references.
  */
-final class LocalTransfer
+final class LocalTransfer extends TransferSlot
 {
-    final int slot;
-    int generation;
-
     // local side = the initiator's memory; WRITE copies local to remote, READ remote to local
     final DescriptorPairs copies = new DescriptorPairs(16);
+    final AtomicInteger pendingParts = new AtomicInteger();
     boolean write;
     long bytes;
     int parts;
-
     LocalPreparedList localList;
     LocalPreparedList remoteList;
     byte[] notification;
+    // the failure of a part that did not finish last; the last part reports it
+    volatile KvBridgeException partFailure;
 
-    final AtomicInteger pendingParts = new AtomicInteger();
-    volatile TransferStatus status = TransferStatus.DONE;
-    volatile KvBridgeException failure;
-    volatile boolean cancelled;
-    boolean released = true;
-
-    LocalTransfer(int slot)
+    LocalTransfer(int index)
     {
-        this.slot = slot;
+        super(index);
     }
 
-    long handle()
-    {
-        return ((long) generation << 32) | slot;
-    }
-
-    /** Drops references so a finished transfer keeps no lists, peers or messages alive. */
-    void clearReferences()
+    @Override
+    protected void clearReferences()
     {
         localList = null;
         remoteList = null;
         notification = null;
+        partFailure = null;
     }
 }

@@ -1,0 +1,329 @@
+package io.kvbridge.transport.example;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.PluginConfig;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.NotificationSink;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.Coverage;
+import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.Inbox;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.OwnedPreparedList;
+import io.kvbridge.transport.PostChecks;
+import io.kvbridge.transport.PreparedLists;
+import io.kvbridge.transport.Registration;
+import io.kvbridge.transport.Registrations;
+import io.kvbridge.transport.TransferSlot;
+import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.TransportPeer;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The smallest complete transport built on the toolkit: peers in one JVM, bytes copied on the
+ * posting thread, so a transfer is done when {@code post} returns. Everything a transport must keep
+ * (handles, registrations, lists, peers, notifications, closing) is the toolkit's; what is left is
+ * the transport's own business: how to reach a peer and how to move bytes. It passes the whole
+ * conformance suite, which is what a new transport starts from.
+ */
+public final class ExampleTransport implements TransferBackendFactory
+{
+    static final String NAME = "example";
+    // peers found by agent name; a real transport connects through the peer's metadata instead
+    private static final Map<String, Instance> DIRECTORY = new ConcurrentHashMap<>();
+    private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
+    }
+
+    @Override
+    public Availability probe()
+    {
+        return Availability.available(Set.of(Capability.HOST_MEMORY, Capability.COALESCING), Map.of());
+    }
+
+    @Override
+    public TransferBackend create(Map<String, String> config, BackendContext context)
+    {
+        new PluginConfig(NAME, config).finish();
+        return new Instance(context.agentName());
+    }
+
+    private static final class ExamplePeer extends TransportPeer
+    {
+        final Instance target;
+
+        ExamplePeer(InstanceGuard owner, Instance target)
+        {
+            super(owner, target.agentName());
+            this.target = target;
+        }
+    }
+
+    private static final class ExampleList extends OwnedPreparedList
+    {
+        ExampleList(InstanceGuard owner, ExamplePeer peer, DescriptorList descriptors, Coverage coverage)
+        {
+            super(owner, peer, descriptors.kind(), descriptors.device(), descriptors.addresses(), descriptors.lengths(),
+                    coverage.registrationIds(), coverage.registrations());
+        }
+    }
+
+    private static final class ExampleTransfer extends TransferSlot
+    {
+        final DescriptorPairs copies = new DescriptorPairs(16);
+
+        ExampleTransfer(int index)
+        {
+            super(index);
+        }
+
+        @Override
+        protected void clearReferences()
+        {
+        }
+    }
+
+    private static final class Instance implements TransferBackend
+    {
+        private final InstanceGuard guard;
+        private final Registrations<Registration> registrations;
+        private final PreparedLists<ExampleList> lists;
+        private final TransferTable<ExampleTransfer> transfers;
+        private final Set<ExamplePeer> peers = ConcurrentHashMap.newKeySet();
+        private final Inbox inbox = new Inbox();
+
+        Instance(String agentName)
+        {
+            guard = new InstanceGuard(NAME, agentName);
+            registrations = new Registrations<>(guard.description());
+            lists = new PreparedLists<>(guard);
+            transfers = new TransferTable<>(guard.description(), 1024, ExampleTransfer::new);
+            if (DIRECTORY.putIfAbsent(agentName, this) != null) {
+                throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "agent name '" + agentName + "' is taken in this JVM");
+            }
+        }
+
+        @Override
+        public String name()
+        {
+            return NAME;
+        }
+
+        @Override
+        public String agentName()
+        {
+            return guard.agentName();
+        }
+
+        @Override
+        public void register(Allocation allocation)
+        {
+            guard.checkOpen();
+            registrations.add(new Registration(requireNonNull(allocation, "allocation is null")));
+        }
+
+        @Override
+        public void deregister(Allocation allocation)
+        {
+            guard.checkOpen();
+            registrations.remove(allocation);
+        }
+
+        @Override
+        public byte[] localMetadata()
+        {
+            guard.checkOpen();
+            return guard.agentName().getBytes(StandardCharsets.UTF_8);
+        }
+
+        @Override
+        public Peer connect(byte[] peerMetadata)
+        {
+            guard.checkOpen();
+            Instance target = DIRECTORY.get(new String(requireNonNull(peerMetadata, "peerMetadata is null"), StandardCharsets.UTF_8));
+            if (target == null) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "no example transport of that name runs in this JVM");
+            }
+            ExamplePeer peer = new ExamplePeer(guard, target);
+            peers.add(peer);
+            return peer;
+        }
+
+        @Override
+        public void disconnect(Peer peer)
+        {
+            ExamplePeer own = guard.own(peer, ExamplePeer.class);
+            own.markUnusable("it was disconnected");
+            peers.remove(own);
+        }
+
+        @Override
+        public PreparedList prepareLocal(DescriptorList descriptors)
+        {
+            guard.checkOpen();
+            return lists.add(new ExampleList(guard, null, descriptors, registrations.cover(descriptors)));
+        }
+
+        @Override
+        public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+        {
+            guard.checkOpen();
+            ExamplePeer own = guard.own(peer, ExamplePeer.class);
+            if (own.unusableReason() != null || own.target.guard.isClosed()) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' is disconnected or closed");
+            }
+            // the peer's memory is in this JVM, so its own registrations bound the list
+            return lists.add(new ExampleList(guard, own, descriptors, own.target.registrations.cover(descriptors)));
+        }
+
+        @Override
+        public void releasePrepared(PreparedList list)
+        {
+            lists.release(guard.own(list, ExampleList.class));
+        }
+
+        @Override
+        public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
+                byte[] notification)
+        {
+            guard.checkOpen();
+            ExampleList local = guard.own(localList, ExampleList.class);
+            ExampleList remote = guard.own(remoteList, ExampleList.class);
+            PostChecks.check(local, localIndices, remote, remoteIndices, count);
+            PostChecks.usable(local, remote);
+            ExampleTransfer transfer = transfers.acquire();
+            try {
+                PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+            }
+            catch (RuntimeException e) {
+                transfers.abandon(transfer);
+                throw e;
+            }
+            DescriptorPairs copies = transfer.copies;
+            for (int i = 0; i < copies.size(); i++) {
+                long from = op == TransferOp.WRITE ? copies.localAddress(i) : copies.remoteAddress(i);
+                long to = op == TransferOp.WRITE ? copies.remoteAddress(i) : copies.localAddress(i);
+                MemorySegment.copy(ALL_MEMORY, from, ALL_MEMORY, to, copies.length(i));
+            }
+            Instance target = ((ExamplePeer) remote.transportPeer()).target;
+            KvBridgeException failure = null;
+            if (notification != null && !target.deliver(guard.agentName(), notification.clone())) {
+                failure = new KvBridgeException(ErrorCode.PEER_UNKNOWN, "data moved but the peer closed before its notification");
+            }
+            long handle = transfer.handle();
+            transfers.finish(transfer, failure);
+            inbox.wake();
+            return handle;
+        }
+
+        boolean deliver(String sender, byte[] message)
+        {
+            if (guard.isClosed()) {
+                return false;
+            }
+            inbox.add(sender, message);
+            return true;
+        }
+
+        @Override
+        public int operations(long handle)
+        {
+            return transfers.slot(handle).copies.size();
+        }
+
+        @Override
+        public TransferStatus status(long handle)
+        {
+            return transfers.status(handle);
+        }
+
+        @Override
+        public Optional<KvBridgeException> failure(long handle)
+        {
+            return transfers.failure(handle);
+        }
+
+        @Override
+        public void release(long handle)
+        {
+            transfers.release(handle);
+        }
+
+        @Override
+        public void notify(Peer peer, byte[] message)
+        {
+            guard.checkOpen();
+            ExamplePeer own = guard.own(peer, ExamplePeer.class);
+            if (own.unusableReason() != null || !own.target.deliver(guard.agentName(), message.clone())) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' is disconnected or closed");
+            }
+        }
+
+        @Override
+        public int drainNotifications(NotificationSink sink)
+        {
+            return inbox.drain(sink);
+        }
+
+        @Override
+        public boolean wakeOnProgress(Thread waiter)
+        {
+            return inbox.wakeOnProgress(waiter);
+        }
+
+        @Override
+        public BackendResources resources()
+        {
+            return new BackendResources(registrations.size(), lists.size(), peers.size(), transfers.unreleased());
+        }
+
+        @Override
+        public Optional<String> problem()
+        {
+            return guard.closedProblem();
+        }
+
+        @Override
+        public void close()
+        {
+            if (guard.close()) {
+                DIRECTORY.remove(guard.agentName(), this);
+                transfers.close();
+                registrations.clear();
+                lists.releaseAll(null);
+                peers.forEach(peer -> peer.markUnusable("this transport was closed"));
+                peers.clear();
+                inbox.close();
+            }
+        }
+    }
+}
