@@ -66,8 +66,8 @@ final class KvBridgeHealthTest
     {
         FaultInjectingBackendFactory faults = new FaultInjectingBackendFactory(new LocalBackendFactory(), FaultPlan.none(1));
         PluginRegistry plugins = new PluginRegistry(List.of(faults), List.of(new PerLayerCacheLayoutFactory()));
-        try (Arena arena = Arena.ofConfined(); KvBridge bridge = CoreKvBridgeRuntime.start(new BridgeSettings("local", "health", Map.of(), new byte[0], Duration.ZERO), plugins,
-                EmbedderServices.defaults())) {
+        BridgeSettings settings = new BridgeSettings("local", "health", Map.of(), new byte[0], Duration.ZERO);
+        try (Arena arena = Arena.ofConfined(); KvBridge bridge = CoreKvBridgeRuntime.start(settings, plugins, EmbedderServices.defaults())) {
             bridge.producer(ConnectorSettings.builder("prefill", KvBridgeConnectorsTest.geometry(arena.allocate(2048, 64))).build());
             assertTrue(bridge.health().healthy(), bridge.health().problems()::toString);
 
