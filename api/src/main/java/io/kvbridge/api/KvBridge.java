@@ -6,10 +6,13 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.transfer.TransferBackend;
+import java.time.InstantSource;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.function.LongSupplier;
 
 /**
  * What an inference engine embeds: the discovered plugins, the selected transport instance and the
@@ -95,8 +98,9 @@ public interface KvBridge extends AutoCloseable
 
     /**
      * Returns the metrics registry, so that an engine can scrape it or add its own registry to it.
-     * The bridge records into a Micrometer {@code CompositeMeterRegistry}; ask for
-     * {@code io.micrometer.core.instrument.MeterRegistry} or {@code CompositeMeterRegistry}.
+     * When the engine passed one with {@link Builder#meterRegistry(Object)}, it is that registry;
+     * otherwise the bridge records into a Micrometer {@code CompositeMeterRegistry} of its own (ask
+     * for {@code io.micrometer.core.instrument.MeterRegistry} or {@code CompositeMeterRegistry}).
      * Meter names start with {@code kvbridge.} ({@code kvbridge_} in Prometheus).
      *
      * @param type the registry type wanted.
@@ -127,6 +131,9 @@ public interface KvBridge extends AutoCloseable
         private String agentName = "";
         private final Map<String, String> transportConfig = new LinkedHashMap<>();
         private byte[] sideChannelSecret = new byte[0];
+        private LongSupplier monotonicClock;
+        private InstantSource wallClock;
+        private Object meterRegistry;
 
         private Builder()
         {
@@ -182,6 +189,54 @@ public interface KvBridge extends AutoCloseable
             return this;
         }
 
+        /**
+         * Sets the monotonic clock the connectors measure time with: leases, transfer and
+         * registration deadlines, heartbeats, handshake round trips and how long a remote engine
+         * has been idle. By default {@link System#nanoTime()}. An engine that drives its scheduler
+         * from its own clock passes it here, so that a lease expires when that clock passes it; a
+         * test can pass a clock it moves by hand.
+         *
+         * @param nanos returns nanoseconds from an arbitrary origin and never decreases; called from
+         *     several threads.
+         * @return this builder.
+         */
+        public Builder monotonicClock(LongSupplier nanos)
+        {
+            this.monotonicClock = requireNonNull(nanos, "nanos is null");
+            return this;
+        }
+
+        /**
+         * Sets the wall clock that stamps and checks authenticated side channel messages (see
+         * {@link #sideChannelSecret}). Those timestamps are compared across hosts, so this clock must
+         * agree with the other engines' to within the side channel's window. By default the system clock.
+         *
+         * @param clock the wall clock; called from several threads.
+         * @return this builder.
+         */
+        public Builder wallClock(InstantSource clock)
+        {
+            this.wallClock = requireNonNull(clock, "clock is null");
+            return this;
+        }
+
+        /**
+         * Makes the bridge record its meters into the engine's own Micrometer registry, from the
+         * first meter on, instead of a registry of its own. The bridge never closes it. The type is
+         * {@code Object} because this module depends on the JDK only; {@link #build()} refuses
+         * anything but an {@code io.micrometer.core.instrument.MeterRegistry} loaded by the class
+         * loader of {@code kvbridge-core}. Bridges sharing a registry share the {@code kvbridge.*}
+         * meters, which then sum over them.
+         *
+         * @param registry an {@code io.micrometer.core.instrument.MeterRegistry}.
+         * @return this builder.
+         */
+        public Builder meterRegistry(Object registry)
+        {
+            this.meterRegistry = requireNonNull(registry, "registry is null");
+            return this;
+        }
+
         /** @return the selected transport name. */
         public String transport()
         {
@@ -200,6 +255,24 @@ public interface KvBridge extends AutoCloseable
             return sideChannelSecret.clone();
         }
 
+        /** @return the monotonic clock set with {@link #monotonicClock}, empty for the system's. */
+        public Optional<LongSupplier> monotonicClock()
+        {
+            return Optional.ofNullable(monotonicClock);
+        }
+
+        /** @return the wall clock set with {@link #wallClock}, empty for the system's. */
+        public Optional<InstantSource> wallClock()
+        {
+            return Optional.ofNullable(wallClock);
+        }
+
+        /** @return the registry set with {@link #meterRegistry}, empty when the bridge is to own one. */
+        public Optional<Object> meterRegistry()
+        {
+            return Optional.ofNullable(meterRegistry);
+        }
+
         /** @return a copy of the transport options. */
         public Map<String, String> transportConfig()
         {
@@ -210,7 +283,8 @@ public interface KvBridge extends AutoCloseable
          * Builds the bridge with the runtime found on the class path.
          *
          * @return the bridge.
-         * @throws KvBridgeException {@code PLUGIN_UNKNOWN} when kvbridge-core is missing.
+         * @throws KvBridgeException {@code PLUGIN_UNKNOWN} when kvbridge-core is missing;
+         *     {@code CONFIG_INVALID} when the {@link #meterRegistry meter registry} is not a Micrometer one.
          */
         public KvBridge build()
         {

@@ -2,6 +2,8 @@ package io.kvbridge.core;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.spi.KvBridgeException;
+import java.time.Duration;
 import java.util.Map;
 
 /**
@@ -11,15 +13,21 @@ import java.util.Map;
  * @param agentName the agent name peers see.
  * @param transportConfig options handed to the transport factory.
  * @param sideChannelSecret shared secret of the side channels, empty for none.
+ * @param summaryInterval how often the one-line transfer summary is logged; zero for never.
  */
-record BridgeSettings(String transport, String agentName, Map<String, String> transportConfig, byte[] sideChannelSecret)
+record BridgeSettings(String transport, String agentName, Map<String, String> transportConfig, byte[] sideChannelSecret, Duration summaryInterval)
 {
+    /** How often a bridge built through {@code KvBridge.builder()} logs its transfer summary. */
+    static final Duration SUMMARY_INTERVAL = Duration.ofSeconds(10);
+
     BridgeSettings
     {
         requireNonNull(transport, "transport is null");
         requireNonNull(agentName, "agentName is null");
         transportConfig = Map.copyOf(requireNonNull(transportConfig, "transportConfig is null"));
         sideChannelSecret = requireNonNull(sideChannelSecret, "sideChannelSecret is null").clone();
+        requireNonNull(summaryInterval, "summaryInterval is null");
+        KvBridgeException.checkArgument(!summaryInterval.isNegative(), "summaryInterval=%s is negative; pass zero for no summary", summaryInterval);
     }
 
     /** @return a copy of the secret: a record would hand out the array itself. */

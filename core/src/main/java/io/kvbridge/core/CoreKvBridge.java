@@ -10,6 +10,7 @@ import io.kvbridge.api.Health;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.core.engine.ConnectorFactory;
 import io.kvbridge.core.engine.EngineServices;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.spi.ErrorCode;
@@ -27,20 +28,29 @@ final class CoreKvBridge implements KvBridge
 {
     // long enough for a worker round and a loopback round trip on a loaded host, short enough for a scrape
     static final Duration HEALTH_PROBE_TIMEOUT = Duration.ofSeconds(1);
+    static final String HEALTH_GAUGE = "kvbridge.health";
 
     private final PluginRegistry registry;
     private final TransferBackend transport;
     private final EngineServices engine;
+    private final ConnectorFactory connectors;
+    private final Gauge healthGauge;
+    // whether close() takes the gauge out of the registry: only from the engine's registry, and only
+    // the gauge this bridge registered (a second bridge on that registry is handed the first's)
+    private final boolean removeGaugeOnClose;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     @Inject
-    CoreKvBridge(PluginRegistry registry, TransferBackend transport, EngineServices engine)
+    CoreKvBridge(PluginRegistry registry, TransferBackend transport, EngineServices engine, ConnectorFactory connectors, EmbedderServices embedder)
     {
         this.registry = requireNonNull(registry, "registry is null");
         this.transport = requireNonNull(transport, "transport is null");
         this.engine = requireNonNull(engine, "engine is null");
+        this.connectors = requireNonNull(connectors, "connectors is null");
+        boolean firstGauge = engine.registry().find(HEALTH_GAUGE).gauge() == null;
+        this.removeGaugeOnClose = embedder.meterRegistry().isPresent() && firstGauge;
         // probed at each read, so a scrape sees the state at that moment
-        Gauge.builder("kvbridge.health", this, bridge -> bridge.health().healthy() ? 1 : 0)
+        this.healthGauge = Gauge.builder(HEALTH_GAUGE, this, bridge -> bridge.health().healthy() ? 1 : 0)
                 .description("1 when every check of KvBridge.health() passes, else 0")
                 .strongReference(true)
                 .register(engine.registry());
@@ -67,13 +77,13 @@ final class CoreKvBridge implements KvBridge
     @Override
     public ProducerConnector producer(ConnectorSettings settings)
     {
-        return engine.producer(settings);
+        return connectors.producer(settings);
     }
 
     @Override
     public ConsumerConnector consumer(ConnectorSettings settings)
     {
-        return engine.consumer(settings);
+        return connectors.consumer(settings);
     }
 
     @Override
@@ -109,5 +119,10 @@ final class CoreKvBridge implements KvBridge
         closed.set(true);
         engine.close();
         transport.close();
+        // the bridge's own registry goes on reporting it as closed; the engine's registry outlives
+        // the bridge, so the gauge leaves it rather than holding on to a closed bridge
+        if (removeGaugeOnClose) {
+            engine.registry().remove(healthGauge);
+        }
     }
 }

@@ -2,6 +2,7 @@ package io.kvbridge.core;
 
 import com.google.inject.CreationException;
 import com.google.inject.Guice;
+import com.google.inject.Injector;
 import com.google.inject.ProvisionException;
 import com.google.inject.Stage;
 import com.google.inject.spi.Message;
@@ -35,13 +36,15 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
         String agentName = builder.agentName().isEmpty()
                 ? "kvbridge-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet()
                 : builder.agentName();
-        return start(new BridgeSettings(builder.transport(), agentName, builder.transportConfig(), builder.sideChannelSecret()), registry);
+        EmbedderServices embedder = EmbedderServices.from(builder);
+        return start(new BridgeSettings(builder.transport(), agentName, builder.transportConfig(), builder.sideChannelSecret(),
+                BridgeSettings.SUMMARY_INTERVAL), registry, embedder);
     }
 
-    static KvBridge start(BridgeSettings settings, PluginRegistry registry)
+    static KvBridge start(BridgeSettings settings, PluginRegistry registry, EmbedderServices embedder)
     {
         try {
-            return Guice.createInjector(Stage.PRODUCTION, new KvBridgeModule(settings, registry)).getInstance(CoreKvBridge.class);
+            return injector(settings, registry, embedder).getInstance(CoreKvBridge.class);
         }
         catch (CreationException e) {
             throw unwrap(e, e.getErrorMessages());
@@ -49,6 +52,12 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
         catch (ProvisionException e) {
             throw unwrap(e, e.getErrorMessages());
         }
+    }
+
+    /** The injector of one bridge, every singleton built: a plugin's or a setting's error surfaces here. */
+    static Injector injector(BridgeSettings settings, PluginRegistry registry, EmbedderServices embedder)
+    {
+        return Guice.createInjector(Stage.PRODUCTION, new KvBridgeModule(settings, registry, embedder));
     }
 
     // Stage.PRODUCTION builds singletons eagerly, so a plugin's typed error arrives wrapped in Guice's

@@ -6,31 +6,40 @@ import com.google.inject.AbstractModule;
 import com.google.inject.Provides;
 import com.google.inject.Scopes;
 import com.google.inject.Singleton;
+import io.kvbridge.core.engine.ConnectorFactory;
 import io.kvbridge.core.engine.EngineServices;
+import io.kvbridge.core.engine.RankTransports;
+import io.kvbridge.core.engine.SummarySchedule;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The bindings of one bridge. Explicit bindings only; no circular proxies. */
+/**
+ * The bindings of one bridge. Explicit bindings only; no circular proxies. The transport is
+ * selected once, by {@link #selectedTransport}: the bridge's own instance and every connector's
+ * come from that one binding.
+ */
 final class KvBridgeModule extends AbstractModule
 {
     private static final Logger LOG = LoggerFactory.getLogger(KvBridgeModule.class);
 
     private final BridgeSettings settings;
     private final PluginRegistry registry;
+    private final EmbedderServices embedder;
 
-    KvBridgeModule(BridgeSettings settings, PluginRegistry registry)
+    KvBridgeModule(BridgeSettings settings, PluginRegistry registry, EmbedderServices embedder)
     {
         this.settings = requireNonNull(settings, "settings is null");
         this.registry = requireNonNull(registry, "registry is null");
+        this.embedder = requireNonNull(embedder, "embedder is null");
     }
 
     @Override
@@ -40,29 +49,62 @@ final class KvBridgeModule extends AbstractModule
         binder().disableCircularProxies();
         bind(BridgeSettings.class).toInstance(settings);
         bind(PluginRegistry.class).toInstance(registry);
+        bind(EmbedderServices.class).toInstance(embedder);
+        bind(SideChannelClock.class).toInstance(embedder.clock());
+        bind(EngineServices.class).in(Scopes.SINGLETON);
+        bind(ConnectorFactory.class).in(Scopes.SINGLETON);
         bind(CoreKvBridge.class).in(Scopes.SINGLETON);
     }
 
     @Provides
     @Singleton
-    TransferBackend transport(PluginRegistry plugins, BridgeSettings bridgeSettings)
+    DiscoveredTransport selectedTransport(PluginRegistry plugins, BridgeSettings bridgeSettings)
     {
         DiscoveredTransport selected = plugins.selectTransport(bridgeSettings.transport());
-        BackendContext context = bridgeSettings::agentName;
-        TransferBackend transport = selected.factory().create(bridgeSettings.transportConfig(), context);
         LOG.info("kvbridge {}; selected transport {}{} as agent {}", plugins.summary(), selected.name(),
                 bridgeSettings.transport().equals("auto") ? " (auto)" : "", bridgeSettings.agentName());
-        return transport;
+        return selected;
     }
 
     @Provides
     @Singleton
-    EngineServices engineServices(PluginRegistry plugins, BridgeSettings bridgeSettings)
+    TransferBackend transport(DiscoveredTransport selected, BridgeSettings bridgeSettings)
     {
-        DiscoveredTransport selected = plugins.selectTransport(bridgeSettings.transport());
-        CompositeMeterRegistry registry = new CompositeMeterRegistry();
-        registry.add(new SimpleMeterRegistry());
-        return new EngineServices(selected.factory(), bridgeSettings.transportConfig(), bridgeSettings.agentName(), SideChannelClock.system(),
-                SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).build(), registry, Duration.ofSeconds(10));
+        BackendContext context = bridgeSettings::agentName;
+        return selected.factory().create(bridgeSettings.transportConfig(), context);
+    }
+
+    @Provides
+    @Singleton
+    RankTransports rankTransports(DiscoveredTransport selected, BridgeSettings bridgeSettings)
+    {
+        return new RankTransports(selected.factory(), bridgeSettings.transportConfig(), bridgeSettings.agentName());
+    }
+
+    @Provides
+    @Singleton
+    SideChannelSettings sideChannelSettings(BridgeSettings bridgeSettings)
+    {
+        return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).build();
+    }
+
+    @Provides
+    @Singleton
+    MeterRegistry meterRegistry(EmbedderServices services)
+    {
+        // bound before any meter exists, so the embedder's registry sees every meter from the first;
+        // an own registry is a composite, so that an engine can add its registries to it later
+        return services.meterRegistry().orElseGet(() -> {
+            CompositeMeterRegistry own = new CompositeMeterRegistry();
+            own.add(new SimpleMeterRegistry());
+            return own;
+        });
+    }
+
+    @Provides
+    @Singleton
+    SummarySchedule summarySchedule(BridgeSettings bridgeSettings)
+    {
+        return SummarySchedule.onOwnThread(bridgeSettings.summaryInterval());
     }
 }

@@ -17,6 +17,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.lang.foreign.Arena;
 import java.security.SecureRandom;
 import java.util.List;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -65,7 +66,8 @@ final class KvBridgeHealthTest
     {
         FaultInjectingBackendFactory faults = new FaultInjectingBackendFactory(new LocalBackendFactory(), FaultPlan.none(1));
         PluginRegistry plugins = new PluginRegistry(List.of(faults), List.of(new PerLayerCacheLayoutFactory()));
-        try (Arena arena = Arena.ofConfined(); KvBridge bridge = CoreKvBridgeRuntime.start(new BridgeSettings("local", "health", Map.of(), new byte[0]), plugins)) {
+        BridgeSettings settings = new BridgeSettings("local", "health", Map.of(), new byte[0], Duration.ZERO);
+        try (Arena arena = Arena.ofConfined(); KvBridge bridge = CoreKvBridgeRuntime.start(settings, plugins, EmbedderServices.defaults())) {
             bridge.producer(ConnectorSettings.builder("prefill", KvBridgeConnectorsTest.geometry(arena.allocate(2048, 64))).build());
             assertTrue(bridge.health().healthy(), bridge.health().problems()::toString);
 

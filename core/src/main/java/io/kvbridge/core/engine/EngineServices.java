@@ -2,11 +2,10 @@ package io.kvbridge.core.engine;
 
 import static java.util.Objects.requireNonNull;
 
+import com.google.inject.Inject;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
-import io.kvbridge.api.ConsumerConnector;
 import io.kvbridge.api.Health;
-import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelServer;
@@ -15,7 +14,6 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -31,23 +29,21 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * What the connectors of one bridge share: the transport factory each rank creates its own
  * transport instance from, the clock, the side channel client and servers (one server per engine,
- * serving every rank of it in this process), the handshake executor, and the metrics. Closing it
- * closes every connector still open.
+ * serving every rank of it in this process), the handshake executor, and the metrics. The injector
+ * builds one per bridge; {@link ConnectorFactory} starts the connectors over it. Closing it closes
+ * every connector still open and the summary scheduler, never the meter registry.
  */
 public final class EngineServices implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(EngineServices.class);
 
-    private final TransferBackendFactory transportFactory;
-    private final Map<String, String> transportConfig;
-    private final String agentPrefix;
+    private final RankTransports transports;
     private final SideChannelClock clock;
     private final SideChannelSettings sideChannelSettings;
     private final SideChannelClient client;
@@ -55,7 +51,6 @@ public final class EngineServices implements AutoCloseable
     private final ScheduledExecutorService summaries;
     private final MeterRegistry registry;
     private final TransferMetrics metrics;
-    private final AtomicInteger instances = new AtomicInteger();
     private final Map<String, SharedServer> servers = new HashMap<>();
     private final List<RankWorker> workers = new ArrayList<>();
 
@@ -77,33 +72,27 @@ public final class EngineServices implements AutoCloseable
     /**
      * Creates the services.
      *
-     * @param transportFactory creates each connector's transport instance.
-     * @param transportConfig options for every instance.
-     * @param agentPrefix agent names of the instances start with it.
-     * @param clock the monotonic clock of leases, deadlines and heartbeats.
+     * @param transports creates each connector's transport instance from the bridge's selected transport.
+     * @param clock the monotonic clock of leases, deadlines and heartbeats, and the wall clock of side channel authentication.
      * @param sideChannelSettings timeouts, limits and secret of the side channels (bind address and port come from each connector).
-     * @param registry where the metrics are registered.
-     * @param summaryInterval how often the one-line transfer summary is logged; zero for never.
+     * @param registry where the metrics are registered, from the first meter on; not closed here.
+     * @param summaries when the one-line transfer summary is logged; its scheduler is shut down on close.
      */
-    public EngineServices(TransferBackendFactory transportFactory, Map<String, String> transportConfig, String agentPrefix, SideChannelClock clock,
-            SideChannelSettings sideChannelSettings, MeterRegistry registry, Duration summaryInterval)
+    @Inject
+    public EngineServices(RankTransports transports, SideChannelClock clock, SideChannelSettings sideChannelSettings, MeterRegistry registry,
+            SummarySchedule summaries)
     {
-        this.transportFactory = requireNonNull(transportFactory, "transportFactory is null");
-        this.transportConfig = Map.copyOf(requireNonNull(transportConfig, "transportConfig is null"));
-        this.agentPrefix = requireNonNull(agentPrefix, "agentPrefix is null");
+        this.transports = requireNonNull(transports, "transports is null");
         this.clock = requireNonNull(clock, "clock is null");
         this.sideChannelSettings = requireNonNull(sideChannelSettings, "sideChannelSettings is null");
         this.client = new SideChannelClient(sideChannelSettings, clock);
         this.registry = requireNonNull(registry, "registry is null");
         this.metrics = new TransferMetrics(registry);
-        requireNonNull(summaryInterval, "summaryInterval is null");
-        if (summaryInterval.isZero()) {
-            this.summaries = null;
-        }
-        else {
-            this.summaries = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("kvbridge-metrics-summary").factory());
-            long millis = summaryInterval.toMillis();
-            summaries.scheduleAtFixedRate(this::logSummary, millis, millis, TimeUnit.MILLISECONDS);
+        requireNonNull(summaries, "summaries is null");
+        this.summaries = summaries.scheduler();
+        if (summaries.enabled()) {
+            long nanos = summaries.interval().toNanos();
+            this.summaries.scheduleAtFixedRate(this::logSummary, nanos, nanos, TimeUnit.NANOSECONDS);
         }
     }
 
@@ -148,9 +137,7 @@ public final class EngineServices implements AutoCloseable
 
     TransferBackend newTransport(String role, ConnectorSettings settings)
     {
-        String agent = agentPrefix + "-" + role + "-pp" + settings.geometry().rank().ppRank() + "-tp" + settings.geometry().rank().tpRank() + "-"
-                + instances.incrementAndGet();
-        return transportFactory.create(transportConfig, () -> agent);
+        return transports.create(role, settings);
     }
 
     /** Returns the engine's side channel, starting it for the engine's first connector. */
@@ -291,28 +278,6 @@ public final class EngineServices implements AutoCloseable
         return shared == null ? null : shared.server;
     }
 
-    /**
-     * Starts a producer rank.
-     *
-     * @param settings the rank's settings.
-     * @return the connector, running.
-     */
-    public ProducerConnector producer(ConnectorSettings settings)
-    {
-        return new ProducerRank(this, settings, true);
-    }
-
-    /**
-     * Starts a consumer rank.
-     *
-     * @param settings the rank's settings.
-     * @return the connector, running.
-     */
-    public ConsumerConnector consumer(ConnectorSettings settings)
-    {
-        return new ConsumerRank(this, settings, true);
-    }
-
     /** Logs the transfer summary of the interval now, as the periodic task does. */
     public void logSummaryNow()
     {
@@ -329,9 +294,7 @@ public final class EngineServices implements AutoCloseable
         for (RankWorker worker : open) {
             worker.close();
         }
-        if (summaries != null) {
-            summaries.shutdownNow();
-        }
+        summaries.shutdownNow();
         handshakes.shutdownNow();
         logSummary();
     }

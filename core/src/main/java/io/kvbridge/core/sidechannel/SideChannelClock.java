@@ -1,7 +1,10 @@
 package io.kvbridge.core.sidechannel;
 
+import static java.util.Objects.requireNonNull;
+
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.function.LongSupplier;
 
 /**
  * The clocks the side channel reads: a monotonic clock for round trips, clock offsets and idle
@@ -42,6 +45,39 @@ public interface SideChannelClock extends InstantSource
             public long millis()
             {
                 return System.currentTimeMillis();
+            }
+        };
+    }
+
+    /**
+     * Combines a monotonic clock and a wall clock, such as an embedder passes to the bridge's builder.
+     *
+     * @param monotonicNanos read by {@link #monotonicNanos()}.
+     * @param wallClock read by {@link #instant()} and {@link #millis()}.
+     * @return the clock.
+     */
+    static SideChannelClock of(LongSupplier monotonicNanos, InstantSource wallClock)
+    {
+        requireNonNull(monotonicNanos, "monotonicNanos is null");
+        requireNonNull(wallClock, "wallClock is null");
+        return new SideChannelClock()
+        {
+            @Override
+            public long monotonicNanos()
+            {
+                return monotonicNanos.getAsLong();
+            }
+
+            @Override
+            public Instant instant()
+            {
+                return wallClock.instant();
+            }
+
+            @Override
+            public long millis()
+            {
+                return wallClock.millis();
             }
         };
     }

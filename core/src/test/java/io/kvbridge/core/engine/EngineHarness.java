@@ -34,8 +34,9 @@ final class EngineHarness implements AutoCloseable
     EngineHarness(TransferBackendFactory factory, SideChannelClock clock)
     {
         this.factory = factory;
-        this.services = new EngineServices(factory, Map.of("simulate-device", "true"), "test-" + ProcessHandle.current().pid() + "-"
-                + System.identityHashCode(this), clock, SideChannelSettings.builder().build(), registry, Duration.ZERO);
+        RankTransports transports = new RankTransports(factory, Map.of("simulate-device", "true"), "test-" + ProcessHandle.current().pid() + "-"
+                + System.identityHashCode(this));
+        this.services = new EngineServices(transports, clock, SideChannelSettings.builder().build(), registry, SummarySchedule.onOwnThread(Duration.ZERO));
     }
 
     EngineHarness()

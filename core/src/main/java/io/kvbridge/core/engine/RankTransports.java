@@ -1,0 +1,47 @@
+package io.kvbridge.core.engine;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Creates each connector's own transport instance from the bridge's selected factory, with the
+ * bridge's options, named {@code <agent prefix>-<role>-pp<p>-tp<t>-<n>} so that peers and logs can
+ * tell the ranks apart.
+ */
+public final class RankTransports
+{
+    private final TransferBackendFactory factory;
+    private final Map<String, String> config;
+    private final String agentPrefix;
+    private final AtomicInteger instances = new AtomicInteger();
+
+    /**
+     * @param factory the selected transport's factory.
+     * @param config options for every instance.
+     * @param agentPrefix agent names of the instances start with it.
+     */
+    public RankTransports(TransferBackendFactory factory, Map<String, String> config, String agentPrefix)
+    {
+        this.factory = requireNonNull(factory, "factory is null");
+        this.config = Map.copyOf(requireNonNull(config, "config is null"));
+        this.agentPrefix = requireNonNull(agentPrefix, "agentPrefix is null");
+    }
+
+    /** @return the factory every instance comes from. */
+    public TransferBackendFactory factory()
+    {
+        return factory;
+    }
+
+    TransferBackend create(String role, ConnectorSettings settings)
+    {
+        String agent = agentPrefix + "-" + role + "-pp" + settings.geometry().rank().ppRank() + "-tp" + settings.geometry().rank().tpRank() + "-"
+                + instances.incrementAndGet();
+        return factory.create(config, () -> agent);
+    }
+}
