@@ -95,7 +95,7 @@ final class UcxBackendFactoryTest
     @Test
     void withoutTheLibraryTheProbeSaysWhatToInstall() throws Exception
     {
-        try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED", "-Dkvbridge.ucx.library-dir=/nonexistent-ucx"),
+        try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED", "-Dkvbridge.ucx.library=/nonexistent-ucx"),
                 ProbeProcess.class)) {
             assertEquals("AVAILABLE false", child.expect("AVAILABLE", STEP));
             String reason = child.expect("REASON", STEP);
