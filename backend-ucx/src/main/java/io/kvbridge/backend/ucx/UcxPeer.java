@@ -1,6 +1,7 @@
 package io.kvbridge.backend.ucx;
 
 import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.TransportPeer;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,6 +40,25 @@ final class UcxPeer extends TransportPeer
         super(owner, name);
         this.instanceId = instanceId;
         this.token = token;
+    }
+
+    /** @return a search of sorted advertised regions, for {@link RegionCover}. */
+    static RegionCover.Regions<UcxRemoteRegion> regionsOf(UcxRemoteRegion[] sorted)
+    {
+        return new RegionCover.Regions<>()
+        {
+            @Override
+            public UcxRemoteRegion find(long address, long length)
+            {
+                return regionOf(sorted, address, length);
+            }
+
+            @Override
+            public boolean contains(UcxRemoteRegion region, long address, long length)
+            {
+                return region.advertised.contains(address, length);
+            }
+        };
     }
 
     /** Finds the advertised region holding a range, or null. */

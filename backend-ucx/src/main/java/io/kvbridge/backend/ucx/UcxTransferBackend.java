@@ -20,10 +20,10 @@ import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.PreparedLists;
+import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.TransferTable;
 import java.security.SecureRandom;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -196,29 +196,11 @@ final class UcxTransferBackend implements TransferBackend
         UcxRemoteRegion[] regions = ucxPeer.regions;
         long[] addresses = descriptors.addresses();
         long[] lengths = descriptors.lengths();
-        int[] regionIds = new int[addresses.length];
-        IdentityHashMap<UcxRemoteRegion, Integer> ids = new IdentityHashMap<>();
-        List<UcxRemoteRegion> used = new ArrayList<>();
-        UcxRemoteRegion last = null;
-        int lastId = -1;
-        for (int i = 0; i < addresses.length; i++) {
-            // consecutive descriptors usually share a region: test the last one before searching
-            if (last == null || !last.advertised.contains(addresses[i], lengths[i])) {
-                last = UcxPeer.regionOf(regions, addresses[i], lengths[i]);
-                if (last == null) {
-                    throw new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
-                            "descriptor %d (address=0x%x, length=%d) lies outside the %d regions peer '%s' advertised; if the peer registered "
-                                    + "more memory, connect() again with its new metadata", i, addresses[i], lengths[i], regions.length, ucxPeer.name()));
-                }
-                UcxRemoteRegion found = last;
-                lastId = ids.computeIfAbsent(found, ignored -> {
-                    used.add(found);
-                    return used.size() - 1;
-                });
-            }
-            regionIds[i] = lastId;
-        }
-        return lists.add(UcxPreparedList.remote(guard, ucxPeer, addresses, lengths, regionIds, used.toArray(new UcxRemoteRegion[0])));
+        RegionCover<UcxRemoteRegion> cover = RegionCover.of(addresses, lengths, UcxPeer.regionsOf(regions),
+                (i, address, length) -> new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
+                        "descriptor %d (address=0x%x, length=%d) lies outside the %d regions peer '%s' advertised; if the peer registered "
+                                + "more memory, connect() again with its new metadata", i, address, length, regions.length, ucxPeer.name())));
+        return lists.add(UcxPreparedList.remote(guard, ucxPeer, addresses, lengths, cover.regionIds(), cover.regions().toArray(new UcxRemoteRegion[0])));
     }
 
     @Override
@@ -230,9 +212,7 @@ final class UcxTransferBackend implements TransferBackend
     @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
     {
-        requireNonNull(op, "op is null");
-        requireNonNull(localIndices, "localIndices is null");
-        requireNonNull(remoteIndices, "remoteIndices is null");
+        PostChecks.present(op, localIndices, remoteIndices);
         checkOpen();
         UcxPreparedList local = guard.own(localList, UcxPreparedList.class);
         UcxPreparedList remote = guard.own(remoteList, UcxPreparedList.class);
