@@ -88,7 +88,14 @@ final class UcxTransfers
             throw e;
         }
         long handle = transfer.handle();
-        owner.submit(transfer);
+        try {
+            owner.submit(transfer);
+        }
+        catch (KvBridgeException e) {
+            // the owner stopped before the transfer was queued: nothing refers to the slot yet
+            table.abandon(transfer);
+            throw e;
+        }
         return handle;
     }
 
