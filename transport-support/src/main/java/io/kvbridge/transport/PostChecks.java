@@ -1,8 +1,11 @@
 package io.kvbridge.transport;
 
+import static java.util.Objects.requireNonNull;
+
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferOp;
 import java.util.Locale;
 
 /**
@@ -14,6 +17,21 @@ public final class PostChecks
 {
     private PostChecks()
     {
+    }
+
+    /**
+     * Checks that a post's operation and index arrays are given, before anything else is looked at.
+     *
+     * @param op the operation.
+     * @param localIndices indices into the local list.
+     * @param remoteIndices indices into the remote list.
+     * @throws NullPointerException naming the argument that is null.
+     */
+    public static void present(TransferOp op, int[] localIndices, int[] remoteIndices)
+    {
+        requireNonNull(op, "op is null");
+        requireNonNull(localIndices, "localIndices is null");
+        requireNonNull(remoteIndices, "remoteIndices is null");
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.kvbridge.backend.ucx;
 
-import io.kvbridge.backend.ucx.ffm.Ucp;
+import io.kvbridge.backend.ucx.ffm.UcpContext;
+import io.kvbridge.backend.ucx.ffm.UcxAvailability;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.Spi;
@@ -13,6 +14,7 @@ import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -57,6 +59,11 @@ public final class UcxBackendFactory implements TransferBackendFactory
     public Availability probe()
     {
         try {
+            // the kill switch first: when it is set nothing is loaded
+            Optional<String> switchedOff = UcxAvailability.switchedOff();
+            if (switchedOff.isPresent()) {
+                return Availability.unavailable(List.of(switchedOff.get()), Map.of("enabled", "false"));
+            }
             return Probe.RESULT;
         }
         catch (LinkageError e) {
@@ -89,32 +96,33 @@ public final class UcxBackendFactory implements TransferBackendFactory
                 if (!module.isNativeAccessEnabled()) {
                     details.put("native-access", "not enabled");
                     return Availability.unavailable(List.of("native access is not enabled for " + (module.isNamed() ? "module " + module.getName() : "the class path")
-                            + "; run java with --enable-native-access=" + Ucp.moduleFlag()), details);
+                            + "; run java with --enable-native-access=" + UcxAvailability.moduleFlag()), details);
                 }
                 details.put("native-access", "enabled");
-                if (Ucp.loadProblem().isPresent()) {
-                    return Availability.unavailable(List.of(Ucp.loadProblem().get()), details);
+                Optional<String> cause = UcxAvailability.unavailabilityCause();
+                if (cause.isPresent()) {
+                    return Availability.unavailable(List.of(cause.get()), details);
                 }
-                details.put("version", Ucp.version());
-                long config = Ucp.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, Map.of()).ucxOverrides());
+                details.put("version", UcpContext.version());
+                long config = UcpContext.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, 1, Map.of()).ucxOverrides());
                 long context;
                 try {
-                    context = Ucp.init(config, Ucp.FEATURE_TAG | Ucp.FEATURE_RMA | Ucp.FEATURE_WAKEUP, "kvbridge-probe");
+                    context = UcpContext.init(config, UcpContext.FEATURE_TAG | UcpContext.FEATURE_RMA | UcpContext.FEATURE_WAKEUP, "kvbridge-probe");
                 }
                 finally {
-                    Ucp.configRelease(config);
+                    UcpContext.configRelease(config);
                 }
                 Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.TRANSPORT_ALLOCATION, Capability.CROSS_PROCESS,
                         Capability.CROSS_HOST, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING);
                 try {
-                    details.put("transports", UcxResources.transports(Ucp.contextInfo(context)));
+                    details.put("transports", UcxResources.transports(UcpContext.contextInfo(context)));
                     // reported for the user's information; the transport itself moves host memory only
-                    boolean cuda = (Ucp.memoryTypes(context) & Ucp.MEMORY_TYPE_CUDA_BIT) != 0;
+                    boolean cuda = (UcpContext.memoryTypes(context) & UcpContext.MEMORY_TYPE_CUDA_BIT) != 0;
                     details.put("device-memory", cuda ? "this UCX supports CUDA memory; the ucx transport moves host memory only"
                             : "none (this UCX build has no CUDA support)");
                 }
                 finally {
-                    Ucp.cleanup(context);
+                    UcpContext.cleanup(context);
                 }
                 details.put("environment", "UCX_TLS=" + envOrDefault("UCX_TLS") + " UCX_NET_DEVICES=" + envOrDefault("UCX_NET_DEVICES"));
                 return Availability.available(capabilities, details);

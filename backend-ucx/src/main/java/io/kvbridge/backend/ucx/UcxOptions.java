@@ -27,10 +27,12 @@ import java.util.regex.Pattern;
  * @param staggerAllocations whether memory from {@code allocate()} starts a few pages into its
  *     mapping, so that copies between two processes' equal-sized pools avoid the aliasing penalty
  *     {@link AllocationStagger} describes.
+ * @param maxInFlight transfers posted and not finished or not released at once; more fail with
+ *     {@code TRANSFER_FAILED}.
  * @param extraConfig further UCX settings, names without the {@code UCX_} prefix.
  */
 record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int connectTimeoutMillis, int closeTimeoutMillis,
-        int idleSpinMicros, boolean staggerAllocations, Map<String, String> extraConfig)
+        int idleSpinMicros, boolean staggerAllocations, int maxInFlight, Map<String, String> extraConfig)
 {
     static final String TLS = "tls";
     static final String NET_DEVICES = "net-devices";
@@ -40,7 +42,11 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     static final String CLOSE_TIMEOUT_MS = "close-timeout-ms";
     static final String IDLE_SPIN_US = "idle-spin-us";
     static final String STAGGER_ALLOCATIONS = "stagger-allocations";
+    static final String MAX_IN_FLIGHT = "max-in-flight";
     static final String UCX_CONFIG = "ucx-config";
+    /** The same default and range as the local transport's {@code max-in-flight}. */
+    static final int DEFAULT_MAX_IN_FLIGHT = 65536;
+    static final int MAX_MAX_IN_FLIGHT = 1 << 24;
 
     private static final Pattern LIST_VALUE = Pattern.compile("[A-Za-z0-9_.:,^-]+");
     private static final Pattern CONFIG_NAME = Pattern.compile("[A-Z][A-Z0-9_]*");
@@ -71,9 +77,10 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         int closeTimeout = options.intValue(CLOSE_TIMEOUT_MS, 2000, 1, 600_000);
         int idleSpin = options.intValue(IDLE_SPIN_US, 500, 0, 1_000_000);
         boolean stagger = options.booleanValue(STAGGER_ALLOCATIONS, true);
+        int maxInFlight = options.intValue(MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, 1, MAX_MAX_IN_FLIGHT);
         Map<String, String> extra = extraConfig(options);
         options.finish();
-        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, extra);
+        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra);
     }
 
     /**

@@ -1,26 +1,27 @@
 package io.kvbridge.backend.ucx;
 
-import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.RegionCover;
+import io.kvbridge.transport.TransportPeer;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A connected peer: an endpoint to its worker and the ranges it advertised. Other threads read the
- * final fields, {@link #regions} and {@link #unusable}; the rest belongs to the owner thread.
+ * A connected peer: an endpoint to its worker and the ranges it advertised.
+ *
+ * <p>Threads: other threads read the final fields, {@link #regions} and the unusable reason;
+ * {@code listed} is guarded by {@link UcxEndpoints}' peer list; everything else belongs to the
+ * owner thread.
  */
-final class UcxPeer implements Peer
+final class UcxPeer extends TransportPeer
 {
-    final UcxTransferBackend owner;
     final long instanceId;
-    final String name;
     // identifies the endpoint to UCX's error handler
     final long token;
     // sorted by address; replaced when the peer's metadata is refreshed
     volatile UcxRemoteRegion[] regions = new UcxRemoteRegion[0];
-    // why the peer can no longer be used, or null
-    volatile String unusable;
 
-    // guarded by the owner's peer list
+    // guarded by the peer list
     boolean listed = true;
 
     // owner thread only
@@ -34,18 +35,30 @@ final class UcxPeer implements Peer
     long retireDeadlineNanos;
     long closeRequest;
 
-    UcxPeer(UcxTransferBackend owner, long instanceId, String name, long token)
+    UcxPeer(InstanceGuard owner, long instanceId, String name, long token)
     {
-        this.owner = owner;
+        super(owner, name);
         this.instanceId = instanceId;
-        this.name = name;
         this.token = token;
     }
 
-    @Override
-    public String name()
+    /** @return a search of sorted advertised regions, for {@link RegionCover}. */
+    static RegionCover.Regions<UcxRemoteRegion> regionsOf(UcxRemoteRegion[] sorted)
     {
-        return name;
+        return new RegionCover.Regions<>()
+        {
+            @Override
+            public UcxRemoteRegion find(long address, long length)
+            {
+                return regionOf(sorted, address, length);
+            }
+
+            @Override
+            public boolean contains(UcxRemoteRegion region, long address, long length)
+            {
+                return region.advertised.contains(address, length);
+            }
+        };
     }
 
     /** Finds the advertised region holding a range, or null. */
@@ -63,11 +76,5 @@ final class UcxPeer implements Peer
             }
         }
         return high >= 0 && sorted[high].advertised.contains(address, length) ? sorted[high] : null;
-    }
-
-    @Override
-    public String toString()
-    {
-        return "UcxPeer[" + name + (unusable == null ? "" : ", " + unusable) + "]";
     }
 }

@@ -1,70 +1,79 @@
 package io.kvbridge.backend.ucx;
 
 import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.Peer;
-import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.OwnedPreparedList;
+import io.kvbridge.transport.Registration;
+import java.util.Locale;
 
 /**
  * Descriptors checked once against registered memory (local) or the ranges a peer advertised
- * (remote), resolved into primitive arrays: per descriptor its address, length and the UCX key
- * that moves it (the local memory handle, or the peer region's remote key).
+ * (remote). Each descriptor's region id names what moves it: for a local list an index into the
+ * list's registrations (whose memory handle a copy uses), for a remote list an index into
+ * {@link #regions}, the peer's remote regions the list lies in (whose remote key a copy uses).
+ * Immutable apart from the released flag; any thread.
  */
-final class UcxPreparedList implements PreparedList
+final class UcxPreparedList extends OwnedPreparedList
 {
-    final UcxTransferBackend owner;
-    final UcxPeer peer;
-    final MemoryKind kind;
-    final long[] addresses;
-    final long[] lengths;
-    final long[] keys;
-    // the distinct registrations (local) or regions (remote) used: all must stay live
-    final UcxRegistration[] registrations;
-    final UcxRemoteRegion[] regions;
-    volatile boolean released;
+    private static final Registration[] NO_REGISTRATIONS = new Registration[0];
+    private static final UcxRemoteRegion[] NO_REGIONS = new UcxRemoteRegion[0];
 
-    UcxPreparedList(UcxTransferBackend owner, UcxPeer peer, MemoryKind kind, long[] addresses, long[] lengths, long[] keys,
-            UcxRegistration[] registrations, UcxRemoteRegion[] regions)
+    // the peer's regions the list lies in (remote), all of which must stay live
+    private final UcxRemoteRegion[] regions;
+
+    private UcxPreparedList(InstanceGuard owner, UcxPeer peer, MemoryKind kind, int device, long[] addresses, long[] lengths, int[] regionIds,
+            Registration[] registrations, UcxRemoteRegion[] regions)
     {
-        this.owner = owner;
-        this.peer = peer;
-        this.kind = kind;
-        this.addresses = addresses;
-        this.lengths = lengths;
-        this.keys = keys;
-        this.registrations = registrations;
+        super(owner, peer, kind, device, addresses, lengths, regionIds, registrations);
         this.regions = regions;
     }
 
-    @Override
-    public int size()
+    static UcxPreparedList local(InstanceGuard owner, MemoryKind kind, int device, long[] addresses, long[] lengths, int[] registrationIds,
+            Registration[] registrations)
     {
-        return addresses.length;
+        return new UcxPreparedList(owner, null, kind, device, addresses, lengths, registrationIds, registrations, NO_REGIONS);
     }
 
-    @Override
-    public MemoryKind kind()
+    static UcxPreparedList remote(InstanceGuard owner, UcxPeer peer, long[] addresses, long[] lengths, int[] regionIds, UcxRemoteRegion[] regions)
     {
-        return kind;
+        return new UcxPreparedList(owner, peer, MemoryKind.HOST, 0, addresses, lengths, regionIds, NO_REGISTRATIONS, regions);
     }
 
-    @Override
-    public Peer peer()
+    /** @return the memory handle of local region {@code id}. */
+    long memoryHandle(int id)
     {
-        return peer;
+        return ((UcxRegistration) registration(id)).memh;
     }
 
-    /** Returns why the memory behind the list can no longer be moved, or null. */
+    /** @return the remote key of remote region {@code id}. */
+    long remoteKey(int id)
+    {
+        return regions[id].rkey;
+    }
+
+    /**
+     * Tells why the memory behind the list can no longer be moved, leaving out whether the list was
+     * released: a transfer posted before its list was released still runs.
+     *
+     * @return the reason, or null.
+     */
     String deadMemory()
     {
-        for (UcxRegistration registration : registrations) {
-            if (!registration.live) {
-                return "allocation " + registration.allocation + " was deregistered";
+        for (int i = 0; i < registrationCount(); i++) {
+            if (!registration(i).live()) {
+                return "allocation " + registration(i).allocation() + " was deregistered";
             }
         }
+        return transportUnusableReason();
+    }
+
+    @Override
+    protected String transportUnusableReason()
+    {
         for (UcxRemoteRegion region : regions) {
             if (!region.live) {
-                return String.format(java.util.Locale.ROOT, "peer '%s' no longer advertises its region at address=0x%x length=%d",
-                        peer.name, region.address(), region.length());
+                return String.format(Locale.ROOT, "peer '%s' no longer advertises its region at address=0x%x length=%d",
+                        transportPeer().name(), region.address(), region.length());
             }
         }
         return null;

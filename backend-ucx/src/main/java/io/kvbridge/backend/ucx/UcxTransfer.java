@@ -2,33 +2,31 @@ package io.kvbridge.backend.ucx;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.TransferSlot;
 import java.lang.foreign.MemorySegment;
 
 /**
- * One posted transfer, resolved at post time into primitive arrays the owner thread issues from: one
- * entry per operation, a run of coalesced pairs being one entry. Slots are reused: the arrays only
- * grow, so steady-state posting allocates nothing.
+ * One posted transfer, resolved at post time into coalesced copies the owner thread issues from:
+ * one copy per operation, with the region ids that give its memory handle and remote key. Slots
+ * are reused and their buffers only grow, so steady-state posting allocates nothing. The slot is
+ * also the work handed to the owner thread: running it starts the transfer.
+ *
+ * <p>Threads: the posting thread writes the request fields before it hands the slot over, the
+ * owner thread reads them after; the owner-thread fields are touched by the owner thread only
+ * (and by {@link #clearReferences()} under the table's lock once the transfer ended).
  */
-final class UcxTransfer
+final class UcxTransfer extends TransferSlot
 {
     static final int QUEUED = 0;
     static final int FLUSHING = 1;
     static final int NOTIFYING = 2;
 
-    final int slot;
-    // guarded by the backend's slot lock
-    int generation;
-    boolean released = true;
+    private final UcxTransfers transfers;
 
-    // written by the posting thread before the transfer is queued, read by the owner thread
-    long[] localAddresses = new long[16];
-    long[] remoteAddresses = new long[16];
-    long[] lengths = new long[16];
-    long[] memoryHandles = new long[16];
-    long[] remoteKeys = new long[16];
+    // written by the posting thread before the transfer is handed over, read by the owner thread
+    final DescriptorPairs copies = new DescriptorPairs(16);
     int pairs;
-    int operations;
     long bytes;
     TransferOp op;
     UcxPeer peer;
@@ -38,13 +36,9 @@ final class UcxTransfer
     int notificationLength = -1;
     long postedNanos;
 
-    volatile TransferStatus status = TransferStatus.DONE;
-    volatile KvBridgeException failure;
-    volatile boolean cancelled;
-
     // owner thread only
-    UcxTransfer nextPosted;
     int phase;
+    int activeIndex = -1;
     long request;
     boolean issued;
     byte failedStatus;
@@ -52,26 +46,10 @@ final class UcxTransfer
     KvBridgeException ownerFailure;
     MemorySegment sendBuffer;
 
-    UcxTransfer(int slot)
+    UcxTransfer(int index, UcxTransfers transfers)
     {
-        this.slot = slot;
-    }
-
-    long handle()
-    {
-        return ((long) generation << 32) | slot;
-    }
-
-    void ensureCapacity(int pairs)
-    {
-        if (localAddresses.length < pairs) {
-            int size = Math.max(pairs, localAddresses.length * 2);
-            localAddresses = new long[size];
-            remoteAddresses = new long[size];
-            lengths = new long[size];
-            memoryHandles = new long[size];
-            remoteKeys = new long[size];
-        }
+        super(index);
+        this.transfers = transfers;
     }
 
     void setNotification(byte[] message)
@@ -87,8 +65,21 @@ final class UcxTransfer
         notificationLength = message.length;
     }
 
+    @Override
+    protected void runOnOwner()
+    {
+        transfers.start(this);
+    }
+
+    @Override
+    protected void abandoned(RuntimeException cause)
+    {
+        transfers.abandoned(this);
+    }
+
     /** Drops references so a finished transfer keeps no lists or peers alive. */
-    void clearReferences()
+    @Override
+    protected void clearReferences()
     {
         peer = null;
         localList = null;
@@ -100,5 +91,6 @@ final class UcxTransfer
         request = 0;
         issued = false;
         phase = QUEUED;
+        activeIndex = -1;
     }
 }

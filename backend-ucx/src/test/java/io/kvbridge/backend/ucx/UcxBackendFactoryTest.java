@@ -93,9 +93,21 @@ final class UcxBackendFactoryTest
     }
 
     @Test
+    void theKillSwitchMakesTheProbeReportUnavailable() throws Exception
+    {
+        try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED", "-Dkvbridge.ucx.enabled=false"),
+                ProbeProcess.class)) {
+            assertEquals("AVAILABLE false", child.expect("AVAILABLE", STEP));
+            String reason = child.expect("REASON", STEP);
+            assertTrue(reason.contains("-Dkvbridge.ucx.enabled=false"), reason);
+            assertEquals(0, child.awaitExit(STEP));
+        }
+    }
+
+    @Test
     void withoutTheLibraryTheProbeSaysWhatToInstall() throws Exception
     {
-        try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED", "-Dkvbridge.ucx.library-dir=/nonexistent-ucx"),
+        try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED", "-Dkvbridge.ucx.library=/nonexistent-ucx"),
                 ProbeProcess.class)) {
             assertEquals("AVAILABLE false", child.expect("AVAILABLE", STEP));
             String reason = child.expect("REASON", STEP);

@@ -27,6 +27,7 @@ final class UcxOptionsTest
         assertEquals(2000, options.closeTimeoutMillis());
         assertEquals(500, options.idleSpinMicros());
         assertTrue(options.staggerAllocations());
+        assertEquals(65536, options.maxInFlight());
         assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "1000ms"), options.ucxOverrides());
     }
 
@@ -34,9 +35,10 @@ final class UcxOptionsTest
     void explicitValuesMapToUcxSettings()
     {
         UcxOptions options = UcxOptions.parse(Map.of("tls", "tcp", "net-devices", "lo", "keepalive-interval-ms", "250", "transfer-timeout-ms", "5000",
-                "connect-timeout-ms", "300", "close-timeout-ms", "100", "idle-spin-us", "0", "stagger-allocations", "false", "ucx-config", "RNDV_THRESH=8192; UCX_ZCOPY_THRESH=16384"));
+                "connect-timeout-ms", "300", "close-timeout-ms", "100", "idle-spin-us", "0", "stagger-allocations", "false", "max-in-flight", "16777216", "ucx-config", "RNDV_THRESH=8192; UCX_ZCOPY_THRESH=16384"));
         assertEquals(5000, options.transferTimeoutMillis());
         assertFalse(options.staggerAllocations());
+        assertEquals(1 << 24, options.maxInFlight());
         assertEquals(300, options.connectTimeoutMillis());
         assertEquals(100, options.closeTimeoutMillis());
         assertEquals(0, options.idleSpinMicros());
@@ -59,9 +61,9 @@ final class UcxOptionsTest
     void everyProblemIsReportedTogether()
     {
         KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", "sm;rm -rf", "keepalive-interval-ms", "-1",
-                "idle-spin-us", "lots", "stagger-allocations", "sometimes", "ucx-config", "TLS", "tsl", "sm")));
+                "idle-spin-us", "lots", "stagger-allocations", "sometimes", "max-in-flight", "0", "ucx-config", "TLS", "tsl", "sm")));
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
-        for (String expected : new String[] {"tls=sm;rm -rf", "keepalive-interval-ms=-1", "idle-spin-us=lots", "stagger-allocations=sometimes", "ucx-config entry 'TLS'", "unknown option tsl"}) {
+        for (String expected : new String[] {"tls=sm;rm -rf", "keepalive-interval-ms=-1", "idle-spin-us=lots", "stagger-allocations=sometimes", "max-in-flight=0", "ucx-config entry 'TLS'", "unknown option tsl"}) {
             assertTrue(e.getMessage().contains(expected), () -> expected + " missing from " + e.getMessage());
         }
     }

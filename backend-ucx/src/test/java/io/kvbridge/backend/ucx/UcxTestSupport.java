@@ -3,7 +3,7 @@ package io.kvbridge.backend.ucx;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvbridge.backend.ucx.ffm.Ucp;
+import io.kvbridge.backend.ucx.ffm.UcxAvailability;
 
 /** Decides whether UCX tests run: they skip only where the UCX libraries are not installed at all. */
 final class UcxTestSupport
@@ -23,10 +23,10 @@ final class UcxTestSupport
      */
     static void assumeUcxInstalled()
     {
-        boolean installed = !Ucp.librariesMissing();
+        boolean installed = !UcxAvailability.librariesMissing();
         if (!installed && (Boolean.getBoolean(REQUIRED_PROPERTY) || System.getenv("CI") != null)) {
-            fail("UCX is required here but missing: " + Ucp.loadProblem().orElse("?"));
+            fail("UCX is required here but missing: " + UcxAvailability.unavailabilityCause().orElse("?"));
         }
-        assumeTrue(installed, () -> "UCX is not installed: " + Ucp.loadProblem().orElse("?"));
+        assumeTrue(installed, () -> "UCX is not installed: " + UcxAvailability.unavailabilityCause().orElse("?"));
     }
 }

@@ -287,6 +287,23 @@ final class UcxTransferBackendTest
     }
 
     @Test
+    void postsBeyondMaxInFlightAreRefusedUntilAHandleIsReleased()
+    {
+        Pair pair = pair("sm", "max-in-flight", "1");
+        TransferBackend producer = pair.producer();
+        long first = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        KvBridgeException e = assertCode(ErrorCode.TRANSFER_FAILED,
+                () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
+        assertTrue(e.getMessage().contains("max-in-flight=1"), e.getMessage());
+        assertEquals(TransferStatus.DONE, awaitTerminal(producer, first), () -> producer.failure(first).toString());
+        producer.release(first);
+        long second = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        assertEquals(TransferStatus.DONE, awaitTerminal(producer, second), () -> producer.failure(second).toString());
+        producer.release(second);
+        assertEquals(-1, pair.source().mismatch(pair.destination()));
+    }
+
+    @Test
     void aDisconnectedPeerCanNoLongerBeUsed()
     {
         TransferBackend producer = backend("tcp");

@@ -64,13 +64,13 @@ final class UcpLayoutsTest
     @Test
     void statusPointersDecodeLikeTheCMacros()
     {
-        assertEquals(false, Ucp.isError(0));
-        assertEquals(false, Ucp.isError(0x7f00_1234_5678L));
+        assertEquals(false, UcpStatus.isError(0));
+        assertEquals(false, UcpStatus.isError(0x7f00_1234_5678L));
         // UCS_STATUS_PTR(UCS_ERR_CONNECTION_RESET) is (void *)(intptr_t)-25
-        assertEquals(true, Ucp.isError(-25L));
-        assertEquals(Ucp.ERR_CONNECTION_RESET, Ucp.statusOf(-25L));
-        assertEquals(true, Ucp.isError(-100L));
-        assertEquals(false, Ucp.isError(-101L));
+        assertEquals(true, UcpStatus.isError(-25L));
+        assertEquals(UcpStatus.ERR_CONNECTION_RESET, UcpStatus.statusOf(-25L));
+        assertEquals(true, UcpStatus.isError(-100L));
+        assertEquals(false, UcpStatus.isError(-101L));
     }
 
     private static void check(StructLayout layout, long size, Object... fieldsAndOffsets)

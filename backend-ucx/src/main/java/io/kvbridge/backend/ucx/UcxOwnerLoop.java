@@ -1,0 +1,207 @@
+package io.kvbridge.backend.ucx;
+
+import io.kvbridge.backend.ucx.ffm.UcpWorker;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.transport.OwnerThread;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The owner thread's loop: it opens the worker, then in each round progresses it, receives
+ * messages, runs what other threads handed over (posts and calls, in the order they came, so a
+ * {@code deregister()} or {@code disconnect()} that follows a post finds the transfer issued and
+ * waits for it), and moves transfers, sends, endpoints and setups along. It polls while work is in
+ * flight (a peer's emulated RMA needs this side to progress), keeps polling for
+ * {@code idle-spin-us} after the last event, then sleeps on the worker's event descriptor and the
+ * eventfd that a hand-over signals. When asked to stop it runs {@link UcxShutdown}.
+ *
+ * <p>Threads: {@link #wake()} and {@link #requestStop()} are for any thread; the rest runs on the
+ * owner thread, apart from {@link #awaitStart} on the constructing thread.
+ */
+final class UcxOwnerLoop
+{
+    private static final Logger LOG = LoggerFactory.getLogger(UcxOwnerLoop.class);
+
+    private static final int PROGRESS_BURST = 32;
+    private static final int SLEEP_MILLIS = 100;
+    // hand-overs run per round at most, so a stream of calls never starves polling
+    private static final int QUEUED_PER_ROUND = 1024;
+    // calls waiting besides the posts max-in-flight allows
+    private static final int WAITING_CALLS = 1024;
+    private static final int MAX_QUEUED_POSTS = 1 << 16;
+    // opening a context and worker takes milliseconds; this only bounds a hung library
+    private static final long START_TIMEOUT_MILLIS = 60_000;
+
+    private final String description;
+    private final UcxOptions options;
+    private final UcxWorker worker;
+    private final OwnerThread owner;
+    private final CompletableFuture<Void> started = new CompletableFuture<>();
+    private volatile boolean stopRequested;
+    private volatile boolean sleeping;
+
+    // set before the thread starts, owner thread afterwards
+    private UcxTransfers transfers;
+    private UcxMessaging messaging;
+    private UcxEndpoints endpoints;
+    private UcxShutdown shutdown;
+
+    UcxOwnerLoop(String agentName, String description, UcxOptions options, UcxWorker worker)
+    {
+        this.description = description;
+        this.options = options;
+        this.worker = worker;
+        int capacity = Math.min(options.maxInFlight(), MAX_QUEUED_POSTS) + WAITING_CALLS;
+        this.owner = new OwnerThread("kvbridge-ucx-" + agentName, description, capacity, this::run, this::wake);
+    }
+
+    OwnerThread owner()
+    {
+        return owner;
+    }
+
+    /** Starts the thread with what its rounds move along. */
+    void start(UcxTransfers transfers, UcxMessaging messaging, UcxEndpoints endpoints, UcxShutdown shutdown)
+    {
+        this.transfers = transfers;
+        this.messaging = messaging;
+        this.endpoints = endpoints;
+        this.shutdown = shutdown;
+        owner.start();
+    }
+
+    /** Waits until the worker is open; rethrows why it could not open. */
+    void awaitStart()
+    {
+        try {
+            started.get(START_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+        }
+        catch (ExecutionException e) {
+            throw e.getCause() instanceof KvBridgeException failure ? failure
+                    : new KvBridgeException(ErrorCode.NATIVE_ERROR, description + " failed to start: " + e.getCause(), e.getCause());
+        }
+        catch (TimeoutException e) {
+            throw new KvBridgeException(ErrorCode.NATIVE_ERROR, description + " did not start within " + START_TIMEOUT_MILLIS
+                    + " ms: UCX did not finish creating its context and worker");
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KvBridgeException(ErrorCode.CLOSED, "interrupted while " + description + " was starting");
+        }
+    }
+
+    /** Wakes the loop when it sleeps; called after every hand-over, so it must not block. */
+    void wake()
+    {
+        if (sleeping) {
+            worker.signal();
+        }
+    }
+
+    /** Ends the loop at its next round, which then shuts the instance down. */
+    void requestStop()
+    {
+        stopRequested = true;
+        worker.signal();
+    }
+
+    private void run()
+    {
+        try {
+            worker.open();
+        }
+        catch (RuntimeException | Error e) {
+            worker.release();
+            started.completeExceptionally(e);
+            return;
+        }
+        started.complete(null);
+        try {
+            rounds();
+        }
+        finally {
+            try {
+                shutdown.run();
+            }
+            catch (RuntimeException | Error e) {
+                LOG.error("{} failed to shut down cleanly", description, e);
+            }
+        }
+    }
+
+    private void rounds()
+    {
+        long spinNanos = TimeUnit.MICROSECONDS.toNanos(options.idleSpinMicros());
+        long lastEvent = System.nanoTime();
+        int quietRounds = 0;
+        int rounds = 0;
+        while (!stopRequested) {
+            if (transfers.busy() && (++rounds & 1023) == 0) {
+                transfers.checkDeadlines();
+            }
+            boolean busy = progressWhileBusy();
+            busy |= messaging.receive();
+            busy |= owner.runQueued(QUEUED_PER_ROUND) > 0;
+            busy |= transfers.advance();
+            busy |= messaging.advanceSends();
+            busy |= endpoints.advanceRetiring();
+            busy |= endpoints.advanceSetups();
+            if (busy) {
+                lastEvent = System.nanoTime();
+                quietRounds = 0;
+                continue;
+            }
+            quietRounds++;
+            if (transfers.busy() || messaging.busy() || endpoints.busy()) {
+                // waiting for UCX: keep progressing, but let other threads in now and then
+                if ((quietRounds & 1023) == 0) {
+                    Thread.yield();
+                }
+                else {
+                    Thread.onSpinWait();
+                }
+                continue;
+            }
+            if (System.nanoTime() - lastEvent < spinNanos) {
+                Thread.onSpinWait();
+                continue;
+            }
+            sleep();
+            lastEvent = System.nanoTime();
+        }
+    }
+
+    /**
+     * Progresses the worker until it reports no more events (at most a few dozen times): while data
+     * streams, UCX then moves it back to back instead of between rounds of bookkeeping.
+     */
+    private boolean progressWhileBusy()
+    {
+        for (int round = 0; round < PROGRESS_BURST; round++) {
+            if (UcpWorker.workerProgress(worker.worker()) == 0) {
+                return round > 0;
+            }
+        }
+        return true;
+    }
+
+    private void sleep()
+    {
+        sleeping = true;
+        try {
+            // checked after sleeping is set: a hand-over either sees the flag and signals, or is seen here
+            if (owner.hasQueued() || stopRequested) {
+                return;
+            }
+            worker.await(SLEEP_MILLIS);
+        }
+        finally {
+            sleeping = false;
+        }
+    }
+}
