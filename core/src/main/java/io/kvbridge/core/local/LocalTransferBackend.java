@@ -171,9 +171,7 @@ final class LocalTransferBackend implements TransferBackend
     @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
     {
-        requireNonNull(op, "op is null");
-        requireNonNull(localIndices, "localIndices is null");
-        requireNonNull(remoteIndices, "remoteIndices is null");
+        PostChecks.present(op, localIndices, remoteIndices);
         guard.checkOpen();
         LocalPreparedList local = guard.own(localList, LocalPreparedList.class);
         LocalPreparedList remote = guard.own(remoteList, LocalPreparedList.class);

@@ -215,6 +215,7 @@ public final class ExampleTransport implements TransferBackendFactory
         public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
                 byte[] notification)
         {
+            PostChecks.present(op, localIndices, remoteIndices);
             guard.checkOpen();
             ExampleList local = guard.own(localList, ExampleList.class);
             ExampleList remote = guard.own(remoteList, ExampleList.class);
