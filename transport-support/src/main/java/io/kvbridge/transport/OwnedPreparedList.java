@@ -144,9 +144,22 @@ public abstract class OwnedPreparedList implements PreparedList
                 return "peer '" + peer.name() + "' cannot be used: " + reason + "; connect again and prepare a new list";
             }
         }
+        String gone = deadMemoryReason();
+        return gone == null ? null : gone + "; register it again and prepare a new list";
+    }
+
+    /**
+     * Tells why the memory behind the list can no longer be moved, leaving out whether the list was
+     * released and whether its peer is usable: what a transport checks when it starts a transfer
+     * posted earlier, which still runs after its list is released.
+     *
+     * @return the reason, or null while every registration (and what the transport adds) is live.
+     */
+    public final String deadMemoryReason()
+    {
         for (Registration registration : registrations) {
             if (!registration.live()) {
-                return "allocation " + registration.allocation() + " was deregistered; register it again and prepare a new list";
+                return "allocation " + registration.allocation() + " was deregistered";
             }
         }
         return transportUnusableReason();

@@ -51,22 +51,6 @@ final class UcxPreparedList extends OwnedPreparedList
         return regions[id].rkey;
     }
 
-    /**
-     * Tells why the memory behind the list can no longer be moved, leaving out whether the list was
-     * released: a transfer posted before its list was released still runs.
-     *
-     * @return the reason, or null.
-     */
-    String deadMemory()
-    {
-        for (int i = 0; i < registrationCount(); i++) {
-            if (!registration(i).live()) {
-                return "allocation " + registration(i).allocation() + " was deregistered";
-            }
-        }
-        return transportUnusableReason();
-    }
-
     @Override
     protected String transportUnusableReason()
     {

@@ -120,9 +120,9 @@ final class UcxTransfers
             problem = "peer '" + peer.name() + "' cannot be used: " + peer.unusableReason();
         }
         else {
-            problem = transfer.localList.deadMemory();
+            problem = transfer.localList.deadMemoryReason();
             if (problem == null) {
-                problem = transfer.remoteList.deadMemory();
+                problem = transfer.remoteList.deadMemoryReason();
             }
         }
         if (problem != null) {
