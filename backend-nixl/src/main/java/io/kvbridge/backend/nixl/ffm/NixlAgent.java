@@ -52,7 +52,7 @@ public final class NixlAgent implements AutoCloseable
     static final int XFER_OP_WRITE = 1;
 
     private static final Meaning SETUP = new Meaning(ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.BACKEND_UNAVAILABLE, false);
-    private static final Meaning INTERNAL = new Meaning(ErrorCode.NATIVE_ERROR, ErrorCode.NATIVE_ERROR, ErrorCode.NATIVE_ERROR, false);
+    private static final Meaning INTERNAL = NixlStatus.INTERNAL;
     private static final Meaning REGISTER_HOST = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.MEMORY_KIND_UNSUPPORTED, false);
     private static final Meaning REGISTER_DEVICE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.MEMORY_KIND_UNSUPPORTED, ErrorCode.MEMORY_KIND_UNSUPPORTED, false);
     private static final Meaning DEREGISTER = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.NOT_REGISTERED, true);
@@ -61,7 +61,6 @@ public final class NixlAgent implements AutoCloseable
     private static final Meaning PREPARE_REMOTE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
     private static final Meaning MAKE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, false);
     private static final Meaning TRANSFER = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.TRANSFER_FAILED, ErrorCode.PEER_UNKNOWN, false);
-    private static final Meaning NOTIFY = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
 
     private final NixlLibrary nixl;
     private final String name;
@@ -72,16 +71,13 @@ public final class NixlAgent implements AutoCloseable
     private final MemorySegment outLong = arena.allocate(JAVA_LONG);
     private MemorySegment localIndices = arena.allocate(JAVA_INT, 64);
     private MemorySegment remoteIndices = arena.allocate(JAVA_INT, 64);
-    private MemorySegment notificationBuffer = arena.allocate(256);
 
     // opaque NIXL handles, 0 when absent
     private long agent;
     private long backend;
     private long hint;
     private long requestOptions;
-    private long notifications;
-    // the request options keep their notification between requests: skip the calls when unchanged
-    private boolean requestOptionsNotify;
+    private NixlNotifications notifications;
     private boolean closed;
 
     /**
@@ -113,7 +109,7 @@ public final class NixlAgent implements AutoCloseable
             check((int) nixl.optArgsAddBackend.invokeExact(hint, backend), "nixl_capi_opt_args_add_backend", INTERNAL, "hinting the UCX backend");
             requestOptions = create((int) nixl.createOptArgs.invokeExact(outAddress), "nixl_capi_create_opt_args", INTERNAL, "creating request options");
             check((int) nixl.optArgsAddBackend.invokeExact(requestOptions, backend), "nixl_capi_opt_args_add_backend", INTERNAL, "hinting the UCX backend");
-            notifications = create((int) nixl.createNotifMap.invokeExact(outAddress), "nixl_capi_create_notif_map", INTERNAL, "creating the notification map");
+            notifications = new NixlNotifications(nixl, name, arena);
         }
         catch (Throwable t) {
             RuntimeException e = NixlLibrary.rethrow(t);
@@ -154,9 +150,7 @@ public final class NixlAgent implements AutoCloseable
 
     private void check(int status, String function, Meaning meaning, String context)
     {
-        if (status != NixlStatus.SUCCESS) {
-            throw NixlStatus.error(function, status, meaning, nixl.level, context);
-        }
+        NixlStatus.check(status, function, meaning, nixl.level, context);
     }
 
     private void checkOpen()
@@ -435,7 +429,7 @@ public final class NixlAgent implements AutoCloseable
         MemorySegment.copy(remoteIndexArray, 0, remoteIndices, JAVA_INT, 0, count);
         int status;
         try {
-            setNotification(notification);
+            notifications.setForNextRequest(requestOptions, notification);
             status = (int) nixl.makeXferReq.invokeExact(agent, op == TransferOp.READ ? XFER_OP_READ : XFER_OP_WRITE, local, localIndices.address(),
                     (long) count, remote, remoteIndices.address(), (long) count, outAddress.address(), requestOptions);
         }
@@ -447,36 +441,6 @@ public final class NixlAgent implements AutoCloseable
                     "making a %s request of %d descriptor pairs: indices or lengths refused, or the peer was forgotten since its list was prepared", op, count));
         }
         return outAddress.get(JAVA_LONG, 0);
-    }
-
-    /** Sets the notification of the next request; NIXL copies it into the request it makes. */
-    private void setNotification(byte[] notification) throws Throwable
-    {
-        MethodHandle setMessage = nixl.optArgsSetNotifMsg;
-        if (notification == null) {
-            if (requestOptionsNotify) {
-                check((int) nixl.optArgsSetHasNotif.invokeExact(requestOptions, false), "nixl_capi_opt_args_set_has_notif", INTERNAL, "clearing the notification");
-                check((int) setMessage.invokeExact(requestOptions, 0L, 0L), "nixl_capi_opt_args_set_notif_msg", INTERNAL, "clearing the notification");
-                requestOptionsNotify = false;
-            }
-            return;
-        }
-        long message = 0;
-        if (notification.length > 0) {
-            if (notificationBuffer.byteSize() < notification.length) {
-                notificationBuffer = arena.allocate(Math.max(notification.length, notificationBuffer.byteSize() * 2));
-            }
-            MemorySegment.copy(notification, 0, notificationBuffer, JAVA_BYTE, 0, notification.length);
-            message = notificationBuffer.address();
-        }
-        int status = (int) setMessage.invokeExact(requestOptions, message, (long) notification.length);
-        if (status != NixlStatus.SUCCESS) {
-            throw NixlStatus.error("nixl_capi_opt_args_set_notif_msg", status, INTERNAL, nixl.level, "setting a notification of " + notification.length + " bytes");
-        }
-        if (!requestOptionsNotify) {
-            check((int) nixl.optArgsSetHasNotif.invokeExact(requestOptions, true), "nixl_capi_opt_args_set_has_notif", INTERNAL, "enabling the notification");
-            requestOptionsNotify = true;
-        }
     }
 
     /**
@@ -559,12 +523,8 @@ public final class NixlAgent implements AutoCloseable
     public void sendNotification(String peer, byte[] message)
     {
         checkOpen();
-        try (Arena call = Arena.ofConfined()) {
-            // a valid pointer even for an empty message: NIXL treats NULL data as dubious
-            MemorySegment data = call.allocate(Math.max(1, message.length));
-            MemorySegment.copy(message, 0, data, JAVA_BYTE, 0, message.length);
-            check((int) nixl.genNotif.invokeExact(agent, call.allocateFrom(peer), data, (long) message.length, 0L), "nixl_capi_gen_notif", NOTIFY,
-                    "sending a notification of " + message.length + " bytes to peer " + peer);
+        try {
+            notifications.send(agent, peer, message);
         }
         catch (Throwable t) {
             throw NixlLibrary.rethrow(t);
@@ -581,36 +541,7 @@ public final class NixlAgent implements AutoCloseable
     {
         checkOpen();
         try {
-            check((int) nixl.getNotifs.invokeExact(agent, notifications, 0L), "nixl_capi_get_notifs", INTERNAL, "draining notifications of agent " + name);
-            check((int) nixl.notifMapSize.invokeExact(notifications, outLong), "nixl_capi_notif_map_size", INTERNAL, "counting notification senders");
-            long senders = outLong.get(JAVA_LONG, 0);
-            if (senders == 0) {
-                return 0;
-            }
-            int drained = 0;
-            try {
-                for (long i = 0; i < senders; i++) {
-                    check((int) nixl.notifMapGetAgentAt.invokeExact(notifications, i, outAddress), "nixl_capi_notif_map_get_agent_at", INTERNAL,
-                            "reading sender " + i);
-                    // borrowed from the map until it changes: used as the key below, copied for the sink
-                    MemorySegment senderName = outAddress.get(ADDRESS, 0);
-                    String sender = NixlMemory.string(senderName);
-                    check((int) nixl.notifMapGetNotifsSize.invokeExact(notifications, senderName, outLong), "nixl_capi_notif_map_get_notifs_size", INTERNAL,
-                            "counting notifications from " + sender);
-                    long count = outLong.get(JAVA_LONG, 0);
-                    for (long j = 0; j < count; j++) {
-                        check((int) nixl.notifMapGetNotif.invokeExact(notifications, senderName, j, outData, outLong), "nixl_capi_notif_map_get_notif",
-                                INTERNAL, "reading notification " + j + " from " + sender);
-                        sink.accept(sender, NixlMemory.bytes(outData.get(ADDRESS, 0), outLong.get(JAVA_LONG, 0)));
-                        drained++;
-                    }
-                }
-            }
-            finally {
-                // the map appends: clear it, or the same messages come back on the next drain
-                check((int) nixl.notifMapClear.invokeExact(notifications), "nixl_capi_notif_map_clear", INTERNAL, "clearing the notification map");
-            }
-            return drained;
+            return notifications.drain(agent, sink);
         }
         catch (Throwable t) {
             throw NixlLibrary.rethrow(t);
@@ -626,12 +557,19 @@ public final class NixlAgent implements AutoCloseable
         }
         closed = true;
         KvBridgeException first = null;
-        first = destroy(first, notifications, nixl.destroyNotifMap, "nixl_capi_destroy_notif_map");
+        if (notifications != null) {
+            try {
+                first = notifications.close();
+            }
+            catch (Throwable t) {
+                throw NixlLibrary.rethrow(t);
+            }
+        }
         first = destroy(first, requestOptions, nixl.destroyOptArgs, "nixl_capi_destroy_opt_args");
         first = destroy(first, hint, nixl.destroyOptArgs, "nixl_capi_destroy_opt_args");
         first = destroy(first, backend, nixl.destroyBackend, "nixl_capi_destroy_backend");
         first = destroy(first, agent, nixl.destroyAgent, "nixl_capi_destroy_agent");
-        notifications = requestOptions = hint = backend = agent = 0;
+        requestOptions = hint = backend = agent = 0;
         arena.close();
         if (first != null) {
             throw first;
