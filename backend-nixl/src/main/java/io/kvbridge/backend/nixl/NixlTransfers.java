@@ -12,8 +12,8 @@ import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.Registration;
+import io.kvbridge.transport.RunningTransfers;
 import io.kvbridge.transport.TransferTable;
-import java.util.Arrays;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,8 +44,7 @@ final class NixlTransfers
     private final TransferTable<NixlTransfer> table;
 
     // owner thread only: transfers whose NIXL request was posted and not released
-    private NixlTransfer[] running = new NixlTransfer[64];
-    private int runningCount;
+    private final RunningTransfers<NixlTransfer> running = new RunningTransfers<>();
 
     NixlTransfers(InstanceGuard guard, NixlOwner owner, int maxInFlight)
     {
@@ -111,7 +110,7 @@ final class NixlTransfers
             transfer.request = request;
             // finished inside the post: its notification is already on its way
             if (!done || !finish(transfer, null)) {
-                addRunning(transfer);
+                running.add(transfer);
             }
         }
         finally {
@@ -127,8 +126,8 @@ final class NixlTransfers
     boolean pollRunning()
     {
         boolean changed = false;
-        for (int i = 0; i < runningCount;) {
-            NixlTransfer transfer = running[i];
+        for (int i = 0; i < running.size();) {
+            NixlTransfer transfer = running.get(i);
             boolean finished;
             if (transfer.releasePending) {
                 finished = finish(transfer, transfer.pendingFailure);
@@ -149,7 +148,7 @@ final class NixlTransfers
                 finished = done && finish(transfer, failure);
             }
             if (finished) {
-                removeRunning(i);
+                running.removeAt(i);
                 changed = true;
             }
             else {
@@ -162,7 +161,7 @@ final class NixlTransfers
     /** @return true while requests run; owner thread only. */
     boolean busy()
     {
-        return runningCount > 0;
+        return !running.isEmpty();
     }
 
     /**
@@ -174,8 +173,8 @@ final class NixlTransfers
     int touching(Registration registration)
     {
         int touching = 0;
-        for (int i = 0; i < runningCount; i++) {
-            NixlPreparedList local = running[i].local;
+        for (int i = 0; i < running.size(); i++) {
+            NixlPreparedList local = running.get(i).local;
             for (int r = 0; r < local.registrationCount(); r++) {
                 if (local.registration(r) == registration) {
                     touching++;
@@ -194,10 +193,10 @@ final class NixlTransfers
      */
     void failPeer(NixlPeer peer, KvBridgeException reason)
     {
-        for (int i = 0; i < runningCount;) {
-            NixlTransfer transfer = running[i];
+        for (int i = 0; i < running.size();) {
+            NixlTransfer transfer = running.get(i);
             if (transfer.remote.transportPeer() == peer && finish(transfer, reason)) {
-                removeRunning(i);
+                running.removeAt(i);
             }
             else {
                 i++;
@@ -214,18 +213,18 @@ final class NixlTransfers
     void cancelAll(long deadlineNanos)
     {
         KvBridgeException closing = new KvBridgeException(ErrorCode.TRANSFER_FAILED, guard.description() + " closed while the transfer ran");
-        while (runningCount > 0) {
-            for (int i = 0; i < runningCount;) {
-                if (finish(running[i], closing)) {
-                    removeRunning(i);
+        while (!running.isEmpty()) {
+            for (int i = 0; i < running.size();) {
+                if (finish(running.get(i), closing)) {
+                    running.removeAt(i);
                 }
                 else {
                     i++;
                 }
             }
-            if (runningCount > 0) {
+            if (!running.isEmpty()) {
                 if (System.nanoTime() > deadlineNanos) {
-                    LOG.warn("{} NIXL request(s) of {} could not be cancelled in time; destroying the agent anyway", runningCount, guard.description());
+                    LOG.warn("{} NIXL request(s) of {} could not be cancelled in time; destroying the agent anyway", running.size(), guard.description());
                     return;
                 }
                 Thread.onSpinWait();
@@ -261,20 +260,6 @@ final class NixlTransfers
         transfer.pendingFailure = null;
         table.finish(transfer, failure);
         return true;
-    }
-
-    private void addRunning(NixlTransfer transfer)
-    {
-        if (runningCount == running.length) {
-            running = Arrays.copyOf(running, running.length * 2);
-        }
-        running[runningCount++] = transfer;
-    }
-
-    private void removeRunning(int index)
-    {
-        running[index] = running[--runningCount];
-        running[runningCount] = null;
     }
 
     TransferStatus status(long handle)
