@@ -10,6 +10,7 @@ import io.kvbridge.transport.NativeLibrary;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
@@ -30,6 +31,9 @@ import java.util.Optional;
  * arrays, notification bytes, out-slots) travel as {@code JAVA_LONG}: on LP64 a pointer is passed
  * like a 64-bit integer and no segment object is made per call. Cold calls that take strings or
  * buffers bind them as {@code ADDRESS}. Every {@code nixl_capi_*} function returns a status.
+ *
+ * <p>Threads: immutable once bound; an agent's handles are passed to these functions only on the
+ * agent's own thread ({@link NixlAgent}).
  */
 final class NixlLibrary
 {
@@ -191,7 +195,7 @@ final class NixlLibrary
         }
     }
 
-    private static FunctionDescriptor status(java.lang.foreign.MemoryLayout... arguments)
+    private static FunctionDescriptor status(MemoryLayout... arguments)
     {
         return FunctionDescriptor.of(STATUS, arguments);
     }
