@@ -6,6 +6,7 @@ import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.OwnerWork;
 import io.kvbridge.transport.PostChecks;
 
 /**
@@ -13,7 +14,8 @@ import io.kvbridge.transport.PostChecks;
  * by draining NIXL's notification map there into the inbox, from which the caller's thread takes
  * them one at a time, so a sink that throws leaves the rest queued.
  *
- * <p>Threads: any; the native calls run on the owner thread.
+ * <p>Threads: any; the native calls run on the owner thread, and the reused drain work is handed
+ * over by one caller at a time (under its own monitor).
  */
 final class NixlMessaging
 {
@@ -21,6 +23,21 @@ final class NixlMessaging
     private final NixlOwner owner;
     private final NixlPeers peers;
     private final Inbox inbox = new Inbox();
+    private final NotificationSink toInbox = inbox::add;
+    // reused: a drain that finds nothing allocates nothing
+    private final Drain drain = new Drain();
+
+    /** Moves what NIXL received into the inbox; on the owner thread. */
+    private final class Drain extends OwnerWork
+    {
+        @Override
+        protected void runOnOwner()
+        {
+            if (!guard.isClosed()) {
+                owner.agent().drainNotifications(toInbox);
+            }
+        }
+    }
 
     NixlMessaging(InstanceGuard guard, NixlOwner owner, NixlPeers peers)
     {
@@ -47,12 +64,10 @@ final class NixlMessaging
     {
         requireNonNull(sink, "sink is null");
         if (!guard.isClosed()) {
-            owner.call(() -> {
-                if (!guard.isClosed()) {
-                    owner.agent().drainNotifications(inbox::add);
-                }
-                return null;
-            });
+            // one hand-over of the reused work at a time; callers rarely drain concurrently
+            synchronized (drain) {
+                owner.execute(drain);
+            }
         }
         return inbox.drain(sink);
     }
