@@ -25,6 +25,8 @@ final class NixlNotifications
 
     private final NixlLibrary nixl;
     private final String agentName;
+    // built once: the context of a check is built before the status is known
+    private final String drainContext;
     private final Arena arena;
     private final MemorySegment outAddress;
     private final MemorySegment outData;
@@ -39,6 +41,7 @@ final class NixlNotifications
     {
         this.nixl = requireNonNull(nixl, "nixl is null");
         this.agentName = requireNonNull(agentName, "agentName is null");
+        this.drainContext = "draining notifications of agent " + agentName;
         this.arena = requireNonNull(arena, "arena is null");
         this.outAddress = arena.allocate(ADDRESS);
         this.outData = arena.allocate(ADDRESS);
@@ -106,7 +109,7 @@ final class NixlNotifications
     /** Moves every notification received so far into a sink; returns how many. */
     int drain(long agent, NotificationSink sink) throws Throwable
     {
-        check((int) nixl.getNotifs.invokeExact(agent, map, 0L), "nixl_capi_get_notifs", NixlStatus.INTERNAL, "draining notifications of agent " + agentName);
+        check((int) nixl.getNotifs.invokeExact(agent, map, 0L), "nixl_capi_get_notifs", NixlStatus.INTERNAL, drainContext);
         check((int) nixl.notifMapSize.invokeExact(map, outLong), "nixl_capi_notif_map_size", NixlStatus.INTERNAL, "counting notification senders");
         long senders = outLong.get(JAVA_LONG, 0);
         if (senders == 0) {
