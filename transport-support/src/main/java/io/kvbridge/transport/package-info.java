@@ -8,7 +8,8 @@
  *   <li>{@link io.kvbridge.transport.InstanceGuard}: identity, open/closed, and the owner token
  *       that makes a peer or list usable only by the instance that made it;</li>
  *   <li>{@link io.kvbridge.transport.TransferTable} of {@link io.kvbridge.transport.TransferSlot}s:
- *       generation-checked handles, status, failure, release, max-in-flight;</li>
+ *       generation-checked handles, status, failure, release, max-in-flight; and
+ *       {@link io.kvbridge.transport.RunningTransfers}, the ones an owner thread still polls;</li>
  *   <li>{@link io.kvbridge.transport.Registrations}, {@link io.kvbridge.transport.OwnedPreparedList},
  *       {@link io.kvbridge.transport.PreparedLists}, {@link io.kvbridge.transport.TransportPeer}:
  *       registered memory, checked descriptor lists and peers;</li>

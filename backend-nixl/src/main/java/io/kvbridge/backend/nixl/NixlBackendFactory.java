@@ -20,6 +20,8 @@ import java.util.Map;
  * {@code allow-fake} (accept kvbridge's test fake; default: the {@value #ALLOW_FAKE_PROPERTY}
  * property, else false), {@code max-in-flight} (posted, unreleased transfers, 1..1048576, default
  * 16384), {@code progress-thread} (NIXL runs its own progress thread, default true).
+ * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off: the probe then
+ * reports it unavailable without locating or loading anything ({@link NixlAvailability}).
  */
 public final class NixlBackendFactory implements TransferBackendFactory
 {
@@ -27,6 +29,8 @@ public final class NixlBackendFactory implements TransferBackendFactory
     public static final String NAME = "nixl";
     /** System property naming {@code libnixl_capi.so} or its directory. */
     public static final String LIBRARY_PROPERTY = "kvbridge.nixl.library";
+    /** System property that switches the transport off ({@code false}) before anything loads. */
+    public static final String ENABLED_PROPERTY = "kvbridge.nixl.enabled";
     /** System property that lets the transport run on kvbridge's test fake of NIXL. */
     public static final String ALLOW_FAKE_PROPERTY = "kvbridge.nixl.allow-fake";
 
@@ -92,11 +96,11 @@ public final class NixlBackendFactory implements TransferBackendFactory
 
     private String configuredLibrary()
     {
-        return library != null ? library : System.getProperty(LIBRARY_PROPERTY);
+        return library != null ? library : NixlAvailability.configuredLibrary();
     }
 
     private boolean allowFake()
     {
-        return allowFake != null ? allowFake : Boolean.getBoolean(ALLOW_FAKE_PROPERTY);
+        return allowFake != null ? allowFake : NixlAvailability.allowFake();
     }
 }

@@ -1,32 +1,32 @@
 package io.kvbridge.backend.nixl;
 
-import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.TransportPeer;
 
-/** A peer whose NIXL metadata the owning instance loaded. */
-final class NixlPeer implements Peer
+/**
+ * A peer whose NIXL metadata the owning instance loaded, with the allocations it announced so the
+ * initiator checks every remote descriptor before NIXL sees it.
+ *
+ * <p>Threads: {@code regions} is replaced on the owner thread when the peer's metadata is
+ * refreshed and read there when lists are prepared; volatile so other threads see the latest.
+ */
+final class NixlPeer extends TransportPeer
 {
-    final NixlTransferBackend owner;
-    private final String name;
-    // replaced when the peer's metadata is refreshed; read when lists are prepared
-    volatile RegionTable regions;
-    volatile boolean connected = true;
+    private volatile RegionTable regions;
 
-    NixlPeer(NixlTransferBackend owner, String name, RegionTable regions)
+    NixlPeer(InstanceGuard owner, String name, RegionTable regions)
     {
-        this.owner = owner;
-        this.name = name;
+        super(owner, name);
         this.regions = regions;
     }
 
-    @Override
-    public String name()
+    RegionTable regions()
     {
-        return name;
+        return regions;
     }
 
-    @Override
-    public String toString()
+    void refresh(RegionTable regions)
     {
-        return "NixlPeer[" + name + "]";
+        this.regions = regions;
     }
 }

@@ -77,7 +77,8 @@ final class NixlProbe
     }
 
     /**
-     * Gathers the facts of this process and decides.
+     * Gathers the facts of this process and decides; with the kill switch set, nothing is located
+     * or loaded.
      *
      * @param configuredLibrary a file or directory to use instead of searching, or null.
      * @param allowFake whether a test fake is acceptable.
@@ -85,6 +86,10 @@ final class NixlProbe
      */
     static Result run(String configuredLibrary, boolean allowFake)
     {
+        Optional<String> switchedOff = NixlAvailability.switchedOff();
+        if (switchedOff.isPresent()) {
+            return new Result(Availability.unavailable(List.of(switchedOff.get()), Map.of("enabled", "false")), Optional.empty());
+        }
         boolean nativeAccess = NixlProbe.class.getModule().isNativeAccessEnabled();
         NixlLibraryLocator.Location location = NixlLibraryLocator.locate(configuredLibrary, System.getenv(), System.getProperty("java.library.path"),
                 NixlLibraryLocator.SYSTEM_DIRECTORIES, NixlLibraryLocator.LD_SO_CONF_DIRECTORY);

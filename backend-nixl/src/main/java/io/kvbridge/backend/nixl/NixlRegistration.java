@@ -1,15 +1,16 @@
 package io.kvbridge.backend.nixl;
 
 import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.transport.Registration;
 
-/** One registered allocation; {@code live} turns false when it is deregistered or its owner closes. */
-final class NixlRegistration
+/**
+ * One allocation registered with the instance's NIXL agent. NIXL keeps no handle per registration
+ * (it deregisters by range), so the toolkit's liveness is all the transport keeps.
+ */
+final class NixlRegistration extends Registration
 {
-    final Allocation allocation;
-    volatile boolean live = true;
-
     NixlRegistration(Allocation allocation)
     {
-        this.allocation = allocation;
+        super(allocation);
     }
 }

@@ -2,68 +2,61 @@ package io.kvbridge.backend.nixl;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.TransferSlot;
 
 /**
- * One transfer slot. Slots are reused and posted without allocating: the poster fills the
- * arguments and parks while the owner thread makes and posts the NIXL request.
+ * One transfer slot of a {@code nixl} instance. Slots are reused and posted without allocating: the
+ * poster fills the arguments and hands the slot itself to the owner thread, which makes and posts
+ * the NIXL request while the poster waits (NIXL may refuse a request synchronously).
+ *
+ * <p>Threads: the post arguments are written by the poster before the hand-over and read by the
+ * owner while the poster waits; the native request and the pending release belong to the owner
+ * thread alone; the lists stay referenced while the request runs and are dropped when it ends.
  */
-final class NixlTransfer extends OwnerWork
+final class NixlTransfer extends TransferSlot
 {
-    private final NixlTransferBackend backend;
-    final int slot;
+    private final NixlTransfers transfers;
 
-    // under the backend's slot lock
-    int generation;
-    boolean released = true;
-    // true once the owner holds no native request for the slot any more
-    boolean ownerDone = true;
-
-    volatile TransferStatus status = TransferStatus.DONE;
-    volatile KvBridgeException failure;
-    // the user released the handle while the transfer was running: the owner cancels it
-    volatile boolean cancelRequested;
-
-    // owner only
-    long request;
-    NixlPeer peer;
-    NixlPreparedList localList;
-    boolean releasePending;
-    TransferStatus pendingStatus;
-    KvBridgeException pendingFailure;
-
-    // post arguments: written by the poster, read and cleared by the owner while the poster waits
+    // post arguments
     TransferOp op;
     NixlPreparedList local;
-    int[] localIndices;
     NixlPreparedList remote;
+    int[] localIndices;
     int[] remoteIndices;
     int count;
     byte[] notification;
 
-    NixlTransfer(NixlTransferBackend backend, int slot)
-    {
-        this.backend = backend;
-        this.slot = slot;
-    }
+    // owner thread only: the NIXL request, 0 when none
+    long request;
+    // NIXL could not release the request yet: the outcome waits until it can
+    boolean releasePending;
+    KvBridgeException pendingFailure;
 
-    long handle()
+    NixlTransfer(NixlTransfers transfers, int index)
     {
-        return ((long) generation << 32) | slot;
+        super(index);
+        this.transfers = transfers;
     }
 
     @Override
-    void runOnOwner()
+    protected void runOnOwner()
     {
-        backend.postOnOwner(this);
+        transfers.postOnOwner(this);
     }
 
+    /** Drops what only the post needed; the lists stay while the request runs. */
     void clearArguments()
     {
-        local = null;
-        remote = null;
         localIndices = null;
         remoteIndices = null;
         notification = null;
+    }
+
+    @Override
+    protected void clearReferences()
+    {
+        local = null;
+        remote = null;
+        clearArguments();
     }
 }

@@ -71,10 +71,10 @@ public final class Nixl
             MemorySegment out = arena.allocate(ADDRESS);
             MemorySegment out2 = arena.allocate(ADDRESS);
             MemorySegment size = arena.allocate(JAVA_LONG);
-            MemorySegment config = arena.allocate(FfmNixlAgent.CONFIG);
-            config.set(JAVA_LONG, FfmNixlAgent.CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
+            MemorySegment config = arena.allocate(NixlAgent.CONFIG);
+            config.set(JAVA_LONG, NixlAgent.CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
             String name = "kvbridge-probe-" + ProcessHandle.current().pid() + "-" + PROBE_AGENTS.incrementAndGet();
-            int status = nixl.createConfiguredAgent(arena.allocateFrom(name), config, out);
+            int status = (int) nixl.createConfiguredAgent.invokeExact(arena.allocateFrom(name), config, out);
             if (status != NixlStatus.SUCCESS) {
                 problems.add("NIXL could not create an agent (nixl_capi_create_configured_agent returned " + status + " "
                         + NixlStatus.name(status) + "); check NIXL_ETCD_ENDPOINTS / NIXL_TCPSTORE_ENDPOINT and the NIXL installation");
@@ -82,60 +82,64 @@ public final class Nixl
             }
             long agent = out.get(JAVA_LONG, 0);
             try {
-                status = nixl.getAvailablePlugins(agent, out);
+                status = (int) nixl.getAvailablePlugins.invokeExact(agent, out);
                 if (status != NixlStatus.SUCCESS) {
                     problems.add("nixl_capi_get_available_plugins returned " + status + " " + NixlStatus.name(status) + "; check NIXL_PLUGIN_DIR");
                 }
                 else {
                     long list = out.get(JAVA_LONG, 0);
-                    if (nixl.stringListSize(list, size) == NixlStatus.SUCCESS) {
+                    if ((int) nixl.stringListSize.invokeExact(list, size) == NixlStatus.SUCCESS) {
                         for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
-                            if (nixl.stringListGet(list, i, out2) == NixlStatus.SUCCESS) {
+                            if ((int) nixl.stringListGet.invokeExact(list, i, out2) == NixlStatus.SUCCESS) {
                                 plugins.add(NixlMemory.string(out2.get(ADDRESS, 0)));
                             }
                         }
                     }
-                    nixl.destroyStringList(list);
+                    int destroyed = (int) nixl.destroyStringList.invokeExact(list);
                 }
                 if (describeUcx && plugins.contains("UCX")) {
                     describeUcx(nixl, arena, agent, memory, problems);
                 }
             }
             finally {
-                nixl.destroyAgent(agent);
+                int destroyed = (int) nixl.destroyAgent.invokeExact(agent);
             }
+        }
+        catch (Throwable t) {
+            throw NixlLibrary.rethrow(t);
         }
         return new NixlPluginReport(plugins, memory, problems);
     }
 
-    private static void describeUcx(NixlLibrary nixl, Arena arena, long agent, Set<MemoryKind> memory, List<String> problems)
+    private static void describeUcx(NixlLibrary nixl, Arena arena, long agent, Set<MemoryKind> memory, List<String> problems) throws Throwable
     {
         MemorySegment mems = arena.allocate(ADDRESS);
         MemorySegment params = arena.allocate(ADDRESS);
         MemorySegment size = arena.allocate(JAVA_LONG);
         MemorySegment type = arena.allocate(JAVA_INT);
-        int status = nixl.getPluginParams(agent, arena.allocateFrom("UCX"), mems, params);
+        int status = (int) nixl.getPluginParams.invokeExact(agent, arena.allocateFrom("UCX"), mems, params);
         if (status != NixlStatus.SUCCESS) {
             problems.add("the UCX plugin is listed but does not load (nixl_capi_get_plugin_params returned " + status
                     + "); check that UCX and its libraries are on LD_LIBRARY_PATH");
             return;
         }
         long list = mems.get(JAVA_LONG, 0);
-        if (nixl.memListSize(list, size) == NixlStatus.SUCCESS) {
+        if ((int) nixl.memListSize.invokeExact(list, size) == NixlStatus.SUCCESS) {
             for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
-                if (nixl.memListGet(list, i, type) == NixlStatus.SUCCESS) {
+                if ((int) nixl.memListGet.invokeExact(list, i, type) == NixlStatus.SUCCESS) {
                     int value = type.get(JAVA_INT, 0);
-                    if (value == FfmNixlAgent.MEM_DRAM) {
+                    if (value == NixlAgent.MEM_DRAM) {
                         memory.add(MemoryKind.HOST);
                     }
-                    else if (value == FfmNixlAgent.MEM_VRAM) {
+                    else if (value == NixlAgent.MEM_VRAM) {
                         memory.add(MemoryKind.DEVICE);
                     }
                 }
             }
         }
-        nixl.destroyMemList(list);
-        nixl.destroyParams(params.get(JAVA_LONG, 0));
+        // best effort: a probe that cannot free a list has still answered
+        int listDestroyed = (int) nixl.destroyMemList.invokeExact(list);
+        int paramsDestroyed = (int) nixl.destroyParams.invokeExact(params.get(JAVA_LONG, 0));
     }
 
     /**
@@ -153,7 +157,7 @@ public final class Nixl
         if (!(loaded instanceof NixlLibrary nixl)) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, (String) loaded);
         }
-        return new FfmNixlAgent(nixl, name, progressThread);
+        return new NixlAgent(nixl, name, progressThread);
     }
 
     /** Returns the loaded library, or why it could not be loaded. */

@@ -19,8 +19,27 @@ final class NixlStatus
     static final int NO_TELEMETRY = -5;
     static final int NOT_FOUND = -6;
 
+    /** For calls whose failure can only be NIXL's or the binding's. */
+    static final Meaning INTERNAL = new Meaning(ErrorCode.NATIVE_ERROR, ErrorCode.NATIVE_ERROR, ErrorCode.NATIVE_ERROR, false);
+
     private NixlStatus()
     {
+    }
+
+    /**
+     * Throws the error for a failing status.
+     *
+     * @param status what the function returned.
+     * @param function the C function, as exported.
+     * @param meaning how to read the status for this function.
+     * @param level the library's status dialect.
+     * @param context what was being done, with the values involved.
+     */
+    static void check(int status, String function, Meaning meaning, NixlApiLevel level, String context)
+    {
+        if (status != SUCCESS) {
+            throw error(function, status, meaning, level, context);
+        }
     }
 
     static String name(int status)

@@ -1,0 +1,292 @@
+package io.kvbridge.backend.nixl;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.backend.nixl.ffm.NixlAgent;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.PostChecks;
+import io.kvbridge.transport.Registration;
+import io.kvbridge.transport.RunningTransfers;
+import io.kvbridge.transport.TransferTable;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The transfers of one {@code nixl} instance: posting (checked on the caller's thread, made and
+ * posted on the owner thread), polling running requests until NIXL reports them complete, and
+ * releasing each NIXL request as soon as its transfer ends.
+ *
+ * <p>With UCX the notification attached to a transfer leaves only when the initiator sees the data
+ * in place, so polling to completion is what delivers it. A finished request is released and
+ * destroyed at once; its outcome stays in the slot until the caller releases the handle, and a
+ * handle released while its request runs cancels the request at the next poll.
+ *
+ * <p>Threads: the table is thread-safe; the running list belongs to the owner thread.
+ */
+final class NixlTransfers
+{
+    static final int MAX_NOTIFICATION_BYTES = 1 << 20;
+
+    private static final Logger LOG = LoggerFactory.getLogger(NixlTransfers.class);
+    // NIXL takes the index arrays themselves: the resolved copies only serve the pair checks, so one
+    // buffer per posting thread keeps the checks allocation-free without a buffer per slot
+    private static final ThreadLocal<DescriptorPairs> CHECKED_PAIRS = ThreadLocal.withInitial(() -> new DescriptorPairs(64));
+
+    private final InstanceGuard guard;
+    private final NixlOwner owner;
+    private final TransferTable<NixlTransfer> table;
+
+    // owner thread only: transfers whose NIXL request was posted and not released
+    private final RunningTransfers<NixlTransfer> running = new RunningTransfers<>();
+
+    NixlTransfers(InstanceGuard guard, NixlOwner owner, int maxInFlight)
+    {
+        this.guard = requireNonNull(guard, "guard is null");
+        this.owner = requireNonNull(owner, "owner is null");
+        this.table = new TransferTable<>(guard.description(), maxInFlight, index -> new NixlTransfer(this, index));
+    }
+
+    /** Checks a post on the caller's thread, hands it to the owner and waits until NIXL accepted it. */
+    long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
+    {
+        requireNonNull(op, "op is null");
+        requireNonNull(localIndices, "localIndices is null");
+        requireNonNull(remoteIndices, "remoteIndices is null");
+        guard.checkOpen();
+        NixlPreparedList local = guard.own(localList, NixlPreparedList.class);
+        NixlPreparedList remote = guard.own(remoteList, NixlPreparedList.class);
+        PostChecks.check(local, localIndices, remote, remoteIndices, count);
+        if (count == 0) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "count=0: NIXL moves at least one descriptor pair; use notify() to send a message alone");
+        }
+        PostChecks.notification(notification, MAX_NOTIFICATION_BYTES);
+        PostChecks.resolve(CHECKED_PAIRS.get(), local, localIndices, remote, remoteIndices, count, false);
+        PostChecks.usable(local, remote);
+        NixlTransfer transfer = table.acquire();
+        transfer.op = op;
+        transfer.local = local;
+        transfer.localIndices = localIndices;
+        transfer.remote = remote;
+        transfer.remoteIndices = remoteIndices;
+        transfer.count = count;
+        transfer.notification = notification;
+        try {
+            owner.execute(transfer);
+        }
+        catch (RuntimeException e) {
+            table.abandon(transfer);
+            throw e;
+        }
+        return transfer.handle();
+    }
+
+    /** Makes and posts the NIXL request of a slot; on the owner thread while the poster waits. */
+    void postOnOwner(NixlTransfer transfer)
+    {
+        try {
+            guard.checkOpen();
+            // checked again here: lists, peers and registrations change only on this thread
+            PostChecks.usable(transfer.local, transfer.remote);
+            NixlAgent agent = owner.agent();
+            long request = agent.makeRequest(transfer.op, transfer.local.handle(), transfer.localIndices, transfer.remote.handle(), transfer.remoteIndices,
+                    transfer.count, transfer.notification);
+            boolean done;
+            try {
+                done = agent.postRequest(request);
+            }
+            catch (KvBridgeException e) {
+                if (!agent.releaseRequest(request)) {
+                    LOG.warn("NIXL kept a request of {} whose post failed; it is freed with the agent", guard.description());
+                }
+                throw e;
+            }
+            transfer.request = request;
+            // finished inside the post: its notification is already on its way
+            if (!done || !finish(transfer, null)) {
+                running.add(transfer);
+            }
+        }
+        finally {
+            transfer.clearArguments();
+        }
+    }
+
+    /**
+     * Polls every running request once; owner thread only.
+     *
+     * @return whether any of them ended.
+     */
+    boolean pollRunning()
+    {
+        boolean changed = false;
+        for (int i = 0; i < running.size();) {
+            NixlTransfer transfer = running.get(i);
+            boolean finished;
+            if (transfer.releasePending) {
+                finished = finish(transfer, transfer.pendingFailure);
+            }
+            else if (transfer.cancelled()) {
+                finished = finish(transfer, new KvBridgeException(ErrorCode.TRANSFER_FAILED, "the transfer was released before it finished"));
+            }
+            else {
+                boolean done;
+                KvBridgeException failure = null;
+                try {
+                    done = owner.agent().pollRequest(transfer.request);
+                }
+                catch (KvBridgeException e) {
+                    done = true;
+                    failure = e;
+                }
+                finished = done && finish(transfer, failure);
+            }
+            if (finished) {
+                running.removeAt(i);
+                changed = true;
+            }
+            else {
+                i++;
+            }
+        }
+        return changed;
+    }
+
+    /** @return true while requests run; owner thread only. */
+    boolean busy()
+    {
+        return !running.isEmpty();
+    }
+
+    /**
+     * Counts the running transfers that move bytes of a registration; owner thread only.
+     *
+     * @param registration to be deregistered.
+     * @return how many still touch it.
+     */
+    int touching(Registration registration)
+    {
+        int touching = 0;
+        for (int i = 0; i < running.size(); i++) {
+            NixlPreparedList local = running.get(i).local;
+            for (int r = 0; r < local.registrationCount(); r++) {
+                if (local.registration(r) == registration) {
+                    touching++;
+                    break;
+                }
+            }
+        }
+        return touching;
+    }
+
+    /**
+     * Fails the running transfers to a peer before NIXL forgets it; owner thread only.
+     *
+     * @param peer the peer being forgotten.
+     * @param reason their failure.
+     */
+    void failPeer(NixlPeer peer, KvBridgeException reason)
+    {
+        for (int i = 0; i < running.size();) {
+            NixlTransfer transfer = running.get(i);
+            if (transfer.remote.transportPeer() == peer && finish(transfer, reason)) {
+                running.removeAt(i);
+            }
+            else {
+                i++;
+            }
+        }
+    }
+
+    /**
+     * Cancels every running request, retrying those NIXL cannot let go of yet until the deadline;
+     * owner thread only, at shutdown.
+     *
+     * @param deadlineNanos {@link System#nanoTime()} after which the rest is left to the agent's destruction.
+     */
+    void cancelAll(long deadlineNanos)
+    {
+        KvBridgeException closing = new KvBridgeException(ErrorCode.TRANSFER_FAILED, guard.description() + " closed while the transfer ran");
+        while (!running.isEmpty()) {
+            for (int i = 0; i < running.size();) {
+                if (finish(running.get(i), closing)) {
+                    running.removeAt(i);
+                }
+                else {
+                    i++;
+                }
+            }
+            if (!running.isEmpty()) {
+                if (System.nanoTime() > deadlineNanos) {
+                    LOG.warn("{} NIXL request(s) of {} could not be cancelled in time; destroying the agent anyway", running.size(), guard.description());
+                    return;
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    /**
+     * Releases and destroys a request (cancelling it if it still runs) and publishes its outcome.
+     *
+     * @return false when NIXL could not cancel it yet: it stays running and is retried.
+     */
+    private boolean finish(NixlTransfer transfer, KvBridgeException failure)
+    {
+        if (transfer.request != 0) {
+            boolean released;
+            try {
+                released = owner.agent().releaseRequest(transfer.request);
+            }
+            catch (KvBridgeException e) {
+                // NIXL refused the release itself; the request is of no further use either way
+                LOG.warn("releasing a NIXL request of {} failed; it is freed with the agent", guard.description(), e);
+                released = true;
+            }
+            if (!released) {
+                transfer.releasePending = true;
+                transfer.pendingFailure = failure;
+                return false;
+            }
+            transfer.request = 0;
+        }
+        transfer.releasePending = false;
+        transfer.pendingFailure = null;
+        table.finish(transfer, failure);
+        return true;
+    }
+
+    TransferStatus status(long handle)
+    {
+        return table.status(handle);
+    }
+
+    Optional<KvBridgeException> failure(long handle)
+    {
+        return table.failure(handle);
+    }
+
+    /** Releases a handle; a running request is cancelled by the owner at its next poll. */
+    void release(long handle)
+    {
+        table.release(handle);
+    }
+
+    /** @return handles posted and not released. */
+    int unreleased()
+    {
+        return table.unreleased();
+    }
+
+    /** Refuses every handle from now on; after the owner has stopped. */
+    void close()
+    {
+        table.close();
+    }
+}
