@@ -88,6 +88,18 @@ public abstract class TransferSlot extends OwnerWork
     }
 
     /**
+     * Returns how many operations the transfer issues, for
+     * {@link io.kvbridge.spi.transfer.TransferBackend#operations}: the coalesced copy count where
+     * the transport decides it.
+     *
+     * @return the count, or -1 where a library decides for itself; the default.
+     */
+    protected int operations()
+    {
+        return -1;
+    }
+
+    /**
      * Drops what the slot refers to (lists, peers, notification bytes) so a finished transfer keeps
      * nothing alive. Called under the table's lock when the transfer ends and when the slot is reused.
      */

@@ -72,6 +72,12 @@ final class NixlMessaging
         return inbox.drain(sink);
     }
 
+    /** @return the notifications drained from NIXL and not yet handed to a sink. */
+    Inbox inbox()
+    {
+        return inbox;
+    }
+
     /** Drops what was received and not drained. */
     void close()
     {

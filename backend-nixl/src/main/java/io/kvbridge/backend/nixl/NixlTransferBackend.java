@@ -1,17 +1,16 @@
 package io.kvbridge.backend.nixl;
 
-import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
-import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
-import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.AbstractTransferBackend;
+import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.Registrations;
+import io.kvbridge.transport.TransferTable;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -35,9 +34,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Threads: any; every part states its own.
  */
-final class NixlTransferBackend implements TransferBackend
+final class NixlTransferBackend extends AbstractTransferBackend
 {
-    private final InstanceGuard guard;
     private final NixlOwner owner;
     private final NixlMemoryRegistry memory;
     private final NixlPeers peers;
@@ -56,7 +54,7 @@ final class NixlTransferBackend implements TransferBackend
      */
     NixlTransferBackend(Path library, String agentName, boolean progressThread, int maxInFlight)
     {
-        guard = new InstanceGuard(NixlBackendFactory.NAME, agentName);
+        super(new InstanceGuard(NixlBackendFactory.NAME, agentName));
         owner = new NixlOwner(guard, maxInFlight + 1024);
         Registrations<NixlRegistration> registrations = new Registrations<>(guard.description());
         transfers = new NixlTransfers(guard, owner, maxInFlight);
@@ -72,18 +70,6 @@ final class NixlTransferBackend implements TransferBackend
             guard.close();
             throw e;
         }
-    }
-
-    @Override
-    public String name()
-    {
-        return NixlBackendFactory.NAME;
-    }
-
-    @Override
-    public String agentName()
-    {
-        return guard.agentName();
     }
 
     @Override
@@ -141,46 +127,59 @@ final class NixlTransferBackend implements TransferBackend
     }
 
     @Override
-    public TransferStatus status(long handle)
-    {
-        return transfers.status(handle);
-    }
-
-    @Override
-    public Optional<KvBridgeException> failure(long handle)
-    {
-        return transfers.failure(handle);
-    }
-
-    @Override
-    public void release(long handle)
-    {
-        transfers.release(handle);
-    }
-
-    @Override
     public void notify(Peer peer, byte[] message)
     {
         messaging.notify(peer, message);
     }
 
+    /** Drains NIXL's notifications into the inbox on the owner thread first. */
     @Override
     public int drainNotifications(NotificationSink sink)
     {
         return messaging.drain(sink);
     }
 
+    /** NIXL reports completions only when polled, so no wake-up is promised; callers poll on a timer. */
     @Override
-    public BackendResources resources()
+    public boolean wakeOnProgress(Thread waiter)
     {
-        return new BackendResources(memory.size(), lists.size(), peers.size(), transfers.unreleased());
+        return false;
     }
 
     @Override
-    public Optional<String> problem()
+    protected TransferTable<?> transferTable()
     {
-        Optional<String> closed = guard.closedProblem();
-        return closed.isPresent() ? closed : owner.problem();
+        return transfers.table();
+    }
+
+    @Override
+    protected Inbox inbox()
+    {
+        return messaging.inbox();
+    }
+
+    @Override
+    protected int registrationCount()
+    {
+        return memory.size();
+    }
+
+    @Override
+    protected int preparedListCount()
+    {
+        return lists.size();
+    }
+
+    @Override
+    protected int peerCount()
+    {
+        return peers.size();
+    }
+
+    @Override
+    protected Optional<String> workerProblem()
+    {
+        return owner.problem();
     }
 
     @Override

@@ -262,27 +262,12 @@ final class NixlTransfers
         return true;
     }
 
-    TransferStatus status(long handle)
+    /** @return the handles, which the backend's queries and releases go through. */
+    TransferTable<NixlTransfer> table()
     {
-        return table.status(handle);
+        return table;
     }
 
-    Optional<KvBridgeException> failure(long handle)
-    {
-        return table.failure(handle);
-    }
-
-    /** Releases a handle; a running request is cancelled by the owner at its next poll. */
-    void release(long handle)
-    {
-        table.release(handle);
-    }
-
-    /** @return handles posted and not released. */
-    int unreleased()
-    {
-        return table.unreleased();
-    }
 
     /** Refuses every handle from now on; after the owner has stopped. */
     void close()

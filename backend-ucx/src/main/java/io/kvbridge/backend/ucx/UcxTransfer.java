@@ -77,6 +77,13 @@ final class UcxTransfer extends TransferSlot
         transfers.abandoned(this);
     }
 
+    /** One put or get per coalesced run. */
+    @Override
+    protected int operations()
+    {
+        return copies.size();
+    }
+
     /** Drops references so a finished transfer keeps no lists or peers alive. */
     @Override
     protected void clearReferences()

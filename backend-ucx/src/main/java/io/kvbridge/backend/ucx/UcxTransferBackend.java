@@ -6,14 +6,11 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
-import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Coverage;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
@@ -39,16 +36,15 @@ import java.util.Optional;
  * <p>Threads: any thread may call any method; every field is final and thread-safe or confined to
  * the owner thread inside the class that holds it.
  */
-final class UcxTransferBackend implements TransferBackend
+final class UcxTransferBackend extends AbstractTransferBackend
 {
     /** Largest notification a transfer or {@link #notify} may carry. */
     static final int MAX_NOTIFICATION_BYTES = UcxMessaging.MAX_NOTIFICATION_BYTES;
     private static final SecureRandom IDS = new SecureRandom();
 
-    private final InstanceGuard guard;
     private final UcxOptions options;
     private final long instanceId = IDS.nextLong();
-    private final Inbox inbox = new Inbox();
+    private final Inbox inbox;
     private final PreparedLists<UcxPreparedList> lists;
     private final UcxWorker worker;
     private final UcxOwnerLoop loop;
@@ -61,7 +57,8 @@ final class UcxTransferBackend implements TransferBackend
 
     UcxTransferBackend(String agentName, UcxOptions options)
     {
-        this.guard = new InstanceGuard(UcxBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
+        super(new InstanceGuard(UcxBackendFactory.NAME, requireNonNull(agentName, "agentName is null")));
+        this.inbox = new Inbox();
         this.options = requireNonNull(options, "options is null");
         this.lists = new PreparedLists<>(guard);
         this.worker = new UcxWorker(agentName, options);
@@ -82,18 +79,6 @@ final class UcxTransferBackend implements TransferBackend
             owner.join(joinMillis());
             throw e;
         }
-    }
-
-    @Override
-    public String name()
-    {
-        return UcxBackendFactory.NAME;
-    }
-
-    @Override
-    public String agentName()
-    {
-        return guard.agentName();
     }
 
     /** @return the UCX transport resources this instance's context selected, e.g. {@code tcp/lo}. */
@@ -223,31 +208,6 @@ final class UcxTransferBackend implements TransferBackend
     }
 
     @Override
-    public TransferStatus status(long handle)
-    {
-        return table.status(handle);
-    }
-
-    @Override
-    public Optional<KvBridgeException> failure(long handle)
-    {
-        return table.failure(handle);
-    }
-
-    @Override
-    public int operations(long handle)
-    {
-        return table.slot(handle).copies.size();
-    }
-
-    @Override
-    public void release(long handle)
-    {
-        // a running transfer is marked cancelled; the owner thread frees its slot once UCX is done with it
-        table.release(handle);
-    }
-
-    @Override
     public void notify(Peer peer, byte[] message)
     {
         requireNonNull(message, "message is null");
@@ -265,28 +225,39 @@ final class UcxTransferBackend implements TransferBackend
     }
 
     @Override
-    public int drainNotifications(NotificationSink sink)
+    protected TransferTable<?> transferTable()
     {
-        return inbox.drain(sink);
+        return table;
     }
 
     @Override
-    public boolean wakeOnProgress(Thread waiter)
+    protected Inbox inbox()
     {
-        return inbox.wakeOnProgress(waiter);
+        return inbox;
     }
 
     @Override
-    public BackendResources resources()
+    protected int registrationCount()
     {
-        return new BackendResources(memory.registrations().size(), lists.size(), endpoints.peerCount(), table.unreleased());
+        return memory.registrations().size();
     }
 
     @Override
-    public Optional<String> problem()
+    protected int preparedListCount()
     {
-        Optional<String> closed = guard.closedProblem();
-        return closed.isPresent() ? closed : owner.problem();
+        return lists.size();
+    }
+
+    @Override
+    protected int peerCount()
+    {
+        return endpoints.peerCount();
+    }
+
+    @Override
+    protected Optional<String> workerProblem()
+    {
+        return owner.problem();
     }
 
     @Override

@@ -32,6 +32,13 @@ final class LocalTransfer extends TransferSlot
         super(index);
     }
 
+    /** One copy per coalesced run; a run the copy threads share between them still counts once. */
+    @Override
+    protected int operations()
+    {
+        return copies.size();
+    }
+
     @Override
     protected void clearReferences()
     {

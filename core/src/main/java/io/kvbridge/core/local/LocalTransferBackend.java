@@ -6,14 +6,11 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
-import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PostChecks;
@@ -38,38 +35,26 @@ import java.util.Optional;
  * <p>Threads: every method may be called from any thread; the toolkit's parts lock for themselves,
  * {@code peers} is guarded by itself.
  */
-final class LocalTransferBackend implements TransferBackend
+final class LocalTransferBackend extends AbstractTransferBackend
 {
-    private final InstanceGuard guard;
     private final boolean simulateDevice;
     private final Registrations<Registration> registrations;
     private final PreparedLists<LocalPreparedList> preparedLists;
     private final TransferTable<LocalTransfer> transfers;
-    private final Inbox inbox = new Inbox();
+    private final Inbox inbox;
     private final LocalCopier copier;
     private final List<LocalPeer> peers = new ArrayList<>();
 
     LocalTransferBackend(String agentName, int copyThreadCount, boolean simulateDevice, int maxInFlight)
     {
-        this.guard = new InstanceGuard(LocalBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
+        super(new InstanceGuard(LocalBackendFactory.NAME, requireNonNull(agentName, "agentName is null")));
+        this.transfers = new TransferTable<>(guard.description(), maxInFlight, LocalTransfer::new);
+        this.inbox = new Inbox();
         this.simulateDevice = simulateDevice;
         this.registrations = new Registrations<>(guard.description());
         this.preparedLists = new PreparedLists<>(guard);
-        this.transfers = new TransferTable<>(guard.description(), maxInFlight, LocalTransfer::new);
         LocalFabric.INSTANCE.add(this);
         this.copier = new LocalCopier(guard, copyThreadCount, maxInFlight, this::complete);
-    }
-
-    @Override
-    public String name()
-    {
-        return LocalBackendFactory.NAME;
-    }
-
-    @Override
-    public String agentName()
-    {
-        return guard.agentName();
     }
 
     boolean closed()
@@ -222,32 +207,6 @@ final class LocalTransferBackend implements TransferBackend
     }
 
     @Override
-    public TransferStatus status(long handle)
-    {
-        return transfers.status(handle);
-    }
-
-    @Override
-    public Optional<KvBridgeException> failure(long handle)
-    {
-        return transfers.failure(handle);
-    }
-
-    @Override
-    public int operations(long handle)
-    {
-        // one copy per coalesced run; a run the copy threads share between them still counts once
-        return transfers.slot(handle).copies.size();
-    }
-
-    @Override
-    public void release(long handle)
-    {
-        // a running transfer is cancelled; the copy thread finishing its last part frees the slot
-        transfers.release(handle);
-    }
-
-    @Override
     public void notify(Peer peer, byte[] message)
     {
         requireNonNull(message, "message is null");
@@ -259,32 +218,41 @@ final class LocalTransferBackend implements TransferBackend
     }
 
     @Override
-    public int drainNotifications(NotificationSink sink)
+    protected TransferTable<?> transferTable()
     {
-        return inbox.drain(sink);
+        return transfers;
     }
 
     @Override
-    public boolean wakeOnProgress(Thread waiter)
+    protected Inbox inbox()
     {
-        return inbox.wakeOnProgress(waiter);
+        return inbox;
     }
 
     @Override
-    public BackendResources resources()
+    protected int registrationCount()
     {
-        int connected;
+        return registrations.size();
+    }
+
+    @Override
+    protected int preparedListCount()
+    {
+        return preparedLists.size();
+    }
+
+    @Override
+    protected int peerCount()
+    {
         synchronized (peers) {
-            connected = peers.size();
+            return peers.size();
         }
-        return new BackendResources(registrations.size(), preparedLists.size(), connected, transfers.unreleased());
     }
 
     @Override
-    public Optional<String> problem()
+    protected Optional<String> workerProblem()
     {
-        Optional<String> closed = guard.closedProblem();
-        return closed.isPresent() ? closed : copier.problem();
+        return copier.problem();
     }
 
     @Override
@@ -305,11 +273,5 @@ final class LocalTransferBackend implements TransferBackend
         preparedLists.releaseAll(null);
         // a waiter learns from its next poll that everything is gone
         inbox.close();
-    }
-
-    @Override
-    public String toString()
-    {
-        return "LocalTransferBackend[" + guard.agentName() + ", copyThreads=" + copier.threads() + "]";
     }
 }

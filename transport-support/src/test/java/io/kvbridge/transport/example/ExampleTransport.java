@@ -9,16 +9,14 @@ import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
-import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Coverage;
 import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.transport.Inbox;
@@ -107,41 +105,35 @@ public final class ExampleTransport implements TransferBackendFactory
         }
 
         @Override
+        protected int operations()
+        {
+            return copies.size();
+        }
+
+        @Override
         protected void clearReferences()
         {
         }
     }
 
-    private static final class Instance implements TransferBackend
+    private static final class Instance extends AbstractTransferBackend
     {
-        private final InstanceGuard guard;
         private final Registrations<Registration> registrations;
         private final PreparedLists<ExampleList> lists;
         private final TransferTable<ExampleTransfer> transfers;
         private final Set<ExamplePeer> peers = ConcurrentHashMap.newKeySet();
-        private final Inbox inbox = new Inbox();
+        private final Inbox inbox;
 
         Instance(String agentName)
         {
-            guard = new InstanceGuard(NAME, agentName);
+            super(new InstanceGuard(NAME, agentName));
+            transfers = new TransferTable<>(guard.description(), 1024, ExampleTransfer::new);
+            inbox = new Inbox();
             registrations = new Registrations<>(guard.description());
             lists = new PreparedLists<>(guard);
-            transfers = new TransferTable<>(guard.description(), 1024, ExampleTransfer::new);
             if (DIRECTORY.putIfAbsent(agentName, this) != null) {
                 throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "agent name '" + agentName + "' is taken in this JVM");
             }
-        }
-
-        @Override
-        public String name()
-        {
-            return NAME;
-        }
-
-        @Override
-        public String agentName()
-        {
-            return guard.agentName();
         }
 
         @Override
@@ -256,30 +248,6 @@ public final class ExampleTransport implements TransferBackendFactory
         }
 
         @Override
-        public int operations(long handle)
-        {
-            return transfers.slot(handle).copies.size();
-        }
-
-        @Override
-        public TransferStatus status(long handle)
-        {
-            return transfers.status(handle);
-        }
-
-        @Override
-        public Optional<KvBridgeException> failure(long handle)
-        {
-            return transfers.failure(handle);
-        }
-
-        @Override
-        public void release(long handle)
-        {
-            transfers.release(handle);
-        }
-
-        @Override
         public void notify(Peer peer, byte[] message)
         {
             guard.checkOpen();
@@ -290,27 +258,40 @@ public final class ExampleTransport implements TransferBackendFactory
         }
 
         @Override
-        public int drainNotifications(NotificationSink sink)
+        protected TransferTable<?> transferTable()
         {
-            return inbox.drain(sink);
+            return transfers;
         }
 
         @Override
-        public boolean wakeOnProgress(Thread waiter)
+        protected Inbox inbox()
         {
-            return inbox.wakeOnProgress(waiter);
+            return inbox;
         }
 
         @Override
-        public BackendResources resources()
+        protected int registrationCount()
         {
-            return new BackendResources(registrations.size(), lists.size(), peers.size(), transfers.unreleased());
+            return registrations.size();
         }
 
         @Override
-        public Optional<String> problem()
+        protected int preparedListCount()
         {
-            return guard.closedProblem();
+            return lists.size();
+        }
+
+        @Override
+        protected int peerCount()
+        {
+            return peers.size();
+        }
+
+        @Override
+        protected Optional<String> workerProblem()
+        {
+            // copies run on the posting thread: there is no thread of its own to stop
+            return Optional.empty();
         }
 
         @Override
