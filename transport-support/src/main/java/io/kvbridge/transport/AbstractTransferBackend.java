@@ -103,17 +103,16 @@ public abstract class AbstractTransferBackend implements TransferBackend
     @Override
     public final BackendResources resources()
     {
-        return new BackendResources(registrationCount(), preparedListCount(), peerCount(), transferTable().unreleased());
+        return held(transferTable().unreleased());
     }
 
-    /** @return allocations registered and not deregistered. */
-    protected abstract int registrationCount();
-
-    /** @return prepared lists not released. */
-    protected abstract int preparedListCount();
-
-    /** @return connected peers. */
-    protected abstract int peerCount();
+    /**
+     * Counts what the instance holds besides its handles: registrations, prepared lists, peers.
+     *
+     * @param transfers handles posted and not released, from the table.
+     * @return the counts.
+     */
+    protected abstract BackendResources held(int transfers);
 
     @Override
     public final Optional<String> problem()
@@ -129,6 +128,21 @@ public abstract class AbstractTransferBackend implements TransferBackend
      * @return the problem, or empty.
      */
     protected abstract Optional<String> workerProblem();
+
+    /** Closes once: the first call runs {@link #closeInstance()}, later calls do nothing. */
+    @Override
+    public final void close()
+    {
+        if (guard.close()) {
+            closeInstance();
+        }
+    }
+
+    /**
+     * Releases everything the instance holds and stops its threads; runs once, after the guard is
+     * closed, so every other method already refuses work with {@code CLOSED}.
+     */
+    protected abstract void closeInstance();
 
     @Override
     public String toString()

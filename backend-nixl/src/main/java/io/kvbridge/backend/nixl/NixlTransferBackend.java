@@ -1,6 +1,7 @@
 package io.kvbridge.backend.nixl;
 
 import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
@@ -159,21 +160,9 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    protected int registrationCount()
+    protected BackendResources held(int transfers)
     {
-        return memory.size();
-    }
-
-    @Override
-    protected int preparedListCount()
-    {
-        return lists.size();
-    }
-
-    @Override
-    protected int peerCount()
-    {
-        return peers.size();
+        return new BackendResources(memory.size(), lists.size(), peers.size(), transfers);
     }
 
     @Override
@@ -183,11 +172,8 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void close()
+    protected void closeInstance()
     {
-        if (!guard.close()) {
-            return;
-        }
         RuntimeException failure = null;
         try {
             owner.call(() -> {

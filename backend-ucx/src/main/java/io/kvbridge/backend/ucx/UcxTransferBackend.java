@@ -6,6 +6,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
@@ -237,21 +238,9 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    protected int registrationCount()
+    protected BackendResources held(int transfers)
     {
-        return memory.registrations().size();
-    }
-
-    @Override
-    protected int preparedListCount()
-    {
-        return lists.size();
-    }
-
-    @Override
-    protected int peerCount()
-    {
-        return endpoints.peerCount();
+        return new BackendResources(memory.registrations().size(), lists.size(), endpoints.peerCount(), transfers);
     }
 
     @Override
@@ -261,11 +250,8 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void close()
+    protected void closeInstance()
     {
-        if (!guard.close()) {
-            return;
-        }
         transfers.closing();
         loop.requestStop();
         owner.join(joinMillis());

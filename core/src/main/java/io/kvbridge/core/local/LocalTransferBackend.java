@@ -6,6 +6,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
@@ -230,22 +231,10 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    protected int registrationCount()
-    {
-        return registrations.size();
-    }
-
-    @Override
-    protected int preparedListCount()
-    {
-        return preparedLists.size();
-    }
-
-    @Override
-    protected int peerCount()
+    protected BackendResources held(int transfers)
     {
         synchronized (peers) {
-            return peers.size();
+            return new BackendResources(registrations.size(), preparedLists.size(), peers.size(), transfers);
         }
     }
 
@@ -256,11 +245,8 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void close()
+    protected void closeInstance()
     {
-        if (!guard.close()) {
-            return;
-        }
         LocalFabric.INSTANCE.remove(this);
         copier.stop();
         // close releases every handle: later calls see HANDLE_UNKNOWN

@@ -9,6 +9,7 @@ import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
@@ -270,21 +271,9 @@ public final class ExampleTransport implements TransferBackendFactory
         }
 
         @Override
-        protected int registrationCount()
+        protected BackendResources held(int transfers)
         {
-            return registrations.size();
-        }
-
-        @Override
-        protected int preparedListCount()
-        {
-            return lists.size();
-        }
-
-        @Override
-        protected int peerCount()
-        {
-            return peers.size();
+            return new BackendResources(registrations.size(), lists.size(), peers.size(), transfers);
         }
 
         @Override
@@ -295,17 +284,15 @@ public final class ExampleTransport implements TransferBackendFactory
         }
 
         @Override
-        public void close()
+        protected void closeInstance()
         {
-            if (guard.close()) {
-                DIRECTORY.remove(guard.agentName(), this);
-                transfers.close();
-                registrations.clear();
-                lists.releaseAll(null);
-                peers.forEach(peer -> peer.markUnusable("this transport was closed"));
-                peers.clear();
-                inbox.close();
-            }
+            DIRECTORY.remove(guard.agentName(), this);
+            transfers.close();
+            registrations.clear();
+            lists.releaseAll(null);
+            peers.forEach(peer -> peer.markUnusable("this transport was closed"));
+            peers.clear();
+            inbox.close();
         }
     }
 }
