@@ -142,18 +142,33 @@ public final class NativeLibrary
     }
 
     /**
-     * Makes a native status a typed error.
+     * Makes a native status a typed error, worded the same for every library.
      *
      * @param code the error code the caller's contract promises.
      * @param function the C function that returned it.
      * @param status the numeric status.
-     * @param meaning the library's text for it, or null.
-     * @return the error: {@code function failed: status=N (meaning)}.
+     * @param meaning the library's name or text for it, or null.
+     * @return the error: {@code function returned N (meaning)}.
      */
     public static KvBridgeException failure(ErrorCode code, String function, long status, String meaning)
     {
-        return new KvBridgeException(code, String.format(Locale.ROOT, "%s failed: status=%d%s", function, status,
-                meaning == null || meaning.isEmpty() ? "" : " (" + meaning + ")"));
+        return failure(code, function, status, meaning, null);
+    }
+
+    /**
+     * Makes a native status a typed error that says what was being done.
+     *
+     * @param code the error code the caller's contract promises.
+     * @param function the C function that returned it.
+     * @param status the numeric status.
+     * @param meaning the library's name or text for it, or null.
+     * @param context what was being done, with the values involved (and any advice), or null.
+     * @return the error: {@code function returned N (meaning) while context}.
+     */
+    public static KvBridgeException failure(ErrorCode code, String function, long status, String meaning, String context)
+    {
+        return new KvBridgeException(code, String.format(Locale.ROOT, "%s returned %d%s%s", function, status,
+                meaning == null || meaning.isEmpty() ? "" : " (" + meaning + ")", context == null || context.isEmpty() ? "" : " while " + context));
     }
 
     /**

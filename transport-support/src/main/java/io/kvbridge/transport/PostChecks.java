@@ -100,6 +100,30 @@ public final class PostChecks
     }
 
     /**
+     * Checks every index pair against its lists, for a transport that hands the indices to a
+     * library as they are instead of resolving copies itself.
+     *
+     * @param local the local list.
+     * @param localIndices indices into it; untrusted.
+     * @param remote the remote list.
+     * @param remoteIndices indices into it; untrusted.
+     * @param count pairs, already checked by {@link #check}.
+     * @throws KvBridgeException {@code INDEX_OUT_OF_RANGE} or {@code LENGTH_MISMATCH} naming the first bad pair.
+     */
+    public static void pairs(OwnedPreparedList local, int[] localIndices, OwnedPreparedList remote, int[] remoteIndices, int count)
+    {
+        int localSize = local.size();
+        int remoteSize = remote.size();
+        for (int i = 0; i < count; i++) {
+            int l = localIndices[i];
+            int r = remoteIndices[i];
+            if (l < 0 || l >= localSize || r < 0 || r >= remoteSize || local.length(l) != remote.length(r)) {
+                throw badPair(i, local, l, remote, r);
+            }
+        }
+    }
+
+    /**
      * Checks every index pair against its lists and resolves the pairs into copies: each pair's
      * ranges with the region each side lies in, merged with the copy before when
      * {@code coalesce} and contiguous on both sides within the same regions.
@@ -124,18 +148,24 @@ public final class PostChecks
         for (int i = 0; i < count; i++) {
             int l = localIndices[i];
             int r = remoteIndices[i];
-            if (l < 0 || l >= localSize || r < 0 || r >= remoteSize) {
-                throw new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, String.format(Locale.ROOT,
-                        "pair %d: local index %d of %d descriptors, remote index %d of %d descriptors", i, l, localSize, r, remoteSize));
+            if (l < 0 || l >= localSize || r < 0 || r >= remoteSize || local.length(l) != remote.length(r)) {
+                throw badPair(i, local, l, remote, r);
             }
             long length = local.length(l);
-            if (length != remote.length(r)) {
-                throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(Locale.ROOT,
-                        "pair %d: local descriptor %d has %d bytes but remote descriptor %d has %d bytes", i, l, length, r, remote.length(r)));
-            }
             copies.add(local.address(l), local.regionId(l), remote.address(r), remote.regionId(r), length, coalesce);
             bytes += length;
         }
         return bytes;
+    }
+
+    // built only once a pair failed, so a passing check boxes nothing
+    private static KvBridgeException badPair(int i, OwnedPreparedList local, int l, OwnedPreparedList remote, int r)
+    {
+        if (l < 0 || l >= local.size() || r < 0 || r >= remote.size()) {
+            return new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, String.format(Locale.ROOT,
+                    "pair %d: local index %d of %d descriptors, remote index %d of %d descriptors", i, l, local.size(), r, remote.size()));
+        }
+        return new KvBridgeException(ErrorCode.LENGTH_MISMATCH, String.format(Locale.ROOT,
+                "pair %d: local descriptor %d has %d bytes but remote descriptor %d has %d bytes", i, l, local.length(l), r, remote.length(r)));
     }
 }

@@ -79,6 +79,10 @@ final class NativeLibraryTest
     {
         KvBridgeException failure = NativeLibrary.failure(ErrorCode.TRANSFER_FAILED, "ucp_put_nbx", -3, "Input/output error");
         assertEquals(ErrorCode.TRANSFER_FAILED, failure.code());
-        assertTrue(failure.getMessage().contains("ucp_put_nbx failed: status=-3 (Input/output error)"), failure.getMessage());
+        assertTrue(failure.getMessage().contains("ucp_put_nbx returned -3 (Input/output error)"), failure.getMessage());
+        KvBridgeException withContext = NativeLibrary.failure(ErrorCode.PEER_UNKNOWN, "nixl_capi_make_xfer_req", -6, "ERROR_NOT_FOUND",
+                "making a WRITE to peer 'b'");
+        assertTrue(withContext.getMessage().contains("nixl_capi_make_xfer_req returned -6 (ERROR_NOT_FOUND) while making a WRITE to peer 'b'"),
+                withContext.getMessage());
     }
 }

@@ -8,7 +8,6 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
-import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.Registration;
@@ -35,9 +34,6 @@ final class NixlTransfers
     static final int MAX_NOTIFICATION_BYTES = 1 << 20;
 
     private static final Logger LOG = LoggerFactory.getLogger(NixlTransfers.class);
-    // NIXL takes the index arrays themselves: the resolved copies only serve the pair checks, so one
-    // buffer per posting thread keeps the checks allocation-free without a buffer per slot
-    private static final ThreadLocal<DescriptorPairs> CHECKED_PAIRS = ThreadLocal.withInitial(() -> new DescriptorPairs(64));
 
     private final InstanceGuard guard;
     private final NixlOwner owner;
@@ -56,9 +52,7 @@ final class NixlTransfers
     /** Checks a post on the caller's thread, hands it to the owner and waits until NIXL accepted it. */
     long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
     {
-        requireNonNull(op, "op is null");
-        requireNonNull(localIndices, "localIndices is null");
-        requireNonNull(remoteIndices, "remoteIndices is null");
+        PostChecks.present(op, localIndices, remoteIndices);
         guard.checkOpen();
         NixlPreparedList local = guard.own(localList, NixlPreparedList.class);
         NixlPreparedList remote = guard.own(remoteList, NixlPreparedList.class);
@@ -67,7 +61,8 @@ final class NixlTransfers
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "count=0: NIXL moves at least one descriptor pair; use notify() to send a message alone");
         }
         PostChecks.notification(notification, MAX_NOTIFICATION_BYTES);
-        PostChecks.resolve(CHECKED_PAIRS.get(), local, localIndices, remote, remoteIndices, count, false);
+        // NIXL takes the indices as they are: they are only checked here, not resolved into copies
+        PostChecks.pairs(local, localIndices, remote, remoteIndices, count);
         PostChecks.usable(local, remote);
         NixlTransfer transfer = table.acquire();
         transfer.op = op;

@@ -2,7 +2,7 @@ package io.kvbridge.backend.nixl.ffm;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import java.util.Locale;
+import io.kvbridge.transport.NativeLibrary;
 
 /**
  * The {@code nixl_capi_status_t} values and their translation into kvbridge errors. Values are
@@ -103,6 +103,6 @@ final class NixlStatus
             }
             default -> code = ErrorCode.NATIVE_ERROR;
         }
-        return new KvBridgeException(code, String.format(Locale.ROOT, "%s returned %d (%s) while %s%s", function, status, name(status), context, hint));
+        return NativeLibrary.failure(code, function, status, name(status), context + hint);
     }
 }

@@ -85,7 +85,7 @@ public final class UcpStatus
      *
      * @param function the C function.
      * @param status what it returned.
-     * @return e.g. {@code ucp_ep_flush_nbx failed: status=-25 (Connection reset by remote peer)}.
+     * @return e.g. {@code ucp_ep_flush_nbx returned -25 (Connection reset by remote peer)}.
      */
     public static String describeFailure(String function, byte status)
     {
