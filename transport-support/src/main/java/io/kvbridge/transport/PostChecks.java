@@ -69,19 +69,20 @@ public final class PostChecks
      */
     public static void usable(OwnedPreparedList local, OwnedPreparedList remote)
     {
+        String reason = local.unusableReason();
+        if (reason == null) {
+            reason = remote.unusableReason();
+        }
+        if (reason == null) {
+            return;
+        }
         TransportPeer peer = remote.transportPeer();
         String peerProblem = peer == null ? null : peer.unusableReason();
         if (peerProblem != null && !remote.released()) {
             throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot post to peer '" + peer.name() + "': " + peerProblem
                     + "; connect again and prepare a new list");
         }
-        String reason = local.unusableReason();
-        if (reason == null) {
-            reason = remote.unusableReason();
-        }
-        if (reason != null) {
-            throw new KvBridgeException(ErrorCode.NOT_REGISTERED, "cannot post: " + reason);
-        }
+        throw new KvBridgeException(ErrorCode.NOT_REGISTERED, "cannot post: " + reason);
     }
 
     /**

@@ -69,6 +69,7 @@ final class LocalCopier
     {
         // split by bytes, not by copies: a coalesced transfer may be one long copy
         transfer.parts = (int) Math.max(1, Math.min(threads.length, transfer.bytes / SPLIT_THRESHOLD_BYTES));
+        transfer.partFailure = null;
         transfer.pendingParts.set(transfer.parts);
         for (int part = 0; part < transfer.parts; part++) {
             queues.get(part).add(transfer);

@@ -24,8 +24,8 @@ final class LocalTransfer extends TransferSlot
     LocalPreparedList localList;
     LocalPreparedList remoteList;
     byte[] notification;
-    // the failure of a part that did not finish last; the last part reports it
-    volatile KvBridgeException partFailure;
+    // the failure of a part; the part finishing last reports it, ordered by the countdown of pendingParts
+    KvBridgeException partFailure;
 
     LocalTransfer(int index)
     {
@@ -45,6 +45,5 @@ final class LocalTransfer extends TransferSlot
         localList = null;
         remoteList = null;
         notification = null;
-        partFailure = null;
     }
 }
