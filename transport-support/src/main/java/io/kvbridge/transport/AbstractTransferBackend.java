@@ -21,31 +21,23 @@ public abstract class AbstractTransferBackend implements TransferBackend
 {
     /** The instance's identity, open/closed state and owner token. */
     protected final InstanceGuard guard;
+    private final TransferTable<?> transfers;
+    private final Inbox inbox;
 
     /**
-     * Creates the common part.
+     * Creates the common part. A transport builds its parts before calling this (a constructor may
+     * run statements before {@code super(...)} as long as they do not use {@code this}).
      *
      * @param guard the instance's guard.
+     * @param transfers its handles.
+     * @param inbox its received notifications and the thread to wake.
      */
-    protected AbstractTransferBackend(InstanceGuard guard)
+    protected AbstractTransferBackend(InstanceGuard guard, TransferTable<?> transfers, Inbox inbox)
     {
         this.guard = requireNonNull(guard, "guard is null");
+        this.transfers = requireNonNull(transfers, "transfers is null");
+        this.inbox = requireNonNull(inbox, "inbox is null");
     }
-
-    /**
-     * Returns the instance's handles; called only once construction is done.
-     *
-     * @return the table.
-     */
-    protected abstract TransferTable<?> transferTable();
-
-    /**
-     * Returns the instance's received notifications and the thread to wake; called only once
-     * construction is done.
-     *
-     * @return the inbox.
-     */
-    protected abstract Inbox inbox();
 
     @Override
     public final String name()
@@ -62,20 +54,20 @@ public abstract class AbstractTransferBackend implements TransferBackend
     @Override
     public TransferStatus status(long handle)
     {
-        return transferTable().status(handle);
+        return transfers.status(handle);
     }
 
     @Override
     public Optional<KvBridgeException> failure(long handle)
     {
-        return transferTable().failure(handle);
+        return transfers.failure(handle);
     }
 
     /** The slot's own count ({@link TransferSlot#operations()}), or -1 where the library decides. */
     @Override
     public int operations(long handle)
     {
-        return transferTable().slot(handle).operations();
+        return transfers.slot(handle).operations();
     }
 
     /**
@@ -85,25 +77,25 @@ public abstract class AbstractTransferBackend implements TransferBackend
     @Override
     public void release(long handle)
     {
-        transferTable().release(handle);
+        transfers.release(handle);
     }
 
     @Override
     public int drainNotifications(NotificationSink sink)
     {
-        return inbox().drain(sink);
+        return inbox.drain(sink);
     }
 
     @Override
     public boolean wakeOnProgress(Thread waiter)
     {
-        return inbox().wakeOnProgress(waiter);
+        return inbox.wakeOnProgress(waiter);
     }
 
     @Override
     public final BackendResources resources()
     {
-        return held(transferTable().unreleased());
+        return held(transfers.unreleased());
     }
 
     /**
@@ -129,18 +121,30 @@ public abstract class AbstractTransferBackend implements TransferBackend
      */
     protected abstract Optional<String> workerProblem();
 
-    /** Closes once: the first call runs {@link #closeInstance()}, later calls do nothing. */
+    /**
+     * Closes once: the first call runs {@link #closeInstance()}, then releases every handle (later
+     * calls with one see {@code HANDLE_UNKNOWN}) and drops undrained notifications, waking the
+     * waiter one last time so it learns from its next poll that everything is gone. Later calls do
+     * nothing.
+     */
     @Override
     public final void close()
     {
         if (guard.close()) {
-            closeInstance();
+            try {
+                closeInstance();
+            }
+            finally {
+                transfers.close();
+                inbox.close();
+            }
         }
     }
 
     /**
-     * Releases everything the instance holds and stops its threads; runs once, after the guard is
-     * closed, so every other method already refuses work with {@code CLOSED}.
+     * Stops the instance's threads and releases what only it holds (native state, registrations,
+     * lists, peers); runs once, after the guard is closed, so every other method already refuses
+     * work with {@code CLOSED}. Handles and notifications are the base class's to release after it.
      */
     protected abstract void closeInstance();
 

@@ -22,8 +22,8 @@ final class NixlMessaging
     private final InstanceGuard guard;
     private final NixlOwner owner;
     private final NixlPeers peers;
-    private final Inbox inbox = new Inbox();
-    private final NotificationSink toInbox = inbox::add;
+    private final Inbox inbox;
+    private final NotificationSink toInbox;
     // reused: a drain that finds nothing allocates nothing
     private final Drain drain = new Drain();
 
@@ -39,8 +39,10 @@ final class NixlMessaging
         }
     }
 
-    NixlMessaging(InstanceGuard guard, NixlOwner owner, NixlPeers peers)
+    NixlMessaging(InstanceGuard guard, NixlOwner owner, NixlPeers peers, Inbox inbox)
     {
+        this.inbox = requireNonNull(inbox, "inbox is null");
+        this.toInbox = inbox::add;
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
         this.peers = requireNonNull(peers, "peers is null");
@@ -70,17 +72,5 @@ final class NixlMessaging
             }
         }
         return inbox.drain(sink);
-    }
-
-    /** @return the notifications drained from NIXL and not yet handed to a sink. */
-    Inbox inbox()
-    {
-        return inbox;
-    }
-
-    /** Drops what was received and not drained. */
-    void close()
-    {
-        inbox.close();
     }
 }

@@ -55,14 +55,18 @@ final class NixlTransferBackend extends AbstractTransferBackend
      */
     NixlTransferBackend(Path library, String agentName, boolean progressThread, int maxInFlight)
     {
-        super(new InstanceGuard(NixlBackendFactory.NAME, agentName));
-        owner = new NixlOwner(guard, maxInFlight + 1024);
+        InstanceGuard guard = new InstanceGuard(NixlBackendFactory.NAME, agentName);
+        NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
+        NixlTransfers nixlTransfers = new NixlTransfers(guard, nixlOwner, maxInFlight);
+        Inbox notifications = new Inbox();
+        super(guard, nixlTransfers.table(), notifications);
+        owner = nixlOwner;
+        transfers = nixlTransfers;
         Registrations<NixlRegistration> registrations = new Registrations<>(guard.description());
-        transfers = new NixlTransfers(guard, owner, maxInFlight);
         lists = new NixlLists(guard, owner, registrations);
         memory = new NixlMemoryRegistry(guard, owner, registrations, transfers, lists);
         peers = new NixlPeers(guard, owner, memory, transfers, lists);
-        messaging = new NixlMessaging(guard, owner, peers);
+        messaging = new NixlMessaging(guard, owner, peers, notifications);
         shutdown = new NixlShutdown(owner, transfers, lists, peers, memory);
         try {
             owner.start(library, progressThread, transfers, shutdown);
@@ -148,18 +152,6 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    protected TransferTable<?> transferTable()
-    {
-        return transfers.table();
-    }
-
-    @Override
-    protected Inbox inbox()
-    {
-        return messaging.inbox();
-    }
-
-    @Override
     protected BackendResources held(int transfers)
     {
         return new BackendResources(memory.size(), lists.size(), peers.size(), transfers);
@@ -190,9 +182,6 @@ final class NixlTransferBackend extends AbstractTransferBackend
             failure = e;
         }
         owner.stop(TimeUnit.NANOSECONDS.toMillis(NixlShutdown.CANCEL_NANOS) + 5_000);
-        // every handle counts as released from now on: later calls with them see HANDLE_UNKNOWN
-        transfers.close();
-        messaging.close();
         if (failure != null && !NixlShutdown.closedError(failure)) {
             throw failure;
         }

@@ -262,11 +262,4 @@ final class NixlTransfers
     {
         return table;
     }
-
-
-    /** Refuses every handle from now on; after the owner has stopped. */
-    void close()
-    {
-        table.close();
-    }
 }

@@ -19,7 +19,6 @@ import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
-import io.kvbridge.transport.TransferTable;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,8 +43,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
     private static final SecureRandom IDS = new SecureRandom();
 
     private final UcxOptions options;
-    private final long instanceId = IDS.nextLong();
-    private final Inbox inbox;
+    private final long instanceId;
     private final PreparedLists<UcxPreparedList> lists;
     private final UcxWorker worker;
     private final UcxOwnerLoop loop;
@@ -54,22 +52,32 @@ final class UcxTransferBackend extends AbstractTransferBackend
     private final UcxEndpoints endpoints;
     private final UcxMessaging messaging;
     private final UcxTransfers transfers;
-    private final TransferTable<UcxTransfer> table;
 
     UcxTransferBackend(String agentName, UcxOptions options)
     {
-        super(new InstanceGuard(UcxBackendFactory.NAME, requireNonNull(agentName, "agentName is null")));
-        this.inbox = new Inbox();
-        this.options = requireNonNull(options, "options is null");
+        InstanceGuard guard = new InstanceGuard(UcxBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
+        requireNonNull(options, "options is null");
+        long id = IDS.nextLong();
+        Inbox notifications = new Inbox();
+        UcxWorker ucxWorker = new UcxWorker(agentName, options);
+        UcxOwnerLoop ownerLoop = new UcxOwnerLoop(agentName, guard.description(), options, ucxWorker);
+        OwnerThread ownerThread = ownerLoop.owner();
+        UcxMemory ucxMemory = new UcxMemory(guard.description(), ucxWorker, options.staggerAllocations());
+        UcxEndpoints ucxEndpoints = new UcxEndpoints(guard, options, ucxWorker, ownerThread);
+        UcxMessaging ucxMessaging = new UcxMessaging(agentName, id, ucxWorker, ucxEndpoints, notifications);
+        UcxTransfers ucxTransfers = new UcxTransfers(guard.description(), options, ucxWorker, ucxMemory, ucxEndpoints, ucxMessaging, notifications,
+                ownerThread);
+        super(guard, ucxTransfers.table(), notifications);
+        this.instanceId = id;
+        this.options = options;
         this.lists = new PreparedLists<>(guard);
-        this.worker = new UcxWorker(agentName, options);
-        this.loop = new UcxOwnerLoop(agentName, guard.description(), options, worker);
-        this.owner = loop.owner();
-        this.memory = new UcxMemory(guard.description(), worker, options.staggerAllocations());
-        this.endpoints = new UcxEndpoints(guard, options, worker, owner);
-        this.messaging = new UcxMessaging(agentName, instanceId, worker, endpoints, inbox);
-        this.transfers = new UcxTransfers(guard.description(), options, worker, memory, endpoints, messaging, inbox, owner);
-        this.table = transfers.table();
+        this.worker = ucxWorker;
+        this.loop = ownerLoop;
+        this.owner = ownerThread;
+        this.memory = ucxMemory;
+        this.endpoints = ucxEndpoints;
+        this.messaging = ucxMessaging;
+        this.transfers = ucxTransfers;
         loop.start(transfers, messaging, endpoints, new UcxShutdown(guard.description(), options, worker, memory, endpoints, messaging, transfers));
         try {
             loop.awaitStart();
@@ -226,18 +234,6 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    protected TransferTable<?> transferTable()
-    {
-        return table;
-    }
-
-    @Override
-    protected Inbox inbox()
-    {
-        return inbox;
-    }
-
-    @Override
     protected BackendResources held(int transfers)
     {
         return new BackendResources(memory.registrations().size(), lists.size(), endpoints.peerCount(), transfers);
@@ -255,13 +251,9 @@ final class UcxTransferBackend extends AbstractTransferBackend
         transfers.closing();
         loop.requestStop();
         owner.join(joinMillis());
-        // close releases every handle: later calls see HANDLE_UNKNOWN
-        table.close();
         endpoints.closeAll();
         lists.releaseAll(null);
         memory.registrations().clear();
-        // a waiter learns from its next poll that everything is gone
-        inbox.close();
     }
 
     // the shutdown's two rounds of draining, its worker flush, and slack

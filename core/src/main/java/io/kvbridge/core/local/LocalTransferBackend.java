@@ -48,9 +48,12 @@ final class LocalTransferBackend extends AbstractTransferBackend
 
     LocalTransferBackend(String agentName, int copyThreadCount, boolean simulateDevice, int maxInFlight)
     {
-        super(new InstanceGuard(LocalBackendFactory.NAME, requireNonNull(agentName, "agentName is null")));
-        this.transfers = new TransferTable<>(guard.description(), maxInFlight, LocalTransfer::new);
-        this.inbox = new Inbox();
+        InstanceGuard guard = new InstanceGuard(LocalBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
+        TransferTable<LocalTransfer> table = new TransferTable<>(guard.description(), maxInFlight, LocalTransfer::new);
+        Inbox notifications = new Inbox();
+        super(guard, table, notifications);
+        this.transfers = table;
+        this.inbox = notifications;
         this.simulateDevice = simulateDevice;
         this.registrations = new Registrations<>(guard.description());
         this.preparedLists = new PreparedLists<>(guard);
@@ -219,18 +222,6 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    protected TransferTable<?> transferTable()
-    {
-        return transfers;
-    }
-
-    @Override
-    protected Inbox inbox()
-    {
-        return inbox;
-    }
-
-    @Override
     protected BackendResources held(int transfers)
     {
         synchronized (peers) {
@@ -249,15 +240,11 @@ final class LocalTransferBackend extends AbstractTransferBackend
     {
         LocalFabric.INSTANCE.remove(this);
         copier.stop();
-        // close releases every handle: later calls see HANDLE_UNKNOWN
-        transfers.close();
         registrations.clear();
         synchronized (peers) {
             peers.forEach(peer -> peer.markUnusable("this transport was closed"));
             peers.clear();
         }
         preparedLists.releaseAll(null);
-        // a waiter learns from its next poll that everything is gone
-        inbox.close();
     }
 }

@@ -127,9 +127,12 @@ public final class ExampleTransport implements TransferBackendFactory
 
         Instance(String agentName)
         {
-            super(new InstanceGuard(NAME, agentName));
-            transfers = new TransferTable<>(guard.description(), 1024, ExampleTransfer::new);
-            inbox = new Inbox();
+            InstanceGuard guard = new InstanceGuard(NAME, agentName);
+            TransferTable<ExampleTransfer> table = new TransferTable<>(guard.description(), 1024, ExampleTransfer::new);
+            Inbox notifications = new Inbox();
+            super(guard, table, notifications);
+            transfers = table;
+            inbox = notifications;
             registrations = new Registrations<>(guard.description());
             lists = new PreparedLists<>(guard);
             if (DIRECTORY.putIfAbsent(agentName, this) != null) {
@@ -259,18 +262,6 @@ public final class ExampleTransport implements TransferBackendFactory
         }
 
         @Override
-        protected TransferTable<?> transferTable()
-        {
-            return transfers;
-        }
-
-        @Override
-        protected Inbox inbox()
-        {
-            return inbox;
-        }
-
-        @Override
         protected BackendResources held(int transfers)
         {
             return new BackendResources(registrations.size(), lists.size(), peers.size(), transfers);
@@ -287,12 +278,10 @@ public final class ExampleTransport implements TransferBackendFactory
         protected void closeInstance()
         {
             DIRECTORY.remove(guard.agentName(), this);
-            transfers.close();
             registrations.clear();
             lists.releaseAll(null);
             peers.forEach(peer -> peer.markUnusable("this transport was closed"));
             peers.clear();
-            inbox.close();
         }
     }
 }
