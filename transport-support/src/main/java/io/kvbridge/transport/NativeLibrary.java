@@ -31,6 +31,9 @@ import java.util.Optional;
  *
  * <p>Bindings pass pointers as {@code JAVA_LONG} on hot paths: on the 64-bit Linux ABIs kvbridge
  * supports a pointer travels exactly like a 64-bit integer, and a {@code long} needs no segment.
+ *
+ * <p>Threads: the static methods any; a {@link Binder} belongs to the thread that binds, normally
+ * the one initialising the binding class.
  */
 public final class NativeLibrary
 {

@@ -12,6 +12,9 @@ import io.kvbridge.spi.transfer.PreparedList;
  * in primitive arrays, and for each descriptor the region it lies in, so runs never coalesce across
  * two regions. A local list's regions are its {@link Registration}s, whose liveness decides whether
  * the list is usable; a remote list's regions are the transport's (such as a peer's remote keys).
+ *
+ * <p>Threads: any; everything is final and the arrays are never written after construction,
+ * except the released flag, which is volatile.
  */
 public abstract class OwnedPreparedList implements PreparedList
 {

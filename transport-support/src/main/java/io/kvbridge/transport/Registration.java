@@ -8,6 +8,8 @@ import io.kvbridge.spi.memory.Allocation;
  * One registered allocation. Transports extend it with their native handles (a UCX memory handle,
  * a packed key). It turns dead when deregistered or when its transport closes; prepared lists that
  * lie in it become unusable at that moment.
+ *
+ * <p>Threads: any; liveness is volatile and turns false once, under the {@link Registrations} lock.
  */
 public class Registration
 {

@@ -8,6 +8,8 @@ import io.kvbridge.spi.transfer.Peer;
  * A connected peer as every transport keeps it: the instance that connected it (its owner token),
  * the peer's agent name, and why it can no longer be used, the first reason only. Transports extend
  * it with their endpoints and remote keys.
+ *
+ * <p>Threads: any; the reason is written once under the peer's monitor and read without it.
  */
 public abstract class TransportPeer implements Peer
 {

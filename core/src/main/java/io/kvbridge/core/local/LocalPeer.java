@@ -3,7 +3,7 @@ package io.kvbridge.core.local;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.TransportPeer;
 
-/** A connected local peer: the other instance itself, unusable once disconnected or once it closes. */
+/** A connected local peer: the other instance itself, unusable once disconnected or once it closes. Any thread. */
 final class LocalPeer extends TransportPeer
 {
     final LocalTransferBackend target;

@@ -8,7 +8,8 @@ import io.kvbridge.transport.OwnedPreparedList;
 /**
  * A descriptor list checked against the registrations of the side that owns the memory: this
  * instance for a local list, the peer instance for a remote one. Region ids are registration ids,
- * so runs never merge across two registrations that merely happen to be adjacent.
+ * so runs never merge across two registrations that merely happen to be adjacent. Immutable apart
+ * from the released flag; any thread.
  */
 final class LocalPreparedList extends OwnedPreparedList
 {
