@@ -93,10 +93,22 @@ final class UcxBackendFactoryTest
     }
 
     @Test
+    void anEnabledProbeLoadsUcxIntoTheProcess() throws Exception
+    {
+        // the other side of the kill switch's check: the same observation sees UCX when it is loaded
+        try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED"), ProbeProcess.class)) {
+            assertEquals("UCP_MAPPED true", child.expect("UCP_MAPPED", STEP));
+            assertEquals("AVAILABLE true", child.expect("AVAILABLE", STEP));
+            assertEquals(0, child.awaitExit(STEP));
+        }
+    }
+
+    @Test
     void theKillSwitchMakesTheProbeReportUnavailable() throws Exception
     {
         try (ChildJvm child = ChildJvm.start("probe", List.of("--enable-native-access=ALL-UNNAMED", "-Dkvbridge.ucx.enabled=false"),
                 ProbeProcess.class)) {
+            assertEquals("UCP_MAPPED false", child.expect("UCP_MAPPED", STEP), "a switched-off transport loads no UCX into the process");
             assertEquals("AVAILABLE false", child.expect("AVAILABLE", STEP));
             String reason = child.expect("REASON", STEP);
             assertTrue(reason.contains("-Dkvbridge.ucx.enabled=false"), reason);
