@@ -24,8 +24,10 @@ import java.util.stream.Collectors;
 
 /**
  * The transports and layouts found on the class path, validated once: names follow the rule,
- * no two plugins of a kind share a name, every plugin was built against this SPI version, and every
- * transport was probed exactly once.
+ * no two plugins of a kind share a name, and every plugin was built against this SPI version. Each
+ * transport is probed at most once, when first asked about: selecting one by name probes that one
+ * only, so no other transport's native library is loaded; {@code auto} and {@link #describe()}
+ * probe them all.
  */
 public final class PluginRegistry
 {
@@ -33,7 +35,7 @@ public final class PluginRegistry
     private final Map<String, CacheLayoutFactory> layouts;
 
     /**
-     * Validates discovered factories and probes the transports.
+     * Validates discovered factories; probes nothing yet.
      *
      * @param transportFactories transport factories, in discovery order.
      * @param layoutFactories layout factories, in discovery order.
@@ -49,7 +51,7 @@ public final class PluginRegistry
             if (previous != null) {
                 throw duplicate(PluginKind.TRANSPORT, factory.name(), previous.factory().getClass(), factory.getClass());
             }
-            foundTransports.put(factory.name(), new DiscoveredTransport(factory, probe(factory), sourceOf(factory.getClass())));
+            foundTransports.put(factory.name(), new DiscoveredTransport(factory, sourceOf(factory.getClass())));
         }
         Map<String, CacheLayoutFactory> foundLayouts = new TreeMap<>();
         for (CacheLayoutFactory factory : layoutFactories) {
@@ -164,7 +166,8 @@ public final class PluginRegistry
     /**
      * Summarises what was found, for the one INFO line logged at start.
      *
-     * @return for example {@code transports [local, ucx (unavailable)]; layouts [hma, per-layer]}.
+     * @return for example {@code transports [local, nixl (not probed), ucx (unavailable)]; layouts [hma, per-layer]};
+     *     it probes nothing itself.
      */
     public String summary()
     {
@@ -174,24 +177,14 @@ public final class PluginRegistry
     private String describeTransports()
     {
         return transports.values().stream()
-                .map(transport -> transport.availability().available() ? transport.name() : transport.name() + " (unavailable)")
+                .map(transport -> !transport.probed() ? transport.name() + " (not probed)"
+                        : transport.availability().available() ? transport.name() : transport.name() + " (unavailable)")
                 .collect(Collectors.joining(", ", "[", "]"));
     }
 
     private List<String> availableNames()
     {
         return transports.values().stream().filter(transport -> transport.availability().available()).map(DiscoveredTransport::name).toList();
-    }
-
-    private static Availability probe(TransferBackendFactory factory)
-    {
-        try {
-            return requireNonNull(factory.probe(), "probe() returned null");
-        }
-        catch (RuntimeException | LinkageError e) {
-            // a probe must not throw; one that does is reported as the reason instead of stopping discovery
-            return Availability.unavailable(List.of("probe of " + factory.getClass().getName() + " failed: " + e), Map.of());
-        }
     }
 
     private static void checkPlugin(PluginKind kind, String name, int spiVersion, Class<?> type)

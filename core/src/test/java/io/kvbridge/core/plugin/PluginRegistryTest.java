@@ -19,6 +19,7 @@ import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 final class PluginRegistryTest
@@ -124,6 +125,55 @@ final class PluginRegistryTest
         KvBridgeException e = assertCode(ErrorCode.BACKEND_UNAVAILABLE, () -> registry.selectTransport("ucx"));
         assertTrue(e.getMessage().contains("install libucx0") && e.getMessage().contains("--enable-native-access"), e.getMessage());
         assertCode(ErrorCode.BACKEND_UNAVAILABLE, () -> registry.selectTransport("auto"));
+    }
+
+    @Test
+    void selectingByNameProbesThatTransportOnlyAndOnce()
+    {
+        AtomicInteger alphaProbes = new AtomicInteger();
+        AtomicInteger betaProbes = new AtomicInteger();
+        PluginRegistry registry = new PluginRegistry(List.of(counted("alpha", alphaProbes), counted("beta", betaProbes)), List.of());
+        assertEquals(0, alphaProbes.get() + betaProbes.get(), "discovery probes nothing");
+        assertEquals("beta", registry.selectTransport("beta").name());
+        assertEquals("beta", registry.selectTransport("beta").name());
+        assertEquals(0, alphaProbes.get(), "a transport nobody asked about is never probed, so it loads no native library");
+        assertEquals(1, betaProbes.get(), "each transport is probed once");
+        assertTrue(registry.summary().contains("alpha (not probed)"), registry.summary());
+        registry.selectTransport("auto");
+        assertEquals(1, alphaProbes.get());
+        assertEquals(1, betaProbes.get());
+    }
+
+    private static TransferBackendFactory counted(String name, AtomicInteger probes)
+    {
+        TestingTransport inner = available(name, 0);
+        return new TransferBackendFactory()
+        {
+            @Override
+            public String name()
+            {
+                return inner.name();
+            }
+
+            @Override
+            public int spiVersion()
+            {
+                return inner.spiVersion();
+            }
+
+            @Override
+            public Availability probe()
+            {
+                probes.incrementAndGet();
+                return inner.probe();
+            }
+
+            @Override
+            public TransferBackend create(Map<String, String> config, BackendContext context)
+            {
+                return inner.create(config, context);
+            }
+        };
     }
 
     @Test

@@ -1,16 +1,16 @@
 package io.kvbridge.examples.cli;
 
-import io.kvbridge.api.PluginInfo;
-import io.kvbridge.api.PluginKind;
+import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.examples.demo.DemoFailure;
 import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
 import io.kvbridge.examples.demo.MetricsEndpoint;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.Capability;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.Console;
-import io.kvbridge.spi.transfer.Capability;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
@@ -184,15 +184,15 @@ final class DemoCommand implements Callable<Integer>
     /** Refuses --processes with a transport that cannot reach another process, before any process starts. */
     private void checkCrossProcess()
     {
-        List<PluginInfo> transports = PluginRegistry.discover(DemoCommand.class.getClassLoader()).describe().stream()
-                .filter(plugin -> plugin.kind() == PluginKind.TRANSPORT).toList();
-        PluginInfo transport = transports.stream().filter(plugin -> plugin.name().equals(backend)).findFirst().orElse(null);
-        check(transport != null, "--backend=%s is not a discovered transport (found: %s)", backend,
-                transports.stream().map(PluginInfo::name).toList());
-        check(transport.capabilities().contains(Capability.CROSS_PROCESS),
+        // only the named transport is probed: another one's probe could load a native library this run must not have
+        Map<String, DiscoveredTransport> transports = PluginRegistry.discover(DemoCommand.class.getClassLoader()).transports();
+        DiscoveredTransport transport = transports.get(backend);
+        check(transport != null, "--backend=%s is not a discovered transport (found: %s)", backend, transports.keySet());
+        Availability availability = transport.availability();
+        check(availability.capabilities().contains(Capability.CROSS_PROCESS) || !availability.available(),
                 "--processes needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", backend,
-                transport.capabilities().stream().map(Enum::name).sorted().toList());
-        check(transport.available(), "--backend=%s is not available here: %s", backend, String.join("; ", transport.reasons()));
+                availability.capabilities().stream().map(Enum::name).sorted().toList());
+        check(availability.available(), "--backend=%s is not available here: %s", backend, String.join("; ", availability.reasons()));
     }
 
     private void check(boolean condition, String format, Object... args)
