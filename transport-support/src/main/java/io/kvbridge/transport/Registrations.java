@@ -9,7 +9,6 @@ import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.DescriptorList;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 
@@ -162,31 +161,25 @@ public final class Registrations<R extends Registration>
     public Coverage cover(DescriptorList descriptors)
     {
         requireNonNull(descriptors, "descriptors is null");
-        long[] addresses = descriptors.addresses();
-        long[] lengths = descriptors.lengths();
-        int[] ids = new int[addresses.length];
-        IdentityHashMap<Registration, Integer> seen = new IdentityHashMap<>();
-        List<Registration> used = new ArrayList<>();
-        Registration last = null;
-        int lastId = -1;
-        for (int i = 0; i < addresses.length; i++) {
-            // consecutive descriptors usually share an allocation: test the last one before searching
-            if (last == null || !last.allocation().contains(addresses[i], lengths[i])) {
-                last = find(addresses[i], lengths[i], descriptors.kind(), descriptors.device());
-                if (last == null) {
-                    throw new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
-                            "descriptor %d (address=0x%x, length=%d, %s device %d) lies outside every allocation registered with %s; register the memory first",
-                            i, addresses[i], lengths[i], descriptors.kind(), descriptors.device(), owner));
-                }
-                Registration found = last;
-                lastId = seen.computeIfAbsent(found, ignored -> {
-                    used.add(found);
-                    return used.size() - 1;
-                });
+        MemoryKind kind = descriptors.kind();
+        int device = descriptors.device();
+        RegionCover<Registration> cover = RegionCover.of(descriptors.addresses(), descriptors.lengths(), new RegionCover.Regions<>()
+        {
+            @Override
+            public Registration find(long address, long length)
+            {
+                return Registrations.this.find(address, length, kind, device);
             }
-            ids[i] = lastId;
-        }
-        return new Coverage(ids, used.toArray(NONE));
+
+            @Override
+            public boolean contains(Registration registration, long address, long length)
+            {
+                return registration.allocation().contains(address, length);
+            }
+        }, (index, address, length) -> new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
+                "descriptor %d (address=0x%x, length=%d, %s device %d) lies outside every allocation registered with %s; register the memory first",
+                index, address, length, kind, device, owner)));
+        return new Coverage(cover.regionIds(), cover.regions().toArray(NONE));
     }
 
     /** @return the registrations, sorted by address; a snapshot. */

@@ -128,7 +128,7 @@ final class NixlOwner
     private void wake()
     {
         if (parked) {
-            LockSupport.unpark(thread.thread());
+            thread.unpark();
         }
     }
 

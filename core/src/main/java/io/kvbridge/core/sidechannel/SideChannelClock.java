@@ -27,26 +27,7 @@ public interface SideChannelClock extends InstantSource
      */
     static SideChannelClock system()
     {
-        return new SideChannelClock()
-        {
-            @Override
-            public long monotonicNanos()
-            {
-                return System.nanoTime();
-            }
-
-            @Override
-            public Instant instant()
-            {
-                return Instant.now();
-            }
-
-            @Override
-            public long millis()
-            {
-                return System.currentTimeMillis();
-            }
-        };
+        return of(System::nanoTime, InstantSource.system());
     }
 
     /**
