@@ -84,7 +84,6 @@ public class DescriptorIndexBenchmark extends MicrosecondBenchmark
     {
         localBlocks.select(localIds).expandToKernel(1);
         remoteBlocks.select(remoteIds).expandToKernel(1);
-        localBlocks.splitForRatio(plan.blockSizeRatio(), remoteBlocks);
-        remoteBlocks.keepLast(localBlocks);
+        plan.alignBlocks(localBlocks, remoteBlocks);
     }
 }

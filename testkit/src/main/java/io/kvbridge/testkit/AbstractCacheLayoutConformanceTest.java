@@ -15,6 +15,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.PackedMember;
@@ -76,11 +77,14 @@ public abstract class AbstractCacheLayoutConformanceTest
      * @param memory the memory given to the layout.
      * @param rank the rank described.
      * @param placement where each layer owned by the rank's stage really lies: one view per layer,
-     *     block {@code b} of the layer being {@code [address + b * blockStride, + blockBytes)}.
+     *     block {@code b} of the layer being {@code [address + b * blockStride, + blockBytes)}; for a
+     *     layer kept as K/V planes, where its key plane lies.
+     * @param valuePlacement for layers kept as K/V planes, where each value plane lies; empty when
+     *     keys and values are joint.
      */
-    public record LayoutCase(String name, ModelCacheSpec spec, CacheMemory memory, Rank rank, List<LayerView> placement)
+    public record LayoutCase(String name, ModelCacheSpec spec, CacheMemory memory, Rank rank, List<LayerView> placement, List<LayerView> valuePlacement)
     {
-        /** Validates the values and copies the list. */
+        /** Validates the values and copies the lists. */
         public LayoutCase
         {
             requireNonNull(name, "name is null");
@@ -88,6 +92,21 @@ public abstract class AbstractCacheLayoutConformanceTest
             requireNonNull(memory, "memory is null");
             requireNonNull(rank, "rank is null");
             placement = List.copyOf(requireNonNull(placement, "placement is null"));
+            valuePlacement = List.copyOf(requireNonNull(valuePlacement, "valuePlacement is null"));
+        }
+
+        /**
+         * Creates a case whose layers keep keys and values joint.
+         *
+         * @param name see the record.
+         * @param spec see the record.
+         * @param memory see the record.
+         * @param rank see the record.
+         * @param placement see the record.
+         */
+        public LayoutCase(String name, ModelCacheSpec spec, CacheMemory memory, Rank rank, List<LayerView> placement)
+        {
+            this(name, spec, memory, rank, placement, List.of());
         }
     }
 
@@ -281,11 +300,16 @@ public abstract class AbstractCacheLayoutConformanceTest
                 for (String member : region.members()) {
                     assertTrue(owned.contains(member), () -> input.name() + ": region " + region.name() + " holds layer " + member
                             + ", which stage " + input.rank().ppRank() + " does not own");
-                    seen.merge(member, 1, Integer::sum);
+                    seen.merge(member + "/" + region.part(), 1, Integer::sum);
                 }
             }
+            boolean planes = !input.valuePlacement().isEmpty();
             for (String layer : owned) {
-                assertEquals(1, seen.getOrDefault(layer, 0), () -> input.name() + ": layer " + layer + " must be in exactly one region");
+                for (KvPart part : KvPart.values()) {
+                    int expected = part.plane() == planes ? 1 : 0;
+                    assertEquals(expected, seen.getOrDefault(layer + "/" + part, 0), () -> input.name() + ": layer " + layer + " must be in exactly "
+                            + (planes ? "one KEY and one VALUE region" : "one JOINT region") + " (" + part + ")");
+                }
             }
         }
     }
@@ -316,8 +340,8 @@ public abstract class AbstractCacheLayoutConformanceTest
     {
         for (LayoutCase input : allCases()) {
             CacheGeometry geometry = describe(input);
-            Map<String, LayerView> placement = placementOf(input);
             for (Region region : geometry.regions()) {
+                Map<String, LayerView> placement = placementOf(input, region.part());
                 Allocation home = geometry.allocations().stream().filter(a -> a.contains(region.base(), 1)).findFirst()
                         .orElseThrow(() -> new AssertionError(input.name() + ": region " + region.name() + " starts outside every allocation"));
                 long span = (region.capacity() - 1L) * region.stride() + region.blockBytes();
@@ -338,8 +362,8 @@ public abstract class AbstractCacheLayoutConformanceTest
     {
         for (LayoutCase input : allCases()) {
             CacheGeometry geometry = describe(input);
-            Map<String, LayerView> placement = placementOf(input);
             for (Region region : geometry.regions()) {
+                Map<String, LayerView> placement = placementOf(input, region.part());
                 for (int b = 0; b < region.capacity(); b++) {
                     long start = region.blockAddress(b);
                     long end = start + region.blockBytes();
@@ -417,10 +441,10 @@ public abstract class AbstractCacheLayoutConformanceTest
         }
     }
 
-    private static Map<String, LayerView> placementOf(LayoutCase input)
+    private static Map<String, LayerView> placementOf(LayoutCase input, KvPart part)
     {
         Map<String, LayerView> placement = new LinkedHashMap<>();
-        for (LayerView view : input.placement()) {
+        for (LayerView view : part == KvPart.VALUE ? input.valuePlacement() : input.placement()) {
             assertTrue(placement.put(view.layer(), view) == null, () -> input.name() + ": the case places layer " + view.layer() + " twice");
         }
         for (LayerSpec layer : input.spec().layersOfStage(input.rank().ppRank())) {

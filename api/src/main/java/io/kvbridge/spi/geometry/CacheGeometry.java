@@ -15,7 +15,7 @@ import java.util.Set;
 /**
  * Everything one rank advertises about its cache. A geometry checks itself on construction: every
  * region lies inside one allocation of its memory kind and device, every group id is known, and
- * every member layer belongs to exactly one region.
+ * every member layer belongs to exactly one region, or to two as its key and value planes.
  *
  * @param layoutName name of the layout that produced the geometry (e.g. {@code hma}).
  * @param rank the rank the geometry describes.
@@ -57,7 +57,8 @@ public record CacheGeometry(
             }
         }
         Set<String> regionNames = new HashSet<>();
-        Map<String, String> layerToRegion = new HashMap<>();
+        Map<String, Region> layerToRegion = new HashMap<>();
+        Set<String> bothPlanes = new HashSet<>();
         for (Region region : regions) {
             check(regionNames.add(region.name()), "two regions are named %s", region.name());
             check(region.groupId() < groups.size(), "region %s: groupId=%d but only %d groups exist", region.name(), region.groupId(), groups.size());
@@ -66,10 +67,33 @@ public record CacheGeometry(
                     "region %s [0x%x, 0x%x) on %s device %d lies inside no allocation", region.name(), region.base(), region.end(),
                     region.memoryKind(), region.device());
             for (String layer : region.members()) {
-                String previous = layerToRegion.putIfAbsent(layer, region.name());
-                check(previous == null, "layer %s is in two regions: %s and %s", layer, previous, region.name());
+                Region previous = layerToRegion.putIfAbsent(layer, region);
+                if (previous != null) {
+                    check(bothPlanes.add(layer), "layer %s is in more than two regions (the last is %s); a layer has one JOINT region or one KEY and one VALUE plane",
+                            layer, region.name());
+                    checkPlanes(layer, previous, region);
+                }
             }
         }
+        for (Map.Entry<String, Region> held : layerToRegion.entrySet()) {
+            Region region = held.getValue();
+            check(!region.part().plane() || bothPlanes.contains(held.getKey()), "layer %s has its %s plane in region %s but no %s plane (expected: both planes of a layer, or one JOINT region)",
+                    held.getKey(), region.part(), region.name(), region.part() == KvPart.KEY ? KvPart.VALUE : KvPart.KEY);
+        }
+    }
+
+    /** A layer may lie in two regions only as its two planes, of one shape. */
+    private static void checkPlanes(String layer, Region first, Region second)
+    {
+        check(first.part().plane() && second.part().plane() && first.part() != second.part(),
+                "layer %s is in two regions: %s (%s) and %s (%s); a layer lies in two regions only as its KEY and VALUE planes", layer, first.name(),
+                first.part(), second.name(), second.part());
+        check(first.blockBytes() == second.blockBytes() && first.capacity() == second.capacity() && first.groupId() == second.groupId()
+                        && first.split() == second.split() && first.memoryKind() == second.memoryKind() && first.device() == second.device(),
+                "layer %s: planes %s (blockBytes=%d capacity=%d group=%d split=%s %s device %d) and %s (blockBytes=%d capacity=%d group=%d split=%s %s device %d) "
+                        + "differ in shape; the key and value planes of a layer have the same blocks",
+                layer, first.name(), first.blockBytes(), first.capacity(), first.groupId(), first.split(), first.memoryKind(), first.device(),
+                second.name(), second.blockBytes(), second.capacity(), second.groupId(), second.split(), second.memoryKind(), second.device());
     }
 
     private static void check(boolean condition, String format, Object... args)
@@ -81,7 +105,8 @@ public record CacheGeometry(
      * Returns the index of the region holding a layer.
      *
      * @param layer global layer name.
-     * @return the region index, or -1 when no region holds the layer.
+     * @return the index of the first region holding the layer (its JOINT region, or its first
+     *     plane), or -1 when no region holds the layer.
      */
     public int regionOf(String layer)
     {

@@ -30,6 +30,8 @@ import java.util.Set;
  * @param split how the block is divided among tensor-parallel ranks.
  * @param members global names of the layers whose KV the region holds, in order; not empty.
  * @param packedMembers for a packed region, each member layer's page inside the block; empty otherwise.
+ * @param part which of its layers' keys and values the region holds: {@link KvPart#JOINT} for both,
+ *     or one plane of a layer kept as two planes.
  */
 public record Region(
         String name,
@@ -42,14 +44,37 @@ public record Region(
         int device,
         SplitClass split,
         List<String> members,
-        List<PackedMember> packedMembers)
+        List<PackedMember> packedMembers,
+        KvPart part)
 {
+    /**
+     * Creates a region that holds its layers' keys and values together ({@link KvPart#JOINT}).
+     *
+     * @param name see the record.
+     * @param base see the record.
+     * @param blockBytes see the record.
+     * @param stride see the record.
+     * @param capacity see the record.
+     * @param groupId see the record.
+     * @param memoryKind see the record.
+     * @param device see the record.
+     * @param split see the record.
+     * @param members see the record.
+     * @param packedMembers see the record.
+     */
+    public Region(String name, long base, long blockBytes, long stride, int capacity, int groupId, MemoryKind memoryKind, int device, SplitClass split,
+            List<String> members, List<PackedMember> packedMembers)
+    {
+        this(name, base, blockBytes, stride, capacity, groupId, memoryKind, device, split, members, packedMembers, KvPart.JOINT);
+    }
+
     /** Validates the values and copies the lists. */
     public Region
     {
         requireNonNull(name, "name is null");
         requireNonNull(memoryKind, "memoryKind is null");
         requireNonNull(split, "split is null");
+        requireNonNull(part, "part is null");
         members = List.copyOf(requireNonNull(members, "members is null"));
         packedMembers = List.copyOf(requireNonNull(packedMembers, "packedMembers is null"));
         checkArgument(!name.isEmpty(), "region name is empty");
@@ -61,6 +86,8 @@ public record Region(
         checkArgument(device >= 0, "region %s: device=%d is negative", name, device);
         checkArgument(memoryKind == MemoryKind.DEVICE || device == 0, "region %s: device=%d given for host memory", name, device);
         checkArgument(!members.isEmpty(), "region %s has no member layers", name);
+        checkArgument(!part.plane() || packedMembers.isEmpty(), "region %s: a %s plane cannot be packed (describe packed layers with their keys and values joint)",
+                name, part);
         long span;
         try {
             span = Math.addExact(Math.multiplyExact((long) capacity - 1, stride), blockBytes);
@@ -108,6 +135,50 @@ public record Region(
     public long blockAddress(int block)
     {
         return base + block * stride;
+    }
+
+    /**
+     * Returns the same region narrowed to other bytes of each block: a view of one layer, or of one
+     * plane, that keeps every other property.
+     *
+     * @param viewName name of the view.
+     * @param viewBase address of the view's block 0.
+     * @param viewBlockBytes bytes of the view in each block.
+     * @param viewGroupId cache group addressing the view.
+     * @param viewMembers layers the view holds.
+     * @return a region with this region's stride, capacity, memory, split and part.
+     */
+    public Region narrowed(String viewName, long viewBase, long viewBlockBytes, int viewGroupId, List<String> viewMembers)
+    {
+        return new Region(viewName, viewBase, viewBlockBytes, stride, capacity, viewGroupId, memoryKind, device, split, viewMembers, List.of(), part);
+    }
+
+    /**
+     * Tells whether two regions share a byte of their blocks. Regions that interleave inside one
+     * allocation (layers of a cross-layer block, the K and V halves of a block) share none although
+     * their extents overlap; the check walks the blocks of the region with fewer of them.
+     *
+     * @param other another region.
+     * @return true when some block of one overlaps some block of the other.
+     */
+    public boolean sharesBytesWith(Region other)
+    {
+        if (other.base >= end() || base >= other.end()) {
+            return false;
+        }
+        Region walked = capacity <= other.capacity ? this : other;
+        Region probed = walked == this ? other : this;
+        for (int i = 0; i < walked.capacity; i++) {
+            long start = walked.blockAddress(i);
+            long last = start + walked.blockBytes - 1;
+            // probed blocks j with probed.blockAddress(j) <= last and probed.blockAddress(j) + blockBytes > start
+            long high = Math.floorDiv(last - probed.base, probed.stride);
+            long low = Math.floorDiv(start - probed.blockBytes - probed.base, probed.stride) + 1;
+            if (Math.max(low, 0) <= Math.min(high, probed.capacity - 1L)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -347,8 +347,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     int slot = plan.tpPlan().slotOf(source);
                     localBlocks.select(request.ids).expandToKernel(geometry.kernelBlocksPerLogical());
                     remoteBlocks.select(producerIds).expandToKernel(remote.kernelBlocksPerLogical());
-                    localBlocks.splitForRatio(plan.blockSizeRatio(), remoteBlocks);
-                    remoteBlocks.keepLast(localBlocks);
+                    plan.alignBlocks(localBlocks, remoteBlocks);
                     int count = plan.indexCount(slot, localBlocks);
                     if (count == 0) {
                         continue;

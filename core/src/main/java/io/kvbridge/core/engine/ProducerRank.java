@@ -441,8 +441,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         consumerBlocks.select(consumerArrays).expandToKernel(consumer.kernelBlocksPerLogical());
         producerBlocks.select(request.blocks).expandToKernel(geometry.kernelBlocksPerLogical());
-        consumerBlocks.splitForRatio(plan.blockSizeRatio(), producerBlocks);
-        producerBlocks.keepLast(consumerBlocks);
+        plan.alignBlocks(consumerBlocks, producerBlocks);
         byte[] done = Messages.pushDone(registration.requestId(), request.id);
         int count = plan.indexCount(slot, consumerBlocks);
         if (count == 0) {

@@ -8,6 +8,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Rank;
@@ -23,23 +24,33 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * The default layout for plain attention models: every layer the rank's stage owns has its own
- * allocation and becomes one region, in model order. Blocks are laid out as {@link Order} says (see
- * {@link PerLayerBlockDescriptor}).
+ * The default layout for plain attention models: every layer the rank's stage owns becomes one
+ * region (or two, one per K/V plane), in model order. Blocks are laid out as {@link Order} says
+ * (see {@link PerLayerBlockDescriptor}); {@link PerLayerPlacement} says where K and V are and
+ * whether layers share one block-major allocation.
  *
- * <p>Without layer views, allocation {@code i} holds the stage's layer {@code i} and its blocks are
- * packed tightly ({@code stride = blockBytes}). With views, view {@code i} names layer {@code i},
- * must lie in an allocation no other layer uses, and its stride may exceed the block (padding).
+ * <p>Without layer views and with {@code placement=per-layer}, allocation {@code i} holds the
+ * stage's layer {@code i}; with {@code placement=cross-layer} one allocation holds every layer, each
+ * block a row of the layers' pages in model order. With views (joint K/V only), view {@code i} names
+ * layer {@code i}; per-layer views lie in allocations of their own, cross-layer views share one and
+ * must not share a byte; a view's stride may exceed the block (padding, other layers' pages).
  */
 final class PerLayerCacheLayout implements CacheLayout
 {
     static final String NAME = "per-layer";
 
     private final Order order;
+    private final PerLayerPlacement placement;
 
     PerLayerCacheLayout(Order order)
     {
+        this(order, PerLayerPlacement.DEFAULT);
+    }
+
+    PerLayerCacheLayout(Order order, PerLayerPlacement placement)
+    {
         this.order = requireNonNull(order, "order is null");
+        this.placement = requireNonNull(placement, "placement is null");
     }
 
     @Override
@@ -51,6 +62,11 @@ final class PerLayerCacheLayout implements CacheLayout
     Order order()
     {
         return order;
+    }
+
+    PerLayerPlacement placement()
+    {
+        return placement;
     }
 
     @Override
@@ -72,7 +88,8 @@ final class PerLayerCacheLayout implements CacheLayout
         }
         List<Allocation> allocations = new ArrayList<>();
         List<Region> regions = new ArrayList<>();
-        if (memory.views().isEmpty()) {
+        boolean crossLayer = placement.layers() == PerLayerPlacement.Layers.CROSS_LAYER;
+        if (memory.views().isEmpty() && !crossLayer) {
             check(memory.allocations().size() == layers.size(), "per-layer needs one allocation per layer of stage %d: got %d allocations for %d layers "
                     + "(%s .. %s); pass one allocation per layer in model order, or layer views", rank.ppRank(), memory.allocations().size(), layers.size(),
                     layers.getFirst().name(), layers.getLast().name());
@@ -80,10 +97,29 @@ final class PerLayerCacheLayout implements CacheLayout
                 Allocation allocation = memory.allocations().get(i);
                 int capacity = PerLayerBlockDescriptor.checkCapacity(layers.get(i).name(), allocation.bytes(), pageBytes[i]);
                 allocations.add(allocation);
-                regions.add(region(layers.get(i), allocation, allocation.address(), pageBytes[i], pageBytes[i], capacity));
+                addLayer(regions, layers.get(i), allocation, 0, pageBytes[i], pageBytes[i], capacity);
+            }
+        }
+        else if (memory.views().isEmpty()) {
+            check(memory.allocations().size() == 1, "placement=cross-layer needs one allocation holding every layer of stage %d, got %d; pass the one "
+                    + "block-major allocation, or layer views", rank.ppRank(), memory.allocations().size());
+            Allocation allocation = memory.allocations().getFirst();
+            long row = 0;
+            for (long page : pageBytes) {
+                row += page;
+            }
+            int capacity = PerLayerBlockDescriptor.checkCapacity(layers.getFirst().name() + " .. " + layers.getLast().name() + " (one row per block)",
+                    allocation.bytes(), row);
+            allocations.add(allocation);
+            long offset = 0;
+            for (int i = 0; i < layers.size(); i++) {
+                addLayer(regions, layers.get(i), allocation, offset, pageBytes[i], row, capacity);
+                offset += pageBytes[i];
             }
         }
         else {
+            check(placement.planes() == PerLayerPlacement.KvPlanes.JOINT, "kv-planes=%s is described from allocations, not layer views: a view gives one "
+                    + "range per layer, a layer kept as planes has two; pass the allocations without views", placement.planes().optionValue());
             check(memory.views().size() == layers.size(), "per-layer needs one view per layer of stage %d: got %d views for %d layers",
                     rank.ppRank(), memory.views().size(), layers.size());
             for (int i = 0; i < layers.size(); i++) {
@@ -94,19 +130,51 @@ final class PerLayerCacheLayout implements CacheLayout
                 check(view.blockBytes() == pageBytes[i], "layer %s: view blockBytes=%d but the spec gives %d (kvHeads/tpSize x %d tokens x 2 x headSize x %d bytes); "
                         + "check the cache dtype, head counts and block size", layer.name(), view.blockBytes(), pageBytes[i], kernelTokens, elementBytes);
                 Allocation home = memory.allocationHolding(view);
-                check(!allocations.contains(home), "layer %s shares allocation %s with another layer; per-layer gives every layer its own allocation, "
-                        + "use the 'hma' layout for pooled layers or 'mla' for packed ones", layer.name(), home);
-                allocations.add(home);
-                regions.add(region(layer, home, view.address(), view.blockBytes(), view.blockStride(), view.blocks()));
+                boolean shared = allocations.contains(home);
+                check(!shared || crossLayer, "layer %s shares allocation %s with another layer; per-layer gives every layer its own allocation, "
+                        + "use placement=cross-layer for block-major caches, the 'hma' layout for pooled layers or 'mla' for packed ones", layer.name(), home);
+                if (!shared) {
+                    allocations.add(home);
+                }
+                Region region = region(layer.name(), layer, home, view.address(), view.blockBytes(), view.blockStride(), view.blocks(), KvPart.JOINT);
+                for (Region other : regions) {
+                    check(!region.sharesBytesWith(other), "layer %s: view [0x%x, +%d every %d bytes, %d blocks) shares bytes with layer %s's; views of one "
+                            + "allocation must interleave without overlapping", layer.name(), view.address(), view.blockBytes(), view.blockStride(),
+                            view.blocks(), other.name());
+                }
+                regions.add(region);
             }
         }
         return new CacheGeometry(NAME, rank, spec.identity(), kernelTokens, spec.kernelBlocksPerLogical(), spec.groups(), allocations, regions);
     }
 
-    private Region region(LayerSpec layer, Allocation home, long base, long blockBytes, long stride, int capacity)
+    /**
+     * Adds the regions of one layer whose page sits at {@code offset} in every row of {@code row}
+     * bytes of an allocation: one joint region, or its two planes.
+     */
+    private void addLayer(List<Region> regions, LayerSpec layer, Allocation home, long offset, long page, long row, int capacity)
     {
-        return new Region(layer.name(), base, blockBytes, stride, capacity, layer.groupId(), home.kind(), home.device(), order.split(),
-                List.of(layer.name()), List.of());
+        long base = home.address();
+        long half = page / 2;
+        switch (placement.planes()) {
+            case JOINT -> regions.add(region(layer.name(), layer, home, base + offset, page, row, capacity, KvPart.JOINT));
+            case BLOCKWISE -> {
+                regions.add(region(layer.name() + "/k", layer, home, base + offset, half, row, capacity, KvPart.KEY));
+                regions.add(region(layer.name() + "/v", layer, home, base + offset + half, half, row, capacity, KvPart.VALUE));
+            }
+            case SPLIT -> {
+                // [2, blocks, row / 2]: every key plane first, then every value plane
+                long plane = (long) capacity * (row / 2);
+                regions.add(region(layer.name() + "/k", layer, home, base + offset / 2, half, row / 2, capacity, KvPart.KEY));
+                regions.add(region(layer.name() + "/v", layer, home, base + plane + offset / 2, half, row / 2, capacity, KvPart.VALUE));
+            }
+        }
+    }
+
+    private Region region(String name, LayerSpec layer, Allocation home, long base, long blockBytes, long stride, int capacity, KvPart part)
+    {
+        return new Region(name, base, blockBytes, stride, capacity, layer.groupId(), home.kind(), home.device(), order.split(),
+                List.of(layer.name()), List.of(), part);
     }
 
     /**

@@ -3,6 +3,8 @@ package io.kvbridge.core.layout;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.core.layout.PerLayerBlockDescriptor.Order;
+import io.kvbridge.core.layout.PerLayerPlacement.KvPlanes;
+import io.kvbridge.core.layout.PerLayerPlacement.Layers;
 import io.kvbridge.spi.PluginConfig;
 import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.layout.CacheLayout;
@@ -11,14 +13,19 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Creates the {@code per-layer} layout. Option {@code block-order}: {@code heads-outermost}
+ * Creates the {@code per-layer} layout. Options: {@code block-order}: {@code heads-outermost}
  * (default; head-sliceable) or {@code tokens-outermost} (blocks move only between peers of equal
- * tensor-parallel size).
+ * tensor-parallel size); {@code kv-planes}: {@code joint} (default), {@code split} or
+ * {@code blockwise}; {@code placement}: {@code per-layer} (default) or {@code cross-layer}.
  */
 public final class PerLayerCacheLayoutFactory implements CacheLayoutFactory
 {
     /** Option naming the dimension order inside a block. */
     public static final String BLOCK_ORDER = "block-order";
+    /** Option naming how K and V of a layer are kept: {@code joint}, {@code split} or {@code blockwise}. */
+    public static final String KV_PLANES = "kv-planes";
+    /** Option naming where layers are: {@code per-layer} or {@code cross-layer}. */
+    public static final String PLACEMENT = "placement";
 
     @Override
     public String name()
@@ -38,13 +45,16 @@ public final class PerLayerCacheLayoutFactory implements CacheLayoutFactory
         PluginConfig options = new PluginConfig(name(), requireNonNull(config, "config is null"));
         String order = options.choice(BLOCK_ORDER, Order.HEADS_OUTERMOST.optionValue(),
                 Set.of(Order.HEADS_OUTERMOST.optionValue(), Order.TOKENS_OUTERMOST.optionValue()));
+        String planes = options.choice(KV_PLANES, KvPlanes.JOINT.optionValue(),
+                Set.of(KvPlanes.JOINT.optionValue(), KvPlanes.SPLIT.optionValue(), KvPlanes.BLOCKWISE.optionValue()));
+        String layers = options.choice(PLACEMENT, Layers.PER_LAYER.optionValue(), Set.of(Layers.PER_LAYER.optionValue(), Layers.CROSS_LAYER.optionValue()));
         options.finish();
-        return new PerLayerCacheLayout(Order.fromOptionValue(order));
+        return new PerLayerCacheLayout(Order.fromOptionValue(order), new PerLayerPlacement(KvPlanes.fromOptionValue(planes), Layers.fromOptionValue(layers)));
     }
 
     @Override
     public String description()
     {
-        return "one allocation and one region per attention layer; heads-outermost (head-sliceable) or tokens-outermost blocks";
+        return "one region per attention layer (two with K/V planes), per-layer or cross-layer allocations; heads-outermost (head-sliceable) or tokens-outermost blocks";
     }
 }

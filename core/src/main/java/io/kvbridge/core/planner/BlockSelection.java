@@ -192,20 +192,95 @@ public final class BlockSelection
         requireNonNull(consumer, "consumer is null");
         checkSameGroups(consumer, "consumer");
         for (int g = 0; g < groups; g++) {
-            int needed = consumer.counts[g];
-            if (needed > counts[g]) {
-                throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: the consumer needs %d blocks but the producer holds only %d (a consumer never needs more blocks than the producer computed; check the request's block ids)",
-                        g, needed, counts[g]);
-            }
-            if (indivisible[g] && needed != counts[g]) {
-                throw Checks.failure(ErrorCode.UNSUPPORTED, "group %d: trimming indivisible state blocks (producer=%d, consumer=%d) is not supported",
-                        g, counts[g], needed);
-            }
-            boundsKnown[g] = false;
-            skips[g] += counts[g] - needed;
-            counts[g] = needed;
+            keepLast(g, consumer.counts[g]);
         }
         return this;
+    }
+
+    /**
+     * Aligns a request's consumer and producer kernel blocks when their sizes may differ, group by
+     * group (indivisible groups must already be equal): afterwards both selections have the same
+     * count per group and position {@code i} of one moves to position {@code i} of the other.
+     *
+     * <ul>
+     * <li>Equal sizes: the producer keeps its last blocks, as many as the consumer needs
+     * ({@link #keepLast}).
+     * <li>Consumer blocks {@code consumerSplit} times larger: a consumer that skipped {@code k}
+     * blocks (prefix hit) skipped {@code k x consumerSplit} producer blocks, so the producer keeps
+     * {@code P - (ceil(P / split) - C) x split} of its {@code P} blocks; each consumer block is split
+     * into sub-blocks, of which as many are kept as the producer has. The rest of the last consumer
+     * block receives nothing ({@code untransferred tail}).
+     * <li>Producer blocks {@code producerSplit} times larger: the producer keeps its last
+     * {@code ceil(C / split)} blocks, split into sub-blocks of which the first {@code C} are kept.
+     * This is exact when a consumer's prefix hit covers whole producer blocks, which engines of
+     * unequal block sizes ensure by caching prefixes in units of the larger block; block counts
+     * alone cannot tell otherwise.
+     * </ul>
+     *
+     * @param consumer the consumer's selection, in its kernel blocks.
+     * @param consumerSplit consumer kernel block tokens / producer's, or 1.
+     * @param producer the producer's selection, in its kernel blocks.
+     * @param producerSplit producer kernel block tokens / consumer's, or 1.
+     * @throws KvBridgeException {@code LENGTH_MISMATCH} when the consumer needs more tokens than the
+     *     producer holds in some group.
+     */
+    public static void align(BlockSelection consumer, int consumerSplit, BlockSelection producer, int producerSplit)
+    {
+        requireNonNull(consumer, "consumer is null");
+        requireNonNull(producer, "producer is null");
+        if (consumerSplit <= 0 || producerSplit <= 0 || (consumerSplit > 1 && producerSplit > 1)) {
+            throw Checks.invalid("consumerSplit=%d and producerSplit=%d (expected: positive, at most one above 1)", consumerSplit, producerSplit);
+        }
+        if (consumerSplit == 1 && producerSplit == 1) {
+            producer.keepLast(consumer);
+            return;
+        }
+        producer.checkSameGroups(consumer, "consumer");
+        for (int g = 0; g < consumer.groups; g++) {
+            if (consumer.indivisible[g] || producer.indivisible[g]) {
+                producer.keepLast(g, consumer.counts[g]);
+                continue;
+            }
+            int needed = consumer.counts[g];
+            int held = producer.counts[g];
+            if (consumerSplit > 1) {
+                long consumerBlocksHeld = (held + (long) consumerSplit - 1) / consumerSplit;
+                if (needed > consumerBlocksHeld) {
+                    throw tooMany(g, needed, consumerBlocksHeld);
+                }
+                producer.keepLast(g, (int) (held - (consumerBlocksHeld - needed) * consumerSplit));
+                consumer.scale(g, consumerSplit, producer.counts[g]);
+            }
+            else {
+                int producerBlocks = (int) ((needed + (long) producerSplit - 1) / producerSplit);
+                if (producerBlocks > held) {
+                    throw tooMany(g, needed, (long) held * producerSplit);
+                }
+                producer.keepLast(g, producerBlocks);
+                producer.scale(g, producerSplit, needed);
+            }
+        }
+    }
+
+    private static KvBridgeException tooMany(int group, int needed, long held)
+    {
+        return Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: the consumer needs %d blocks but the producer's blocks cover only %d of the consumer's size (a consumer never needs more tokens than the producer computed; check the request's block ids)",
+                group, needed, held);
+    }
+
+    private void keepLast(int group, int needed)
+    {
+        if (needed > counts[group]) {
+            throw Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: the consumer needs %d blocks but the producer holds only %d (a consumer never needs more blocks than the producer computed; check the request's block ids)",
+                    group, needed, counts[group]);
+        }
+        if (indivisible[group] && needed != counts[group]) {
+            throw Checks.failure(ErrorCode.UNSUPPORTED, "group %d: trimming indivisible state blocks (producer=%d, consumer=%d) is not supported",
+                    group, counts[group], needed);
+        }
+        boundsKnown[group] = false;
+        skips[group] += counts[group] - needed;
+        counts[group] = needed;
     }
 
     private void scale(int group, int factor, long limit)

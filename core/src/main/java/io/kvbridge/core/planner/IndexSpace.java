@@ -5,9 +5,11 @@ import io.kvbridge.spi.KvBridgeException;
 
 /**
  * The index space of one side's prepared descriptor list: entry {@code e} owns the indices
- * {@code [offset(e), offset(e) + capacity(e))}, offsets being the cumulative capacities, and
+ * {@code [offset(e), offset(e) + capacity(e) * runs(e))}, offsets being the cumulative sizes, and
  * receives the block ids of its own cache group (every group's, concatenated, when its group is
- * -1). With uniform capacities {@code n} and shared regions this is the legacy {@code r * n + b}.
+ * -1). Block id {@code b} of an entry with {@code runs} runs (heads moved one by one, when block
+ * sizes differ) yields the {@code runs} indices {@code offset + b * runs + h}. With one run,
+ * uniform capacities {@code n} and shared regions this is the legacy {@code r * n + b}.
  */
 final class IndexSpace
 {
@@ -15,23 +17,26 @@ final class IndexSpace
     private final String[] names;
     private final int[] offsets;
     private final int[] capacities;
+    private final int[] runs;
     private final int[] groupIds;
     private final int size;
 
-    IndexSpace(String side, String[] names, int[] capacities, int[] groupIds)
+    IndexSpace(String side, String[] names, int[] capacities, int[] runs, int[] groupIds)
     {
-        if (names.length != capacities.length || capacities.length != groupIds.length) {
-            throw Checks.invalid("names=%d, capacities=%d and groupIds=%d differ in length", names.length, capacities.length, groupIds.length);
+        if (names.length != capacities.length || capacities.length != groupIds.length || runs.length != groupIds.length) {
+            throw Checks.invalid("names=%d, capacities=%d, runs=%d and groupIds=%d differ in length", names.length, capacities.length, runs.length,
+                    groupIds.length);
         }
         this.side = side;
         this.names = names.clone();
         this.capacities = capacities.clone();
+        this.runs = runs.clone();
         this.groupIds = groupIds.clone();
         this.offsets = new int[capacities.length];
         long offset = 0;
         for (int e = 0; e < capacities.length; e++) {
             offsets[e] = (int) offset;
-            offset += capacities[e];
+            offset += (long) capacities[e] * runs[e];
             if (offset > Integer.MAX_VALUE) {
                 throw Checks.failure(ErrorCode.UNSUPPORTED, "%s descriptor list would hold %d descriptors, more than the %d an index can address",
                         side, offset, Integer.MAX_VALUE);
@@ -59,10 +64,10 @@ final class IndexSpace
                 if (all < 0) {
                     all = blocks.total();
                 }
-                total += all;
+                total += (long) all * runs[e];
             }
             else {
-                total += blocks.countOf(group);
+                total += (long) blocks.countOf(group) * runs[e];
             }
         }
         if (total > Integer.MAX_VALUE) {
@@ -109,6 +114,20 @@ final class IndexSpace
             return n;
         }
         boolean inside = blocks.lowestId(group) >= 0 && blocks.highestId(group) < capacity;
+        int entryRuns = runs[entry];
+        if (entryRuns > 1) {
+            for (int p = 0; p < count; p++) {
+                long id = blocks.expandedId(group, p);
+                if (!inside && (id < 0 || id >= capacity)) {
+                    throw outOfRange(blocks, group, p, id, entry);
+                }
+                int first = offset + (int) id * entryRuns;
+                for (int h = 0; h < entryRuns; h++) {
+                    out[n++] = first + h;
+                }
+            }
+            return n;
+        }
         if (inside && blocks.factor(group) == 1) {
             // the common case: ids checked once per group, then a copy and an add over one
             // array, both of which the JIT turns into vector code

@@ -20,7 +20,11 @@ final class PairingRules
     {
     }
 
-    /** Checks what both sides must agree on as a whole and returns the block size ratio. */
+    /**
+     * Checks what both sides must agree on as a whole and returns the block size ratio: local
+     * tokens / remote tokens when the local block is at least as large, minus remote / local when
+     * the remote one is larger.
+     */
     static int checkPeers(CacheGeometry local, CacheGeometry remote)
     {
         KvBridgeException.check(local.model().equals(remote.model()), ErrorCode.COMPATIBILITY_MISMATCH,
@@ -37,8 +41,14 @@ final class PairingRules
         }
         int localTokens = local.blockTokens();
         int remoteTokens = remote.blockTokens();
+        if (remoteTokens > localTokens) {
+            check(remoteTokens % localTokens == 0,
+                    "remote blockTokens=%d is not a multiple of local blockTokens=%d (expected: one kernel block size a multiple of the other, e.g. 16 and 32)",
+                    remoteTokens, localTokens);
+            return -(remoteTokens / localTokens);
+        }
         check(localTokens % remoteTokens == 0,
-                "local blockTokens=%d is not a multiple of remote blockTokens=%d (expected: the local kernel block a multiple of the remote one; a larger remote block is not supported, use equal block sizes or make the larger one local)",
+                "local blockTokens=%d is not a multiple of remote blockTokens=%d (expected: one kernel block size a multiple of the other, e.g. 16 and 32)",
                 localTokens, remoteTokens);
         return localTokens / remoteTokens;
     }
@@ -87,9 +97,17 @@ final class PairingRules
         return region.groupId() >= 0 ? geometry.groups().get(region.groupId()).kvHeads() : geometry.model().totalKvHeads();
     }
 
-    /** Checks one entry's regions against each other: split class, group routing, packing and block bytes (rule by rule). */
-    static void checkEntry(CacheGeometry local, CacheGeometry remote, Region mine, Region theirs, TpPlan tp, int ratio)
+    /**
+     * Checks one entry's regions against each other: split class, plane, group routing, packing and
+     * block bytes (rule by rule), and returns the entry's runs: how many head runs a block is moved
+     * in. Blocks of unequal size move head by head when heads are outermost in a block, because a
+     * sub-block of tokens is then one range per head; otherwise a block is one run.
+     */
+    static int checkEntry(CacheGeometry local, CacheGeometry remote, Region mine, Region theirs, TpPlan tp, int ratio, int remoteRatio)
     {
+        check(mine.part() == theirs.part(),
+                "region %s holds the %s of its layers locally but remote region %s holds the %s (expected: the same part on both sides; joint K/V and split planes order bytes differently)",
+                mine.name(), mine.part(), theirs.name(), theirs.part());
         check(mine.split() == theirs.split(),
                 "region %s is %s locally but remote region %s is %s (expected: the same split class; heads-outermost and tokens-outermost blocks cannot be paired without a permutation)",
                 mine.name(), mine.split(), theirs.name(), theirs.split());
@@ -103,24 +121,28 @@ final class PairingRules
                     mine.name(), mine.blockBytes(), mine.stride(), local.blockTokens(), local.kernelBlocksPerLogical(), mine.packedMembers(),
                     theirs.name(), theirs.blockBytes(), theirs.stride(), remote.blockTokens(), remote.kernelBlocksPerLogical(), theirs.packedMembers());
         }
-        check(mine.blockBytes() % ratio == 0,
-                "region %s: local blockBytes=%d is not divisible by blockSizeRatio=%d (local blockTokens=%d / remote blockTokens=%d), so a block cannot be split into remote-sized sub-blocks",
-                mine.name(), mine.blockBytes(), ratio, local.blockTokens(), remote.blockTokens());
+        int runs = mine.split() == SplitClass.SPLIT && (ratio > 1 || remoteRatio > 1) ? Math.max(1, headsOf(local, mine) / tp.localTp()) : 1;
+        check(mine.blockBytes() % ((long) ratio * runs) == 0,
+                "region %s: local blockBytes=%d is not divisible by blockSizeRatio=%d x %d head runs (local blockTokens=%d / remote blockTokens=%d), so a block cannot be split into remote-sized sub-blocks",
+                mine.name(), mine.blockBytes(), ratio, runs, local.blockTokens(), remote.blockTokens());
+        String sizes = String.format(Locale.ROOT, "local blockTokens=%d, remote blockTokens=%d", local.blockTokens(), remote.blockTokens());
         switch (mine.split()) {
-            case REPLICATE -> checkBlockBytes(mine, theirs, mine.blockBytes() / ratio,
-                    String.format(Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d (a replicated block is whole on every rank)", mine.blockBytes(), ratio));
+            case REPLICATE -> checkBlockBytes(mine, theirs, mine.blockBytes() * remoteRatio / ratio,
+                    String.format(Locale.ROOT, "local blockBytes=%d x %d / %d for %s (a replicated block is whole on every rank)", mine.blockBytes(),
+                            remoteRatio, ratio, sizes));
             case INTERLEAVED -> {
                 KvBridgeException.check(tp.localTp() == tp.remoteTp(), ErrorCode.TP_UNSUPPORTED,
                         "region %s interleaves heads inside a block (tokens outermost), so it cannot be head-sliced between local tpSize=%d and remote tpSize=%d (expected: equal tensor-parallel sizes, or a heads-outermost layout)",
                         mine.name(), tp.localTp(), tp.remoteTp());
-                checkBlockBytes(mine, theirs, mine.blockBytes() / ratio,
-                        String.format(Locale.ROOT, "local blockBytes=%d / blockSizeRatio=%d", mine.blockBytes(), ratio));
+                checkBlockBytes(mine, theirs, mine.blockBytes() * remoteRatio / ratio,
+                        String.format(Locale.ROOT, "local blockBytes=%d x %d / %d for %s", mine.blockBytes(), remoteRatio, ratio, sizes));
             }
-            case SPLIT -> checkSplit(local, mine, theirs, tp, ratio);
+            case SPLIT -> checkSplit(local, mine, theirs, tp, ratio, remoteRatio);
         }
+        return runs;
     }
 
-    private static void checkSplit(CacheGeometry local, Region mine, Region theirs, TpPlan tp, int ratio)
+    private static void checkSplit(CacheGeometry local, Region mine, Region theirs, TpPlan tp, int ratio, int remoteRatio)
     {
         int heads = headsOf(local, mine);
         KvBridgeException.check(tp.localTp() == tp.remoteTp() || heads == tp.kvHeads(), ErrorCode.TP_UNSUPPORTED,
@@ -129,25 +151,25 @@ final class PairingRules
         int localHeads = tp.localHeads();
         int remoteHeads = tp.remoteHeads();
         if (tp.sources().size() > 1) {
-            KvBridgeException.check(ratio == 1, ErrorCode.TP_UNSUPPORTED,
-                    "region %s: reading heads from %d remote ranks (local tpSize=%d, remote tpSize=%d) needs equal block sizes, but blockSizeRatio=%d (expected: equal blockTokens on both sides)",
-                    mine.name(), tp.sources().size(), tp.localTp(), tp.remoteTp(), ratio);
+            KvBridgeException.check(ratio == 1 && remoteRatio == 1, ErrorCode.TP_UNSUPPORTED,
+                    "region %s: reading heads from %d remote ranks (local tpSize=%d, remote tpSize=%d) needs equal block sizes, but blockSizeRatio=%d and remoteBlockSizeRatio=%d (expected: equal blockTokens on both sides, or a local tpSize at least the remote one)",
+                    mine.name(), tp.sources().size(), tp.localTp(), tp.remoteTp(), ratio, remoteRatio);
             check(mine.blockBytes() % tp.sources().size() == 0 && (long) remoteHeads * tp.sources().size() == localHeads,
                     "region %s: local blockBytes=%d with localHeads=%d cannot be split into %d slices of remoteHeads=%d",
                     mine.name(), mine.blockBytes(), localHeads, tp.sources().size(), remoteHeads);
         }
-        long scaled = mine.blockBytes() * remoteHeads;
+        long scaled = mine.blockBytes() * remoteHeads * remoteRatio;
         check(scaled % localHeads == 0 && (scaled / localHeads) % ratio == 0,
-                "region %s: local blockBytes=%d x remoteHeads=%d / localHeads=%d / blockSizeRatio=%d is not a whole number of bytes",
-                mine.name(), mine.blockBytes(), remoteHeads, localHeads, ratio);
+                "region %s: local blockBytes=%d x remoteHeads=%d x %d / localHeads=%d / %d is not a whole number of bytes",
+                mine.name(), mine.blockBytes(), remoteHeads, remoteRatio, localHeads, ratio);
         String how = String.format(Locale.ROOT,
-                "local blockBytes=%d x remoteHeads=%d / localHeads=%d / blockSizeRatio=%d (local tpSize=%d and remote tpSize=%d shard kvHeads=%d)",
-                mine.blockBytes(), remoteHeads, localHeads, ratio, tp.localTp(), tp.remoteTp(), tp.kvHeads());
+                "local blockBytes=%d x remoteHeads=%d / localHeads=%d x remoteBlockSizeRatio=%d / blockSizeRatio=%d (local tpSize=%d and remote tpSize=%d shard kvHeads=%d)",
+                mine.blockBytes(), remoteHeads, localHeads, remoteRatio, ratio, tp.localTp(), tp.remoteTp(), tp.kvHeads());
         checkBlockBytes(mine, theirs, scaled / localHeads / ratio, how);
-        long unit = mine.blockBytes() / ratio;
-        check((long) tp.rankOffsetFactor() * unit + unit / tp.sources().size() <= theirs.blockBytes(),
+        long share = mine.blockBytes() * remoteRatio / ratio;
+        check((long) tp.rankOffsetFactor() * share + share / tp.sources().size() <= theirs.blockBytes(),
                 "region %s: this rank's slice at rankOffsetFactor=%d x %d bytes lies outside remote blockBytes=%d",
-                mine.name(), tp.rankOffsetFactor(), unit, theirs.blockBytes());
+                mine.name(), tp.rankOffsetFactor(), share, theirs.blockBytes());
     }
 
     private static void checkBlockBytes(Region mine, Region theirs, long expected, String how)

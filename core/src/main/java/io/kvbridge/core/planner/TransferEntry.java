@@ -7,7 +7,6 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Region;
-import io.kvbridge.spi.geometry.SplitClass;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -80,8 +79,8 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
      * @return the entry, with each side's view of the layer.
      * @throws io.kvbridge.spi.KvBridgeException {@code ROUTING_FAILED} when an index names no region
      *     or a region does not hold the layer, {@code GEOMETRY_INCOMPATIBLE} when a region
-     *     advertises another group than the layer's, when one region is packed and the other is not,
-     *     or when packed pages or blocks differ between the sides.
+     *     advertises another group than the layer's, or when the sides hold different parts of the
+     *     layer (joint K/V against one plane).
      */
     public static TransferEntry ofLayer(CacheGeometry local, int localRegion, CacheGeometry remote, int remoteRegion, String layer, int groupId)
     {
@@ -91,28 +90,13 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
         Region theirs = region(remote, remoteRegion, "remote");
         Region localView = view(mine, layer, groupId, "local");
         Region remoteView = view(theirs, layer, groupId, "remote");
-        if (mine.packed() != theirs.packed()) {
-            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s is in %s local region %s but in %s remote region %s: packed and non-packed peers "
-                    + "cannot be mixed (expected: both engines pack their MLA layers into whole-row regions, or neither does)",
-                    layer, packing(mine), mine.name(), packing(theirs), theirs.name());
+        if (mine.part() != theirs.part()) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s: local region %s holds its %s but remote region %s its %s (expected: the same part on both "
+                    + "sides)", layer, mine.name(), mine.part(), theirs.name(), theirs.part());
         }
-        if (mine.packed()) {
-            // one member's page moves between rows of different strides: the blocks must mean the same tokens and the pages the same bytes
-            boolean same = mine.split() == SplitClass.REPLICATE && theirs.split() == SplitClass.REPLICATE && local.blockTokens() == remote.blockTokens()
-                    && local.kernelBlocksPerLogical() == remote.kernelBlocksPerLogical() && localView.blockBytes() == remoteView.blockBytes();
-            if (!same) {
-                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s of packed regions needs identical replicated pages and blocks on both sides, but local "
-                        + "region %s has split=%s pageBytes=%d blockTokens=%d kernelBlocksPerLogical=%d and remote region %s has split=%s pageBytes=%d "
-                        + "blockTokens=%d kernelBlocksPerLogical=%d", layer, mine.name(), mine.split(), localView.blockBytes(), local.blockTokens(),
-                        local.kernelBlocksPerLogical(), theirs.name(), theirs.split(), remoteView.blockBytes(), remote.blockTokens(), remote.kernelBlocksPerLogical());
-            }
-        }
+        // a packed row narrows to the layer's page, a plain strided view like any other region's,
+        // so packed and non-packed sides pair under the rules every entry is checked by
         return new TransferEntry(localRegion, remoteRegion, layer, groupId, localView, remoteView);
-    }
-
-    private static String packing(Region region)
-    {
-        return region.packed() ? "packed" : "non-packed";
     }
 
     /**
@@ -186,7 +170,7 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
                 bytes = member.pageBytes();
             }
         }
-        return new Region(layer, region.base() + offset, bytes, region.stride(), region.capacity(), groupId, region.memoryKind(), region.device(),
-                region.split(), List.of(layer), List.of());
+        String name = region.part().plane() ? layer + "/" + region.part().name().toLowerCase(java.util.Locale.ROOT) : layer;
+        return region.narrowed(name, region.base() + offset, bytes, groupId, List.of(layer));
     }
 }

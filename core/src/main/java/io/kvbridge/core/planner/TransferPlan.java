@@ -45,8 +45,11 @@ public final class TransferPlan
     private final List<TransferEntry> entries;
     private final TpPlan tp;
     private final int ratio;
+    private final int remoteRatio;
     private final boolean[] replicatedEntries;
-    private final long[] subBlockBytes;
+    private final int[] runs;
+    private final long[] localRunBytes;
+    private final long[] remoteRunBytes;
     private final long[] remoteOffsets;
     private final long[] pairBytes;
     private final IndexSpace localSpace;
@@ -58,7 +61,9 @@ public final class TransferPlan
         this.local = requireNonNull(local, "local is null");
         this.remote = requireNonNull(remote, "remote is null");
         this.entries = List.copyOf(requireNonNull(entries, "entries is null"));
-        this.ratio = PairingRules.checkPeers(local, remote);
+        int tokens = PairingRules.checkPeers(local, remote);
+        this.ratio = Math.max(1, tokens);
+        this.remoteRatio = Math.max(1, -tokens);
         PairingRules.checkEntries(local, remote, this.entries);
 
         int count = this.entries.size();
@@ -75,7 +80,9 @@ public final class TransferPlan
 
         int sources = tp.sources().size();
         this.replicatedEntries = new boolean[count];
-        this.subBlockBytes = new long[count];
+        this.runs = new int[count];
+        this.localRunBytes = new long[count];
+        this.remoteRunBytes = new long[count];
         this.remoteOffsets = new long[count];
         this.pairBytes = new long[count];
         this.laterSlots = new boolean[count];
@@ -88,27 +95,34 @@ public final class TransferPlan
             TransferEntry entry = this.entries.get(e);
             Region mine = entry.local();
             Region theirs = entry.remote();
-            PairingRules.checkEntry(local, remote, mine, theirs, tp, ratio);
+            int entryRuns = PairingRules.checkEntry(local, remote, mine, theirs, tp, ratio, remoteRatio);
             boolean replicatedEntry = PairingRules.replicated(mine);
-            long unit = mine.blockBytes() / ratio;
+            // this rank's bytes of one remote block, and of one run (head) of it
+            long share = mine.blockBytes() * remoteRatio / ratio;
             replicatedEntries[e] = replicatedEntry;
-            subBlockBytes[e] = unit;
-            remoteOffsets[e] = replicatedEntry ? 0 : tp.rankOffsetFactor() * unit;
-            pairBytes[e] = replicatedEntry ? unit : unit / sources;
+            runs[e] = entryRuns;
+            localRunBytes[e] = mine.blockBytes() / entryRuns;
+            remoteRunBytes[e] = share / entryRuns;
+            remoteOffsets[e] = replicatedEntry ? 0 : tp.rankOffsetFactor() * share;
+            pairBytes[e] = mine.blockBytes() / entryRuns / ratio / (replicatedEntry ? 1 : sources);
             laterSlots[e] = !replicatedEntry;
             localNames[e] = mine.name();
             remoteNames[e] = theirs.name();
-            long localCapacity = (long) mine.capacity() * ratio;
-            if (localCapacity > Integer.MAX_VALUE) {
-                throw Checks.failure(ErrorCode.UNSUPPORTED, "region %s: capacity=%d x blockSizeRatio=%d descriptors exceed an int index",
-                        mine.name(), mine.capacity(), ratio);
-            }
-            localCapacities[e] = (int) localCapacity;
-            remoteCapacities[e] = theirs.capacity();
+            localCapacities[e] = subBlocks(mine, ratio);
+            remoteCapacities[e] = subBlocks(theirs, remoteRatio);
             groupIds[e] = entry.groupId();
         }
-        this.localSpace = new IndexSpace("local", localNames, localCapacities, groupIds);
-        this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, groupIds);
+        this.localSpace = new IndexSpace("local", localNames, localCapacities, runs, groupIds);
+        this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, runs, groupIds);
+    }
+
+    private static int subBlocks(Region region, int split)
+    {
+        long count = (long) region.capacity() * split;
+        if (count > Integer.MAX_VALUE) {
+            throw Checks.failure(ErrorCode.UNSUPPORTED, "region %s: capacity=%d x block split=%d sub-blocks exceed an int index", region.name(), region.capacity(), split);
+        }
+        return (int) count;
     }
 
     /**
@@ -163,11 +177,37 @@ public final class TransferPlan
     /**
      * Returns the block size ratio.
      *
-     * @return local kernel block tokens divided by remote kernel block tokens, at least 1.
+     * @return local kernel block tokens divided by remote kernel block tokens when the local block
+     *     is the larger; 1 otherwise.
      */
     public int blockSizeRatio()
     {
         return ratio;
+    }
+
+    /**
+     * Returns the inverse block size ratio.
+     *
+     * @return remote kernel block tokens divided by local kernel block tokens when the remote block
+     *     is the larger; 1 otherwise.
+     */
+    public int remoteBlockSizeRatio()
+    {
+        return remoteRatio;
+    }
+
+    /**
+     * Aligns one request's block ids for this plan's block sizes, the local side being the consumer
+     * (as every plan of the engine is): the larger blocks are split into sub-blocks of the smaller
+     * size, the producer's are trimmed to the tokens the consumer still needs, and both sides end
+     * with the same count per group. See {@link BlockSelection#align}.
+     *
+     * @param consumer the local (consumer) selection, in kernel blocks.
+     * @param producer the remote (producer) selection, in kernel blocks.
+     */
+    public void alignBlocks(BlockSelection consumer, BlockSelection producer)
+    {
+        BlockSelection.align(consumer, ratio, producer, remoteRatio);
     }
 
     /**
@@ -243,16 +283,20 @@ public final class TransferPlan
         int sources = tp.sources().size();
         for (int e = 0; e < entries.size(); e++) {
             Region region = entries.get(e).local();
-            long unit = subBlockBytes[e];
+            long run = localRunBytes[e];
+            long sub = run / ratio;
             long length = pairBytes[e];
             long slice = replicatedEntries[e] || sources == 1 ? 0 : slot * length;
             long stride = region.stride();
+            int entryRuns = runs[e];
             for (int block = 0; block < region.capacity(); block++) {
                 long address = region.base() + block * stride + slice;
-                for (int sub = 0; sub < ratio; sub++) {
-                    addresses[n] = address + sub * unit;
-                    lengths[n] = length;
-                    n++;
+                for (int s = 0; s < ratio; s++) {
+                    for (int h = 0; h < entryRuns; h++) {
+                        addresses[n] = address + h * run + s * sub;
+                        lengths[n] = length;
+                        n++;
+                    }
                 }
             }
         }
@@ -287,11 +331,19 @@ public final class TransferPlan
             long start = region.base() + remoteOffsets[e];
             long stride = region.stride();
             long length = pairBytes[e];
+            long run = remoteRunBytes[e];
+            long sub = run / remoteRatio;
+            int entryRuns = runs[e];
             int capacity = region.capacity();
             for (int block = 0; block < capacity; block++) {
-                addresses[n] = start + block * stride;
-                lengths[n] = length;
-                n++;
+                long address = start + block * stride;
+                for (int s = 0; s < remoteRatio; s++) {
+                    for (int h = 0; h < entryRuns; h++) {
+                        addresses[n] = address + h * run + s * sub;
+                        lengths[n] = length;
+                        n++;
+                    }
+                }
             }
         }
         Region first = views[0];
@@ -393,6 +445,7 @@ public final class TransferPlan
     public String toString()
     {
         return "TransferPlan[" + local.rank() + " -> remote tpSize=" + tp.remoteTp() + ", entries=" + entries.size() + ", blockSizeRatio=" + ratio
+                + ", remoteBlockSizeRatio=" + remoteRatio
                 + ", sources=" + tp.sources() + ", rankOffsetFactor=" + tp.rankOffsetFactor() + ", localDescriptors=" + localSpace.size()
                 + ", remoteDescriptors=" + remoteSpace.size() + "]";
     }

@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.Region;
 import java.util.HashMap;
@@ -58,16 +59,26 @@ final class ModelLayers
         return positions.getOrDefault(layer, -1);
     }
 
-    /** Maps every layer a geometry holds to the index of its region (a geometry never holds a layer twice). */
+    /**
+     * Maps every layer part a geometry holds ({@link #key}) to the index of its region: a geometry
+     * holds a layer once, or once per plane.
+     */
     static Map<String, Integer> regionsByLayer(CacheGeometry geometry)
     {
         Map<String, Integer> index = new HashMap<>();
         for (int r = 0; r < geometry.regions().size(); r++) {
-            for (String layer : geometry.regions().get(r).members()) {
-                index.put(layer, r);
+            Region region = geometry.regions().get(r);
+            for (String layer : region.members()) {
+                index.put(key(layer, region.part()), r);
             }
         }
         return index;
+    }
+
+    /** The key of one part of a layer. */
+    static String key(String layer, KvPart part)
+    {
+        return part == KvPart.JOINT ? layer : layer + '\u0000' + part.name();
     }
 
     static KvBridgeException failure(ErrorCode code, String format, Object... args)

@@ -9,6 +9,7 @@ import io.kvbridge.core.planner.TransferEntry;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.Region;
 import java.util.ArrayList;
@@ -166,6 +167,10 @@ public final class Routing
     {
         List<Region> mine = local.regions();
         List<Region> theirs = remote.regions();
+        if (local.blockTokens() != remote.blockTokens() && (packs(local) || packs(remote))) {
+            return problem("local rank %s has blockTokens=%d and remote rank %s blockTokens=%d, and a packed row cannot be cut into sub-blocks: its layers "
+                    + "are paired one by one", local.rank(), local.blockTokens(), remote.rank(), remote.blockTokens());
+        }
         int offset;
         if (local.rank().ppSize() == 1 && remote.rank().ppSize() == 1) {
             if (mine.size() != theirs.size()) {
@@ -173,7 +178,7 @@ public final class Routing
             }
             offset = 0;
         }
-        else if (remote.rank().ppSize() == 1 && !poolsLayers(local) && !poolsLayers(remote) && !mine.isEmpty()) {
+        else if (remote.rank().ppSize() == 1 && !poolsLayers(local) && !poolsLayers(remote) && !mine.isEmpty() && !hasPlanes(local) && !hasPlanes(remote)) {
             // one region per layer on both sides: the stage's regions are the peer's from the stage's first layer on
             String first = mine.getFirst().members().getFirst();
             offset = model.position(first);
@@ -194,6 +199,10 @@ public final class Routing
             if (!a.members().equals(b.members())) {
                 return problem("local region %s holds %s but remote region %s at position %d holds %s", a.name(), a.members(), b.name(), offset + r, b.members());
             }
+            if (a.part() != b.part()) {
+                return problem("local region %s holds the %s of %s but remote region %s at position %d holds the %s", a.name(), a.part(), a.members(), b.name(),
+                        offset + r, b.part());
+            }
             if (a.groupId() != b.groupId()) {
                 return problem("local region %s addresses cache group %d but remote region %s addresses group %d (the sides map regions to groups differently)",
                         a.name(), a.groupId(), b.name(), b.groupId());
@@ -210,6 +219,16 @@ public final class Routing
     private static boolean poolsLayers(CacheGeometry geometry)
     {
         return geometry.regions().stream().anyMatch(region -> region.members().size() > 1);
+    }
+
+    private static boolean packs(CacheGeometry geometry)
+    {
+        return geometry.regions().stream().anyMatch(Region::packed);
+    }
+
+    private static boolean hasPlanes(CacheGeometry geometry)
+    {
+        return geometry.regions().stream().anyMatch(region -> region.part().plane());
     }
 
     private static String pooling(CacheGeometry geometry)
@@ -230,18 +249,20 @@ public final class Routing
 
     private static List<TransferEntry> byName(ModelLayers model, CacheGeometry local, CacheGeometry remote, boolean partialPeer, String why)
     {
-        if (local.blockTokens() != remote.blockTokens()) {
-            throw failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer-name routing (%s) needs equal block sizes, but local rank %s has blockTokens=%d and remote rank %s "
-                    + "has blockTokens=%d; configure the same block size on both engines", why, local.rank(), local.blockTokens(), remote.rank(), remote.blockTokens());
-        }
         Map<String, Integer> peer = ModelLayers.regionsByLayer(remote);
         List<TransferEntry> entries = new ArrayList<>();
         for (int l = 0; l < local.regions().size(); l++) {
             Region region = local.regions().get(l);
             for (String layer : region.members()) {
                 int group = model.groupOf(layer, local, region, "local");
-                Integer r = peer.get(layer);
+                Integer r = peer.get(ModelLayers.key(layer, region.part()));
                 if (r == null) {
+                    List<KvPart> held = partsHeld(remote, layer);
+                    if (!held.isEmpty()) {
+                        throw failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s: local region %s holds its %s but remote rank %s holds %s of it; joint K/V "
+                                + "(keys and values side by side per token) and K/V planes order bytes differently (expected: kv-planes=joint on both engines, "
+                                + "or planes on both: split and blockwise pair with each other)", layer, region.name(), region.part(), remote.rank(), held);
+                    }
                     if (partialPeer) {
                         continue;
                     }
@@ -254,6 +275,17 @@ public final class Routing
             checkNotEmpty(entries.size(), local, remote);
         }
         return entries;
+    }
+
+    private static List<KvPart> partsHeld(CacheGeometry geometry, String layer)
+    {
+        List<KvPart> parts = new ArrayList<>();
+        for (Region region : geometry.regions()) {
+            if (region.members().contains(layer)) {
+                parts.add(region.part());
+            }
+        }
+        return parts;
     }
 
     private static RuntimeException missing(String layer, Region region, CacheGeometry local, CacheGeometry remote)

@@ -7,6 +7,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Rank;
@@ -90,6 +91,10 @@ public final class MetadataCodec
         Map<String, Object> tree = fields("name", region.name(), "base", region.base(), "block_bytes", region.blockBytes(),
                 "stride", region.stride(), "capacity", region.capacity(), "group_id", region.groupId(), "memory_kind", region.memoryKind(),
                 "device", region.device(), "split", region.split());
+        if (region.part().plane()) {
+            // absent means JOINT, so peers that predate planes read the regions they always did
+            tree.put("kv_part", region.part());
+        }
         tree.put("members", region.members());
         tree.put("packed_members", region.packedMembers().stream()
                 .map(member -> fields("layer", member.layer(), "offset", member.offset(), "page_bytes", member.pageBytes()))
@@ -202,7 +207,8 @@ public final class MetadataCodec
                 region.optionalInt("device", 0),
                 region.optionalEnum("split", SplitClass.class, SplitClass.SPLIT),
                 region.requireStrings("members"),
-                packed));
+                packed,
+                region.optionalEnum("kv_part", KvPart.class, KvPart.JOINT)));
     }
 
     /**

@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Region;
 import java.util.ArrayList;
@@ -79,7 +80,8 @@ public final class PeerGeometry
         int layers = 0;
         for (Region region : regions) {
             total += region.capacity();
-            layers += region.members().size();
+            // a layer kept as K/V planes is counted once, by its key plane
+            layers += region.part() == KvPart.VALUE ? 0 : region.members().size();
             checkPackedPages(region);
         }
         check(total <= Integer.MAX_VALUE, "the regions' capacities sum to %d blocks, more than descriptor indices can number (%d)",

@@ -82,14 +82,18 @@ final class PlanValidationTest
     }
 
     @Test
-    void blockSizesMustDivideWithTheLargerBlockLocal()
+    void blockSizesMustDivideOneAnother()
     {
         CacheGeometry local = geometry(8, 0, 1).blockTokens(16).region(0x100000, 4096, 4096, 4, -1, SplitClass.SPLIT).build();
         CacheGeometry larger = geometry(8, 0, 1).blockTokens(32).region(0x500000, 8192, 8192, 4, -1, SplitClass.SPLIT).build();
-        assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local, larger), "local blockTokens=16", "remote blockTokens=32");
+        TransferPlan inverse = TransferPlan.pair(local, larger);
+        assertEquals(1, inverse.blockSizeRatio());
+        assertEquals(2, inverse.remoteBlockSizeRatio());
+        CacheGeometry larger48 = geometry(8, 0, 1).blockTokens(48).region(0x500000, 12288, 12288, 4, -1, SplitClass.SPLIT).build();
+        CacheGeometry local32 = geometry(8, 0, 1).blockTokens(32).region(0x100000, 8192, 8192, 4, -1, SplitClass.SPLIT).build();
+        assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local32, larger48), "remote blockTokens=48", "local blockTokens=32");
         CacheGeometry local48 = geometry(8, 0, 1).blockTokens(48).region(0x100000, 12288, 12288, 4, -1, SplitClass.SPLIT).build();
         assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local48, larger), "local blockTokens=48", "remote blockTokens=32");
-        CacheGeometry local32 = geometry(8, 0, 1).blockTokens(32).region(0x100000, 8192, 8192, 4, -1, SplitClass.SPLIT).build();
         CacheGeometry wrongSubBlock = geometry(8, 0, 1).blockTokens(16).region(0x500000, 8192, 8192, 8, -1, SplitClass.SPLIT).build();
         assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local32, wrongSubBlock), "needs 4096", "blockSizeRatio=2");
     }

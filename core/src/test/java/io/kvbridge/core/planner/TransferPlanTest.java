@@ -35,14 +35,15 @@ final class TransferPlanTest
     @Test
     void subBlocksStayInsideTheirBlockWhenStrideExceedsBlockBytes()
     {
-        // two layers interleaved inside a block (stride = 2 pages), local blocks twice the remote ones
+        // two layers interleaved inside a block (stride = 2 pages), local blocks twice the remote
+        // ones; tokens outermost, so a sub-block of tokens is one byte range
         CacheGeometry local = geometry(8, 0, 1).blockTokens(32)
-                .region(0x10000, 64, 128, 3, -1, SplitClass.SPLIT)
-                .region(0x10040, 64, 128, 3, -1, SplitClass.SPLIT)
+                .region(0x10000, 64, 128, 3, -1, SplitClass.INTERLEAVED)
+                .region(0x10040, 64, 128, 3, -1, SplitClass.INTERLEAVED)
                 .build();
         CacheGeometry remote = geometry(8, 0, 1).blockTokens(16)
-                .region(0x90000, 32, 32, 6, -1, SplitClass.SPLIT)
-                .region(0xa0000, 32, 32, 6, -1, SplitClass.SPLIT)
+                .region(0x90000, 32, 32, 6, -1, SplitClass.INTERLEAVED)
+                .region(0xa0000, 32, 32, 6, -1, SplitClass.INTERLEAVED)
                 .build();
         TransferPlan plan = TransferPlan.pair(local, remote);
         assertEquals(2, plan.blockSizeRatio());
