@@ -198,68 +198,92 @@ public final class BlockSelection
     }
 
     /**
-     * Aligns a request's consumer and producer kernel blocks when their sizes may differ, group by
-     * group (indivisible groups must already be equal): afterwards both selections have the same
-     * count per group and position {@code i} of one moves to position {@code i} of the other.
+     * Aligns a request's consumer and producer blocks, both already expanded to kernel blocks,
+     * when their block sizes may differ, group by group (indivisible groups must already be equal):
+     * afterwards both selections have the same count per group and position {@code i} of one moves
+     * to position {@code i} of the other.
+     *
+     * <p>The producer is trimmed in scheduler (logical) blocks, whose last one is the last holding
+     * tokens; the kernel expansion that followed may have added kernel blocks past the prompt on
+     * either side, which are matched with each other or clipped.
      *
      * <ul>
-     * <li>Equal sizes: the producer keeps its last blocks, as many as the consumer needs
-     * ({@link #keepLast}).
-     * <li>Consumer blocks {@code consumerSplit} times larger: a consumer that skipped {@code k}
-     * blocks (prefix hit) skipped {@code k x consumerSplit} producer blocks, so the producer keeps
-     * {@code P - (ceil(P / split) - C) x split} of its {@code P} blocks; each consumer block is split
-     * into sub-blocks, of which as many are kept as the producer has. The rest of the last consumer
-     * block receives nothing ({@code untransferred tail}).
-     * <li>Producer blocks {@code producerSplit} times larger: the producer keeps its last
-     * {@code ceil(C / split)} blocks, split into sub-blocks of which the first {@code C} are kept.
-     * This is exact when a consumer's prefix hit covers whole producer blocks, which engines of
-     * unequal block sizes ensure by caching prefixes in units of the larger block; block counts
-     * alone cannot tell otherwise.
+     * <li>Consumer scheduler blocks {@code m} times the producer's: a consumer that skipped {@code k}
+     * blocks (prefix hit) skipped {@code k x m} producer blocks, so the producer keeps
+     * {@code P - (ceil(P / m) - C) x m} of its {@code P} blocks.
+     * <li>Producer scheduler blocks {@code m} times the consumer's: the producer keeps its last
+     * {@code ceil(C / m)} blocks. This is exact when a consumer's prefix hit covers whole producer
+     * blocks, which engines of unequal block sizes ensure by caching prefixes in units of the larger
+     * block; block counts alone cannot tell otherwise.
+     * <li>Equal sizes: the producer keeps its last {@code C} blocks ({@link #keepLast}).
      * </ul>
      *
+     * <p>Then the side with the larger kernel block splits each into sub-blocks of the smaller
+     * size, and both are clipped to the shorter. When the consumer's blocks are the larger, the
+     * tokens of its last block past the producer's last one receive nothing
+     * ({@link io.kvbridge.api.BlockSizes#unwrittenTailTokens}).
+     *
      * @param consumer the consumer's selection, in its kernel blocks.
-     * @param consumerSplit consumer kernel block tokens / producer's, or 1.
+     * @param consumerBlockTokens tokens of a consumer scheduler block.
+     * @param consumerKernelTokens tokens of a consumer kernel block.
      * @param producer the producer's selection, in its kernel blocks.
-     * @param producerSplit producer kernel block tokens / consumer's, or 1.
+     * @param producerBlockTokens tokens of a producer scheduler block.
+     * @param producerKernelTokens tokens of a producer kernel block.
      * @throws KvBridgeException {@code LENGTH_MISMATCH} when the consumer needs more tokens than the
      *     producer holds in some group.
      */
-    public static void align(BlockSelection consumer, int consumerSplit, BlockSelection producer, int producerSplit)
+    public static void align(BlockSelection consumer, int consumerBlockTokens, int consumerKernelTokens, BlockSelection producer, int producerBlockTokens,
+            int producerKernelTokens)
     {
         requireNonNull(consumer, "consumer is null");
         requireNonNull(producer, "producer is null");
-        if (consumerSplit <= 0 || producerSplit <= 0 || (consumerSplit > 1 && producerSplit > 1)) {
-            throw Checks.invalid("consumerSplit=%d and producerSplit=%d (expected: positive, at most one above 1)", consumerSplit, producerSplit);
-        }
-        if (consumerSplit == 1 && producerSplit == 1) {
+        if (consumerBlockTokens == producerBlockTokens && consumerKernelTokens == producerKernelTokens) {
             producer.keepLast(consumer);
             return;
         }
         producer.checkSameGroups(consumer, "consumer");
+        int consumerPerLogical = consumerBlockTokens / consumerKernelTokens;
+        int producerPerLogical = producerBlockTokens / producerKernelTokens;
         for (int g = 0; g < consumer.groups; g++) {
             if (consumer.indivisible[g] || producer.indivisible[g]) {
                 producer.keepLast(g, consumer.counts[g]);
                 continue;
             }
-            int needed = consumer.counts[g];
-            int held = producer.counts[g];
-            if (consumerSplit > 1) {
-                long consumerBlocksHeld = (held + (long) consumerSplit - 1) / consumerSplit;
-                if (needed > consumerBlocksHeld) {
-                    throw tooMany(g, needed, consumerBlocksHeld);
+            int needed = consumer.counts[g] / consumerPerLogical;
+            int held = producer.counts[g] / producerPerLogical;
+            int kept;
+            if (consumerBlockTokens >= producerBlockTokens) {
+                int m = consumerBlockTokens / producerBlockTokens;
+                long covering = (held + (long) m - 1) / m;
+                if (needed > covering) {
+                    throw tooMany(g, needed, covering);
                 }
-                producer.keepLast(g, (int) (held - (consumerBlocksHeld - needed) * consumerSplit));
-                consumer.scale(g, consumerSplit, producer.counts[g]);
+                kept = (int) (held - (covering - needed) * m);
             }
             else {
-                int producerBlocks = (int) ((needed + (long) producerSplit - 1) / producerSplit);
-                if (producerBlocks > held) {
-                    throw tooMany(g, needed, (long) held * producerSplit);
+                int m = producerBlockTokens / consumerBlockTokens;
+                kept = (int) ((needed + (long) m - 1) / m);
+                if (kept > held) {
+                    throw tooMany(g, needed, (long) held * m);
                 }
-                producer.keepLast(g, producerBlocks);
-                producer.scale(g, producerSplit, needed);
             }
+            producer.keepLast(g, kept * producerPerLogical);
+            if (consumerKernelTokens > producerKernelTokens) {
+                consumer.scale(g, consumerKernelTokens / producerKernelTokens, producer.counts[g]);
+            }
+            else if (producerKernelTokens > consumerKernelTokens) {
+                producer.scale(g, producerKernelTokens / consumerKernelTokens, consumer.counts[g]);
+            }
+            int common = Math.min(consumer.counts[g], producer.counts[g]);
+            consumer.keepFirst(g, common);
+            producer.keepFirst(g, common);
         }
+    }
+
+    private void keepFirst(int group, int count)
+    {
+        boundsKnown[group] = false;
+        counts[group] = Math.min(counts[group], count);
     }
 
     private static KvBridgeException tooMany(int group, int needed, long held)

@@ -39,6 +39,12 @@ final class PairingRules
             CacheGroup theirs = remote.groups().get(g);
             check(mine.equals(theirs), "cache group %d is %s locally but %s on the remote (expected: identical groups)", g, mine, theirs);
         }
+        long localLogical = (long) local.blockTokens() * local.kernelBlocksPerLogical();
+        long remoteLogical = (long) remote.blockTokens() * remote.kernelBlocksPerLogical();
+        check(Math.max(localLogical, remoteLogical) % Math.min(localLogical, remoteLogical) == 0,
+                "local scheduler blocks of %d tokens (blockTokens=%d x kernelBlocksPerLogical=%d) and remote ones of %d tokens (%d x %d) do not divide one "
+                        + "another, so a prefix cannot be lined up in whole blocks (expected: one scheduler block size a multiple of the other)",
+                localLogical, local.blockTokens(), local.kernelBlocksPerLogical(), remoteLogical, remote.blockTokens(), remote.kernelBlocksPerLogical());
         int localTokens = local.blockTokens();
         int remoteTokens = remote.blockTokens();
         if (remoteTokens > localTokens) {
@@ -151,9 +157,11 @@ final class PairingRules
         int localHeads = tp.localHeads();
         int remoteHeads = tp.remoteHeads();
         if (tp.sources().size() > 1) {
-            KvBridgeException.check(ratio == 1 && remoteRatio == 1, ErrorCode.TP_UNSUPPORTED,
-                    "region %s: reading heads from %d remote ranks (local tpSize=%d, remote tpSize=%d) needs equal block sizes, but blockSizeRatio=%d and remoteBlockSizeRatio=%d (expected: equal blockTokens on both sides, or a local tpSize at least the remote one)",
-                    mine.name(), tp.sources().size(), tp.localTp(), tp.remoteTp(), ratio, remoteRatio);
+            // with unequal block sizes each source's heads move one by one, so its slice is whole heads
+            KvBridgeException.check((ratio == 1 && remoteRatio == 1) || localHeads % tp.sources().size() == 0, ErrorCode.TP_UNSUPPORTED,
+                    "region %s: reading heads from %d remote ranks (local tpSize=%d, remote tpSize=%d) with blocks of unequal size needs the local heads=%d in whole "
+                            + "heads per source (expected: equal blockTokens on both sides, or head counts that split evenly)",
+                    mine.name(), tp.sources().size(), tp.localTp(), tp.remoteTp(), localHeads);
             check(mine.blockBytes() % tp.sources().size() == 0 && (long) remoteHeads * tp.sources().size() == localHeads,
                     "region %s: local blockBytes=%d with localHeads=%d cannot be split into %d slices of remoteHeads=%d",
                     mine.name(), mine.blockBytes(), localHeads, tp.sources().size(), remoteHeads);

@@ -52,6 +52,7 @@ public final class TransferPlan
     private final long[] remoteRunBytes;
     private final long[] remoteOffsets;
     private final long[] pairBytes;
+    private final long[] sliceBytes;
     private final IndexSpace localSpace;
     private final IndexSpace remoteSpace;
     private final boolean[] laterSlots;
@@ -84,6 +85,7 @@ public final class TransferPlan
         this.localRunBytes = new long[count];
         this.remoteRunBytes = new long[count];
         this.remoteOffsets = new long[count];
+        this.sliceBytes = new long[count];
         this.pairBytes = new long[count];
         this.laterSlots = new boolean[count];
         String[] localNames = new String[count];
@@ -95,16 +97,20 @@ public final class TransferPlan
             TransferEntry entry = this.entries.get(e);
             Region mine = entry.local();
             Region theirs = entry.remote();
-            int entryRuns = PairingRules.checkEntry(local, remote, mine, theirs, tp, ratio, remoteRatio);
+            // head runs of a local block: 1, or its heads when blocks of unequal size move head by head
+            int headRuns = PairingRules.checkEntry(local, remote, mine, theirs, tp, ratio, remoteRatio);
             boolean replicatedEntry = PairingRules.replicated(mine);
-            // this rank's bytes of one remote block, and of one run (head) of it
+            boolean byHead = headRuns > 1;
+            // this rank's bytes of one remote block
             long share = mine.blockBytes() * remoteRatio / ratio;
             replicatedEntries[e] = replicatedEntry;
-            runs[e] = entryRuns;
-            localRunBytes[e] = mine.blockBytes() / entryRuns;
-            remoteRunBytes[e] = share / entryRuns;
+            // each source slot moves its own heads: runs per slot, and the local bytes of one run
+            runs[e] = byHead ? headRuns / sources : 1;
+            localRunBytes[e] = mine.blockBytes() / headRuns;
+            remoteRunBytes[e] = byHead ? localRunBytes[e] * remoteRatio / ratio : share;
             remoteOffsets[e] = replicatedEntry ? 0 : tp.rankOffsetFactor() * share;
-            pairBytes[e] = mine.blockBytes() / entryRuns / ratio / (replicatedEntry ? 1 : sources);
+            pairBytes[e] = byHead ? localRunBytes[e] / ratio : mine.blockBytes() / ratio / (replicatedEntry ? 1 : sources);
+            sliceBytes[e] = replicatedEntry ? 0 : byHead ? runs[e] * localRunBytes[e] : pairBytes[e];
             laterSlots[e] = !replicatedEntry;
             localNames[e] = mine.name();
             remoteNames[e] = theirs.name();
@@ -207,7 +213,8 @@ public final class TransferPlan
      */
     public void alignBlocks(BlockSelection consumer, BlockSelection producer)
     {
-        BlockSelection.align(consumer, ratio, producer, remoteRatio);
+        BlockSelection.align(consumer, local.blockTokens() * local.kernelBlocksPerLogical(), local.blockTokens(), producer,
+                remote.blockTokens() * remote.kernelBlocksPerLogical(), remote.blockTokens());
     }
 
     /**
@@ -286,7 +293,7 @@ public final class TransferPlan
             long run = localRunBytes[e];
             long sub = run / ratio;
             long length = pairBytes[e];
-            long slice = replicatedEntries[e] || sources == 1 ? 0 : slot * length;
+            long slice = sources == 1 ? 0 : slot * sliceBytes[e];
             long stride = region.stride();
             int entryRuns = runs[e];
             for (int block = 0; block < region.capacity(); block++) {

@@ -1,5 +1,6 @@
 package io.kvbridge.examples.cli;
 
+import io.kvbridge.api.BlockSizes;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.examples.demo.DemoFailure;
@@ -7,6 +8,7 @@ import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
 import io.kvbridge.examples.demo.MetricsEndpoint;
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -57,6 +59,24 @@ final class DemoCommand implements Callable<Integer>
 
     @Option(names = "--requests", defaultValue = "200", description = "Requests to move (default: ${DEFAULT-VALUE}).")
     private int requests;
+
+    @Option(names = "--kv-planes", defaultValue = "joint", paramLabel = "P[:C]",
+            description = "How each engine keeps K and V (per-layer layout): joint, split ([2, blocks, ...]) or blockwise ([blocks, 2, ...]); "
+                    + "PRODUCER:CONSUMER to differ (default: ${DEFAULT-VALUE}).")
+    private String kvPlanes;
+
+    @Option(names = "--placement", defaultValue = "per-layer", paramLabel = "P[:C]",
+            description = "Where each engine keeps its layers (per-layer layout): per-layer or cross-layer (every block a row of all layers' pages); "
+                    + "PRODUCER:CONSUMER to differ (default: ${DEFAULT-VALUE}).")
+    private String placement;
+
+    @Option(names = "--block-tokens", defaultValue = "16", paramLabel = "P[:C]",
+            description = "Tokens per scheduler block of each engine, PRODUCER:CONSUMER to differ, e.g. 16:32 (default: ${DEFAULT-VALUE}).")
+    private String blockTokens;
+
+    @Option(names = "--kernel-block-tokens", paramLabel = "P[:C]",
+            description = "Tokens per attention-kernel block of each engine, dividing its scheduler block (default: the scheduler block).")
+    private String kernelBlockTokens;
 
     @Option(names = "--concurrency", defaultValue = "8", description = "Requests in flight (default: ${DEFAULT-VALUE}).")
     private int concurrency;
@@ -172,13 +192,64 @@ final class DemoCommand implements Callable<Integer>
             check(metricsPort == null, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
             checkCrossProcess();
         }
+        String[] planes = sides("--kv-planes", kvPlanes);
+        String[] places = sides("--placement", placement);
+        String[] blocks = sides("--block-tokens", blockTokens);
+        String[] kernels = kernelBlockTokens == null ? blocks : sides("--kernel-block-tokens", kernelBlockTokens);
+        DemoOptions.CacheShape[] shapes = new DemoOptions.CacheShape[2];
+        for (int side = 0; side < 2; side++) {
+            String who = side == 0 ? "producer" : "consumer";
+            check(List.of("joint", "split", "blockwise").contains(planes[side]), "--kv-planes: %s value %s is not joint, split or blockwise", who, planes[side]);
+            check(List.of("per-layer", "cross-layer").contains(places[side]), "--placement: %s value %s is not per-layer or cross-layer", who, places[side]);
+            int logical = tokens("--block-tokens", who, blocks[side]);
+            int kernel = tokens("--kernel-block-tokens", who, kernels[side]);
+            try {
+                BlockSizes.kernelBlocksPerLogical(logical, kernel);
+            }
+            catch (KvBridgeException e) {
+                check(false, "--kernel-block-tokens: %s value %d with --block-tokens %d: %s", who, kernel, logical, e.getMessage());
+            }
+            shapes[side] = new DemoOptions.CacheShape(planes[side], places[side], logical, kernel);
+        }
+        boolean shaped = !shapes[0].defaultPlacement() || !shapes[1].defaultPlacement();
+        check(!shaped || layout.equals("per-layer"), "--kv-planes and --placement are options of the per-layer layout; add --layout per-layer");
+        int producerKernel = shapes[0].kernelBlockTokens();
+        int consumerKernel = shapes[1].kernelBlockTokens();
+        check(Math.max(producerKernel, consumerKernel) % Math.min(producerKernel, consumerKernel) == 0,
+                "kernel blocks of %d (producer) and %d (consumer) tokens do not divide one another; use sizes where one is a multiple of the other, e.g. 16:32",
+                producerKernel, consumerKernel);
+        check(!layout.equals("hma") || shapes[0].blockTokens() == shapes[1].blockTokens(),
+                "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
+                        + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
         DemoOptions options = new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens,
-                seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000));
+                seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1]);
         // an upper bound: both engines hold every layer of every in-flight request once over all their ranks
-        long cacheBytes = 2L * DemoRun.capacity(options) * DemoModel.of(layout).pageBytes(1) * DemoModel.LAYERS;
+        long cacheBytes = 2L * DemoRun.capacity(options) * DemoModel.of(layout).pageBytes(1, Math.max(shapes[0].blockTokens(), shapes[1].blockTokens()))
+                * DemoModel.LAYERS;
         check(cacheBytes <= 8L << 30, "the caches would take %,d bytes (more than 8 GiB) with --concurrency=%d --max-tokens=%d; lower either",
                 cacheBytes, concurrency, maxTokens);
         return options;
+    }
+
+    /** Splits a {@code PRODUCER[:CONSUMER]} value into the two sides' values. */
+    private String[] sides(String option, String value)
+    {
+        String[] parts = value.split(":", -1);
+        check(parts.length <= 2 && !parts[0].isEmpty() && !parts[parts.length - 1].isEmpty(), "%s=%s is not VALUE or PRODUCER:CONSUMER", option, value);
+        return new String[] {parts[0], parts[parts.length - 1]};
+    }
+
+    private int tokens(String option, String who, String value)
+    {
+        int tokens = 0;
+        try {
+            tokens = Integer.parseInt(value);
+        }
+        catch (NumberFormatException e) {
+            check(false, "%s: %s value %s is not a number of tokens", option, who, value);
+        }
+        check(tokens >= 1 && tokens <= 1024 && Integer.bitCount(tokens) == 1, "%s: %s value %d is not a power of two in [1, 1024]", option, who, tokens);
+        return tokens;
     }
 
     /** Refuses --processes with a transport that cannot reach another process, before any process starts. */

@@ -10,11 +10,13 @@ import java.util.ArrayDeque;
 final class BlockPool
 {
     private final DemoModel model;
+    private final int blockTokens;
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
 
-    BlockPool(DemoModel model, int capacity)
+    BlockPool(DemoModel model, int capacity, int blockTokens)
     {
         this.model = model;
+        this.blockTokens = blockTokens;
         for (int block = 0; block < capacity; block++) {
             free.add(block);
         }
@@ -25,7 +27,7 @@ final class BlockPool
     {
         int[][] ids = new int[model.groups().size()][];
         for (int g = 0; g < ids.length; g++) {
-            ids[g] = new int[model.heldBlocks(g, promptBlocks)];
+            ids[g] = new int[model.heldBlocks(g, promptBlocks, blockTokens)];
             for (int j = 0; j < ids[g].length; j++) {
                 Integer block = free.poll();
                 if (block == null) {

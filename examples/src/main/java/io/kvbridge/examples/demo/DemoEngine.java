@@ -3,6 +3,7 @@ package io.kvbridge.examples.demo;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Rank;
@@ -35,23 +36,28 @@ final class DemoEngine
     final int ppSize;
     final int tpSize;
     final int capacity;
+    final DemoOptions.CacheShape shape;
     final List<CacheGeometry> ranks = new ArrayList<>();
     private final TreeMap<Long, MemorySegment> memory = new TreeMap<>();
     private final Map<String, Integer> layerIndex = new HashMap<>();
 
     /**
+     * @param shape how this engine lays out its cache.
      * @param stages the pipeline stages this process hosts, each with all its tensor-parallel ranks.
      */
-    DemoEngine(String name, DemoModel model, KvBridge bridge, Arena arena, int ppSize, int tpSize, int capacity, List<Integer> stages)
+    DemoEngine(String name, DemoModel model, KvBridge bridge, Arena arena, int ppSize, int tpSize, int capacity, DemoOptions.CacheShape shape,
+            List<Integer> stages)
     {
         this.name = name;
         this.model = model;
-        this.spec = model.spec(ppSize);
+        this.spec = model.spec(ppSize, shape);
         this.ppSize = ppSize;
         this.tpSize = tpSize;
         this.capacity = capacity;
-        CacheLayout layout = bridge.layout(model.layout(), Map.of());
-        long page = model.pageBytes(tpSize);
+        this.shape = shape;
+        Map<String, String> options = model.layout().equals("per-layer") ? Map.of("kv-planes", shape.kvPlanes(), "placement", shape.placement()) : Map.of();
+        CacheLayout layout = bridge.layout(model.layout(), options);
+        long page = model.pageBytes(tpSize, shape.blockTokens());
         for (int pp : stages) {
             for (int tp = 0; tp < tpSize; tp++) {
                 Rank rank = new Rank(pp, ppSize, tp, tpSize);
@@ -71,8 +77,9 @@ final class DemoEngine
                         bytes = capacity * page * owned;
                     }
                     default -> {
-                        count = owned;
-                        bytes = capacity * page;
+                        boolean crossLayer = shape.placement().equals("cross-layer");
+                        count = crossLayer ? 1 : owned;
+                        bytes = capacity * page * (crossLayer ? owned : 1);
                     }
                 }
                 for (int a = 0; a < count; a++) {
@@ -93,22 +100,60 @@ final class DemoEngine
         return ConnectorSettings.builder(name, rank).cacheSpec(spec).build();
     }
 
+    /**
+     * Where one page of one layer sits in the model's KV: the tokens and heads it holds and how
+     * they are ordered, so that both engines derive the same content for the same token and head
+     * whatever their block sizes, planes and placement.
+     *
+     * @param layer the layer's index in the model.
+     * @param part the keys, the values, or both (a plane's content differs from the other plane's).
+     * @param firstToken the prompt token of the page's first token.
+     * @param tokens tokens in the page.
+     * @param firstHead the global index of the page's first head.
+     * @param heads heads in the page.
+     * @param headsOutermost whether each head's tokens are contiguous, else each token's heads.
+     * @param contentBytes bytes of one token of one head in the page.
+     */
+    record Page(int layer, KvPart part, int firstToken, int tokens, int firstHead, int heads, boolean headsOutermost, long contentBytes)
+    {
+        /** The content of the word at a byte offset of the page. */
+        long word(int request, long offset)
+        {
+            long perHead = tokens * contentBytes;
+            long perToken = heads * contentBytes;
+            long head = headsOutermost ? offset / perHead : offset % perToken / contentBytes;
+            long token = headsOutermost ? offset % perHead / contentBytes : offset / perToken;
+            long within = offset % contentBytes;
+            return DemoEngine.word(request, layer * 3 + part.ordinal(), firstToken + token, ((firstHead + head) << 32) | within);
+        }
+
+        /** The prompt token of the word at a byte offset of the page. */
+        long token(long offset)
+        {
+            return firstToken + (headsOutermost ? offset % (tokens * contentBytes) / contentBytes : offset / (heads * contentBytes));
+        }
+    }
+
     /** What one page of one rank does with the request's words. */
     @FunctionalInterface
     interface PageVisitor
     {
-        /** Returns the wrong words found (0 when writing). */
-        long visit(MemorySegment page, int layer, int promptBlock, long globalOffset);
+        /** Returns the wrong bytes found (0 when writing). */
+        long visit(MemorySegment page, Page where);
     }
 
     /**
-     * Visits every page of the request on every rank: for each layer, the page at each of its
-     * group's block ids, with the block's position in the prompt and the page's offset in the whole
-     * layer block across tensor-parallel ranks (a head-split page is one contiguous slice of it).
+     * Visits every kernel block page of the request on every rank: for each layer (and plane), the
+     * page at each of its group's blocks, with the tokens and heads it holds.
+     *
+     * @param promptBlocks scheduler blocks of the whole prompt on this engine.
+     * @param ids the request's scheduler block ids per group, the last ones of the prompt.
      */
     long forEachPage(int promptBlocks, int[][] ids, PageVisitor visitor)
     {
         long result = 0;
+        int perLogical = spec.kernelBlocksPerLogical();
+        int kernelTokens = spec.kernelBlockTokens();
         for (CacheGeometry rank : ranks) {
             for (Region region : rank.regions()) {
                 for (int m = 0; m < region.members().size(); m++) {
@@ -122,12 +167,20 @@ final class DemoEngine
                         offset = member.offset();
                         bytes = member.pageBytes();
                     }
-                    long slice = region.split() == SplitClass.REPLICATE ? 0 : rank.rank().tpRank() * bytes;
+                    boolean replicated = region.split() == SplitClass.REPLICATE;
+                    int heads = model.heads(tpSize);
+                    int firstHead = replicated ? 0 : rank.rank().tpRank() * heads;
                     int[] blocks = ids[group];
                     int first = promptBlocks - blocks.length;
                     for (int j = 0; j < blocks.length; j++) {
-                        long address = region.base() + blocks[j] * region.stride() + offset;
-                        result += visitor.visit(at(address, bytes), index, first + j, slice);
+                        for (int k = 0; k < perLogical; k++) {
+                            long address = region.base() + ((long) blocks[j] * perLogical + k) * region.stride() + offset;
+                            int firstToken = ((first + j) * perLogical + k) * kernelTokens;
+                            long content = region.part().plane() ? model.tokenContentBytes() / 2 : model.tokenContentBytes();
+                            Page where = new Page(index, region.part(), firstToken, kernelTokens, firstHead, heads, region.split() == SplitClass.SPLIT,
+                                    content);
+                            result += visitor.visit(at(address, bytes), where);
+                        }
                     }
                 }
             }
@@ -141,29 +194,33 @@ final class DemoEngine
         return home.getValue().asSlice(address - home.getKey(), length);
     }
 
-    /** The 8 bytes at a word of a layer's block, derived from (request, layer, token block, offset). */
-    static long word(int request, int layer, int promptBlock, long offset)
+    /** The 8 bytes of one word of the model's KV, derived from (request, layer and part, token, head and offset). */
+    static long word(int request, long layerPart, long token, long headOffset)
     {
-        long x = (long) request * 0x9E3779B97F4A7C15L ^ (long) layer * 0xC2B2AE3D27D4EB4FL ^ (long) promptBlock * 0x165667B19E3779F9L ^ offset;
+        long x = (long) request * 0x9E3779B97F4A7C15L ^ layerPart * 0xC2B2AE3D27D4EB4FL ^ token * 0x165667B19E3779F9L ^ headOffset;
         x = (x ^ (x >>> 30)) * 0xBF58476D1CE4E5B9L;
         x = (x ^ (x >>> 27)) * 0x94D049BB133111EBL;
         return x ^ (x >>> 31);
     }
 
-    static long fill(MemorySegment page, int request, int layer, int promptBlock, long globalOffset)
+    static long fill(MemorySegment page, Page where, int request)
     {
         for (long o = 0; o < page.byteSize(); o += 8) {
-            page.set(WORD, o, word(request, layer, promptBlock, globalOffset + o));
+            page.set(WORD, o, where.word(request, o));
         }
         return 0;
     }
 
-    /** Counts the bytes of a page that differ from the request's content. */
-    static long check(MemorySegment page, int request, int layer, int promptBlock, long globalOffset)
+    /**
+     * Counts the bytes of a page that differ from the request's content: tokens the producer wrote
+     * ({@code writtenTokens} of the prompt) must hold it, the tokens after them must still be zero.
+     */
+    static long check(MemorySegment page, Page where, int request, int writtenTokens)
     {
         long wrong = 0;
         for (long o = 0; o < page.byteSize(); o += 8) {
-            long difference = page.get(WORD, o) ^ word(request, layer, promptBlock, globalOffset + o);
+            long expected = where.token(o) < writtenTokens ? where.word(request, o) : 0;
+            long difference = page.get(WORD, o) ^ expected;
             if (difference != 0) {
                 for (int b = 0; b < 8; b++) {
                     wrong += (difference >>> (8 * b) & 0xFF) != 0 ? 1 : 0;

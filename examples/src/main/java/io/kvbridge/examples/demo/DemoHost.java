@@ -38,13 +38,13 @@ interface DemoHost extends AutoCloseable
     void awaitReady();
 
     /** Producer: fills the request's pages on every rank and reports the prefill finished; see {@link #params}. */
-    void prefill(int request, int promptBlocks, int[][] blockIds);
+    void prefill(int request, int tokens, int[][] blockIds);
 
     /** Producer: the parameters a finished prefill handed to the router; waits for them. */
     TransferParams params(int request);
 
     /** Decoder: every rank starts receiving the request into its blocks. */
-    void receive(int request, TransferParams params, TransferMode mode, int promptBlocks, int[][] blockIds);
+    void receive(int request, TransferParams params, TransferMode mode, int tokens, int[][] blockIds);
 
     /**
      * Reports what happened since the last call.

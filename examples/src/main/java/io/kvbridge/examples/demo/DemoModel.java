@@ -1,5 +1,6 @@
 package io.kvbridge.examples.demo;
 
+import io.kvbridge.api.BlockSizes;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
@@ -61,7 +62,32 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
      */
     public ModelCacheSpec spec(int ppSize)
     {
-        return new ModelCacheSpec(identity, BLOCK_TOKENS, 1, groups, layers, ModelCacheSpec.evenStages(LAYERS, ppSize));
+        return spec(ppSize, DemoOptions.CacheShape.DEFAULT);
+    }
+
+    /**
+     * Returns the cache spec of an engine split into pipeline stages, with its own block sizes.
+     *
+     * @param ppSize stages, each an even share of the layers.
+     * @param shape the engine's block sizes.
+     * @return the spec.
+     */
+    public ModelCacheSpec spec(int ppSize, DemoOptions.CacheShape shape)
+    {
+        return new ModelCacheSpec(identity, shape.blockTokens(), BlockSizes.kernelBlocksPerLogical(shape.blockTokens(), shape.kernelBlockTokens()), groups,
+                layers, ModelCacheSpec.evenStages(LAYERS, ppSize));
+    }
+
+    /** @return bytes of one token of one head of a layer: K and V, or the MLA latent. */
+    public long tokenContentBytes()
+    {
+        return mla() ? (long) LATENT * 2 : 2L * HEAD_SIZE * 2;
+    }
+
+    /** @return KV heads a tensor-parallel rank holds (1 for MLA). */
+    public int heads(int tpSize)
+    {
+        return mla() ? 1 : KV_HEADS / tpSize;
     }
 
     /** @return true when the model's layers are MLA. */
@@ -78,7 +104,19 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
      */
     public long pageBytes(int tpSize)
     {
-        return mla() ? (long) BLOCK_TOKENS * LATENT * 2 : (long) (KV_HEADS / tpSize) * BLOCK_TOKENS * 2 * HEAD_SIZE * 2;
+        return pageBytes(tpSize, BLOCK_TOKENS);
+    }
+
+    /**
+     * Bytes of one layer's page of a scheduler block on one tensor-parallel rank.
+     *
+     * @param tpSize the engine's tensor-parallel size.
+     * @param blockTokens tokens of the block.
+     * @return the page bytes.
+     */
+    public long pageBytes(int tpSize, int blockTokens)
+    {
+        return blockTokens * heads(tpSize) * tokenContentBytes();
     }
 
     /**
@@ -91,9 +129,24 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
      */
     public int heldBlocks(int group, int promptBlocks)
     {
-        if (groups.get(group).kind() != GroupKind.SLIDING_WINDOW) {
+        return heldBlocks(group, promptBlocks, BLOCK_TOKENS);
+    }
+
+    /**
+     * Blocks of a group that a prompt occupies, for blocks of a given size. The per-layer layout
+     * keeps a sliding-window layer's old blocks like a full-attention layer's, so there every group
+     * holds every block.
+     *
+     * @param group the group id.
+     * @param promptBlocks blocks of the whole prompt.
+     * @param blockTokens tokens of one block.
+     * @return the blocks held, the last ones of the prompt.
+     */
+    public int heldBlocks(int group, int promptBlocks, int blockTokens)
+    {
+        if (groups.get(group).kind() != GroupKind.SLIDING_WINDOW || layout.equals("per-layer")) {
             return promptBlocks;
         }
-        return Math.min(promptBlocks, (WINDOW_TOKENS + BLOCK_TOKENS - 1) / BLOCK_TOKENS + 1);
+        return Math.min(promptBlocks, (WINDOW_TOKENS + blockTokens - 1) / blockTokens + 1);
     }
 }

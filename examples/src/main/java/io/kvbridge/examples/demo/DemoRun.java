@@ -68,18 +68,16 @@ public final class DemoRun
     {
         final int index;
         final int tokens;
-        final int promptBlocks;
         final int[][] producerIds;
         final int[][] decoderIds;
         int producerRanksDone;
         int decoderHostsDone;
         boolean failed;
 
-        Active(int index, int tokens, int promptBlocks, int[][] producerIds, int[][] decoderIds)
+        Active(int index, int tokens, int[][] producerIds, int[][] decoderIds)
         {
             this.index = index;
             this.tokens = tokens;
-            this.promptBlocks = promptBlocks;
             this.producerIds = producerIds;
             this.decoderIds = decoderIds;
         }
@@ -93,11 +91,24 @@ public final class DemoRun
      */
     public static int capacity(DemoOptions options)
     {
+        return Math.max(capacity(options, options.producerCache()), capacity(options, options.consumerCache()));
+    }
+
+    /**
+     * Scheduler blocks of each region of one engine: room for the longest prompt of every request in
+     * flight, in that engine's block size.
+     *
+     * @param options the options.
+     * @param shape the engine's cache shape.
+     * @return the capacity.
+     */
+    public static int capacity(DemoOptions options, DemoOptions.CacheShape shape)
+    {
         DemoModel model = DemoModel.of(options.layout());
-        int maxBlocks = (options.maxTokens() + DemoModel.BLOCK_TOKENS - 1) / DemoModel.BLOCK_TOKENS;
+        int maxBlocks = shape.blocks(options.maxTokens());
         int perRequest = 0;
         for (int g = 0; g < model.groups().size(); g++) {
-            perRequest += model.heldBlocks(g, maxBlocks);
+            perRequest += model.heldBlocks(g, maxBlocks, shape.blockTokens());
         }
         return perRequest * options.concurrency() + 1;
     }
@@ -110,7 +121,8 @@ public final class DemoRun
      */
     public Map<String, Object> run()
     {
-        int capacity = capacity(options);
+        int producerCapacity = capacity(options, options.producerCache());
+        int decoderCapacity = capacity(options, options.consumerCache());
         List<DemoHost> producers = new ArrayList<>();
         List<DemoHost> decoders = new ArrayList<>();
         List<Integer> producerStages = IntStream.range(0, options.producerPp()).boxed().toList();
@@ -121,15 +133,15 @@ public final class DemoRun
             if (options.processes()) {
                 List<SideChannelAddress> addresses = freeLoopbackAddresses(options.producerPp());
                 for (int stage : producerStages) {
-                    producers.add(ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(stage), addresses, secret)));
+                    producers.add(ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, producerCapacity, List.of(stage), addresses, secret)));
                 }
-                decoders.add(ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of(), secret)));
+                decoders.add(ProcessHost.start(new HostSpec(HostSpec.DECODE, options, decoderCapacity, decoderStages, List.of(), secret)));
             }
             else {
                 String suffix = ProcessHandle.current().pid() + "-" + System.nanoTime();
-                EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, capacity, producerStages, List.of(), secret), "demo-prefill-" + suffix);
+                EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, producerCapacity, producerStages, List.of(), secret), "demo-prefill-" + suffix);
                 producers.add(producer);
-                EngineHost decoder = new EngineHost(new HostSpec(HostSpec.DECODE, options, capacity, decoderStages, List.of(), secret), "demo-decode-" + suffix);
+                EngineHost decoder = new EngineHost(new HostSpec(HostSpec.DECODE, options, decoderCapacity, decoderStages, List.of(), secret), "demo-decode-" + suffix);
                 decoders.add(decoder);
                 started.accept(producer.bridge(), decoder.bridge());
             }
@@ -139,7 +151,7 @@ public final class DemoRun
             for (DemoHost host : decoders) {
                 host.awaitReady();
             }
-            return drive(capacity, producers, decoders);
+            return drive(producerCapacity, decoderCapacity, producers, decoders);
         }
         catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -274,11 +286,14 @@ public final class DemoRun
     }
 
     @SuppressWarnings("unchecked")
-    private Map<String, Object> drive(int capacity, List<DemoHost> producers, List<DemoHost> decoders) throws InterruptedException
+    private Map<String, Object> drive(int producerCapacity, int decoderCapacity, List<DemoHost> producers, List<DemoHost> decoders) throws InterruptedException
     {
         DemoModel model = DemoModel.of(options.layout());
-        BlockPool producerBlocks = new BlockPool(model, capacity);
-        Ledger ledger = new Ledger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(), new BlockPool(model, capacity));
+        DemoOptions.CacheShape producerShape = options.producerCache();
+        DemoOptions.CacheShape decoderShape = options.consumerCache();
+        BlockPool producerBlocks = new BlockPool(model, producerCapacity, producerShape.blockTokens());
+        Ledger ledger = new Ledger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(),
+                new BlockPool(model, decoderCapacity, decoderShape.blockTokens()));
         SplittableRandom random = new SplittableRandom(options.seed());
         int next = 0;
         int finished = 0;
@@ -288,11 +303,11 @@ public final class DemoRun
             boolean idle = true;
             while (next < options.requests() && ledger.active.size() < options.concurrency()) {
                 int tokens = 1 + random.nextInt(options.maxTokens());
-                int blocks = (tokens + DemoModel.BLOCK_TOKENS - 1) / DemoModel.BLOCK_TOKENS;
-                Active request = new Active(next, tokens, blocks, producerBlocks.allocate(blocks), ledger.decoderBlocks.allocate(blocks));
+                Active request = new Active(next, tokens, producerBlocks.allocate(producerShape.blocks(tokens)),
+                        ledger.decoderBlocks.allocate(decoderShape.blocks(tokens)));
                 ledger.started(request);
                 for (DemoHost host : producers) {
-                    host.prefill(next, blocks, request.producerIds);
+                    host.prefill(next, tokens, request.producerIds);
                 }
                 // the first stage's parameters name every stage's side channel
                 TransferParams params = producers.getFirst().params(next);
@@ -305,7 +320,7 @@ public final class DemoRun
                     default -> TransferMode.PUSH;
                 };
                 for (DemoHost host : decoders) {
-                    host.receive(next, params, mode, blocks, request.decoderIds);
+                    host.receive(next, params, mode, tokens, request.decoderIds);
                 }
                 next++;
                 idle = false;

@@ -48,14 +48,16 @@ public final class EngineHost implements DemoHost
     {
         final int request;
         final int promptBlocks;
+        final int writtenTokens;
         final int[][] blockIds;
         final List<String> failures = new ArrayList<>();
         int ranksDone;
 
-        Receiving(int request, int promptBlocks, int[][] blockIds)
+        Receiving(int request, int promptBlocks, int writtenTokens, int[][] blockIds)
         {
             this.request = request;
             this.promptBlocks = promptBlocks;
+            this.writtenTokens = writtenTokens;
             this.blockIds = blockIds;
         }
     }
@@ -76,7 +78,8 @@ public final class EngineHost implements DemoHost
             opened = KvBridge.builder().transport(options.backend()).agentName(agentName).sideChannelSecret(spec.sideChannelSecret()).build();
             this.bridge = opened;
             DemoModel model = DemoModel.of(options.layout());
-            this.engine = new DemoEngine(spec.engineId(), model, bridge, arena, spec.ppSize(), spec.tpSize(), spec.capacity(), spec.stages());
+            this.engine = new DemoEngine(spec.engineId(), model, bridge, arena, spec.ppSize(), spec.tpSize(), spec.capacity(), options.cache(spec.prefill()),
+                    spec.stages());
             for (CacheGeometry rank : engine.ranks) {
                 ConnectorSettings.Builder settings = ConnectorSettings.builder(spec.engineId(), rank).cacheSpec(engine.spec)
                         .leaseDuration(Duration.ofMillis(options.leaseMillis()));
@@ -135,9 +138,9 @@ public final class EngineHost implements DemoHost
     }
 
     @Override
-    public void prefill(int request, int promptBlocks, int[][] blockIds)
+    public void prefill(int request, int tokens, int[][] blockIds)
     {
-        engine.forEachPage(promptBlocks, blockIds, (page, layer, block, offset) -> DemoEngine.fill(page, request, layer, block, offset));
+        engine.forEachPage(engine.shape.blocks(tokens), blockIds, (page, where) -> DemoEngine.fill(page, where, request));
         TransferParams first = null;
         for (ProducerConnector rank : producers) {
             TransferParams own = rank.prefillFinished(producerId(request), BlockIds.of(blockIds));
@@ -157,10 +160,13 @@ public final class EngineHost implements DemoHost
     }
 
     @Override
-    public void receive(int request, TransferParams producerParams, TransferMode mode, int promptBlocks, int[][] blockIds)
+    public void receive(int request, TransferParams producerParams, TransferMode mode, int tokens, int[][] blockIds)
     {
         String id = decoderId(request);
-        receiving.put(id, new Receiving(request, promptBlocks, blockIds));
+        // the producer wrote whole blocks of its own size: a larger last block of ours keeps a zero tail
+        DemoOptions.CacheShape producer = spec.options().producerCache();
+        int written = producer.blocks(tokens) * producer.blockTokens();
+        receiving.put(id, new Receiving(request, engine.shape.blocks(tokens), written, blockIds));
         for (ConsumerConnector rank : consumers) {
             rank.blocksAllocated(id, producerParams, mode, BlockIds.of(blockIds));
         }
@@ -207,9 +213,9 @@ public final class EngineHost implements DemoHost
         receiving.remove(id);
         int index = request.request;
         long parityErrors = request.failures.isEmpty()
-                ? engine.forEachPage(request.promptBlocks, request.blockIds, (page, layer, block, offset) -> DemoEngine.check(page, index, layer, block, offset))
+                ? engine.forEachPage(request.promptBlocks, request.blockIds, (page, where) -> DemoEngine.check(page, where, index, request.writtenTokens))
                 : 0;
-        engine.forEachPage(request.promptBlocks, request.blockIds, (page, layer, block, offset) -> {
+        engine.forEachPage(request.promptBlocks, request.blockIds, (page, where) -> {
             page.fill((byte) 0);
             return 0;
         });

@@ -121,13 +121,13 @@ public final class HostWorker implements DemoHost.Events
         int request = command.path("request").intValue();
         switch (op) {
             case "prefill" -> {
-                host.prefill(request, command.get("promptBlocks").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
+                host.prefill(request, command.get("tokens").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
                 ObjectNode params = WorkerProtocol.message("ev", "params").put("request", request);
                 params.set("params", WorkerProtocol.params(host.params(request)));
                 send(params);
             }
             case "receive" -> host.receive(request, WorkerProtocol.params(command.get("params")), TransferMode.valueOf(command.get("mode").asText()),
-                    command.get("promptBlocks").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
+                    command.get("tokens").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
             case "audit" -> {
                 ObjectNode audit = WorkerProtocol.message("ev", "audit");
                 audit.set("audit", WorkerProtocol.JSON.valueToTree(host.audit()));

@@ -140,9 +140,9 @@ public final class ProcessHost implements DemoHost
     }
 
     @Override
-    public void prefill(int request, int promptBlocks, int[][] blockIds)
+    public void prefill(int request, int tokens, int[][] blockIds)
     {
-        ObjectNode command = WorkerProtocol.message("op", "prefill").put("request", request).put("promptBlocks", promptBlocks);
+        ObjectNode command = WorkerProtocol.message("op", "prefill").put("request", request).put("tokens", tokens);
         command.set("blockIds", WorkerProtocol.blockIds(blockIds));
         send(command);
     }
@@ -156,9 +156,9 @@ public final class ProcessHost implements DemoHost
     }
 
     @Override
-    public void receive(int request, TransferParams params, TransferMode mode, int promptBlocks, int[][] blockIds)
+    public void receive(int request, TransferParams params, TransferMode mode, int tokens, int[][] blockIds)
     {
-        ObjectNode command = WorkerProtocol.message("op", "receive").put("request", request).put("mode", mode.name()).put("promptBlocks", promptBlocks);
+        ObjectNode command = WorkerProtocol.message("op", "receive").put("request", request).put("mode", mode.name()).put("tokens", tokens);
         command.set("params", WorkerProtocol.params(params));
         command.set("blockIds", WorkerProtocol.blockIds(blockIds));
         send(command);

@@ -54,8 +54,8 @@ final class KilledDecoderTest
         DemoOptions options = new DemoOptions("ucx", "push", "hma", 1, 1, 1, 1, 2, 2, 1024, 1, 0, true, LEASE_MILLIS);
         int capacity = DemoRun.capacity(options);
         List<SideChannelAddress> addresses = DemoRun.freeLoopbackAddresses(1);
-        BlockPool producerBlocks = new BlockPool(DemoModel.of("hma"), capacity);
-        BlockPool decoderBlocks = new BlockPool(DemoModel.of("hma"), capacity);
+        BlockPool producerBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
+        BlockPool decoderBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
         int promptBlocks = 64;
         Recorder events = new Recorder();
         try (EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(0), addresses, SECRET), "killed-decoder-prefill");
@@ -65,12 +65,12 @@ final class KilledDecoderTest
             // the registration then waits at the producer, which owes the decoder its writes
             TransferParams early = new TransferParams("demo-prefill", "", addresses, 1, 1, BlockIds.empty(), EnumSet.allOf(TransferMode.class),
                     LEASE_MILLIS);
-            doomed.receive(0, early, TransferMode.PUSH, promptBlocks, decoderBlocks.allocate(promptBlocks));
+            doomed.receive(0, early, TransferMode.PUSH, promptBlocks * DemoModel.BLOCK_TOKENS, decoderBlocks.allocate(promptBlocks));
             await(() -> held(producer, "stashedRegistrations") == 1, "the decoder's registration to reach the producer");
 
             assertTrue(doomed.process().destroyForcibly().waitFor(30, TimeUnit.SECONDS), "the decoder process did not die");
             long killed = System.nanoTime();
-            producer.prefill(0, promptBlocks, producerBlocks.allocate(promptBlocks));
+            producer.prefill(0, promptBlocks * DemoModel.BLOCK_TOKENS, producerBlocks.allocate(promptBlocks));
             producer.params(0);
             await(() -> {
                 producer.poll(events);
