@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
@@ -22,8 +23,9 @@ import java.util.function.LongSupplier;
  * example an MLA push where only some ranks take part); the latest report's count holds. A finished
  * request is remembered until {@code retention} passes, so a late duplicate does not finish it again.
  * At most {@code capacity} requests are tracked; entries past their deadline ({@code retention}
- * after their first report) are evicted by {@link #evictStale}, which names unfinished ones, and
- * automatically when the table is full.
+ * after their first report) are evicted by {@link #evictStale}, which names unfinished ones so the
+ * scheduler can fail them, and, without naming them, when the table is full; a full table of live
+ * entries refuses a new request rather than drop one.
  *
  * <p>Thread-safe (one lock). A report allocates nothing but the request's own entry on its first
  * report, and the finished record and merged failure when it finishes.
@@ -170,14 +172,14 @@ public final class CompletionAggregator
         for (int g = 0; g < groups; g++) {
             int[] left = g < a.groupCount() ? a.group(g) : new int[0];
             int[] right = g < b.groupCount() ? b.group(g) : new int[0];
-            int[] merged = java.util.Arrays.copyOf(left, left.length + right.length);
+            int[] merged = Arrays.copyOf(left, left.length + right.length);
             int n = left.length;
             for (int id : right) {
                 if (!contains(left, id)) {
                     merged[n++] = id;
                 }
             }
-            union[g] = java.util.Arrays.copyOf(merged, n);
+            union[g] = Arrays.copyOf(merged, n);
         }
         return new ReceiveFailure(first.requestId(), first.code(), first.message(), BlockIds.of(union), first.policy(),
                 Math.min(first.firstInvalidBlock(), next.firstInvalidBlock()));
