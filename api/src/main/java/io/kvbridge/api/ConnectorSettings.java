@@ -6,6 +6,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.layout.CacheLayout;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
@@ -36,6 +37,12 @@ import java.util.Set;
  *     the model's layers with their cache groups (needed to route layers by name when a pooled
  *     layout's regions overlay several groups) and this engine's pipeline stages (needed by a
  *     consumer that is one stage of several, to tell producers how many decoder ranks address them).
+ * @param layout the layout that described the geometry, or null. The connector asks it whether a
+ *     peer's geometry can be paired ({@link CacheLayout#incompatibility}, at the handshake, before
+ *     anything of the peer is prepared) and how many trailing blocks of each group a request
+ *     exchanges ({@link CacheLayout#exchangedBlocks}, sliding-window clipping). When null, a bridge
+ *     uses the layout registered under the geometry's {@code layoutName} with its default options;
+ *     without one nothing is clipped and no layout check runs.
  */
 public record ConnectorSettings(
         String engineId,
@@ -49,7 +56,8 @@ public record ConnectorSettings(
         Duration transferTimeout,
         Duration registrationTimeout,
         FailurePolicy failurePolicy,
-        ModelCacheSpec cacheSpec)
+        ModelCacheSpec cacheSpec,
+        CacheLayout layout)
 {
     /** Validates and copies. */
     public ConnectorSettings
@@ -74,9 +82,24 @@ public record ConnectorSettings(
         positive("transferTimeout", transferTimeout);
         positive("registrationTimeout", registrationTimeout);
         check(leaseDuration.toMillis() >= 6, ErrorCode.CONFIG_INVALID, "leaseDuration=%s is shorter than 6 ms", leaseDuration);
+        check(layout == null || layout.name().equals(geometry.layoutName()), ErrorCode.CONFIG_INVALID,
+                "layout %s was given for a geometry described by layout %s (expected: the layout that described the geometry)",
+                layout == null ? null : layout.name(), geometry.layoutName());
         check(cacheSpec == null || cacheSpec.identity().equals(geometry.model()) && cacheSpec.ppSize() == geometry.rank().ppSize(), ErrorCode.CONFIG_INVALID,
                 "cacheSpec describes model %s with %d pipeline stages but the geometry is rank %s of model %s (expected: the spec the geometry was described from)",
                 cacheSpec == null ? null : cacheSpec.identity().model(), cacheSpec == null ? 0 : cacheSpec.ppSize(), geometry.rank(), geometry.model().model());
+    }
+
+    /**
+     * Returns these settings with another layout; what a bridge uses to supply the registered layout.
+     *
+     * @param layout the layout that described the geometry.
+     * @return the copy.
+     */
+    public ConnectorSettings withLayout(CacheLayout layout)
+    {
+        return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost, stageSideChannels, modes, leaseDuration, transferTimeout,
+                registrationTimeout, failurePolicy, cacheSpec, layout);
     }
 
     private static void positive(String name, Duration value)
@@ -112,6 +135,7 @@ public record ConnectorSettings(
         private Duration registrationTimeout = Duration.ofSeconds(60);
         private FailurePolicy failurePolicy = FailurePolicy.FAIL;
         private ModelCacheSpec cacheSpec;
+        private CacheLayout layout;
 
         private Builder(String engineId, CacheGeometry geometry)
         {
@@ -183,6 +207,13 @@ public record ConnectorSettings(
             return this;
         }
 
+        /** @param layout the layout that described the geometry. @return this builder. */
+        public Builder layout(CacheLayout layout)
+        {
+            this.layout = layout;
+            return this;
+        }
+
         /**
          * Builds the validated settings.
          *
@@ -192,7 +223,7 @@ public record ConnectorSettings(
         public ConnectorSettings build()
         {
             return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost == null ? bindHost : advertisedHost,
-                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy, cacheSpec);
+                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy, cacheSpec, layout);
         }
     }
 }

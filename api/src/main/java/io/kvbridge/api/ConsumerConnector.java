@@ -39,6 +39,21 @@ public interface ConsumerConnector extends AutoCloseable
     ReceiveBatch poll();
 
     /**
+     * Fills a view of one request without allocating, for schedulers that poll it and for debugging:
+     * {@link RequestState#PENDING} while handshaking and planning, {@code IN_FLIGHT} (pull, READs
+     * posted) or {@code REGISTERED} (push, registrations sent), then {@code COMPLETED} or
+     * {@code FAILED} until {@link #poll()} handed out its report; the handshake or registration
+     * deadline; the blocks received; the transfers done (pull) or writers done (push) out of those
+     * awaited.
+     *
+     * @param requestId the consumer's request id.
+     * @param into the caller's view, overwritten when the request is known.
+     * @return false, leaving the view as it was, when the connector does not know the request
+     *     (never started, or reported and polled).
+     */
+    boolean inspect(String requestId, RequestView into);
+
+    /**
      * Counts what the connector holds.
      *
      * @return the counts.

@@ -59,6 +59,20 @@ public interface ProducerConnector extends AutoCloseable
     List<FreedRequest> poll();
 
     /**
+     * Fills a view of one request without allocating, for schedulers that poll it and for debugging:
+     * {@link RequestState#PENDING} until the worker armed the lease, {@code HELD}, {@code IN_FLIGHT}
+     * while push writes of it run, then {@code COMPLETED}, {@code EXPIRED} or {@code ABORTED} until
+     * {@link #poll()} handed out its report; the lease deadline; the blocks held; the distinct
+     * consumer ranks that finished and how many the request waits for.
+     *
+     * @param requestId the request's id.
+     * @param into the caller's view, overwritten when the request is known.
+     * @return false, leaving the view as it was, when the connector does not know the request
+     *     (never held, or reported and polled).
+     */
+    boolean inspect(String requestId, RequestView into);
+
+    /**
      * Counts what the connector holds.
      *
      * @return the counts.

@@ -16,6 +16,7 @@ import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.layout.CacheLayoutFactory;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.micrometer.core.instrument.Gauge;
 import java.time.Duration;
@@ -77,13 +78,20 @@ final class CoreKvBridge implements KvBridge
     @Override
     public ProducerConnector producer(ConnectorSettings settings)
     {
-        return connectors.producer(settings);
+        return connectors.producer(withRegisteredLayout(settings));
     }
 
     @Override
     public ConsumerConnector consumer(ConnectorSettings settings)
     {
-        return connectors.consumer(settings);
+        return connectors.consumer(withRegisteredLayout(settings));
+    }
+
+    /** The embedder need not pass the layout: the one registered under the geometry's layout name answers with its default options. */
+    private ConnectorSettings withRegisteredLayout(ConnectorSettings settings)
+    {
+        CacheLayoutFactory factory = settings.layout() == null ? registry.layouts().get(settings.geometry().layoutName()) : null;
+        return factory == null ? settings : settings.withLayout(factory.create(Map.of()));
     }
 
     @Override

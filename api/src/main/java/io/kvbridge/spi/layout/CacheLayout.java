@@ -43,6 +43,13 @@ public interface CacheLayout
      * Returns how many trailing blocks of a group are exchanged for a request holding
      * {@code blocks} blocks: a sliding-window group needs only the blocks covering its window.
      *
+     * <p>The consumer connector calls it for every group when a request's blocks are handed over
+     * (the engine gives each group's blocks positionally and does not clip them itself), with its
+     * logical block tokens, and exchanges each group's last that many blocks, in pull and in the
+     * push registration. The producer end-trims its own list to the consumer's count, as for a
+     * prefix-cache hit, so one side decides and both agree on the count. Blocks left out are never
+     * written and are not reported invalid when a receive fails.
+     *
      * @param group the cache group.
      * @param blockTokens tokens per block.
      * @param blocks blocks the request holds in that group.
@@ -78,6 +85,13 @@ public interface CacheLayout
 
     /**
      * Says why a peer's geometry cannot be paired with a local one, as far as the layout knows.
+     *
+     * <p>A connector calls it at the handshake, with its own geometry as {@code local}, for every
+     * peer rank it would exchange with (a consumer for each producer rank it addresses, a push
+     * producer for the consumer rank it writes), before any descriptor list of the peer is
+     * prepared or anything posted; a reason fails the request with {@code GEOMETRY_INCOMPATIBLE},
+     * the reason quoted after both ranks and layouts. The reason should name both sides' values
+     * and the fix.
      *
      * @param local this rank's geometry.
      * @param peer the peer rank's geometry.

@@ -8,6 +8,8 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.RequestState;
+import io.kvbridge.api.RequestView;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
@@ -15,6 +17,8 @@ import io.kvbridge.core.planner.BlockSelection;
 import io.kvbridge.core.planner.TpPlan;
 import io.kvbridge.core.planner.TransferEntry;
 import io.kvbridge.core.planner.TransferPlan;
+import io.kvbridge.core.engine.ReceivingRequest.Stage;
+import io.kvbridge.core.engine.ReceivingRequest.Writer;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.core.wire.PeerCapability;
@@ -55,57 +59,14 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private final Set<String> active = ConcurrentHashMap.newKeySet();
     private final ConcurrentLinkedQueue<String> received = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<ReceiveFailure> failed = new ConcurrentLinkedQueue<>();
+    private final ConcurrentHashMap<String, RequestTracker> trackers = new ConcurrentHashMap<>();
+    private final LayoutRules rules;
 
     // worker-confined
-    private final Map<String, Receiving> requests = new HashMap<>();
+    private final Map<String, ReceivingRequest> requests = new HashMap<>();
     private final BlockSelection localBlocks;
     private final BlockSelection remoteBlocks;
     private long nextScan = Long.MAX_VALUE;
-
-    /** One producer stage as a request sees it. */
-    private record Stage(int ppRank, String remoteKey, RemoteEngine engine, List<Integer> targets, List<TransferPlan> plans, int consumers)
-    {
-    }
-
-    /** A request being received. */
-    private static final class Receiving
-    {
-        final String id;
-        final TransferParams params;
-        final TransferMode mode;
-        final BlockIds blocks;
-        final int[][] ids;
-        final Map<String, RemoteEngine> engines = new HashMap<>();
-        String producerRequestId;
-        int pendingHandshakes;
-        Stage[] stages;
-        boolean posted;
-        boolean ended;
-        ErrorCode failure;
-        String failureMessage;
-        long deadline;
-        long nextHeartbeat;
-        final long heartbeatNanos;
-        // pull: completions sent once every split READ succeeded
-        final List<Peer> parked = new ArrayList<>(1);
-        // push: writer agent -> consumers count it waits for; writers done -> producer request id to acknowledge
-        final Map<String, Integer> writers = new LinkedHashMap<>();
-        final Map<String, String> writersDone = new HashMap<>();
-
-        Receiving(String id, TransferParams params, TransferMode mode, BlockIds blocks)
-        {
-            this.id = id;
-            this.params = params;
-            this.mode = mode;
-            this.blocks = blocks;
-            this.ids = new int[blocks.groupCount()][];
-            for (int g = 0; g < ids.length; g++) {
-                ids[g] = blocks.group(g);
-            }
-            this.producerRequestId = params.requestId();
-            this.heartbeatNanos = Math.max(1, params.leaseMillis() / 6) * 1_000_000L;
-        }
-    }
 
     ConsumerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
     {
@@ -115,6 +76,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 settings.geometry().rank().ppSize());
         super(services, settings, "consumer");
         this.logicalCapacity = ProducerRank.logicalCapacities(geometry);
+        this.rules = new LayoutRules(settings);
         this.localBlocks = new BlockSelection(geometry.groups().size());
         this.remoteBlocks = new BlockSelection(geometry.groups().size());
         start(startWorker);
@@ -138,8 +100,11 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             ProducerRank.checkId(params.requestId());
         }
         ProducerRank.checkBlocks(blocks, logicalCapacity, "consumer");
+        rules.checkServed(blocks, "consumer", name);
+        RequestTracker tracker = new RequestTracker(Long.MAX_VALUE, blocks.total());
+        ReceivingRequest request = new ReceivingRequest(requestId, params, mode, blocks, rules, tracker);
         KvBridgeException.checkArgument(active.add(requestId), "request id %s is already being received by %s", requestId, name);
-        Receiving request = new Receiving(requestId, params, mode, blocks);
+        trackers.put(requestId, tracker);
         enqueue(() -> begin(request));
     }
 
@@ -154,12 +119,22 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         String id;
         while ((id = received.poll()) != null) {
             done.add(id);
+            RequestTracker.reported(trackers, id);
         }
         ReceiveFailure failure;
         while ((failure = failed.poll()) != null) {
             failures.add(failure);
+            RequestTracker.reported(trackers, failure.requestId());
         }
         return new ReceiveBatch(done, failures);
+    }
+
+    @Override
+    public boolean inspect(String requestId, RequestView into)
+    {
+        requireNonNull(requestId, "requestId is null");
+        requireNonNull(into, "into is null");
+        return RequestTracker.inspect(trackers, requestId, into);
     }
 
     @Override
@@ -177,7 +152,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     /** Tells whether a request's transfers were posted or its registrations sent; for a rank stepped by hand on the calling thread. */
     boolean registered(String requestId)
     {
-        Receiving request = requests.get(requestId);
+        ReceivingRequest request = requests.get(requestId);
         return request != null && request.posted;
     }
 
@@ -187,11 +162,12 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         return TpPlan.compute(geometry.rank().tpRank(), geometry.rank().tpSize(), producerTp, 1, true).handshakeTargets();
     }
 
-    private void begin(Receiving request)
+    private void begin(ReceivingRequest request)
     {
         requests.put(request.id, request);
         long now = now();
         request.deadline = now + (request.mode == TransferMode.PUSH ? settings.registrationTimeout() : settings.transferTimeout()).toNanos();
+        request.tracker.deadline(request.deadline);
         request.nextHeartbeat = now + request.heartbeatNanos;
         nextScan = Math.min(nextScan, Math.min(request.deadline, request.nextHeartbeat));
         TransferParams params = request.params;
@@ -218,7 +194,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
     }
 
-    private void handshaken(Receiving request, String key, RemoteEngine engine, Throwable failure)
+    private void handshaken(ReceivingRequest request, String key, RemoteEngine engine, Throwable failure)
     {
         if (request.ended) {
             return;
@@ -246,7 +222,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
     }
 
-    private void plan(Receiving request)
+    private void plan(ReceivingRequest request)
     {
         TransferParams params = request.params;
         List<Integer> targets = targets(params.tpSize());
@@ -262,6 +238,11 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             KvBridgeException.check(engine.capabilities().contains(wanted), ErrorCode.UNSUPPORTED,
                     "producer %s and this consumer share capabilities %s, not %s", params.engineId(), PeerCapability.wireNames(engine.capabilities()),
                     wanted.wireName());
+            for (int target : targets) {
+                // the layout's own check, before any list of the peer is prepared or a transfer posted
+                RankKey rank = new RankKey(stage, target);
+                rules.checkPeer(engine.metadata(rank).geometry(), "producer " + params.engineId() + " rank " + rank, name);
+            }
             CacheGeometry producer = engine.metadata(new RankKey(stage, targets.getFirst())).geometry();
             KvBridgeException.check(producer.rank().tpSize() == params.tpSize() && producer.rank().ppSize() == params.ppSize(),
                     ErrorCode.GEOMETRY_INCOMPATIBLE, "producer %s advertises rank %s but the transfer parameters say tpSize=%d ppSize=%d",
@@ -315,10 +296,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         return sharing;
     }
 
-    private void pull(Receiving request)
+    private void pull(ReceivingRequest request)
     {
         String producerId = request.producerRequestId;
-        if (request.blocks.isEmpty()) {
+        if (request.exchanged.isEmpty()) {
             // full prefix hit: nothing to read, but every producer rank must hear that it may free its blocks
             for (Stage stage : request.stages) {
                 for (int target : stage.targets()) {
@@ -333,13 +314,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         for (int g = 0; g < producerIds.length; g++) {
             producerIds[g] = request.params.blockIds().group(g);
         }
-        for (Stage stage : request.stages) {
+        for (int s = 0; s < request.stages.length; s++) {
+            Stage stage = request.stages[s];
             boolean split = stage.plans().size() > 1;
             Set<Integer> notified = new LinkedHashSet<>();
             Set<Integer> sources = new LinkedHashSet<>();
             byte[] completion = Messages.completion(producerId, stage.consumers());
             for (int p = 0; p < stage.plans().size(); p++) {
                 TransferPlan plan = stage.plans().get(p);
+                long groups = rules.groupsWritten(plan);
                 for (int source : plan.tpPlan().sources()) {
                     sources.add(source);
                     RankKey rank = new RankKey(stage.ppRank(), source);
@@ -360,12 +343,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
                     boolean attach = !split && notified.add(source);
                     try {
-                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey());
+                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey()).groups =
+                                groups;
+                        request.transfersPosted++;
                     }
                     catch (KvBridgeException e) {
                         // no sibling READ is posted after a failure, and no producer is told the request is done
                         metrics.transferFailed();
-                        fail(request, e.code(), "posting the READ from producer rank " + rank + " failed: " + e.getMessage(), false);
+                        fail(request, e.code(), "posting the READ from producer rank " + rank + " failed: " + e.getMessage(), false,
+                                request.groupsFrom(rules, s, p));
                         return;
                     }
                 }
@@ -388,13 +374,16 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         request.posted = true;
         request.deadline = Long.MAX_VALUE;
+        request.tracker.deadline(Long.MAX_VALUE);
+        request.tracker.state(RequestState.IN_FLIGHT);
+        request.tracker.progress(request.transfersDone, request.transfersPosted);
         if (!hasTransfers(request)) {
             sendParked(request);
             receivedAll(request);
         }
     }
 
-    private void sendParked(Receiving request)
+    private void sendParked(ReceivingRequest request)
     {
         for (Peer peer : request.parked) {
             int consumers = consumersOf(request, peer);
@@ -403,7 +392,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         request.parked.clear();
     }
 
-    private int consumersOf(Receiving request, Peer peer)
+    private int consumersOf(ReceivingRequest request, Peer peer)
     {
         for (Stage stage : request.stages) {
             for (int target : stage.targets()) {
@@ -415,32 +404,36 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         return 1;
     }
 
-    private void push(Receiving request)
+    private void push(ReceivingRequest request)
     {
-        boolean release = request.blocks.isEmpty();
+        boolean release = request.exchanged.isEmpty();
         for (Stage stage : request.stages) {
             if (stage.plans().size() > 1) {
                 throw new KvBridgeException(ErrorCode.UNSUPPORTED, "producer " + request.params.engineId() + " stage " + stage.ppRank()
                         + " keeps its cache in mixed host and device memory: push does not support that, use pull");
             }
             List<Integer> sources = stage.plans().getFirst().tpPlan().sources();
+            long groups = rules.groupsWritten(stage.plans().getFirst());
             for (int target : stage.targets()) {
                 RankKey rank = new RankKey(stage.ppRank(), target);
                 Peer peer = peer(stage.remoteKey(), stage.engine(), rank);
                 boolean write = !release && sources.contains(target);
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
-                        ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write, request.blocks);
+                        ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
+                        request.exchanged);
                 if (!notifyQuietly(peer, Messages.registration(registration), "push registration") && write) {
                     fail(request, ErrorCode.TRANSFER_FAILED, "could not send the push registration to producer rank " + rank + " of "
                             + request.params.engineId(), true);
                     return;
                 }
                 if (write) {
-                    request.writers.put(peer.name(), stage.consumers());
+                    request.writers.put(peer.name(), new Writer(stage.consumers(), groups));
                 }
             }
         }
         request.posted = true;
+        request.tracker.state(RequestState.REGISTERED);
+        request.tracker.progress(0, request.writers.size());
         if (request.writers.isEmpty()) {
             receivedAll(request);
         }
@@ -459,7 +452,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
 
     private void pushDone(Messages.PushDone done, String sender)
     {
-        Receiving request = requests.get(done.requestId());
+        ReceivingRequest request = requests.get(done.requestId());
         if (request == null || request.ended || request.mode != TransferMode.PUSH) {
             LOG.info("{}: push completion from {} for request {} that is not waiting (received, failed or unknown); ignored", name, sender,
                     done.requestId());
@@ -470,6 +463,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         request.writersDone.putIfAbsent(sender, done.producerRequestId());
+        request.tracker.progress(request.writersDone.size(), request.writers.size());
         if (request.producerRequestId.isEmpty()) {
             request.producerRequestId = done.producerRequestId();
         }
@@ -479,7 +473,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         for (Map.Entry<String, String> writer : request.writersDone.entrySet()) {
             Peer peer = peerByAgent(writer.getKey());
             if (peer != null) {
-                notifyQuietly(peer, Messages.completion(writer.getValue(), request.writers.get(writer.getKey())), "acknowledgement");
+                notifyQuietly(peer, Messages.completion(writer.getValue(), request.writers.get(writer.getKey()).consumers()), "acknowledgement");
             }
         }
         receivedAll(request);
@@ -487,35 +481,39 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
 
     private void pushFailed(Messages.PushFailed failure, String sender)
     {
-        Receiving request = requests.get(failure.requestId());
+        ReceivingRequest request = requests.get(failure.requestId());
         if (request == null || request.ended || request.mode != TransferMode.PUSH || !request.writers.containsKey(sender)) {
             LOG.info("{}: push failure from {} for request {}, which is not waiting for that producer rank; ignored: {}", name, sender,
                     failure.requestId(), failure.reason());
             return;
         }
-        fail(request, failure.code(), failure.reason(), true);
+        // the failing writer is not done, so its groups are among the unfinished writers' that fail() marks
+        fail(request, failure.code(), failure.reason(), true, 0);
     }
 
     @Override
     void transferDone(Transfer transfer)
     {
-        settle((Receiving) transfer.owner);
+        ReceivingRequest request = (ReceivingRequest) transfer.owner;
+        request.transfersDone++;
+        request.tracker.progress(request.transfersDone, request.transfersPosted);
+        settle(request);
     }
 
     @Override
     void transferFailed(Transfer transfer, ErrorCode code, String message)
     {
-        fail((Receiving) transfer.owner, code, message, false);
+        fail((ReceivingRequest) transfer.owner, code, message, false, transfer.groups);
     }
 
     @Override
     void releasedLate(Transfer transfer)
     {
-        settle((Receiving) transfer.owner);
+        settle((ReceivingRequest) transfer.owner);
     }
 
     /** Reports a request once none of its transfers is in flight or retained: received when all succeeded, else its failure. */
-    private void settle(Receiving request)
+    private void settle(ReceivingRequest request)
     {
         if (hasTransfers(request)) {
             return;
@@ -529,11 +527,19 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
     }
 
-    private void fail(Receiving request, ErrorCode code, String message, boolean count)
+    /** Fails a request where the connector cannot tell which blocks are affected: every group's. */
+    private void fail(ReceivingRequest request, ErrorCode code, String message, boolean count)
+    {
+        fail(request, code, message, count, LayoutRules.ALL_GROUPS);
+    }
+
+    /** Fails a request whose failure leaves {@code groups} undefined, and what {@link ReceivingRequest#invalidate} adds. */
+    private void fail(ReceivingRequest request, ErrorCode code, String message, boolean count, long groups)
     {
         if (request.ended) {
             return;
         }
+        request.invalidate(groups, transfers);
         request.ended = true;
         request.failure = code;
         request.failureMessage = message;
@@ -548,19 +554,22 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
     }
 
-    private void reportFailure(Receiving request)
+    private void reportFailure(ReceivingRequest request)
     {
         if (requests.remove(request.id) == request) {
             active.remove(request.id);
-            failed.add(new ReceiveFailure(request.id, request.failure, request.failureMessage, request.blocks, settings.failurePolicy(), 0));
+            request.tracker.state(RequestState.FAILED);
+            failed.add(InvalidBlocks.failure(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.invalidGroups,
+                    settings.failurePolicy()));
         }
     }
 
-    private void receivedAll(Receiving request)
+    private void receivedAll(ReceivingRequest request)
     {
         request.ended = true;
         if (requests.remove(request.id) == request) {
             active.remove(request.id);
+            request.tracker.state(RequestState.COMPLETED);
             received.add(request.id);
         }
     }
@@ -573,7 +582,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         long next = Long.MAX_VALUE;
         Map<Peer, List<String>> heartbeats = null;
-        for (Receiving request : List.copyOf(requests.values())) {
+        for (ReceivingRequest request : List.copyOf(requests.values())) {
             if (request.ended) {
                 continue;
             }
@@ -582,7 +591,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                         + settings.transferTimeout()
                         : "no write from " + (request.writers.size() - request.writersDone.size()) + " of " + request.writers.size()
                                 + " producer ranks within registrationTimeout=" + settings.registrationTimeout();
-                fail(request, ErrorCode.DEADLINE_EXCEEDED, what, true);
+                // before posting nothing is known; after it, push marks the writers that did not report
+                fail(request, ErrorCode.DEADLINE_EXCEEDED, what, true, request.posted ? 0 : LayoutRules.ALL_GROUPS);
                 continue;
             }
             if (request.stages != null && !request.producerRequestId.isEmpty() && now - request.nextHeartbeat >= 0) {

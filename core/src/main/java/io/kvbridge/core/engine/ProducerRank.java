@@ -8,6 +8,8 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.RequestState;
+import io.kvbridge.api.RequestView;
 import io.kvbridge.api.RequestIds;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferParams;
@@ -54,6 +56,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
     private final ConcurrentLinkedQueue<FreedRequest> freed = new ConcurrentLinkedQueue<>();
+    private final ConcurrentHashMap<String, RequestTracker> trackers = new ConcurrentHashMap<>();
+    private final LayoutRules rules;
 
     // worker-confined
     private final Map<String, Held> held = new HashMap<>();
@@ -78,6 +82,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     {
         final String id;
         final int[][] blocks;
+        final RequestTracker tracker;
         long deadline;
         final List<String> doneBy = new ArrayList<>(2);
         final List<String> registrations = new ArrayList<>(1);
@@ -87,11 +92,12 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         boolean failed;
         FreeReason reason;
 
-        Held(String id, int[][] blocks, long deadline)
+        Held(String id, int[][] blocks, long deadline, RequestTracker tracker)
         {
             this.id = id;
             this.blocks = blocks;
             this.deadline = deadline;
+            this.tracker = tracker;
         }
     }
 
@@ -113,6 +119,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         this.stageAddresses = settings.stageSideChannels().isEmpty()
                 ? Collections.nCopies(geometry.rank().ppSize(), ownAddress) : settings.stageSideChannels();
         this.logicalCapacity = logicalCapacities(geometry);
+        this.rules = new LayoutRules(settings);
         this.consumerBlocks = new BlockSelection(geometry.groups().size());
         this.producerBlocks = new BlockSelection(geometry.groups().size());
         start(startWorker);
@@ -171,6 +178,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         checkId(requestId);
         requireNonNull(blocks, "blocks is null");
         checkBlocks(blocks, logicalCapacity, "producer");
+        rules.checkServed(blocks, "producer", name);
         // clocks of other processes are not comparable: only the remaining duration is carried over
         long deadline = now() + Math.max(0, callerDeadlineNanos - callerNowNanos);
         KvBridgeException.checkArgument(active.add(requestId), "request id %s is already held by %s", requestId, name);
@@ -178,7 +186,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         for (int g = 0; g < ids.length; g++) {
             ids[g] = blocks.group(g);
         }
-        enqueue(() -> hold(new Held(requestId, ids, deadline), blocks.isEmpty()));
+        RequestTracker tracker = new RequestTracker(deadline, blocks.total());
+        trackers.put(requestId, tracker);
+        enqueue(() -> hold(new Held(requestId, ids, deadline, tracker), blocks.isEmpty()));
         return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
                 settings.modes(), Math.max(1, settings.leaseDuration().toMillis()));
     }
@@ -205,8 +215,17 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         FreedRequest next;
         while ((next = freed.poll()) != null) {
             result.add(next);
+            RequestTracker.reported(trackers, next.requestId());
         }
         return result;
+    }
+
+    @Override
+    public boolean inspect(String requestId, RequestView into)
+    {
+        requireNonNull(requestId, "requestId is null");
+        requireNonNull(into, "into is null");
+        return RequestTracker.inspect(trackers, requestId, into);
     }
 
     @Override
@@ -230,6 +249,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             return;
         }
         held.put(request.id, request);
+        request.tracker.state(RequestState.HELD);
         ended.remove(request.id);
         heldByBase.put(RequestIds.baseId(request.id), request.id);
         nextLeaseCheck = Math.min(nextLeaseCheck, request.deadline);
@@ -305,6 +325,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             request.doneBy.add(sender);
         }
         request.expected = consumers;
+        request.tracker.progress(request.doneBy.size(), request.expected);
         if (request.doneBy.size() >= request.expected) {
             finish(request, FreeReason.COMPLETED);
         }
@@ -317,6 +338,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             Held request = held.get(id);
             if (request != null && request.reason == null && request.deadline < extended) {
                 request.deadline = extended;
+                request.tracker.deadline(extended);
             }
         }
     }
@@ -418,6 +440,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private void write(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine, Peer peer)
     {
         CacheGeometry consumer = engine.metadata(rank).geometry();
+        rules.checkPeer(consumer, "consumer " + registration.engineId() + " rank " + rank, name);
         List<TransferPlan> plans = plans(remoteKey + "|" + rank, consumer, geometry);
         KvBridgeException.check(!plans.isEmpty(), ErrorCode.PROTOCOL_ERROR, "consumer rank %s asked rank %s to write, but they share no layer", rank,
                 geometry.rank());
@@ -454,6 +477,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
         Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey);
         request.writes.put(transfer, new PushTarget(peer, registration.requestId()));
+        request.tracker.state(RequestState.IN_FLIGHT);
     }
 
     @Override
@@ -501,6 +525,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     /** Reports a finishing request once none of its writes can move data any more. */
     private void settle(Held request)
     {
+        if (request.reason == null && request.writes.isEmpty()) {
+            request.tracker.state(RequestState.HELD);
+        }
         if (request.reason != null && !hasTransfers(request)) {
             if (held.remove(request.id) == request) {
                 heldByBase.remove(RequestIds.baseId(request.id), request.id);
@@ -517,6 +544,12 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             served.remove(key);
         }
         active.remove(request.id);
+        // terminal before the report is queued, so that the poll handing it out drops the tracker
+        request.tracker.state(switch (reason) {
+            case COMPLETED -> RequestState.COMPLETED;
+            case EXPIRED -> RequestState.EXPIRED;
+            case ABORTED -> RequestState.ABORTED;
+        });
         freed.add(new FreedRequest(request.id, reason));
     }
 

@@ -18,6 +18,8 @@ final class Transfer
     // what the transport issued for the descriptor pairs after coalescing
     final int operations;
     final RemoteEngines.InFlight mark;
+    // consumer: the cache groups whose blocks this transfer writes, as a mask (LayoutRules.groupsWritten)
+    long groups = LayoutRules.ALL_GROUPS;
 
     Transfer(long handle, Object owner, long postedNanos, long postDurationNanos, long deadlineNanos, long bytes, int descriptors,
             int operations, RemoteEngines.InFlight mark)

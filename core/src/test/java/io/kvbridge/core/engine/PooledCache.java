@@ -98,6 +98,12 @@ final class PooledCache
     /** Visits the request's pages of every layer this stage holds; {@code ids[g]} are group g's blocks. */
     private void forEachPage(int[][] ids, PageAction action)
     {
+        forEachPage(ids, new int[ids.length], action);
+    }
+
+    /** As above, block {@code p} of group g holding the request's position {@code firstPosition[g] + p}. */
+    private void forEachPage(int[][] ids, int[] firstPosition, PageAction action)
+    {
         for (int l = 0; l < LAYERS; l++) {
             MemorySegment pool = poolOfLayer.get(name(l));
             if (pool == null) {
@@ -105,7 +111,7 @@ final class PooledCache
             }
             int[] blocks = ids[groupOf(l)];
             for (int position = 0; position < blocks.length; position++) {
-                action.apply(pool, l, position, blocks[position]);
+                action.apply(pool, l, firstPosition[groupOf(l)] + position, blocks[position]);
             }
         }
     }
@@ -128,9 +134,15 @@ final class PooledCache
      */
     long mismatches(int request, int[][] ids)
     {
+        return mismatches(request, ids, new int[ids.length]);
+    }
+
+    /** As {@link #mismatches(int, int[][])}, block {@code p} of group g holding the request's position {@code firstPosition[g] + p}. */
+    long mismatches(int request, int[][] ids, int[] firstPosition)
+    {
         long wrong = 0;
         Map<MemorySegment, Map<Integer, Integer>> written = new HashMap<>();
-        forEachPage(ids, (pool, layer, position, block) -> written.computeIfAbsent(pool, ignored -> new HashMap<>()).put(block, layer * 100_000 + position));
+        forEachPage(ids, firstPosition, (pool, layer, position, block) -> written.computeIfAbsent(pool, ignored -> new HashMap<>()).put(block, layer * 100_000 + position));
         for (MemorySegment pool : pools) {
             Map<Integer, Integer> pages = written.getOrDefault(pool, Map.of());
             for (int block = 0; block < pool.byteSize() / PAGE_BYTES; block++) {

@@ -34,25 +34,38 @@ final class TestCache
     static final int HEAD_BYTES = 64;
 
     final CacheGeometry geometry;
+    final ModelCacheSpec spec;
     final List<MemorySegment> layers = new ArrayList<>();
     final long rankBlockBytes;
     final boolean mla;
 
-    record Shape(int layers, List<Integer> stageLayerCounts, int capacity, boolean mla, Set<Integer> deviceLayers)
+    /** {@code groupOfLayer} empty: one cache group; else layer l belongs to full-attention group {@code groupOfLayer[l]} of {@code groups}. */
+    record Shape(int layers, List<Integer> stageLayerCounts, int capacity, boolean mla, Set<Integer> deviceLayers, int groups,
+            List<Integer> groupOfLayer)
     {
         static Shape of(int layers, int capacity, boolean mla)
         {
-            return new Shape(layers, List.of(layers), capacity, mla, Set.of());
+            return new Shape(layers, List.of(layers), capacity, mla, Set.of(), 1, List.of());
         }
 
         Shape stages(Integer... counts)
         {
-            return new Shape(layers, List.of(counts), capacity, mla, deviceLayers);
+            return new Shape(layers, List.of(counts), capacity, mla, deviceLayers, groups, groupOfLayer);
         }
 
         Shape onDevice(Integer... deviceLayerIndices)
         {
-            return new Shape(layers, stageLayerCounts, capacity, mla, Set.of(deviceLayerIndices));
+            return new Shape(layers, stageLayerCounts, capacity, mla, Set.of(deviceLayerIndices), groups, groupOfLayer);
+        }
+
+        Shape groups(int count, Integer... groupOfEachLayer)
+        {
+            return new Shape(layers, stageLayerCounts, capacity, mla, deviceLayers, count, List.of(groupOfEachLayer));
+        }
+
+        int groupOf(int layer)
+        {
+            return groupOfLayer.isEmpty() ? 0 : groupOfLayer.get(layer);
         }
     }
 
@@ -61,13 +74,17 @@ final class TestCache
         this.mla = shape.mla();
         ModelIdentity identity = new ModelIdentity("test/engine-" + shape.layers(), "bfloat16", "bfloat16", mla ? 1 : KV_HEADS, HEAD_BYTES / 2,
                 shape.layers(), false);
-        CacheGroup group = mla ? new CacheGroup(0, GroupKind.MLA, 0, 1, HEAD_BYTES / 2) : new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, KV_HEADS,
-                HEAD_BYTES / 2);
+        List<CacheGroup> groups = new ArrayList<>();
+        for (int g = 0; g < shape.groups(); g++) {
+            groups.add(mla ? new CacheGroup(g, GroupKind.MLA, 0, 1, HEAD_BYTES / 2) : new CacheGroup(g, GroupKind.FULL_ATTENTION, 0, KV_HEADS,
+                    HEAD_BYTES / 2));
+        }
         List<LayerSpec> specs = new ArrayList<>();
         for (int l = 0; l < shape.layers(); l++) {
-            specs.add(new LayerSpec(layerName(l), 0));
+            specs.add(new LayerSpec(layerName(l), shape.groupOf(l)));
         }
-        ModelCacheSpec spec = new ModelCacheSpec(identity, 16, 1, List.of(group), specs, shape.stageLayerCounts());
+        ModelCacheSpec spec = new ModelCacheSpec(identity, 16, 1, groups, specs, shape.stageLayerCounts());
+        this.spec = spec;
         this.rankBlockBytes = mla ? HEAD_BYTES : (long) Math.max(1, KV_HEADS / rank.tpSize()) * HEAD_BYTES;
         List<Allocation> allocations = new ArrayList<>();
         List<Region> regions = new ArrayList<>();
@@ -78,11 +95,11 @@ final class TestCache
             layers.add(segment);
             MemoryKind kind = shape.deviceLayers().contains(index) ? MemoryKind.DEVICE : MemoryKind.HOST;
             allocations.add(new Allocation(segment.address(), segment.byteSize(), kind, 0));
-            regions.add(new Region(layer.name(), segment.address(), rankBlockBytes, rankBlockBytes, shape.capacity(), 0, kind, 0,
+            regions.add(new Region(layer.name(), segment.address(), rankBlockBytes, rankBlockBytes, shape.capacity(), layer.groupId(), kind, 0,
                     mla ? SplitClass.REPLICATE : SplitClass.SPLIT, List.of(layer.name()), List.of()));
         }
         this.firstLayer = start;
-        this.geometry = new CacheGeometry("per-layer", rank, identity, 16, 1, List.of(group), allocations, regions);
+        this.geometry = new CacheGeometry("per-layer", rank, identity, 16, 1, groups, allocations, regions);
     }
 
     private final int firstLayer;

@@ -285,7 +285,9 @@ final class MlaCacheLayout implements CacheLayout
     /**
      * Packed peers must agree on every block dimension (a whole row moves as one descriptor, so
      * nothing can be converted); peers where neither side is packed pair at any TP size, because
-     * the latent is replicated.
+     * the latent is replicated. When either side is one of several pipeline stages its rows pack
+     * only that stage's layers, so rows differ by construction and layers pair by name through the
+     * members' offsets: then only the block size must agree.
      */
     @Override
     public Optional<String> incompatibility(CacheGeometry local, CacheGeometry peer)
@@ -296,6 +298,11 @@ final class MlaCacheLayout implements CacheLayout
         boolean peerPacked = peer.regions().stream().anyMatch(Region::packed);
         if (!localPacked && !peerPacked) {
             return Optional.empty();
+        }
+        if (local.rank().ppSize() > 1 || peer.rank().ppSize() > 1) {
+            return local.blockTokens() == peer.blockTokens() && local.kernelBlocksPerLogical() == peer.kernelBlocksPerLogical() ? Optional.empty()
+                    : Optional.of(PackedMlaDescriptor.packedPeerMessage("blockTokens: local=" + local.blockTokens() + " peer=" + peer.blockTokens()
+                            + ", kernelBlocksPerLogical: local=" + local.kernelBlocksPerLogical() + " peer=" + peer.kernelBlocksPerLogical()));
         }
         Optional<String> difference = PackedMlaDescriptor.firstBlockGeometryDifference(local, peer);
         if (difference.isEmpty() && localPacked != peerPacked) {

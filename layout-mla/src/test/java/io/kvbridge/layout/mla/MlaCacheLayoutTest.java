@@ -224,6 +224,21 @@ final class MlaCacheLayoutTest
     }
 
     @Test
+    void aPipelineStagePacksOnlyItsLayersAndPairsByNameWithAWholeEngine()
+    {
+        CacheLayout layout = layout("packed");
+        CacheGeometry whole = layout.describe(MlaModels.spec(4, List.of(4)), CacheMemory.of(List.of(allocate(4 * 4 * PAGE))), Rank.single());
+        ModelCacheSpec staged = MlaModels.spec(4, List.of(2, 2));
+        CacheGeometry stage = layout.describe(staged, CacheMemory.of(List.of(allocate(4 * 2 * PAGE))), new Rank(0, 2, 0, 1));
+        assertTrue(whole.regions().getFirst().stride() != stage.regions().getFirst().stride(), "the stage's rows are narrower");
+        assertEquals(Optional.empty(), layout.incompatibility(whole, stage));
+        assertEquals(Optional.empty(), layout.incompatibility(stage, whole));
+        CacheGeometry kernelSplit = new CacheGeometry(stage.layoutName(), stage.rank(), stage.model(), stage.blockTokens(), 2, stage.groups(),
+                stage.allocations(), stage.regions());
+        assertTrue(layout.incompatibility(whole, kernelSplit).orElseThrow().contains("kernelBlocksPerLogical: local=1 peer=2"));
+    }
+
+    @Test
     void packedPeersMustHaveIdenticalBlockGeometry()
     {
         ModelCacheSpec spec = MlaModels.spec(4, List.of(4));

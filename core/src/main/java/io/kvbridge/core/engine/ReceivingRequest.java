@@ -1,0 +1,104 @@
+package io.kvbridge.core.engine;
+
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
+import io.kvbridge.core.planner.TransferPlan;
+import io.kvbridge.core.sidechannel.RemoteEngine;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.transfer.Peer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** A request a {@link ConsumerRank} is receiving; confined to its worker, except the tracker. */
+final class ReceivingRequest
+{
+    /** One producer stage as a request sees it. */
+    record Stage(int ppRank, String remoteKey, RemoteEngine engine, List<Integer> targets, List<TransferPlan> plans, int consumers)
+    {
+    }
+
+    /** A producer rank asked to write a push request: the consumers it is told about, the groups it writes. */
+    record Writer(int consumers, long groups)
+    {
+    }
+
+    final String id;
+    final TransferParams params;
+    final TransferMode mode;
+    // as the engine gave them, and as exchanged (each group's trailing blocks its layout exchanges)
+    final BlockIds blocks;
+    final BlockIds exchanged;
+    final int[][] ids;
+    final RequestTracker tracker;
+    // the groups whose blocks a failure leaves undefined
+    long invalidGroups;
+    int transfersPosted;
+    int transfersDone;
+    final Map<String, RemoteEngine> engines = new HashMap<>();
+    String producerRequestId;
+    int pendingHandshakes;
+    Stage[] stages;
+    boolean posted;
+    boolean ended;
+    ErrorCode failure;
+    String failureMessage;
+    long deadline;
+    long nextHeartbeat;
+    final long heartbeatNanos;
+    // pull: completions sent once every split READ succeeded
+    final List<Peer> parked = new ArrayList<>(1);
+    // push: writer agent -> what it writes; writers done -> producer request id to acknowledge
+    final Map<String, Writer> writers = new LinkedHashMap<>();
+    final Map<String, String> writersDone = new HashMap<>();
+
+    ReceivingRequest(String id, TransferParams params, TransferMode mode, BlockIds blocks, LayoutRules rules, RequestTracker tracker)
+    {
+        this.id = id;
+        this.params = params;
+        this.mode = mode;
+        this.blocks = blocks;
+        this.ids = rules.exchangedIds(blocks);
+        this.exchanged = LayoutRules.clipped(blocks, ids) ? BlockIds.of(ids) : blocks;
+        this.tracker = tracker;
+        tracker.blocks(exchanged.total());
+        this.producerRequestId = params.requestId();
+        this.heartbeatNanos = Math.max(1, params.leaseMillis() / 6) * 1_000_000L;
+    }
+
+    /** The groups written by the plans a failed post leaves unposted: this one and every later one. */
+    long groupsFrom(LayoutRules rules, int stageIndex, int planIndex)
+    {
+        long groups = 0;
+        for (int s = stageIndex; s < stages.length; s++) {
+            List<TransferPlan> plans = stages[s].plans();
+            for (int p = s == stageIndex ? planIndex : 0; p < plans.size(); p++) {
+                groups |= rules.groupsWritten(plans.get(p));
+            }
+        }
+        return groups;
+    }
+
+    /**
+     * Marks what a failure leaves undefined: {@code groups} (what the failing part would have
+     * written), every group an in-flight transfer of the request writes (it is cancelled, so possibly
+     * half written) and, in push, every group of a writer that has not reported its data in place.
+     */
+    void invalidate(long groups, List<Transfer> inFlight)
+    {
+        invalidGroups |= groups;
+        for (Transfer transfer : inFlight) {
+            if (transfer.owner == this) {
+                invalidGroups |= transfer.groups;
+            }
+        }
+        for (Map.Entry<String, Writer> writer : writers.entrySet()) {
+            if (!writersDone.containsKey(writer.getKey())) {
+                invalidGroups |= writer.getValue().groups();
+            }
+        }
+    }
+}
