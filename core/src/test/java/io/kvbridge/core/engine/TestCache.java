@@ -24,7 +24,9 @@ import java.util.Set;
 /**
  * One rank's KV cache in real off-heap memory: one allocation and one region per layer the rank's
  * stage owns. A layer listed in {@code deviceLayers} is declared device memory (host-backed, for the
- * {@code local} transport's simulate-device mode). Bytes are derived from (request, layer, position
+ * {@code local} transport's simulate-device mode). A layer listed in {@code latentLayers} of an
+ * attention model is an MLA layer of a second cache group (group 1, replicated), as in a model
+ * mixing MLA with ordinary attention. Bytes are derived from (request, layer, position
  * of the block in the request, byte offset in the whole block across tensor-parallel ranks), so a
  * misplaced, missing or stale byte is found.
  */
@@ -37,22 +39,31 @@ final class TestCache
     final List<MemorySegment> layers = new ArrayList<>();
     final long rankBlockBytes;
     final boolean mla;
+    // per owned layer: whether it is replicated (MLA), and its bytes per block on this rank
+    private final List<Boolean> latent = new ArrayList<>();
+    private final List<Long> layerBlockBytes = new ArrayList<>();
 
-    record Shape(int layers, List<Integer> stageLayerCounts, int capacity, boolean mla, Set<Integer> deviceLayers)
+    record Shape(int layers, List<Integer> stageLayerCounts, int capacity, boolean mla, Set<Integer> deviceLayers, Set<Integer> latentLayers)
     {
         static Shape of(int layers, int capacity, boolean mla)
         {
-            return new Shape(layers, List.of(layers), capacity, mla, Set.of());
+            return new Shape(layers, List.of(layers), capacity, mla, Set.of(), Set.of());
         }
 
         Shape stages(Integer... counts)
         {
-            return new Shape(layers, List.of(counts), capacity, mla, deviceLayers);
+            return new Shape(layers, List.of(counts), capacity, mla, deviceLayers, latentLayers);
         }
 
         Shape onDevice(Integer... deviceLayerIndices)
         {
-            return new Shape(layers, stageLayerCounts, capacity, mla, Set.of(deviceLayerIndices));
+            return new Shape(layers, stageLayerCounts, capacity, mla, Set.of(deviceLayerIndices), latentLayers);
+        }
+
+        /** The given layers of an attention model become MLA layers of a second cache group. */
+        Shape withLatent(Integer... latentLayerIndices)
+        {
+            return new Shape(layers, stageLayerCounts, capacity, false, deviceLayers, Set.of(latentLayerIndices));
         }
     }
 
@@ -63,26 +74,32 @@ final class TestCache
                 shape.layers(), false);
         CacheGroup group = mla ? new CacheGroup(0, GroupKind.MLA, 0, 1, HEAD_BYTES / 2) : new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, KV_HEADS,
                 HEAD_BYTES / 2);
+        List<CacheGroup> groups = shape.latentLayers().isEmpty() ? List.of(group) : List.of(group, new CacheGroup(1, GroupKind.MLA, 0, 1,
+                HEAD_BYTES / 2));
         List<LayerSpec> specs = new ArrayList<>();
         for (int l = 0; l < shape.layers(); l++) {
-            specs.add(new LayerSpec(layerName(l), 0));
+            specs.add(new LayerSpec(layerName(l), shape.latentLayers().contains(l) ? 1 : 0));
         }
-        ModelCacheSpec spec = new ModelCacheSpec(identity, 16, 1, List.of(group), specs, shape.stageLayerCounts());
+        ModelCacheSpec spec = new ModelCacheSpec(identity, 16, 1, groups, specs, shape.stageLayerCounts());
         this.rankBlockBytes = mla ? HEAD_BYTES : (long) Math.max(1, KV_HEADS / rank.tpSize()) * HEAD_BYTES;
         List<Allocation> allocations = new ArrayList<>();
         List<Region> regions = new ArrayList<>();
         int start = spec.stageStart(rank.ppRank());
         for (LayerSpec layer : spec.layersOwnedBy(rank)) {
             int index = specs.indexOf(layer);
-            MemorySegment segment = arena.allocate(rankBlockBytes * shape.capacity(), 64);
+            boolean replicated = mla || layer.groupId() == 1;
+            long blockBytes = replicated ? HEAD_BYTES : rankBlockBytes;
+            latent.add(replicated);
+            layerBlockBytes.add(blockBytes);
+            MemorySegment segment = arena.allocate(blockBytes * shape.capacity(), 64);
             layers.add(segment);
             MemoryKind kind = shape.deviceLayers().contains(index) ? MemoryKind.DEVICE : MemoryKind.HOST;
             allocations.add(new Allocation(segment.address(), segment.byteSize(), kind, 0));
-            regions.add(new Region(layer.name(), segment.address(), rankBlockBytes, rankBlockBytes, shape.capacity(), 0, kind, 0,
-                    mla ? SplitClass.REPLICATE : SplitClass.SPLIT, List.of(layer.name()), List.of()));
+            regions.add(new Region(layer.name(), segment.address(), blockBytes, blockBytes, shape.capacity(), layer.groupId(), kind, 0,
+                    replicated ? SplitClass.REPLICATE : SplitClass.SPLIT, List.of(layer.name()), List.of()));
         }
         this.firstLayer = start;
-        this.geometry = new CacheGeometry("per-layer", rank, identity, 16, 1, List.of(group), allocations, regions);
+        this.geometry = new CacheGeometry("per-layer", rank, identity, 16, 1, groups, allocations, regions);
     }
 
     private final int firstLayer;
@@ -92,9 +109,9 @@ final class TestCache
         return "model.layers." + layer + ".self_attn";
     }
 
-    private long rankOffset()
+    private long rankOffset(int layer)
     {
-        return mla ? 0 : rankBlockBytes * geometry.rank().tpRank();
+        return latent.get(layer) ? 0 : rankBlockBytes * geometry.rank().tpRank();
     }
 
     static byte expected(int seed, int layer, int position, long offset)
@@ -106,10 +123,11 @@ final class TestCache
     void fill(int seed, int[] blocks)
     {
         for (int l = 0; l < layers.size(); l++) {
+            long blockBytes = layerBlockBytes.get(l);
             for (int position = 0; position < blocks.length; position++) {
-                long base = (long) blocks[position] * rankBlockBytes;
-                for (long o = 0; o < rankBlockBytes; o++) {
-                    layers.get(l).set(ValueLayout.JAVA_BYTE, base + o, expected(seed, firstLayer + l, position, rankOffset() + o));
+                long base = (long) blocks[position] * blockBytes;
+                for (long o = 0; o < blockBytes; o++) {
+                    layers.get(l).set(ValueLayout.JAVA_BYTE, base + o, expected(seed, firstLayer + l, position, rankOffset(l) + o));
                 }
             }
         }
@@ -120,11 +138,12 @@ final class TestCache
     {
         int skipped = producerBlocks - blocks.length;
         for (int l = 0; l < layers.size(); l++) {
+            long blockBytes = layerBlockBytes.get(l);
             for (int position = 0; position < blocks.length; position++) {
-                long base = (long) blocks[position] * rankBlockBytes;
-                for (long o = 0; o < rankBlockBytes; o++) {
+                long base = (long) blocks[position] * blockBytes;
+                for (long o = 0; o < blockBytes; o++) {
                     byte actual = layers.get(l).get(ValueLayout.JAVA_BYTE, base + o);
-                    byte wanted = expected(seed, firstLayer + l, skipped + position, rankOffset() + o);
+                    byte wanted = expected(seed, firstLayer + l, skipped + position, rankOffset(l) + o);
                     if (actual != wanted) {
                         assertEquals(wanted, actual, "request " + seed + " layer " + (firstLayer + l) + " block " + blocks[position] + " offset " + o);
                     }
@@ -144,5 +163,13 @@ final class TestCache
     static BlockIds ids(int... blocks)
     {
         return BlockIds.of(blocks);
+    }
+
+    /** The same block ids for every cache group of this cache. */
+    BlockIds idsPerGroup(int... blocks)
+    {
+        int[][] groups = new int[geometry.groups().size()][];
+        java.util.Arrays.fill(groups, blocks);
+        return BlockIds.of(groups);
     }
 }
