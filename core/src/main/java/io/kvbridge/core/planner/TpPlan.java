@@ -18,6 +18,10 @@ import java.util.List;
  * replicated and several remote ranks hold the same head: only the first of each is read (GQA
  * de-duplication).
  *
+ * <p>A plan reads from the remote side; in push the producer writes what the decoder's plan reads,
+ * so its write targets are derived from the decoder ranks' plans ({@link #writeTargets()}), and
+ * every decoder rank is written by exactly the ranks its own plan names as sources.
+ *
  * @param localRank the local tensor-parallel rank.
  * @param localTp the local tensor-parallel size.
  * @param remoteTp the remote tensor-parallel size.
@@ -78,7 +82,7 @@ public record TpPlan(
         int smaller = Math.min(localTp, remoteTp);
         KvBridgeException.check(larger % smaller == 0, ErrorCode.TP_UNSUPPORTED,
                 "local tpSize=%d and remote tpSize=%d do not divide one another (expected: one a multiple of the other, e.g. %d and %d)",
-                localTp, remoteTp, smaller, smaller * Math.max(1, larger / smaller));
+                localTp, remoteTp, smaller, smaller * ((larger + smaller - 1) / smaller));
         int heads = replicated ? 1 : kvHeads;
         if (!replicated) {
             checkHeadsShard(heads, localTp, "local");
@@ -164,6 +168,76 @@ public record TpPlan(
     public int remoteHeads()
     {
         return Math.max(1, kvHeads / remoteTp);
+    }
+
+    /**
+     * Returns the plan a remote rank computes against this side: which ranks of this side it talks
+     * to and reads from.
+     *
+     * @param remoteRank a remote tensor-parallel rank.
+     * @return that rank's plan, with local and remote swapped.
+     */
+    public TpPlan peerPlan(int remoteRank)
+    {
+        checkArgument(remoteRank >= 0 && remoteRank < remoteTp, "remote rank=%d is outside [0, remoteTp=%d)", remoteRank, remoteTp);
+        return compute(remoteRank, remoteTp, localTp, kvHeads, replicated);
+    }
+
+    /**
+     * Returns the remote ranks this rank writes in push, where the local side is the producer: the
+     * handshake targets whose own plan reads from this rank. A decoder with at least as many ranks
+     * reads each rank's blocks from one producer rank, {@code d × producerTp / decoderTp} (the
+     * rank a pull reads), so a producer rank writes every decoder rank it shakes hands with and
+     * replicated (MLA) copies and duplicated heads reach each of them. A decoder with fewer ranks
+     * reads a replicated block from the first producer rank of its group only, and heads from the
+     * first rank holding each: the others write nothing and are released by the registration.
+     *
+     * @return the written remote ranks, ascending; empty when this rank writes none.
+     */
+    public List<Integer> writeTargets()
+    {
+        List<Integer> written = new ArrayList<>(handshakeTargets.size());
+        for (int target : handshakeTargets) {
+            if (peerPlan(target).sources().contains(localRank)) {
+                written.add(target);
+            }
+        }
+        return List.copyOf(written);
+    }
+
+    /**
+     * Returns the slot whose descriptors carry what a written remote rank receives, where the
+     * local side is the producer: the source holding the same heads (for replicated blocks, slot
+     * 0 and the whole block).
+     *
+     * @param remoteRank one of {@link #writeTargets()}.
+     * @return the slot in {@code [0, sources().size())}.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} when this rank does not write that rank.
+     */
+    public int writeSlot(int remoteRank)
+    {
+        checkArgument(writeTargets().contains(remoteRank), "local rank=%d does not write remote rank=%d (it writes %s)", localRank, remoteRank,
+                writeTargets());
+        long head = (long) remoteRank * kvHeads / remoteTp;
+        for (int slot = 0; slot < sources.size(); slot++) {
+            if ((long) sources.get(slot) * kvHeads / remoteTp == head) {
+                return slot;
+            }
+        }
+        throw new IllegalStateException("no source holds head " + head + " of remote rank " + remoteRank + ": " + this);
+    }
+
+    /**
+     * Returns how many ranks of this side write each remote rank in push, where the local side is
+     * the producer: the sources of the remote rank's own plan, which is how many write completions
+     * each decoder rank waits for per producer stage.
+     *
+     * @return 1 when the remote side has at least as many ranks or blocks are replicated; else the
+     *     distinct heads the remote rank reads from this side's ranks.
+     */
+    public int writersPerRemoteRank()
+    {
+        return peerPlan(handshakeTargets.getFirst()).sources().size();
     }
 
     /**

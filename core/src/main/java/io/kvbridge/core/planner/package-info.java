@@ -3,7 +3,8 @@
  * memory is registered, whether the ranks can exchange blocks and exactly which bytes move where.
  *
  * <ul>
- *   <li>{@link io.kvbridge.core.planner.TpPlan}: remote ranks to talk to and read heads from.</li>
+ *   <li>{@link io.kvbridge.core.planner.TpPlan}: remote ranks to talk to and read heads from, and in
+ *       push which of them a producer rank writes.</li>
  *   <li>{@link io.kvbridge.core.planner.TransferPlan}: checked pairing of local and remote regions
  *       ({@link io.kvbridge.core.planner.TransferEntry}), the descriptor lists to prepare once,
  *       and per-request descriptor indices.</li>

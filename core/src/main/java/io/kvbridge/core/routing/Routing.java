@@ -43,8 +43,8 @@ public final class Routing
     }
 
     /**
-     * Routes a local rank to one rank of a peer engine and checks the plan, including what the push
-     * direction can express.
+     * Routes a local rank to one rank of a peer engine and checks the plan. In {@code PUSH} the local
+     * producer rank writes the remote ranks of {@link TpPlan#writeTargets()}.
      *
      * @param layers the model's layers in model order, with global names and groups (the
      *     {@code layers()} of either engine's {@link io.kvbridge.spi.geometry.ModelCacheSpec}).
@@ -60,13 +60,15 @@ public final class Routing
         return checked(TransferPlan.pair(local, remote, route(layers, local, remote).entries()), mode);
     }
 
-    /** Applies the checks of the transfer direction to a plan. */
+    /**
+     * Applies the checks of the transfer direction to a plan. Push needs none beyond the plan's: a
+     * producer-side plan writes every decoder rank whose own plan reads from it
+     * ({@link TpPlan#writeTargets()}, each with the bytes of {@link TpPlan#writeSlot(int)}), so
+     * no decoder rank is left stale, replicated (MLA) copies and duplicated heads included.
+     */
     static TransferPlan checked(TransferPlan plan, TransferMode mode)
     {
         requireNonNull(mode, "mode is null");
-        if (mode == TransferMode.PUSH) {
-            checkPushable(plan);
-        }
         return plan;
     }
 
@@ -305,25 +307,6 @@ public final class Routing
         if (entries == 0) {
             throw failure(ErrorCode.ROUTING_FAILED, "no transfer entries between local rank %s (%d regions) and remote rank %s (%d regions): nothing would be moved",
                     local.rank(), local.regions().size(), remote.rank(), remote.regions().size());
-        }
-    }
-
-    /**
-     * A producer pushes only to the remote ranks it would read from; the remote ranks it exchanges
-     * metadata with but does not write would keep stale blocks. That happens when the peer has more
-     * ranks than this side and keeps copies: replicated (MLA) blocks, or heads replicated because the
-     * peer has more ranks than KV heads.
-     */
-    private static void checkPushable(TransferPlan plan)
-    {
-        TpPlan tp = plan.tpPlan();
-        if (!tp.sources().equals(tp.handshakeTargets())) {
-            List<Integer> stale = new ArrayList<>(tp.handshakeTargets());
-            stale.removeAll(tp.sources());
-            throw failure(ErrorCode.TP_UNSUPPORTED, "push from local tpSize=%d into remote tpSize=%d cannot be expressed: rank %d would write remote ranks %s "
-                    + "but not %s, which keep %s and would be left stale; use a producer tpSize at least the consumer's, or pull",
-                    tp.localTp(), tp.remoteTp(), tp.localRank(), tp.sources(), stale,
-                    tp.replicated() ? "copies of the replicated (MLA) blocks" : "copies of heads (kvHeads=" + tp.kvHeads() + ")");
         }
     }
 }

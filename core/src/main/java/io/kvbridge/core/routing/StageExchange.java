@@ -23,8 +23,9 @@ import java.util.function.IntFunction;
  *
  * <p>From the routing follow which (producer stage, decoder stage) pairs exchange data at all and
  * how many completion notifications each side waits for: the sum, over the stages it exchanges
- * with, of the peer ranks that address each of its ranks ({@link
- * io.kvbridge.core.planner.TpPlan#localConsumers()} of each pair's plan). Without decode-side
+ * with, of the peer ranks that address each of its ranks (in pull {@link
+ * io.kvbridge.core.planner.TpPlan#localConsumers()} of each pair's plan, in push the producer ranks
+ * that write it, {@link io.kvbridge.core.planner.TpPlan#writersPerRemoteRank()}). Without decode-side
  * pipeline parallelism this is the familiar "producer stages times producers per consumer"; with
  * it, a decoder stage counts only the producer stages that own some of its layers.
  *
@@ -230,7 +231,9 @@ public final class StageExchange
 
     /**
      * Returns how many completion notifications each rank of a decoder stage waits for in push:
-     * one from every producer rank that writes it, over every producer stage that owns some of its
+     * one from every producer rank that writes it ({@link
+     * io.kvbridge.core.planner.TpPlan#writersPerRemoteRank()}: 1 when the decoder has at least as
+     * many ranks or the blocks are replicated), over every producer stage that owns some of its
      * layers.
      *
      * @param decoderStage a decoder stage.
@@ -240,7 +243,12 @@ public final class StageExchange
     public int expectedWriteNotifications(int decoderStage)
     {
         checkMode(TransferMode.PUSH, "expectedWriteNotifications");
-        return consumers(producersOf(decoderStage), p -> plans[p][decoderStage]);
+        int count = 0;
+        for (int producer : producersOf(decoderStage)) {
+            // the producer ranks of that stage whose write targets include a decoder rank: its own plan's sources
+            count += plans[producer][decoderStage].tpPlan().writersPerRemoteRank();
+        }
+        return count;
     }
 
     /**

@@ -24,7 +24,9 @@ import java.util.Set;
 /**
  * One rank's KV cache in real off-heap memory: one allocation and one region per layer the rank's
  * stage owns. A layer listed in {@code deviceLayers} is declared device memory (host-backed, for the
- * {@code local} transport's simulate-device mode). Bytes are derived from (request, layer, position
+ * {@code local} transport's simulate-device mode). A layer listed in {@code latentLayers} of an
+ * attention model is an MLA layer of a second cache group (group 1, replicated), as in a model
+ * mixing MLA with ordinary attention. Bytes are derived from (request, layer, position
  * of the block in the request, byte offset in the whole block across tensor-parallel ranks), so a
  * misplaced, missing or stale byte is found.
  */
@@ -38,33 +40,48 @@ final class TestCache
     final List<MemorySegment> layers = new ArrayList<>();
     final long rankBlockBytes;
     final boolean mla;
+    // per owned layer: whether it is replicated (MLA), and its bytes per block on this rank
+    private final List<Boolean> latent = new ArrayList<>();
+    private final List<Long> layerBlockBytes = new ArrayList<>();
 
-    /** {@code groupOfLayer} empty: one cache group; else layer l belongs to full-attention group {@code groupOfLayer[l]} of {@code groups}. */
+    /**
+     * {@code groupOfLayer} empty: one cache group; else layer l belongs to full-attention group {@code groupOfLayer[l]} of {@code groups}.
+     * {@code latentLayers} become MLA layers of one more group, after the attention groups.
+     */
     record Shape(int layers, List<Integer> stageLayerCounts, int capacity, boolean mla, Set<Integer> deviceLayers, int groups,
-            List<Integer> groupOfLayer)
+            List<Integer> groupOfLayer, Set<Integer> latentLayers)
     {
         static Shape of(int layers, int capacity, boolean mla)
         {
-            return new Shape(layers, List.of(layers), capacity, mla, Set.of(), 1, List.of());
+            return new Shape(layers, List.of(layers), capacity, mla, Set.of(), 1, List.of(), Set.of());
         }
 
         Shape stages(Integer... counts)
         {
-            return new Shape(layers, List.of(counts), capacity, mla, deviceLayers, groups, groupOfLayer);
+            return new Shape(layers, List.of(counts), capacity, mla, deviceLayers, groups, groupOfLayer, latentLayers);
         }
 
         Shape onDevice(Integer... deviceLayerIndices)
         {
-            return new Shape(layers, stageLayerCounts, capacity, mla, Set.of(deviceLayerIndices), groups, groupOfLayer);
+            return new Shape(layers, stageLayerCounts, capacity, mla, Set.of(deviceLayerIndices), groups, groupOfLayer, latentLayers);
         }
 
         Shape groups(int count, Integer... groupOfEachLayer)
         {
-            return new Shape(layers, stageLayerCounts, capacity, mla, deviceLayers, count, List.of(groupOfEachLayer));
+            return new Shape(layers, stageLayerCounts, capacity, mla, deviceLayers, count, List.of(groupOfEachLayer), latentLayers);
+        }
+
+        /** The given layers of an attention model become MLA layers of a group of their own. */
+        Shape withLatent(Integer... latentLayerIndices)
+        {
+            return new Shape(layers, stageLayerCounts, capacity, false, deviceLayers, groups, groupOfLayer, Set.of(latentLayerIndices));
         }
 
         int groupOf(int layer)
         {
+            if (latentLayers.contains(layer)) {
+                return groups;
+            }
             return groupOfLayer.isEmpty() ? 0 : groupOfLayer.get(layer);
         }
     }
@@ -79,6 +96,9 @@ final class TestCache
             groups.add(mla ? new CacheGroup(g, GroupKind.MLA, 0, 1, HEAD_BYTES / 2) : new CacheGroup(g, GroupKind.FULL_ATTENTION, 0, KV_HEADS,
                     HEAD_BYTES / 2));
         }
+        if (!shape.latentLayers().isEmpty()) {
+            groups.add(new CacheGroup(shape.groups(), GroupKind.MLA, 0, 1, HEAD_BYTES / 2));
+        }
         List<LayerSpec> specs = new ArrayList<>();
         for (int l = 0; l < shape.layers(); l++) {
             specs.add(new LayerSpec(layerName(l), shape.groupOf(l)));
@@ -91,12 +111,16 @@ final class TestCache
         int start = spec.stageStart(rank.ppRank());
         for (LayerSpec layer : spec.layersOwnedBy(rank)) {
             int index = specs.indexOf(layer);
-            MemorySegment segment = arena.allocate(rankBlockBytes * shape.capacity(), 64);
+            boolean replicated = mla || shape.latentLayers().contains(index);
+            long blockBytes = replicated ? HEAD_BYTES : rankBlockBytes;
+            latent.add(replicated);
+            layerBlockBytes.add(blockBytes);
+            MemorySegment segment = arena.allocate(blockBytes * shape.capacity(), 64);
             layers.add(segment);
             MemoryKind kind = shape.deviceLayers().contains(index) ? MemoryKind.DEVICE : MemoryKind.HOST;
             allocations.add(new Allocation(segment.address(), segment.byteSize(), kind, 0));
-            regions.add(new Region(layer.name(), segment.address(), rankBlockBytes, rankBlockBytes, shape.capacity(), layer.groupId(), kind, 0,
-                    mla ? SplitClass.REPLICATE : SplitClass.SPLIT, List.of(layer.name()), List.of()));
+            regions.add(new Region(layer.name(), segment.address(), blockBytes, blockBytes, shape.capacity(), layer.groupId(), kind, 0,
+                    replicated ? SplitClass.REPLICATE : SplitClass.SPLIT, List.of(layer.name()), List.of()));
         }
         this.firstLayer = start;
         this.geometry = new CacheGeometry("per-layer", rank, identity, 16, 1, groups, allocations, regions);
@@ -109,9 +133,9 @@ final class TestCache
         return "model.layers." + layer + ".self_attn";
     }
 
-    private long rankOffset()
+    private long rankOffset(int layer)
     {
-        return mla ? 0 : rankBlockBytes * geometry.rank().tpRank();
+        return latent.get(layer) ? 0 : rankBlockBytes * geometry.rank().tpRank();
     }
 
     static byte expected(int seed, int layer, int position, long offset)
@@ -123,10 +147,11 @@ final class TestCache
     void fill(int seed, int[] blocks)
     {
         for (int l = 0; l < layers.size(); l++) {
+            long blockBytes = layerBlockBytes.get(l);
             for (int position = 0; position < blocks.length; position++) {
-                long base = (long) blocks[position] * rankBlockBytes;
-                for (long o = 0; o < rankBlockBytes; o++) {
-                    layers.get(l).set(ValueLayout.JAVA_BYTE, base + o, expected(seed, firstLayer + l, position, rankOffset() + o));
+                long base = (long) blocks[position] * blockBytes;
+                for (long o = 0; o < blockBytes; o++) {
+                    layers.get(l).set(ValueLayout.JAVA_BYTE, base + o, expected(seed, firstLayer + l, position, rankOffset(l) + o));
                 }
             }
         }
@@ -137,11 +162,12 @@ final class TestCache
     {
         int skipped = producerBlocks - blocks.length;
         for (int l = 0; l < layers.size(); l++) {
+            long blockBytes = layerBlockBytes.get(l);
             for (int position = 0; position < blocks.length; position++) {
-                long base = (long) blocks[position] * rankBlockBytes;
-                for (long o = 0; o < rankBlockBytes; o++) {
+                long base = (long) blocks[position] * blockBytes;
+                for (long o = 0; o < blockBytes; o++) {
                     byte actual = layers.get(l).get(ValueLayout.JAVA_BYTE, base + o);
-                    byte wanted = expected(seed, firstLayer + l, skipped + position, rankOffset() + o);
+                    byte wanted = expected(seed, firstLayer + l, skipped + position, rankOffset(l) + o);
                     if (actual != wanted) {
                         assertEquals(wanted, actual, "request " + seed + " layer " + (firstLayer + l) + " block " + blocks[position] + " offset " + o);
                     }
@@ -161,5 +187,13 @@ final class TestCache
     static BlockIds ids(int... blocks)
     {
         return BlockIds.of(blocks);
+    }
+
+    /** The same block ids for every cache group of this cache. */
+    BlockIds idsPerGroup(int... blocks)
+    {
+        int[][] groups = new int[geometry.groups().size()][];
+        java.util.Arrays.fill(groups, blocks);
+        return BlockIds.of(groups);
     }
 }

@@ -90,9 +90,60 @@ final class TpPlanTest
     }
 
     @Test
+    void pushWritesEveryDecoderRankFromTheProducerRankItsPullWouldRead()
+    {
+        // local = producer. MLA TP 1 into TP 4: one rank writes all four copies
+        TpPlan single = TpPlan.compute(0, 1, 4, 1, true);
+        assertEquals(List.of(0, 1, 2, 3), single.writeTargets());
+        assertEquals(0, single.writeSlot(3));
+        assertEquals(1, single.writersPerRemoteRank());
+        // TP 2 into TP 4: decoder rank d from producer rank d / 2
+        assertEquals(List.of(0, 1), TpPlan.compute(0, 2, 4, 1, true).writeTargets());
+        assertEquals(List.of(2, 3), TpPlan.compute(1, 2, 4, 1, true).writeTargets());
+        // TP 4 into TP 1: the decoder reads one replica, so only rank 0 writes
+        assertEquals(List.of(0), TpPlan.compute(0, 4, 1, 1, true).writeTargets());
+        assertEquals(List.of(), TpPlan.compute(3, 4, 1, 1, true).writeTargets());
+        assertEquals(1, TpPlan.compute(3, 4, 1, 1, true).writersPerRemoteRank());
+        assertError(ErrorCode.INVALID_ARGUMENT, () -> TpPlan.compute(3, 4, 1, 1, true).writeSlot(0), "local rank=3 does not write remote rank=0");
+        // 4 heads into 8 decoder ranks: heads are duplicated and each copy gets the slice of its head
+        TpPlan heads = TpPlan.compute(0, 1, 8, 4, false);
+        assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7), heads.writeTargets());
+        assertEquals(List.of(0, 2, 4, 6), heads.sources());
+        assertEquals(List.of(0, 0, 1, 1, 2, 2, 3, 3), heads.writeTargets().stream().map(heads::writeSlot).toList());
+        // 2 heads over 4 producer ranks into 1: one writer per distinct head
+        assertEquals(2, TpPlan.compute(0, 4, 1, 2, false).writersPerRemoteRank());
+        assertEquals(List.of(), TpPlan.compute(1, 4, 1, 2, false).writeTargets());
+    }
+
+    @Test
+    void pushLeavesNoDecoderRankUnwrittenAndWritesNoneTwice()
+    {
+        for (boolean replicated : new boolean[] {true, false}) {
+            for (int heads : replicated ? new int[] {1} : new int[] {1, 2, 4, 8}) {
+                for (int producerTp : new int[] {1, 2, 4, 8}) {
+                    for (int consumerTp : new int[] {1, 2, 4, 8}) {
+                        int[] writers = new int[consumerTp];
+                        for (int p = 0; p < producerTp; p++) {
+                            for (int d : TpPlan.compute(p, producerTp, consumerTp, heads, replicated).writeTargets()) {
+                                writers[d]++;
+                            }
+                        }
+                        String what = "replicated=" + replicated + " heads=" + heads + " tp " + producerTp + " -> " + consumerTp;
+                        int expected = TpPlan.compute(0, producerTp, consumerTp, heads, replicated).writersPerRemoteRank();
+                        for (int d = 0; d < consumerTp; d++) {
+                            assertEquals(TpPlan.compute(d, consumerTp, producerTp, heads, replicated).sources().size(), writers[d], what + " rank " + d);
+                            assertEquals(expected, writers[d], what + " rank " + d);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void inexpressibleSizesAreRejectedWithTheReason()
     {
-        assertError(ErrorCode.TP_UNSUPPORTED, () -> TpPlan.compute(0, 3, 2, 12, false), "local tpSize=3", "remote tpSize=2", "do not divide");
+        assertError(ErrorCode.TP_UNSUPPORTED, () -> TpPlan.compute(0, 3, 2, 12, false), "local tpSize=3", "remote tpSize=2", "do not divide", "e.g. 2 and 4");
         assertError(ErrorCode.TP_UNSUPPORTED, () -> TpPlan.compute(0, 4, 2, 6, false), "local tpSize=4", "kvHeads=6");
         assertError(ErrorCode.TP_UNSUPPORTED, () -> TpPlan.compute(0, 2, 8, 12, false), "remote tpSize=8", "kvHeads=12");
         assertError(ErrorCode.INVALID_ARGUMENT, () -> TpPlan.compute(2, 2, 2, 8, false), "localRank=2");

@@ -258,13 +258,14 @@ final class RoutingTest
     }
 
     @Test
-    void pushRejectsTensorParallelExpansionThatWouldLeaveRanksStale()
+    void pushIntoMoreDecoderRanksWritesEveryCopy()
     {
         List<LayerSpec> latent = List.of(new LayerSpec("m0", 0));
         CacheGeometry producer = Stage.rank(new Rank(0, 2, 0, 1), 1).groups(GroupKind.MLA).region(0x1000, 576, 576, 4, 0, SplitClass.REPLICATE, "m0").build();
         CacheGeometry decoder = Stage.rank(new Rank(0, 1, 1, 2), 1).groups(GroupKind.MLA).region(0x9000, 576, 576, 4, 0, SplitClass.REPLICATE, "m0").build();
-        assertCode(ErrorCode.TP_UNSUPPORTED, () -> Routing.plan(latent, producer, decoder, TransferMode.PUSH),
-                "local tpSize=1 into remote tpSize=2", "would write remote ranks [0] but not [1]", "replicated (MLA)");
+        TransferPlan replicas = Routing.plan(latent, producer, decoder, TransferMode.PUSH);
+        assertEquals(List.of(0, 1), replicas.tpPlan().writeTargets(), "each decoder rank keeps a copy of the latent, so each is written");
+        assertEquals(0, replicas.tpPlan().writeSlot(1));
         assertEquals(1, Routing.plan(latent, decoder, producer, TransferMode.PULL).sourceCount(), "the decoder rank reads its copy itself");
 
         // 8 KV heads over a decoder of 2 ranks: each producer slice goes to its own decoder rank

@@ -13,11 +13,14 @@ import io.kvbridge.api.TransferMode;
 import io.kvbridge.core.planner.TransferEntry;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Rank;
+import io.kvbridge.spi.geometry.SplitClass;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiFunction;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -96,6 +99,26 @@ final class StageExchangeTest
         assertEquals(sorted(names(15, 20)), sorted(exchange.layers(1, 1)));
         assertEquals(2, exchange.expectedWriteNotifications(0));
         assertEquals(2, exchange.expectedWriteNotifications(1));
+    }
+
+    @Test
+    void replicatedBlocksArePushedByOneProducerRankPerDecoderRank()
+    {
+        List<LayerSpec> latent = layers(2, i -> 0);
+        BiFunction<Rank, Long, CacheGeometry> mla = (rank, base) -> Stage.rank(rank, 2).groups(GroupKind.MLA)
+                .region(base, 576, 576, 4, 0, SplitClass.REPLICATE, Stage.name(rank.ppRank())).build();
+        List<CacheGeometry> producers = List.of(mla.apply(new Rank(0, 2, 0, 1), 0x1000L), mla.apply(new Rank(1, 2, 0, 1), 0x2000L));
+        CacheGeometry wideDecoder = Stage.rank(new Rank(0, 1, 3, 4), 2).groups(GroupKind.MLA)
+                .region(0x9000, 576, 576, 4, 0, SplitClass.REPLICATE, Stage.name(0)).region(0xA000, 576, 576, 4, 0, SplitClass.REPLICATE, Stage.name(1)).build();
+        StageExchange intoWider = StageExchange.route(latent, producers, List.of(wideDecoder), TransferMode.PUSH);
+        assertEquals(List.of(0, 1, 2, 3), intoWider.plan(0, 0).tpPlan().writeTargets(), "the one producer rank writes every decoder rank's copy");
+        assertEquals(2, intoWider.expectedWriteNotifications(0), "one write per producer stage");
+
+        List<CacheGeometry> wideProducers = List.of(mla.apply(new Rank(0, 2, 0, 4), 0x1000L), mla.apply(new Rank(1, 2, 0, 4), 0x2000L));
+        CacheGeometry narrowDecoder = Stage.rank(new Rank(0, 1, 0, 1), 2).groups(GroupKind.MLA)
+                .region(0x9000, 576, 576, 4, 0, SplitClass.REPLICATE, Stage.name(0)).region(0xA000, 576, 576, 4, 0, SplitClass.REPLICATE, Stage.name(1)).build();
+        StageExchange intoNarrower = StageExchange.route(latent, wideProducers, List.of(narrowDecoder), TransferMode.PUSH);
+        assertEquals(2, intoNarrower.expectedWriteNotifications(0), "one replica per producer stage is written, not one per producer rank");
     }
 
     @Test

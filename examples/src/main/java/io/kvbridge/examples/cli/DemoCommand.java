@@ -181,6 +181,10 @@ final class DemoCommand implements Callable<Integer>
         if (layout.equals("mla")) {
             check(producerTp >= 1 && producerTp <= 8 && consumerTp >= 1 && consumerTp <= 8, "--producer-tp=%d and --consumer-tp=%d must be in [1, 8]",
                     producerTp, consumerTp);
+            // the latent is replicated, so any sizes pair in both modes as long as one divides the other
+            check(Math.max(producerTp, consumerTp) % Math.min(producerTp, consumerTp) == 0,
+                    "--producer-tp=%d and --consumer-tp=%d must be multiples of one another (for example %d and %d)", producerTp, consumerTp,
+                    Math.min(producerTp, consumerTp), 2 * Math.min(producerTp, consumerTp));
         }
         else {
             check(List.of(1, 2, 4).contains(producerTp) && List.of(1, 2, 4).contains(consumerTp),

@@ -57,7 +57,7 @@ final class KvBridgeCliTest
     /** Reduced demo runs (20 requests, shorter prompts) in every mode and topology the engine supports. */
     @ParameterizedTest
     @ValueSource(strings = {"", "--mode pull", "--mode mixed", "--layout mla", "--layout per-layer", "--producer-tp 2 --consumer-tp 1", "--consumer-pp 2",
-            "--consumer-pp 2 --mode pull", "--layout mla --consumer-tp 2"})
+            "--consumer-pp 2 --mode pull", "--layout mla --consumer-tp 2", "--layout mla --consumer-tp 4", "--layout mla --producer-tp 2 --consumer-tp 4 --mode pull"})
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void reducedDemoMovesAndVerifiesEveryByte(String extra) throws Exception
     {
@@ -70,7 +70,7 @@ final class KvBridgeCliTest
 
     /** The same over UCX with every producer stage and the decoder in a JVM of its own. */
     @ParameterizedTest
-    @ValueSource(strings = {"", "--mode pull --consumer-pp 2", "--mode mixed --layout mla --producer-tp 2"})
+    @ValueSource(strings = {"", "--mode pull --consumer-pp 2", "--mode mixed --layout mla --producer-tp 2", "--layout mla --producer-tp 1 --consumer-tp 4"})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void reducedDemoInSeparateProcessesOverUcx(String extra) throws Exception
     {
@@ -152,6 +152,9 @@ final class KvBridgeCliTest
         CliRun heads = CliRun.of("demo", "--producer-tp", "3");
         assertEquals(2, heads.exitCode());
         assertTrue(heads.err().contains("--producer-tp=3"), heads.err());
+        CliRun uneven = CliRun.of("demo", "--layout", "mla", "--producer-tp", "3", "--consumer-tp", "4");
+        assertEquals(2, uneven.exitCode());
+        assertTrue(uneven.err().contains("--producer-tp=3 and --consumer-tp=4 must be multiples of one another (for example 3 and 6)"), uneven.err());
         CliRun processes = CliRun.of("demo", "--processes");
         assertEquals(2, processes.exitCode());
         assertTrue(processes.err().contains("--processes needs a transport that reaches other processes, and 'local' cannot"), processes.err());
