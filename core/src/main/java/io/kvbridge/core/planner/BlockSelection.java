@@ -258,7 +258,7 @@ public final class BlockSelection
                 if (needed > covering) {
                     throw tooMany(g, needed, covering);
                 }
-                kept = (int) (held - (covering - needed) * m);
+                kept = needed == 0 ? 0 : (int) (held - (covering - needed) * m);
             }
             else {
                 int m = producerBlockTokens / consumerBlockTokens;

@@ -165,8 +165,7 @@ final class PlanScenario
     {
         BlockSelection localBlocks = BlockSelection.of(localIds).expandToKernel(1);
         BlockSelection remoteBlocks = BlockSelection.of(remoteIds).expandToKernel(1);
-        localBlocks.splitForRatio(ratio, remoteBlocks);
-        remoteBlocks.keepLast(localBlocks);
+        plan.alignBlocks(localBlocks, remoteBlocks);
         return new BlockSelection[] {localBlocks, remoteBlocks};
     }
 
@@ -197,7 +196,7 @@ final class PlanScenario
                 Region region = source.regions().get(e);
                 for (int g : groupsOf(e)) {
                     for (int j = 0; j < remoteIds[g].length; j++) {
-                        writeBlock(memory, region.base() + remoteIds[g][j] * region.stride(), e, g, j, source.rank().tpRank(), remoteTp);
+                        writeBlock(memory, region.base() + remoteIds[g][j] * region.stride(), 0, REMOTE_TOKENS, e, g, j, source.rank().tpRank(), remoteTp);
                     }
                 }
             }
@@ -211,30 +210,37 @@ final class PlanScenario
         expected.add(local);
         for (int e = 0; e < local.regions().size(); e++) {
             Region region = local.regions().get(e);
-            long unit = region.blockBytes() / ratio;
             for (int g : groupsOf(e)) {
-                int moved = Math.min(localIds[g].length * ratio, remoteIds[g].length);
-                int skip = remoteIds[g].length - moved;
+                // a consumer that skipped whole blocks of its own skipped ratio producer blocks each
+                int held = remoteIds[g].length;
+                int moved = held - ((held + ratio - 1) / ratio - localIds[g].length) * ratio;
+                int skip = held - moved;
                 for (int q = 0; q < moved; q++) {
-                    long address = region.base() + localIds[g][q / ratio] * region.stride() + (q % ratio) * unit;
-                    writeBlock(expected, address, e, g, skip + q, local.rank().tpRank(), localTp);
+                    long address = region.base() + localIds[g][q / ratio] * region.stride();
+                    writeBlock(expected, address, q % ratio, ratio * REMOTE_TOKENS, e, g, skip + q, local.rank().tpRank(), localTp);
                 }
             }
         }
         return expected;
     }
 
-    private void writeBlock(SimulatedMemory memory, long address, int layer, int group, int chunk, int rank, int tp)
+    /**
+     * Writes one producer block's tokens as sub-block {@code sub} of a block that holds
+     * {@code ratio} of them: heads outermost for head-sharded blocks (each head's tokens
+     * contiguous), tokens outermost for latent ones.
+     */
+    private void writeBlock(SimulatedMemory memory, long address, int sub, int blockTokens, int layer, int group, int chunk, int rank, int tp)
     {
         boolean split = splits[layer] == SplitClass.SPLIT;
         int heads = split ? Math.max(1, kvHeads / tp) : 1;
         int bytes = split ? HEAD_BYTES : LATENT_BYTES;
-        long n = address;
         for (int h = 0; h < heads; h++) {
             int head = split ? globalHead(rank, tp, h) : 0;
             for (int t = 0; t < REMOTE_TOKENS; t++) {
+                long token = (long) sub * REMOTE_TOKENS + t;
+                long at = address + (split ? (long) h * blockTokens * bytes + token * bytes : token * bytes);
                 for (int k = 0; k < bytes; k++) {
-                    memory.put(n++, content(layer, group, head, chunk, t, k));
+                    memory.put(at + k, content(layer, group, head, chunk, t, k));
                 }
             }
         }

@@ -9,6 +9,7 @@ import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.memory.MemoryKind;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -91,19 +92,28 @@ final class PlanValidationTest
         assertEquals(2, inverse.remoteBlockSizeRatio());
         CacheGeometry larger48 = geometry(8, 0, 1).blockTokens(48).region(0x500000, 12288, 12288, 4, -1, SplitClass.SPLIT).build();
         CacheGeometry local32 = geometry(8, 0, 1).blockTokens(32).region(0x100000, 8192, 8192, 4, -1, SplitClass.SPLIT).build();
-        assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local32, larger48), "remote blockTokens=48", "local blockTokens=32");
+        assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local32, larger48), "scheduler blocks of 32 tokens", "ones of 48 tokens",
+                "do not divide one another");
         CacheGeometry local48 = geometry(8, 0, 1).blockTokens(48).region(0x100000, 12288, 12288, 4, -1, SplitClass.SPLIT).build();
-        assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local48, larger), "local blockTokens=48", "remote blockTokens=32");
+        assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local48, larger), "local scheduler blocks of 48 tokens", "ones of 32 tokens");
         CacheGeometry wrongSubBlock = geometry(8, 0, 1).blockTokens(16).region(0x500000, 8192, 8192, 8, -1, SplitClass.SPLIT).build();
         assertError(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(local32, wrongSubBlock), "needs 4096", "blockSizeRatio=2");
     }
 
     @Test
-    void headSlicesFromSeveralRanksNeedEqualBlockSizes()
+    void headSlicesFromSeveralRanksWithUnequalBlocksMoveHeadByHead()
     {
+        // 8 heads of 32 tokens x 32 bytes locally; each of 2 remote ranks holds 4 heads of 16 tokens
         CacheGeometry local = geometry(8, 0, 1).blockTokens(32).region(0x100000, 8192, 8192, 4, -1, SplitClass.SPLIT).build();
         CacheGeometry remote = geometry(8, 0, 2).blockTokens(16).region(0x500000, 2048, 2048, 8, -1, SplitClass.SPLIT).build();
-        assertError(ErrorCode.TP_UNSUPPORTED, () -> TransferPlan.pair(local, remote), "2 remote ranks", "blockSizeRatio=2");
+        TransferPlan plan = TransferPlan.pair(local, remote);
+        assertEquals(2, plan.sourceCount());
+        DescriptorList slot1 = plan.localDescriptors(1);
+        // slot 1 owns heads 4..7: sub-block 0 of head 4 at 4 x 1024, then sub-block 0 of head 5, ...
+        assertEquals(0x100000 + 4 * 1024, slot1.address(0));
+        assertEquals(0x100000 + 5 * 1024, slot1.address(1));
+        assertEquals(0x100000 + 4 * 1024 + 512, slot1.address(4));
+        assertEquals(512, slot1.length(0));
     }
 
     @Test
