@@ -106,13 +106,18 @@ final class RequestInspectionTest
             for (int i = 0; i < 20_000; i++) {
                 known &= producer.inspect("r", view) & consumer.inspect("d", view) & !producer.inspect("missing", view);
             }
-            long before = threads.getThreadAllocatedBytes(thread);
-            for (int i = 0; i < 100_000; i++) {
-                known &= producer.inspect("r", view) & consumer.inspect("d", view) & !producer.inspect("missing", view);
+            // the least of several rounds: a per-call allocation shows in every round (at least
+            // 16 bytes x 300,000 calls), one-off noise such as a late compilation in none but one
+            long allocated = Long.MAX_VALUE;
+            for (int round = 0; round < 10 && allocated > 0; round++) {
+                long before = threads.getThreadAllocatedBytes(thread);
+                for (int i = 0; i < 100_000; i++) {
+                    known &= producer.inspect("r", view) & consumer.inspect("d", view) & !producer.inspect("missing", view);
+                }
+                allocated = Math.min(allocated, threads.getThreadAllocatedBytes(thread) - before);
             }
-            long allocated = threads.getThreadAllocatedBytes(thread) - before;
             assertTrue(known);
-            assertEquals(0, allocated, "bytes allocated by 300000 inspect calls");
+            assertEquals(0, allocated, "bytes allocated by 300000 inspect calls, least of the rounds");
         }
     }
 }

@@ -49,7 +49,8 @@ final class DemoEngineTest
             // 1 head x 32 tokens x 128 bytes: tokens 16..31 lie past what a 16-token producer block wrote
             DemoEngine.Page where = new DemoEngine.Page(0, KvPart.JOINT, 0, 32, 0, 1, true, 128);
             DemoEngine.fill(page, where, 1);
-            assertEquals(2048, DemoEngine.check(page, where, 1, 16), "the second half holds content where zeros belong");
+            // content bytes are random, a few of them zero by chance
+            assertTrue(DemoEngine.check(page, where, 1, 16) > 2000, "the second half holds content where zeros belong");
             page.asSlice(2048).fill((byte) 0);
             assertEquals(0, DemoEngine.check(page, where, 1, 16));
             page.set(ValueLayout.JAVA_BYTE, 3000, (byte) 1);
