@@ -75,15 +75,46 @@ public record BlockSizes(int consumerBlockTokens, int producerBlockTokens)
     public int unwrittenTailTokens(int consumerBlocks, int producerBlocks)
     {
         checkArgument(consumerBlocks >= 0 && producerBlocks >= 0, "consumerBlocks=%d and producerBlocks=%d must not be negative", consumerBlocks, producerBlocks);
-        if (consumerBlockTokens <= producerBlockTokens || consumerBlocks == 0) {
+        int kept = producerBlocksKept(consumerBlockTokens, producerBlockTokens, consumerBlocks, producerBlocks);
+        checkArgument(kept >= 0, "consumerBlocks=%d of %d tokens need more than producerBlocks=%d of %d tokens hold (expected: the consumer never needs "
+                + "more tokens than the producer computed)", consumerBlocks, consumerBlockTokens, producerBlocks, producerBlockTokens);
+        if (consumerBlockTokens <= producerBlockTokens) {
             return 0;
         }
-        int split = consumerBlockTokens / producerBlockTokens;
-        // the producer's blocks that cover the consumer's, after a prefix hit of whole consumer blocks
-        long covered = producerBlocks - ((producerBlocks + (long) split - 1) / split - consumerBlocks) * split;
-        long missing = (long) consumerBlocks * split - Math.max(0, covered);
-        checkArgument(missing >= 0 && missing < split, "consumerBlocks=%d need %d producer blocks of %d tokens but producerBlocks=%d (expected: the consumer "
-                + "never needs more tokens than the producer computed)", consumerBlocks, (long) consumerBlocks * split, producerBlockTokens, producerBlocks);
-        return (int) missing * producerBlockTokens;
+        return (int) ((long) consumerBlocks * consumerBlockTokens - (long) kept * producerBlockTokens);
+    }
+
+    /**
+     * Returns how many of the producer's last blocks hold the tokens a consumer still needs: a
+     * consumer that skipped {@code k} of its blocks (prefix hit) skipped {@code k} of its own block
+     * sizes of tokens, counted from the start of the prompt on both sides.
+     *
+     * <ul>
+     * <li>Consumer blocks {@code m} times the producer's: {@code P - (ceil(P / m) - C) x m} of the
+     * producer's {@code P} blocks, none when {@code C} is 0.
+     * <li>Producer blocks {@code m} times the consumer's: {@code ceil(C / m)}, which is exact when a
+     * prefix hit covers whole producer blocks (block counts cannot show otherwise).
+     * <li>Equal sizes: {@code C}.
+     * </ul>
+     *
+     * @param consumerBlockTokens tokens of a consumer scheduler block.
+     * @param producerBlockTokens tokens of a producer scheduler block; one size divides the other.
+     * @param consumerBlocks scheduler blocks the consumer still needs.
+     * @param producerBlocks scheduler blocks the producer holds.
+     * @return the producer blocks to move, or -1 when they cannot cover the consumer's need.
+     */
+    public static int producerBlocksKept(int consumerBlockTokens, int producerBlockTokens, int consumerBlocks, int producerBlocks)
+    {
+        if (consumerBlockTokens >= producerBlockTokens) {
+            int m = consumerBlockTokens / producerBlockTokens;
+            long covering = (producerBlocks + (long) m - 1) / m;
+            if (consumerBlocks > covering) {
+                return -1;
+            }
+            return consumerBlocks == 0 ? 0 : (int) (producerBlocks - (covering - consumerBlocks) * m);
+        }
+        int m = producerBlockTokens / consumerBlockTokens;
+        int kept = (int) ((consumerBlocks + (long) m - 1) / m);
+        return kept > producerBlocks ? -1 : kept;
     }
 }

@@ -4,6 +4,7 @@ import static java.util.Objects.requireNonNull;
 
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -138,6 +139,37 @@ public final class PluginConfig
             return defaultValue;
         }
         return text;
+    }
+
+    /**
+     * Reads an option naming one constant of an enum: the constant's name in lower case with
+     * {@code -} for {@code _} ({@link #optionValue}), so {@code HEADS_OUTERMOST} is
+     * {@code heads-outermost}.
+     *
+     * @param key option name.
+     * @param defaultValue when absent; its class gives the accepted values.
+     * @param <E> the enum.
+     * @return the constant, or the default when absent or not one of them.
+     */
+    public <E extends Enum<E>> E choice(String key, E defaultValue)
+    {
+        requireNonNull(defaultValue, "defaultValue is null");
+        Map<String, E> byValue = new LinkedHashMap<>();
+        for (E constant : defaultValue.getDeclaringClass().getEnumConstants()) {
+            byValue.put(optionValue(constant), constant);
+        }
+        return byValue.get(choice(key, optionValue(defaultValue), byValue.keySet()));
+    }
+
+    /**
+     * Returns the option value that names an enum constant in {@link #choice(String, Enum)}.
+     *
+     * @param constant the constant.
+     * @return its name in lower case, {@code _} written as {@code -}.
+     */
+    public static String optionValue(Enum<?> constant)
+    {
+        return constant.name().toLowerCase(Locale.ROOT).replace('_', '-');
     }
 
     /**

@@ -2,7 +2,6 @@ package io.kvbridge.testkit;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
@@ -14,9 +13,8 @@ import java.util.Map;
  * A factory that wraps every instance another factory creates in a {@link FaultInjectingTransferBackend};
  * each instance draws from its own stream, seeded from the plan's seed and the instance's number.
  */
-public final class FaultInjectingBackendFactory implements TransferBackendFactory
+public final class FaultInjectingBackendFactory extends ForwardingBackendFactory
 {
-    private final TransferBackendFactory delegate;
     private final FaultPlan plan;
     private final List<FaultInjectingTransferBackend> created = new ArrayList<>();
 
@@ -28,26 +26,8 @@ public final class FaultInjectingBackendFactory implements TransferBackendFactor
      */
     public FaultInjectingBackendFactory(TransferBackendFactory delegate, FaultPlan plan)
     {
-        this.delegate = requireNonNull(delegate, "delegate is null");
+        super(delegate);
         this.plan = requireNonNull(plan, "plan is null");
-    }
-
-    @Override
-    public String name()
-    {
-        return delegate.name();
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return delegate.spiVersion();
-    }
-
-    @Override
-    public Availability probe()
-    {
-        return delegate.probe();
     }
 
     @Override

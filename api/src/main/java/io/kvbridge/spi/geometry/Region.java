@@ -154,31 +154,15 @@ public record Region(
     }
 
     /**
-     * Tells whether two regions share a byte of their blocks. Regions that interleave inside one
-     * allocation (layers of a cross-layer block, the K and V halves of a block) share none although
-     * their extents overlap; the check walks the blocks of the region with fewer of them.
+     * Tells whether two regions share a byte of their blocks ({@link StridedBlocks#shareBytes}):
+     * regions that interleave inside one allocation share none although their extents overlap.
      *
      * @param other another region.
      * @return true when some block of one overlaps some block of the other.
      */
     public boolean sharesBytesWith(Region other)
     {
-        if (other.base >= end() || base >= other.end()) {
-            return false;
-        }
-        Region walked = capacity <= other.capacity ? this : other;
-        Region probed = walked == this ? other : this;
-        for (int i = 0; i < walked.capacity; i++) {
-            long start = walked.blockAddress(i);
-            long last = start + walked.blockBytes - 1;
-            // probed blocks j with probed.blockAddress(j) <= last and probed.blockAddress(j) + blockBytes > start
-            long high = Math.floorDiv(last - probed.base, probed.stride);
-            long low = Math.floorDiv(start - probed.blockBytes - probed.base, probed.stride) + 1;
-            if (Math.max(low, 0) <= Math.min(high, probed.capacity - 1L)) {
-                return true;
-            }
-        }
-        return false;
+        return StridedBlocks.shareBytes(base, blockBytes, stride, capacity, other.base, other.blockBytes, other.stride, other.capacity);
     }
 
     /**

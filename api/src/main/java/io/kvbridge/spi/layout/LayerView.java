@@ -3,6 +3,8 @@ package io.kvbridge.spi.layout;
 import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.spi.geometry.StridedBlocks;
+
 /**
  * Where an engine placed one layer's KV tensor: a strided view into an allocation. Layers may share
  * an allocation (pools, packed layouts) or alias each other (the same view given for two layers).
@@ -39,6 +41,18 @@ public record LayerView(String layer, long address, long blockBytes, long blockS
     public long blockAddress(int block)
     {
         return address + block * blockStride;
+    }
+
+    /**
+     * Tells whether two views share a byte of their blocks ({@link StridedBlocks#shareBytes}):
+     * views that interleave inside one allocation share none although their extents overlap.
+     *
+     * @param other another view.
+     * @return true when some block of one overlaps some block of the other.
+     */
+    public boolean sharesBytesWith(LayerView other)
+    {
+        return StridedBlocks.shareBytes(address, blockBytes, blockStride, blocks, other.address, other.blockBytes, other.blockStride, other.blocks);
     }
 
     /**

@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.PluginConfig;
 import io.kvbridge.spi.geometry.SplitClass;
 import java.util.Locale;
 
@@ -47,45 +48,27 @@ public final class PerLayerBlockDescriptor
     public enum Order
     {
         /** {@code LBHNC}: heads outermost, head-sliceable ({@link SplitClass#SPLIT}). */
-        HEADS_OUTERMOST("heads-outermost", SplitClass.SPLIT),
+        HEADS_OUTERMOST(SplitClass.SPLIT),
         /** {@code LBNHC}: tokens outermost, heads interleaved ({@link SplitClass#INTERLEAVED}). */
-        TOKENS_OUTERMOST("tokens-outermost", SplitClass.INTERLEAVED);
+        TOKENS_OUTERMOST(SplitClass.INTERLEAVED);
 
-        private final String optionValue;
         private final SplitClass split;
 
-        Order(String optionValue, SplitClass split)
+        Order(SplitClass split)
         {
-            this.optionValue = optionValue;
             this.split = split;
         }
 
         /** @return the value of the {@code block-order} option that selects this order. */
         public String optionValue()
         {
-            return optionValue;
+            return PluginConfig.optionValue(this);
         }
 
         /** @return how regions of this order divide among tensor-parallel ranks. */
         public SplitClass split()
         {
             return split;
-        }
-
-        /**
-         * Finds the order an option value names.
-         *
-         * @param optionValue {@code heads-outermost} or {@code tokens-outermost}.
-         * @return the order.
-         */
-        public static Order fromOptionValue(String optionValue)
-        {
-            for (Order order : values()) {
-                if (order.optionValue.equals(optionValue)) {
-                    return order;
-                }
-            }
-            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "block-order=" + optionValue + " is not heads-outermost or tokens-outermost");
         }
     }
 

@@ -10,7 +10,6 @@ import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheLayoutFactory;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Creates the {@code per-layer} layout. Options: {@code block-order}: {@code heads-outermost}
@@ -43,13 +42,11 @@ public final class PerLayerCacheLayoutFactory implements CacheLayoutFactory
     public CacheLayout create(Map<String, String> config)
     {
         PluginConfig options = new PluginConfig(name(), requireNonNull(config, "config is null"));
-        String order = options.choice(BLOCK_ORDER, Order.HEADS_OUTERMOST.optionValue(),
-                Set.of(Order.HEADS_OUTERMOST.optionValue(), Order.TOKENS_OUTERMOST.optionValue()));
-        String planes = options.choice(KV_PLANES, KvPlanes.JOINT.optionValue(),
-                Set.of(KvPlanes.JOINT.optionValue(), KvPlanes.SPLIT.optionValue(), KvPlanes.BLOCKWISE.optionValue()));
-        String layers = options.choice(PLACEMENT, Layers.PER_LAYER.optionValue(), Set.of(Layers.PER_LAYER.optionValue(), Layers.CROSS_LAYER.optionValue()));
+        Order order = options.choice(BLOCK_ORDER, Order.HEADS_OUTERMOST);
+        KvPlanes planes = options.choice(KV_PLANES, KvPlanes.JOINT);
+        Layers layers = options.choice(PLACEMENT, Layers.PER_LAYER);
         options.finish();
-        return new PerLayerCacheLayout(Order.fromOptionValue(order), new PerLayerPlacement(KvPlanes.fromOptionValue(planes), Layers.fromOptionValue(layers)));
+        return new PerLayerCacheLayout(order, new PerLayerPlacement(planes, layers));
     }
 
     @Override

@@ -2,15 +2,16 @@ package io.kvbridge.core.planner;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.BlockSizes;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.Arrays;
 
 /**
  * The block ids of one side of a request, per cache group, and the transformations the planner
- * applies to them before computing descriptor indices: logical to kernel expansion, splitting
- * local blocks into remote-sized sub-blocks, and trimming the producer's blocks to what the
- * consumer still needs.
+ * applies to them before computing descriptor indices: logical to kernel expansion, trimming the
+ * producer's blocks to what the consumer still needs, and splitting the larger blocks into
+ * sub-blocks of the smaller size ({@link #align}).
  *
  * <p>The transformations are arithmetic on a window over the caller's arrays: each id {@code b}
  * of a group expands to {@code factor} consecutive ids {@code b * factor .. b * factor + factor - 1},
@@ -154,30 +155,6 @@ public final class BlockSelection
     }
 
     /**
-     * Splits each local kernel block into {@code ratio} sub-blocks of the remote block size and
-     * clips every group to the remote side's length: the tail of the last local block that the
-     * remote side does not have is not transferred.
-     *
-     * @param ratio local kernel block tokens divided by remote kernel block tokens; positive.
-     * @param remote the remote side's selection, already in kernel blocks.
-     * @return this selection.
-     */
-    public BlockSelection splitForRatio(int ratio, BlockSelection remote)
-    {
-        requireNonNull(remote, "remote is null");
-        if (ratio <= 0) {
-            throw Checks.invalid("ratio=%d is not positive", ratio);
-        }
-        checkSameGroups(remote, "remote");
-        for (int g = 0; g < groups; g++) {
-            if (!indivisible[g]) {
-                scale(g, ratio, remote.counts[g]);
-            }
-        }
-        return this;
-    }
-
-    /**
      * Trims this (producer) selection to the blocks the consumer still needs: when the consumer had
      * a prefix-cache hit it holds fewer blocks, and they correspond to the producer's last ones.
      * The front is never trimmed away from the end.
@@ -205,23 +182,13 @@ public final class BlockSelection
      *
      * <p>The producer is trimmed in scheduler (logical) blocks, whose last one is the last holding
      * tokens; the kernel expansion that followed may have added kernel blocks past the prompt on
-     * either side, which are matched with each other or clipped.
-     *
-     * <ul>
-     * <li>Consumer scheduler blocks {@code m} times the producer's: a consumer that skipped {@code k}
-     * blocks (prefix hit) skipped {@code k x m} producer blocks, so the producer keeps
-     * {@code P - (ceil(P / m) - C) x m} of its {@code P} blocks.
-     * <li>Producer scheduler blocks {@code m} times the consumer's: the producer keeps its last
-     * {@code ceil(C / m)} blocks. This is exact when a consumer's prefix hit covers whole producer
-     * blocks, which engines of unequal block sizes ensure by caching prefixes in units of the larger
-     * block; block counts alone cannot tell otherwise.
-     * <li>Equal sizes: the producer keeps its last {@code C} blocks ({@link #keepLast}).
-     * </ul>
+     * either side, which are matched with each other or clipped. It keeps the last blocks
+     * {@link BlockSizes#producerBlocksKept} names.
      *
      * <p>Then the side with the larger kernel block splits each into sub-blocks of the smaller
      * size, and both are clipped to the shorter. When the consumer's blocks are the larger, the
      * tokens of its last block past the producer's last one receive nothing
-     * ({@link io.kvbridge.api.BlockSizes#unwrittenTailTokens}).
+     * ({@link BlockSizes#unwrittenTailTokens}).
      *
      * @param consumer the consumer's selection, in its kernel blocks.
      * @param consumerBlockTokens tokens of a consumer scheduler block.
@@ -251,21 +218,9 @@ public final class BlockSelection
             }
             int needed = consumer.counts[g] / consumerPerLogical;
             int held = producer.counts[g] / producerPerLogical;
-            int kept;
-            if (consumerBlockTokens >= producerBlockTokens) {
-                int m = consumerBlockTokens / producerBlockTokens;
-                long covering = (held + (long) m - 1) / m;
-                if (needed > covering) {
-                    throw tooMany(g, needed, covering);
-                }
-                kept = needed == 0 ? 0 : (int) (held - (covering - needed) * m);
-            }
-            else {
-                int m = producerBlockTokens / consumerBlockTokens;
-                kept = (int) ((needed + (long) m - 1) / m);
-                if (kept > held) {
-                    throw tooMany(g, needed, (long) held * m);
-                }
+            int kept = BlockSizes.producerBlocksKept(consumerBlockTokens, producerBlockTokens, needed, held);
+            if (kept < 0) {
+                throw tooMany(g, needed, held, consumerBlockTokens, producerBlockTokens);
             }
             producer.keepLast(g, kept * producerPerLogical);
             if (consumerKernelTokens > producerKernelTokens) {
@@ -286,10 +241,10 @@ public final class BlockSelection
         counts[group] = Math.min(counts[group], count);
     }
 
-    private static KvBridgeException tooMany(int group, int needed, long held)
+    private static KvBridgeException tooMany(int group, int needed, int held, int consumerBlockTokens, int producerBlockTokens)
     {
-        return Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: the consumer needs %d blocks but the producer's blocks cover only %d of the consumer's size (a consumer never needs more tokens than the producer computed; check the request's block ids)",
-                group, needed, held);
+        return Checks.failure(ErrorCode.LENGTH_MISMATCH, "group %d: the consumer needs %d blocks of %d tokens but the producer holds only %d of %d tokens (a consumer never needs more tokens than the producer computed; check the request's block ids)",
+                group, needed, consumerBlockTokens, held, producerBlockTokens);
     }
 
     private void keepLast(int group, int needed)

@@ -9,6 +9,7 @@ import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Region;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * One pairing of a local region with a remote region, carrying the geometry each side uses for it.
@@ -170,7 +171,7 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
                 bytes = member.pageBytes();
             }
         }
-        String name = region.part().plane() ? layer + "/" + region.part().name().toLowerCase(java.util.Locale.ROOT) : layer;
+        String name = region.part().plane() ? layer + "/" + region.part().name().toLowerCase(Locale.ROOT) : layer;
         return region.narrowed(name, region.base() + offset, bytes, groupId, List.of(layer));
     }
 }

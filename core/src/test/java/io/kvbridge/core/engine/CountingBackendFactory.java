@@ -1,7 +1,6 @@
 package io.kvbridge.core.engine;
 
 import io.kvbridge.spi.memory.Allocation;
-import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
@@ -10,6 +9,7 @@ import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.testkit.ForwardingBackendFactory;
 import io.kvbridge.testkit.ForwardingTransferBackend;
 import java.util.Map;
 import java.util.Set;
@@ -22,9 +22,8 @@ import java.util.function.Predicate;
  * prepared lists, posts), and can hold back and then fail the transfers whose remote list was
  * prepared for a chosen peer, as a transport that reports a failed READ does.
  */
-final class CountingBackendFactory implements TransferBackendFactory
+final class CountingBackendFactory extends ForwardingBackendFactory
 {
-    private final TransferBackendFactory delegate;
     final AtomicInteger registrations = new AtomicInteger();
     final AtomicInteger preparedLists = new AtomicInteger();
     final AtomicInteger posts = new AtomicInteger();
@@ -35,25 +34,7 @@ final class CountingBackendFactory implements TransferBackendFactory
 
     CountingBackendFactory(TransferBackendFactory delegate)
     {
-        this.delegate = delegate;
-    }
-
-    @Override
-    public String name()
-    {
-        return delegate.name();
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return delegate.spiVersion();
-    }
-
-    @Override
-    public Availability probe()
-    {
-        return delegate.probe();
+        super(delegate);
     }
 
     @Override

@@ -4,13 +4,13 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.testkit.ForwardingBackendFactory;
 import io.kvbridge.testkit.ForwardingTransferBackend;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,9 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Wraps another factory's transports and records, per agent, the posts each one made and the
  * notifications each one received (as text), so tests can see the protocol on the wire.
  */
-final class RecordingBackendFactory implements TransferBackendFactory
+final class RecordingBackendFactory extends ForwardingBackendFactory
 {
-    private final TransferBackendFactory delegate;
     final Map<String, List<String>> received = new ConcurrentHashMap<>();
     final Map<String, List<TransferOp>> posts = new ConcurrentHashMap<>();
     /** While positive, each release throws instead of releasing, and counts this down. */
@@ -39,7 +38,7 @@ final class RecordingBackendFactory implements TransferBackendFactory
 
     RecordingBackendFactory(TransferBackendFactory delegate)
     {
-        this.delegate = delegate;
+        super(delegate);
     }
 
     List<String> receivedBy(String agent)
@@ -50,24 +49,6 @@ final class RecordingBackendFactory implements TransferBackendFactory
     List<TransferOp> postsBy(String agent)
     {
         return List.copyOf(posts.getOrDefault(agent, List.of()));
-    }
-
-    @Override
-    public String name()
-    {
-        return delegate.name();
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return delegate.spiVersion();
-    }
-
-    @Override
-    public Availability probe()
-    {
-        return delegate.probe();
     }
 
     @Override

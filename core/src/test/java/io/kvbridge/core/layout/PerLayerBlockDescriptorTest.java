@@ -10,6 +10,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.SplitClass;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 final class PerLayerBlockDescriptorTest
@@ -73,9 +74,14 @@ final class PerLayerBlockDescriptorTest
     @Test
     void ordersMapToSplitClassesAndOptionValues()
     {
-        assertEquals(SplitClass.SPLIT, Order.fromOptionValue("heads-outermost").split());
-        assertEquals(SplitClass.INTERLEAVED, Order.fromOptionValue("tokens-outermost").split());
-        assertEquals(ErrorCode.CONFIG_INVALID, assertThrows(KvBridgeException.class, () -> Order.fromOptionValue("x")).code());
+        assertEquals(SplitClass.SPLIT, Order.HEADS_OUTERMOST.split());
+        assertEquals(SplitClass.INTERLEAVED, Order.TOKENS_OUTERMOST.split());
+        assertEquals("heads-outermost", Order.HEADS_OUTERMOST.optionValue());
+        PerLayerCacheLayoutFactory factory = new PerLayerCacheLayoutFactory();
+        assertEquals(Order.TOKENS_OUTERMOST, ((PerLayerCacheLayout) factory.create(Map.of("block-order", "tokens-outermost"))).order());
+        KvBridgeException refused = assertThrows(KvBridgeException.class, () -> factory.create(Map.of("block-order", "x")));
+        assertEquals(ErrorCode.CONFIG_INVALID, refused.code());
+        assertTrue(refused.getMessage().contains("block-order=x is not one of [heads-outermost, tokens-outermost]"), refused.getMessage());
     }
 
     @Test

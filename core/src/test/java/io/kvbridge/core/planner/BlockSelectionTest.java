@@ -23,17 +23,22 @@ final class BlockSelectionTest
     @Test
     void ratioSplitsLocalBlocksAndClipsToTheRemoteLength()
     {
+        // consumer blocks of 64 tokens, producer blocks of 16: 3 consumer blocks cover the producer's 10
         BlockSelection remote = BlockSelection.of(range32(30, 40), new int[] {42});
-        BlockSelection local = BlockSelection.of(new int[] {1, 2, 3}, new int[] {7}).indivisible(1).splitForRatio(4, remote);
+        BlockSelection local = BlockSelection.of(new int[] {1, 2, 3}, new int[] {7}).indivisible(1);
+        BlockSelection.align(local, 64, 64, remote, 16, 16);
         assertArrayEquals(range(4, 14), local.toArray(0));
+        assertArrayEquals(range(30, 40), remote.toArray(0));
         assertArrayEquals(new long[] {7}, local.toArray(1));
+        assertArrayEquals(new long[] {42}, remote.toArray(1));
     }
 
     @Test
     void ratioWithoutIndivisibleGroupsSplitsEveryGroup()
     {
         BlockSelection remote = BlockSelection.of(range32(0, 10), range32(0, 3));
-        BlockSelection local = BlockSelection.of(new int[] {1, 2, 3}, new int[] {7}).splitForRatio(4, remote);
+        BlockSelection local = BlockSelection.of(new int[] {1, 2, 3}, new int[] {7});
+        BlockSelection.align(local, 64, 64, remote, 16, 16);
         assertArrayEquals(range(28, 31), local.toArray(1));
     }
 
@@ -68,10 +73,15 @@ final class BlockSelectionTest
     @Test
     void aFullPrefixHitLeavesNothing()
     {
-        BlockSelection remote = BlockSelection.of(new int[0], new int[0]);
-        BlockSelection local = BlockSelection.of(new int[] {1}, new int[] {2}).splitForRatio(2, remote);
+        BlockSelection remote = BlockSelection.of(new int[] {1}, new int[] {2});
+        BlockSelection local = BlockSelection.of(new int[0], new int[0]);
+        BlockSelection.align(local, 32, 32, remote, 16, 16);
         assertTrue(local.isEmpty());
+        assertTrue(remote.isEmpty());
         assertEquals(0, local.total());
+        BlockSelection none = BlockSelection.of(new int[0], new int[0]);
+        assertError(ErrorCode.LENGTH_MISMATCH, () -> BlockSelection.align(BlockSelection.of(new int[] {1}, new int[0]), 32, 32, none, 16, 16),
+                "needs 1 blocks of 32 tokens", "holds only 0 of 16 tokens");
         assertFalse(BlockSelection.of(new int[0], new int[] {1}).isEmpty());
     }
 

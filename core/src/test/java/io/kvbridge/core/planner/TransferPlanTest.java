@@ -145,7 +145,7 @@ final class TransferPlanTest
 
         BlockSelection localBlocks = BlockSelection.of(new int[] {2}).expandToKernel(consumer.kernelBlocksPerLogical());
         BlockSelection remoteBlocks = BlockSelection.of(new int[] {3}).expandToKernel(producer.kernelBlocksPerLogical());
-        remoteBlocks.keepLast(localBlocks.splitForRatio(plan.blockSizeRatio(), remoteBlocks));
+        plan.alignBlocks(localBlocks, remoteBlocks);
         int[][] result = indices(plan, localBlocks, remoteBlocks);
         assertArrayEquals(new int[] {2, 5}, result[0]);
         assertArrayEquals(new int[] {3, 7}, result[1]);

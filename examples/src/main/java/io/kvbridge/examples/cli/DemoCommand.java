@@ -217,11 +217,6 @@ final class DemoCommand implements Callable<Integer>
         }
         boolean shaped = !shapes[0].defaultPlacement() || !shapes[1].defaultPlacement();
         check(!shaped || layout.equals("per-layer"), "--kv-planes and --placement are options of the per-layer layout; add --layout per-layer");
-        int producerKernel = shapes[0].kernelBlockTokens();
-        int consumerKernel = shapes[1].kernelBlockTokens();
-        check(Math.max(producerKernel, consumerKernel) % Math.min(producerKernel, consumerKernel) == 0,
-                "kernel blocks of %d (producer) and %d (consumer) tokens do not divide one another; use sizes where one is a multiple of the other, e.g. 16:32",
-                producerKernel, consumerKernel);
         check(!layout.equals("hma") || shapes[0].blockTokens() == shapes[1].blockTokens(),
                 "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
@@ -252,6 +247,7 @@ final class DemoCommand implements Callable<Integer>
         catch (NumberFormatException e) {
             check(false, "%s: %s value %s is not a number of tokens", option, who, value);
         }
+        // powers of two, so that the two engines' block sizes always divide one another
         check(tokens >= 1 && tokens <= 1024 && Integer.bitCount(tokens) == 1, "%s: %s value %d is not a power of two in [1, 1024]", option, who, tokens);
         return tokens;
     }

@@ -12,6 +12,7 @@ import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Rank;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.geometry.StridedBlocks;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheMemory;
 import io.kvbridge.spi.layout.LayerView;
@@ -137,10 +138,12 @@ final class HmaCacheLayout implements CacheLayout
             LayerView view = entry.getValue();
             Allocation home = memory.allocationHolding(view);
             for (Pool other : pools) {
-                long otherEnd = other.base() + (other.capacity() - 1L) * other.stride() + pageBytes;
-                KvBridgeException.check(view.end() <= other.base() || otherEnd <= view.address(), ErrorCode.GEOMETRY_INVALID,
-                        "pool of layer %s [0x%x, 0x%x) overlaps pool of layer %s [0x%x, 0x%x); layers of one pool must view the same address",
-                        view.layer(), view.address(), view.end(), other.members().getFirst().name(), other.base(), otherEnd);
+                // pools may interleave inside one allocation (a block-major cache), as long as no byte is shared
+                KvBridgeException.check(!StridedBlocks.shareBytes(view.address(), pageBytes, view.blockStride(), view.blocks(), other.base(), pageBytes,
+                                other.stride(), other.capacity()), ErrorCode.GEOMETRY_INVALID,
+                        "pool of layer %s [0x%x, +%d every %d bytes) shares bytes with pool of layer %s [0x%x, +%d every %d bytes); layers of one pool must "
+                                + "view the same address", view.layer(), view.address(), pageBytes, view.blockStride(), other.members().getFirst().name(),
+                        other.base(), pageBytes, other.stride());
             }
             pools.add(new Pool(membersByBase.get(entry.getKey()), home, view.address(), view.blockStride(), view.blocks()));
         }

@@ -252,7 +252,13 @@ final class HmaCacheLayoutTest
         KvBridgeException overlap = assertCode(ErrorCode.GEOMETRY_INVALID, () -> LAYOUT.describe(spec, new CacheMemory(List.of(tensor), List.of(
                 new LayerView("a", 0x100000, PAGE, PAGE, 8), new LayerView("b", 0x100000, PAGE, PAGE, 8), new LayerView("c", 0x100000 + 4 * PAGE, PAGE, PAGE, 8))),
                 Rank.single()));
-        assertTrue(overlap.getMessage().contains("overlaps"), overlap.getMessage());
+        assertTrue(overlap.getMessage().contains("shares bytes with pool of layer a"), overlap.getMessage());
+        // pools interleaved block by block in one allocation share no byte: a block-major cache
+        CacheGeometry interleaved = LAYOUT.describe(spec, new CacheMemory(List.of(tensor), List.of(
+                new LayerView("a", 0x100000, PAGE, 2 * PAGE, 8), new LayerView("b", 0x100000, PAGE, 2 * PAGE, 8),
+                new LayerView("c", 0x100000 + PAGE, PAGE, 2 * PAGE, 8))), Rank.single());
+        assertEquals(List.of(0x100000L, 0x100000L + PAGE), interleaved.regions().stream().map(Region::base).toList());
+        assertEquals(List.of(2 * PAGE, 2 * PAGE), interleaved.regions().stream().map(Region::stride).toList());
         KvBridgeException page = assertCode(ErrorCode.LAYOUT_UNSUPPORTED, () -> LAYOUT.describe(spec, new CacheMemory(List.of(tensor), List.of(
                 new LayerView("a", 0x100000, PAGE, PAGE, 8), new LayerView("b", 0x100000, PAGE, PAGE, 8), new LayerView("c", 0x100000 + 8 * PAGE, 512, 512, 8))),
                 Rank.single()));

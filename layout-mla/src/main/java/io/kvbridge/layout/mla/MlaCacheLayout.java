@@ -46,33 +46,11 @@ final class MlaCacheLayout implements CacheLayout
     enum Packing
     {
         /** Packed where the memory is packed, per layer elsewhere. */
-        AUTO("auto"),
+        AUTO,
         /** One whole-row region for all layers of the stage; anything else is rejected. */
-        PACKED("packed"),
+        PACKED,
         /** One region per layer (aliased layers share theirs). */
-        PER_LAYER("per-layer");
-
-        private final String optionValue;
-
-        Packing(String optionValue)
-        {
-            this.optionValue = optionValue;
-        }
-
-        String optionValue()
-        {
-            return optionValue;
-        }
-
-        static Packing fromOptionValue(String value)
-        {
-            for (Packing packing : values()) {
-                if (packing.optionValue.equals(value)) {
-                    return packing;
-                }
-            }
-            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "packing=" + value + " is not auto, packed or per-layer");
-        }
+        PER_LAYER
     }
 
     private final Packing packing;
@@ -241,24 +219,11 @@ final class MlaCacheLayout implements CacheLayout
             for (int j = i + 1; j < views.size(); j++) {
                 LayerView a = views.get(i);
                 LayerView b = views.get(j);
-                boolean apart = a.end() <= b.address() || b.end() <= a.address() || interleavedWithoutSharing(a, b);
-                KvBridgeException.check(apart, ErrorCode.GEOMETRY_INVALID,
+                KvBridgeException.check(!a.sharesBytesWith(b), ErrorCode.GEOMETRY_INVALID,
                         "views of layers %s [0x%x, 0x%x) and %s [0x%x, 0x%x) overlap; give each layer its own bytes, or the same view to alias a layer",
                         a.layer(), a.address(), a.end(), b.layer(), b.address(), b.end());
             }
         }
-    }
-
-    /** Two views with one stride whose pages sit side by side inside each stride never touch. */
-    private static boolean interleavedWithoutSharing(LayerView a, LayerView b)
-    {
-        if (a.blockStride() != b.blockStride()) {
-            return false;
-        }
-        LayerView low = a.address() <= b.address() ? a : b;
-        LayerView high = low == a ? b : a;
-        long gap = high.address() - low.address();
-        return gap >= low.blockBytes() && gap + high.blockBytes() <= low.blockStride();
     }
 
     private static Region region(List<LayerSpec> members, Allocation home, long base, long blockBytes, long stride, int capacity, List<PackedMember> packed)

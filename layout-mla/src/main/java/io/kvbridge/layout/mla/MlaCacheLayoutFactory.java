@@ -8,7 +8,6 @@ import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheLayoutFactory;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Creates the {@code mla} layout. Option {@code packing}: {@code auto} (default: packed where the
@@ -36,10 +35,9 @@ public final class MlaCacheLayoutFactory implements CacheLayoutFactory
     public CacheLayout create(Map<String, String> config)
     {
         PluginConfig options = new PluginConfig(name(), requireNonNull(config, "config is null"));
-        String packing = options.choice(PACKING, Packing.AUTO.optionValue(),
-                Set.of(Packing.AUTO.optionValue(), Packing.PACKED.optionValue(), Packing.PER_LAYER.optionValue()));
+        Packing packing = options.choice(PACKING, Packing.AUTO);
         options.finish();
-        return new MlaCacheLayout(Packing.fromOptionValue(packing));
+        return new MlaCacheLayout(packing);
     }
 
     @Override
