@@ -7,7 +7,7 @@ import io.kvbridge.spi.PluginConfig;
 /**
  * Where the {@code per-layer} layout finds each layer's keys and values: how K and V share a block
  * ({@link KvPlanes}) and whether layers have allocations of their own or share one block-major
- * allocation ({@link Layers}). Diagrams are in {@code docs/planner.md}.
+ * allocation ({@link Layers}). Diagrams are in the core module's README.
  *
  * @param planes how K and V of a layer are kept.
  * @param layers how layers are placed.

@@ -205,6 +205,12 @@ public final class Routing
                 return problem("local region %s holds the %s of %s but remote region %s at position %d holds the %s", a.name(), a.part(), a.members(), b.name(),
                         offset + r, b.part());
             }
+            if ((a.packed() || b.packed())
+                    && !(a.blockBytes() == b.blockBytes() && a.stride() == b.stride() && a.packedMembers().equals(b.packedMembers()))) {
+                return problem("local region %s and remote region %s at position %d pack their rows differently (blockBytes=%d vs %d, stride=%d vs %d, "
+                        + "pages %s vs %s): a row moves whole only onto an identical row, so their layers are paired one by one", a.name(), b.name(),
+                        offset + r, a.blockBytes(), b.blockBytes(), a.stride(), b.stride(), a.packedMembers(), b.packedMembers());
+            }
             if (a.groupId() != b.groupId()) {
                 return problem("local region %s addresses cache group %d but remote region %s addresses group %d (the sides map regions to groups differently)",
                         a.name(), a.groupId(), b.name(), b.groupId());

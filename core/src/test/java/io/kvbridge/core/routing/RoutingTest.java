@@ -140,6 +140,26 @@ final class RoutingTest
     }
 
     @Test
+    void packedRowsThatDifferPairTheirLayersOneByOne()
+    {
+        List<LayerSpec> layers = List.of(new LayerSpec("L0", 0), new LayerSpec("L1", 0));
+        CacheGeometry decoder = stage(0, 1, 2).groups(GroupKind.MLA)
+                .packed(0x10000, 4, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 128, 128)).build();
+        // the same layers in padded rows: a whole row cannot move onto the decoder's
+        CacheGeometry padded = stage(0, 1, 2).groups(GroupKind.MLA)
+                .packed(0x50000, 4, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 256, 128)).build();
+        Route route = Routing.route(layers, decoder, padded);
+        assertEquals(RoutingMode.BY_LAYER_NAME, route.mode());
+        TransferPlan plan = Routing.plan(layers, decoder, padded, TransferMode.PULL);
+        assertArrayEquals(new long[] {0x10000, 0x10100, 0x10200, 0x10300, 0x10080, 0x10180, 0x10280, 0x10380}, plan.localDescriptors(0).addresses());
+        assertArrayEquals(new long[] {0x50000, 0x50180, 0x50300, 0x50480, 0x50100, 0x50280, 0x50400, 0x50580}, plan.remoteDescriptors(padded).addresses());
+        // identical rows still move whole
+        CacheGeometry same = stage(0, 1, 2).groups(GroupKind.MLA)
+                .packed(0x90000, 6, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 128, 128)).build();
+        assertEquals(RoutingMode.BY_INDEX, Routing.route(layers, decoder, same).mode());
+    }
+
+    @Test
     void aStageOwningOnePackedMemberWritesItsPageInsideThePeersRow()
     {
         List<LayerSpec> layers = List.of(new LayerSpec("L0", 0), new LayerSpec("L1", 0));

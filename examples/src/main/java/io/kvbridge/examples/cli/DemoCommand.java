@@ -215,6 +215,8 @@ final class DemoCommand implements Callable<Integer>
             }
             shapes[side] = new DemoOptions.CacheShape(planes[side], places[side], logical, kernel);
         }
+        check(planes[0].equals("joint") == planes[1].equals("joint"), "--kv-planes=%s pairs joint K/V with planes, which order K and V differently "
+                + "(keys and values side by side per token, or apart); use joint on both engines, or split and blockwise in any combination", kvPlanes);
         boolean shaped = !shapes[0].defaultPlacement() || !shapes[1].defaultPlacement();
         check(!shaped || layout.equals("per-layer"), "--kv-planes and --placement are options of the per-layer layout; add --layout per-layer");
         check(!layout.equals("hma") || shapes[0].blockTokens() == shapes[1].blockTokens(),

@@ -266,7 +266,8 @@ public final class EngineHost implements DemoHost
             }
             Map<String, Object> stage = new LinkedHashMap<>();
             stage.put("stage", rank.rank().ppRank());
-            stage.put("layers", rank.regions().stream().mapToInt(region -> region.members().size()).sum());
+            // a layer kept as K/V planes is in two regions
+            stage.put("layers", rank.regions().stream().flatMap(region -> region.members().stream()).distinct().count());
             stage.put("blockTokens", rank.blockTokens());
             stage.put("regions", rank.regions().size());
             stage.put("capacityPerRegion", rank.regions().stream().map(Region::capacity).distinct().toList());

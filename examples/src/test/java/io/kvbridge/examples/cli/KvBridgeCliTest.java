@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -84,7 +85,55 @@ final class KvBridgeCliTest
         assertEquals(audit.get("metadata").get("producer").get("ppSize").asInt() + 1, audit.get("processes").asInt());
     }
 
+    /**
+     * Engines that lay out their caches differently: K/V planes against block-wise planes,
+     * cross-layer rows against per-layer allocations, scheduler and kernel blocks 2 and 4 times
+     * larger on either side, over the embedded transport; the audit checks every token and head.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "16|--layout per-layer --kv-planes split:blockwise",
+            "16|--layout per-layer --kv-planes blockwise:split --mode pull --producer-tp 2 --consumer-tp 1",
+            "16|--layout per-layer --placement cross-layer:per-layer --mode pull",
+            "16|--layout per-layer --placement per-layer:cross-layer --kv-planes split",
+            "32|--layout per-layer --block-tokens 16:32",
+            "16|--layout per-layer --block-tokens 32:16 --mode pull",
+            "64|--layout per-layer --block-tokens 16:64 --mode mixed --producer-tp 2 --consumer-tp 1",
+            "16|--layout per-layer --block-tokens 64:16 --mode pull --producer-tp 4 --consumer-tp 2",
+            "16|--layout per-layer --block-tokens 32:16 --kernel-block-tokens 16:16",
+            "32|--layout per-layer --block-tokens 16:64 --kernel-block-tokens 16:32 --mode pull",
+            "16|--layout mla --block-tokens 64:16"})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void reducedDemoBetweenCachesOfOtherShapes(int decoderKernelTokens, String extra) throws Exception
+    {
+        List<String> args = new ArrayList<>(List.of("demo", "--json", "--requests", "20", "--max-tokens", "2048", "--idle-seconds", "0.5"));
+        args.addAll(List.of(extra.split(" ")));
+        assertCleanAudit(CliRun.of(args.toArray(String[]::new)), 20, decoderKernelTokens);
+    }
+
+    /** The same shapes over UCX: planes, rows and block sizes 2 and 4 times larger on either side. */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "32|--block-tokens 16:32 --kv-planes split:blockwise",
+            "16|--block-tokens 32:16 --placement cross-layer:per-layer --mode pull",
+            "64|--block-tokens 16:64 --mode mixed",
+            "16|--block-tokens 64:16 --kv-planes blockwise:split --mode pull"})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void reducedDemoBetweenCachesOfOtherShapesOverUcx(int decoderKernelTokens, String extra) throws Exception
+    {
+        Ucx.assumeAvailable();
+        List<String> args = new ArrayList<>(List.of("demo", "--json", "--backend", "ucx", "--layout", "per-layer", "--requests", "20", "--max-tokens", "2048",
+                "--idle-seconds", "0.5"));
+        args.addAll(List.of(extra.split(" ")));
+        assertCleanAudit(CliRun.of(args.toArray(String[]::new)), 20, decoderKernelTokens);
+    }
+
     private static JsonNode assertCleanAudit(CliRun run, int requests) throws Exception
+    {
+        return assertCleanAudit(run, requests, 16);
+    }
+
+    private static JsonNode assertCleanAudit(CliRun run, int requests, int decoderKernelTokens) throws Exception
     {
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode audit = new ObjectMapper().readTree(run.out());
@@ -113,7 +162,7 @@ final class KvBridgeCliTest
         int decoderLayers = 0;
         for (JsonNode stage : audit.get("metadata").get("decoder").get("stages")) {
             decoderLayers += stage.get("layers").asInt();
-            assertEquals(16, stage.get("blockTokens").asInt());
+            assertEquals(decoderKernelTokens, stage.get("blockTokens").asInt());
         }
         assertEquals(30, decoderLayers);
         assertTrue(audit.get("ok").asBoolean(), run.out());
@@ -161,6 +210,21 @@ final class KvBridgeCliTest
         CliRun metrics = CliRun.of("demo", "--processes", "--backend", "ucx", "--metrics-port", "0");
         assertEquals(2, metrics.exitCode());
         assertTrue(metrics.err().contains("--metrics-port cannot be combined with --processes"), metrics.err());
+        CliRun planes = CliRun.of("demo", "--kv-planes", "split");
+        assertEquals(2, planes.exitCode());
+        assertTrue(planes.err().contains("--kv-planes and --placement are options of the per-layer layout"), planes.err());
+        CliRun joint = CliRun.of("demo", "--layout", "per-layer", "--kv-planes", "joint:split");
+        assertEquals(2, joint.exitCode());
+        assertTrue(joint.err().contains("--kv-planes=joint:split pairs joint K/V with planes"), joint.err());
+        CliRun windows = CliRun.of("demo", "--layout", "hma", "--block-tokens", "16:32");
+        assertEquals(2, windows.exitCode());
+        assertTrue(windows.err().contains("use equal --block-tokens, or --layout per-layer"), windows.err());
+        CliRun kernel = CliRun.of("demo", "--layout", "per-layer", "--block-tokens", "16", "--kernel-block-tokens", "32");
+        assertEquals(2, kernel.exitCode());
+        assertTrue(kernel.err().contains("block of 32 tokens is larger than the scheduler's block of 16 tokens"), kernel.err());
+        CliRun notPower = CliRun.of("demo", "--layout", "per-layer", "--block-tokens", "24:16");
+        assertEquals(2, notPower.exitCode());
+        assertTrue(notPower.err().contains("--block-tokens: producer value 24 is not a power of two"), notPower.err());
     }
 
     @Test

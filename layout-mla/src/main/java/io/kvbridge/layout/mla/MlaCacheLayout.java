@@ -261,19 +261,13 @@ final class MlaCacheLayout implements CacheLayout
         requireNonNull(peer, "peer is null");
         boolean localPacked = local.regions().stream().anyMatch(Region::packed);
         boolean peerPacked = peer.regions().stream().anyMatch(Region::packed);
-        if (!localPacked && !peerPacked) {
-            return Optional.empty();
+        // rows of other shapes (strides, layers, block sizes, packing) pair layer by layer, each page
+        // checked by the planner; what only this layout knows is how it lays a page out
+        if ((localPacked || peerPacked) && !local.layoutName().equals(peer.layoutName())) {
+            return Optional.of("packed MLA rows of layout " + local.layoutName() + " cannot be read as the pages of layout " + peer.layoutName()
+                    + " (local rank " + local.rank() + ", peer rank " + peer.rank() + "); describe both engines' caches with the same layout");
         }
-        if (local.rank().ppSize() > 1 || peer.rank().ppSize() > 1) {
-            return local.blockTokens() == peer.blockTokens() && local.kernelBlocksPerLogical() == peer.kernelBlocksPerLogical() ? Optional.empty()
-                    : Optional.of(PackedMlaDescriptor.packedPeerMessage("blockTokens: local=" + local.blockTokens() + " peer=" + peer.blockTokens()
-                            + ", kernelBlocksPerLogical: local=" + local.kernelBlocksPerLogical() + " peer=" + peer.kernelBlocksPerLogical()));
-        }
-        Optional<String> difference = PackedMlaDescriptor.firstBlockGeometryDifference(local, peer);
-        if (difference.isEmpty() && localPacked != peerPacked) {
-            difference = Optional.of("packing: local " + (localPacked ? "packed" : "not packed") + ", peer " + (peerPacked ? "packed" : "not packed"));
-        }
-        return difference.map(PackedMlaDescriptor::packedPeerMessage);
+        return Optional.empty();
     }
 
     private static void check(boolean condition, String format, Object... args)

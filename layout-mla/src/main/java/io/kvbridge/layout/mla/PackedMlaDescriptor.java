@@ -5,7 +5,6 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.layout.LayerView;
 import io.kvbridge.spi.memory.Allocation;
@@ -195,60 +194,5 @@ public final class PackedMlaDescriptor
         if (!condition) {
             throw new KvBridgeException(ErrorCode.LAYOUT_UNSUPPORTED, SHARED_WHOLE_BLOCK_VIEWS + ": " + String.format(Locale.ROOT, format, args));
         }
-    }
-
-    /**
-     * Names the first difference in block geometry between packed peers, checked in this order:
-     * block tokens, region strides, region block bytes, layout name, kernel blocks per logical block.
-     *
-     * @param local this rank's geometry.
-     * @param peer the peer's geometry.
-     * @return the difference with both values, or empty when the block geometry is identical.
-     */
-    public static Optional<String> firstBlockGeometryDifference(CacheGeometry local, CacheGeometry peer)
-    {
-        requireNonNull(local, "local is null");
-        requireNonNull(peer, "peer is null");
-        if (local.blockTokens() != peer.blockTokens()) {
-            return Optional.of("blockTokens: local=" + local.blockTokens() + " peer=" + peer.blockTokens());
-        }
-        List<Long> localStrides = local.regions().stream().map(Region::stride).toList();
-        List<Long> peerStrides = peer.regions().stream().map(Region::stride).toList();
-        if (!localStrides.equals(peerStrides)) {
-            return Optional.of("block strides: local=" + localStrides + " peer=" + peerStrides);
-        }
-        List<Long> localBytes = local.regions().stream().map(Region::blockBytes).toList();
-        List<Long> peerBytes = peer.regions().stream().map(Region::blockBytes).toList();
-        if (!localBytes.equals(peerBytes)) {
-            return Optional.of("block bytes: local=" + localBytes + " peer=" + peerBytes);
-        }
-        if (!local.layoutName().equals(peer.layoutName())) {
-            return Optional.of("layout: local=" + local.layoutName() + " peer=" + peer.layoutName());
-        }
-        if (local.kernelBlocksPerLogical() != peer.kernelBlocksPerLogical()) {
-            return Optional.of("kernelBlocksPerLogical: local=" + local.kernelBlocksPerLogical() + " peer=" + peer.kernelBlocksPerLogical());
-        }
-        return Optional.empty();
-    }
-
-    /**
-     * Checks that packed peers have identical block geometry.
-     *
-     * @param local this rank's geometry.
-     * @param peer the peer's geometry.
-     * @throws KvBridgeException {@code GEOMETRY_INCOMPATIBLE} naming the first difference.
-     */
-    public static void checkPackedPeer(CacheGeometry local, CacheGeometry peer)
-    {
-        Optional<String> difference = firstBlockGeometryDifference(local, peer);
-        if (difference.isPresent()) {
-            throw new KvBridgeException(ErrorCode.GEOMETRY_INCOMPATIBLE, packedPeerMessage(difference.get()));
-        }
-    }
-
-    static String packedPeerMessage(String difference)
-    {
-        return "packed MLA peers need identical P/D block geometry, but " + difference
-                + "; configure both engines with the same block size, layers and packing before they pair";
     }
 }

@@ -235,46 +235,37 @@ final class MlaCacheLayoutTest
         assertEquals(Optional.empty(), layout.incompatibility(stage, whole));
         CacheGeometry kernelSplit = new CacheGeometry(stage.layoutName(), stage.rank(), stage.model(), stage.blockTokens(), 2, stage.groups(),
                 stage.allocations(), stage.regions());
-        assertTrue(layout.incompatibility(whole, kernelSplit).orElseThrow().contains("kernelBlocksPerLogical: local=1 peer=2"));
+        assertEquals(Optional.empty(), layout.incompatibility(whole, kernelSplit), "the planner pairs the pages of other scheduler block sizes");
     }
 
     @Test
-    void packedPeersMustHaveIdenticalBlockGeometry()
+    void packedRowsOfAnyShapeLeavePairingToThePlannerButNotAnotherLayout()
     {
         ModelCacheSpec spec = MlaModels.spec(4, List.of(4));
         CacheLayout layout = layout("packed");
         CacheGeometry local = layout.describe(spec, CacheMemory.of(List.of(allocate(4 * 4 * PAGE))), Rank.single());
         CacheGeometry same = layout.describe(spec, CacheMemory.of(List.of(allocate(6 * 4 * PAGE))), new Rank(0, 1, 1, 2));
         assertEquals(Optional.empty(), layout.incompatibility(local, same), "capacity and TP may differ");
-        PackedMlaDescriptor.checkPackedPeer(local, same);
 
+        // other block sizes, padded or narrower rows, other kernel splits and unpacked peers pair layer
+        // by layer, and the planner checks every page against the other side's
         ModelCacheSpec longer = new ModelCacheSpec(spec.identity(), 32, 1, spec.groups(), spec.layers(), spec.stageLayerCounts());
         CacheGeometry longerBlocks = layout.describe(longer, CacheMemory.of(List.of(allocate(4 * 4 * 2 * PAGE))), Rank.single());
-        KvBridgeException blockTokens = assertCode(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> PackedMlaDescriptor.checkPackedPeer(local, longerBlocks));
-        assertTrue(blockTokens.getMessage().contains("identical P/D block geometry") && blockTokens.getMessage().contains("blockTokens: local=16 peer=32"),
-                "block tokens are the first difference even though strides differ too: " + blockTokens.getMessage());
-        assertEquals(Optional.of(blockTokens.getMessage().substring(blockTokens.getMessage().indexOf("packed MLA"))), layout.incompatibility(local, longerBlocks));
-
         Region row = local.regions().getFirst();
         CacheGeometry padded = withRegion(local, new Region(row.name(), row.base(), row.blockBytes(), 2 * row.stride(), 2, row.groupId(), row.memoryKind(),
                 row.device(), row.split(), row.members(), row.packedMembers()), local.layoutName(), local.kernelBlocksPerLogical());
-        assertTrue(layout.incompatibility(local, padded).orElseThrow().contains("block strides: local=[4096] peer=[8192]"));
-
-        Allocation threeLayers = allocate(4 * 3 * PAGE);
-        CacheGeometry narrower = withRegion(local, new Region(row.name(), threeLayers.address(), 3 * PAGE, 4 * PAGE, 3, row.groupId(), row.memoryKind(),
-                row.device(), row.split(), row.members().subList(0, 3), row.packedMembers().subList(0, 3)), local.layoutName(), local.kernelBlocksPerLogical());
-        assertTrue(layout.incompatibility(local, narrower).orElseThrow().contains("block bytes: local=[4096] peer=[3072]"));
-
-        CacheGeometry otherName = withRegion(local, row, "packed-mla", local.kernelBlocksPerLogical());
-        assertTrue(layout.incompatibility(local, otherName).orElseThrow().contains("layout: local=mla peer=packed-mla"));
-
         CacheGeometry kernelSplit = new CacheGeometry(local.layoutName(), local.rank(), local.model(), local.blockTokens(), 2, local.groups(),
                 local.allocations(), local.regions());
-        assertTrue(layout.incompatibility(local, kernelSplit).orElseThrow().contains("kernelBlocksPerLogical: local=1 peer=2"));
-
         CacheGeometry unpacked = withRegion(local, new Region(row.name(), row.base(), row.blockBytes(), row.stride(), row.capacity(), row.groupId(),
                 row.memoryKind(), row.device(), row.split(), row.members(), List.of()), local.layoutName(), local.kernelBlocksPerLogical());
-        assertTrue(layout.incompatibility(local, unpacked).orElseThrow().contains("packing: local packed, peer not packed"));
+        for (CacheGeometry peer : List.of(longerBlocks, padded, kernelSplit, unpacked)) {
+            assertEquals(Optional.empty(), layout.incompatibility(local, peer));
+        }
+
+        CacheGeometry otherName = withRegion(local, row, "packed-mla", local.kernelBlocksPerLogical());
+        String refusal = layout.incompatibility(local, otherName).orElseThrow();
+        assertTrue(refusal.contains("packed MLA rows of layout mla cannot be read as the pages of layout packed-mla"), refusal);
+        assertTrue(refusal.contains("describe both engines' caches with the same layout"), refusal);
     }
 
     private static CacheGeometry withRegion(CacheGeometry geometry, Region region, String layoutName, int kernelBlocksPerLogical)
