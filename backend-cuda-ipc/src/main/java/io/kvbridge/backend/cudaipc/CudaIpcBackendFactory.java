@@ -1,0 +1,115 @@
+package io.kvbridge.backend.cudaipc;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.PluginConfig;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Factory of the {@code cuda-ipc} transport: KV caches in GPU memory moved between processes on one
+ * node with the CUDA driver API ({@code libcuda.so.1}) bound through FFM. Available only where the
+ * driver, a device and IPC support are found; it never pretends otherwise.
+ *
+ * <p>Options: {@code device} (the device ordinal the instance's context is on, default 0),
+ * {@code streams} (copy streams, 1..64, default 4), {@code allocation} ({@code auto}, {@code vmm} or
+ * {@code legacy}: what {@code allocate(DEVICE)} uses, default auto = VMM where the device exports
+ * POSIX fds), {@code max-in-flight} (1..1048576, default 16384), {@code transfer-timeout-ms}
+ * (copies not done by then fail the transfer, default 30000), {@code allow-fake} (accept kvbridge's
+ * test fake of the driver; default: the {@value #ALLOW_FAKE_PROPERTY} property, else false).
+ * {@code -D}{@value #LIBRARY_PROPERTY} names the driver file or its directory;
+ * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off before anything loads.
+ */
+public final class CudaIpcBackendFactory implements TransferBackendFactory
+{
+    /** The transport's name. */
+    public static final String NAME = "cuda-ipc";
+    /** System property naming {@code libcuda.so.1} or its directory. */
+    public static final String LIBRARY_PROPERTY = "kvbridge.cuda-ipc.library";
+    /** System property that switches the transport off ({@code false}) before anything loads. */
+    public static final String ENABLED_PROPERTY = "kvbridge.cuda-ipc.enabled";
+    /** System property that lets the transport run on kvbridge's test fake of the driver. */
+    public static final String ALLOW_FAKE_PROPERTY = "kvbridge.cuda-ipc.allow-fake";
+
+    private final Boolean allowFake;
+
+    /** Creates the factory; it reads its system properties when it probes. */
+    public CudaIpcBackendFactory()
+    {
+        this(null);
+    }
+
+    /** @param allowFake whether the test fake is acceptable, or null to read the property. */
+    CudaIpcBackendFactory(Boolean allowFake)
+    {
+        this.allowFake = allowFake;
+    }
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
+    }
+
+    @Override
+    public int priority()
+    {
+        // above the host-memory transports: where a GPU and IPC are found, this is the transport for device caches
+        return 30;
+    }
+
+    @Override
+    public Availability probe()
+    {
+        try {
+            return CudaIpcProbe.run(allowFake()).availability();
+        }
+        catch (RuntimeException | LinkageError e) {
+            return Availability.unavailable(List.of("probing the CUDA driver failed: " + e), Map.of());
+        }
+    }
+
+    @Override
+    public TransferBackend create(Map<String, String> config, BackendContext context)
+    {
+        PluginConfig options = new PluginConfig(NAME, config);
+        int device = options.intValue("device", 0, 0, 1023);
+        int streams = options.intValue("streams", 4, 1, 64);
+        String allocation = options.stringValue("allocation", "auto");
+        int maxInFlight = options.intValue("max-in-flight", 16384, 1, 1 << 20);
+        int timeoutMillis = options.intValue("transfer-timeout-ms", 30_000, 1, 3_600_000);
+        boolean chosenAllowFake = options.booleanValue("allow-fake", allowFake());
+        options.finish();
+        if (!List.of("auto", "vmm", "legacy").contains(allocation)) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=" + allocation + " is not auto, vmm or legacy");
+        }
+        CudaIpcProbe.Result probe = CudaIpcProbe.run(chosenAllowFake);
+        if (!probe.availability().available()) {
+            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the cuda-ipc transport cannot run here: " + String.join("; ", probe.availability().reasons()));
+        }
+        if (device >= probe.devices()) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option device=" + device + " but the driver sees " + probe.devices()
+                    + " device(s); use 0.." + (probe.devices() - 1) + " (CUDA_VISIBLE_DEVICES renumbers them)");
+        }
+        if (allocation.equals("vmm") && !probe.vmmFd()) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=vmm but the device cannot export VMM memory as POSIX fds; use auto or legacy");
+        }
+        return new CudaIpcTransferBackend(context.agentName(), device, streams, maxInFlight, timeoutMillis, allocation, probe.vmmFd());
+    }
+
+    private boolean allowFake()
+    {
+        return allowFake != null ? allowFake : CudaIpcAvailability.allowFake();
+    }
+}

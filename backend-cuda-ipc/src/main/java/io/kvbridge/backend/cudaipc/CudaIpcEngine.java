@@ -1,0 +1,452 @@
+package io.kvbridge.backend.cudaipc;
+
+import static io.kvbridge.backend.cudaipc.ffm.CudaLayouts.CUDA_ERROR_NOT_READY;
+
+import io.kvbridge.backend.cudaipc.ffm.CudaDriver;
+import io.kvbridge.backend.cudaipc.ffm.Posix;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.transport.Inbox;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.OwnerThread;
+import io.kvbridge.transport.RunningTransfers;
+import io.kvbridge.transport.TransferTable;
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The owner thread of one {@code cuda-ipc} instance and what it does: it makes the device's primary
+ * context current once and then makes every driver call; it issues each transfer's copies with
+ * {@code cuMemcpyAsync} on one of the instance's streams and records an event after the last;
+ * between pieces of work it polls the events with {@code cuEventQuery}, parking at most 50 µs while
+ * copies run and up to 100 ms when idle (woken by every hand-over), never spinning.
+ *
+ * <p>A transfer completes in post order per peer: its notification is sent, over the peer's control
+ * link, only once its own event and those of every earlier transfer to that peer were reached, so a
+ * request split into host and device parts (or any several posts) is announced after its last byte.
+ * A failed copy fails its transfer and sends nothing. A peer that died or was disconnected fails its
+ * transfers when their copies end; its mappings are closed once no copy runs against them.
+ *
+ * <p>Threads: everything here but {@link #submit}, {@link #call} and {@link #problem} is the owner's.
+ */
+final class CudaIpcEngine
+{
+    private static final Logger LOG = LoggerFactory.getLogger(CudaIpcEngine.class);
+    private static final long POLL_PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+    private static final long IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final int WORK_PER_ROUND = 64;
+
+    private final InstanceGuard guard;
+    private final int device;
+    private final int streamCount;
+    private final long transferTimeoutNanos;
+    private final OwnerThread thread;
+    private volatile boolean parked;
+    private volatile String stickyError;
+
+    // owner thread only
+    private TransferTable<CudaIpcTransfer> table;
+    private Inbox inbox;
+    private ControlChannel control;
+    private long context;
+    private long[] streams = new long[0];
+    private int nextStream;
+    private boolean stopRequested;
+    private final RunningTransfers<CudaIpcTransfer> running = new RunningTransfers<>();
+    private final List<CudaIpcPeer> active = new ArrayList<>();
+    private final List<CudaIpcPeer> retiring = new ArrayList<>();
+    private long[] abandonedEvents = new long[8];
+    private CudaIpcPeer[] abandonedPeers = new CudaIpcPeer[8];
+    private int abandonedCount;
+    private Runnable shutdown;
+    final Posix.Errno errno = new Posix.Errno(Arena.ofAuto());
+
+    CudaIpcEngine(InstanceGuard guard, int device, int streamCount, long transferTimeoutNanos, int capacity)
+    {
+        this.guard = guard;
+        this.device = device;
+        this.streamCount = streamCount;
+        this.transferTimeoutNanos = transferTimeoutNanos;
+        this.thread = new OwnerThread("kvbridge-cuda-ipc-" + guard.agentName(), guard.description(), capacity, this::loop, this::wake);
+    }
+
+    /**
+     * Starts the thread, makes the primary context current on it and creates the streams.
+     *
+     * @param nativeShutdown releases the instance's native state; runs on the owner when the loop ends.
+     */
+    void start(TransferTable<CudaIpcTransfer> transfers, Inbox notifications, ControlChannel channel, Runnable nativeShutdown)
+    {
+        this.table = transfers;
+        this.inbox = notifications;
+        this.control = channel;
+        this.shutdown = nativeShutdown;
+        thread.start();
+        try {
+            thread.call(() -> {
+                openContext();
+                return null;
+            });
+        }
+        catch (RuntimeException e) {
+            stop();
+            throw e;
+        }
+    }
+
+    private void openContext()
+    {
+        CudaDriver.check(CudaDriver.cuInit(0), "cuInit", "starting " + guard.description());
+        int[] ordinal = new int[1];
+        CudaDriver.check(CudaDriver.cuDeviceGet(ordinal, device), "cuDeviceGet", "device=" + device + "; pick one of the devices the probe lists");
+        long[] out = new long[1];
+        CudaDriver.check(CudaDriver.cuDevicePrimaryCtxRetain(out, ordinal[0]), "cuDevicePrimaryCtxRetain", "device " + device);
+        context = out[0];
+        CudaDriver.check(CudaDriver.cuCtxSetCurrent(context), "cuCtxSetCurrent", "device " + device);
+        streams = new long[streamCount];
+        for (int i = 0; i < streamCount; i++) {
+            CudaDriver.check(CudaDriver.cuStreamCreate(out), "cuStreamCreate", "stream " + i + " of device " + device);
+            streams[i] = out[0];
+        }
+    }
+
+    private void closeContext()
+    {
+        for (long stream : streams) {
+            if (stream != 0) {
+                CudaDriver.cuStreamDestroy(stream);
+            }
+        }
+        streams = new long[0];
+        if (context != 0) {
+            CudaDriver.cuCtxSetCurrent(0);
+            CudaDriver.cuDevicePrimaryCtxRelease(device);
+            context = 0;
+        }
+    }
+
+    private void loop()
+    {
+        try {
+            while (!stopRequested) {
+                boolean progressed = thread.runQueued(WORK_PER_ROUND) > 0;
+                if (stopRequested) {
+                    break;
+                }
+                progressed |= poll();
+                if (progressed) {
+                    continue;
+                }
+                parked = true;
+                if (!thread.hasQueued()) {
+                    LockSupport.parkNanos(this, running.isEmpty() && abandonedCount == 0 && retiring.isEmpty() ? IDLE_PARK_NANOS : POLL_PARK_NANOS);
+                }
+                parked = false;
+            }
+            drain();
+        }
+        finally {
+            try {
+                if (shutdown != null) {
+                    shutdown.run();
+                }
+            }
+            catch (RuntimeException e) {
+                LOG.warn("releasing the native state of {} failed", guard.description(), e);
+            }
+            finally {
+                closeContext();
+            }
+        }
+    }
+
+    /** Polls until every copy ended or the close deadline passed, failing what it cuts off. */
+    private void drain()
+    {
+        long deadline = System.nanoTime() + CLOSE_DRAIN_NANOS;
+        while ((!running.isEmpty() || abandonedCount > 0) && System.nanoTime() < deadline) {
+            if (!poll()) {
+                LockSupport.parkNanos(this, POLL_PARK_NANOS);
+            }
+        }
+        if (!running.isEmpty() || abandonedCount > 0) {
+            LOG.warn("{}: {} transfers and {} abandoned copies still ran {} s after close; their mappings are left to the process's exit",
+                    guard.description(), running.size(), abandonedCount, TimeUnit.NANOSECONDS.toSeconds(CLOSE_DRAIN_NANOS));
+        }
+        for (CudaIpcPeer peer : active) {
+            CudaIpcTransfer transfer;
+            while ((transfer = peer.inOrder.poll()) != null) {
+                table.finish(transfer, guard.closedError());
+            }
+        }
+        active.clear();
+    }
+
+    private void wake()
+    {
+        if (parked) {
+            thread.unpark();
+        }
+    }
+
+    /** Issues a transfer's copies; owner thread, from the post's hand-over. */
+    void start(CudaIpcTransfer transfer)
+    {
+        CudaIpcPeer peer = transfer.peer;
+        String dead = transfer.local.deadMemoryReason();
+        if (dead == null) {
+            dead = transfer.remote.deadMemoryReason();
+        }
+        String peerProblem = peer.unusableReason();
+        if (dead != null || peerProblem != null || transfer.cancelled()) {
+            fail(transfer, dead != null ? new KvBridgeException(ErrorCode.NOT_REGISTERED, "the transfer could not start: " + dead)
+                    : peerProblem != null ? new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peer.name() + "' cannot be used: " + peerProblem)
+                    : new KvBridgeException(ErrorCode.TRANSFER_FAILED, "the transfer was released before it started"));
+            return;
+        }
+        if (transfer.event == 0) {
+            long[] out = new long[1];
+            int rc = CudaDriver.cuEventCreate(out);
+            if (rc != 0) {
+                fail(transfer, CudaDriver.failure(ErrorCode.TRANSFER_FAILED, rc, "cuEventCreate", "starting a transfer to '" + peer.name() + "'"));
+                return;
+            }
+            transfer.event = out[0];
+        }
+        long stream = streams[nextStream];
+        nextStream = nextStream + 1 == streams.length ? 0 : nextStream + 1;
+        transfer.copyFailure = null;
+        transfer.reached = false;
+        var copies = transfer.copies;
+        CudaIpcList remote = transfer.remote;
+        boolean write = transfer.op == TransferOp.WRITE;
+        for (int i = 0; i < copies.size(); i++) {
+            long local = copies.localAddress(i);
+            long far = copies.remoteAddress(i) + remote.region(copies.remoteRegion(i)).delta();
+            int rc = CudaDriver.cuMemcpyAsync(write ? far : local, write ? local : far, copies.length(i), stream);
+            if (rc != 0) {
+                transfer.copyFailure = CudaDriver.failure(ErrorCode.TRANSFER_FAILED, rc, "cuMemcpyAsync", "queueing copy " + i + " of " + copies.size()
+                        + " (" + copies.length(i) + " bytes) to peer '" + peer.name() + "'; nothing is announced to the peer");
+                break;
+            }
+        }
+        int rc = CudaDriver.cuEventRecord(transfer.event, stream);
+        if (rc != 0) {
+            // without an event the copies' end cannot be seen: keep the peer's mappings until close
+            peer.running++;
+            fail(transfer, CudaDriver.failure(ErrorCode.TRANSFER_FAILED, rc, "cuEventRecord", "ending a transfer to '" + peer.name() + "'"));
+            transfer.event = 0;
+            return;
+        }
+        transfer.deadlineNanos = System.nanoTime() + transferTimeoutNanos;
+        running.add(transfer);
+        peer.running++;
+        if (peer.inOrder.isEmpty() && !active.contains(peer)) {
+            active.add(peer);
+        }
+        peer.inOrder.add(transfer);
+    }
+
+    /** A post handed over after the owner stopped: it fails with the cause. */
+    void abandon(CudaIpcTransfer transfer, RuntimeException cause)
+    {
+        KvBridgeException failure = cause instanceof KvBridgeException typed ? typed : new KvBridgeException(ErrorCode.CLOSED, String.valueOf(cause));
+        table.finish(transfer, failure);
+        inbox.wake();
+    }
+
+    private void fail(CudaIpcTransfer transfer, KvBridgeException failure)
+    {
+        table.finish(transfer, failure);
+        inbox.wake();
+    }
+
+    /** @return true when something ended. */
+    private boolean poll()
+    {
+        boolean progressed = false;
+        for (int i = running.size() - 1; i >= 0; i--) {
+            CudaIpcTransfer transfer = running.get(i);
+            int rc = CudaDriver.cuEventQuery(transfer.event);
+            if (rc == CUDA_ERROR_NOT_READY) {
+                continue;
+            }
+            if (rc != 0) {
+                transfer.copyFailure = CudaDriver.failure(ErrorCode.TRANSFER_FAILED, rc, "cuEventQuery", "a copy of the transfer to peer '"
+                        + transfer.peer.name() + "' failed; nothing is announced to the peer");
+                noteSticky(rc);
+            }
+            transfer.reached = true;
+            running.removeAt(i);
+            progressed = true;
+        }
+        long now = System.nanoTime();
+        for (int p = active.size() - 1; p >= 0; p--) {
+            CudaIpcPeer peer = active.get(p);
+            CudaIpcTransfer head;
+            while ((head = peer.inOrder.peek()) != null) {
+                if (head.reached) {
+                    peer.inOrder.poll();
+                    peer.running--;
+                    complete(head);
+                    progressed = true;
+                }
+                else if (now - head.deadlineNanos > 0) {
+                    peer.inOrder.poll();
+                    for (int i = 0; i < running.size(); i++) {
+                        if (running.get(i) == head) {
+                            running.removeAt(i);
+                            break;
+                        }
+                    }
+                    abandonEvent(head.event, peer);
+                    head.event = 0;
+                    fail(head, new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "the copies of a transfer to peer '" + peer.name() + "' did not end within "
+                            + TimeUnit.NANOSECONDS.toMillis(transferTimeoutNanos) + " ms (transfer-timeout-ms); nothing is announced to the peer"));
+                    progressed = true;
+                }
+                else {
+                    break;
+                }
+            }
+            if (peer.inOrder.isEmpty()) {
+                active.remove(p);
+            }
+        }
+        for (int i = abandonedCount - 1; i >= 0; i--) {
+            int rc = CudaDriver.cuEventQuery(abandonedEvents[i]);
+            if (rc != CUDA_ERROR_NOT_READY) {
+                CudaDriver.cuEventDestroy(abandonedEvents[i]);
+                abandonedPeers[i].running--;
+                abandonedCount--;
+                abandonedEvents[i] = abandonedEvents[abandonedCount];
+                abandonedPeers[i] = abandonedPeers[abandonedCount];
+                abandonedPeers[abandonedCount] = null;
+                progressed = true;
+            }
+        }
+        for (int i = retiring.size() - 1; i >= 0; i--) {
+            CudaIpcPeer peer = retiring.get(i);
+            if (peer.running == 0) {
+                peer.closeMappings(errno);
+                retiring.remove(i);
+                progressed = true;
+            }
+        }
+        return progressed;
+    }
+
+    private void abandonEvent(long event, CudaIpcPeer peer)
+    {
+        if (abandonedCount == abandonedEvents.length) {
+            abandonedEvents = java.util.Arrays.copyOf(abandonedEvents, abandonedCount * 2);
+            abandonedPeers = java.util.Arrays.copyOf(abandonedPeers, abandonedCount * 2);
+        }
+        abandonedEvents[abandonedCount] = event;
+        abandonedPeers[abandonedCount++] = peer;
+    }
+
+    private void noteSticky(int rc)
+    {
+        // these leave the context unusable on a real driver: every later call fails until the process restarts
+        if (rc == 700 || rc == 701 || rc == 702 || rc == 714 || rc == 715 || rc == 716 || rc == 719) {
+            if (stickyError == null) {
+                stickyError = "a copy hit " + CudaDriver.errorName(rc) + " (" + rc + "), which leaves the CUDA context of device " + device
+                        + " unusable; close this instance and restart the process";
+            }
+        }
+    }
+
+    private void complete(CudaIpcTransfer transfer)
+    {
+        CudaIpcPeer peer = transfer.peer;
+        KvBridgeException failure = transfer.copyFailure;
+        if (failure == null && transfer.cancelled()) {
+            failure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, "the transfer was released while its copies ran; its notification was not sent");
+        }
+        if (failure == null) {
+            String problem = peer.unusableReason();
+            if (problem != null) {
+                failure = new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peer.name() + "' went away while the copies ran: " + problem);
+            }
+        }
+        if (failure == null && transfer.notificationLength >= 0) {
+            ControlChannel.Link link = peer.link;
+            String problem = link == null ? "it has no control link" : control.notify(link, transfer.notification, transfer.notificationLength);
+            if (problem != null) {
+                failure = new KvBridgeException(ErrorCode.PEER_UNKNOWN, "the data reached peer '" + peer.name() + "' but its notification did not: " + problem);
+            }
+        }
+        table.finish(transfer, failure);
+        inbox.wake();
+    }
+
+    /** Queues a peer's mappings to be closed once no copy runs against them; owner thread. */
+    void retire(CudaIpcPeer peer)
+    {
+        if (!retiring.contains(peer)) {
+            retiring.add(peer);
+        }
+        poll();
+    }
+
+    /** Closes what is left of every peer, running copies or not; owner thread, at close. */
+    void retireAllNow(List<CudaIpcPeer> peers)
+    {
+        for (CudaIpcPeer peer : peers) {
+            if (peer.running > 0) {
+                LOG.warn("{}: closing peer '{}''s mappings with {} copies unaccounted for", guard.description(), peer.name(), peer.running);
+            }
+            peer.closeMappings(errno);
+        }
+        retiring.clear();
+    }
+
+    int device()
+    {
+        return device;
+    }
+
+    void submit(CudaIpcTransfer transfer)
+    {
+        thread.submit(transfer);
+    }
+
+    <T> T call(Supplier<T> action)
+    {
+        return thread.call(action);
+    }
+
+    /** Ends the loop after draining, and waits for the thread. */
+    void stop()
+    {
+        try {
+            thread.call(() -> {
+                stopRequested = true;
+                return null;
+            });
+        }
+        catch (KvBridgeException alreadyStopped) {
+            // the loop has ended
+        }
+        thread.join(TimeUnit.SECONDS.toMillis(30));
+    }
+
+    Optional<String> problem()
+    {
+        Optional<String> stopped = thread.problem();
+        if (stopped.isPresent()) {
+            return stopped;
+        }
+        return Optional.ofNullable(stickyError);
+    }
+}

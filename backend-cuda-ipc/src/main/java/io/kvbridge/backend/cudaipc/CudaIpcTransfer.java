@@ -1,0 +1,75 @@
+package io.kvbridge.backend.cudaipc;
+
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.TransferSlot;
+
+/**
+ * One posted transfer, reused with its slot: the coalesced copies, the notification bytes (copied,
+ * since the caller may reuse its array), the event recorded after the last copy, and where the
+ * owner thread is with it. Posting fills it on the caller's thread and hands it to the owner, which
+ * issues the copies ({@link CudaIpcEngine#start}); nothing is allocated per post once the buffers
+ * have grown to the largest request seen.
+ */
+final class CudaIpcTransfer extends TransferSlot
+{
+    final CudaIpcEngine engine;
+    final DescriptorPairs copies = new DescriptorPairs(16);
+    TransferOp op;
+    CudaIpcList local;
+    CudaIpcList remote;
+    CudaIpcPeer peer;
+    byte[] notification = new byte[64];
+    int notificationLength = -1;
+    // owner thread only
+    long event;
+    long deadlineNanos;
+    boolean reached;
+    KvBridgeException copyFailure;
+
+    CudaIpcTransfer(int index, CudaIpcEngine engine)
+    {
+        super(index);
+        this.engine = engine;
+    }
+
+    void notification(byte[] bytes)
+    {
+        if (bytes == null) {
+            notificationLength = -1;
+            return;
+        }
+        if (notification.length < bytes.length) {
+            notification = new byte[Math.max(bytes.length, notification.length * 2)];
+        }
+        System.arraycopy(bytes, 0, notification, 0, bytes.length);
+        notificationLength = bytes.length;
+    }
+
+    @Override
+    protected int operations()
+    {
+        return copies.size();
+    }
+
+    @Override
+    protected void runOnOwner()
+    {
+        engine.start(this);
+    }
+
+    @Override
+    protected void abandoned(RuntimeException cause)
+    {
+        engine.abandon(this, cause);
+    }
+
+    @Override
+    protected void clearReferences()
+    {
+        local = null;
+        remote = null;
+        peer = null;
+    }
+}

@@ -1,0 +1,424 @@
+package io.kvbridge.backend.cudaipc;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.backend.cudaipc.CudaIpcMetadata.Export;
+import io.kvbridge.backend.cudaipc.LocalMemory.LocalRegistration;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.transport.AbstractTransferBackend;
+import io.kvbridge.transport.Inbox;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.PostChecks;
+import io.kvbridge.transport.PreparedLists;
+import io.kvbridge.transport.RegionCover;
+import io.kvbridge.transport.Registrations;
+import io.kvbridge.transport.TransferTable;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A {@code cuda-ipc} instance: device (and host) memory moved between processes on one node with
+ * the CUDA driver's asynchronous copies, peers' allocations opened through legacy IPC handles or
+ * imported VMM file descriptors. Built on the toolkit: handles, registrations, lists and
+ * notifications are its parts; this class adds the driver, the control socket and the copies.
+ *
+ * <p>Threads: every driver call runs on the instance's owner thread ({@link CudaIpcEngine}); the
+ * control socket has its own thread ({@link ControlChannel}); posts check and resolve on the
+ * caller's thread and hand over without waiting.
+ */
+final class CudaIpcTransferBackend extends AbstractTransferBackend
+{
+    /** Random per JVM: two instances with the same token share an address space. */
+    static final long PROCESS_TOKEN = new SecureRandom().nextLong();
+    /** Open instances of this JVM by agent name and socket, so a same-process peer's close is seen at once. */
+    private static final Map<String, InstanceGuard> LOCAL_INSTANCES = new ConcurrentHashMap<>();
+    private static final long CONNECT_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    private final TransferTable<CudaIpcTransfer> transfers;
+    private final Inbox inbox;
+    private final Registrations<LocalRegistration> registrations;
+    private final PreparedLists<CudaIpcList> lists;
+    private final Set<CudaIpcPeer> peers = ConcurrentHashMap.newKeySet();
+    private final Map<Integer, LocalRegistration> exported = new ConcurrentHashMap<>();
+    private final AtomicInteger regionIds = new AtomicInteger();
+    private final CudaIpcEngine engine;
+    private final ControlChannel control;
+    private final String allocationMode;
+    private final boolean vmmSupported;
+    private final String localKey;
+
+    CudaIpcTransferBackend(String agentName, int device, int streams, int maxInFlight, long transferTimeoutMillis, String allocationMode, boolean vmmSupported)
+    {
+        InstanceGuard guard = new InstanceGuard(CudaIpcBackendFactory.NAME, agentName);
+        CudaIpcEngine owner = new CudaIpcEngine(guard, device, streams, TimeUnit.MILLISECONDS.toNanos(transferTimeoutMillis), maxInFlight + 64);
+        TransferTable<CudaIpcTransfer> table = new TransferTable<>(guard.description(), maxInFlight, index -> new CudaIpcTransfer(index, owner));
+        Inbox notifications = new Inbox();
+        super(guard, table, notifications);
+        this.transfers = table;
+        this.inbox = notifications;
+        this.engine = owner;
+        this.allocationMode = allocationMode;
+        this.vmmSupported = vmmSupported;
+        this.registrations = new Registrations<>(guard.description());
+        this.lists = new PreparedLists<>(guard);
+        this.control = new ControlChannel(guard.description(), agentName, new ControlChannel.Events()
+        {
+            @Override
+            public void notification(String sender, byte[] message)
+            {
+                if (!guard.isClosed()) {
+                    inbox.add(sender, message);
+                }
+            }
+
+            @Override
+            public void peerGone(String agent, String reason)
+            {
+                peerDied(agent, reason);
+            }
+
+            @Override
+            public int exportedFd(int regionId)
+            {
+                LocalRegistration registration = exported.get(regionId);
+                return registration != null && registration.live() ? registration.fd : -1;
+            }
+        });
+        this.localKey = agentName + "@" + control.socketName;
+        try {
+            engine.start(table, notifications, control, this::releaseNative);
+        }
+        catch (RuntimeException e) {
+            control.close();
+            throw e;
+        }
+        LOCAL_INSTANCES.put(localKey, guard);
+    }
+
+    @Override
+    public void register(Allocation allocation)
+    {
+        requireNonNull(allocation, "allocation is null");
+        guard.checkOpen();
+        registrations.checkFree(allocation);
+        engine.call(() -> {
+            addRegistration(LocalMemory.register(allocation, regionIds.incrementAndGet(), engine.device(), null));
+            return null;
+        });
+    }
+
+    private void addRegistration(LocalRegistration registration)
+    {
+        try {
+            registrations.add(registration);
+        }
+        catch (RuntimeException e) {
+            LocalMemory.release(registration, engine.errno);
+            throw e;
+        }
+        if (registration.export.passesDescriptor()) {
+            exported.put(registration.id, registration);
+        }
+    }
+
+    @Override
+    public Allocation allocate(long bytes, MemoryKind kind, int device)
+    {
+        requireNonNull(kind, "kind is null");
+        KvBridgeException.checkArgument(bytes > 0, "bytes=%d is not positive", bytes);
+        guard.checkOpen();
+        if (kind == MemoryKind.DEVICE && device != engine.device()) {
+            throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "device=" + device + " is not this instance's device " + engine.device()
+                    + "; create a cuda-ipc instance with device=" + device);
+        }
+        return engine.call(() -> {
+            LocalMemory.Allocated allocated = LocalMemory.allocate(bytes, kind, device, allocationMode, vmmSupported, engine.errno);
+            try {
+                addRegistration(LocalMemory.register(allocated.allocation(), regionIds.incrementAndGet(), engine.device(), allocated));
+            }
+            catch (RuntimeException e) {
+                LocalMemory.free(allocated, engine.errno);
+                throw e;
+            }
+            return allocated.allocation();
+        });
+    }
+
+    @Override
+    public void deregister(Allocation allocation)
+    {
+        requireNonNull(allocation, "allocation is null");
+        guard.checkOpen();
+        LocalRegistration removed = registrations.remove(allocation);
+        exported.remove(removed.id);
+        engine.call(() -> {
+            LocalMemory.release(removed, engine.errno);
+            return null;
+        });
+    }
+
+    @Override
+    public byte[] localMetadata()
+    {
+        guard.checkOpen();
+        List<CudaIpcMetadata.Region> regions = new ArrayList<>();
+        for (LocalRegistration registration : registrations.all()) {
+            regions.add(registration.advertised());
+        }
+        return new CudaIpcMetadata(agentName(), io.kvbridge.backend.cudaipc.ffm.Posix.getpid(), PROCESS_TOKEN, control.socketName, regions).encode();
+    }
+
+    @Override
+    public Peer connect(byte[] peerMetadata)
+    {
+        guard.checkOpen();
+        CudaIpcMetadata metadata = CudaIpcMetadata.decode(peerMetadata);
+        boolean sameProcess = metadata.processToken() == PROCESS_TOKEN;
+        List<Integer> wanted = new ArrayList<>();
+        if (!sameProcess) {
+            for (CudaIpcMetadata.Region region : metadata.regions()) {
+                if (region.export().passesDescriptor()) {
+                    wanted.add(region.id());
+                }
+            }
+        }
+        int[] ids = wanted.stream().mapToInt(Integer::intValue).toArray();
+        int[] fds = new int[ids.length];
+        CudaIpcPeer peer = new CudaIpcPeer(guard, metadata);
+        if (sameProcess) {
+            // a peer in this JVM is unusable the moment its instance closes, before its socket hangs up
+            String key = metadata.agentName() + "@" + metadata.socketName();
+            peer.localInstance = () -> {
+                InstanceGuard target = LOCAL_INSTANCES.get(key);
+                return target == null || target.isClosed() ? "it was closed" : null;
+            };
+        }
+        long deadline = System.nanoTime() + CONNECT_DEADLINE_NANOS;
+        peer.link = control.connect(metadata.socketName(), metadata.pid(), metadata.agentName(), ids, fds, true, deadline);
+        Map<Integer, Integer> byRegion = new HashMap<>();
+        for (int i = 0; i < ids.length; i++) {
+            byRegion.put(ids[i], fds[i]);
+        }
+        try {
+            engine.call(() -> {
+                peer.open(metadata, byRegion, engine.device(), engine.errno);
+                return null;
+            });
+        }
+        catch (RuntimeException e) {
+            control.close(peer.link);
+            peer.markUnusable("opening its memory failed");
+            engine.call(() -> {
+                peer.closeMappings(engine.errno);
+                return null;
+            });
+            throw e;
+        }
+        if (guard.isClosed()) {
+            control.close(peer.link);
+            throw guard.closedError();
+        }
+        peers.add(peer);
+        return peer;
+    }
+
+    private void peerDied(String agent, String reason)
+    {
+        List<CudaIpcPeer> gone = new ArrayList<>();
+        for (CudaIpcPeer peer : peers) {
+            if (peer.name().equals(agent) && peer.markUnusable("its process is gone or closed its control connection (" + reason + ")")) {
+                gone.add(peer);
+            }
+        }
+        if (gone.isEmpty() || guard.isClosed()) {
+            return;
+        }
+        try {
+            engine.call(() -> {
+                gone.forEach(engine::retire);
+                return null;
+            });
+        }
+        catch (KvBridgeException closed) {
+            // the instance is closing: close() releases the mappings
+        }
+    }
+
+    @Override
+    public void disconnect(Peer peer)
+    {
+        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
+        own.markUnusable("it was disconnected");
+        if (peers.remove(own)) {
+            lists.releaseAll(own);
+            control.close(own.link);
+            if (!guard.isClosed()) {
+                engine.call(() -> {
+                    engine.retire(own);
+                    return null;
+                });
+            }
+        }
+    }
+
+    @Override
+    public PreparedList prepareLocal(DescriptorList descriptors)
+    {
+        guard.checkOpen();
+        return lists.add(CudaIpcList.local(guard, descriptors, registrations.cover(descriptors)));
+    }
+
+    @Override
+    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    {
+        requireNonNull(descriptors, "descriptors is null");
+        guard.checkOpen();
+        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
+        String problem = own.unusableReason();
+        if (problem != null) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' cannot be used: " + problem);
+        }
+        MemoryKind kind = descriptors.kind();
+        int device = descriptors.device();
+        RegionCover<CudaIpcPeer.RemoteRegion> cover = RegionCover.of(descriptors.addresses(), descriptors.lengths(), new RegionCover.Regions<>()
+        {
+            @Override
+            public CudaIpcPeer.RemoteRegion find(long address, long length)
+            {
+                CudaIpcPeer.RemoteRegion region = own.find(address, length);
+                return region != null && region.advertised.export().device() == (kind == MemoryKind.DEVICE) && region.advertised.device() == device
+                        ? region : null;
+            }
+
+            @Override
+            public boolean contains(CudaIpcPeer.RemoteRegion region, long address, long length)
+            {
+                return region.advertised.contains(address, length);
+            }
+        }, (index, address, length) -> new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
+                "descriptor %d (address=0x%x, length=%d, %s device %d) lies outside every region peer '%s' registered; the peer must register it "
+                        + "and its metadata be connected again", index, address, length, kind, device, own.name())));
+        for (CudaIpcPeer.RemoteRegion region : cover.regions()) {
+            String unreachable = own.unreachableReason(region);
+            if (unreachable != null) {
+                throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, unreachable);
+            }
+        }
+        CudaIpcPeer.RemoteRegion[] regions = cover.regions().toArray(new CudaIpcPeer.RemoteRegion[0]);
+        return lists.add(CudaIpcList.remote(guard, own, descriptors, cover.regionIds(), regions));
+    }
+
+    @Override
+    public void releasePrepared(PreparedList list)
+    {
+        lists.release(guard.own(list, CudaIpcList.class));
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
+            byte[] notification)
+    {
+        PostChecks.present(op, localIndices, remoteIndices);
+        guard.checkOpen();
+        CudaIpcList local = guard.own(localList, CudaIpcList.class);
+        CudaIpcList remote = guard.own(remoteList, CudaIpcList.class);
+        PostChecks.check(local, localIndices, remote, remoteIndices, count);
+        PostChecks.usable(local, remote);
+        PostChecks.notification(notification, ControlChannel.MAX_NOTIFICATION);
+        CudaIpcTransfer transfer = transfers.acquire();
+        try {
+            PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+        }
+        catch (RuntimeException e) {
+            transfers.abandon(transfer);
+            throw e;
+        }
+        transfer.op = op;
+        transfer.local = local;
+        transfer.remote = remote;
+        transfer.peer = (CudaIpcPeer) remote.transportPeer();
+        transfer.notification(notification);
+        long handle = transfer.handle();
+        engine.submit(transfer);
+        return handle;
+    }
+
+    @Override
+    public void notify(Peer peer, byte[] message)
+    {
+        requireNonNull(message, "message is null");
+        guard.checkOpen();
+        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
+        PostChecks.notification(message, ControlChannel.MAX_NOTIFICATION);
+        String problem = own.unusableReason();
+        ControlChannel.Link link = own.link;
+        if (problem == null) {
+            problem = link == null ? "it has no control link" : control.notify(link, message, message.length);
+        }
+        if (problem != null) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot notify peer '" + own.name() + "': " + problem);
+        }
+    }
+
+    @Override
+    protected BackendResources held(int transferCount)
+    {
+        return new BackendResources(registrations.size(), lists.size(), peers.size(), transferCount);
+    }
+
+    @Override
+    protected Optional<String> workerProblem()
+    {
+        if (!control.alive()) {
+            return Optional.of("the control thread of " + guard.description() + " stopped; close the instance and create a new one");
+        }
+        return engine.problem();
+    }
+
+    @Override
+    protected void closeInstance()
+    {
+        LOCAL_INSTANCES.remove(localKey);
+        for (CudaIpcPeer peer : peers) {
+            peer.markUnusable("this transport was closed");
+        }
+        lists.releaseAll(null);
+        // the owner drains running copies, then releases the native state and the context
+        engine.stop();
+        control.close();
+        peers.clear();
+        exported.clear();
+    }
+
+    /** Owner thread, once the loop has ended: mappings of peers, then local memory. */
+    private void releaseNative()
+    {
+        engine.retireAllNow(new ArrayList<>(peers));
+        for (LocalRegistration registration : registrations.clear()) {
+            LocalMemory.release(registration, engine.errno);
+        }
+    }
+
+    Export exportOf(Allocation allocation)
+    {
+        LocalRegistration registration = registrations.find(allocation.address(), allocation.bytes(), allocation.kind(), allocation.device());
+        return registration == null ? null : registration.export;
+    }
+}
