@@ -379,9 +379,9 @@ final class CudaIpcEngine
                 failure = new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peer.name() + "' went away while the copies ran: " + problem);
             }
         }
-        if (failure == null && transfer.notificationLength >= 0) {
+        if (failure == null && transfer.notification.present()) {
             ControlChannel.Link link = peer.link;
-            String problem = link == null ? "it has no control link" : control.notify(link, transfer.notification, transfer.notificationLength);
+            String problem = link == null ? "it has no control link" : control.notify(link, transfer.notification.bytes(), transfer.notification.length());
             if (problem != null) {
                 failure = new KvBridgeException(ErrorCode.PEER_UNKNOWN, "the data reached peer '" + peer.name() + "' but its notification did not: " + problem);
             }

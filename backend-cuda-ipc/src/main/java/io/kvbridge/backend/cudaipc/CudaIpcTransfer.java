@@ -3,6 +3,7 @@ package io.kvbridge.backend.cudaipc;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.NotificationCopy;
 import io.kvbridge.transport.TransferSlot;
 
 /**
@@ -20,8 +21,7 @@ final class CudaIpcTransfer extends TransferSlot
     CudaIpcList local;
     CudaIpcList remote;
     CudaIpcPeer peer;
-    byte[] notification = new byte[64];
-    int notificationLength = -1;
+    final NotificationCopy notification = new NotificationCopy();
     // owner thread only
     long event;
     long deadlineNanos;
@@ -32,19 +32,6 @@ final class CudaIpcTransfer extends TransferSlot
     {
         super(index);
         this.engine = engine;
-    }
-
-    void notification(byte[] bytes)
-    {
-        if (bytes == null) {
-            notificationLength = -1;
-            return;
-        }
-        if (notification.length < bytes.length) {
-            notification = new byte[Math.max(bytes.length, notification.length * 2)];
-        }
-        System.arraycopy(bytes, 0, notification, 0, bytes.length);
-        notificationLength = bytes.length;
     }
 
     @Override

@@ -354,7 +354,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         transfer.local = local;
         transfer.remote = remote;
         transfer.peer = (CudaIpcPeer) remote.transportPeer();
-        transfer.notification(notification);
+        transfer.notification.set(notification);
         long handle = transfer.handle();
         engine.submit(transfer);
         return handle;

@@ -3,6 +3,7 @@ package io.kvbridge.backend.ucx;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.NotificationCopy;
 import io.kvbridge.transport.TransferSlot;
 import java.lang.foreign.MemorySegment;
 
@@ -32,8 +33,7 @@ final class UcxTransfer extends TransferSlot
     UcxPeer peer;
     UcxPreparedList localList;
     UcxPreparedList remoteList;
-    byte[] notification = new byte[0];
-    int notificationLength = -1;
+    final NotificationCopy notification = new NotificationCopy();
     long postedNanos;
 
     // owner thread only
@@ -50,19 +50,6 @@ final class UcxTransfer extends TransferSlot
     {
         super(index);
         this.transfers = transfers;
-    }
-
-    void setNotification(byte[] message)
-    {
-        if (message == null) {
-            notificationLength = -1;
-            return;
-        }
-        if (notification.length < message.length) {
-            notification = new byte[Math.max(message.length, notification.length * 2)];
-        }
-        System.arraycopy(message, 0, notification, 0, message.length);
-        notificationLength = message.length;
     }
 
     @Override

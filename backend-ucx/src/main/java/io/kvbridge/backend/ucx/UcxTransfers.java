@@ -80,7 +80,7 @@ final class UcxTransfers
             transfer.peer = (UcxPeer) remote.transportPeer();
             transfer.localList = local;
             transfer.remoteList = remote;
-            transfer.setNotification(notification);
+            transfer.notification.set(notification);
             transfer.postedNanos = System.nanoTime();
         }
         catch (RuntimeException e) {
@@ -200,7 +200,7 @@ final class UcxTransfers
             transfer.failedCall = "ucp_ep_flush_nbx";
         }
         UcxPeer peer = transfer.peer;
-        if (transfer.failedCall != null || transfer.cancelled() || transfer.notificationLength < 0 || transfer.ownerFailure != null) {
+        if (transfer.failedCall != null || transfer.cancelled() || !transfer.notification.present() || transfer.ownerFailure != null) {
             finish(transfer);
             return;
         }
@@ -211,8 +211,8 @@ final class UcxTransfers
             finish(transfer);
             return;
         }
-        MemorySegment buffer = messaging.message(transfer.notification, transfer.notificationLength);
-        long request = UcpEndpoint.tagSendNbx(peer.endpoint, buffer, messaging.messageLength(transfer.notificationLength), UcxMessaging.TAG_NOTIFY,
+        MemorySegment buffer = messaging.message(transfer.notification.bytes(), transfer.notification.length());
+        long request = UcpEndpoint.tagSendNbx(peer.endpoint, buffer, messaging.messageLength(transfer.notification.length()), UcxMessaging.TAG_NOTIFY,
                 worker.emptyParam());
         if (request == 0 || UcpStatus.isError(request)) {
             messaging.give(buffer);
