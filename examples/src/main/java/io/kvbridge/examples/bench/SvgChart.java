@@ -2,6 +2,7 @@ package io.kvbridge.examples.bench;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.config.Sizes;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;

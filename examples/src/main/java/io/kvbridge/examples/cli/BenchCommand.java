@@ -2,10 +2,10 @@ package io.kvbridge.examples.cli;
 
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.PluginKind;
+import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.examples.bench.BaselineResult;
 import io.kvbridge.examples.bench.MemcpyBaseline;
-import io.kvbridge.examples.bench.Sizes;
 import io.kvbridge.examples.bench.SvgChart;
 import io.kvbridge.examples.bench.TransportBench;
 import io.kvbridge.examples.bench.UcxProbeBaseline;

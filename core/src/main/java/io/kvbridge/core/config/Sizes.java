@@ -1,4 +1,4 @@
-package io.kvbridge.examples.bench;
+package io.kvbridge.core.config;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
