@@ -9,6 +9,7 @@
  *   NIXL_FAKE_API=head|1.4            status dialect (1.4 collapses NOT_FOUND and deep errors to -2)
  *   NIXL_FAKE_COMPLETION=async|inline|polls:N
  *   NIXL_FAKE_VRAM_AS_HOST=1          accept VRAM descriptors as host addresses
+ *   NIXL_FAKE_MERGE=runs|address      merge index runs as NIXL 1.4.0 does (default) or as 0.10.1..1.3 did
  *   NIXL_FAKE_FAULTS=fn:nth:status,...  fail the nth next call of fn with status
  * Faults with special names: service_stall (the target stops serving at its nth data frame),
  * drop_peer (the nth in-process copy finds its peer gone).
@@ -160,6 +161,9 @@ enum
 };
 
 static int g_completion = COMPLETE_ASYNC;
+/* how make_xfer_req merges index runs: as NIXL 1.4.0 does (stride runs), or as 0.10.1 to 1.3 did (addresses) */
+enum { MERGE_RUNS, MERGE_ADDRESS };
+static int g_merge = MERGE_RUNS;
 static int g_completion_polls;
 static int g_vram_as_host;
 
@@ -265,6 +269,18 @@ API int nixl_fake_set_option(const char *key, const char *value)
         }
         return 0;
     }
+    if (strcmp(key, "merge") == 0) {
+        if (strcmp(value, "runs") == 0) {
+            g_merge = MERGE_RUNS;
+        }
+        else if (strcmp(value, "address") == 0) {
+            g_merge = MERGE_ADDRESS;
+        }
+        else {
+            return -1;
+        }
+        return 0;
+    }
     if (strcmp(key, "vram_as_host") == 0) {
         g_vram_as_host = strcmp(value, "1") == 0;
         return 0;
@@ -319,6 +335,10 @@ __attribute__((constructor)) static void fake_init(void)
     const char *vram = getenv("NIXL_FAKE_VRAM_AS_HOST");
     if (vram != NULL) {
         nixl_fake_set_option("vram_as_host", vram);
+    }
+    const char *merge = getenv("NIXL_FAKE_MERGE");
+    if (merge != NULL) {
+        nixl_fake_set_option("merge", merge);
     }
     const char *faults = getenv("NIXL_FAKE_FAULTS");
     if (faults != NULL) {
@@ -553,6 +573,8 @@ struct nixl_capi_xfer_dlist_handle_s
     int mem;
     struct desc *d;
     size_t n;
+    size_t *run_end;   /* per descriptor: one past the end of its run (NIXL 1.4.0's stride runs) */
+    uint64_t *stride;  /* per descriptor: its run's stride */
 };
 
 struct triple
@@ -681,15 +703,51 @@ static void leave(agent_t *a)
 
 #define CHECK_AGENT(a) CHECK_HANDLE(a, M_AGENT)
 
+/* 1 + the index of the registered region holding the range, or 0 when none does */
 static int covered(const struct region *regions, size_t count, int mem, uint64_t addr, uint64_t len, uint64_t dev)
 {
     for (size_t i = 0; i < count; i++) {
         const struct region *r = &regions[i];
         if (r->mem == mem && r->dev == dev && addr >= r->addr && len <= r->len && addr - r->addr <= r->len - len) {
-            return 1;
+            return (int) i + 1;
         }
     }
     return 0;
+}
+
+/*
+ * NIXL 1.4.0 compresses a prepared list into runs: consecutive descriptors of one length and device,
+ * in one registration, at increasing addresses a constant stride apart (a run's second descriptor
+ * sets the stride). Each descriptor gets its run's end (exclusive) and stride.
+ */
+static void compute_runs(nixl_capi_xfer_dlist_handle_t h, const int *regions)
+{
+    size_t start = 0;
+    uint64_t stride = h->d[0].len;
+    for (size_t i = 1; i <= h->n; i++) {
+        int extends = 0;
+        if (i < h->n && h->d[i].len == h->d[start].len && h->d[i].dev == h->d[start].dev && regions[i] == regions[start]) {
+            if (i - start == 1) {
+                extends = h->d[i].addr > h->d[i - 1].addr;
+                if (extends) {
+                    stride = h->d[i].addr - h->d[i - 1].addr;
+                }
+            }
+            else {
+                extends = h->d[i].addr - h->d[i - 1].addr == stride;
+            }
+        }
+        if (!extends) {
+            for (size_t d = start; d < i; d++) {
+                h->run_end[d] = i;
+                h->stride[d] = stride;
+            }
+            if (i < h->n) {
+                start = i;
+                stride = h->d[i].len;
+            }
+        }
+    }
 }
 
 static struct peer *find_peer(agent_t *a, const char *name)
@@ -2425,10 +2483,11 @@ API nixl_capi_status_t nixl_capi_prep_xfer_dlist(nixl_capi_agent_t a, const char
     if (remote && (p == NULL || p->dropped)) {
         status = ST_NOTFOUND;
     }
+    int *regions = status == ST_OK ? malloc(l->n * sizeof(int)) : NULL;
     for (size_t i = 0; i < l->n && status == ST_OK; i++) {
         const struct desc *d = &l->d[i];
-        int ok = remote ? covered(p->r, p->nr, l->mem, d->addr, d->len, d->dev) : covered(a->regs, a->nregs, l->mem, d->addr, d->len, d->dev);
-        if (!ok) {
+        regions[i] = remote ? covered(p->r, p->nr, l->mem, d->addr, d->len, d->dev) : covered(a->regs, a->nregs, l->mem, d->addr, d->len, d->dev);
+        if (regions[i] == 0) {
             status = ST_NOTFOUND;
         }
     }
@@ -2445,12 +2504,16 @@ API nixl_capi_status_t nixl_capi_prep_xfer_dlist(nixl_capi_agent_t a, const char
         for (size_t i = 0; i < h->n; i++) {
             h->d[i].meta = NULL;
         }
+        h->run_end = malloc(h->n * sizeof(size_t));
+        h->stride = malloc(h->n * sizeof(uint64_t));
+        compute_runs(h, regions);
         if (p != NULL) {
             p->prepared++;
         }
         atomic_fetch_add(&s_live_prepared, 1);
         *dlist_hndl = h;
     }
+    free(regions);
     pthread_mutex_unlock(&a->mu);
     leave(a);
     return ret(status);
@@ -2470,6 +2533,8 @@ API nixl_capi_status_t nixl_capi_release_xfer_dlist_handle(nixl_capi_agent_t a, 
     }
     pthread_mutex_unlock(&a->mu);
     free(h->d);
+    free(h->run_end);
+    free(h->stride);
     atomic_fetch_sub(&s_live_prepared, 1);
     retire(h);
     leave(a);
@@ -2517,18 +2582,39 @@ static int make_request(agent_t *a, int op, nixl_capi_xfer_dlist_handle_t local,
     r->remote_dev = remote->d[remote_indices[0]].dev;
     r->t = malloc(n_local * sizeof(struct triple));
     int merge = opt == NULL || !opt->skip_merge;
-    for (size_t i = 0; i < n_local; i++) {
-        const struct desc *l = &local->d[local_indices[i]];
-        const struct desc *m = &remote->d[remote_indices[i]];
-        r->bytes += l->len;
-        if (merge && r->n > 0) {
-            struct triple *last = &r->t[r->n - 1];
-            if (last->local + last->len == l->addr && last->remote + last->len == m->addr) {
-                last->len += l->len;
-                continue;
+    for (size_t i = 0; i < n_local;) {
+        size_t li = (size_t) local_indices[i];
+        size_t ri = (size_t) remote_indices[i];
+        const struct desc *l = &local->d[li];
+        const struct desc *m = &remote->d[ri];
+        size_t run = 1;
+        if (merge && g_merge == MERGE_ADDRESS) {
+            /* NIXL 0.10.1 to 1.3: consecutive pairs back to back in memory on both sides */
+            while (i + run < n_local) {
+                const struct desc *nl = &local->d[local_indices[i + run]];
+                const struct desc *nm = &remote->d[remote_indices[i + run]];
+                if (l->addr + run * l->len != nl->addr || m->addr + run * l->len != nm->addr || nl->len != l->len) {
+                    break;
+                }
+                run++;
             }
         }
-        r->t[r->n++] = (struct triple) { .local = l->addr, .remote = m->addr, .len = l->len };
+        else if (merge && local->stride[li] == l->len && local->stride[li] == remote->stride[ri]) {
+            /* NIXL 1.4.0: indices advancing together inside dense runs of equal stride */
+            size_t cap = local->run_end[li] - li;
+            if (remote->run_end[ri] - ri < cap) {
+                cap = remote->run_end[ri] - ri;
+            }
+            if (n_local - i < cap) {
+                cap = n_local - i;
+            }
+            while (run < cap && (size_t) local_indices[i + run] == li + run && (size_t) remote_indices[i + run] == ri + run) {
+                run++;
+            }
+        }
+        r->bytes += run * l->len;
+        r->t[r->n++] = (struct triple) { .local = l->addr, .remote = m->addr, .len = run * l->len };
+        i += run;
     }
     if (opt != NULL && opt->has_notif) {
         r->has_notif = 1;

@@ -20,7 +20,9 @@ public enum Capability
     /**
      * {@link TransferBackend#post} merges consecutive pairs that are contiguous on both sides and lie
      * in one registration on each side into one operation; bytes moved are unchanged. The transport
-     * reports the operations each transfer issued through {@link TransferBackend#operations}.
+     * reports the operations each transfer issued through {@link TransferBackend#operations}, when
+     * the post returns. A transport whose library merges by a narrower rule (NIXL merges only
+     * pairs consecutive in both prepared lists) reports the library's count.
      */
     COALESCING
 }

@@ -19,7 +19,9 @@ import java.util.Map;
  * {@value #LIBRARY_PROPERTY} system property, else a search of the usual places),
  * {@code allow-fake} (accept kvbridge's test fake; default: the {@value #ALLOW_FAKE_PROPERTY}
  * property, else false), {@code max-in-flight} (posted, unreleased transfers, 1..1048576, default
- * 16384), {@code progress-thread} (NIXL runs its own progress thread, default true).
+ * 16384), {@code progress-thread} (NIXL runs its own progress thread, default true), {@code telemetry} (NIXL
+ * records per-request telemetry, and the transport checks each finished transfer's merged descriptor
+ * count against the one it reported, default false).
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off: the probe then
  * reports it unavailable without locating or loading anything ({@link NixlAvailability}).
  */
@@ -86,12 +88,13 @@ public final class NixlBackendFactory implements TransferBackendFactory
         boolean chosenAllowFake = options.booleanValue("allow-fake", allowFake());
         int maxInFlight = options.intValue("max-in-flight", 16384, 1, 1 << 20);
         boolean progressThread = options.booleanValue("progress-thread", true);
+        boolean telemetry = options.booleanValue("telemetry", false);
         options.finish();
         NixlProbe.Result probe = NixlProbe.run(chosenLibrary, chosenAllowFake);
         if (!probe.availability().available()) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the nixl transport cannot run here: " + String.join("; ", probe.availability().reasons()));
         }
-        return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, maxInFlight);
+        return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, telemetry, maxInFlight);
     }
 
     private String configuredLibrary()

@@ -63,6 +63,12 @@ final class NixlPeers
             guard.checkOpen();
             NixlAgent agent = owner.agent();
             NixlPeer known = peers.get(metadata.agentName());
+            if (known != null && known.unusableReason() != null) {
+                // NIXL dropped it: the old peer and its lists stay unusable, fresh metadata makes a new one
+                lists.releaseAll(known);
+                peers.remove(known.name(), known);
+                known = null;
+            }
             String loaded;
             try {
                 loaded = agent.loadRemoteMetadata(metadata.blob());
@@ -101,7 +107,7 @@ final class NixlPeers
         }
         owner.call(() -> {
             guard.checkOpen();
-            if (nixlPeer.unusableReason() == null) {
+            if (peers.get(nixlPeer.name()) == nixlPeer) {
                 forget(nixlPeer);
             }
             return null;

@@ -16,12 +16,20 @@ final class NixlPreparedList extends OwnedPreparedList
 {
     // the NIXL prepared-list handle; 0 once released (by the caller, a deregistration, a disconnect or a close)
     private volatile long handle;
+    private final StrideRuns runs;
 
     NixlPreparedList(InstanceGuard owner, NixlPeer peer, MemoryKind kind, int device, long[] addresses, long[] lengths, int[] regionIds,
             Registration[] registrations, long handle)
     {
         super(owner, peer, kind, device, addresses, lengths, regionIds, registrations);
         this.handle = handle;
+        this.runs = StrideRuns.of(addresses, lengths, regionIds);
+    }
+
+    /** @return the runs NIXL compressed the list into, for the merged descriptor count of a post. */
+    StrideRuns runs()
+    {
+        return runs;
     }
 
     long handle()

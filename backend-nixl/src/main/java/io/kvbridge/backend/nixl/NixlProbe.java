@@ -191,7 +191,7 @@ final class NixlProbe
         if (!reasons.isEmpty()) {
             return Availability.unavailable(reasons, details);
         }
-        Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION);
+        Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING);
         if (!fake) {
             capabilities.add(Capability.CROSS_HOST);
             if (memory.contains(MemoryKind.DEVICE)) {

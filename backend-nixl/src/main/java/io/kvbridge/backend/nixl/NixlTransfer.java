@@ -25,6 +25,8 @@ final class NixlTransfer extends TransferSlot
     int[] remoteIndices;
     int count;
     byte[] notification;
+    // the descriptors NIXL makes of the pairs after merging, computed when the post is checked
+    int operations;
 
     // owner thread only: the NIXL request, 0 when none
     long request;
@@ -50,6 +52,13 @@ final class NixlTransfer extends TransferSlot
         localIndices = null;
         remoteIndices = null;
         notification = null;
+    }
+
+    /** The descriptors NIXL issues after merging index runs (see {@link StrideRuns}). */
+    @Override
+    protected int operations()
+    {
+        return operations;
     }
 
     @Override

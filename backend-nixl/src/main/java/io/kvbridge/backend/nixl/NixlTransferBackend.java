@@ -27,11 +27,11 @@ import java.util.concurrent.TimeUnit;
  * prepared lists, registrations and the peer's announced allocations before NIXL sees them, so bad
  * input gets a precise error and NIXL never sees an out-of-range index.
  *
- * <p><b>Operations.</b> A request names prepared-list indices and NIXL's backend decides how many
- * operations it issues for them, so this transport cannot merge contiguous pairs and does not claim
- * {@link io.kvbridge.spi.transfer.Capability#COALESCING}. {@link #operations} keeps the default and
- * reports {@code -1} (not known) rather than the pair count, which would pass a number nothing
- * measured for one the library chose; the engine records the pair count in its place.
+ * <p><b>Operations.</b> NIXL merges a request's index runs into fewer descriptors itself; the
+ * transport computes the same count when the post is checked ({@link StrideRuns}), reports it
+ * through {@link #operations} and declares {@link io.kvbridge.spi.transfer.Capability#COALESCING}.
+ * With the {@code telemetry} option NIXL's own count is read back after each transfer, and any
+ * difference is reported by {@link #problem()}.
  *
  * <p>Threads: any; every part states its own.
  */
@@ -51,13 +51,14 @@ final class NixlTransferBackend extends AbstractTransferBackend
      * @param library the {@code libnixl_capi.so} to use.
      * @param agentName the agent name, unique among peers.
      * @param progressThread whether NIXL runs its own progress thread.
+     * @param telemetry whether NIXL records telemetry, against which each transfer's operation count is checked.
      * @param maxInFlight most posted transfers whose handles are not released.
      */
-    NixlTransferBackend(Path library, String agentName, boolean progressThread, int maxInFlight)
+    NixlTransferBackend(Path library, String agentName, boolean progressThread, boolean telemetry, int maxInFlight)
     {
         InstanceGuard guard = new InstanceGuard(NixlBackendFactory.NAME, agentName);
         NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
-        NixlTransfers nixlTransfers = new NixlTransfers(guard, nixlOwner, maxInFlight);
+        NixlTransfers nixlTransfers = new NixlTransfers(guard, nixlOwner, maxInFlight, telemetry);
         Inbox notifications = new Inbox();
         super(guard, nixlTransfers.table(), notifications);
         owner = nixlOwner;
@@ -69,7 +70,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
         messaging = new NixlMessaging(guard, owner, peers, notifications);
         shutdown = new NixlShutdown(owner, transfers, lists, peers, memory);
         try {
-            owner.start(library, progressThread, transfers, shutdown);
+            owner.start(library, progressThread, telemetry, transfers, shutdown);
         }
         catch (RuntimeException e) {
             guard.close();
@@ -160,7 +161,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
     @Override
     protected Optional<String> workerProblem()
     {
-        return owner.problem();
+        return owner.problem().or(transfers::mergeProblem);
     }
 
     @Override

@@ -13,6 +13,8 @@ import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.RunningTransfers;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.TransportPeer;
+import java.util.Locale;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,18 +34,24 @@ import org.slf4j.LoggerFactory;
 final class NixlTransfers
 {
     static final int MAX_NOTIFICATION_BYTES = 1 << 20;
+    private static final String DROPPED = "NIXL dropped its metadata after a transfer to it failed (the peer disconnected or exited)";
 
     private static final Logger LOG = LoggerFactory.getLogger(NixlTransfers.class);
 
     private final InstanceGuard guard;
     private final NixlOwner owner;
     private final TransferTable<NixlTransfer> table;
+    private final boolean telemetry;
+    // transfers whose merged descriptor count, read from NIXL's telemetry, differed from the one reported
+    private volatile long mergeMismatches;
+    private volatile String lastMergeMismatch;
 
     // owner thread only: transfers whose NIXL request was posted and not released
     private final RunningTransfers<NixlTransfer> running = new RunningTransfers<>();
 
-    NixlTransfers(InstanceGuard guard, NixlOwner owner, int maxInFlight)
+    NixlTransfers(InstanceGuard guard, NixlOwner owner, int maxInFlight, boolean telemetry)
     {
+        this.telemetry = telemetry;
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
         this.table = new TransferTable<>(guard.description(), maxInFlight, index -> new NixlTransfer(this, index));
@@ -61,7 +69,7 @@ final class NixlTransfers
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "count=0: NIXL moves at least one descriptor pair; use notify() to send a message alone");
         }
         PostChecks.notification(notification, MAX_NOTIFICATION_BYTES);
-        // NIXL takes the indices as they are: they are only checked here, not resolved into copies
+        // NIXL takes the indices as they are and merges runs itself: they are only checked here
         PostChecks.pairs(local, localIndices, remote, remoteIndices, count);
         PostChecks.usable(local, remote);
         NixlTransfer transfer = table.acquire();
@@ -72,6 +80,7 @@ final class NixlTransfers
         transfer.remoteIndices = remoteIndices;
         transfer.count = count;
         transfer.notification = notification;
+        transfer.operations = StrideRuns.merged(local.runs(), localIndices, remote.runs(), remoteIndices, count);
         try {
             owner.execute(transfer);
         }
@@ -90,8 +99,14 @@ final class NixlTransfers
             // checked again here: lists, peers and registrations change only on this thread
             PostChecks.usable(transfer.local, transfer.remote);
             NixlAgent agent = owner.agent();
-            long request = agent.makeRequest(transfer.op, transfer.local.handle(), transfer.localIndices, transfer.remote.handle(), transfer.remoteIndices,
-                    transfer.count, transfer.notification);
+            long request;
+            try {
+                request = agent.makeRequest(transfer.op, transfer.local.handle(), transfer.localIndices, transfer.remote.handle(), transfer.remoteIndices,
+                        transfer.count, transfer.notification);
+            }
+            catch (KvBridgeException e) {
+                throw peerFailure(transfer.remote.transportPeer(), e);
+            }
             boolean done;
             try {
                 done = agent.postRequest(request);
@@ -100,7 +115,7 @@ final class NixlTransfers
                 if (!agent.releaseRequest(request)) {
                     LOG.warn("NIXL kept a request of {} whose post failed; it is freed with the agent", guard.description());
                 }
-                throw e;
+                throw peerFailure(transfer.remote.transportPeer(), e);
             }
             transfer.request = request;
             // finished inside the post: its notification is already on its way
@@ -138,7 +153,7 @@ final class NixlTransfers
                 }
                 catch (KvBridgeException e) {
                     done = true;
-                    failure = e;
+                    failure = peerFailure(transfer.remote.transportPeer(), e);
                 }
                 finished = done && finish(transfer, failure);
             }
@@ -200,6 +215,39 @@ final class NixlTransfers
     }
 
     /**
+     * Names the peer in a failure NIXL reported for a request to it, and finds out whether NIXL
+     * dropped the peer's metadata, as it does by itself once a peer disconnected. The peer is then
+     * marked unusable, so later calls report {@code PEER_UNKNOWN} naming it before NIXL is asked,
+     * instead of the bare status {@code make_xfer_req} would return. Its other running requests fail
+     * as NIXL reports them. Owner thread only.
+     *
+     * @param peer the request's peer.
+     * @param failure what NIXL reported.
+     * @return the failure to report.
+     */
+    private KvBridgeException peerFailure(TransportPeer peer, KvBridgeException failure)
+    {
+        if (peer.unusableReason() == null) {
+            boolean loaded;
+            try {
+                loaded = owner.agent().remoteMetadataLoaded(peer.name());
+            }
+            catch (KvBridgeException e) {
+                failure.addSuppressed(e);
+                return failure;
+            }
+            if (loaded) {
+                return failure;
+            }
+            peer.markUnusable(DROPPED);
+        }
+        // the request that found the peer gone keeps its own code; requests made afterwards learn the peer is unknown
+        ErrorCode code = failure.code() == ErrorCode.TRANSFER_FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.PEER_UNKNOWN;
+        return new KvBridgeException(code, "peer '" + peer.name() + "': " + peer.unusableReason() + "; disconnect it and connect again with fresh metadata: "
+                + failure.getMessage(), failure);
+    }
+
+    /**
      * Cancels every running request, retrying those NIXL cannot let go of yet until the deadline;
      * owner thread only, at shutdown.
      *
@@ -234,6 +282,9 @@ final class NixlTransfers
      */
     private boolean finish(NixlTransfer transfer, KvBridgeException failure)
     {
+        if (transfer.request != 0 && failure == null && telemetry) {
+            compareMerging(transfer);
+        }
         if (transfer.request != 0) {
             boolean released;
             try {
@@ -255,6 +306,39 @@ final class NixlTransfers
         transfer.pendingFailure = null;
         table.finish(transfer, failure);
         return true;
+    }
+
+    private void compareMerging(NixlTransfer transfer)
+    {
+        long merged;
+        try {
+            merged = owner.agent().mergedDescriptors(transfer.request);
+        }
+        catch (KvBridgeException e) {
+            LOG.debug("no telemetry for a finished transfer of {}", guard.description(), e);
+            return;
+        }
+        if (merged >= 0 && merged != transfer.operations) {
+            // owner thread is the only writer
+            mergeMismatches = mergeMismatches + 1;
+            lastMergeMismatch = String.format(Locale.ROOT, "NIXL made %d descriptors of a transfer reported as %d operations", merged, transfer.operations);
+        }
+    }
+
+    /**
+     * Tells whether NIXL merged any transfer differently from the count the transport reported.
+     *
+     * @return the problem, or empty.
+     */
+    Optional<String> mergeProblem()
+    {
+        long mismatches = mergeMismatches;
+        if (mismatches == 0) {
+            return Optional.empty();
+        }
+        return Optional.of(String.format(Locale.ROOT, "%s: %d transfer(s) merged differently from the reported operation count (last: %s); "
+                + "this NIXL merges descriptors by another rule than 1.4.0's, so operations() counts are estimates", guard.description(), mismatches,
+                lastMergeMismatch));
     }
 
     /** @return the handles, which the backend's queries and releases go through. */

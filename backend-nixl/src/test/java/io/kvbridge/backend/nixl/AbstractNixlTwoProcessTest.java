@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.DescriptorList;
@@ -231,5 +233,46 @@ abstract class AbstractNixlTwoProcessTest
         child.expect("CLOSED");
         assertTrue(child.process.waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS), "the child JVM exits");
         assertEquals(0, child.process.exitValue());
+    }
+
+    @Test
+    void peerKilledBetweenTransfersIsNamedByEveryLaterCall() throws Exception
+    {
+        TransferBackend parent = newBackend();
+        MemorySegment memory = arena.allocate((long) BLOCKS * BLOCK_BYTES, 4096);
+        parent.register(Allocation.host(memory));
+        Child child = startChild("child-" + UUID.randomUUID());
+        String[] ready = child.expect("READY");
+        Peer peer = parent.connect(Base64.getDecoder().decode(ready[1]));
+        PreparedList local = parent.prepareLocal(blocks(memory.address()));
+        PreparedList remote = parent.prepareRemote(peer, blocks(Long.parseLong(ready[2])));
+        long first = parent.post(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, null);
+        assertEquals(TransferStatus.DONE, awaitTerminal(parent, first), () -> String.valueOf(parent.failure(first)));
+        parent.release(first);
+
+        child.process.destroyForcibly();
+        assertTrue(child.process.waitFor(DEADLINE.toSeconds(), TimeUnit.SECONDS));
+        long killed = System.nanoTime();
+        // the first request after the death fails, at its post or while it runs; NIXL then drops the peer
+        KvBridgeException failure;
+        try {
+            long handle = parent.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, null);
+            assertEquals(TransferStatus.FAILED, awaitTerminal(parent, handle));
+            failure = parent.failure(handle).orElseThrow();
+            parent.release(handle);
+        }
+        catch (KvBridgeException refused) {
+            failure = refused;
+        }
+        long detectedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed);
+        assertTrue(detectedMillis < DEADLINE.toMillis(), "detected after " + detectedMillis + " ms");
+        String message = failure.getMessage();
+        assertTrue(message.contains(peer.name()), message);
+        KvBridgeException later = NixlTestSupport.assertFails(ErrorCode.PEER_UNKNOWN, peer.name(),
+                () -> parent.post(TransferOp.WRITE, local, new int[] {2}, remote, new int[] {2}, 1, null));
+        assertTrue(later.getMessage().contains("dropped its metadata"), later.getMessage());
+        NixlTestSupport.assertFails(ErrorCode.PEER_UNKNOWN, peer.name(), () -> parent.notify(peer, new byte[] {1}));
+        parent.disconnect(peer);
+        assertEquals(0, parent.resources().peers());
     }
 }

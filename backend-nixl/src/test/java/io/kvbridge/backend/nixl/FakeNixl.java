@@ -118,7 +118,7 @@ public final class FakeNixl
         }
     }
 
-    /** Sets a fake option: completion (async, inline, polls:N), api (head, 1.4), vram_as_host (0, 1). */
+    /** Sets a fake option: completion (async, inline, polls:N), api (head, 1.4), vram_as_host (0, 1), merge (runs, address). */
     public void option(String key, String value)
     {
         try (Arena arena = Arena.ofConfined()) {

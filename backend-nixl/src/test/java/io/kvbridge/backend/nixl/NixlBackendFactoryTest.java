@@ -74,7 +74,7 @@ final class NixlBackendFactoryTest
         assertEquals("UCX", allowed.details().get("plugins"));
         assertTrue(allowed.details().get("c-api").startsWith("after 1.4.0"));
         assertTrue(allowed.details().get("implementation").contains("nixl-capi-fake 1 api=head"));
-        assertEquals(EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION), allowed.capabilities());
+        assertEquals(EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING), allowed.capabilities());
         assertTrue(FakeNixl.V1_4.factory().probe().details().get("c-api").startsWith("0.10.1..1.4"));
     }
 

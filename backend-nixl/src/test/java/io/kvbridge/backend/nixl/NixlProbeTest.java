@@ -48,7 +48,7 @@ final class NixlProbeTest
         Availability availability = NixlProbe.assess(facts(true, REAL, UCX, "", false));
         assertTrue(availability.available(), availability.reasons()::toString);
         assertEquals(EnumSet.of(Capability.HOST_MEMORY, Capability.DEVICE_MEMORY, Capability.CROSS_PROCESS, Capability.CROSS_HOST,
-                Capability.PEER_FAILURE_DETECTION), availability.capabilities());
+                Capability.PEER_FAILURE_DETECTION, Capability.COALESCING), availability.capabilities());
         assertEquals("NIXL", availability.details().get("implementation"));
         assertEquals("1.4.0", availability.details().get("nixl-version"));
         assertEquals("UCX, POSIX", availability.details().get("plugins"));
@@ -82,7 +82,7 @@ final class NixlProbeTest
         assertTrue(refused.details().get("implementation").startsWith("kvbridge test fake, not NIXL"));
         Availability allowed = NixlProbe.assess(facts(true, FAKE, UCX, null, true));
         assertTrue(allowed.available());
-        assertEquals(EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION), allowed.capabilities(),
+        assertEquals(EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING), allowed.capabilities(),
                 "the fake claims neither device memory nor other hosts");
     }
 

@@ -153,11 +153,26 @@ public final class Nixl
      */
     public static NixlAgent openAgent(Path library, String name, boolean progressThread)
     {
+        return openAgent(library, name, progressThread, false);
+    }
+
+    /**
+     * Opens an agent, optionally recording NIXL's per-request telemetry.
+     *
+     * @param library the {@code libnixl_capi.so} to load.
+     * @param name agent name, unique among peers.
+     * @param progressThread whether NIXL runs its own progress thread.
+     * @param telemetry whether NIXL records per-request telemetry ({@link NixlAgent#mergedDescriptors}).
+     * @return the agent, closed by the caller on the same thread.
+     * @throws KvBridgeException {@code BACKEND_UNAVAILABLE} when the library or its UCX backend is unusable.
+     */
+    public static NixlAgent openAgent(Path library, String name, boolean progressThread, boolean telemetry)
+    {
         Object loaded = load(library);
         if (!(loaded instanceof NixlLibrary nixl)) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, (String) loaded);
         }
-        return new NixlAgent(nixl, name, progressThread);
+        return new NixlAgent(nixl, name, progressThread, telemetry);
     }
 
     /** Returns the loaded library, or why it could not be loaded. */

@@ -51,6 +51,8 @@ public final class NixlAgent implements AutoCloseable
     static final int XFER_OP_READ = 0;
     static final int XFER_OP_WRITE = 1;
 
+    private static final long TELEMETRY_BYTES = 40;
+    private static final long TELEMETRY_DESCRIPTORS_OFFSET = 32;
     private static final Meaning SETUP = new Meaning(ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.BACKEND_UNAVAILABLE, ErrorCode.BACKEND_UNAVAILABLE, false);
     private static final Meaning INTERNAL = NixlStatus.INTERNAL;
     private static final Meaning REGISTER_HOST = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.MEMORY_KIND_UNSUPPORTED, false);
@@ -69,6 +71,8 @@ public final class NixlAgent implements AutoCloseable
     private final MemorySegment outAddress = arena.allocate(ADDRESS);
     private final MemorySegment outData = arena.allocate(ADDRESS);
     private final MemorySegment outLong = arena.allocate(JAVA_LONG);
+    // nixl_capi_xfer_telemetry_s: five uint64_t, the descriptor count after merging last
+    private final MemorySegment telemetry = arena.allocate(TELEMETRY_BYTES, Long.BYTES);
     private MemorySegment localIndices = arena.allocate(JAVA_INT, 64);
     private MemorySegment remoteIndices = arena.allocate(JAVA_INT, 64);
 
@@ -86,8 +90,9 @@ public final class NixlAgent implements AutoCloseable
      * @param nixl the bound library.
      * @param name the agent name, unique among peers.
      * @param progressThread whether NIXL runs its own progress thread.
+     * @param captureTelemetry whether NIXL records per-request telemetry.
      */
-    NixlAgent(NixlLibrary nixl, String name, boolean progressThread)
+    NixlAgent(NixlLibrary nixl, String name, boolean progressThread, boolean captureTelemetry)
     {
         this.nixl = requireNonNull(nixl, "nixl is null");
         this.name = requireNonNull(name, "name is null");
@@ -101,7 +106,7 @@ public final class NixlAgent implements AutoCloseable
             config.set(JAVA_INT, CONFIG.byteOffset(groupElement("num_workers")), 1);
             config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("pthr_delay_us")), 0L);
             config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
-            config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("capture_telemetry")), false);
+            config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("capture_telemetry")), captureTelemetry);
             agent = create((int) nixl.createConfiguredAgent.invokeExact(arena.allocateFrom(name), config, outAddress), "nixl_capi_create_configured_agent",
                     SETUP, "creating agent name=" + name);
             createBackend();
@@ -480,6 +485,31 @@ public final class NixlAgent implements AutoCloseable
             throw NixlLibrary.rethrow(t);
         }
         return doneOrThrow(status, "nixl_capi_get_xfer_status", "polling a transfer: it failed in the backend, the peer disconnected, or the peer was forgotten");
+    }
+
+    /**
+     * Reads how many descriptors NIXL made of a finished request after merging its index runs,
+     * from the request's telemetry.
+     *
+     * @param request a request that completed.
+     * @return the count, or -1 when NIXL records no telemetry (the agent was opened without it, or
+     *     {@code NIXL_TELEMETRY_ENABLE} turned it off).
+     */
+    public long mergedDescriptors(long request)
+    {
+        checkOpen();
+        int status;
+        try {
+            status = (int) nixl.getXferTelemetry.invokeExact(agent, request, telemetry.address());
+        }
+        catch (Throwable t) {
+            throw NixlLibrary.rethrow(t);
+        }
+        if (status == NixlStatus.NO_TELEMETRY) {
+            return -1;
+        }
+        check(status, "nixl_capi_get_xfer_telemetry", INTERNAL, "reading the telemetry of a finished request");
+        return telemetry.get(JAVA_LONG, TELEMETRY_DESCRIPTORS_OFFSET);
     }
 
     private boolean doneOrThrow(int status, String function, String context)

@@ -89,6 +89,7 @@ final class NixlLibrary
     final MethodHandle makeXferReq;
     final MethodHandle postXferReq;
     final MethodHandle getXferStatus;
+    final MethodHandle getXferTelemetry;
     final MethodHandle releaseXferReq;
     final MethodHandle destroyXferReq;
     final MethodHandle createNotifMap;
@@ -168,6 +169,8 @@ final class NixlLibrary
                 status(POINTER, JAVA_INT, POINTER, POINTER, JAVA_LONG, POINTER, POINTER, JAVA_LONG, POINTER, POINTER));
         postXferReq = binder.bind("nixl_capi_post_xfer_req", status(POINTER, POINTER, POINTER));
         getXferStatus = binder.bind("nixl_capi_get_xfer_status", status(POINTER, POINTER));
+        // (agent, request, caller's 40-byte telemetry struct)
+        getXferTelemetry = binder.bind("nixl_capi_get_xfer_telemetry", status(POINTER, POINTER, POINTER));
         releaseXferReq = binder.bind("nixl_capi_release_xfer_req", status(POINTER, POINTER));
         destroyXferReq = binder.bind("nixl_capi_destroy_xfer_req", status(POINTER));
         createNotifMap = binder.bind("nixl_capi_create_notif_map", status(ADDRESS));
