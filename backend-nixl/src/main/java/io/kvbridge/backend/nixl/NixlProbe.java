@@ -2,6 +2,7 @@ package io.kvbridge.backend.nixl;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.backend.nixl.ffm.LoadedUcx;
 import io.kvbridge.backend.nixl.ffm.Nixl;
 import io.kvbridge.backend.nixl.ffm.NixlLibraryReport;
 import io.kvbridge.backend.nixl.ffm.NixlPluginReport;
@@ -35,14 +36,16 @@ final class NixlProbe
      * @param library what loading it showed, when it was loaded.
      * @param version the NIXL version from its pkg-config file, when found.
      * @param plugins the plugins NIXL offers, when they were asked for.
+     * @param loadedUcx the UCX libraries mapped into the process once the plugins were listed.
      * @param ucxErrorSignals the value of {@code UCX_ERROR_SIGNALS} in the environment, if set.
      * @param allowFake whether a test fake is acceptable.
      */
     record Facts(boolean nativeAccess, NixlLibraryLocator.Location location, Optional<NixlLibraryReport> library, Optional<String> version,
-            Optional<NixlPluginReport> plugins, Optional<String> ucxErrorSignals, boolean allowFake)
+            Optional<NixlPluginReport> plugins, List<LoadedUcx> loadedUcx, Optional<String> ucxErrorSignals, boolean allowFake)
     {
         Facts
         {
+            loadedUcx = List.copyOf(loadedUcx);
             requireNonNull(location, "location is null");
             requireNonNull(library, "library is null");
             requireNonNull(version, "version is null");
@@ -71,6 +74,10 @@ final class NixlProbe
     record Result(Availability availability, Optional<Path> library)
     {
     }
+
+    // NIXL 1.4.0's UCX plugin warns below this version (ucx_utils.cpp)
+    private static final int MIN_UCX_MAJOR = 1;
+    private static final int MIN_UCX_MINOR = 19;
 
     private NixlProbe()
     {
@@ -102,14 +109,16 @@ final class NixlProbe
             }
         }
         Optional<String> signals = Optional.ofNullable(System.getenv("UCX_ERROR_SIGNALS"));
-        Facts withoutPlugins = new Facts(nativeAccess, location, library, version, Optional.empty(), signals, allowFake);
+        Facts withoutPlugins = new Facts(nativeAccess, location, library, version, Optional.empty(), List.of(), signals, allowFake);
         Optional<NixlPluginReport> plugins = Optional.empty();
         boolean loadedUsable = library.map(report -> report.loaded() && (!report.stub() || withoutPlugins.fake())).orElse(false);
         // a stub aborts on any call, and a real NIXL may load UCX while listing plugins
         if (loadedUsable && withoutPlugins.ucxMayLoad()) {
             plugins = Optional.of(Nixl.plugins(location.library().get(), true));
         }
-        Facts facts = new Facts(nativeAccess, location, library, version, plugins, signals, allowFake);
+        // listing the plugins loaded NIXL's UCX plugin, and with it whichever libucp the dynamic linker found
+        List<LoadedUcx> loadedUcx = plugins.isPresent() ? LoadedUcx.inThisProcess() : List.of();
+        Facts facts = new Facts(nativeAccess, location, library, version, plugins, loadedUcx, signals, allowFake);
         Availability availability = assess(facts);
         return new Result(availability, availability.available() ? location.library() : Optional.empty());
     }
@@ -170,6 +179,12 @@ final class NixlProbe
                         + "(empty) in its environment, setting it from inside the JVM is too late");
             }
         }
+        if (!facts.loadedUcx().isEmpty()) {
+            details.put("ucx-library", facts.loadedUcx().stream().map(LoadedUcx::toString).collect(Collectors.joining(", ")));
+        }
+        if (!fake) {
+            ucxProblem(facts.loadedUcx()).ifPresent(reasons::add);
+        }
         Set<MemoryKind> memory = Set.of();
         if (facts.plugins().isPresent()) {
             NixlPluginReport plugins = facts.plugins().get();
@@ -194,11 +209,36 @@ final class NixlProbe
         Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING);
         if (!fake) {
             capabilities.add(Capability.CROSS_HOST);
-            if (memory.contains(MemoryKind.DEVICE)) {
+            // NIXL's UCX plugin lists VRAM whatever UCX was built with; without UCX's CUDA module registering it fails
+            if (memory.contains(MemoryKind.DEVICE) && facts.loadedUcx().stream().anyMatch(LoadedUcx::cudaModule)) {
                 capabilities.add(Capability.DEVICE_MEMORY);
+            }
+            else if (memory.contains(MemoryKind.DEVICE)) {
+                details.put("device-memory", "not offered: NIXL lists VRAM, but the UCX it runs on has no CUDA module (ucx/libuct_cuda.so beside "
+                        + facts.loadedUcx().stream().map(ucx -> ucx.library().toString()).findFirst().orElse("libucp, which is not loaded") + ")");
             }
         }
         return Availability.available(capabilities, details);
+    }
+
+    /**
+     * NIXL's UCX plugin binds {@code libucp.so.0} by soname, so it runs on whichever UCX the process
+     * loaded first. Observed: with Debian's UCX 1.13 loaded before NIXL 1.4.0's, everything worked
+     * 2 to 3 times slower on a version pair neither supports.
+     */
+    static Optional<String> ucxProblem(List<LoadedUcx> loaded)
+    {
+        String fix = "start the JVM with the folder of the UCX NIXL was built with first on LD_LIBRARY_PATH, keep the ucx transport from loading "
+                + "the system's UCX (-Dkvbridge.ucx.enabled=false), and set NIXL_UCX_EXPECTED_SONAME to that UCX's path so NIXL refuses a wrong one";
+        if (loaded.size() > 1) {
+            return Optional.of("two UCX libraries are loaded in this process (" + loaded.stream().map(LoadedUcx::toString).collect(Collectors.joining(", "))
+                    + "), and NIXL's UCX plugin binds whichever the dynamic linker found first; " + fix);
+        }
+        if (loaded.size() == 1 && loaded.get(0).olderThan(MIN_UCX_MAJOR, MIN_UCX_MINOR)) {
+            return Optional.of("NIXL's UCX plugin runs on " + loaded.get(0) + ", older than the UCX " + MIN_UCX_MAJOR + "." + MIN_UCX_MINOR
+                    + " NIXL 1.4 expects (it warns that CUDA support is limited; transfers ran 2 to 3 times slower); " + fix);
+        }
+        return Optional.empty();
     }
 
     private static String notFound(NixlLibraryLocator.Location location)

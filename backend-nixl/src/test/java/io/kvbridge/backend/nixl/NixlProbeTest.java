@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.backend.nixl.ffm.LoadedUcx;
 import io.kvbridge.backend.nixl.ffm.NixlApiLevel;
 import io.kvbridge.backend.nixl.ffm.NixlLibraryReport;
 import io.kvbridge.backend.nixl.ffm.NixlPluginReport;
@@ -29,9 +30,11 @@ final class NixlProbeTest
             Optional.of(NixlApiLevel.HEAD));
     private static final NixlPluginReport UCX = new NixlPluginReport(List.of("UCX", "POSIX"), Set.of(MemoryKind.HOST, MemoryKind.DEVICE), List.of());
 
+    private static final LoadedUcx CUDA_UCX = new LoadedUcx(Path.of("/opt/ucx/lib/libucp.so.0.0.0"), Optional.of("1.22.0"), true);
+
     private static NixlProbe.Facts facts(boolean nativeAccess, NixlLibraryReport library, NixlPluginReport plugins, String signals, boolean allowFake)
     {
-        return new NixlProbe.Facts(nativeAccess, FOUND, Optional.of(library), Optional.of("1.4.0"), Optional.ofNullable(plugins), Optional.ofNullable(signals),
+        return new NixlProbe.Facts(nativeAccess, FOUND, Optional.of(library), Optional.of("1.4.0"), Optional.ofNullable(plugins), List.of(CUDA_UCX), Optional.ofNullable(signals),
                 allowFake);
     }
 
@@ -109,11 +112,36 @@ final class NixlProbeTest
         NixlLibraryLocator.Location searched = new NixlLibraryLocator.Location(Optional.empty(),
                 List.of(Path.of("/a/libnixl_capi.so"), Path.of("/b/libnixl_capi.so")), false);
         Availability availability = NixlProbe.assess(new NixlProbe.Facts(true, searched, Optional.empty(), Optional.empty(), Optional.empty(),
-                Optional.empty(), false));
+                List.of(), Optional.empty(), false));
         assertReason(availability, "libnixl_capi.so not found (searched 2 directories: /a, /b)");
         assertReason(availability, "-D" + NixlBackendFactory.LIBRARY_PROPERTY);
         NixlLibraryLocator.Location configured = new NixlLibraryLocator.Location(Optional.empty(), List.of(Path.of("/x/libnixl_capi.so")), true);
-        assertReason(NixlProbe.assess(new NixlProbe.Facts(true, configured, Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty(), false)),
+        assertReason(NixlProbe.assess(new NixlProbe.Facts(true, configured, Optional.empty(), Optional.empty(), Optional.empty(), List.of(), Optional.empty(),
+                false)),
                 "not found at /x/libnixl_capi.so");
+    }
+
+    @Test
+    void aUcxOlderThanNixlExpectsOrASecondUcxIsRefusedWithTheFix()
+    {
+        LoadedUcx debian = new LoadedUcx(Path.of("/usr/lib/x86_64-linux-gnu/libucp.so.0.0.0"), Optional.of("1.13.1"), false);
+        LoadedUcx own = new LoadedUcx(Path.of("/opt/ucx/lib/libucp.so.0.0.0"), Optional.of("1.22.0"), false);
+        Availability old = NixlProbe.assess(withUcx(List.of(debian)));
+        assertReason(old, "NIXL's UCX plugin runs on /usr/lib/x86_64-linux-gnu/libucp.so.0.0.0 (UCX 1.13.1), older than the UCX 1.19");
+        assertReason(old, "-Dkvbridge.ucx.enabled=false");
+        assertReason(NixlProbe.assess(withUcx(List.of(own, debian))), "two UCX libraries are loaded in this process");
+        Availability good = NixlProbe.assess(withUcx(List.of(own)));
+        assertTrue(good.available(), good.reasons()::toString);
+        assertEquals("/opt/ucx/lib/libucp.so.0.0.0 (UCX 1.22.0)", good.details().get("ucx-library"));
+        assertTrue(NixlProbe.assess(withUcx(List.of(new LoadedUcx(debian.library(), Optional.empty(), false)))).available(),
+                "an unknown version decides nothing");
+        assertFalse(good.capabilities().contains(Capability.DEVICE_MEMORY), "NIXL lists VRAM, but this UCX has no CUDA module");
+        assertTrue(good.details().get("device-memory").contains("no CUDA module"), good.details()::toString);
+        assertTrue(NixlProbe.assess(withUcx(List.of(CUDA_UCX))).capabilities().contains(Capability.DEVICE_MEMORY));
+    }
+
+    private static NixlProbe.Facts withUcx(List<LoadedUcx> loaded)
+    {
+        return new NixlProbe.Facts(true, FOUND, Optional.of(REAL), Optional.of("1.4.0"), Optional.of(UCX), loaded, Optional.of(""), false);
     }
 }
