@@ -81,8 +81,10 @@ final class DemoCommand implements Callable<Integer>
 
     /** What both engines' caches may take together; the demo runs on one machine. */
     private static final long MAX_CACHE_BYTES = 8L << 30;
-    private static final List<String> KV_PLANES = List.of("joint", "split", "blockwise");
-    private static final List<String> PLACEMENTS = List.of("per-layer", "cross-layer");
+    /** 32 x 32 ranks handshake within the deadline on two cores; 64 x 64 does not. */
+    private static final int MAX_RANK_PAIRS = 1024;
+    private static final List<String> KV_PLANES = DemoOptions.CacheShape.KV_PLANES;
+    private static final List<String> PLACEMENTS = DemoOptions.CacheShape.PLACEMENTS;
 
     @Option(names = "--mode", paramLabel = "MODE", defaultValue = "push",
             description = "${COMPLETION-CANDIDATES}; mixed alternates per request (default: ${DEFAULT-VALUE}).")
@@ -238,6 +240,10 @@ final class DemoCommand implements Callable<Integer>
         check((long) producerPp * producerTp <= connections && (long) consumerPp * consumerTp <= connections,
                 "--producer-pp x --producer-tp = %d and --consumer-pp x --consumer-tp = %d ranks must each be at most %d, the handshakes a side channel "
                         + "serves at once; use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, connections);
+        // and each decoder rank fetches every producer rank's metadata within the handshake deadline
+        check(producerPp * producerTp * consumerPp * consumerTp <= MAX_RANK_PAIRS,
+                "%d producer ranks times %d decoder ranks is more than %d rank pairs, whose handshakes must finish within the side channel's deadline; "
+                        + "use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, MAX_RANK_PAIRS);
         check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
         checkBackend();
         String[] planes = sides("--kv-planes", kvPlanes);

@@ -11,7 +11,7 @@ import java.util.function.LongSupplier;
  * Progress of a run of {@code total} steps, on the error stream so that the output stays clean for
  * {@code > file} and {@code --json}. On a terminal one line is redrawn with a bar, the rate and the
  * time left, at most {@value #REDRAWS_PER_SECOND} times a second; elsewhere (a log, a pipe) a plain
- * line every tenth of the run, with the rate.
+ * line every tenth of the run, with the rate. The rate counts from the first step reported.
  */
 final class Progress implements IntConsumer
 {
@@ -26,6 +26,9 @@ final class Progress implements IntConsumer
     private final long start;
     private final int step;
     private long lastDraw;
+    // the rate counts from the first step, so that start-up time does not read as a slow run
+    private long firstNanos;
+    private int firstDone = -1;
 
     /**
      * @param err where progress goes.
@@ -50,8 +53,12 @@ final class Progress implements IntConsumer
     public void accept(int done)
     {
         long now = nanos.getAsLong();
+        if (firstDone < 0) {
+            firstDone = done;
+            firstNanos = now;
+        }
+        double rate = now > firstNanos ? (done - firstDone) / ((now - firstNanos) / 1e9) : 0;
         double seconds = (now - start) / 1e9;
-        double rate = seconds > 0 ? done / seconds : 0;
         if (terminal) {
             if (done < total && now - lastDraw < 1_000_000_000L / REDRAWS_PER_SECOND) {
                 return;

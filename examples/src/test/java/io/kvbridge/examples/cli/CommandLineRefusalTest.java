@@ -64,6 +64,7 @@ final class CommandLineRefusalTest
             "demo --layout mla --producer-tp 8 --consumer-tp 3|--producer-tp=8 and --consumer-tp=3 must be multiples of one another",
             "demo --layout mla --consumer-pp 30 --consumer-tp 8|--consumer-pp x --consumer-tp = 240 ranks must each be at most 64",
             "demo --producer-pp 30 --producer-tp 4 --consumer-tp 4|--producer-pp x --producer-tp = 120 and",
+            "demo --producer-pp 16 --producer-tp 4 --consumer-pp 16 --consumer-tp 4|64 producer ranks times 64 decoder ranks is more than 1024 rank pairs",
             // unknown options and commands, with the nearest name
             "demo --frob|Unknown option: '--frob'",
             "demo --requets 3|did you mean --requests?",
