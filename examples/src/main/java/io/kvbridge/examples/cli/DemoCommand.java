@@ -180,7 +180,7 @@ final class DemoCommand implements Callable<Integer>
             audit = run(options, progress, metrics);
         }
         catch (DemoFailure e) {
-            spec.commandLine().getErr().println("kvbridge: demo failed: " + e.getMessage());
+            spec.commandLine().getErr().println(ErrorLines.prefix(spec.commandLine()) + "failed: " + ErrorLines.oneLine(e.getMessage()));
             spec.commandLine().getErr().flush();
             return 1;
         }

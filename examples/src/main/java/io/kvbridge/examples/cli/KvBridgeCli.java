@@ -69,11 +69,11 @@ public final class KvBridgeCli implements Callable<Integer>
         CommandLine commandLine = commandLine(errIsTerminal);
         commandLine.setOut(out);
         commandLine.setErr(err);
-        commandLine.setParameterExceptionHandler(UsageErrors::report);
+        commandLine.setParameterExceptionHandler(ErrorLines::report);
         commandLine.setExecutionExceptionHandler((exception, line, parseResult) -> {
             // typed errors and I/O failures are for the user: their message says what to fix, a stack trace would bury it
             if (exception instanceof KvBridgeException || exception instanceof UncheckedIOException) {
-                line.getErr().println(UsageErrors.prefix(line) + UsageErrors.oneLine(exception.getMessage()));
+                line.getErr().println(ErrorLines.prefix(line) + ErrorLines.oneLine(exception.getMessage()));
                 line.getErr().flush();
                 return FAILED;
             }

@@ -12,13 +12,13 @@ import picocli.CommandLine.TypeConversionException;
 import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
- * How a refused command line is reported: one line naming the value, why it is refused and the fix,
- * then where the options are described; never the whole usage, which would bury the one line that
- * matters.
+ * How errors are reported: a refused command line in one line naming the value, why it is refused and
+ * the fix, then where the options are described, never the whole usage, which would bury the one line
+ * that matters; a runtime failure in one line prefixed like it.
  */
-final class UsageErrors
+final class ErrorLines
 {
-    private UsageErrors()
+    private ErrorLines()
     {
     }
 
