@@ -24,11 +24,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
@@ -43,21 +43,31 @@ final class BenchCommand implements Callable<Integer>
 {
     private static final String MEMCPY_SERIES = "memcpy (1 thread)";
     private static final String PROBE_SERIES = "UCX C probe (put)";
+    /** Smaller blocks measure a transfer's fixed cost only, and make the bookkeeping outgrow the data. */
+    private static final long MIN_BLOCK_BYTES = 64;
+    /** Transfers of one block size: each costs bookkeeping (descriptors, latencies) on top of the data. */
+    private static final long MAX_TRANSFERS = 1L << 20;
+    private static final long MAX_TOTAL_BYTES = 16L << 30;
 
     @Spec
     private CommandSpec spec;
 
-    @Option(names = "--block-sizes", split = ",", defaultValue = "4KiB,32KiB,256KiB,4MiB",
-            description = "Block sizes, one per transfer (default: ${DEFAULT-VALUE}).")
-    private List<String> blockSizesText;
+    @Option(names = "--block-sizes", split = ",", defaultValue = "4KiB,32KiB,256KiB,4MiB", paramLabel = "SIZE",
+            converter = ParsedTextConverter.SizeConverter.class,
+            description = "Block sizes, one per transfer, each at least 64 bytes, dividing the total into at most 1048576 transfers: 4096, 4K, 32KiB, 4M, 1GiB "
+                    + "(default: ${DEFAULT-VALUE}).")
+    private List<Long> blockSizesList;
 
-    @Option(names = "--total-bytes", defaultValue = "256MiB", description = "Bytes streamed per block size and transport (default: ${DEFAULT-VALUE}).")
-    private String totalBytesText;
+    @Option(names = "--total-bytes", defaultValue = "256MiB", paramLabel = "SIZE", converter = ParsedTextConverter.SizeConverter.class,
+            description = "Bytes streamed per block size and transport, at most 16GiB and half the memory available (a source and a destination are held) "
+                    + "(default: ${DEFAULT-VALUE}).")
+    private long totalBytes;
 
-    @Option(names = "--window", defaultValue = "8", description = "Transfers in flight (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--window", paramLabel = "N", defaultValue = "8", description = "Transfers in flight (default: ${DEFAULT-VALUE}).")
     private int window;
 
-    @Option(names = "--cc", defaultValue = "gcc", description = "C compiler for the memcpy and UCX probe baselines (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--cc", paramLabel = "CC", defaultValue = "gcc",
+            description = "C compiler for the memcpy and UCX probe baselines (default: ${DEFAULT-VALUE}).")
     private String compiler;
 
     @Option(names = "--json", description = "Print one JSON object {rows, baseline, probe, skipped, ...}.")
@@ -69,26 +79,7 @@ final class BenchCommand implements Callable<Integer>
     @Override
     public Integer call()
     {
-        long totalBytes = Sizes.parse("--total-bytes", totalBytesText);
-        List<Long> blockSizes = new ArrayList<>();
-        for (String text : blockSizesText) {
-            long size = Sizes.parse("--block-sizes", text);
-            if (totalBytes % size != 0) {
-                throw parameterError("--block-sizes=%s does not divide --total-bytes=%d; pick sizes that divide the total", text, totalBytes);
-            }
-            if (totalBytes / size > Integer.MAX_VALUE) {
-                throw parameterError("--block-sizes=%s makes %d transfers of --total-bytes=%d; use a larger block or a smaller total", text, totalBytes / size, totalBytes);
-            }
-            if (!blockSizes.contains(size)) {
-                blockSizes.add(size);
-            }
-        }
-        if (window < 1 || window > 4096) {
-            throw parameterError("--window=%d must be between 1 and 4096", window);
-        }
-        if (plot != null && !plot.toString().endsWith(".svg")) {
-            throw parameterError("--plot=%s must name an .svg file", plot);
-        }
+        List<Long> blockSizes = validate();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter progress = spec.commandLine().getErr();
 
@@ -177,6 +168,35 @@ final class BenchCommand implements Callable<Integer>
         }
         out.flush();
         return failed || rows.isEmpty() ? 1 : 0;
+    }
+
+    /** @return the distinct block sizes, once every value was checked: nothing is measured before, so nothing is lost to a refusal. */
+    private List<Long> validate()
+    {
+        check(totalBytes <= MAX_TOTAL_BYTES, "--total-bytes=%s is more than %s; give a smaller total", written(totalBytes), written(MAX_TOTAL_BYTES));
+        // a source and a destination of the total in this process, and the same again in each baseline's processes
+        OptionalLong available = InputChecks.availableMemory();
+        check(available.isEmpty() || 2 * totalBytes <= available.getAsLong(),
+                "--total-bytes=%s needs %s (a source and a destination) but %.1f GiB of memory is available; give at most %s", written(totalBytes),
+                Sizes.format(2 * totalBytes), available.orElse(0) / (double) (1L << 30), written(Long.highestOneBit(Math.max(1, available.orElse(2) / 2))));
+        List<Long> blockSizes = new ArrayList<>();
+        for (long size : blockSizesList) {
+            check(size >= MIN_BLOCK_BYTES, "--block-sizes=%d is smaller than %d bytes, where a transfer measures its own overhead only; give a larger block",
+                    size, MIN_BLOCK_BYTES);
+            check(totalBytes % size == 0, "--block-sizes=%d does not divide --total-bytes=%d; pick sizes that divide the total", size, totalBytes);
+            check(totalBytes / size <= MAX_TRANSFERS, "--block-sizes=%s makes %,d transfers of --total-bytes=%s, more than %,d; use a block of at least %s "
+                    + "or a smaller total", written(size), totalBytes / size, written(totalBytes), MAX_TRANSFERS,
+                    written(Math.max(MIN_BLOCK_BYTES, Long.highestOneBit(Math.max(1, (totalBytes - 1) / MAX_TRANSFERS)) << 1)));
+            if (!blockSizes.contains(size)) {
+                blockSizes.add(size);
+            }
+        }
+        check(window >= 1 && window <= 4096, "--window=%d must be between 1 and 4096", window);
+        if (plot != null) {
+            check(plot.toString().endsWith(".svg"), "--plot=%s must name an .svg file", plot);
+            InputChecks.checkWritable(spec, "--plot", plot);
+        }
+        return blockSizes;
     }
 
     private void writePlot(long totalBytes, List<Long> blockSizes, Map<String, Map<Long, Double>> series)
@@ -297,8 +317,15 @@ final class BenchCommand implements Callable<Integer>
         return Double.isFinite(value) ? new BigDecimal(value).round(new MathContext(4)).doubleValue() : value;
     }
 
-    private ParameterException parameterError(String format, Object... args)
+    /** @return a size as the options take it back: {@code 4KiB}, {@code 3000}. */
+    private static String written(long bytes)
     {
-        return new ParameterException(spec.commandLine(), String.format(Locale.ROOT, format, args));
+        String formatted = Sizes.format(bytes);
+        return formatted.endsWith(" B") ? Long.toString(bytes) : formatted.replace(" ", "");
+    }
+
+    private void check(boolean condition, String format, Object... args)
+    {
+        InputChecks.check(spec, condition, format, args);
     }
 }

@@ -1,8 +1,10 @@
 package io.kvbridge.examples.cli;
 
 import io.kvbridge.api.BlockSizes;
+import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.core.sidechannel.SideChannelSettings;
 import io.kvbridge.examples.demo.DemoFailure;
 import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
@@ -12,8 +14,8 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.io.Console;
 import java.io.PrintWriter;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -21,7 +23,6 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
@@ -36,36 +37,89 @@ final class DemoCommand implements Callable<Integer>
     @Spec
     private CommandSpec spec;
 
-    @Option(names = "--mode", defaultValue = "push", description = "push, pull or mixed (requests alternate) (default: ${DEFAULT-VALUE}).")
-    private String mode;
+    /** How the decoder gets each request's cache. */
+    enum Mode
+    {
+        PUSH, PULL, MIXED;
 
-    @Option(names = "--backend", defaultValue = "local", description = "Transport (default: ${DEFAULT-VALUE}).")
+        @Override
+        public String toString()
+        {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** The cache layout both engines describe their caches with. */
+    enum Layout
+    {
+        HMA, MLA, PER_LAYER;
+
+        @Override
+        public String toString()
+        {
+            return name().toLowerCase(Locale.ROOT).replace('_', '-');
+        }
+    }
+
+    /** Values of {@code --kv-planes}, for help and completion. */
+    static final class KvPlanesValues extends ArrayList<String>
+    {
+        KvPlanesValues()
+        {
+            super(KV_PLANES);
+        }
+    }
+
+    /** Values of {@code --placement}, for help and completion. */
+    static final class PlacementValues extends ArrayList<String>
+    {
+        PlacementValues()
+        {
+            super(PLACEMENTS);
+        }
+    }
+
+    /** What both engines' caches may take together; the demo runs on one machine. */
+    private static final long MAX_CACHE_BYTES = 8L << 30;
+    /** 32 x 32 ranks handshake within the deadline on two cores; 64 x 64 does not. */
+    private static final int MAX_RANK_PAIRS = 1024;
+    private static final List<String> KV_PLANES = DemoOptions.CacheShape.KV_PLANES;
+    private static final List<String> PLACEMENTS = DemoOptions.CacheShape.PLACEMENTS;
+
+    @Option(names = "--mode", paramLabel = "MODE", defaultValue = "push",
+            description = "${COMPLETION-CANDIDATES}; mixed alternates per request (default: ${DEFAULT-VALUE}).")
+    private Mode mode;
+
+    @Option(names = "--backend", paramLabel = "TRANSPORT", defaultValue = "local", completionCandidates = TransportNames.class,
+            description = "Transport, one of the discovered: ${COMPLETION-CANDIDATES} ('kvbridge plugins' says which can run here) "
+                    + "(default: ${DEFAULT-VALUE}).")
     private String backend;
 
-    @Option(names = "--layout", defaultValue = "hma", description = "Cache layout: hma, mla or per-layer (default: ${DEFAULT-VALUE}).")
-    private String layout;
+    @Option(names = "--layout", paramLabel = "LAYOUT", defaultValue = "hma",
+            description = "Cache layout: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+    private Layout layout;
 
-    @Option(names = "--producer-pp", defaultValue = "2", description = "Producer pipeline stages (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--producer-pp", paramLabel = "N", defaultValue = "2", description = "Producer pipeline stages (default: ${DEFAULT-VALUE}).")
     private int producerPp;
 
-    @Option(names = "--producer-tp", defaultValue = "1", description = "Producer tensor-parallel ranks (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--producer-tp", paramLabel = "N", defaultValue = "1", description = "Producer tensor-parallel ranks (default: ${DEFAULT-VALUE}).")
     private int producerTp;
 
-    @Option(names = "--consumer-pp", defaultValue = "1", description = "Decoder pipeline stages (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--consumer-pp", paramLabel = "N", defaultValue = "1", description = "Decoder pipeline stages (default: ${DEFAULT-VALUE}).")
     private int consumerPp;
 
-    @Option(names = "--consumer-tp", defaultValue = "1", description = "Decoder tensor-parallel ranks (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--consumer-tp", paramLabel = "N", defaultValue = "1", description = "Decoder tensor-parallel ranks (default: ${DEFAULT-VALUE}).")
     private int consumerTp;
 
-    @Option(names = "--requests", defaultValue = "200", description = "Requests to move (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--requests", paramLabel = "N", defaultValue = "200", description = "Requests to move (default: ${DEFAULT-VALUE}).")
     private int requests;
 
-    @Option(names = "--kv-planes", defaultValue = "joint", paramLabel = "P[:C]",
+    @Option(names = "--kv-planes", defaultValue = "joint", paramLabel = "PLANES[:C]", completionCandidates = KvPlanesValues.class,
             description = "How each engine keeps K and V (per-layer layout): joint, split ([2, blocks, ...]) or blockwise ([blocks, 2, ...]); "
                     + "PRODUCER:CONSUMER to differ (default: ${DEFAULT-VALUE}).")
     private String kvPlanes;
 
-    @Option(names = "--placement", defaultValue = "per-layer", paramLabel = "P[:C]",
+    @Option(names = "--placement", defaultValue = "per-layer", paramLabel = "PLACEMENT[:C]", completionCandidates = PlacementValues.class,
             description = "Where each engine keeps its layers (per-layer layout): per-layer or cross-layer (every block a row of all layers' pages); "
                     + "PRODUCER:CONSUMER to differ (default: ${DEFAULT-VALUE}).")
     private String placement;
@@ -78,23 +132,26 @@ final class DemoCommand implements Callable<Integer>
             description = "Tokens per attention-kernel block of each engine, dividing its scheduler block (default: the scheduler block).")
     private String kernelBlockTokens;
 
-    @Option(names = "--concurrency", defaultValue = "8", description = "Requests in flight (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--concurrency", paramLabel = "N", defaultValue = "8", description = "Requests in flight (default: ${DEFAULT-VALUE}).")
     private int concurrency;
 
-    @Option(names = "--max-tokens", defaultValue = "8192", description = "Longest prompt; lengths are drawn from 1 to this (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--max-tokens", paramLabel = "TOKENS", defaultValue = "8192",
+            description = "Longest prompt; lengths are drawn from 1 to this (default: ${DEFAULT-VALUE}).")
     private int maxTokens;
 
-    @Option(names = "--seed", defaultValue = "42", description = "Random seed of the prompt lengths (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--seed", paramLabel = "SEED", defaultValue = "42", description = "Random seed of the prompt lengths (default: ${DEFAULT-VALUE}).")
     private long seed;
 
-    @Option(names = "--idle-seconds", defaultValue = "3", description = "Wait after the last request before the idle audit (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--idle-seconds", paramLabel = "SECONDS", defaultValue = "3",
+            description = "Wait after the last request before the idle audit (default: ${DEFAULT-VALUE}).")
     private double idleSeconds;
 
     @Option(names = "--processes",
             description = "Run every producer stage and the decoder in a JVM of its own, talking over loopback side channels (needs a cross-process transport such as ucx).")
     private boolean processes;
 
-    @Option(names = "--lease-seconds", defaultValue = "30", description = "How long the producer holds finished blocks without news from the decoder (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--lease-seconds", paramLabel = "SECONDS", defaultValue = "30",
+            description = "How long the producer holds finished blocks without news from the decoder (default: ${DEFAULT-VALUE}).")
     private double leaseSeconds;
 
     @Option(names = "--json", description = "Print the audit as one JSON object.")
@@ -109,10 +166,9 @@ final class DemoCommand implements Callable<Integer>
     {
         DemoOptions options = validate();
         PrintWriter out = spec.commandLine().getOut();
-        PrintWriter progressOut = json ? spec.commandLine().getErr() : out;
-        Console console = System.console();
-        boolean terminal = console != null && console.isTerminal() && !json;
-        int step = Math.max(1, requests / 10);
+        // on stderr, so that `demo > file` and --json keep only the audit
+        Progress progress = new Progress(spec.commandLine().getErr(), ((KvBridgeCli) spec.root().userObject()).errIsTerminal(), requests, "requests",
+                System::nanoTime);
         MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(metricsPort);
         if (metrics != null) {
             // on stderr, so that --json output stays one object
@@ -121,10 +177,10 @@ final class DemoCommand implements Callable<Integer>
         }
         Map<String, Object> audit;
         try {
-            audit = run(options, progressOut, terminal, step, metrics);
+            audit = run(options, progress, metrics);
         }
         catch (DemoFailure e) {
-            spec.commandLine().getErr().println("kvbridge: demo failed: " + e.getMessage());
+            spec.commandLine().getErr().println(ErrorLines.prefix(spec.commandLine()) + "failed: " + ErrorLines.oneLine(e.getMessage()));
             spec.commandLine().getErr().flush();
             return 1;
         }
@@ -143,20 +199,9 @@ final class DemoCommand implements Callable<Integer>
         return Boolean.TRUE.equals(audit.get("ok")) ? 0 : 1;
     }
 
-    private Map<String, Object> run(DemoOptions options, PrintWriter progressOut, boolean terminal, int step, MetricsEndpoint metrics)
+    private static Map<String, Object> run(DemoOptions options, Progress progress, MetricsEndpoint metrics)
     {
-        return new DemoRun(options, done -> {
-            if (terminal) {
-                int width = 30;
-                int filled = (int) ((long) done * width / requests);
-                progressOut.print("\r  [" + "#".repeat(filled) + " ".repeat(width - filled) + "] " + done + "/" + requests + (done == requests ? "\n" : ""));
-                progressOut.flush();
-            }
-            else if (done % step == 0 || done == requests) {
-                progressOut.printf(Locale.ROOT, "progress: %d/%d requests%n", done, requests);
-                progressOut.flush();
-            }
-        }, (producer, decoder) -> {
+        return new DemoRun(options, progress, (producer, decoder) -> {
             if (metrics != null) {
                 metrics.attach("prefill", producer.metricsRegistry(MeterRegistry.class));
                 metrics.attach("decode", decoder.metricsRegistry(MeterRegistry.class));
@@ -166,8 +211,6 @@ final class DemoCommand implements Callable<Integer>
 
     private DemoOptions validate()
     {
-        check(List.of("push", "pull", "mixed").contains(mode), "--mode=%s is not push, pull or mixed", mode);
-        check(List.of("hma", "mla", "per-layer").contains(layout), "--layout=%s is not hma, mla or per-layer", layout);
         check(requests >= 1 && requests <= 1_000_000, "--requests=%d is outside [1, 1000000]", requests);
         check(concurrency >= 1 && concurrency <= 64, "--concurrency=%d is outside [1, 64]", concurrency);
         check(maxTokens >= 1 && maxTokens <= 65_536, "--max-tokens=%d is outside [1, 65536]", maxTokens);
@@ -178,7 +221,7 @@ final class DemoCommand implements Callable<Integer>
             check(value >= 1 && value <= DemoModel.LAYERS, "%s=%d is outside [1, %d] (the model has %d layers)", pp[0], value, DemoModel.LAYERS,
                     DemoModel.LAYERS);
         }
-        if (layout.equals("mla")) {
+        if (layout == Layout.MLA) {
             check(producerTp >= 1 && producerTp <= 8 && consumerTp >= 1 && consumerTp <= 8, "--producer-tp=%d and --consumer-tp=%d must be in [1, 8]",
                     producerTp, consumerTp);
             // the latent is replicated, so any sizes pair in both modes as long as one divides the other
@@ -192,10 +235,17 @@ final class DemoCommand implements Callable<Integer>
                     DemoModel.KV_HEADS);
         }
         check(leaseSeconds >= 0.1 && leaseSeconds <= 3600, "--lease-seconds=%s is outside [0.1, 3600]", leaseSeconds);
-        if (processes) {
-            check(metricsPort == null, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
-            checkCrossProcess();
-        }
+        // every rank of one engine handshakes with the other's side channel at once: more than it serves at a time are refused after the start
+        int connections = SideChannelSettings.builder().build().maxConnections();
+        check((long) producerPp * producerTp <= connections && (long) consumerPp * consumerTp <= connections,
+                "--producer-pp x --producer-tp = %d and --consumer-pp x --consumer-tp = %d ranks must each be at most %d, the handshakes a side channel "
+                        + "serves at once; use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, connections);
+        // and each decoder rank fetches every producer rank's metadata within the handshake deadline
+        check(producerPp * producerTp * consumerPp * consumerTp <= MAX_RANK_PAIRS,
+                "%d producer ranks times %d decoder ranks is more than %d rank pairs, whose handshakes must finish within the side channel's deadline; "
+                        + "use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, MAX_RANK_PAIRS);
+        check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
+        checkBackend();
         String[] planes = sides("--kv-planes", kvPlanes);
         String[] places = sides("--placement", placement);
         String[] blocks = sides("--block-tokens", blockTokens);
@@ -203,8 +253,8 @@ final class DemoCommand implements Callable<Integer>
         DemoOptions.CacheShape[] shapes = new DemoOptions.CacheShape[2];
         for (int side = 0; side < 2; side++) {
             String who = side == 0 ? "producer" : "consumer";
-            check(List.of("joint", "split", "blockwise").contains(planes[side]), "--kv-planes: %s value %s is not joint, split or blockwise", who, planes[side]);
-            check(List.of("per-layer", "cross-layer").contains(places[side]), "--placement: %s value %s is not per-layer or cross-layer", who, places[side]);
+            check(KV_PLANES.contains(planes[side]), "--kv-planes: %s value %s is not one of %s", who, planes[side], String.join(", ", KV_PLANES));
+            check(PLACEMENTS.contains(places[side]), "--placement: %s value %s is not one of %s", who, places[side], String.join(", ", PLACEMENTS));
             int logical = tokens("--block-tokens", who, blocks[side]);
             int kernel = tokens("--kernel-block-tokens", who, kernels[side]);
             try {
@@ -218,17 +268,15 @@ final class DemoCommand implements Callable<Integer>
         check(planes[0].equals("joint") == planes[1].equals("joint"), "--kv-planes=%s pairs joint K/V with planes, which order K and V differently "
                 + "(keys and values side by side per token, or apart); use joint on both engines, or split and blockwise in any combination", kvPlanes);
         boolean shaped = !shapes[0].defaultPlacement() || !shapes[1].defaultPlacement();
-        check(!shaped || layout.equals("per-layer"), "--kv-planes and --placement are options of the per-layer layout; add --layout per-layer");
-        check(!layout.equals("hma") || shapes[0].blockTokens() == shapes[1].blockTokens(),
+        check(!shaped || layout == Layout.PER_LAYER, "--kv-planes and --placement are options of the per-layer layout; add --layout per-layer");
+        check(layout != Layout.HMA || shapes[0].blockTokens() == shapes[1].blockTokens(),
                 "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
-        DemoOptions options = new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens,
-                seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1]);
-        // an upper bound: both engines hold every layer of every in-flight request once over all their ranks
-        long cacheBytes = 2L * DemoRun.capacity(options) * DemoModel.of(layout).pageBytes(1, Math.max(shapes[0].blockTokens(), shapes[1].blockTokens()))
-                * DemoModel.LAYERS;
-        check(cacheBytes <= 8L << 30, "the caches would take %,d bytes (more than 8 GiB) with --concurrency=%d --max-tokens=%d; lower either",
-                cacheBytes, concurrency, maxTokens);
+        DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
+                concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1]);
+        long cacheBytes = cacheBytes(options);
+        check(cacheBytes <= MAX_CACHE_BYTES, "the caches would take %,d bytes (more than %s) with --concurrency=%d --max-tokens=%d; lower either",
+                cacheBytes, Sizes.format(MAX_CACHE_BYTES), concurrency, maxTokens);
         return options;
     }
 
@@ -254,15 +302,34 @@ final class DemoCommand implements Callable<Integer>
         return tokens;
     }
 
-    /** Refuses --processes with a transport that cannot reach another process, before any process starts. */
-    private void checkCrossProcess()
+    /**
+     * An upper bound of what both engines' caches take: every layer of every in-flight request, in each
+     * engine's own block size, on every rank that holds it (MLA's latent is replicated on each TP rank).
+     */
+    static long cacheBytes(DemoOptions options)
+    {
+        DemoModel model = DemoModel.of(options.layout());
+        long bytes = 0;
+        for (boolean prefill : new boolean[] {true, false}) {
+            DemoOptions.CacheShape shape = options.cache(prefill);
+            int tp = prefill ? options.producerTp() : options.consumerTp();
+            bytes += DemoRun.capacity(options, shape) * model.pageBytes(tp, shape.blockTokens()) * tp * DemoModel.LAYERS;
+        }
+        return bytes;
+    }
+
+    /**
+     * Refuses a transport that was not discovered, cannot run here or, with --processes, cannot reach
+     * another process, before anything starts.
+     */
+    private void checkBackend()
     {
         // only the named transport is probed: another one's probe could load a native library this run must not have
         Map<String, DiscoveredTransport> transports = PluginRegistry.discover(DemoCommand.class.getClassLoader()).transports();
         DiscoveredTransport transport = transports.get(backend);
-        check(transport != null, "--backend=%s is not a discovered transport (found: %s)", backend, transports.keySet());
+        check(transport != null, "--backend=%s is not a discovered transport; use one of %s", backend, String.join(", ", transports.keySet()));
         Availability availability = transport.availability();
-        check(availability.capabilities().contains(Capability.CROSS_PROCESS) || !availability.available(),
+        check(!processes || availability.capabilities().contains(Capability.CROSS_PROCESS) || !availability.available(),
                 "--processes needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", backend,
                 availability.capabilities().stream().map(Enum::name).sorted().toList());
         check(availability.available(), "--backend=%s is not available here: %s", backend, String.join("; ", availability.reasons()));
@@ -270,9 +337,7 @@ final class DemoCommand implements Callable<Integer>
 
     private void check(boolean condition, String format, Object... args)
     {
-        if (!condition) {
-            throw new ParameterException(spec.commandLine(), String.format(Locale.ROOT, format, args));
-        }
+        InputChecks.check(spec, condition, format, args);
     }
 
     @SuppressWarnings("unchecked")

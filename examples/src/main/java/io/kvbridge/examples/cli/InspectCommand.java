@@ -6,14 +6,12 @@ import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
 import io.kvbridge.core.wire.GeometryTable;
 import io.kvbridge.core.wire.HandshakePayload;
+import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.MetadataCodec;
 import io.kvbridge.core.wire.RankMetadata;
 import io.kvbridge.core.wire.WireLimits;
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,29 +22,36 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /** {@code kvbridge inspect HOST:PORT}: what a peer's side channel advertises, rank by rank. */
 @Command(name = "inspect", mixinStandardHelpOptions = true, description = "Print the cache geometry a peer advertises on its side channel.")
 final class InspectCommand implements Callable<Integer>
 {
+    private static final int MAX_RANKS = 4096;
+    private static final Duration MIN_TIMEOUT = Duration.ofMillis(1);
+    private static final Duration MAX_TIMEOUT = Duration.ofMinutes(10);
+    /** Far above any secret's size, far below what would hurt to hold. */
+    private static final int MAX_SECRET_BYTES = 64 * 1024;
+
     @Spec
     private CommandSpec spec;
 
     @Parameters(index = "0", paramLabel = "HOST:PORT", description = "The peer's side-channel address.")
     private String address;
 
-    @Option(names = "--pp", defaultValue = "1", description = "Pipeline stages to fetch, ranks 0..N-1 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--pp", paramLabel = "N", defaultValue = "1", description = "Pipeline stages to fetch, ranks 0..N-1 (default: ${DEFAULT-VALUE}).")
     private int ppSize;
 
-    @Option(names = "--tp", defaultValue = "1", description = "Tensor-parallel ranks to fetch, 0..N-1 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--tp", paramLabel = "N", defaultValue = "1", description = "Tensor-parallel ranks to fetch, 0..N-1 (default: ${DEFAULT-VALUE}).")
     private int tpSize;
 
-    @Option(names = "--secret-file", description = "File holding the side channel's shared secret, when it authenticates.")
+    @Option(names = "--secret-file", paramLabel = "FILE",
+            description = "File holding the side channel's shared secret (its bytes as they are, 16 to 65536), when it authenticates.")
     private Path secretFile;
 
-    @Option(names = "--timeout", defaultValue = "PT5S", description = "Handshake deadline, ISO-8601 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--timeout", defaultValue = "5s", paramLabel = "DURATION",
+            description = "Handshake deadline, at most 10m: 500ms, 5s, 2m or ISO-8601 (PT5S) (default: ${DEFAULT-VALUE}).")
     private Duration timeout;
 
     @Option(names = "--json", description = "Print one JSON list, one entry per rank.")
@@ -56,18 +61,17 @@ final class InspectCommand implements Callable<Integer>
     public Integer call()
     {
         InetSocketAddress peer = parseAddress();
-        if (ppSize < 1 || tpSize < 1 || (long) ppSize * tpSize > 4096) {
-            throw new ParameterException(spec.commandLine(), "--pp=" + ppSize + " x --tp=" + tpSize + " must be between 1 and 4096 ranks");
-        }
+        InputChecks.check(spec, ppSize >= 1 && tpSize >= 1 && (long) ppSize * tpSize <= MAX_RANKS, "--pp=%d x --tp=%d must be between 1 and %d ranks",
+                ppSize, tpSize, MAX_RANKS);
+        InputChecks.within(spec, "--timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT);
         SideChannelSettings.Builder settings = SideChannelSettings.builder().handshakeTimeout(timeout)
                 .readTimeout(timeout).connectTimeout(timeout);
         if (secretFile != null) {
-            try {
-                settings.secret(Files.readAllBytes(secretFile));
-            }
-            catch (IOException e) {
-                throw new UncheckedIOException("cannot read --secret-file " + secretFile, e);
-            }
+            byte[] secret = InputChecks.readSmallFile(spec, "--secret-file", secretFile, MAX_SECRET_BYTES);
+            InputChecks.check(spec, secret.length >= MessageAuthenticator.MIN_SECRET_BYTES,
+                    "--secret-file=%s holds %d bytes, fewer than the %d a side channel secret needs; give the file the peer was started with",
+                    secretFile, secret.length, MessageAuthenticator.MIN_SECRET_BYTES);
+            settings.secret(secret);
         }
         List<RankKey> ranks = new ArrayList<>();
         for (int pp = 0; pp < ppSize; pp++) {
@@ -109,7 +113,7 @@ final class InspectCommand implements Callable<Integer>
             return new InetSocketAddress(host, port);
         }
         catch (NumberFormatException | StringIndexOutOfBoundsException e) {
-            throw new ParameterException(spec.commandLine(), "address=" + address + " is not HOST:PORT (for example 127.0.0.1:5600)");
+            throw InputChecks.refusal(spec, "address %s is not HOST:PORT with a port in [1, 65535]; write for example 127.0.0.1:5600", address);
         }
     }
 }

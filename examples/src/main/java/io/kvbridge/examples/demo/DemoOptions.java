@@ -2,6 +2,9 @@ package io.kvbridge.examples.demo;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.spi.KvBridgeException;
+import java.util.List;
+
 /**
  * What the demo runs; checked by the command before anything starts.
  *
@@ -25,7 +28,15 @@ import static java.util.Objects.requireNonNull;
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache)
 {
-    /** Checks the references. */
+    /** The modes. */
+    public static final List<String> MODES = List.of("push", "pull", "mixed");
+    /** The layouts. */
+    public static final List<String> LAYOUTS = List.of("hma", "mla", "per-layer");
+
+    /**
+     * Checks what every host relies on, so that options reaching a worker process as JSON are checked
+     * there too; the command checks the combinations and names its options in its messages.
+     */
     public DemoOptions
     {
         requireNonNull(backend, "backend is null");
@@ -33,6 +44,15 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         requireNonNull(layout, "layout is null");
         requireNonNull(producerCache, "producerCache is null");
         requireNonNull(consumerCache, "consumerCache is null");
+        KvBridgeException.checkArgument(MODES.contains(mode), "mode=%s is not one of %s", mode, MODES);
+        KvBridgeException.checkArgument(LAYOUTS.contains(layout), "layout=%s is not one of %s", layout, LAYOUTS);
+        KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= DemoModel.LAYERS && consumerPp >= 1 && consumerPp <= DemoModel.LAYERS,
+                "producerPp=%d and consumerPp=%d must be in [1, %d]", producerPp, consumerPp, DemoModel.LAYERS);
+        KvBridgeException.checkArgument(producerTp >= 1 && consumerTp >= 1, "producerTp=%d and consumerTp=%d must be positive", producerTp, consumerTp);
+        KvBridgeException.checkArgument(requests >= 1 && concurrency >= 1 && maxTokens >= 1, "requests=%d, concurrency=%d and maxTokens=%d must be positive",
+                requests, concurrency, maxTokens);
+        KvBridgeException.checkArgument(idleMillis >= 0 && leaseMillis > 0, "idleMillis=%d must not be negative and leaseMillis=%d must be positive",
+                idleMillis, leaseMillis);
     }
 
     /** Options with both caches in the default shape. */
@@ -59,14 +79,24 @@ public record DemoOptions(String backend, String mode, String layout, int produc
      */
     public record CacheShape(String kvPlanes, String placement, int blockTokens, int kernelBlockTokens)
     {
+        /** The ways an engine keeps K and V. */
+        public static final List<String> KV_PLANES = List.of("joint", "split", "blockwise");
+        /** Where an engine keeps its layers. */
+        public static final List<String> PLACEMENTS = List.of("per-layer", "cross-layer");
+
+        // after the lists, which the constructor reads
         /** The shape the demo uses unless told otherwise. */
         public static final CacheShape DEFAULT = new CacheShape("joint", "per-layer", DemoModel.BLOCK_TOKENS, DemoModel.BLOCK_TOKENS);
 
-        /** Checks the references. */
+        /** Checks the values. */
         public CacheShape
         {
             requireNonNull(kvPlanes, "kvPlanes is null");
             requireNonNull(placement, "placement is null");
+            KvBridgeException.checkArgument(KV_PLANES.contains(kvPlanes), "kvPlanes=%s is not one of %s", kvPlanes, KV_PLANES);
+            KvBridgeException.checkArgument(PLACEMENTS.contains(placement), "placement=%s is not one of %s", placement, PLACEMENTS);
+            KvBridgeException.checkArgument(blockTokens >= 1 && kernelBlockTokens >= 1 && blockTokens % kernelBlockTokens == 0,
+                    "kernelBlockTokens=%d must divide blockTokens=%d", kernelBlockTokens, blockTokens);
         }
 
         /** @return blocks of a prompt of {@code tokens} tokens. */

@@ -20,15 +20,22 @@ import io.kvbridge.spi.geometry.SplitClass;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.io.StringWriter;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 @Timeout(30)
 final class InspectCommandTest
 {
+    @TempDir
+    Path directory;
+
     private static RankMetadata rank(int ppRank)
     {
         ModelIdentity model = new ModelIdentity("demo-model", "bfloat16", "bfloat16", 8, 128, 2, false);
@@ -78,8 +85,31 @@ final class InspectCommandTest
         try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0)),
                 SideChannelSettings.builder().build(), SideChannelClock.system())) {
             String[] missing = run("inspect", "127.0.0.1:" + server.address().getPort(), "--pp", "2");
-            assertEquals("2", missing[0]);
-            assertTrue(missing[2].startsWith("kvbridge: KVB/"), missing[2]);
+            // the command line was right; the peer has no such rank: a runtime failure, in one line
+            assertEquals("1", missing[0]);
+            assertTrue(missing[2].startsWith("kvbridge inspect: KVB/"), missing[2]);
+            assertEquals(1, missing[2].lines().count(), missing[2]);
+        }
+    }
+
+    @Test
+    void secretFileAndShortDurationsReachAnAuthenticatedPeer() throws Exception
+    {
+        byte[] secret = "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+        Path file = directory.resolve("secret");
+        Files.write(file, secret);
+        try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0)),
+                SideChannelSettings.builder().secret(secret).build(), SideChannelClock.system())) {
+            String address = "127.0.0.1:" + server.address().getPort();
+            String[] ok = run("inspect", address, "--secret-file", file.toString(), "--timeout", "2s", "--json");
+            assertEquals("0", ok[0], ok[2]);
+            assertTrue(ok[1].contains("producer-a"), ok[1]);
+
+            Path other = directory.resolve("other-secret");
+            Files.write(other, "fedcba9876543210fedcba9876543210".getBytes(StandardCharsets.US_ASCII));
+            String[] wrong = run("inspect", address, "--secret-file", other.toString(), "--timeout", "500ms");
+            assertEquals("1", wrong[0], wrong[1]);
+            assertTrue(wrong[2].startsWith("kvbridge inspect: KVB/"), wrong[2]);
         }
     }
 }

@@ -192,6 +192,18 @@ final class KvBridgeCliTest
     }
 
     @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void progressGoesToStderrSoThatTheTextAuditAloneIsOnStdout()
+    {
+        CliRun run = CliRun.of("demo", "--requests", "4", "--max-tokens", "512", "--idle-seconds", "0");
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().startsWith("kvbridge demo: demo/hybrid-30, hma layout, push over 'local', 4 requests"), run.out());
+        assertTrue(run.out().strip().endsWith("result                    OK"), run.out());
+        assertTrue(!run.out().contains("progress"), run.out());
+        assertTrue(run.err().lines().anyMatch(line -> line.matches("progress: 4/4 requests \\(\\d+\\.\\d/s\\)")), run.err());
+    }
+
+    @Test
     void impossibleOptionsAreRefusedBeforeAnythingStarts()
     {
         CliRun run = CliRun.of("demo", "--consumer-pp", "31");
@@ -232,6 +244,6 @@ final class KvBridgeCliTest
     {
         CliRun run = CliRun.of("demo", "--backend", "carrier-pigeon", "--requests", "1");
         assertEquals(2, run.exitCode());
-        assertTrue(run.err().contains("KVB/PluginUnknown") && run.err().contains("local"), run.err());
+        assertTrue(run.err().contains("--backend=carrier-pigeon is not a discovered transport; use one of ") && run.err().contains("local"), run.err());
     }
 }

@@ -1,0 +1,165 @@
+package io.kvbridge.examples.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Every refused command line ends before any work with exit code 2 and exactly two lines on stderr:
+ * the value, why and the fix, then where the options are described; nothing on stdout. The
+ * per-case timeout is what a command that reads {@code /dev/zero}, allocates a 1 GiB table of 1-byte
+ * transfers or runs a whole bench before refusing its plot path cannot meet.
+ */
+@Timeout(value = 10, unit = TimeUnit.SECONDS)
+final class CommandLineRefusalTest
+{
+    private static final Set<String> COMMANDS = Set.of("demo", "bench", "inspect", "plugins", "completion");
+
+    @TempDir
+    static Path directory;
+
+    @BeforeAll
+    static void files() throws IOException
+    {
+        Files.writeString(directory.resolve("a-file"), "not a directory");
+        Files.writeString(directory.resolve("short-secret"), "too short");
+        try (RandomAccessFile sparse = new RandomAccessFile(directory.resolve("huge-secret").toFile(), "rw")) {
+            // a 1 GiB file without 1 GiB on disk: only its length is large
+            sparse.setLength(1L << 30);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+            // values outside the listed ones, named with the list
+            "demo --mode foo|--mode=foo is not one of push, pull, mixed",
+            "demo --layout diagonal|--layout=diagonal is not one of hma, mla, per-layer",
+            "demo --backend carrier-pigeon|--backend=carrier-pigeon is not a discovered transport; use one of ",
+            "demo --layout per-layer --kv-planes diagonal|--kv-planes: producer value diagonal is not one of joint, split, blockwise",
+            "demo --layout per-layer --placement split:cross-layer|--placement: producer value split is not one of per-layer, cross-layer",
+            // numbers and ranges
+            "demo --requests abc|Invalid value for option '--requests': 'abc' is not an int",
+            "demo --requests 0|--requests=0 is outside [1, 1000000]",
+            "demo --idle-seconds NaN|--idle-seconds=NaN is outside [0, 60]",
+            "demo --lease-seconds 0|--lease-seconds=0.0 is outside [0.1, 3600]",
+            "demo --metrics-port 70000|--metrics-port=70000 is outside [0, 65535]",
+            "demo --concurrency 64 --max-tokens 65536|the caches would take ",
+            // topologies the run would fail on after starting
+            "demo --layout mla --producer-tp 8 --consumer-tp 3|--producer-tp=8 and --consumer-tp=3 must be multiples of one another",
+            "demo --layout mla --consumer-pp 30 --consumer-tp 8|--consumer-pp x --consumer-tp = 240 ranks must each be at most 64",
+            "demo --producer-pp 30 --producer-tp 4 --consumer-tp 4|--producer-pp x --producer-tp = 120 and",
+            "demo --producer-pp 16 --producer-tp 4 --consumer-pp 16 --consumer-tp 4|64 producer ranks times 64 decoder ranks is more than 1024 rank pairs",
+            // unknown options and commands, with the nearest name
+            "demo --frob|Unknown option: '--frob'",
+            "demo --requets 3|did you mean --requests?",
+            "frobnicate|Unmatched argument at index 0: 'frobnicate'",
+            // durations: short forms and ISO-8601 read by one parser, waits bounded
+            "inspect 127.0.0.1:9 --timeout PT99999999999S|--timeout=PT99999999999S is outside [1ms, 10m]",
+            "inspect 127.0.0.1:9 --timeout 11m|--timeout=11m is outside [1ms, 10m]",
+            "inspect 127.0.0.1:9 --timeout 0s|--timeout=0s is outside [1ms, 10m]",
+            "inspect 127.0.0.1:9 --timeout 1y|Invalid value for option '--timeout': '1y' is not a duration; write a number with ns, us, ms, s, m, h or d",
+            "inspect 127.0.0.1:9 --timeout -5s|'-5s' is not a duration",
+            // files: missing, a directory, a device, too large, too short
+            "inspect 127.0.0.1:9 --secret-file {dir}/missing|--secret-file={dir}/missing does not exist",
+            "inspect 127.0.0.1:9 --secret-file {dir}|--secret-file={dir} is not a regular file",
+            "inspect 127.0.0.1:9 --secret-file /dev/zero|--secret-file=/dev/zero is not a regular file",
+            "inspect 127.0.0.1:9 --secret-file {dir}/huge-secret|--secret-file={dir}/huge-secret is larger than 64 KiB",
+            "inspect 127.0.0.1:9 --secret-file {dir}/short-secret|--secret-file={dir}/short-secret holds 9 bytes, fewer than the 16",
+            "inspect 127.0.0.1:9 --pp 0|--pp=0 x --tp=1 must be between 1 and 4096 ranks",
+            "inspect no-port-here|address no-port-here is not HOST:PORT",
+            "inspect 127.0.0.1:99999|address 127.0.0.1:99999 is not HOST:PORT",
+            "inspect|Missing required parameter: 'HOST:PORT'",
+            // sizes: parsed, bounded against memory and transfer count, the plot path checked before measuring
+            "bench --total-bytes 1x|Invalid value for option '--total-bytes': '1x' is not a size",
+            "bench --block-sizes 1 --total-bytes 1GiB|--block-sizes=1 is smaller than 64 bytes",
+            "bench --total-bytes 64GiB|--total-bytes=64GiB is more than 16GiB",
+            "bench --total-bytes 1GiB --block-sizes 256|--block-sizes=256 makes 4,194,304 transfers of --total-bytes=1GiB, more than 1,048,576; use a block of at least 1KiB",
+            "bench --total-bytes 1MiB --block-sizes 3000|--block-sizes=3000 does not divide --total-bytes=1048576",
+            "bench --window 0|--window=0 must be between 1 and 4096",
+            "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}/a-file/bench.svg|--plot={dir}/a-file/bench.svg cannot be created: {dir}/a-file is not a writable directory",
+            "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}|--plot={dir} must name an .svg file",
+            "completion extra|Unmatched argument at index 1: 'extra'"})
+    void refusedInOneLineWithExitCodeTwo(String commandLine, String expected)
+    {
+        String[] args = Arrays.stream(commandLine.split(" ")).map(CommandLineRefusalTest::resolve).toArray(String[]::new);
+        assertRefused(CliRun.of(args), COMMANDS.contains(args[0]) ? args[0] : null, resolve(expected));
+    }
+
+    @Test
+    void benchTotalAboveTheAvailableMemoryIsRefused()
+    {
+        OptionalLong available = InputChecks.availableMemory();
+        assumeTrue(available.isPresent(), "this machine reports no available memory");
+        // the smallest power of two whose source and destination do not fit
+        long total = Long.highestOneBit(available.getAsLong() / 2) << 1;
+        assumeTrue(total <= 16L << 30, "more than 32 GiB available: every total up to the 16GiB maximum fits");
+        String text = (total >> 20) + "MiB";
+        assertRefused(CliRun.of("bench", "--total-bytes", text, "--block-sizes", "16MiB"), "bench", "of memory is available; give at most ");
+    }
+
+    @Test
+    void noArgumentsPrintTheUsageOnStderrWithExitCodeTwo()
+    {
+        CliRun run = CliRun.of();
+        assertEquals(2, run.exitCode());
+        assertEquals("", run.out());
+        assertTrue(run.err().startsWith("Usage: kvbridge"), run.err());
+        assertTrue(run.err().contains("Exit codes:"), run.err());
+    }
+
+    @Test
+    void helpListsEveryOptionsValuesOnStdout()
+    {
+        CliRun run = CliRun.of("demo", "--help");
+        assertEquals(0, run.exitCode(), run.err());
+        String help = run.out().replaceAll("\\s+", " ");
+        assertTrue(help.contains("push, pull, mixed"), help);
+        assertTrue(help.contains("hma, mla, per-layer"), help);
+        assertTrue(help.contains("one of the discovered: ") && help.contains("local"), help);
+        CliRun inspect = CliRun.of("inspect", "--help");
+        assertTrue(inspect.out().replaceAll("\\s+", " ").contains("500ms, 5s, 2m or ISO-8601"), inspect.out());
+    }
+
+    @Test
+    void aRuntimeFailureIsOneLineWithExitCodeOne()
+    {
+        // port 9 (discard) has no side channel on a test machine: the command line was right, the peer is not there
+        CliRun run = CliRun.of("inspect", "127.0.0.1:9", "--timeout", "500ms");
+        assertEquals(1, run.exitCode(), run.err());
+        assertEquals(1, run.err().lines().count(), run.err());
+        assertTrue(run.err().startsWith("kvbridge inspect: KVB/"), run.err());
+        assertEquals("", run.out());
+    }
+
+    private static void assertRefused(CliRun run, String command, String expected)
+    {
+        String name = command == null ? "kvbridge" : "kvbridge " + command;
+        assertEquals(2, run.exitCode(), run.err());
+        assertEquals("", run.out(), "nothing may start, nor print, before a refusal");
+        List<String> lines = run.err().lines().toList();
+        assertEquals(2, lines.size(), run.err());
+        assertTrue(lines.get(0).startsWith(name + ": ") && lines.get(0).contains(expected), lines.get(0));
+        assertEquals("Try '" + name + " --help' for the options and their values.", lines.get(1));
+    }
+
+    private static String resolve(String text)
+    {
+        return text.replace("{dir}", directory.toString());
+    }
+}

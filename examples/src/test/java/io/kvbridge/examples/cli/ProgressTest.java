@@ -1,0 +1,63 @@
+package io.kvbridge.examples.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+final class ProgressTest
+{
+    private final AtomicLong nanos = new AtomicLong(1_000_000_000L);
+    private final StringWriter written = new StringWriter();
+
+    @Test
+    void aTerminalGetsOneRedrawnLineWithRateAndTimeLeft()
+    {
+        Progress progress = new Progress(new PrintWriter(written), true, 200, "requests", nanos::get);
+        // start-up took 5 s: the rate counts from the first request done
+        nanos.addAndGet(5_000_000_000L);
+        progress.accept(10);
+        assertEquals("\r  [#                             ] 10/200 requests  0.0/s  ETA --:--   ", written.toString());
+        written.getBuffer().setLength(0);
+        nanos.addAndGet(2_000_000_000L);
+        progress.accept(60);
+        // 25 requests a second, 140 left: 5.6 s
+        assertEquals("\r  [#########                     ] 60/200 requests  25.0/s  ETA 0:06   ", written.toString());
+        nanos.addAndGet(10_000_000L);
+        progress.accept(61);
+        assertEquals(1, written.toString().split("\r", -1).length - 1, "redrawn at most 10 times a second: " + written);
+        nanos.addAndGet(5_590_000_000L);
+        progress.accept(200);
+        assertTrue(written.toString().endsWith("] 200/200 requests  25.0/s  done in 0:13   \n"), written.toString());
+        assertFalse(written.toString().contains("\n\r"), written.toString());
+    }
+
+    @Test
+    void elsewherePlainLinesEveryTenthWithTheRate()
+    {
+        Progress progress = new Progress(new PrintWriter(written), false, 200, "requests", nanos::get);
+        for (int done = 1; done <= 200; done++) {
+            nanos.addAndGet(100_000_000L);
+            progress.accept(done);
+        }
+        List<String> lines = written.toString().lines().toList();
+        assertEquals(10, lines.size(), written.toString());
+        // 19 requests in the 1.9 s since the first
+        assertEquals("progress: 20/200 requests (10.0/s)", lines.get(0));
+        assertEquals("progress: 200/200 requests (10.0/s)", lines.get(9));
+        assertFalse(written.toString().contains("\r"), written.toString());
+    }
+
+    @Test
+    void timeLeftReadsAsAClock()
+    {
+        assertEquals("0:00", Progress.clock(0));
+        assertEquals("1:05", Progress.clock(65));
+        assertEquals("2:00:00", Progress.clock(7200));
+    }
+}
