@@ -180,7 +180,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         checkBlocks(blocks, logicalCapacity, "producer");
         rules.checkServed(blocks, "producer", name);
         // clocks of other processes are not comparable: only the remaining duration is carried over
-        long deadline = now() + Math.max(0, callerDeadlineNanos - callerNowNanos);
+        long finished = now();
+        long deadline = finished + Math.max(0, callerDeadlineNanos - callerNowNanos);
         KvBridgeException.checkArgument(active.add(requestId), "request id %s is already held by %s", requestId, name);
         int[][] ids = new int[blocks.groupCount()][];
         for (int g = 0; g < ids.length; g++) {
@@ -190,7 +191,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         trackers.put(requestId, tracker);
         enqueue(() -> hold(new Held(requestId, ids, deadline, tracker), blocks.isEmpty()));
         return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()));
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished);
     }
 
     @Override
