@@ -165,6 +165,17 @@ public final class JsonFields
     }
 
     /**
+     * Returns a value as read, for a key whose value may be of several types.
+     *
+     * @param key the key.
+     * @return the value, or null when absent.
+     */
+    public Object raw(String key)
+    {
+        return map.get(key);
+    }
+
+    /**
      * Tells whether a key is present with a value other than {@code null}.
      *
      * @param key the key.
