@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 /** The {@code kvbridge} command line. */
 @Command(name = "kvbridge", mixinStandardHelpOptions = true, version = "kvbridge 0.1.0",
         description = "Moves LLM KV-cache blocks between prefill and decode engines.",
-        subcommands = {PluginsCommand.class, DemoCommand.class, BenchCommand.class, InspectCommand.class, DemoWorkerCommand.class})
+        subcommands = {PluginsCommand.class, DemoCommand.class, BenchCommand.class, InspectCommand.class, DemoWorkerCommand.class, ConfigCommand.class})
 public final class KvBridgeCli implements Runnable
 {
     @Override
