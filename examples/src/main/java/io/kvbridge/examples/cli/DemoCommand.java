@@ -113,7 +113,7 @@ final class DemoCommand implements Callable<Integer>
         Console console = System.console();
         boolean terminal = console != null && console.isTerminal() && !json;
         int step = Math.max(1, requests / 10);
-        MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(metricsPort);
+        MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(metricsPort, 2);
         if (metrics != null) {
             // on stderr, so that --json output stays one object
             spec.commandLine().getErr().printf(Locale.ROOT, "metrics: http://127.0.0.1:%d/metrics%n", metrics.port());
