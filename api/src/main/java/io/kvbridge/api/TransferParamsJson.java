@@ -216,7 +216,8 @@ public final class TransferParamsJson
             return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished);
         }
         catch (KvBridgeException e) {
-            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "kv_transfer_params are inconsistent: " + e.getMessage(), e);
+            String reason = e.getMessage().substring(e.code().id().length() + 2);
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "kv_transfer_params are inconsistent: " + reason, e);
         }
     }
 
