@@ -319,19 +319,31 @@ public interface KvBridge extends AutoCloseable
             return this;
         }
 
-        /** @return the document given with {@link #config(String)}, empty when none. */
+        /**
+         * Returns the document given as text.
+         *
+         * @return the document given with {@link #config(String)}, empty when none.
+         */
         public Optional<String> configText()
         {
             return Optional.ofNullable(configText);
         }
 
-        /** @return the file given with {@link #config(Path)}, empty when none. */
+        /**
+         * Returns the document's file.
+         *
+         * @return the file given with {@link #config(Path)}, empty when none.
+         */
         public Optional<Path> configFile()
         {
             return Optional.ofNullable(configFile);
         }
 
-        /** @return the environment the variables are read from: the one given, else the process's. */
+        /**
+         * Returns the environment the {@code KVBRIDGE_*} variables are read from.
+         *
+         * @return the one given with {@link #environment(Map)}, else the process's.
+         */
         public Map<String, String> environment()
         {
             return environment != null ? environment : System.getenv();

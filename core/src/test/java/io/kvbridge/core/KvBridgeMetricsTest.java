@@ -8,18 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
-import io.kvbridge.api.FreeReason;
-import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.ProducerConnector;
-import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -81,19 +77,8 @@ final class KvBridgeMetricsTest
             assertTrue(params.finishedNanos() != TransferParams.UNKNOWN_TIME, "the parameters say when the prefill finished");
             awaitLease(prefillMeters);
             consumer.blocksAllocated("d", params, mode, BlockIds.of(new int[] {4, 5}));
-            List<String> received = new ArrayList<>();
-            List<FreedRequest> freed = new ArrayList<>();
-            long deadline = System.nanoTime() + WAIT_NANOS;
-            while ((received.isEmpty() || freed.isEmpty()) && System.nanoTime() < deadline) {
-                ReceiveBatch batch = consumer.poll();
-                assertEquals(List.of(), batch.failed());
-                received.addAll(batch.received());
-                freed.addAll(producer.poll());
-                Thread.sleep(1);
-            }
+            KvBridgeConnectorsTest.awaitReceivedAndCompleted(consumer, "d", producer, "r");
             long elapsed = System.nanoTime() - handedOver;
-            assertEquals(List.of("d"), received);
-            assertEquals(List.of(new FreedRequest("r", FreeReason.COMPLETED)), freed);
             assertEquals(-1L, consumerMemory.asSlice(4 * 256, 512).mismatch(producerMemory.asSlice(256, 512)), "blocks 1 and 2 arrived as 4 and 5");
 
             // each side in its own registry, in this mode only

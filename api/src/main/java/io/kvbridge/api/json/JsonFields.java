@@ -186,7 +186,11 @@ public final class JsonFields
         return map.get(key) != null;
     }
 
-    /** @return the keys of the object, in document order. */
+    /**
+     * Returns the object's keys.
+     *
+     * @return the keys, in document order.
+     */
     public Set<String> keys()
     {
         return new LinkedHashSet<>(map.keySet());

@@ -73,19 +73,31 @@ public record BridgeConfig(
             this.configName = configName;
         }
 
-        /** @return the name in the document, as vLLM writes it. */
+        /**
+         * Returns the role's name in the document.
+         *
+         * @return the name as vLLM writes it, such as {@code kv_producer}.
+         */
         public String configName()
         {
             return configName;
         }
 
-        /** @return whether the role runs producer connectors. */
+        /**
+         * Tells whether the role runs producer connectors.
+         *
+         * @return whether it does.
+         */
         public boolean produces()
         {
             return this != CONSUMER;
         }
 
-        /** @return whether the role runs consumer connectors. */
+        /**
+         * Tells whether the role runs consumer connectors.
+         *
+         * @return whether it does.
+         */
         public boolean consumes()
         {
             return this != PRODUCER;
