@@ -570,11 +570,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     /** The hand-over ends when this rank first has data of the request in place (see TransferMetrics). */
     private void firstData(ReceivingRequest request)
     {
-        RemoteEngine stage0 = request.engines.get(remoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
-        if (!request.dataArrived && stage0 != null && request.params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
-            metrics.handover(request.mode, now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
+        // once per request: later completions of the same request look nothing up
+        if (request.dataArrived) {
+            return;
         }
         request.dataArrived = true;
+        RemoteEngine stage0 = request.engines.get(remoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
+        if (stage0 != null && request.params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
+            metrics.handover(request.mode, now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
+        }
     }
 
     private void receivedAll(ReceivingRequest request)
