@@ -4,14 +4,18 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.transfer.TransferBackend;
+import java.nio.file.Path;
 import java.time.InstantSource;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.Set;
 import java.util.function.LongSupplier;
 
 /**
@@ -55,7 +59,8 @@ public interface KvBridge extends AutoCloseable
      *
      * @param settings the rank's settings.
      * @return the running connector, closed by the caller (or by {@link #close()}).
-     * @throws KvBridgeException {@code CONFIG_INVALID}, {@code ALREADY_REGISTERED},
+     * @throws KvBridgeException {@code CONFIG_INVALID} (also when the configured role is
+     *     {@code kv_consumer}), {@code ALREADY_REGISTERED},
      *     {@code MEMORY_KIND_UNSUPPORTED} or {@code UNSUPPORTED} (push over mixed host and device caches).
      */
     ProducerConnector producer(ConnectorSettings settings);
@@ -65,8 +70,32 @@ public interface KvBridge extends AutoCloseable
      *
      * @param settings the rank's settings.
      * @return the running connector, closed by the caller (or by {@link #close()}).
+     * @throws KvBridgeException as {@link #producer} does; {@code CONFIG_INVALID} also when the
+     *     configured role is {@code kv_producer}.
      */
     ConsumerConnector consumer(ConnectorSettings settings);
+
+    /**
+     * Starts a rank's connector settings from the bridge's configuration (see
+     * {@link Builder#config(String)}): the engine id, side channel host and port, advertised host,
+     * modes, lease, transfer and registration timeouts and failure policy it gives, the defaults for
+     * the rest, and the configured layout when it is the one that described the geometry. The engine
+     * may change any of them before {@code build()}.
+     *
+     * @param geometry the rank's cache.
+     * @return the settings builder.
+     * @throws KvBridgeException {@code CONFIG_INVALID} when no engine id is configured.
+     */
+    ConnectorSettings.Builder connectorSettings(CacheGeometry geometry);
+
+    /**
+     * Creates the cache layout the configuration names, with its configured options.
+     *
+     * @return the layout.
+     * @throws KvBridgeException {@code CONFIG_INVALID} when the configuration names no layout;
+     *     {@code PLUGIN_UNKNOWN} when no such layout is on the class path.
+     */
+    CacheLayout configuredLayout();
 
     /**
      * Sums the audits of every connector still open: an idle engine holds no request, transfer,
@@ -134,6 +163,10 @@ public interface KvBridge extends AutoCloseable
         private LongSupplier monotonicClock;
         private InstantSource wallClock;
         private Object meterRegistry;
+        private String configText;
+        private Path configFile;
+        private Map<String, String> environment;
+        private final Set<String> explicit = new HashSet<>();
 
         private Builder()
         {
@@ -148,6 +181,7 @@ public interface KvBridge extends AutoCloseable
         public Builder transport(String name)
         {
             this.transport = requireNonNull(name, "name is null");
+            explicit.add("transport");
             return this;
         }
 
@@ -160,6 +194,7 @@ public interface KvBridge extends AutoCloseable
         public Builder agentName(String name)
         {
             this.agentName = requireNonNull(name, "name is null");
+            explicit.add("agentName");
             return this;
         }
 
@@ -172,6 +207,7 @@ public interface KvBridge extends AutoCloseable
         public Builder transportConfig(Map<String, String> config)
         {
             transportConfig.putAll(requireNonNull(config, "config is null"));
+            explicit.add("transportConfig");
             return this;
         }
 
@@ -186,6 +222,7 @@ public interface KvBridge extends AutoCloseable
         public Builder sideChannelSecret(byte[] secret)
         {
             this.sideChannelSecret = requireNonNull(secret, "secret is null").clone();
+            explicit.add("sideChannelSecret");
             return this;
         }
 
@@ -237,6 +274,93 @@ public interface KvBridge extends AutoCloseable
             return this;
         }
 
+        /**
+         * Configures the bridge from a JSON document, shaped like vLLM's {@code --kv-transfer-config}
+         * (see the README's configuration section): role, engine id, transport and its options,
+         * side channel, secret file, failure policy, lease, timeouts, modes and layout. The
+         * environment's {@code KVBRIDGE_*} variables override it, and this builder's own calls
+         * override both. Read by {@link #build()}, which refuses a document with any problem,
+         * naming them all. Replaces a document given before.
+         *
+         * @param json the document.
+         * @return this builder.
+         */
+        public Builder config(String json)
+        {
+            this.configText = requireNonNull(json, "json is null");
+            this.configFile = null;
+            return this;
+        }
+
+        /**
+         * Configures the bridge from a JSON document in a file, as {@link #config(String)} does.
+         * Without a document, {@link #build()} reads the file {@code KVBRIDGE_CONFIG_FILE} names, if any.
+         *
+         * @param file the document's file; read by {@link #build()}.
+         * @return this builder.
+         */
+        public Builder config(Path file)
+        {
+            this.configFile = requireNonNull(file, "file is null");
+            this.configText = null;
+            return this;
+        }
+
+        /**
+         * Sets the environment the {@code KVBRIDGE_*} variables are read from, in place of the
+         * process's ({@link System#getenv()}): for a test, or an engine that keeps its settings elsewhere.
+         *
+         * @param variables the variables; copied.
+         * @return this builder.
+         */
+        public Builder environment(Map<String, String> variables)
+        {
+            this.environment = Map.copyOf(requireNonNull(variables, "variables is null"));
+            return this;
+        }
+
+        /**
+         * Returns the document given as text.
+         *
+         * @return the document given with {@link #config(String)}, empty when none.
+         */
+        public Optional<String> configText()
+        {
+            return Optional.ofNullable(configText);
+        }
+
+        /**
+         * Returns the document's file.
+         *
+         * @return the file given with {@link #config(Path)}, empty when none.
+         */
+        public Optional<Path> configFile()
+        {
+            return Optional.ofNullable(configFile);
+        }
+
+        /**
+         * Returns the environment the {@code KVBRIDGE_*} variables are read from.
+         *
+         * @return the one given with {@link #environment(Map)}, else the process's.
+         */
+        public Map<String, String> environment()
+        {
+            return environment != null ? environment : System.getenv();
+        }
+
+        /**
+         * Tells whether a setting was given by a call on this builder, which then overrides the
+         * configuration document and the environment.
+         *
+         * @param setting {@code transport}, {@code agentName}, {@code transportConfig} or {@code sideChannelSecret}.
+         * @return whether its method was called.
+         */
+        public boolean isExplicit(String setting)
+        {
+            return explicit.contains(requireNonNull(setting, "setting is null"));
+        }
+
         /** @return the selected transport name. */
         public String transport()
         {
@@ -284,7 +408,8 @@ public interface KvBridge extends AutoCloseable
          *
          * @return the bridge.
          * @throws KvBridgeException {@code PLUGIN_UNKNOWN} when kvbridge-core is missing;
-         *     {@code CONFIG_INVALID} when the {@link #meterRegistry meter registry} is not a Micrometer one.
+         *     {@code CONFIG_INVALID} when the {@link #meterRegistry meter registry} is not a Micrometer one,
+         *     or the configuration document, the environment or the secret file has a problem (all named).
          */
         public KvBridge build()
         {

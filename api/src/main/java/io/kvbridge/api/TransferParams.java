@@ -27,6 +27,12 @@ import java.util.Set;
  * @param modes the transfer modes the producer serves.
  * @param leaseMillis how long the producer holds the blocks without news from the consumer, in milliseconds;
  *     consumers send heartbeats every sixth of it.
+ * @param finishedNanos when the prefill finished, on the producer's monotonic clock (the clock its side
+ *     channel stamps its replies with, so that a consumer that shook hands with it can translate the
+ *     instant to its own clock); {@link #UNKNOWN_TIME} when not known (parameters handed over before
+ *     the prefill finished). Only metrics read it.
+ *
+ * @see TransferParamsJson the JSON form a router carries
  */
 public record TransferParams(
         String engineId,
@@ -36,8 +42,12 @@ public record TransferParams(
         int ppSize,
         BlockIds blockIds,
         Set<TransferMode> modes,
-        long leaseMillis)
+        long leaseMillis,
+        long finishedNanos)
 {
+    /** {@link #finishedNanos} of parameters that do not say when the prefill finished. */
+    public static final long UNKNOWN_TIME = Long.MIN_VALUE;
+
     /** Validates and copies. */
     public TransferParams
     {
@@ -57,6 +67,24 @@ public record TransferParams(
     }
 
     /**
+     * Creates parameters that do not say when the prefill finished.
+     *
+     * @param engineId the producer engine's id.
+     * @param requestId the producer's id of the request, or empty.
+     * @param sideChannels side channel of each producer pipeline stage.
+     * @param tpSize producer tensor-parallel size.
+     * @param ppSize producer pipeline-parallel size.
+     * @param blockIds the producer's block ids per cache group.
+     * @param modes the transfer modes the producer serves.
+     * @param leaseMillis the producer's lease in milliseconds.
+     */
+    public TransferParams(String engineId, String requestId, List<SideChannelAddress> sideChannels, int tpSize, int ppSize, BlockIds blockIds,
+            Set<TransferMode> modes, long leaseMillis)
+    {
+        this(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, UNKNOWN_TIME);
+    }
+
+    /**
      * Returns a copy with another producer request id, as a push consumer learns it.
      *
      * @param producerRequestId the id.
@@ -64,6 +92,6 @@ public record TransferParams(
      */
     public TransferParams withRequestId(String producerRequestId)
     {
-        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis);
+        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos);
     }
 }

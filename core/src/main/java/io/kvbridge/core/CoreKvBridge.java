@@ -10,11 +10,13 @@ import io.kvbridge.api.Health;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.core.config.BridgeConfig;
 import io.kvbridge.core.engine.ConnectorFactory;
 import io.kvbridge.core.engine.EngineServices;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheLayoutFactory;
 import io.kvbridge.spi.transfer.TransferBackend;
@@ -40,10 +42,13 @@ final class CoreKvBridge implements KvBridge
     // the gauge this bridge registered (a second bridge on that registry is handed the first's)
     private final boolean removeGaugeOnClose;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final BridgeConfig config;
 
     @Inject
-    CoreKvBridge(PluginRegistry registry, TransferBackend transport, EngineServices engine, ConnectorFactory connectors, EmbedderServices embedder)
+    CoreKvBridge(PluginRegistry registry, TransferBackend transport, EngineServices engine, ConnectorFactory connectors, EmbedderServices embedder,
+            BridgeSettings settings)
     {
+        this.config = settings.config();
         this.registry = requireNonNull(registry, "registry is null");
         this.transport = requireNonNull(transport, "transport is null");
         this.engine = requireNonNull(engine, "engine is null");
@@ -78,13 +83,64 @@ final class CoreKvBridge implements KvBridge
     @Override
     public ProducerConnector producer(ConnectorSettings settings)
     {
+        checkRole(config.role() == null || config.role().produces(), "producer", settings);
         return connectors.producer(withRegisteredLayout(settings));
     }
 
     @Override
     public ConsumerConnector consumer(ConnectorSettings settings)
     {
+        checkRole(config.role() == null || config.role().consumes(), "consumer", settings);
         return connectors.consumer(withRegisteredLayout(settings));
+    }
+
+    private void checkRole(boolean allowed, String kind, ConnectorSettings settings)
+    {
+        KvBridgeException.check(allowed, ErrorCode.CONFIG_INVALID, "engine %s asks for a %s connector but the configuration says kv_role=%s"
+                + " (expected: kv_both for an engine that runs both kinds)", settings.engineId(), kind, config.role() == null ? null : config.role().configName());
+    }
+
+    @Override
+    public ConnectorSettings.Builder connectorSettings(CacheGeometry geometry)
+    {
+        requireNonNull(geometry, "geometry is null");
+        KvBridgeException.check(config.engineId() != null, ErrorCode.CONFIG_INVALID,
+                "the configuration gives no engine_id (set it in the document or KVBRIDGE_ENGINE_ID, or use ConnectorSettings.builder(engineId, geometry))");
+        ConnectorSettings.Builder builder = ConnectorSettings.builder(config.engineId(), geometry);
+        if (config.sideChannelHost() != null || config.sideChannelPort() != null) {
+            builder.sideChannel(config.sideChannelHost() != null ? config.sideChannelHost() : "127.0.0.1",
+                    config.sideChannelPort() != null ? config.sideChannelPort() : 0);
+        }
+        if (config.advertisedHost() != null) {
+            builder.advertisedHost(config.advertisedHost());
+        }
+        if (config.modes() != null) {
+            builder.modes(config.modes());
+        }
+        if (config.leaseDuration() != null) {
+            builder.leaseDuration(config.leaseDuration());
+        }
+        if (config.transferTimeout() != null) {
+            builder.transferTimeout(config.transferTimeout());
+        }
+        if (config.registrationTimeout() != null) {
+            builder.registrationTimeout(config.registrationTimeout());
+        }
+        if (config.failurePolicy() != null) {
+            builder.failurePolicy(config.failurePolicy());
+        }
+        if (config.layout() != null && config.layout().equals(geometry.layoutName())) {
+            builder.layout(configuredLayout());
+        }
+        return builder;
+    }
+
+    @Override
+    public CacheLayout configuredLayout()
+    {
+        KvBridgeException.check(config.layout() != null, ErrorCode.CONFIG_INVALID,
+                "the configuration names no layout (set kv_connector_extra_config.layout or KVBRIDGE_LAYOUT, or call layout(name, options))");
+        return layout(config.layout(), config.layoutOptions());
     }
 
     /** The embedder need not pass the layout: the one registered under the geometry's layout name answers with its default options. */

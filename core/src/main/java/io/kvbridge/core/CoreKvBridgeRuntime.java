@@ -8,6 +8,8 @@ import com.google.inject.Stage;
 import com.google.inject.spi.Message;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.KvBridgeRuntime;
+import io.kvbridge.core.config.BridgeConfig;
+import io.kvbridge.core.config.Configuration;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.Collection;
@@ -32,13 +34,20 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
     @Override
     public KvBridge start(KvBridge.Builder builder)
     {
+        // precedence: the builder's explicit calls, then the environment, then the document, then the defaults
+        Configuration.Resolved resolved = Configuration.resolve(builder.configText().orElse(null), builder.configFile().orElse(null),
+                builder.environment()).orThrow();
+        BridgeConfig config = resolved.config();
         PluginRegistry registry = PluginRegistry.discover(CoreKvBridgeRuntime.class.getClassLoader());
-        String agentName = builder.agentName().isEmpty()
-                ? "kvbridge-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet()
-                : builder.agentName();
+        String transport = builder.isExplicit("transport") || config.transport() == null ? builder.transport() : config.transport();
+        String agentName = builder.isExplicit("agentName") || config.agentName() == null ? builder.agentName() : config.agentName();
+        if (agentName.isEmpty()) {
+            agentName = "kvbridge-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet();
+        }
+        byte[] secret = builder.isExplicit("sideChannelSecret") || resolved.secret() == null ? builder.sideChannelSecret() : resolved.secret();
         EmbedderServices embedder = EmbedderServices.from(builder);
-        return start(new BridgeSettings(builder.transport(), agentName, builder.transportConfig(), builder.sideChannelSecret(),
-                BridgeSettings.SUMMARY_INTERVAL), registry, embedder);
+        return start(new BridgeSettings(transport, agentName, builder.transportConfig(), secret, BridgeSettings.SUMMARY_INTERVAL, config), registry,
+                embedder);
     }
 
     static KvBridge start(BridgeSettings settings, PluginRegistry registry, EmbedderServices embedder)

@@ -71,14 +71,14 @@ final class KvBridgeModule extends AbstractModule
     TransferBackend transport(DiscoveredTransport selected, BridgeSettings bridgeSettings)
     {
         BackendContext context = bridgeSettings::agentName;
-        return selected.factory().create(bridgeSettings.transportConfig(), context);
+        return selected.factory().create(bridgeSettings.transportConfig(selected.name()), context);
     }
 
     @Provides
     @Singleton
     RankTransports rankTransports(DiscoveredTransport selected, BridgeSettings bridgeSettings)
     {
-        return new RankTransports(selected.factory(), bridgeSettings.transportConfig(), bridgeSettings.agentName());
+        return new RankTransports(selected.factory(), bridgeSettings.transportConfig(selected.name()), bridgeSettings.agentName());
     }
 
     @Provides

@@ -48,6 +48,24 @@ final class KvBridgeConnectorsTest
                 List.of(new Allocation(memory.address(), memory.byteSize(), MemoryKind.HOST, 0)), List.of(region));
     }
 
+    /** Polls both connectors, as an engine's scheduler loop does, until one request was received and its blocks freed as completed. */
+    static void awaitReceivedAndCompleted(ConsumerConnector consumer, String consumerId, ProducerConnector producer, String producerId)
+            throws InterruptedException
+    {
+        List<String> received = new ArrayList<>();
+        List<FreedRequest> freed = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while ((received.isEmpty() || freed.isEmpty()) && System.nanoTime() < deadline) {
+            ReceiveBatch batch = consumer.poll();
+            assertEquals(List.of(), batch.failed());
+            received.addAll(batch.received());
+            freed.addAll(producer.poll());
+            Thread.sleep(1);
+        }
+        assertEquals(List.of(consumerId), received);
+        assertEquals(List.of(new FreedRequest(producerId, FreeReason.COMPLETED)), freed);
+    }
+
     @Test
     void aPullThroughTheBridgeIsCountedInItsMetricsAndLeavesItIdle()
             throws InterruptedException
@@ -60,18 +78,8 @@ final class KvBridgeConnectorsTest
             ConsumerConnector consumer = bridge.consumer(ConnectorSettings.builder("decode", geometry(consumerMemory)).build());
             TransferParams params = producer.prefillFinished("r", BlockIds.of(new int[] {1}));
             consumer.blocksAllocated("d", params, TransferMode.PULL, BlockIds.of(new int[] {3}));
-            List<String> received = new ArrayList<>();
-            List<FreedRequest> freed = new ArrayList<>();
+            awaitReceivedAndCompleted(consumer, "d", producer, "r");
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while ((received.isEmpty() || freed.isEmpty()) && System.nanoTime() < deadline) {
-                ReceiveBatch batch = consumer.poll();
-                assertEquals(List.of(), batch.failed());
-                received.addAll(batch.received());
-                freed.addAll(producer.poll());
-                Thread.sleep(1);
-            }
-            assertEquals(List.of("d"), received);
-            assertEquals(List.of(new FreedRequest("r", FreeReason.COMPLETED)), freed);
             assertEquals((byte) 42, consumerMemory.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 3 * 256));
             assertEquals((byte) 0, consumerMemory.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 2 * 256));
             MeterRegistry registry = bridge.metricsRegistry(MeterRegistry.class);

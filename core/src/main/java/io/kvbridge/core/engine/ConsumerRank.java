@@ -166,6 +166,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     {
         requests.put(request.id, request);
         long now = now();
+        request.beganNanos = now;
         request.deadline = now + (request.mode == TransferMode.PUSH ? settings.registrationTimeout() : settings.transferTimeout()).toNanos();
         request.tracker.deadline(request.deadline);
         request.nextHeartbeat = now + request.heartbeatNanos;
@@ -189,7 +190,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         request.pendingHandshakes = byAddress.size();
         for (Map.Entry<SideChannelAddress, List<RankKey>> entry : byAddress.entrySet()) {
             String key = remoteKey(params.engineId(), entry.getKey());
-            remotes.handshake(key, params.engineId(), socketAddress(entry.getKey()), entry.getValue())
+            handshake(key, params.engineId(), socketAddress(entry.getKey()), entry.getValue())
                     .whenComplete((engine, failure) -> enqueue(() -> handshaken(request, key, engine, failure)));
         }
     }
@@ -463,6 +464,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         request.writersDone.putIfAbsent(sender, done.producerRequestId());
+        firstData(request);
         request.tracker.progress(request.writersDone.size(), request.writers.size());
         if (request.producerRequestId.isEmpty()) {
             request.producerRequestId = done.producerRequestId();
@@ -496,6 +498,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     {
         ReceivingRequest request = (ReceivingRequest) transfer.owner;
         request.transfersDone++;
+        firstData(request);
         request.tracker.progress(request.transfersDone, request.transfersPosted);
         settle(request);
     }
@@ -564,9 +567,24 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
     }
 
+    /** The hand-over ends when this rank first has data of the request in place (see TransferMetrics). */
+    private void firstData(ReceivingRequest request)
+    {
+        // once per request: later completions of the same request look nothing up
+        if (request.dataArrived) {
+            return;
+        }
+        request.dataArrived = true;
+        RemoteEngine stage0 = request.engines.get(remoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
+        if (stage0 != null && request.params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
+            metrics.handover(request.mode, now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
+        }
+    }
+
     private void receivedAll(ReceivingRequest request)
     {
         request.ended = true;
+        metrics.requestDone(false, request.mode, now() - request.beganNanos);
         if (requests.remove(request.id) == request) {
             active.remove(request.id);
             request.tracker.state(RequestState.COMPLETED);

@@ -14,6 +14,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -29,6 +30,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToIntFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,6 +54,8 @@ public final class EngineServices implements AutoCloseable
     private final MeterRegistry registry;
     private final TransferMetrics metrics;
     private final Map<String, SharedServer> servers = new HashMap<>();
+    // the gauges this bridge registered, taken out of the registry when it closes
+    private final List<Gauge> gauges = new ArrayList<>();
     private final List<RankWorker> workers = new ArrayList<>();
 
     private static final class SharedServer
@@ -88,11 +92,29 @@ public final class EngineServices implements AutoCloseable
         this.client = new SideChannelClient(sideChannelSettings, clock);
         this.registry = requireNonNull(registry, "registry is null");
         this.metrics = new TransferMetrics(registry);
+        gauge("kvbridge.transfers.in.flight", "transfers posted and not yet finished, over the open connectors", ConnectorAudit::inFlightTransfers);
+        gauge("kvbridge.leases.held", "requests whose blocks a producer holds under a lease", ConnectorAudit::leasesHeld);
+        gauge("kvbridge.peers", "remote ranks the connectors' transports are connected to", audit -> audit.transport().peers());
+        gauge("kvbridge.registrations", "memory registrations the connectors' transports hold", audit -> audit.transport().registrations());
         requireNonNull(summaries, "summaries is null");
         this.summaries = summaries.scheduler();
         if (summaries.enabled()) {
             long nanos = summaries.interval().toNanos();
             this.summaries.scheduleAtFixedRate(this::logSummary, nanos, nanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    /**
+     * Registers a gauge over the open connectors' audit, read at each scrape. A registry shared by
+     * several bridges keeps the first bridge's gauge (Micrometer allows one per name); it leaves
+     * with that bridge, so that a later bridge registers its own.
+     */
+    private void gauge(String name, String description, ToIntFunction<ConnectorAudit> value)
+    {
+        boolean first = registry.find(name).gauge() == null;
+        Gauge gauge = Gauge.builder(name, this, services -> value.applyAsInt(services.audit())).description(description).register(registry);
+        if (first) {
+            gauges.add(gauge);
         }
     }
 
@@ -296,6 +318,7 @@ public final class EngineServices implements AutoCloseable
         }
         summaries.shutdownNow();
         handshakes.shutdownNow();
+        gauges.forEach(registry::remove);
         logSummary();
     }
 }

@@ -12,6 +12,7 @@ import io.kvbridge.api.RequestState;
 import io.kvbridge.api.RequestView;
 import io.kvbridge.api.RequestIds;
 import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.planner.BlockSelection;
 import io.kvbridge.core.planner.TransferPlan;
@@ -83,6 +84,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         final String id;
         final int[][] blocks;
         final RequestTracker tracker;
+        final long heldSince;
         long deadline;
         final List<String> doneBy = new ArrayList<>(2);
         final List<String> registrations = new ArrayList<>(1);
@@ -92,9 +94,10 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         boolean failed;
         FreeReason reason;
 
-        Held(String id, int[][] blocks, long deadline, RequestTracker tracker)
+        Held(String id, int[][] blocks, long heldSince, long deadline, RequestTracker tracker)
         {
             this.id = id;
+            this.heldSince = heldSince;
             this.blocks = blocks;
             this.deadline = deadline;
             this.tracker = tracker;
@@ -180,7 +183,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         checkBlocks(blocks, logicalCapacity, "producer");
         rules.checkServed(blocks, "producer", name);
         // clocks of other processes are not comparable: only the remaining duration is carried over
-        long deadline = now() + Math.max(0, callerDeadlineNanos - callerNowNanos);
+        long finished = now();
+        long deadline = finished + Math.max(0, callerDeadlineNanos - callerNowNanos);
         KvBridgeException.checkArgument(active.add(requestId), "request id %s is already held by %s", requestId, name);
         int[][] ids = new int[blocks.groupCount()][];
         for (int g = 0; g < ids.length; g++) {
@@ -188,9 +192,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         RequestTracker tracker = new RequestTracker(deadline, blocks.total());
         trackers.put(requestId, tracker);
-        enqueue(() -> hold(new Held(requestId, ids, deadline, tracker), blocks.isEmpty()));
+        enqueue(() -> hold(new Held(requestId, ids, finished, deadline, tracker), blocks.isEmpty()));
         return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()));
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished);
     }
 
     @Override
@@ -396,7 +400,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         SideChannelAddress address = new SideChannelAddress(registration.host(), registration.port());
         String remoteKey = remoteKey(registration.engineId(), address);
         RankKey rank = new RankKey(registration.ppRank(), registration.tpRank());
-        remotes.handshake(remoteKey, registration.engineId(), socketAddress(address), List.of(rank))
+        handshake(remoteKey, registration.engineId(), socketAddress(address), List.of(rank))
                 .whenComplete((engine, failure) -> enqueue(() -> pushAfterHandshake(request, registration, remoteKey, rank, engine, failure)));
     }
 
@@ -538,6 +542,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
 
     private void report(Held request, FreeReason reason)
     {
+        if (reason == FreeReason.COMPLETED) {
+            metrics.requestDone(true, request.registrations.isEmpty() ? TransferMode.PULL : TransferMode.PUSH, now() - request.heldSince);
+        }
         ended.put(request.id, now() + stashNanos);
         // a consumer may use the same request id again for a new request once this one ended
         for (String key : request.registrations) {

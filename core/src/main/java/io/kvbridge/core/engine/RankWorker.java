@@ -27,6 +27,7 @@ import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -205,6 +206,17 @@ abstract class RankWorker
     {
         commands.add(command);
         LockSupport.unpark(thread);
+    }
+
+    /** Shakes hands through {@link RemoteEngines#handshake}, timing it when it was not answered from the cache. */
+    final CompletableFuture<RemoteEngine> handshake(String key, String engineId, InetSocketAddress address, Collection<RankKey> ranks)
+    {
+        long started = now();
+        CompletableFuture<RemoteEngine> future = remotes.handshake(key, engineId, address, ranks);
+        if (!future.isDone()) {
+            future.whenComplete((engine, failure) -> metrics.handshakeDone(now() - started, failure == null));
+        }
+        return future;
     }
 
     final long now()

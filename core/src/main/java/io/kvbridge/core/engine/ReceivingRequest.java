@@ -44,6 +44,9 @@ final class ReceivingRequest
     Stage[] stages;
     boolean posted;
     boolean ended;
+    // metrics: when the worker took the request, and whether some of its data is in place yet
+    long beganNanos;
+    boolean dataArrived;
     ErrorCode failure;
     String failureMessage;
     long deadline;

@@ -2,6 +2,7 @@ package io.kvbridge.core.engine;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.TransferMode;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -20,6 +21,22 @@ import java.util.concurrent.TimeUnit;
  * summary for one log line that is reset each time it is read. Recording allocates nothing.
  * Thread-safe.
  *
+ * <p>Both sides in both modes: {@code kvbridge.request.time} (tags {@code side=producer|consumer},
+ * {@code mode=push|pull}) times a request a connector served successfully, on the producer from
+ * {@code prefillFinished} to the last consumer's acknowledgement, on the consumer from
+ * {@code blocksAllocated} to the request being received. {@code kvbridge.handshake.time} (tag
+ * {@code outcome=ok|failed}) times a handshake a connector had to wait for (a cached engine is not
+ * one). {@code kvbridge.handover.time} (tag {@code mode}) is recorded by the consumer: from the
+ * producer's {@code prefillFinished} to the moment this consumer rank first had data of the
+ * request in place (pull: its first READ completed; push: the first writer's {@code PUSH_DONE}
+ * arrived). Neither side can see the first byte arrive (a transport reports only that a transfer
+ * completed), so this is the first completed part, an upper bound on the first byte; the
+ * producer's instant comes from {@code TransferParams.finishedNanos}, moved to the consumer's clock
+ * with the clock offset of its handshake with pipeline stage 0, which bounds the error by half
+ * that handshake's round trip. Parameters handed over before the prefill finished carry no
+ * instant, so such push requests are not recorded. Every tag combination is registered when the
+ * metrics are, so a scrape shows every meter from the start.
+ *
  * <p>{@code kvbridge.transfer.descriptors} counts the descriptor pairs a transfer posted, before
  * coalescing; {@code kvbridge.transfer.operations} the operations the transport issued for them,
  * after coalescing ({@link io.kvbridge.spi.transfer.TransferBackend#operations}), or the pair count
@@ -37,6 +54,11 @@ final class TransferMetrics
     private final Counter failedTransfers;
     private final Counter failedNotifications;
     private final Counter expiredLeases;
+    // [side][mode]: side 0 producer, 1 consumer; mode as TransferMode's ordinal
+    private final Timer[][] requestTime = new Timer[2][TransferMode.values().length];
+    private final Timer[] handoverTime = new Timer[TransferMode.values().length];
+    private final Timer handshakeOk;
+    private final Timer handshakeFailed;
 
     private final Object lock = new Object();
     private long count;
@@ -75,6 +97,39 @@ final class TransferMetrics
         this.failedNotifications = Counter.builder("kvbridge.notification.failed").description("notifications that could not be sent").register(registry);
         this.expiredLeases = Counter.builder("kvbridge.lease.expired").description("producer leases that expired before every consumer finished")
                 .register(registry);
+        Duration[] requestBuckets = seconds(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60);
+        for (TransferMode mode : TransferMode.values()) {
+            String name = mode.name().toLowerCase(Locale.ROOT);
+            for (int side = 0; side < 2; side++) {
+                requestTime[side][mode.ordinal()] = Timer.builder("kvbridge.request.time")
+                        .description("producer: prefillFinished to the last acknowledgement; consumer: blocksAllocated to received")
+                        .tags("side", side == 0 ? "producer" : "consumer", "mode", name).serviceLevelObjectives(requestBuckets).register(registry);
+            }
+            handoverTime[mode.ordinal()] = Timer.builder("kvbridge.handover.time")
+                    .description("prefillFinished on the producer to the consumer rank's first data of the request in place")
+                    .tags("mode", name).serviceLevelObjectives(requestBuckets).register(registry);
+        }
+        Duration[] handshakeBuckets = seconds(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5);
+        this.handshakeOk = Timer.builder("kvbridge.handshake.time").description("a handshake a connector waited for, with one remote engine")
+                .tags("outcome", "ok").serviceLevelObjectives(handshakeBuckets).register(registry);
+        this.handshakeFailed = Timer.builder("kvbridge.handshake.time").description("a handshake a connector waited for, with one remote engine")
+                .tags("outcome", "failed").serviceLevelObjectives(handshakeBuckets).register(registry);
+    }
+
+    void requestDone(boolean producer, TransferMode mode, long durationNanos)
+    {
+        requestTime[producer ? 0 : 1][mode.ordinal()].record(Math.max(0, durationNanos), TimeUnit.NANOSECONDS);
+    }
+
+    void handover(TransferMode mode, long durationNanos)
+    {
+        // clock offsets err by up to half a round trip: a hand-over faster than that reads as zero, not negative
+        handoverTime[mode.ordinal()].record(Math.max(0, durationNanos), TimeUnit.NANOSECONDS);
+    }
+
+    void handshakeDone(long durationNanos, boolean ok)
+    {
+        (ok ? handshakeOk : handshakeFailed).record(Math.max(0, durationNanos), TimeUnit.NANOSECONDS);
     }
 
     private static Duration[] seconds(double... values)

@@ -2,6 +2,7 @@ package io.kvbridge.core.wire;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.json.JsonWriter;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -61,7 +62,7 @@ public final class CompatibilityHash
         factors.put("head_size", identity.headSize());
         factors.put("layer_count", identity.layerCount());
         factors.put("hma", identity.hma());
-        return Json.write(factors, true, 0);
+        return JsonWriter.write(factors, true, 0);
     }
 
     /**

@@ -2,6 +2,7 @@ package io.kvbridge.core.wire;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.json.JsonWriter;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.ModelIdentity;
@@ -109,7 +110,7 @@ public final class GeometryTable
      */
     public static String toJson(RankMetadata metadata)
     {
-        return Json.write(toData(metadata), false, 2);
+        return JsonWriter.write(toData(metadata), false, 2);
     }
 
     private static Object jsonFriendly(Object value)

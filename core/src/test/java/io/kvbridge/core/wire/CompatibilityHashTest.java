@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.api.json.JsonWriter;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -65,6 +66,6 @@ final class CompatibilityHashTest
         Map<String, Object> value = new LinkedHashMap<>();
         value.put("b", List.of(1L, Map.of("x", List.of()), Map.of()));
         value.put("a", "z");
-        assertEquals("{\n  \"b\": [\n    1,\n    {\n      \"x\": []\n    },\n    {}\n  ],\n  \"a\": \"z\"\n}", Json.write(value, false, 2));
+        assertEquals("{\n  \"b\": [\n    1,\n    {\n      \"x\": []\n    },\n    {}\n  ],\n  \"a\": \"z\"\n}", JsonWriter.write(value, false, 2));
     }
 }

@@ -169,7 +169,7 @@ final class DemoCommand implements Callable<Integer>
         // on stderr, so that `demo > file` and --json keep only the audit
         Progress progress = new Progress(spec.commandLine().getErr(), ((KvBridgeCli) spec.root().userObject()).errIsTerminal(), requests, "requests",
                 System::nanoTime);
-        MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(metricsPort);
+        MetricsEndpoint metrics = metricsPort == null ? null : MetricsEndpoint.start(metricsPort, 2);
         if (metrics != null) {
             // on stderr, so that --json output stays one object
             spec.commandLine().getErr().printf(Locale.ROOT, "metrics: http://127.0.0.1:%d/metrics%n", metrics.port());

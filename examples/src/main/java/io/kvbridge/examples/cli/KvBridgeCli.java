@@ -19,7 +19,7 @@ import picocli.CommandLine.Spec;
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:success", "1:a runtime failure (a peer, a transport, a failed audit)", "2:a usage error (a refused value or option)"},
         description = "Moves LLM KV-cache blocks between prefill and decode engines.",
-        subcommands = {PluginsCommand.class, DemoCommand.class, BenchCommand.class, InspectCommand.class, DemoWorkerCommand.class})
+        subcommands = {PluginsCommand.class, DemoCommand.class, BenchCommand.class, InspectCommand.class, DemoWorkerCommand.class, ConfigCommand.class})
 public final class KvBridgeCli implements Callable<Integer>
 {
     /** Exit code of a runtime failure. */

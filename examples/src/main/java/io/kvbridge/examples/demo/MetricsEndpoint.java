@@ -22,32 +22,49 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * Serves the engines' Micrometer meters in Prometheus text format at {@code /metrics} on the
- * loopback interface. Each engine's registry gets a Prometheus registry of its own, tagged
- * {@code engine=<name>}; a scrape merges them so that every metric family appears once.
+ * Serves the engines' Micrometer meters at {@code /metrics} on the loopback interface, in the
+ * Prometheus text format or, for a scraper that asks for it ({@code Accept:
+ * application/openmetrics-text}), in OpenMetrics. Each engine's registry gets a Prometheus registry
+ * of its own, tagged {@code engine=<name>}; a scrape merges them so that every metric family
+ * appears once.
+ *
+ * <p>The port is bound at once, so that it can be printed, but answered only once every expected
+ * engine is attached: a scrape that arrives earlier waits in the socket's backlog, so the first
+ * answer already holds every engine's meters (each bridge registers all of its meters when it is
+ * built) instead of an empty body that would read as "no metrics".
  */
 public final class MetricsEndpoint implements AutoCloseable
 {
+    /** The Prometheus text format's content type. */
+    static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+    /** OpenMetrics' content type. */
+    static final String OPENMETRICS_TEXT = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
     private record Attached(CompositeMeterRegistry engine, PrometheusMeterRegistry prometheus)
     {
     }
 
     private final HttpServer server;
+    private final int engines;
     private final List<Attached> attached = new CopyOnWriteArrayList<>();
+    private boolean serving;
 
-    private MetricsEndpoint(HttpServer server)
+    private MetricsEndpoint(HttpServer server, int engines)
     {
         this.server = server;
+        this.engines = engines;
     }
 
     /**
-     * Starts serving on 127.0.0.1.
+     * Binds 127.0.0.1 and serves once the expected engines are attached.
      *
      * @param port the TCP port; 0 picks a free one (see {@link #port()}).
-     * @return the running endpoint.
+     * @param engines how many engines will be attached before the first scrape is answered.
+     * @return the endpoint.
      */
-    public static MetricsEndpoint start(int port)
+    public static MetricsEndpoint start(int port, int engines)
     {
+        KvBridgeException.checkArgument(engines >= 1, "engines=%d is not positive", engines);
         KvBridgeException.checkArgument(port >= 0 && port <= 65_535, "--metrics-port=%d is outside [0, 65535]", port);
         HttpServer server;
         try {
@@ -57,9 +74,8 @@ public final class MetricsEndpoint implements AutoCloseable
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID,
                     "--metrics-port=" + port + " cannot be bound on 127.0.0.1 (" + e.getMessage() + "); pick a free port or 0 for any", e);
         }
-        MetricsEndpoint endpoint = new MetricsEndpoint(server);
+        MetricsEndpoint endpoint = new MetricsEndpoint(server, engines);
         server.createContext("/metrics", endpoint::handle);
-        server.start();
         return endpoint;
     }
 
@@ -87,24 +103,46 @@ public final class MetricsEndpoint implements AutoCloseable
         // a composite hands the meters it already has to a registry added later, so nothing is missed
         composite.add(prometheus);
         attached.add(new Attached(composite, prometheus));
+        startServingOnce(attached.size() >= engines);
     }
 
-    /** Text exposition of every attached registry, each metric family once with the samples of all engines. */
+    private synchronized void startServingOnce(boolean ready)
+    {
+        if (ready && !serving) {
+            serving = true;
+            server.start();
+        }
+    }
+
+    /** @return the Prometheus text exposition of every attached registry, each metric family once with the samples of all engines. */
     public String scrape()
     {
+        return scrape(PROMETHEUS_TEXT);
+    }
+
+    /**
+     * Exposes every attached registry in one format, each metric family once with the samples of all engines.
+     *
+     * @param contentType {@link #PROMETHEUS_TEXT} or {@link #OPENMETRICS_TEXT}.
+     * @return the exposition.
+     */
+    String scrape(String contentType)
+    {
+        boolean openMetrics = contentType.equals(OPENMETRICS_TEXT);
         Map<String, List<String>> headers = new LinkedHashMap<>();
         Map<String, List<String>> samples = new LinkedHashMap<>();
         for (Attached engine : attached) {
             String family = null;
-            for (String line : engine.prometheus().scrape().split("\n")) {
-                if (line.isBlank()) {
+            for (String line : engine.prometheus().scrape(contentType).split("\n")) {
+                if (line.isBlank() || line.equals("# EOF")) {
                     continue;
                 }
-                if (line.startsWith("# HELP ") || line.startsWith("# TYPE ")) {
-                    family = line.substring(7).split(" ", 2)[0];
+                // "# HELP name ...", "# TYPE name type", and in OpenMetrics "# UNIT name unit"
+                if (line.startsWith("# ")) {
+                    family = line.split(" ", 4)[2];
                     List<String> familyHeaders = headers.computeIfAbsent(family, key -> new ArrayList<>());
                     samples.computeIfAbsent(family, key -> new ArrayList<>());
-                    if (familyHeaders.size() < 2 && !familyHeaders.contains(line)) {
+                    if (!familyHeaders.contains(line) && familyHeaders.stream().noneMatch(known -> known.startsWith(line.substring(0, 7)))) {
                         familyHeaders.add(line);
                     }
                 }
@@ -118,6 +156,9 @@ public final class MetricsEndpoint implements AutoCloseable
             lines.forEach(line -> text.append(line).append('\n'));
             samples.get(family).forEach(line -> text.append(line).append('\n'));
         });
+        if (openMetrics) {
+            text.append("# EOF\n");
+        }
         return text.toString();
     }
 
@@ -128,8 +169,11 @@ public final class MetricsEndpoint implements AutoCloseable
                 exchange.sendResponseHeaders(405, -1);
                 return;
             }
-            byte[] body = scrape().getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+            // what Prometheus sends when it prefers OpenMetrics: application/openmetrics-text;version=1.0.0,...;q=0.5,...
+            String accept = exchange.getRequestHeaders().getFirst("Accept");
+            String contentType = accept != null && accept.contains("application/openmetrics-text") ? OPENMETRICS_TEXT : PROMETHEUS_TEXT;
+            byte[] body = scrape(contentType).getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().set("Content-Type", contentType);
             exchange.sendResponseHeaders(200, body.length);
             try (OutputStream out = exchange.getResponseBody()) {
                 out.write(body);
@@ -140,6 +184,8 @@ public final class MetricsEndpoint implements AutoCloseable
     @Override
     public void close()
     {
+        // a scrape waiting for engines that never came is answered by the connection closing
+        startServingOnce(true);
         server.stop(0);
         for (Attached engine : attached) {
             engine.engine().remove(engine.prometheus());

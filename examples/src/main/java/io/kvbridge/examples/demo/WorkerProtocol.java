@@ -5,14 +5,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvbridge.api.BlockIds;
-import io.kvbridge.api.SideChannelAddress;
-import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import java.util.ArrayList;
-import java.util.EnumSet;
-import java.util.List;
-import java.util.Set;
+import io.kvbridge.api.TransferParamsJson;
 
 /**
  * The lines the demo's scheduler and its worker processes exchange over the worker's stdin and
@@ -79,39 +73,14 @@ final class WorkerProtocol
         return ids;
     }
 
-    static ObjectNode params(TransferParams params)
+    /** The parameters in the form a router carries, so that the demo's processes hand them over as engines would. */
+    static JsonNode params(TransferParams params)
     {
-        ObjectNode node = JSON.createObjectNode();
-        node.put("engineId", params.engineId());
-        node.put("requestId", params.requestId());
-        ArrayNode channels = node.putArray("sideChannels");
-        for (SideChannelAddress address : params.sideChannels()) {
-            channels.addObject().put("host", address.host()).put("port", address.port());
-        }
-        node.put("tpSize", params.tpSize());
-        node.put("ppSize", params.ppSize());
-        int[][] ids = new int[params.blockIds().groupCount()][];
-        for (int g = 0; g < ids.length; g++) {
-            ids[g] = params.blockIds().group(g);
-        }
-        node.set("blockIds", blockIds(ids));
-        ArrayNode modes = node.putArray("modes");
-        params.modes().forEach(mode -> modes.add(mode.name()));
-        node.put("leaseMillis", params.leaseMillis());
-        return node;
+        return JSON.valueToTree(TransferParamsJson.toMap(params));
     }
 
     static TransferParams params(JsonNode node)
     {
-        List<SideChannelAddress> channels = new ArrayList<>();
-        for (JsonNode address : node.get("sideChannels")) {
-            channels.add(new SideChannelAddress(address.get("host").asText(), address.get("port").intValue()));
-        }
-        Set<TransferMode> modes = EnumSet.noneOf(TransferMode.class);
-        for (JsonNode mode : node.get("modes")) {
-            modes.add(TransferMode.valueOf(mode.asText()));
-        }
-        return new TransferParams(node.get("engineId").asText(), node.get("requestId").asText(), channels, node.get("tpSize").intValue(),
-                node.get("ppSize").intValue(), BlockIds.of(blockIds(node.get("blockIds"))), modes, node.get("leaseMillis").longValue());
+        return TransferParamsJson.read(node.toString());
     }
 }

@@ -9,6 +9,7 @@ import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
+import io.kvbridge.api.TransferParamsJson;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
@@ -27,8 +28,8 @@ import java.util.Map;
 /**
  * How an inference engine embeds kvbridge, in one file to copy. A prefill engine and a decode engine
  * run here in one process over the {@code local} transport; in a real deployment each runs in its
- * own process with a cross-process transport, and the {@link TransferParams} travel through the
- * router that sends the request from one engine to the other.
+ * own process with a cross-process transport, and the {@link TransferParams} travel as JSON
+ * ({@link TransferParamsJson}) through the router that sends the request from one engine to the other.
  *
  * <p>Per rank (one tensor-parallel worker of one pipeline stage) an engine does four things:
  * describe its KV cache with a layout, open a connector, report requests, and poll.
@@ -86,8 +87,11 @@ public final class EmbeddingExample
                 // 4. Prefill finished into blocks 3, 4, 5: the producer holds them under a lease and returns what the router forwards.
                 TransferParams params = producer.prefillFinished("req-1", BlockIds.of(new int[] {3, 4, 5}));
 
+                // the router carries them as JSON, under vLLM's kv_transfer_params names
+                String kvTransferParams = TransferParamsJson.write(params);
+
                 // 5. The decoder allocated blocks 10, 11, 12 for the same prompt and asks for the KV cache (push: the producer writes).
-                consumer.blocksAllocated("req-1", params, TransferMode.PUSH, BlockIds.of(new int[] {10, 11, 12}));
+                consumer.blocksAllocated("req-1", TransferParamsJson.read(kvTransferParams), TransferMode.PUSH, BlockIds.of(new int[] {10, 11, 12}));
 
                 // 6. Both engines poll from their scheduler loop: the decoder learns what arrived, the producer what it may free.
                 boolean received = false;

@@ -1,4 +1,4 @@
-package io.kvbridge.core.wire;
+package io.kvbridge.api.json;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -10,23 +10,26 @@ import java.util.Map;
  * Writes maps, lists, strings, integers, booleans and null as JSON, byte-for-byte as Python's
  * {@code json.dumps(value, sort_keys=..., indent=...)} with its defaults ({@code ", "} and
  * {@code ": "} separators on one line, {@code ","} and {@code ": "} when indented, non-ASCII
- * characters escaped), so that other languages can reproduce the compatibility hash exactly.
+ * characters escaped), so that other languages reproduce kvbridge's documents and hashes exactly
+ * and {@link JsonReader} reads them back.
  */
-final class Json
+public final class JsonWriter
 {
-    private Json()
+    private JsonWriter()
     {
     }
 
     /**
      * Writes a value.
      *
-     * @param value maps with string keys, lists, strings, integers, booleans or null.
+     * @param value maps with string keys, lists, strings, integers ({@code Integer} or {@code Long}),
+     *     booleans or null.
      * @param sortKeys whether map keys are written in sorted order (else in iteration order).
      * @param indent spaces per level; 0 writes one line.
      * @return the JSON text, ASCII only.
+     * @throws IllegalArgumentException for a value of another type.
      */
-    static String write(Object value, boolean sortKeys, int indent)
+    public static String write(Object value, boolean sortKeys, int indent)
     {
         StringBuilder out = new StringBuilder();
         write(out, value, sortKeys, indent, 0);

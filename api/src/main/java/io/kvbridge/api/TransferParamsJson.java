@@ -1,0 +1,373 @@
+package io.kvbridge.api;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.api.json.JsonFields;
+import io.kvbridge.api.json.JsonReader;
+import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@link TransferParams} as the JSON object a router carries from the prefill engine to the decode
+ * engine, under the names vLLM's {@code kv_transfer_params} uses where the meanings coincide, so that
+ * a router built for vLLM's disaggregated serving forwards it unchanged:
+ *
+ * <pre>{@code
+ * {"do_remote_prefill": true, "do_remote_decode": false,
+ *  "remote_engine_id": "prefill-0", "remote_request_id": "req-1",
+ *  "remote_block_ids": [[1, 2, 3], [7, 8]],
+ *  "remote_host": "10.0.0.5", "remote_port": 5600, "tp_size": 2, "pp_size": 1,
+ *  "transfer_mode": "push",
+ *  "kvbridge": {"version": 1, "side_channels": [{"host": "10.0.0.5", "port": 5600}],
+ *               "modes": ["push"], "lease_ms": 30000, "finished_ns": 81234567890}}
+ * }</pre>
+ *
+ * <p>{@code remote_host} and {@code remote_port} are pipeline stage 0's side channel;
+ * {@code transfer_mode} is written only when the producer serves one mode. What vLLM has no name for
+ * is under {@code kvbridge}: every stage's side channel, the modes, the lease and when the prefill
+ * finished (on the producer's clock, for the hand-over metric). Reading ignores other top-level keys
+ * (routers and vLLM add their own, such as {@code remote_num_tokens}), refuses unknown keys under
+ * {@code kvbridge} with the nearest valid name, and reports every problem at once.
+ *
+ * <p>The codec is in {@code kvbridge-api}, which depends on the JDK only, because both ends of the
+ * hand-over compile against it and a router written in Java may hold nothing else; its reader is
+ * {@link JsonReader}, strict and bounded, since the text comes from outside the process. Bounds: a
+ * document of at most {@value #MAX_CHARS} characters, {@value #MAX_GROUPS} cache groups,
+ * {@value #MAX_BLOCK_IDS} block ids in all, {@value #MAX_STAGES} pipeline stages. Thread-safe.
+ */
+public final class TransferParamsJson
+{
+    /** The version of the {@code kvbridge} object this codec writes and the highest it reads. */
+    public static final int VERSION = 1;
+    /** The longest document read. */
+    public static final int MAX_CHARS = 16 << 20;
+    /** The most cache groups read. */
+    public static final int MAX_GROUPS = 64;
+    /** The most block ids read, over all groups. */
+    public static final int MAX_BLOCK_IDS = 1 << 20;
+    /** The most pipeline stages read. */
+    public static final int MAX_STAGES = 256;
+
+    private static final int MAX_ID_LENGTH = 1024;
+    private static final int MAX_HOST_LENGTH = 255;
+    private static final JsonReader READER = JsonReader.of(ErrorCode.PROTOCOL_ERROR, MAX_CHARS, 8, MAX_BLOCK_IDS + 4 * MAX_STAGES + 256);
+    private static final Set<String> KVBRIDGE_KEYS = Set.of("version", "side_channels", "modes", "lease_ms", "finished_ns");
+
+    private TransferParamsJson()
+    {
+    }
+
+    /**
+     * Writes the parameters as one line of JSON.
+     *
+     * @param params the parameters.
+     * @return the JSON object.
+     */
+    public static String write(TransferParams params)
+    {
+        return JsonWriter.write(toMap(params), false, 0);
+    }
+
+    /**
+     * Returns the parameters as the map {@link #write} writes, for a router that puts them into a
+     * document of its own.
+     *
+     * @param params the parameters.
+     * @return a new map of strings, integers, booleans, lists and maps.
+     */
+    public static Map<String, Object> toMap(TransferParams params)
+    {
+        requireNonNull(params, "params is null");
+        List<List<Integer>> blocks = new ArrayList<>();
+        for (int g = 0; g < params.blockIds().groupCount(); g++) {
+            List<Integer> group = new ArrayList<>(params.blockIds().size(g));
+            for (int i = 0; i < params.blockIds().size(g); i++) {
+                group.add(params.blockIds().get(g, i));
+            }
+            blocks.add(group);
+        }
+        List<Map<String, Object>> stages = new ArrayList<>();
+        for (SideChannelAddress address : params.sideChannels()) {
+            Map<String, Object> stage = new LinkedHashMap<>();
+            stage.put("host", address.host());
+            stage.put("port", address.port());
+            stages.add(stage);
+        }
+        List<String> modes = EnumSet.copyOf(params.modes()).stream().map(TransferParamsJson::modeName).toList();
+        Map<String, Object> map = new LinkedHashMap<>();
+        map.put("do_remote_prefill", true);
+        map.put("do_remote_decode", false);
+        map.put("remote_engine_id", params.engineId());
+        map.put("remote_request_id", params.requestId());
+        map.put("remote_block_ids", blocks);
+        map.put("remote_host", params.sideChannels().getFirst().host());
+        map.put("remote_port", params.sideChannels().getFirst().port());
+        map.put("tp_size", params.tpSize());
+        map.put("pp_size", params.ppSize());
+        if (modes.size() == 1) {
+            map.put("transfer_mode", modes.getFirst());
+        }
+        Map<String, Object> own = new LinkedHashMap<>();
+        own.put("version", VERSION);
+        own.put("side_channels", stages);
+        own.put("modes", modes);
+        own.put("lease_ms", params.leaseMillis());
+        if (params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
+            own.put("finished_ns", params.finishedNanos());
+        }
+        map.put("kvbridge", own);
+        return map;
+    }
+
+    /**
+     * Reads parameters from JSON.
+     *
+     * @param json the object {@link #write} wrote, possibly with other keys a router added.
+     * @return the parameters.
+     * @throws KvBridgeException {@code PROTOCOL_ERROR} naming every problem.
+     */
+    public static TransferParams read(String json)
+    {
+        requireNonNull(json, "json is null");
+        Object document = READER.read("kv_transfer_params", json);
+        if (!(document instanceof Map<?, ?> map)) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "kv_transfer_params must be a JSON object, not " + JsonFields.describe(document));
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, ?> typed = (Map<String, ?>) map;
+        return from(typed, new ArrayList<>());
+    }
+
+    /**
+     * Reads parameters from a map, as a router's own JSON library parsed them. Integers may be any
+     * {@link Number} without a fraction.
+     *
+     * @param map the object.
+     * @return the parameters.
+     * @throws KvBridgeException {@code PROTOCOL_ERROR} naming every problem.
+     */
+    public static TransferParams fromMap(Map<String, ?> map)
+    {
+        requireNonNull(map, "map is null");
+        List<String> problems = new ArrayList<>();
+        return from(normalized(map, problems, ""), problems);
+    }
+
+    private static TransferParams from(Map<String, ?> map, List<String> problems)
+    {
+        JsonFields fields = new JsonFields("", map, problems);
+        fields.bool("do_remote_prefill").filter(value -> !value)
+                .ifPresent(value -> fields.problem("do_remote_prefill", "is false: these parameters ask for no transfer (do not hand them to the decoder)"));
+        fields.bool("do_remote_decode").filter(value -> value)
+                .ifPresent(value -> fields.problem("do_remote_decode", "is true: kvbridge does not read blocks back from the decoder"));
+        String engineId = required(fields, "remote_engine_id", fields.string("remote_engine_id", MAX_ID_LENGTH).orElse(null));
+        String requestId = fields.string("remote_request_id", MAX_ID_LENGTH).orElse("");
+        BlockIds blocks = blocks(fields);
+        long tpSize = fields.integer("tp_size", 1, 65_536).orElse(0);
+        required(fields, "tp_size", tpSize == 0 ? null : tpSize);
+        long ppSize = fields.integer("pp_size", 1, MAX_STAGES).orElse(1);
+        String host = required(fields, "remote_host", fields.string("remote_host", MAX_HOST_LENGTH).orElse(null));
+        long port = fields.integer("remote_port", 1, 65_535).orElse(0);
+        required(fields, "remote_port", port == 0 ? null : port);
+        fields.string("transfer_mode", 8).ifPresent(mode -> mode(fields, "transfer_mode", mode));
+
+        JsonFields own = fields.object("kvbridge").orElse(null);
+        if (own == null) {
+            problems.add("kvbridge is missing: these parameters were not written by a kvbridge producer (TransferParamsJson.write)");
+            throw invalid(problems);
+        }
+        own.refuseUnknown(KVBRIDGE_KEYS);
+        long version = own.integer("version", 1, Integer.MAX_VALUE).orElse(0);
+        if (version > VERSION) {
+            own.problem("version", "=" + version + " is newer than this kvbridge reads (" + VERSION + "); upgrade the decoder's kvbridge");
+        }
+        required(own, "version", version == 0 ? null : version);
+        List<SideChannelAddress> stages = stages(own, host, port, ppSize);
+        Set<TransferMode> modes = EnumSet.noneOf(TransferMode.class);
+        own.array("modes", 2).ifPresentOrElse(list -> {
+            for (Object mode : list) {
+                TransferMode parsed = mode instanceof String name ? mode(own, "modes", name) : null;
+                if (parsed != null) {
+                    modes.add(parsed);
+                }
+                else if (!(mode instanceof String)) {
+                    own.problem("modes", "holds " + JsonFields.describe(mode) + " (expected: \"push\" or \"pull\")");
+                }
+            }
+            if (list.isEmpty()) {
+                own.problem("modes", "is empty (expected: \"push\", \"pull\" or both)");
+            }
+        }, () -> own.problem("modes", "is missing"));
+        long lease = own.integer("lease_ms", 1, Long.MAX_VALUE / 1_000_000).orElse(0);
+        required(own, "lease_ms", lease == 0 ? null : lease);
+        long finished = own.integer("finished_ns", Long.MIN_VALUE + 1, Long.MAX_VALUE).orElse(TransferParams.UNKNOWN_TIME);
+        if (!problems.isEmpty()) {
+            throw invalid(problems);
+        }
+        try {
+            return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished);
+        }
+        catch (KvBridgeException e) {
+            String reason = e.getMessage().substring(e.code().id().length() + 2);
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "kv_transfer_params are inconsistent: " + reason, e);
+        }
+    }
+
+    private static BlockIds blocks(JsonFields fields)
+    {
+        List<?> groups = fields.array("remote_block_ids", MAX_BLOCK_IDS).orElse(null);
+        if (groups == null) {
+            if (!fields.has("remote_block_ids")) {
+                fields.problem("remote_block_ids", "is missing");
+            }
+            return BlockIds.empty();
+        }
+        // vLLM accepts a flat list as the one group of a model with a single cache group
+        boolean flat = !groups.isEmpty() && !(groups.getFirst() instanceof List<?>);
+        List<?> lists = flat ? List.of(groups) : groups;
+        if (lists.size() > MAX_GROUPS) {
+            fields.problem("remote_block_ids", "has " + lists.size() + " cache groups, more than " + MAX_GROUPS);
+            return BlockIds.empty();
+        }
+        long total = 0;
+        for (Object group : lists) {
+            total += group instanceof List<?> list ? list.size() : 0;
+        }
+        if (total > MAX_BLOCK_IDS) {
+            fields.problem("remote_block_ids", "holds " + total + " block ids, more than " + MAX_BLOCK_IDS);
+            return BlockIds.empty();
+        }
+        int[][] ids = new int[lists.size()][];
+        for (int g = 0; g < ids.length; g++) {
+            if (!(lists.get(g) instanceof List<?> group)) {
+                fields.problem("remote_block_ids", "group " + g + " is " + JsonFields.describe(lists.get(g)) + " (expected: an array of block ids)");
+                return BlockIds.empty();
+            }
+            ids[g] = new int[group.size()];
+            for (int i = 0; i < ids[g].length; i++) {
+                if (!(group.get(i) instanceof Long id) || id < 0 || id > Integer.MAX_VALUE) {
+                    fields.problem("remote_block_ids", String.format(Locale.ROOT, "group %d position %d is %s (expected: an integer in [0, %d])", g, i,
+                            JsonFields.describe(group.get(i)), Integer.MAX_VALUE));
+                    return BlockIds.empty();
+                }
+                ids[g][i] = (int) (long) id;
+            }
+        }
+        return BlockIds.of(ids);
+    }
+
+    private static List<SideChannelAddress> stages(JsonFields own, String host, long port, long ppSize)
+    {
+        List<?> list = own.array("side_channels", MAX_STAGES).orElse(null);
+        if (list == null) {
+            if (!own.has("side_channels")) {
+                own.problem("side_channels", "is missing");
+            }
+            return List.of();
+        }
+        List<SideChannelAddress> stages = new ArrayList<>();
+        for (int i = 0; i < list.size(); i++) {
+            if (!(list.get(i) instanceof Map<?, ?> entry)) {
+                own.problem("side_channels", "stage " + i + " is " + JsonFields.describe(list.get(i)) + " (expected: {\"host\": ..., \"port\": ...})");
+                continue;
+            }
+            @SuppressWarnings("unchecked")
+            JsonFields stage = own.nested(own.pathOf("side_channels") + "[" + i + "]", (Map<String, ?>) entry);
+            stage.refuseUnknown(Set.of("host", "port"));
+            String stageHost = stage.string("host", MAX_HOST_LENGTH).orElse(null);
+            long stagePort = stage.integer("port", 1, 65_535).orElse(0);
+            if (stageHost == null || stageHost.isEmpty() || stagePort == 0) {
+                own.problem("side_channels", "stage " + i + " needs a non-empty host and a port in [1, 65535]");
+                continue;
+            }
+            stages.add(new SideChannelAddress(stageHost, (int) stagePort));
+        }
+        if (stages.size() != list.size()) {
+            return List.of();
+        }
+        if (stages.size() != ppSize) {
+            own.problem("side_channels", "has " + stages.size() + " stages but pp_size=" + ppSize + " (expected: one per pipeline stage)");
+        }
+        else if (host != null && port != 0 && !stages.getFirst().equals(new SideChannelAddress(host, (int) port))) {
+            own.problem("side_channels", "stage 0 is " + stages.getFirst() + " but remote_host and remote_port say " + host + ":" + port
+                    + " (a router rewrote one of them: rewrite both)");
+        }
+        return stages;
+    }
+
+    private static TransferMode mode(JsonFields fields, String key, String name)
+    {
+        return switch (name) {
+            case "push" -> TransferMode.PUSH;
+            case "pull" -> TransferMode.PULL;
+            default -> {
+                fields.problem(key, "holds \"" + name + "\" (expected: \"push\" or \"pull\")");
+                yield null;
+            }
+        };
+    }
+
+    private static String modeName(TransferMode mode)
+    {
+        return mode.name().toLowerCase(Locale.ROOT);
+    }
+
+    private static <T> T required(JsonFields fields, String key, T value)
+    {
+        if (value == null && !fields.has(key)) {
+            fields.problem(key, "is missing");
+        }
+        return value;
+    }
+
+    /** Integers another JSON library produced (Integer, BigInteger, a whole Double) as the Longs {@link JsonReader} produces. */
+    private static Map<String, ?> normalized(Map<String, ?> map, List<String> problems, String path)
+    {
+        Map<String, Object> copy = new LinkedHashMap<>();
+        map.forEach((key, value) -> copy.put(key, normalizedValue(value, problems, path.isEmpty() ? key : path + "." + key, 0)));
+        return copy;
+    }
+
+    private static Object normalizedValue(Object value, List<String> problems, String path, int depth)
+    {
+        if (depth > 8) {
+            problems.add(path + " is nested deeper than 8 levels");
+            return null;
+        }
+        return switch (value) {
+            case Long number -> number;
+            case Integer number -> number.longValue();
+            case Short number -> number.longValue();
+            case java.math.BigInteger number -> number.bitLength() < 64 ? number.longValue() : number;
+            case Number number -> number.doubleValue() == Math.rint(number.doubleValue()) && Math.abs(number.doubleValue()) < 0x1p53
+                    ? (Object) (long) number.doubleValue() : number.doubleValue();
+            case Map<?, ?> nested -> {
+                Map<String, Object> copy = new LinkedHashMap<>();
+                nested.forEach((key, inner) -> copy.put(String.valueOf(key), normalizedValue(inner, problems, path + "." + key, depth + 1)));
+                yield copy;
+            }
+            case List<?> list -> {
+                List<Object> copy = new ArrayList<>(list.size());
+                for (Object inner : list) {
+                    copy.add(normalizedValue(inner, problems, path, depth + 1));
+                }
+                yield copy;
+            }
+            case null, default -> value;
+        };
+    }
+
+    private static KvBridgeException invalid(List<String> problems)
+    {
+        return new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "kv_transfer_params are invalid (" + problems.size() + " problem"
+                + (problems.size() == 1 ? "" : "s") + "): " + String.join("; ", problems));
+    }
+}

@@ -1,0 +1,134 @@
+package io.kvbridge.api;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import java.math.BigInteger;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+final class TransferParamsJsonTest
+{
+    private static final TransferParams TWO_STAGES = new TransferParams("prefill-0", "req-1",
+            List.of(new SideChannelAddress("10.0.0.5", 5600), new SideChannelAddress("10.0.0.6", 5601)), 2, 2,
+            BlockIds.of(new int[] {1, 2, 3}, new int[] {7, Integer.MAX_VALUE}), EnumSet.of(TransferMode.PUSH), 30_000, -81_234_567_890L);
+
+    @Test
+    void writesVllmNamesAndReadsThemBack()
+    {
+        String json = TransferParamsJson.write(TWO_STAGES);
+        assertEquals("{\"do_remote_prefill\": true, \"do_remote_decode\": false, \"remote_engine_id\": \"prefill-0\", \"remote_request_id\": \"req-1\","
+                + " \"remote_block_ids\": [[1, 2, 3], [7, 2147483647]], \"remote_host\": \"10.0.0.5\", \"remote_port\": 5600, \"tp_size\": 2,"
+                + " \"pp_size\": 2, \"transfer_mode\": \"push\", \"kvbridge\": {\"version\": 1, \"side_channels\": [{\"host\": \"10.0.0.5\", \"port\": 5600},"
+                + " {\"host\": \"10.0.0.6\", \"port\": 5601}], \"modes\": [\"push\"], \"lease_ms\": 30000, \"finished_ns\": -81234567890}}", json);
+        assertEquals(TWO_STAGES, TransferParamsJson.read(json));
+    }
+
+    @Test
+    void roundTripsEarlyPushParametersBothModesAndAnUnknownFinishTime()
+    {
+        TransferParams early = new TransferParams("p", "", List.of(new SideChannelAddress("::1", 1)), 1, 1, BlockIds.empty(),
+                EnumSet.allOf(TransferMode.class), 1);
+        String json = TransferParamsJson.write(early);
+        assertTrue(!json.contains("transfer_mode") && !json.contains("finished_ns"), json);
+        assertEquals(early, TransferParamsJson.read(json));
+        TransferParams emptyGroups = new TransferParams("p", "r", List.of(new SideChannelAddress("h", 2)), 1, 1, BlockIds.of(new int[0], new int[0]),
+                Set.of(TransferMode.PULL), 5);
+        assertEquals(emptyGroups, TransferParamsJson.read(TransferParamsJson.write(emptyGroups)));
+    }
+
+    @Test
+    void aRoutersOwnKeysAreIgnoredAndItsJsonLibrarysNumbersAccepted()
+    {
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        map.put("remote_num_tokens", 48);
+        map.put("_remote_blocks_processed", true);
+        // what Jackson or Gson hand over: Integers, BigIntegers, whole Doubles
+        map.put("tp_size", 2.0);
+        map.put("remote_port", BigInteger.valueOf(5600));
+        assertEquals(TWO_STAGES, TransferParamsJson.fromMap(map));
+        // vLLM accepts a flat list for a model with one cache group
+        Map<String, Object> flat = TransferParamsJson.toMap(new TransferParams("p", "r", List.of(new SideChannelAddress("h", 2)), 1, 1,
+                BlockIds.of(new int[] {4, 5}), Set.of(TransferMode.PULL), 5));
+        flat.put("remote_block_ids", List.of(4, 5));
+        assertEquals(BlockIds.of(new int[] {4, 5}), TransferParamsJson.fromMap(flat).blockIds());
+    }
+
+    @Test
+    void everyProblemIsReportedAtOnce()
+    {
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        map.remove("remote_engine_id");
+        map.put("tp_size", "2");
+        map.put("remote_block_ids", List.of(List.of(1, -1)));
+        map.put("do_remote_decode", true);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> own = (Map<String, Object>) map.get("kvbridge");
+        own.put("lease_msec", 5);
+        own.put("modes", List.of("push", "both"));
+        own.put("version", 2);
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
+        for (String problem : List.of("(7 problems)", "do_remote_decode is true: kvbridge does not read blocks back from the decoder",
+                "remote_engine_id is missing", "tp_size must be an integer, not the string \"2\"",
+                "remote_block_ids group 0 position 1 is the integer -1 (expected: an integer in [0, 2147483647])",
+                "unknown key kvbridge.lease_msec (did you mean lease_ms?)", "kvbridge.version=2 is newer than this kvbridge reads (1)",
+                "kvbridge.modes holds \"both\" (expected: \"push\" or \"pull\")")) {
+            assertTrue(e.getMessage().contains(problem), problem + " in " + e.getMessage());
+        }
+    }
+
+    @Test
+    void inconsistentAddressesAndStagesAreRefused()
+    {
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        map.put("remote_host", "10.9.9.9");
+        map.put("pp_size", 1);
+        String message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
+        assertTrue(message.contains("kvbridge.side_channels has 2 stages but pp_size=1 (expected: one per pipeline stage)"), message);
+        map.put("pp_size", 2);
+        message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
+        assertTrue(message.contains("stage 0 is 10.0.0.5:5600 but remote_host and remote_port say 10.9.9.9:5600"), message);
+        map.remove("kvbridge");
+        message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
+        assertTrue(message.contains("kvbridge is missing: these parameters were not written by a kvbridge producer"), message);
+        map.put("do_remote_prefill", false);
+        message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
+        assertTrue(message.contains("do_remote_prefill is false"), message);
+    }
+
+    @Test
+    void hostileDocumentsAreRefusedWithinTheBounds()
+    {
+        assertRefused("[1, 2]", "kv_transfer_params must be a JSON object, not an array");
+        assertRefused("{\"remote_engine_id\": \"a\", \"remote_engine_id\": \"b\"}", "duplicate key \"remote_engine_id\"");
+        assertRefused(" ".repeat(TransferParamsJson.MAX_CHARS + 1), "more than the 16,777,216 accepted");
+        assertRefused("{\"kvbridge\": " + "[".repeat(100) + "]".repeat(100) + "}", "nesting deeper than 8 levels");
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        map.put("remote_block_ids", java.util.Collections.nCopies(TransferParamsJson.MAX_GROUPS + 1, List.of()));
+        assertRefused(JsonWriter.write(map, false, 0), "has 65 cache groups, more than 64");
+        map.put("remote_block_ids", List.of(java.util.Collections.nCopies(TransferParamsJson.MAX_BLOCK_IDS + 1, 0)));
+        assertRefused(JsonWriter.write(map, false, 0), "remote_block_ids holds 1048577 block ids, more than 1048576");
+        map.put("remote_block_ids", List.of(List.of(4_294_967_296L)));
+        assertRefused(JsonWriter.write(map, false, 0), "group 0 position 0 is the integer 4294967296");
+        map.put("remote_block_ids", List.of(List.of(1)));
+        map.put("remote_request_id", "r".repeat(1025));
+        map.put("remote_port", 70_000);
+        assertRefused(JsonWriter.write(map, false, 0), "remote_request_id has 1025 characters, more than 1024");
+        assertRefused(JsonWriter.write(map, false, 0), "remote_port=70000 is outside [1, 65535]");
+    }
+
+    private static void assertRefused(String json, String problem)
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.read(json));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
+        assertTrue(e.getMessage().contains(problem), problem + " in " + e.getMessage());
+    }
+}

@@ -1,0 +1,90 @@
+package io.kvbridge.examples.cli;
+
+import io.kvbridge.api.json.JsonFields;
+import io.kvbridge.core.config.BridgeConfig;
+import io.kvbridge.core.config.ConfigDocument;
+import io.kvbridge.core.config.Configuration;
+import io.kvbridge.core.plugin.PluginRegistry;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code kvbridge config}: the bridge's configuration document. */
+@Command(name = "config", mixinStandardHelpOptions = true, description = "Check a bridge's configuration document.",
+        subcommands = ConfigCommand.Validate.class)
+final class ConfigCommand implements Runnable
+{
+    @Spec
+    private CommandSpec spec;
+
+    @Override
+    public void run()
+    {
+        spec.commandLine().usage(spec.commandLine().getErr());
+    }
+
+    /** {@code kvbridge config validate FILE}: every problem of a document at once. */
+    @Command(name = "validate", mixinStandardHelpOptions = true,
+            description = {"Read a configuration document as a bridge would, with the KVBRIDGE_* environment variables over it,",
+                    "and print every problem at once (exit 0: valid, 1: invalid). A valid document is printed as the bridge reads it."})
+    static final class Validate implements Callable<Integer>
+    {
+        @Spec
+        private CommandSpec spec;
+
+        @Parameters(paramLabel = "FILE", description = "The JSON document.")
+        private Path file;
+
+        @Option(names = "--no-env", description = "Ignore the KVBRIDGE_* environment variables.")
+        private boolean noEnvironment;
+
+        @Override
+        public Integer call()
+        {
+            PrintWriter out = spec.commandLine().getOut();
+            Map<String, String> environment = noEnvironment ? Map.of() : System.getenv();
+            Configuration.Resolved resolved = Configuration.resolve(null, file, environment);
+            List<String> problems = new ArrayList<>(resolved.problems());
+            problems.addAll(plugins(resolved.config()));
+            if (!problems.isEmpty()) {
+                out.printf("%s: %d problem%s%n", file, problems.size(), problems.size() == 1 ? "" : "s");
+                problems.forEach(problem -> out.println("  " + problem));
+                out.flush();
+                return 1;
+            }
+            out.println(file + ": valid" + (noEnvironment ? "" : " (with the KVBRIDGE_* environment)"));
+            out.println(ConfigDocument.write(resolved.config()));
+            out.flush();
+            return 0;
+        }
+
+        /** Names of plugins that are not on the class path: the bridge would refuse them at build time. */
+        private static List<String> plugins(BridgeConfig config)
+        {
+            PluginRegistry registry = PluginRegistry.discover(ConfigCommand.class.getClassLoader());
+            List<String> problems = new ArrayList<>();
+            if (config.transport() != null && !config.transport().equals("auto") && !registry.transports().containsKey(config.transport())) {
+                problems.add("transport " + config.transport() + " is not on the class path" + JsonFields.suggestion(config.transport(),
+                        registry.transports().keySet()));
+            }
+            for (String name : config.transportOptions().keySet()) {
+                if (!registry.transports().containsKey(name)) {
+                    problems.add("kv_connector_extra_config.transports." + name + " names no transport on the class path"
+                            + JsonFields.suggestion(name, registry.transports().keySet()));
+                }
+            }
+            if (config.layout() != null && !registry.layouts().containsKey(config.layout())) {
+                problems.add("layout " + config.layout() + " is not on the class path" + JsonFields.suggestion(config.layout(), registry.layouts().keySet()));
+            }
+            return problems;
+        }
+    }
+}

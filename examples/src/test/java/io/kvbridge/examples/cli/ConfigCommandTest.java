@@ -1,0 +1,50 @@
+package io.kvbridge.examples.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+final class ConfigCommandTest
+{
+    @TempDir
+    Path directory;
+
+    @Test
+    void aValidDocumentIsPrintedAsTheBridgeReadsIt()
+            throws IOException
+    {
+        Path file = Files.writeString(directory.resolve("ok.json"), """
+                {"kv_role": "kv_consumer", "engine_id": "decode-0", "kv_connector_extra_config": {"transport": "local", "kv_lease_duration": 30,
+                 "layout": "hma"}}""");
+        CliRun run = CliRun.of("config", "validate", "--no-env", file.toString());
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().startsWith(file + ": valid\n"), run.out());
+        assertTrue(run.out().contains("\"kv_lease_duration\": \"30s\""), run.out());
+    }
+
+    @Test
+    void everyProblemIsPrintedAndTheExitCodeIsOne()
+            throws IOException
+    {
+        Path file = Files.writeString(directory.resolve("bad.json"), """
+                {"kv_role": "kv_decoder", "kv_connector_extra_config": {"transport": "ucxx", "side_channel_port": -1, "layout": "hmm",
+                 "transports": {"nixel": {}}, "secret_flie": "/s"}}""");
+        CliRun run = CliRun.of("config", "validate", "--no-env", file.toString());
+        assertEquals(1, run.exitCode(), run.out() + run.err());
+        assertEquals(String.join("\n", file + ": 6 problems",
+                "  kv_role=kv_decoder is not a role (expected: kv_producer, kv_consumer or kv_both)",
+                "  kv_connector_extra_config.secret_flie is not a known key (did you mean secret_file?)",
+                "  kv_connector_extra_config.side_channel_port=-1 is outside [0, 65535]",
+                "  transport ucxx is not on the class path (did you mean ucx?)",
+                "  kv_connector_extra_config.transports.nixel names no transport on the class path (did you mean nixl?)",
+                "  layout hmm is not on the class path (did you mean hma?)") + "\n", run.out());
+        CliRun missing = CliRun.of("config", "validate", "--no-env", directory.resolve("none.json").toString());
+        assertEquals(1, missing.exitCode());
+        assertTrue(missing.out().contains("configuration file " + directory.resolve("none.json") + " does not exist"), missing.out());
+    }
+}
