@@ -231,7 +231,7 @@ public final class NativeLibrary
             return lookup.find(symbol).map(address -> linker.downcallHandle(address, descriptor));
         }
 
-        /** @return the symbols missing so far. */
+        /** {@return the symbols missing so far} */
         public List<String> missing()
         {
             return List.copyOf(missing);
