@@ -39,13 +39,13 @@ public final class BlockIds
         return new BlockIds(copy);
     }
 
-    /** @return block ids with no groups. */
+    /** {@return block ids with no groups} */
     public static BlockIds empty()
     {
         return EMPTY;
     }
 
-    /** @return the number of groups. */
+    /** {@return the number of groups} */
     public int groupCount()
     {
         return groups.length;
@@ -85,7 +85,7 @@ public final class BlockIds
         return groups[group].clone();
     }
 
-    /** @return the number of blocks over all groups. */
+    /** {@return the number of blocks over all groups} */
     public int total()
     {
         int total = 0;
@@ -95,7 +95,7 @@ public final class BlockIds
         return total;
     }
 
-    /** @return true when no group holds a block (a full prefix-cache hit). */
+    /** {@return true when no group holds a block (a full prefix-cache hit)} */
     public boolean isEmpty()
     {
         return total() == 0;

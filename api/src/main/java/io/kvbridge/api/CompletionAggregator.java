@@ -47,7 +47,7 @@ public final class CompletionAggregator
             requireNonNull(requestId, "requestId is null");
         }
 
-        /** @return true when some worker failed the request. */
+        /** {@return true when some worker failed the request} */
         public boolean failed()
         {
             return failure != null;
@@ -223,7 +223,7 @@ public final class CompletionAggregator
         return evicted;
     }
 
-    /** @return requests tracked, finished ones within their retention included. */
+    /** {@return requests tracked, finished ones within their retention included} */
     public synchronized int size()
     {
         return entries.size();

@@ -28,7 +28,7 @@ public record ConnectorAudit(int requests, int inFlightTransfers, int leasesHeld
                 requests, inFlightTransfers, leasesHeld, stashedRegistrations, retainedHandles);
     }
 
-    /** @return true when no request, transfer, lease, registration or retained handle is held. */
+    /** {@return true when no request, transfer, lease, registration or retained handle is held} */
     public boolean idle()
     {
         return requests == 0 && inFlightTransfers == 0 && leasesHeld == 0 && stashedRegistrations == 0 && retainedHandles == 0

@@ -143,7 +143,13 @@ public record ConnectorSettings(
             this.geometry = geometry;
         }
 
-        /** @param host bind address. @param port port, 0 for any. @return this builder. */
+        /**
+         * Sets where this connector's side channel listens.
+         *
+         * @param host bind address.
+         * @param port port, 0 for any.
+         * @return this builder.
+         */
         public Builder sideChannel(String host, int port)
         {
             this.bindHost = host;
@@ -151,63 +157,108 @@ public record ConnectorSettings(
             return this;
         }
 
-        /** @param host the host peers reach the side channel at. @return this builder. */
+        /**
+         * Sets the host peers are told to reach the side channel at, when it is not the bind address.
+         *
+         * @param host the host peers reach the side channel at.
+         * @return this builder.
+         */
         public Builder advertisedHost(String host)
         {
             this.advertisedHost = host;
             return this;
         }
 
-        /** @param addresses side channel of each pipeline stage. @return this builder. */
+        /**
+         * Sets the side channels of the engine's pipeline stages served by other processes.
+         *
+         * @param addresses side channel of each pipeline stage.
+         * @return this builder.
+         */
         public Builder stageSideChannels(List<SideChannelAddress> addresses)
         {
             this.stageSideChannels = addresses;
             return this;
         }
 
-        /** @param modes the transfer modes. @return this builder. */
+        /**
+         * Sets the transfer modes the rank serves (producer) or may use (consumer).
+         *
+         * @param modes the transfer modes.
+         * @return this builder.
+         */
         public Builder modes(Set<TransferMode> modes)
         {
             this.modes = modes;
             return this;
         }
 
-        /** @param lease producer lease. @return this builder. */
+        /**
+         * Sets how long a producer holds finished blocks without news.
+         *
+         * @param lease producer lease.
+         * @return this builder.
+         */
         public Builder leaseDuration(Duration lease)
         {
             this.leaseDuration = lease;
             return this;
         }
 
-        /** @param timeout deadline of a posted transfer. @return this builder. */
+        /**
+         * Sets the deadline of a posted transfer.
+         *
+         * @param timeout deadline of a posted transfer.
+         * @return this builder.
+         */
         public Builder transferTimeout(Duration timeout)
         {
             this.transferTimeout = timeout;
             return this;
         }
 
-        /** @param timeout consumer push watchdog. @return this builder. */
+        /**
+         * Sets how long a consumer's push registration waits for the producer's writes.
+         *
+         * @param timeout consumer push watchdog.
+         * @return this builder.
+         */
         public Builder registrationTimeout(Duration timeout)
         {
             this.registrationTimeout = timeout;
             return this;
         }
 
-        /** @param policy consumer failure policy. @return this builder. */
+        /**
+         * Sets the failure policy a consumer reports with every failure.
+         *
+         * @param policy consumer failure policy.
+         * @return this builder.
+         */
         public Builder failurePolicy(FailurePolicy policy)
         {
             this.failurePolicy = policy;
             return this;
         }
 
-        /** @param spec the cache spec the geometry was described from. @return this builder. */
+        /**
+         * Sets the cache spec the geometry was described from.
+         *
+         * @param spec the cache spec the geometry was described from.
+         * @return this builder.
+         */
         public Builder cacheSpec(ModelCacheSpec spec)
         {
             this.cacheSpec = spec;
             return this;
         }
 
-        /** @param layout the layout that described the geometry. @return this builder. */
+        /**
+         * Sets the layout that described the geometry.
+         *
+         * @param layout the layout that described the geometry.
+         * @return this builder.
+         */
         public Builder layout(CacheLayout layout)
         {
             this.layout = layout;

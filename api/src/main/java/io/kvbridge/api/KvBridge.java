@@ -361,43 +361,43 @@ public interface KvBridge extends AutoCloseable
             return explicit.contains(requireNonNull(setting, "setting is null"));
         }
 
-        /** @return the selected transport name. */
+        /** {@return the selected transport name} */
         public String transport()
         {
             return transport;
         }
 
-        /** @return the agent name, empty for a generated one. */
+        /** {@return the agent name, empty for a generated one} */
         public String agentName()
         {
             return agentName;
         }
 
-        /** @return a copy of the side channel secret, empty for none. */
+        /** {@return a copy of the side channel secret, empty for none} */
         public byte[] sideChannelSecret()
         {
             return sideChannelSecret.clone();
         }
 
-        /** @return the monotonic clock set with {@link #monotonicClock}, empty for the system's. */
+        /** {@return the monotonic clock set with {@link #monotonicClock}, empty for the system's} */
         public Optional<LongSupplier> monotonicClock()
         {
             return Optional.ofNullable(monotonicClock);
         }
 
-        /** @return the wall clock set with {@link #wallClock}, empty for the system's. */
+        /** {@return the wall clock set with {@link #wallClock}, empty for the system's} */
         public Optional<InstantSource> wallClock()
         {
             return Optional.ofNullable(wallClock);
         }
 
-        /** @return the registry set with {@link #meterRegistry}, empty when the bridge is to own one. */
+        /** {@return the registry set with {@link #meterRegistry}, empty when the bridge is to own one} */
         public Optional<Object> meterRegistry()
         {
             return Optional.ofNullable(meterRegistry);
         }
 
-        /** @return a copy of the transport options. */
+        /** {@return a copy of the transport options} */
         public Map<String, String> transportConfig()
         {
             return Map.copyOf(transportConfig);

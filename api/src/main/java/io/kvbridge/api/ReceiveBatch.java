@@ -22,7 +22,7 @@ public record ReceiveBatch(List<String> received, List<ReceiveFailure> failed)
         failed = List.copyOf(requireNonNull(failed, "failed is null"));
     }
 
-    /** @return true when nothing was received and nothing failed. */
+    /** {@return true when nothing was received and nothing failed} */
     public boolean isEmpty()
     {
         return received.isEmpty() && failed.isEmpty();

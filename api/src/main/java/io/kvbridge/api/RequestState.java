@@ -23,7 +23,7 @@ public enum RequestState
     /** Producer: the engine aborted the request. */
     ABORTED;
 
-    /** @return true when the request was reported (or is about to be, by the next poll). */
+    /** {@return true when the request was reported (or is about to be, by the next poll)} */
     public boolean terminal()
     {
         return ordinal() >= COMPLETED.ordinal();

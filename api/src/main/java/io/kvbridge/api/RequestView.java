@@ -15,6 +15,11 @@ public final class RequestView
     private int notificationsSeen;
     private int notificationsExpected;
 
+    /** Creates a view of no request yet; {@code inspect} fills it. */
+    public RequestView()
+    {
+    }
+
     /**
      * Sets every value; what a connector calls when it fills the view.
      *
@@ -35,7 +40,7 @@ public final class RequestView
         return this;
     }
 
-    /** @return where the request stands. */
+    /** {@return where the request stands} */
     public RequestState state()
     {
         return state;
@@ -54,7 +59,7 @@ public final class RequestView
         return deadlineNanos;
     }
 
-    /** @return blocks the producer holds for the request, or the consumer receives (after sliding-window clipping). */
+    /** {@return blocks the producer holds for the request, or the consumer receives (after sliding-window clipping)} */
     public int blocks()
     {
         return blocks;

@@ -10,6 +10,7 @@ public class KvBridgeException extends RuntimeException
 {
     private static final long serialVersionUID = 1L;
 
+    /** The stable code of this error. */
     private final ErrorCode code;
 
     /**

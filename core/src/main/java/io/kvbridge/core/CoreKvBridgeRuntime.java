@@ -31,6 +31,11 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
         }
     }
 
+    /** Creates the runtime; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}. */
+    public CoreKvBridgeRuntime()
+    {
+    }
+
     @Override
     public KvBridge start(KvBridge.Builder builder)
     {

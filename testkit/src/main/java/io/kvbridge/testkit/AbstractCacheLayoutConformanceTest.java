@@ -69,6 +69,11 @@ public abstract class AbstractCacheLayoutConformanceTest
     private Arena arena;
     private List<LayoutCase> cases;
 
+    /** For a layout's one-class subclass. */
+    protected AbstractCacheLayoutConformanceTest()
+    {
+    }
+
     /**
      * One input a layout must describe, with the truth to check the result against.
      *

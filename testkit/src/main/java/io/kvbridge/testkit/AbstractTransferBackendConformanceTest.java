@@ -98,6 +98,11 @@ public abstract class AbstractTransferBackendConformanceTest
      */
     protected abstract TransferBackendFactory newFactory();
 
+    /** For a transport's one-class subclass. */
+    protected AbstractTransferBackendConformanceTest()
+    {
+    }
+
     /**
      * Returns the options every instance is created with.
      *
@@ -863,6 +868,11 @@ public abstract class AbstractTransferBackendConformanceTest
     {
         private final ConcurrentLinkedQueue<Received> received = new ConcurrentLinkedQueue<>();
 
+        /** Creates an empty inbox. */
+        public Inbox()
+        {
+        }
+
         /**
          * Drains a backend into this inbox.
          *
@@ -874,7 +884,7 @@ public abstract class AbstractTransferBackendConformanceTest
             return backend.drainNotifications((sender, message) -> received.add(new Received(sender, message)));
         }
 
-        /** @return what was received so far. */
+        /** {@return what was received so far} */
         public List<Received> received()
         {
             return List.copyOf(received);

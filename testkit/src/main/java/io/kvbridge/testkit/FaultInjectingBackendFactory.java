@@ -40,7 +40,7 @@ public final class FaultInjectingBackendFactory extends ForwardingBackendFactory
         return backend;
     }
 
-    /** @return every instance created so far, in creation order. */
+    /** {@return every instance created so far, in creation order} */
     public synchronized List<FaultInjectingTransferBackend> created()
     {
         return List.copyOf(created);

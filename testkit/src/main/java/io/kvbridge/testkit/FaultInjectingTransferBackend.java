@@ -59,7 +59,7 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
         this.random = new SplittableRandom(plan.seed());
     }
 
-    /** @return how many faults were injected so far. */
+    /** {@return how many faults were injected so far} */
     public synchronized FaultCounters counters()
     {
         return counters.copy();
@@ -80,6 +80,11 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
         public int erroredTransfers;
         /** Transfers stalled. */
         public int stalledTransfers;
+
+        /** Creates counters at zero. */
+        public FaultCounters()
+        {
+        }
 
         FaultCounters copy()
         {

@@ -49,37 +49,68 @@ public record FaultPlan(
         return new FaultPlan(seed, 0, 0, 0, 1, 0, 0, 0);
     }
 
-    /** @param p probability. @return a copy that drops notifications with probability {@code p}. */
+    /**
+     * Returns a copy that drops notifications with probability {@code p}.
+     *
+     * @param p probability.
+     * @return the copy.
+     */
     public FaultPlan withDrops(double p)
     {
         return new FaultPlan(seed, p, duplicateNotification, delayNotification, maxDelayDrains, failPost, errorTransfer, stallTransfer);
     }
 
-    /** @param p probability. @return a copy that duplicates notifications with probability {@code p}. */
+    /**
+     * Returns a copy that duplicates notifications with probability {@code p}.
+     *
+     * @param p probability.
+     * @return the copy.
+     */
     public FaultPlan withDuplicates(double p)
     {
         return new FaultPlan(seed, dropNotification, p, delayNotification, maxDelayDrains, failPost, errorTransfer, stallTransfer);
     }
 
-    /** @param p probability. @param drains most drains to wait. @return a copy that delays notifications. */
+    /**
+     * Returns a copy that delays notifications with probability {@code p}.
+     *
+     * @param p probability.
+     * @param drains most drains to wait.
+     * @return the copy.
+     */
     public FaultPlan withDelays(double p, int drains)
     {
         return new FaultPlan(seed, dropNotification, duplicateNotification, p, drains, failPost, errorTransfer, stallTransfer);
     }
 
-    /** @param p probability. @return a copy that fails posts with probability {@code p}. */
+    /**
+     * Returns a copy that fails posts with probability {@code p}.
+     *
+     * @param p probability.
+     * @return the copy.
+     */
     public FaultPlan withFailedPosts(double p)
     {
         return new FaultPlan(seed, dropNotification, duplicateNotification, delayNotification, maxDelayDrains, p, errorTransfer, stallTransfer);
     }
 
-    /** @param p probability. @return a copy that turns transfers into errors with probability {@code p}. */
+    /**
+     * Returns a copy that turns transfers into errors with probability {@code p}.
+     *
+     * @param p probability.
+     * @return the copy.
+     */
     public FaultPlan withTransferErrors(double p)
     {
         return new FaultPlan(seed, dropNotification, duplicateNotification, delayNotification, maxDelayDrains, failPost, p, stallTransfer);
     }
 
-    /** @param p probability. @return a copy that stalls transfers with probability {@code p}. */
+    /**
+     * Returns a copy that stalls transfers with probability {@code p}.
+     *
+     * @param p probability.
+     * @return the copy.
+     */
     public FaultPlan withStalls(double p)
     {
         return new FaultPlan(seed, dropNotification, duplicateNotification, delayNotification, maxDelayDrains, failPost, errorTransfer, p);

@@ -33,7 +33,7 @@ public abstract class ForwardingTransferBackend implements TransferBackend
         this.delegate = requireNonNull(delegate, "delegate is null");
     }
 
-    /** @return the wrapped transport. */
+    /** {@return the wrapped transport} */
     protected final TransferBackend delegate()
     {
         return delegate;

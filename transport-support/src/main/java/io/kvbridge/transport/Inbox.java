@@ -13,6 +13,11 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class Inbox
 {
+    /** Creates an empty inbox. */
+    public Inbox()
+    {
+    }
+
     private record Notification(String sender, byte[] message)
     {
     }

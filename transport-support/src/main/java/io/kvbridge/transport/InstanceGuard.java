@@ -36,25 +36,29 @@ public final class InstanceGuard
         this.description = transport + " transport '" + agentName + "'";
     }
 
-    /** @return the transport's name. */
+    /** {@return the transport's name} */
     public String transport()
     {
         return transport;
     }
 
-    /** @return the instance's agent name. */
+    /** {@return the instance's agent name} */
     public String agentName()
     {
         return agentName;
     }
 
-    /** @return how errors name the instance: {@code ucx transport 'agent'}. */
+    /** {@return how errors name the instance: {@code ucx transport 'agent'}} */
     public String description()
     {
         return description;
     }
 
-    /** @throws KvBridgeException {@code CLOSED} once the instance is closed. */
+    /**
+     * Checks that the instance is still open.
+     *
+     * @throws KvBridgeException {@code CLOSED} once the instance is closed.
+     */
     public void checkOpen()
     {
         if (closed.get()) {
@@ -62,13 +66,13 @@ public final class InstanceGuard
         }
     }
 
-    /** @return the error every call after close throws. */
+    /** {@return the error every call after close throws} */
     public KvBridgeException closedError()
     {
         return new KvBridgeException(ErrorCode.CLOSED, description + " is closed");
     }
 
-    /** @return true once {@link #close()} was called. */
+    /** {@return true once {@link #close()} was called} */
     public boolean isClosed()
     {
         return closed.get();
@@ -84,7 +88,7 @@ public final class InstanceGuard
         return closed.compareAndSet(false, true);
     }
 
-    /** @return the closed problem for {@code TransferBackend.problem()}, or empty while open. */
+    /** {@return the closed problem for {@code TransferBackend.problem()}, or empty while open} */
     public Optional<String> closedProblem()
     {
         return closed.get() ? Optional.of(description + " is closed") : Optional.empty();
@@ -93,6 +97,7 @@ public final class InstanceGuard
     /**
      * Accepts a peer only when this instance connected it.
      *
+     * @param <P> the transport's peer class.
      * @param peer from the caller; untrusted.
      * @param type the transport's peer class.
      * @return the peer, typed.
@@ -110,6 +115,7 @@ public final class InstanceGuard
     /**
      * Accepts a prepared list only when this instance prepared it.
      *
+     * @param <L> the transport's list class.
      * @param list from the caller; untrusted.
      * @param type the transport's list class.
      * @return the list, typed.

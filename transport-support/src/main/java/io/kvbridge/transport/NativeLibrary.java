@@ -42,6 +42,24 @@ public final class NativeLibrary
     }
 
     /**
+     * Returns what {@code --enable-native-access} must name for a transport: {@code ALL-UNNAMED} on
+     * the class path; on the module path this toolkit's module, which loads the libraries, and the
+     * transport's, which binds them.
+     *
+     * @param transportClass any class of the transport.
+     * @return the flag's value, such as {@code io.kvbridge.transport,io.kvbridge.backend.ucx}.
+     */
+    public static String nativeAccessFlag(Class<?> transportClass)
+    {
+        Module transport = transportClass.getModule();
+        if (!transport.isNamed()) {
+            return "ALL-UNNAMED";
+        }
+        Module toolkit = NativeLibrary.class.getModule();
+        return toolkit.isNamed() && toolkit != transport ? toolkit.getName() + "," + transport.getName() : transport.getName();
+    }
+
+    /**
      * Returns the property that names a transport's library.
      *
      * @param transport such as {@code ucx}.
@@ -231,7 +249,7 @@ public final class NativeLibrary
             return lookup.find(symbol).map(address -> linker.downcallHandle(address, descriptor));
         }
 
-        /** @return the symbols missing so far. */
+        /** {@return the symbols missing so far} */
         public List<String> missing()
         {
             return List.copyOf(missing);

@@ -10,6 +10,11 @@ public final class NotificationCopy
     private byte[] bytes = new byte[0];
     private int length = -1;
 
+    /** Creates a copy that holds no notification yet. */
+    public NotificationCopy()
+    {
+    }
+
     /**
      * Keeps a copy of a message, or remembers that there is none.
      *
@@ -28,19 +33,19 @@ public final class NotificationCopy
         length = message.length;
     }
 
-    /** @return whether the transfer sends a notification. */
+    /** {@return whether the transfer sends a notification} */
     public boolean present()
     {
         return length >= 0;
     }
 
-    /** @return the buffer holding the message in its first {@link #length()} bytes. */
+    /** {@return the buffer holding the message in its first {@link #length()} bytes} */
     public byte[] bytes()
     {
         return bytes;
     }
 
-    /** @return the message's length, or -1 when there is none. */
+    /** {@return the message's length, or -1 when there is none} */
     public int length()
     {
         return length;

@@ -53,7 +53,7 @@ public abstract class OwnedPreparedList implements PreparedList
         this.registrations = requireNonNull(registrations, "registrations is null");
     }
 
-    /** @return the guard of the instance that prepared the list. */
+    /** {@return the guard of the instance that prepared the list} */
     public final InstanceGuard owner()
     {
         return owner;
@@ -71,7 +71,7 @@ public abstract class OwnedPreparedList implements PreparedList
         return kind;
     }
 
-    /** @return the device index of every descriptor. */
+    /** {@return the device index of every descriptor} */
     public final int device()
     {
         return device;
@@ -83,43 +83,59 @@ public abstract class OwnedPreparedList implements PreparedList
         return peer;
     }
 
-    /** @return the peer, typed, or null for a local list. */
+    /** {@return the peer, typed, or null for a local list} */
     public final TransportPeer transportPeer()
     {
         return peer;
     }
 
-    /** @return descriptor {@code i}'s address. */
+    /**
+     * {@return descriptor {@code i}'s address}
+     *
+     * @param i the descriptor's index.
+     */
     public final long address(int i)
     {
         return addresses[i];
     }
 
-    /** @return descriptor {@code i}'s length. */
+    /**
+     * {@return descriptor {@code i}'s length}
+     *
+     * @param i the descriptor's index.
+     */
     public final long length(int i)
     {
         return lengths[i];
     }
 
-    /** @return the region id descriptor {@code i} lies in. */
+    /**
+     * {@return the region id descriptor {@code i} lies in}
+     *
+     * @param i the descriptor's index.
+     */
     public final int regionId(int i)
     {
         return regionIds[i];
     }
 
-    /** @return the number of local registrations the list lies in. */
+    /** {@return the number of local registrations the list lies in} */
     public final int registrationCount()
     {
         return registrations.length;
     }
 
-    /** @return local registration {@code i} the list lies in. */
+    /**
+     * {@return local registration {@code i} the list lies in}
+     *
+     * @param i the registration's index.
+     */
     public final Registration registration(int i)
     {
         return registrations[i];
     }
 
-    /** @return true once released by the caller, a disconnect or a close. */
+    /** {@return true once released by the caller, a disconnect or a close} */
     public final boolean released()
     {
         return released;

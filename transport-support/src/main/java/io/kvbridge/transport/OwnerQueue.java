@@ -86,7 +86,7 @@ public final class OwnerQueue
         return work;
     }
 
-    /** @return true when no published work waits; for the consumer. */
+    /** {@return true when no published work waits; for the consumer} */
     public boolean isEmpty()
     {
         return sequences.get((int) (head & mask)) != head + 1;

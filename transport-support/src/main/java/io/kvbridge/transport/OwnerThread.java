@@ -78,19 +78,19 @@ public final class OwnerThread
         thread.start();
     }
 
-    /** @return the thread, for parking and unparking it. */
+    /** {@return the thread, for parking and unparking it} */
     public Thread thread()
     {
         return thread;
     }
 
-    /** @return true on the owner thread. */
+    /** {@return true on the owner thread} */
     public boolean isOwner()
     {
         return Thread.currentThread() == thread;
     }
 
-    /** @return true once the loop has ended. */
+    /** {@return true once the loop has ended} */
     public boolean terminated()
     {
         return terminated;
@@ -130,7 +130,7 @@ public final class OwnerThread
         return ran;
     }
 
-    /** @return true when work waits; for the owner, before it sleeps. */
+    /** {@return true when work waits; for the owner, before it sleeps} */
     public boolean hasQueued()
     {
         return !queue.isEmpty();
@@ -204,6 +204,7 @@ public final class OwnerThread
     /**
      * Runs an action on the owner thread and returns its result; for calls off the hot path.
      *
+     * @param <T> the result type.
      * @param action what to run.
      * @return its result.
      * @throws KvBridgeException what the action threw, or {@code CLOSED} when the owner has stopped.

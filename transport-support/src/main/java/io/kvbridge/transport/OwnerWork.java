@@ -18,6 +18,16 @@ public abstract class OwnerWork
     /** Runs on the owner thread. */
     protected abstract void runOnOwner();
 
+    /** For transfer slots and other work an owner thread runs. */
+    protected OwnerWork()
+    {
+    }
+
+    /**
+     * Readies the work for a new hand-over; the owner thread's caller calls it before queueing.
+     *
+     * @param caller the thread to wake when the work is done, or null when nobody waits.
+     */
     public final void prepare(Thread caller)
     {
         thrown = null;

@@ -74,7 +74,7 @@ public final class PreparedLists<L extends OwnedPreparedList>
         return released;
     }
 
-    /** @return lists not released. */
+    /** {@return lists not released} */
     public synchronized int size()
     {
         return lists.size();

@@ -30,11 +30,20 @@ public record RegionCover<T>(int[] regionIds, List<T> regions)
         /**
          * Finds the region holding a whole range.
          *
+         * @param address start of the range.
+         * @param length bytes in the range.
          * @return the region, or null.
          */
         T find(long address, long length);
 
-        /** @return true when {@code region} holds the whole range. */
+        /**
+         * Tells whether a region holds a whole range.
+         *
+         * @param region one that {@link #find} returned.
+         * @param address start of the range.
+         * @param length bytes in the range.
+         * @return true when {@code region} holds the whole range.
+         */
         boolean contains(T region, long address, long length);
     }
 
@@ -56,6 +65,7 @@ public record RegionCover<T>(int[] regionIds, List<T> regions)
     /**
      * Finds the region of every descriptor.
      *
+     * @param <T> the transport's region type.
      * @param addresses descriptor addresses.
      * @param lengths descriptor lengths, as many.
      * @param regions where to search.

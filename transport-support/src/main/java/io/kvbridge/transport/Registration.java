@@ -26,13 +26,13 @@ public class Registration
         this.allocation = requireNonNull(allocation, "allocation is null");
     }
 
-    /** @return the registered memory. */
+    /** {@return the registered memory} */
     public final Allocation allocation()
     {
         return allocation;
     }
 
-    /** @return false once deregistered or closed. */
+    /** {@return false once deregistered or closed} */
     public final boolean live()
     {
         return live;

@@ -126,6 +126,10 @@ public final class Registrations<R extends Registration>
     /**
      * Finds the live registration holding a whole range of one kind and device.
      *
+     * @param address start of the range.
+     * @param length bytes in the range.
+     * @param kind the range's memory kind.
+     * @param device the range's device.
      * @return the registration, or null.
      */
     @SuppressWarnings("unchecked")
@@ -182,7 +186,7 @@ public final class Registrations<R extends Registration>
         return new Coverage(cover.regionIds(), cover.regions().toArray(NONE));
     }
 
-    /** @return the registrations, sorted by address; a snapshot. */
+    /** {@return the registrations, sorted by address; a snapshot} */
     @SuppressWarnings("unchecked")
     public List<R> all()
     {
@@ -193,7 +197,7 @@ public final class Registrations<R extends Registration>
         return all;
     }
 
-    /** @return how many allocations are registered. */
+    /** {@return how many allocations are registered} */
     public int size()
     {
         return sorted.length;

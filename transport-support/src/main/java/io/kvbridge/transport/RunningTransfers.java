@@ -27,6 +27,11 @@ public final class RunningTransfers<T extends TransferSlot>
     private TransferSlot[] running = new TransferSlot[64];
     private int size;
 
+    /** Creates an empty set of running transfers. */
+    public RunningTransfers()
+    {
+    }
+
     /**
      * Adds a transfer that now runs.
      *
@@ -69,13 +74,13 @@ public final class RunningTransfers<T extends TransferSlot>
         running[size] = null;
     }
 
-    /** @return how many run. */
+    /** {@return how many run} */
     public int size()
     {
         return size;
     }
 
-    /** @return true when none runs. */
+    /** {@return true when none runs} */
     public boolean isEmpty()
     {
         return size == 0;

@@ -39,31 +39,31 @@ public abstract class TransferSlot extends OwnerWork
         this.index = index;
     }
 
-    /** @return the slot's position in its table. */
+    /** {@return the slot's position in its table} */
     public final int index()
     {
         return index;
     }
 
-    /** @return the handle of the transfer the slot holds now: generation in the high half, index in the low. */
+    /** {@return the handle of the transfer the slot holds now: generation in the high half, index in the low} */
     public final long handle()
     {
         return ((long) generation << 32) | index;
     }
 
-    /** @return the transfer's status. */
+    /** {@return the transfer's status} */
     public final TransferStatus status()
     {
         return status;
     }
 
-    /** @return why the transfer failed, or null. */
+    /** {@return why the transfer failed, or null} */
     public final KvBridgeException failure()
     {
         return failure;
     }
 
-    /** @return true once the handle was released (or the table closed) while the transfer ran: stop it at the next chance. */
+    /** {@return true once the handle was released (or the table closed) while the transfer ran: stop it at the next chance} */
     public final boolean cancelled()
     {
         return cancelled;

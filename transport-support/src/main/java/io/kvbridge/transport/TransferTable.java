@@ -194,7 +194,7 @@ public final class TransferTable<T extends TransferSlot>
         }
     }
 
-    /** @return handles posted and not released. */
+    /** {@return handles posted and not released} */
     public int unreleased()
     {
         synchronized (lock) {
@@ -202,7 +202,7 @@ public final class TransferTable<T extends TransferSlot>
         }
     }
 
-    /** @return slots whose transfer is running or whose handle is not released. */
+    /** {@return slots whose transfer is running or whose handle is not released} */
     public int occupied()
     {
         synchronized (lock) {

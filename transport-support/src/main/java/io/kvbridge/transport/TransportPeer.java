@@ -29,7 +29,7 @@ public abstract class TransportPeer implements Peer
         this.name = requireNonNull(name, "name is null");
     }
 
-    /** @return the guard of the instance that connected the peer. */
+    /** {@return the guard of the instance that connected the peer} */
     public final InstanceGuard owner()
     {
         return owner;

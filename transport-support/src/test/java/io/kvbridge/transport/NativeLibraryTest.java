@@ -41,6 +41,15 @@ final class NativeLibraryTest
     }
 
     @Test
+    void theNativeAccessFlagNamesWhatTheJvmNeeds()
+    {
+        // these tests run on the class path, where one flag covers the toolkit and every transport
+        assertEquals("ALL-UNNAMED", NativeLibrary.nativeAccessFlag(NativeLibraryTest.class));
+        // a transport in a named module is named; the toolkit too once it is a module of its own
+        assertEquals("java.base", NativeLibrary.nativeAccessFlag(String.class));
+    }
+
+    @Test
     void aConfiguredFileOrDirectoryLocatesTheLibraryAndItsSiblings(@TempDir Path directory) throws Exception
     {
         assertEquals(Path.of("libfoo.so.0"), NativeLibrary.resolve(TRANSPORT, "libfoo.so.0"), "nothing configured: the linker searches");

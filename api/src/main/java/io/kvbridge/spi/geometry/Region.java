@@ -14,7 +14,7 @@ import java.util.Set;
  *
  * <pre>
  *   base                 base + stride          base + 2 * stride
- *   |<-- blockBytes -->|  |<-- blockBytes -->|  |<-- ...
+ *   |&lt;-- blockBytes --&gt;|  |&lt;-- blockBytes --&gt;|  |&lt;-- ...
  *   [ block 0 ........ ]..[ block 1 ........ ]..[ block 2
  * </pre>
  *

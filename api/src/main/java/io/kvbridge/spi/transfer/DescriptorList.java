@@ -68,19 +68,19 @@ public final class DescriptorList
         return new Builder(kind, device, expectedSize);
     }
 
-    /** @return the memory kind of every descriptor. */
+    /** {@return the memory kind of every descriptor} */
     public MemoryKind kind()
     {
         return kind;
     }
 
-    /** @return the device index. */
+    /** {@return the device index} */
     public int device()
     {
         return device;
     }
 
-    /** @return the number of descriptors. */
+    /** {@return the number of descriptors} */
     public int size()
     {
         return size;
@@ -108,7 +108,7 @@ public final class DescriptorList
         return lengths[checkIndex(index)];
     }
 
-    /** @return the sum of all lengths. */
+    /** {@return the sum of all lengths} */
     public long totalBytes()
     {
         long total = 0;
@@ -212,7 +212,7 @@ public final class DescriptorList
             return this;
         }
 
-        /** @return the number of descriptors added so far. */
+        /** {@return the number of descriptors added so far} */
         public int size()
         {
             return size;

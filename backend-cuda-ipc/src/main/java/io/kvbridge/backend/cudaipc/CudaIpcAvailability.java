@@ -13,7 +13,7 @@ public final class CudaIpcAvailability
     {
     }
 
-    /** @return true when the default factory would create an instance here. */
+    /** {@return true when the default factory would create an instance here} */
     public static boolean isAvailable()
     {
         return unavailabilityCause().isEmpty();

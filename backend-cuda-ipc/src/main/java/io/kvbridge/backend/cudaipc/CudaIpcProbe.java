@@ -52,7 +52,7 @@ final class CudaIpcProbe
         }
         if (!CudaIpcProbe.class.getModule().isNativeAccessEnabled()) {
             return unavailable("native access is not enabled for " + CudaIpcProbe.class.getModule()
-                    + "; start the JVM with --enable-native-access=ALL-UNNAMED (or the module's name)", details);
+                    + "; start the JVM with --enable-native-access=" + NativeLibrary.nativeAccessFlag(CudaIpcProbe.class), details);
         }
         details.put("library", NativeLibrary.resolve(CudaIpcBackendFactory.NAME, CudaDriver.SONAME).toString());
         Optional<String> load = CudaDriver.loadFailure();

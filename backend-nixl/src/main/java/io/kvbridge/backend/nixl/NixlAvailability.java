@@ -17,7 +17,7 @@ public final class NixlAvailability
     {
     }
 
-    /** @return true when the default {@code nixl} factory would create an instance here. */
+    /** {@return true when the default {@code nixl} factory would create an instance here} */
     public static boolean isAvailable()
     {
         return unavailabilityCause().isEmpty();

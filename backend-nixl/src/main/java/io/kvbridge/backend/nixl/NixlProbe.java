@@ -9,6 +9,7 @@ import io.kvbridge.backend.nixl.ffm.NixlPluginReport;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.transport.NativeLibrary;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -135,7 +136,8 @@ final class NixlProbe
         Map<String, String> details = new LinkedHashMap<>();
         details.put("native-access", facts.nativeAccess() ? "enabled" : "not enabled");
         if (!facts.nativeAccess()) {
-            reasons.add("native access is not enabled for kvbridge-backend-nixl: start the JVM with --enable-native-access=ALL-UNNAMED");
+            reasons.add("native access is not enabled for kvbridge-backend-nixl: start the JVM with --enable-native-access="
+                    + NativeLibrary.nativeAccessFlag(NixlProbe.class));
         }
         NixlLibraryLocator.Location location = facts.location();
         if (location.library().isEmpty()) {

@@ -37,6 +37,11 @@ public final class UcxBackendFactory implements TransferBackendFactory
     /** The transport's name. */
     public static final String NAME = "ucx";
 
+    /** Creates the factory; {@link java.util.ServiceLoader} finds it through the module's {@code provides}. */
+    public UcxBackendFactory()
+    {
+    }
+
     @Override
     public String name()
     {

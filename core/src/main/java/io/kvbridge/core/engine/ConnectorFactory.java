@@ -15,7 +15,11 @@ public final class ConnectorFactory
 {
     private final EngineServices services;
 
-    /** @param services what every connector of the bridge shares. */
+    /**
+     * Creates the factory of the bridge's connectors.
+     *
+     * @param services what every connector of the bridge shares.
+     */
     @Inject
     public ConnectorFactory(EngineServices services)
     {

@@ -151,7 +151,7 @@ public final class EngineServices implements AutoCloseable
         return metrics;
     }
 
-    /** @return the registry holding the transfer metrics. */
+    /** {@return the registry holding the transfer metrics} */
     public MeterRegistry registry()
     {
         return registry;

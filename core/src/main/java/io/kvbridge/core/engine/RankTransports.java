@@ -21,6 +21,8 @@ public final class RankTransports
     private final AtomicInteger instances = new AtomicInteger();
 
     /**
+     * Creates the transports of one bridge's ranks.
+     *
      * @param factory the selected transport's factory.
      * @param config options for every instance.
      * @param agentPrefix agent names of the instances start with it.
@@ -32,7 +34,7 @@ public final class RankTransports
         this.agentPrefix = requireNonNull(agentPrefix, "agentPrefix is null");
     }
 
-    /** @return the factory every instance comes from. */
+    /** {@return the factory every instance comes from} */
     public TransferBackendFactory factory()
     {
         return factory;

@@ -17,6 +17,7 @@ import java.util.concurrent.ScheduledExecutorService;
  */
 public record SummarySchedule(Duration interval, ScheduledExecutorService scheduler)
 {
+    /** Checks the interval, which may not be negative. */
     public SummarySchedule
     {
         requireNonNull(interval, "interval is null");
@@ -35,7 +36,7 @@ public record SummarySchedule(Duration interval, ScheduledExecutorService schedu
         return new SummarySchedule(interval, Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("kvbridge-metrics-summary").factory()));
     }
 
-    /** @return whether summaries are logged at all. */
+    /** {@return whether summaries are logged at all} */
     public boolean enabled()
     {
         return !interval.isZero();

@@ -59,13 +59,13 @@ public final class PerLayerBlockDescriptor
             this.split = split;
         }
 
-        /** @return the value of the {@code block-order} option that selects this order. */
+        /** {@return the value of the {@code block-order} option that selects this order} */
         public String optionValue()
         {
             return PluginConfig.optionValue(this);
         }
 
-        /** @return how regions of this order divide among tensor-parallel ranks. */
+        /** {@return how regions of this order divide among tensor-parallel ranks} */
         public SplitClass split()
         {
             return split;

@@ -26,6 +26,11 @@ public final class PerLayerCacheLayoutFactory implements CacheLayoutFactory
     /** Option naming where layers are: {@code per-layer} or {@code cross-layer}. */
     public static final String PLACEMENT = "placement";
 
+    /** Creates the factory; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}. */
+    public PerLayerCacheLayoutFactory()
+    {
+    }
+
     @Override
     public String name()
     {

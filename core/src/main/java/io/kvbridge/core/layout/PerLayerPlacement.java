@@ -27,7 +27,7 @@ public record PerLayerPlacement(KvPlanes planes, Layers layers)
         /** Each block holds its keys, then its values ({@code [blocks, 2, ...]}): two strided regions per layer. */
         BLOCKWISE;
 
-        /** @return the value of the {@code kv-planes} option. */
+        /** {@return the value of the {@code kv-planes} option} */
         public String optionValue()
         {
             return PluginConfig.optionValue(this);
@@ -42,7 +42,7 @@ public record PerLayerPlacement(KvPlanes planes, Layers layers)
         /** One allocation whose every block holds each layer's page in model order ({@code [blocks, layers, ...]}). */
         CROSS_LAYER;
 
-        /** @return the value of the {@code placement} option. */
+        /** {@return the value of the {@code placement} option} */
         public String optionValue()
         {
             return PluginConfig.optionValue(this);

@@ -23,6 +23,11 @@ public final class LocalBackendFactory implements TransferBackendFactory
     /** The transport's name. */
     public static final String NAME = "local";
 
+    /** Creates the factory; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}. */
+    public LocalBackendFactory()
+    {
+    }
+
     @Override
     public String name()
     {

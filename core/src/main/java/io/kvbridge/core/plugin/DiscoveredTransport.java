@@ -31,19 +31,19 @@ public final class DiscoveredTransport
         this.source = requireNonNull(source, "source is null");
     }
 
-    /** @return the factory. */
+    /** {@return the factory} */
     public TransferBackendFactory factory()
     {
         return factory;
     }
 
-    /** @return where the factory class was loaded from. */
+    /** {@return where the factory class was loaded from} */
     public String source()
     {
         return source;
     }
 
-    /** @return the transport name. */
+    /** {@return the transport name} */
     public String name()
     {
         return factory.name();
@@ -70,7 +70,7 @@ public final class DiscoveredTransport
         return known;
     }
 
-    /** @return true once the probe has run. */
+    /** {@return true once the probe has run} */
     public boolean probed()
     {
         return availability != null;

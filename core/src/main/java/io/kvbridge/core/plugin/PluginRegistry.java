@@ -78,13 +78,13 @@ public final class PluginRegistry
                 ServiceLoader.load(CacheLayoutFactory.class, classLoader));
     }
 
-    /** @return the transports by name, sorted. */
+    /** {@return the transports by name, sorted} */
     public Map<String, DiscoveredTransport> transports()
     {
         return transports;
     }
 
-    /** @return the layout factories by name, sorted. */
+    /** {@return the layout factories by name, sorted} */
     public Map<String, CacheLayoutFactory> layouts()
     {
         return layouts;

@@ -362,7 +362,7 @@ public final class RemoteEngines
             this.entry = entry;
         }
 
-        /** @return the engine the mark holds. */
+        /** {@return the engine the mark holds} */
         public String engineId()
         {
             return engineId;

@@ -63,13 +63,13 @@ public final class SideChannelClient
         this.plainReplies = MessageAuthenticator.unauthenticated(settings.limits());
     }
 
-    /** @return how authentication of replies fared. */
+    /** {@return how authentication of replies fared} */
     public AuthenticationCounters authentication()
     {
         return authenticator.counters();
     }
 
-    /** @return the settings. */
+    /** {@return the settings} */
     public SideChannelSettings settings()
     {
         return settings;

@@ -157,7 +157,7 @@ public final class SideChannelServer implements AutoCloseable
         payloads.remove(requireNonNull(rank, "rank is null"));
     }
 
-    /** @return the ranks served now. */
+    /** {@return the ranks served now} */
     public Set<RankKey> ranks()
     {
         return Set.copyOf(payloads.keySet());
@@ -207,43 +207,43 @@ public final class SideChannelServer implements AutoCloseable
         }
     }
 
-    /** @return the address the server listens on. */
+    /** {@return the address the server listens on} */
     public InetSocketAddress address()
     {
         return new InetSocketAddress(serverSocket.getInetAddress(), serverSocket.getLocalPort());
     }
 
-    /** @return the engine this server serves. */
+    /** {@return the engine this server serves} */
     public String engineId()
     {
         return engineId;
     }
 
-    /** @return connections accepted and served. */
+    /** {@return connections accepted and served} */
     public long connectionsAccepted()
     {
         return connectionsAccepted.get();
     }
 
-    /** @return connections closed at once because {@code maxConnections} were being served. */
+    /** {@return connections closed at once because {@code maxConnections} were being served} */
     public long connectionsRefused()
     {
         return connectionsRefused.get();
     }
 
-    /** @return requests answered with a payload. */
+    /** {@return requests answered with a payload} */
     public long requestsServed()
     {
         return requestsServed.get();
     }
 
-    /** @return requests refused as malformed, unauthenticated or for an unknown rank. */
+    /** {@return requests refused as malformed, unauthenticated or for an unknown rank} */
     public long requestsRejected()
     {
         return requestsRejected.get();
     }
 
-    /** @return how authentication of requests fared. */
+    /** {@return how authentication of requests fared} */
     public AuthenticationCounters authentication()
     {
         return authenticator.counters();

@@ -127,13 +127,13 @@ public final class MessageAuthenticator
         return new MessageAuthenticator(secret.clone(), window, maxRememberedNonces, clock, limits);
     }
 
-    /** @return whether messages are authenticated. */
+    /** {@return whether messages are authenticated} */
     public boolean authenticated()
     {
         return key != null;
     }
 
-    /** @return the counters of messages opened. */
+    /** {@return the counters of messages opened} */
     public AuthenticationCounters counters()
     {
         return counters;

@@ -109,19 +109,19 @@ public final class PeerGeometry
         KvBridgeException.check(condition, ErrorCode.GEOMETRY_INVALID, format, args);
     }
 
-    /** @return the validated geometry. */
+    /** {@return the validated geometry} */
     public CacheGeometry geometry()
     {
         return geometry;
     }
 
-    /** @return the number of regions. */
+    /** {@return the number of regions} */
     public int regionCount()
     {
         return capacities.length;
     }
 
-    /** @return the number of descriptors, the sum of all capacities. */
+    /** {@return the number of descriptors, the sum of all capacities} */
     public int descriptorCount()
     {
         return firstDescriptors[capacities.length];

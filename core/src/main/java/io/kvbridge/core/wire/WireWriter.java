@@ -16,6 +16,11 @@ public final class WireWriter
 {
     private final MessageBufferPacker packer = MessagePack.newDefaultBufferPacker();
 
+    /** Creates a writer with an empty buffer. */
+    public WireWriter()
+    {
+    }
+
     /**
      * Starts a map.
      *

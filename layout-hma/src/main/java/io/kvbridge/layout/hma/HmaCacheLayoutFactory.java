@@ -11,6 +11,11 @@ import java.util.Map;
 /** Creates the {@code hma} layout. It has no options; any option given is rejected. */
 public final class HmaCacheLayoutFactory implements CacheLayoutFactory
 {
+    /** Creates the factory; {@link java.util.ServiceLoader} finds it through the module's {@code provides}. */
+    public HmaCacheLayoutFactory()
+    {
+    }
+
     @Override
     public String name()
     {

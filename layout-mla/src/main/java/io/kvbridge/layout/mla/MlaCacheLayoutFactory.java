@@ -19,6 +19,11 @@ public final class MlaCacheLayoutFactory implements CacheLayoutFactory
     /** Option choosing how layers are grouped into regions. */
     public static final String PACKING = "packing";
 
+    /** Creates the factory; {@link java.util.ServiceLoader} finds it through the module's {@code provides}. */
+    public MlaCacheLayoutFactory()
+    {
+    }
+
     @Override
     public String name()
     {

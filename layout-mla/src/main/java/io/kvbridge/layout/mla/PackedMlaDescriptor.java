@@ -25,7 +25,7 @@ import java.util.Optional;
  *
  * <pre>
  *   allocation base
- *   |<------------------------ row 0 (stride) ------------------------>|<---- row 1 ---- ...
+ *   |&lt;------------------------ row 0 (stride) ------------------------&gt;|&lt;---- row 1 ---- ...
  *   +----------------+----------------+----------------+----------------+----------------+--
  *   | layer 0 page   | layer 1 page   | layer 2 page   | layer 3 page   | layer 0 page   |
  *   | block 0        | block 0        | block 0        | block 0        | block 1        |

@@ -9,6 +9,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.transport.NativeLibrary;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -197,7 +198,8 @@ public final class Nixl
             return library + " lacks required C API functions " + e.symbols + "; it is older than NIXL 0.10.1 or not NIXL's C API: install NIXL 0.10.1 or newer";
         }
         catch (IllegalCallerException e) {
-            return "native access is denied, so " + library + " cannot be loaded: start the JVM with --enable-native-access=ALL-UNNAMED";
+            return "native access is denied, so " + library + " cannot be loaded: start the JVM with --enable-native-access="
+                    + NativeLibrary.nativeAccessFlag(Nixl.class);
         }
         catch (IllegalArgumentException e) {
             return "the dynamic linker could not load " + library + " (" + e.getMessage() + "): its dependencies (libnixl.so, libnixl_build.so, "

@@ -63,12 +63,11 @@ public final class UcxAvailability
     /**
      * Returns the value {@code --enable-native-access} needs for this code.
      *
-     * @return the module name, or {@code ALL-UNNAMED} on the class path.
+     * @return {@code ALL-UNNAMED} on the class path, else the toolkit's and this module's names.
      */
     public static String moduleFlag()
     {
-        Module module = UcxAvailability.class.getModule();
-        return module.isNamed() ? module.getName() : "ALL-UNNAMED";
+        return NativeLibrary.nativeAccessFlag(UcxAvailability.class);
     }
 
     /** Loads the libraries once; holds the first failure. */

@@ -1,0 +1,17 @@
+/**
+ * The embedding API ({@code io.kvbridge.api}) and the SPI transports and cache layouts implement
+ * ({@code io.kvbridge.spi.*}); depends on the JDK only. {@link io.kvbridge.api.KvBridge#builder()}
+ * finds its runtime, {@code kvbridge-core}, as a {@link io.kvbridge.api.KvBridgeRuntime} service.
+ */
+module io.kvbridge.api
+{
+    exports io.kvbridge.api;
+    exports io.kvbridge.api.json;
+    exports io.kvbridge.spi;
+    exports io.kvbridge.spi.geometry;
+    exports io.kvbridge.spi.layout;
+    exports io.kvbridge.spi.memory;
+    exports io.kvbridge.spi.transfer;
+
+    uses io.kvbridge.api.KvBridgeRuntime;
+}
