@@ -8,6 +8,7 @@ import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
 import io.kvbridge.examples.demo.MetricsEndpoint;
+import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
@@ -93,6 +94,11 @@ final class DemoCommand implements Callable<Integer>
     @Option(names = "--processes",
             description = "Run every producer stage and the decoder in a JVM of its own, talking over loopback side channels (needs a cross-process transport such as ucx).")
     private boolean processes;
+
+    @Option(names = "--device", paramLabel = "N",
+            description = "Device of both engines' caches, for a transport that allocates device memory (cuda-ipc); its caches are always in device memory "
+                    + "(default: 0). Other transports keep them in host memory.")
+    private Integer device;
 
     @Option(names = "--lease-seconds", defaultValue = "30", description = "How long the producer holds finished blocks without news from the decoder (default: ${DEFAULT-VALUE}).")
     private double leaseSeconds;
@@ -192,6 +198,7 @@ final class DemoCommand implements Callable<Integer>
                     DemoModel.KV_HEADS);
         }
         check(leaseSeconds >= 0.1 && leaseSeconds <= 3600, "--lease-seconds=%s is outside [0.1, 3600]", leaseSeconds);
+        int cacheDevice = cacheDevice();
         if (processes) {
             check(metricsPort == null, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
             checkCrossProcess();
@@ -223,7 +230,7 @@ final class DemoCommand implements Callable<Integer>
                 "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
         DemoOptions options = new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens,
-                seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1]);
+                seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice);
         // an upper bound: both engines hold every layer of every in-flight request once over all their ranks
         long cacheBytes = 2L * DemoRun.capacity(options) * DemoModel.of(layout).pageBytes(1, Math.max(shapes[0].blockTokens(), shapes[1].blockTokens()))
                 * DemoModel.LAYERS;
@@ -252,6 +259,38 @@ final class DemoCommand implements Callable<Integer>
         // powers of two, so that the two engines' block sizes always divide one another
         check(tokens >= 1 && tokens <= 1024 && Integer.bitCount(tokens) == 1, "%s: %s value %d is not a power of two in [1, 1024]", option, who, tokens);
         return tokens;
+    }
+
+    /**
+     * Where the caches go: in device memory when the named transport allocates device memory itself
+     * (cuda-ipc), else in host memory. A named transport that cannot run here is refused in one line
+     * with its probe's reasons, before anything starts.
+     */
+    private int cacheDevice()
+    {
+        // only the named transport is probed: another one's probe could load a native library this run must not have
+        DiscoveredTransport transport = PluginRegistry.discover(DemoCommand.class.getClassLoader()).transports().get(backend);
+        if (transport == null) {
+            // the bridge names the transports there are
+            check(device == null, "--device=%d needs a transport that allocates device memory, and --backend=%s is not a discovered transport", device, backend);
+            return DemoOptions.HOST_CACHES;
+        }
+        Availability availability = transport.availability();
+        if (!availability.available()) {
+            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "demo --backend=" + backend + " cannot run here: "
+                    + String.join("; ", availability.reasons()));
+        }
+        boolean deviceMemory = availability.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION));
+        if (!deviceMemory) {
+            check(device == null, "--device=%d needs a transport that allocates device memory (cuda-ipc); '%s' keeps the caches in host memory", device,
+                    backend);
+            return DemoOptions.HOST_CACHES;
+        }
+        int chosen = device == null ? 0 : device;
+        String devices = availability.details().get("devices");
+        int count = devices == null ? Integer.MAX_VALUE : Integer.parseInt(devices);
+        check(chosen >= 0 && chosen < count, "--device=%d is not a device '%s' sees (it sees %s: 0 to %d)", chosen, backend, devices, count - 1);
+        return chosen;
     }
 
     /** Refuses --processes with a transport that cannot reach another process, before any process starts. */
@@ -301,7 +340,8 @@ final class DemoCommand implements Callable<Integer>
         out.println("  metadata audit");
         for (String side : List.of("producer", "decoder")) {
             Map<String, Object> engine = (Map<String, Object>) metadata.get(side);
-            out.printf(Locale.ROOT, "    %-8s PP%s x TP%s, %,d cache bytes%n", side, engine.get("ppSize"), engine.get("tpSize"), engine.get("cacheBytes"));
+            out.printf(Locale.ROOT, "    %-8s PP%s x TP%s, %,d cache bytes in %s memory%n", side, engine.get("ppSize"), engine.get("tpSize"),
+                    engine.get("cacheBytes"), engine.get("cacheMemory"));
             for (Map<String, Object> stage : (List<Map<String, Object>>) engine.get("stages")) {
                 out.printf(Locale.ROOT, "      stage %s: %s layers, block size %s, %s regions, capacity %s per region, block bytes %s%n", stage.get("stage"),
                         stage.get("layers"), stage.get("blockTokens"), stage.get("regions"), stage.get("capacityPerRegion"), stage.get("blockBytesPerRegion"));

@@ -21,10 +21,16 @@ import static java.util.Objects.requireNonNull;
  * @param leaseMillis how long the producer holds finished blocks without news from the decoder.
  * @param producerCache how the producer lays out its cache.
  * @param consumerCache how the decoder lays out its cache.
+ * @param cacheDevice the device both engines keep their caches on, allocated by the transport, or
+ *     {@link #HOST_CACHES} for caches in host memory.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
-        int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache)
+        int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
+        int cacheDevice)
 {
+    /** {@link #cacheDevice} of caches in host memory. */
+    public static final int HOST_CACHES = -1;
+
     /** Checks the references. */
     public DemoOptions
     {
@@ -33,14 +39,23 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         requireNonNull(layout, "layout is null");
         requireNonNull(producerCache, "producerCache is null");
         requireNonNull(consumerCache, "consumerCache is null");
+        if (cacheDevice < HOST_CACHES) {
+            throw new IllegalArgumentException("cacheDevice=" + cacheDevice + " is neither a device index nor HOST_CACHES");
+        }
     }
 
-    /** Options with both caches in the default shape. */
+    /** Options with both caches in host memory, in the default shape. */
     public DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
             int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis)
     {
         this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
-                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT);
+                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES);
+    }
+
+    /** @return whether the caches are in device memory. */
+    public boolean deviceCaches()
+    {
+        return cacheDevice != HOST_CACHES;
     }
 
     /** @return the cache shape of one side. */
