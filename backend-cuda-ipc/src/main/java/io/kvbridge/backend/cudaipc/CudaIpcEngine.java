@@ -296,9 +296,12 @@ final class CudaIpcEngine
             while ((rc = CudaDriver.cuEventQuery(hostCopyEvent)) == CUDA_ERROR_NOT_READY) {
                 if (System.nanoTime() - deadline > 0) {
                     // the copy may still land later: the caller's host memory must not be trusted to this instance again
-                    stickyError = what + " did not end within " + TimeUnit.NANOSECONDS.toMillis(transferTimeoutNanos) + " ms (transfer-timeout-ms); "
+                    String problem = what + " did not end within " + TimeUnit.NANOSECONDS.toMillis(transferTimeoutNanos) + " ms (transfer-timeout-ms); "
                             + "the copy may still be queued on device " + device + ": close this instance";
-                    throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, stickyError);
+                    if (stickyError == null) {
+                        stickyError = problem;
+                    }
+                    throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, problem);
                 }
                 if (!poll()) {
                     LockSupport.parkNanos(this, POLL_PARK_NANOS);
