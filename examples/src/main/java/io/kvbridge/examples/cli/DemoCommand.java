@@ -198,9 +198,9 @@ final class DemoCommand implements Callable<Integer>
                     DemoModel.KV_HEADS);
         }
         check(leaseSeconds >= 0.1 && leaseSeconds <= 3600, "--lease-seconds=%s is outside [0.1, 3600]", leaseSeconds);
+        check(!processes || metricsPort == null, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
         int cacheDevice = cacheDevice();
         if (processes) {
-            check(metricsPort == null, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
             checkCrossProcess();
         }
         String[] planes = sides("--kv-planes", kvPlanes);
