@@ -12,6 +12,8 @@ cd "$ROOT"
 mvn -B -q -DskipTests package
 rm -rf "$OUT" && mkdir -p "$OUT/lib" "$OUT/test"
 cp examples/target/lib/*.jar "$OUT/lib/"
+# target/lib holds the command line's dependencies; its own jar sits next to it
+cp examples/target/kvbridge-examples-*.jar "$OUT/lib/"
 cp -r backend-cuda-ipc/target/test-classes "$OUT/test/classes"
 # in the reactor (-am), so that kvbridge's own jars come from this build, never from whatever ~/.m2 holds
 mvn -B -q -pl backend-cuda-ipc -am -DskipTests package dependency:copy-dependencies -DincludeScope=test -DoutputDirectory="$OUT/test/deps"
