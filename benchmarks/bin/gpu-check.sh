@@ -41,13 +41,25 @@ timeout 150 "$JAVA" "${JOPTS[@]}" -cp "$DIST/test/classes:$DIST/test/deps/*:$DIS
 
 echo "== demo, every producer stage and the decoder in a process of its own, caches in device memory"
 timeout 150 "$JAVA" "${JOPTS[@]}" "${CLI[@]}" demo --backend cuda-ipc --processes --requests 200 --idle-seconds 1 2>&1 | tee "$OUT/demo.txt"
-[[ "${PIPESTATUS[0]}" == 0 ]] || status=1
-grep -q 'cache bytes in device' "$OUT/demo.txt" || { echo "gpu-check: the demo's audit does not show device caches" >&2; status=1; }
+demo=${PIPESTATUS[0]}
+if [[ "$demo" != 0 ]]; then
+    echo "gpu-check: the demo failed with exit code $demo (124: it ran past its 150 s)" >&2
+    status=1
+elif ! grep -q 'cache bytes in device' "$OUT/demo.txt"; then
+    echo "gpu-check: the demo's audit does not show device caches" >&2
+    status=1
+fi
 
 echo "== bench: device rows against the same-run cuMemcpy baseline"
 timeout 150 "$JAVA" "${JOPTS[@]}" "${CLI[@]}" bench --block-sizes 4KiB,64KiB,256KiB,1MiB,4MiB --total-bytes 256MiB 2>&1 | tee "$OUT/bench.txt"
-[[ "${PIPESTATUS[0]}" == 0 ]] || status=1
-grep -q 'cuda-ipc dev' "$OUT/bench.txt" || { echo "gpu-check: the bench printed no cuda-ipc device rows" >&2; status=1; }
+bench=${PIPESTATUS[0]}
+if [[ "$bench" != 0 ]]; then
+    echo "gpu-check: the bench failed with exit code $bench (124: it ran past its 150 s)" >&2
+    status=1
+elif ! grep -q 'cuda-ipc dev' "$OUT/bench.txt"; then
+    echo "gpu-check: the bench printed no cuda-ipc device rows" >&2
+    status=1
+fi
 
 echo "gpu-check: done in $((SECONDS - started)) s, exit $status; outputs in $OUT"
 exit $status
