@@ -624,6 +624,33 @@ public abstract class AbstractTransferBackendConformanceTest
         assertEquals(-1, targetMemory.mismatch(targetBefore));
     }
 
+    /** Host copies reach registered memory exactly, are checked first, or are refused as a whole for a transport without them. */
+    @Test
+    void hostCopiesReachRegisteredMemoryAndAreCheckedFirst()
+    {
+        Allocation registered = Allocation.host(initiatorMemory);
+        MemorySegment block = allocate(BLOCK_BYTES, 5);
+        try {
+            initiator.copyFromHost(block, registered, 3L * BLOCK_BYTES);
+        }
+        catch (KvBridgeException e) {
+            assertEquals(ErrorCode.UNSUPPORTED, e.code(), e::getMessage);
+            assertCode(ErrorCode.UNSUPPORTED, () -> initiator.copyToHost(registered, 0, block));
+            assumeTrue(false, initiator.name() + " does not copy between host memory and its registrations (default UNSUPPORTED)");
+        }
+        assertBlock(initiatorMemory, 3, block, 0, "copyFromHost");
+        MemorySegment back = allocate(2L * BLOCK_BYTES, 6);
+        initiator.copyToHost(registered, 2L * BLOCK_BYTES, back);
+        assertBlock(back, 1, block, 0, "copyToHost");
+        MemorySegment before = snapshot(initiatorMemory);
+        assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.copyFromHost(block, registered, (BLOCKS - 1L) * BLOCK_BYTES + 8));
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> initiator.copyFromHost(block, registered, -8));
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> initiator.copyFromHost(MemorySegment.ofArray(new byte[16]), registered, 0));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> initiator.copyFromHost(block, Allocation.host(allocate(BLOCK_BYTES, 7)), 0));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> initiator.copyToHost(Allocation.host(targetMemory), 0, block));
+        assertEquals(-1, initiatorMemory.mismatch(before), "a refused host copy changed registered memory");
+    }
+
     @Test
     void overlappingRegistrationIsRefused()
     {

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 
 /**
@@ -67,6 +68,18 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     public Allocation allocate(long bytes, MemoryKind kind, int device)
     {
         return delegate.allocate(bytes, kind, device);
+    }
+
+    @Override
+    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
+    {
+        delegate.copyFromHost(source, destination, offset);
+    }
+
+    @Override
+    public void copyToHost(Allocation source, long offset, MemorySegment destination)
+    {
+        delegate.copyToHost(source, offset, destination);
     }
 
     @Override

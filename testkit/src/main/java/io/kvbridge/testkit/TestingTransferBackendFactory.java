@@ -195,6 +195,35 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         }
 
         @Override
+        public synchronized void copyFromHost(MemorySegment source, Allocation destination, long offset)
+        {
+            hostCopyTarget(destination, offset, source).copyFrom(source);
+        }
+
+        @Override
+        public synchronized void copyToHost(Allocation source, long offset, MemorySegment destination)
+        {
+            destination.copyFrom(hostCopyTarget(source, offset, destination));
+        }
+
+        private MemorySegment hostCopyTarget(Allocation allocation, long offset, MemorySegment host)
+        {
+            checkOpen();
+            KvBridgeException.checkArgument(host.isNative(), "the host segment is on the Java heap");
+            KvBridgeException.checkArgument(offset >= 0, "offset=%d is negative", offset);
+            if (host.byteSize() > allocation.bytes() - offset) {
+                throw new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, host.byteSize() + " bytes at offset " + offset + " run past " + allocation);
+            }
+            long start = allocation.address() + offset;
+            for (Allocation existing : registered) {
+                if (existing.kind() == allocation.kind() && existing.device() == allocation.device() && existing.contains(start, host.byteSize())) {
+                    return MemorySegment.ofAddress(start).reinterpret(host.byteSize());
+                }
+            }
+            throw new KvBridgeException(ErrorCode.NOT_REGISTERED, allocation + " is not registered");
+        }
+
+        @Override
         public synchronized byte[] localMetadata()
         {
             checkOpen();

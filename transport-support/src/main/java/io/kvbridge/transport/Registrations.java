@@ -7,6 +7,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.DescriptorList;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -152,6 +153,39 @@ public final class Registrations<R extends Registration>
         }
         Allocation candidate = current[high].allocation();
         return candidate.kind() == kind && candidate.device() == device && candidate.contains(address, length) ? (R) current[high] : null;
+    }
+
+    /**
+     * Checks a copy between host memory and a registered allocation, as
+     * {@link io.kvbridge.spi.transfer.TransferBackend#copyFromHost} and {@code copyToHost} must before
+     * any byte moves.
+     *
+     * @param allocation the registered side, as the engine names it.
+     * @param offset where the copy starts in it.
+     * @param host the host side; its whole length is copied.
+     * @return the registered address the copy starts at.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} for a heap segment or a negative offset,
+     *     {@code DESCRIPTOR_OUT_OF_RANGE} past the end of the allocation, {@code NOT_REGISTERED} when
+     *     no live registration of this instance holds the range.
+     */
+    public long checkHostCopy(Allocation allocation, long offset, MemorySegment host)
+    {
+        requireNonNull(allocation, "allocation is null");
+        requireNonNull(host, "host is null");
+        KvBridgeException.checkArgument(host.isNative(), "the host segment is on the Java heap; copy through off-heap memory (the GC moves heap arrays)");
+        KvBridgeException.checkArgument(offset >= 0, "offset=%d is negative", offset);
+        long length = host.byteSize();
+        if (length > allocation.bytes() - offset) {
+            throw new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
+                    "a copy of %d bytes at offset=%d runs past the end of %s (%d bytes)", length, offset, allocation, allocation.bytes()));
+        }
+        long start = allocation.address() + offset;
+        Registration registration = find(start, Math.max(1, length), allocation.kind(), allocation.device());
+        if (registration == null || !registration.live()) {
+            throw new KvBridgeException(ErrorCode.NOT_REGISTERED, String.format(Locale.ROOT,
+                    "address=0x%x length=%d of %s lies in no allocation registered with %s; register or allocate it first", start, length, allocation, owner));
+        }
+        return start;
     }
 
     /**

@@ -4,6 +4,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
+import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 
 /**
@@ -77,6 +78,43 @@ public interface TransferBackend extends AutoCloseable
     default Allocation allocate(long bytes, MemoryKind kind, int device)
     {
         throw new KvBridgeException(ErrorCode.UNSUPPORTED, name() + " does not allocate memory itself; allocate it and call register()");
+    }
+
+    /**
+     * Copies host bytes into memory registered with this instance (device memory included) and
+     * returns once they are in place. For an engine that fills or inspects its cache from the CPU
+     * (a test, a demo, a warm-up), not for moving blocks between peers: a transport may run these
+     * copies one at a time on the thread that does its native work.
+     *
+     * <p>The default refuses: a transport that moves only host memory leaves the engine to write
+     * the memory itself.
+     *
+     * @param source host memory off the Java heap; all of it is copied.
+     * @param destination an allocation registered with this instance, or returned by {@link #allocate}.
+     * @param offset where in {@code destination} the first byte goes.
+     * @throws KvBridgeException {@code UNSUPPORTED} when the transport does not copy for the engine;
+     *     {@code NOT_REGISTERED} when the range lies in no registration of this instance;
+     *     {@code DESCRIPTOR_OUT_OF_RANGE} when it runs past the end of {@code destination};
+     *     {@code INVALID_ARGUMENT} for a heap segment or a negative offset; {@code TRANSFER_FAILED}
+     *     or {@code DEADLINE_EXCEEDED} when the copy failed or did not end in time.
+     */
+    default void copyFromHost(MemorySegment source, Allocation destination, long offset)
+    {
+        throw new KvBridgeException(ErrorCode.UNSUPPORTED, name() + " does not copy between host memory and its registrations; write host memory directly");
+    }
+
+    /**
+     * Copies bytes of memory registered with this instance (device memory included) into host
+     * memory and returns once they are there; the counterpart of {@link #copyFromHost}.
+     *
+     * @param source an allocation registered with this instance, or returned by {@link #allocate}.
+     * @param offset where in {@code source} the first byte is read.
+     * @param destination host memory off the Java heap; all of it is written.
+     * @throws KvBridgeException as {@link #copyFromHost} does.
+     */
+    default void copyToHost(Allocation source, long offset, MemorySegment destination)
+    {
+        throw new KvBridgeException(ErrorCode.UNSUPPORTED, name() + " does not copy between host memory and its registrations; read host memory directly");
     }
 
     /**

@@ -67,6 +67,9 @@ final class CudaIpcEngine
     private long[] abandonedEvents = new long[8];
     private CudaIpcPeer[] abandonedPeers = new CudaIpcPeer[8];
     private int abandonedCount;
+    /** The stream and event of the engine's host copies, made on first use. */
+    private long hostCopyStream;
+    private long hostCopyEvent;
     private Runnable shutdown;
     final Posix.Errno errno = new Posix.Errno(Arena.ofAuto());
 
@@ -121,6 +124,14 @@ final class CudaIpcEngine
 
     private void closeContext()
     {
+        if (hostCopyEvent != 0) {
+            CudaDriver.cuEventDestroy(hostCopyEvent);
+            hostCopyEvent = 0;
+        }
+        if (hostCopyStream != 0) {
+            CudaDriver.cuStreamDestroy(hostCopyStream);
+            hostCopyStream = 0;
+        }
         for (long stream : streams) {
             if (stream != 0) {
                 CudaDriver.cuStreamDestroy(stream);
@@ -254,6 +265,54 @@ final class CudaIpcEngine
             active.add(peer);
         }
         peer.inOrder.add(transfer);
+    }
+
+    /**
+     * Copies between host memory and registered memory for the engine, on a stream of its own so
+     * that it waits for no transfer, and returns once the bytes are there. The owner keeps polling
+     * transfers while it waits; the wait ends at the transfer deadline.
+     *
+     * @param what names the copy in errors.
+     */
+    void copyHost(long destination, long source, long bytes, String what)
+    {
+        if (bytes == 0) {
+            return;
+        }
+        thread.call(() -> {
+            if (hostCopyStream == 0) {
+                long[] out = new long[1];
+                CudaDriver.check(CudaDriver.cuStreamCreate(out), "cuStreamCreate", "the host-copy stream of device " + device);
+                hostCopyStream = out[0];
+                CudaDriver.check(CudaDriver.cuEventCreate(out), "cuEventCreate", "the host-copy event of device " + device);
+                hostCopyEvent = out[0];
+            }
+            int rc = CudaDriver.cuMemcpyAsync(destination, source, bytes, hostCopyStream);
+            if (rc != 0) {
+                throw CudaDriver.failure(ErrorCode.TRANSFER_FAILED, rc, "cuMemcpyAsync", what);
+            }
+            CudaDriver.check(CudaDriver.cuEventRecord(hostCopyEvent, hostCopyStream), "cuEventRecord", what);
+            long deadline = System.nanoTime() + transferTimeoutNanos;
+            while ((rc = CudaDriver.cuEventQuery(hostCopyEvent)) == CUDA_ERROR_NOT_READY) {
+                if (System.nanoTime() - deadline > 0) {
+                    // the copy may still land later: the caller's host memory must not be trusted to this instance again
+                    String problem = what + " did not end within " + TimeUnit.NANOSECONDS.toMillis(transferTimeoutNanos) + " ms (transfer-timeout-ms); "
+                            + "the copy may still be queued on device " + device + ": close this instance";
+                    if (stickyError == null) {
+                        stickyError = problem;
+                    }
+                    throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, problem);
+                }
+                if (!poll()) {
+                    LockSupport.parkNanos(this, POLL_PARK_NANOS);
+                }
+            }
+            if (rc != 0) {
+                noteSticky(rc);
+                throw CudaDriver.failure(ErrorCode.TRANSFER_FAILED, rc, "cuEventQuery", what + " failed");
+            }
+            return null;
+        });
     }
 
     /** A post handed over after the owner stopped: it fails with the cause. */

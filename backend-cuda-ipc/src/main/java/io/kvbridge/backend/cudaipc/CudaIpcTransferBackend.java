@@ -21,6 +21,7 @@ import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -159,6 +160,24 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
             }
             return allocated.allocation();
         });
+    }
+
+    @Override
+    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
+    {
+        guard.checkOpen();
+        long address = registrations.checkHostCopy(destination, offset, source);
+        engine.copyHost(address, source.address(), source.byteSize(), "copying " + source.byteSize() + " host bytes to 0x" + Long.toHexString(address)
+                + " (" + destination.kind() + " device " + destination.device() + ")");
+    }
+
+    @Override
+    public void copyToHost(Allocation source, long offset, MemorySegment destination)
+    {
+        guard.checkOpen();
+        long address = registrations.checkHostCopy(source, offset, destination);
+        engine.copyHost(destination.address(), address, destination.byteSize(), "copying " + destination.byteSize() + " bytes from 0x"
+                + Long.toHexString(address) + " (" + source.kind() + " device " + source.device() + ") to host memory");
     }
 
     @Override

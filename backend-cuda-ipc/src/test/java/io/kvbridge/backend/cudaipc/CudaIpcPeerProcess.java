@@ -21,8 +21,9 @@ import java.util.Map;
  * legacy, as asked) and a shared host allocation, filled through its own copies. It prints
  * {@code META <hex>} and {@code ADDR <device> <host>}, connects to the parent on {@code PEER <hex>},
  * reports every notification ({@code NOTIFIED <sender> <text>}), and on {@code CHECK <device|host>
- * <seed> <first> <count> <sourceFirst>} copies its memory back to host and prints
- * {@code CHECKED <wrong words>}.
+ * <seed> <first> <count> <sourceFirst> [<sourceStep>]} copies its memory back to host and prints
+ * {@code CHECKED <wrong words>}: block {@code first + b} must hold source block
+ * {@code sourceFirst + b * sourceStep} (step 1 unless given).
  */
 public final class CudaIpcPeerProcess
 {
@@ -127,6 +128,7 @@ public final class CudaIpcPeerProcess
                     int first = Integer.parseInt(words[3]);
                     int count = Integer.parseInt(words[4]);
                     int sourceFirst = Integer.parseInt(words[5]);
+                    int sourceStep = words.length > 6 ? Integer.parseInt(words[6]) : 1;
                     MemorySegment view = hostMemory;
                     if (onDevice) {
                         selfCopy(backend, self, MemoryKind.DEVICE, device.address(), MemoryKind.HOST, scratch.address());
@@ -135,7 +137,7 @@ public final class CudaIpcPeerProcess
                     long wrong = 0;
                     for (int b = 0; b < count; b++) {
                         for (long o = 0; o < BLOCK_BYTES; o += 8) {
-                            long expected = pattern(seed, (long) (sourceFirst + b) * BLOCK_BYTES + o);
+                            long expected = pattern(seed, (long) (sourceFirst + b * sourceStep) * BLOCK_BYTES + o);
                             wrong += view.get(ValueLayout.JAVA_LONG, (long) (first + b) * BLOCK_BYTES + o) == expected ? 0 : 1;
                         }
                     }

@@ -14,6 +14,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
@@ -43,10 +44,11 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Two JVMs over the fake driver, each with its own instance: device memory exported as legacy IPC
+ * Two JVMs, each with its own instance, over the fake driver in the build (the test that steers
+ * nothing also runs on a real driver, from {@code benchmarks/bin/gpu-check.sh}): device memory exported as legacy IPC
  * handles and as VMM file descriptors, shared host memory, both directions, notifications after
- * the data, mappings closed exactly once, and a peer killed with SIGKILL while copies into its
- * memory run.
+ * the data, mappings closed exactly once, a request of a host and a device part announced after
+ * both, and a peer killed with SIGKILL while copies into its memory run.
  */
 @Timeout(120)
 final class CudaIpcTwoProcessTest
@@ -57,15 +59,24 @@ final class CudaIpcTwoProcessTest
     private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
     @BeforeEach
-    void fakeOnly()
+    void usableDriver()
     {
-        assumeTrue(FakeCuda.loaded(), "these tests steer the fake driver; -Preal-cuda runs CudaIpcRealDriverTest instead");
+        Availability availability = new CudaIpcBackendFactory(true).probe();
+        assumeTrue(availability.available(), () -> "no usable CUDA driver, fake or real: " + availability.reasons());
+    }
+
+    /** The tests that steer the fake (delays, counters) run only on it; benchmarks/bin/gpu-check.sh runs the others on a GPU. */
+    private static void assumeFake()
+    {
+        assumeTrue(FakeCuda.loaded(), "this test steers the fake driver");
     }
 
     @AfterEach
     void stop() throws IOException
     {
-        FakeCuda.set("copy_delay_us", 0);
+        if (FakeCuda.loaded()) {
+            FakeCuda.set("copy_delay_us", 0);
+        }
         backends.forEach(TransferBackend::close);
         if (child != null) {
             long pid = child.pid();
@@ -81,10 +92,13 @@ final class CudaIpcTwoProcessTest
 
     private void startChild(String mode) throws IOException
     {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder builder = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
-                "-D" + CudaIpcBackendFactory.LIBRARY_PROPERTY + "=" + System.getProperty(CudaIpcBackendFactory.LIBRARY_PROPERTY),
-                "-cp", System.getProperty("java.class.path"), CudaIpcPeerProcess.class.getName(), mode);
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "--enable-native-access=ALL-UNNAMED"));
+        String library = System.getProperty(CudaIpcBackendFactory.LIBRARY_PROPERTY, "");
+        if (!library.isEmpty()) {
+            command.add("-D" + CudaIpcBackendFactory.LIBRARY_PROPERTY + "=" + library);
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), CudaIpcPeerProcess.class.getName(), mode));
+        ProcessBuilder builder = new ProcessBuilder(command);
         builder.redirectError(ProcessBuilder.Redirect.INHERIT);
         child = builder.start();
         commands = new PrintStream(child.getOutputStream(), true, StandardCharsets.UTF_8);
@@ -146,8 +160,10 @@ final class CudaIpcTwoProcessTest
         Peer peer = parent.connect(childMetadata);
         commands.println("PEER " + HexFormat.of().formatHex(parent.localMetadata()));
         expect("CONNECTED");
-        long handlesBefore = FakeCuda.stat("peer_handles");
-        assertTrue(handlesBefore >= 1, "the child's device allocation is open here (its host memory is mapped by the transport itself): " + handlesBefore);
+        // the counters are the fake's: on a real driver the bytes are checked, the mappings are not counted
+        boolean fake = FakeCuda.loaded();
+        long handlesBefore = fake ? FakeCuda.stat("peer_handles") : 0;
+        assertTrue(!fake || handlesBefore >= 1, "the child's device allocation is open here (its host memory is mapped by the transport itself): " + handlesBefore);
 
         // device to device, into the child's upper half, with a notification
         PreparedList localDevice = parent.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS));
@@ -183,11 +199,66 @@ final class CudaIpcTwoProcessTest
             parent.release(handle);
         }
         parent.disconnect(peer);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (FakeCuda.stat("peer_handles") > handlesBefore - 1 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
+        if (fake) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (FakeCuda.stat("peer_handles") > handlesBefore - 1 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(handlesBefore - 1, FakeCuda.stat("peer_handles"), "disconnect closes the child's device allocation, once");
         }
-        assertEquals(handlesBefore - 1, FakeCuda.stat("peer_handles"), "disconnect closes the child's device allocation, once");
+        commands.println("EXIT");
+        expect("BYE");
+    }
+
+    /**
+     * A request split into a slow host part and a fast device part, the notification on the device
+     * part, to another process: the peer hears of it only once the host part's bytes are in place too.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"legacy", "vmm"})
+    void aMixedHostAndDeviceRequestToAnotherProcessIsAnnouncedAfterItsLastPart(String mode) throws Exception
+    {
+        assumeFake();
+        startChild(mode);
+        byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
+        String[] addresses = expect("ADDR");
+        long childDevice = Long.parseLong(addresses[1]);
+        long childHost = Long.parseLong(addresses[2]);
+        TransferBackend parent = newBackend(mode);
+        Allocation device = parent.allocate(BYTES, MemoryKind.DEVICE, 0);
+        Allocation host = parent.allocate(BYTES, MemoryKind.HOST, 0);
+        MemorySegment hostMemory = MemorySegment.ofAddress(host.address()).reinterpret(BYTES);
+        for (long o = 0; o < BYTES; o += 8) {
+            hostMemory.set(ValueLayout.JAVA_LONG, o, pattern(1, o));
+        }
+        parent.copyFromHost(hostMemory, device, 0);
+        Peer peer = parent.connect(childMetadata);
+        commands.println("PEER " + HexFormat.of().formatHex(parent.localMetadata()));
+        expect("CONNECTED");
+        PreparedList localHost = parent.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS));
+        PreparedList localDevice = parent.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS));
+        PreparedList remoteHost = parent.prepareRemote(peer, blocks(MemoryKind.HOST, childHost, 0, BLOCKS));
+        PreparedList remoteDevice = parent.prepareRemote(peer, blocks(MemoryKind.DEVICE, childDevice, 0, BLOCKS));
+        // the host part: every other block into 16 adjacent ones, 16 copies of 50 ms each on one stream;
+        // the device part: one copy on the next stream, done long before
+        int[] even = new int[16];
+        for (int i = 0; i < 16; i++) {
+            even[i] = 2 * i;
+        }
+        FakeCuda.set("copy_delay_us", 50_000);
+        long hostPart = parent.post(TransferOp.WRITE, localHost, even, remoteHost, range(0, 16), 16, null);
+        long devicePart = parent.post(TransferOp.WRITE, localDevice, range(0, 8), remoteDevice, range(40, 8), 8, "mixed".getBytes(StandardCharsets.UTF_8));
+        assertEquals(16, parent.operations(hostPart));
+        assertEquals(1, parent.operations(devicePart));
+        assertEquals("mixed", expect("NOTIFIED")[2]);
+        commands.println("CHECK host 1 0 16 0 2");
+        assertEquals("0", expect("CHECKED")[1], "when the request is announced, its host part is in the child's memory");
+        commands.println("CHECK device 1 40 8 0");
+        assertEquals("0", expect("CHECKED")[1], "and so is its device part");
+        assertEquals(TransferStatus.DONE, await(parent, hostPart), () -> "host part: " + parent.failure(hostPart));
+        assertEquals(TransferStatus.DONE, await(parent, devicePart), () -> "device part: " + parent.failure(devicePart));
+        parent.release(hostPart);
+        parent.release(devicePart);
         commands.println("EXIT");
         expect("BYE");
     }
@@ -196,6 +267,7 @@ final class CudaIpcTwoProcessTest
     @ValueSource(strings = {"legacy", "vmm"})
     void aPeerKilledMidCopyFailsTheTransferAndItsMappingsAreClosed(String mode) throws Exception
     {
+        assumeFake();
         startChild(mode);
         byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
         long childDevice = Long.parseLong(expect("ADDR")[1]);

@@ -19,6 +19,7 @@ import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -84,6 +85,23 @@ final class LocalTransferBackend extends AbstractTransferBackend
         requireNonNull(allocation, "allocation is null");
         guard.checkOpen();
         registrations.remove(allocation);
+    }
+
+    /** Host and simulated device memory alike are host memory here: a checked copy on the caller's thread. */
+    @Override
+    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
+    {
+        guard.checkOpen();
+        long address = registrations.checkHostCopy(destination, offset, source);
+        MemorySegment.ofAddress(address).reinterpret(source.byteSize()).copyFrom(source);
+    }
+
+    @Override
+    public void copyToHost(Allocation source, long offset, MemorySegment destination)
+    {
+        guard.checkOpen();
+        long address = registrations.checkHostCopy(source, offset, destination);
+        destination.copyFrom(MemorySegment.ofAddress(address).reinterpret(destination.byteSize()));
     }
 
     @Override

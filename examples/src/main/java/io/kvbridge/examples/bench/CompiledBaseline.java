@@ -72,6 +72,18 @@ final class CompiledBaseline
      */
     static BaselineResult measure(Program program, String compiler, List<String> arguments, List<Long> blockSizes)
     {
+        return measure(program, compiler, arguments, blockSizes, Map.of());
+    }
+
+    /**
+     * Compiles and runs a program with extra environment variables, such as the directory of the
+     * library it must load.
+     *
+     * @param environment added to this process's environment for the run (not the compile).
+     */
+    static BaselineResult measure(Program program, String compiler, List<String> arguments, List<Long> blockSizes, Map<String, String> environment)
+    {
+        requireNonNull(environment, "environment is null");
         requireNonNull(program, "program is null");
         requireNonNull(compiler, "compiler is null");
         requireNonNull(arguments, "arguments is null");
@@ -89,7 +101,7 @@ final class CompiledBaseline
             Path binary = directory.resolve(program.binaryName());
             List<String> compile = new ArrayList<>(List.of(compiler, "-O2", "-o", binary.toString(), source.toString()));
             compile.addAll(program.libraries());
-            Run compiled = run(compile, directory.resolve("compile.log"), COMPILE_SECONDS);
+            Run compiled = run(compile, directory.resolve("compile.log"), COMPILE_SECONDS, Map.of());
             if (compiled == null) {
                 String packages = program.developmentPackage().isEmpty() ? "gcc" : "gcc " + program.developmentPackage();
                 return BaselineResult.unavailable("C compiler " + compiler + " not found; install " + install(packages) + " to measure the " + program.label());
@@ -100,7 +112,7 @@ final class CompiledBaseline
             List<String> command = new ArrayList<>();
             command.add(binary.toString());
             command.addAll(arguments);
-            Run measured = run(command, directory.resolve("run.log"), program.runSeconds());
+            Run measured = run(command, directory.resolve("run.log"), program.runSeconds(), environment);
             if (measured == null || measured.exitCode() != 0) {
                 return BaselineResult.unavailable(program.binaryName() + " failed"
                         + (measured == null ? " to start" : " with exit code " + measured.exitCode() + ": " + measured.output().strip()));
@@ -146,11 +158,13 @@ final class CompiledBaseline
      * Runs a command to its end, or kills it with its children after the timeout; null when it
      * cannot be started at all. The output goes to a file, so a program that hangs cannot block the read.
      */
-    private static Run run(List<String> command, Path log, long timeoutSeconds) throws IOException
+    private static Run run(List<String> command, Path log, long timeoutSeconds, Map<String, String> environment) throws IOException
     {
         Process process;
         try {
-            process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+            builder.environment().putAll(environment);
+            process = builder.start();
         }
         catch (IOException e) {
             return null;

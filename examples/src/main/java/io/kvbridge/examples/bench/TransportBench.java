@@ -17,11 +17,14 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
+import java.util.Map;
 
 /**
  * WRITE throughput and per-transfer latency of one transport: two instances built by
  * {@link KvBridge#builder()}, driven through the SPI directly, streaming a fixed total from one
  * registered allocation into another, one block per transfer, a window of transfers in flight.
+ * Device memory (from the transport's {@code allocate()}) is filled and checked through the
+ * transport's host copies; host memory directly.
  */
 public final class TransportBench implements AutoCloseable
 {
@@ -53,8 +56,11 @@ public final class TransportBench implements AutoCloseable
     private final KvBridge consumerEngine;
     private final TransferBackend producer;
     private final TransferBackend consumer;
+    /** The source's bytes on the host, and the host view of the destination (the memory itself, or a copy of device memory). */
     private final MemorySegment source;
     private final MemorySegment destination;
+    private final MemoryKind kind;
+    private final int device;
     private final Allocation sourceAllocation;
     private final Allocation destinationAllocation;
     private final Peer peer;
@@ -71,6 +77,25 @@ public final class TransportBench implements AutoCloseable
      */
     public TransportBench(String transport, long totalBytes, int window, boolean transportMemory)
     {
+        this(transport, totalBytes, window, transportMemory, MemoryKind.HOST, 0);
+    }
+
+    /**
+     * Builds both instances on device memory the transport allocates on one device.
+     *
+     * @param transport the transport name; it must report {@code DEVICE_MEMORY} and {@code TRANSPORT_ALLOCATION}.
+     * @param device the device of both allocations.
+     * @return the bench.
+     */
+    public static TransportBench onDevice(String transport, long totalBytes, int window, int device)
+    {
+        return new TransportBench(transport, totalBytes, window, true, MemoryKind.DEVICE, device);
+    }
+
+    private TransportBench(String transport, long totalBytes, int window, boolean transportMemory, MemoryKind kind, int device)
+    {
+        this.kind = kind;
+        this.device = device;
         this.transport = requireNonNull(transport, "transport is null");
         KvBridgeException.checkArgument(totalBytes > 0, "totalBytes=%d is not positive", totalBytes);
         KvBridgeException.checkArgument(window > 0, "window=%d is not positive", window);
@@ -80,13 +105,20 @@ public final class TransportBench implements AutoCloseable
         KvBridge builtProducer = null;
         KvBridge builtConsumer = null;
         try {
-            builtProducer = KvBridge.builder().transport(transport).agentName("bench-producer").build();
-            builtConsumer = KvBridge.builder().transport(transport).agentName("bench-consumer").build();
+            Map<String, String> config = kind == MemoryKind.DEVICE ? Map.of("device", Integer.toString(device)) : Map.of();
+            builtProducer = KvBridge.builder().transport(transport).agentName("bench-producer").transportConfig(config).build();
+            builtConsumer = KvBridge.builder().transport(transport).agentName("bench-consumer").transportConfig(config).build();
             producerEngine = builtProducer;
             consumerEngine = builtConsumer;
             producer = builtProducer.transport();
             consumer = builtConsumer.transport();
-            if (transportMemory) {
+            if (kind == MemoryKind.DEVICE) {
+                sourceAllocation = producer.allocate(totalBytes, MemoryKind.DEVICE, device);
+                destinationAllocation = consumer.allocate(totalBytes, MemoryKind.DEVICE, device);
+                source = arena.allocate(totalBytes, 4096);
+                destination = arena.allocate(totalBytes, 4096);
+            }
+            else if (transportMemory) {
                 sourceAllocation = producer.allocate(totalBytes, MemoryKind.HOST, 0);
                 destinationAllocation = consumer.allocate(totalBytes, MemoryKind.HOST, 0);
                 source = MemorySegment.ofAddress(sourceAllocation.address()).reinterpret(totalBytes);
@@ -103,6 +135,9 @@ public final class TransportBench implements AutoCloseable
             // every long differs from its neighbours, so a misplaced block shows in the final check
             for (long i = 0; i < totalBytes / Long.BYTES; i++) {
                 source.setAtIndex(ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L + 1);
+            }
+            if (kind == MemoryKind.DEVICE) {
+                producer.copyFromHost(source, sourceAllocation, 0);
             }
             peer = producer.connect(consumer.localMetadata());
         }
@@ -141,9 +176,9 @@ public final class TransportBench implements AutoCloseable
         long blockCount = totalBytes / blockBytes;
         KvBridgeException.checkArgument(blockCount <= Integer.MAX_VALUE, "totalBytes=%d / blockBytes=%d is too many blocks", totalBytes, blockBytes);
         int blocks = (int) blockCount;
-        PreparedList local = producer.prepareLocal(blocksOf(source, blocks, blockBytes));
+        PreparedList local = producer.prepareLocal(blocksOf(sourceAllocation, blocks, blockBytes));
         try {
-            PreparedList remote = producer.prepareRemote(peer, blocksOf(destination, blocks, blockBytes));
+            PreparedList remote = producer.prepareRemote(peer, blocksOf(destinationAllocation, blocks, blockBytes));
             try {
                 long[] latencies = new long[blocks];
                 long[] bestLatencies = new long[blocks];
@@ -151,9 +186,15 @@ public final class TransportBench implements AutoCloseable
                 long best = Long.MAX_VALUE;
                 for (int pass = 0; pass < TIMED_PASSES; pass++) {
                     destination.fill((byte) 0);
+                    if (kind == MemoryKind.DEVICE) {
+                        consumer.copyFromHost(destination, destinationAllocation, 0);
+                    }
                     long start = System.nanoTime();
                     stream(local, remote, blocks, latencies);
                     long elapsed = System.nanoTime() - start;
+                    if (kind == MemoryKind.DEVICE) {
+                        consumer.copyToHost(destinationAllocation, 0, destination);
+                    }
                     long mismatch = source.mismatch(destination);
                     if (mismatch >= 0) {
                         throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, String.format(java.util.Locale.ROOT,
@@ -178,11 +219,98 @@ public final class TransportBench implements AutoCloseable
         }
     }
 
-    private static DescriptorList blocksOf(MemorySegment segment, int blocks, long blockBytes)
+    /**
+     * What posting one transfer of many descriptors costs: the caller's {@code post()} (checks,
+     * coalescing, hand-over) and post to DONE, medians over {@value #ISSUE_ROUNDS} transfers.
+     *
+     * @param descriptors descriptors per transfer.
+     * @param contiguous pairs adjacent on both sides (which a coalescing transport merges), or spaced
+     *     apart so that none merge.
+     * @param postMicros median of the {@code post()} call.
+     * @param doneMicros median from post to DONE.
+     * @param operations operations the transport reported for one transfer ({@code -1}: not reported).
+     * @param descriptorBytes bytes per descriptor.
+     */
+    public record IssueCost(int descriptors, boolean contiguous, double postMicros, double doneMicros, int operations, long descriptorBytes)
     {
-        DescriptorList.Builder list = DescriptorList.builder(MemoryKind.HOST, 0, blocks);
+    }
+
+    /** Transfers timed per issue-cost figure. */
+    public static final int ISSUE_ROUNDS = 50;
+
+    /**
+     * Measures the issue cost of transfers of {@code descriptors} descriptors, or returns null when the
+     * total is too small to hold them spaced apart (64 bytes each at least).
+     *
+     * @param descriptors descriptors per transfer.
+     * @param contiguous whether the pairs are adjacent on both sides.
+     * @return the figures, or null.
+     */
+    public IssueCost issueCost(int descriptors, boolean contiguous)
+    {
+        long length = Math.min(4096, totalBytes / (2L * descriptors)) & ~63L;
+        if (length < 64) {
+            return null;
+        }
+        long step = contiguous ? length : 2 * length;
+        PreparedList local = producer.prepareLocal(spaced(sourceAllocation, descriptors, length, step));
+        try {
+            PreparedList remote = producer.prepareRemote(peer, spaced(destinationAllocation, descriptors, length, step));
+            try {
+                int[] indices = new int[descriptors];
+                Arrays.setAll(indices, i -> i);
+                long[] posts = new long[ISSUE_ROUNDS];
+                long[] dones = new long[ISSUE_ROUNDS];
+                int operations = -1;
+                for (int round = -5; round < ISSUE_ROUNDS; round++) {
+                    long start = System.nanoTime();
+                    long handle = producer.post(TransferOp.WRITE, local, indices, remote, indices, descriptors, null);
+                    long posted = System.nanoTime();
+                    operations = producer.operations(handle);
+                    TransferStatus status;
+                    while (!(status = producer.status(handle)).terminal()) {
+                        Thread.onSpinWait();
+                    }
+                    long done = System.nanoTime();
+                    KvBridgeException cause = producer.failure(handle).orElse(null);
+                    producer.release(handle);
+                    if (status != TransferStatus.DONE) {
+                        throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, "transport=" + transport + ": a transfer of " + descriptors + " descriptors failed",
+                                cause);
+                    }
+                    // five rounds warm the path up untimed
+                    if (round >= 0) {
+                        posts[round] = posted - start;
+                        dones[round] = done - start;
+                    }
+                }
+                Arrays.sort(posts);
+                Arrays.sort(dones);
+                return new IssueCost(descriptors, contiguous, percentile(posts, 0.5) / 1e3, percentile(dones, 0.5) / 1e3, operations, length);
+            }
+            finally {
+                producer.releasePrepared(remote);
+            }
+        }
+        finally {
+            producer.releasePrepared(local);
+        }
+    }
+
+    private static DescriptorList spaced(Allocation allocation, int count, long length, long step)
+    {
+        DescriptorList.Builder list = DescriptorList.builder(allocation.kind(), allocation.device(), count);
+        for (int i = 0; i < count; i++) {
+            list.add(allocation.address() + i * step, length);
+        }
+        return list.build();
+    }
+
+    private static DescriptorList blocksOf(Allocation allocation, int blocks, long blockBytes)
+    {
+        DescriptorList.Builder list = DescriptorList.builder(allocation.kind(), allocation.device(), blocks);
         for (int b = 0; b < blocks; b++) {
-            list.add(segment.address() + b * blockBytes, blockBytes);
+            list.add(allocation.address() + b * blockBytes, blockBytes);
         }
         return list.build();
     }

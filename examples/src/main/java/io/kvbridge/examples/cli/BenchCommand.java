@@ -5,6 +5,7 @@ import io.kvbridge.api.PluginKind;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.examples.bench.BaselineResult;
+import io.kvbridge.examples.bench.CudaD2dBaseline;
 import io.kvbridge.examples.bench.MemcpyBaseline;
 import io.kvbridge.examples.bench.SvgChart;
 import io.kvbridge.examples.bench.TransportBench;
@@ -34,11 +35,14 @@ import picocli.CommandLine.Spec;
 /**
  * {@code kvbridge bench}: WRITE throughput and per-transfer latency of every available transport per
  * block size, next to baselines measured in the same run: a single-thread memcpy of the same stream
- * for every transport, and for {@code ucx} a C program putting the same stream through UCX directly.
+ * for every transport, for {@code ucx} a C program putting the same stream through UCX directly, and
+ * for a transport that allocates device memory (cuda-ipc) device rows next to a C program copying
+ * the same stream device to device with {@code cuMemcpyAsync}, plus the issue cost of one transfer
+ * of 5,120 descriptors.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline "
-                + "(and, for ucx, against a C program using UCX directly).")
+                + "(for ucx, against a C program using UCX directly; for cuda-ipc, device rows against a C program copying device to device).")
 final class BenchCommand implements Callable<Integer>
 {
     private static final String MEMCPY_SERIES = "memcpy (1 thread)";
@@ -48,6 +52,21 @@ final class BenchCommand implements Callable<Integer>
     /** Transfers of one block size: each costs bookkeeping (descriptors, latencies) on top of the data. */
     private static final long MAX_TRANSFERS = 1L << 20;
     private static final long MAX_TOTAL_BYTES = 16L << 30;
+
+    private static final String DEVICE_BASELINE_SERIES = "cuMemcpy device to device (C)";
+    /** Descriptors of the per-transfer issue cost: 40 layers of 128 blocks, a long prompt's pages. */
+    private static final int ISSUE_DESCRIPTORS = 5_120;
+
+    /** The device rows' baseline, issue costs and which driver they came from. */
+    private static final class DeviceFigures
+    {
+        BaselineResult baseline = BaselineResult.unavailable("no transport that allocates device memory is available here");
+        final List<Map<String, Object>> issueCosts = new ArrayList<>();
+        String driver;
+    }
+
+    @Option(names = "--device", defaultValue = "0", description = "Device of the device rows (default: ${DEFAULT-VALUE}).")
+    private int deviceIndex;
 
     @Spec
     private CommandSpec spec;
@@ -87,6 +106,7 @@ final class BenchCommand implements Callable<Integer>
         progress.flush();
         BaselineResult baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
         BaselineResult probe = BaselineResult.unavailable("the " + UcxProbeBaseline.TRANSPORT + " transport is not available here");
+        DeviceFigures device = new DeviceFigures();
         boolean probeMemory = false;
 
         List<Map<String, Object>> rows = new ArrayList<>();
@@ -122,6 +142,10 @@ final class BenchCommand implements Callable<Integer>
                     row.put("blockBytes", size);
                     row.put("transfers", result.transfers());
                     row.put("memory", transportMemory ? "transport" : "process");
+                    if ("true".equals(plugin.details().get("fake"))) {
+                        // a transport bound to a test fake of its native library moves bytes, but its figures are the fake's
+                        row.put("driver", "fake");
+                    }
                     row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
                     row.put("p50Micros", round(result.p50Micros()));
                     row.put("p99Micros", round(result.p99Micros()));
@@ -140,12 +164,18 @@ final class BenchCommand implements Callable<Integer>
                 continue;
             }
             series.put(plugin.name(), points);
+            if (plugin.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION))) {
+                failed |= !measureDevice(plugin, totalBytes, blockSizes, rows, skipped, series, device, progress);
+            }
         }
         if (baseline.available()) {
             series.put(MEMCPY_SERIES, baseline.gigabytesPerSecond());
         }
         if (probe.available()) {
             series.put(PROBE_SERIES, probe.gigabytesPerSecond());
+        }
+        if (device.baseline.available()) {
+            series.put(DEVICE_BASELINE_SERIES, device.baseline.gigabytesPerSecond());
         }
         if (plot != null) {
             writePlot(totalBytes, blockSizes, series);
@@ -159,12 +189,15 @@ final class BenchCommand implements Callable<Integer>
             document.put("rows", rows);
             document.put("baseline", baselineJson(baseline));
             document.put("probe", probeJson(probe, probeMemory));
+            document.put("deviceBaseline", deviceBaselineJson(device));
+            document.put("issueCost", device.issueCosts);
             document.put("skipped", skipped);
             document.put("plot", plot == null ? null : plot.toString());
             out.println(Json.write(document));
         }
         else {
             printTable(out, totalBytes, rows, baseline, probe, skipped);
+            printDevice(out, device);
         }
         out.flush();
         return failed || rows.isEmpty() ? 1 : 0;
@@ -192,11 +225,113 @@ final class BenchCommand implements Callable<Integer>
             }
         }
         check(window >= 1 && window <= 4096, "--window=%d must be between 1 and 4096", window);
+        check(deviceIndex >= 0, "--device=%d is not a device index; give 0 or more", deviceIndex);
         if (plot != null) {
             check(plot.toString().endsWith(".svg"), "--plot=%s must name an .svg file", plot);
             InputChecks.checkWritable(spec, "--plot", plot);
         }
         return blockSizes;
+    }
+
+    /**
+     * Device rows of a transport that allocates device memory: device to device between two instances,
+     * next to the same-run C baseline, and the issue cost of one transfer of many descriptors.
+     *
+     * @return false when the transport failed (no figure is then reported for it).
+     */
+    private boolean measureDevice(PluginInfo plugin, long totalBytes, List<Long> blockSizes, List<Map<String, Object>> rows, List<Map<String, Object>> skipped,
+            Map<String, Map<Long, Double>> series, DeviceFigures device, PrintWriter progress)
+    {
+        // kvbridge's test fake of the driver moves "device" memory with memmove on a thread: its figures say nothing about a GPU
+        device.driver = "true".equals(plugin.details().get("fake")) ? "fake" : "CUDA driver " + plugin.details().getOrDefault("driverVersion", "?");
+        if (plugin.name().equals(CudaD2dBaseline.TRANSPORT)) {
+            progress.printf("kvbridge bench: device-to-device cuMemcpy baseline (%s, CUDA toolkit, device %d, %s) ...%n", compiler, deviceIndex, device.driver);
+            progress.flush();
+            device.baseline = CudaD2dBaseline.measure(compiler, deviceIndex, totalBytes, blockSizes);
+        }
+        List<Map<String, Object>> measured = new ArrayList<>();
+        Map<Long, Double> points = new LinkedHashMap<>();
+        try (TransportBench bench = TransportBench.onDevice(plugin.name(), totalBytes, window, deviceIndex)) {
+            for (long size : blockSizes) {
+                progress.printf("kvbridge bench: %s %s device to device ...%n", plugin.name(), Sizes.format(size));
+                progress.flush();
+                TransportBench.Result result = bench.measure(size);
+                Double peak = device.baseline.gigabytesPerSecond().get(size);
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("transport", plugin.name());
+                row.put("blockBytes", size);
+                row.put("transfers", result.transfers());
+                row.put("memory", "device " + deviceIndex);
+                row.put("driver", device.driver);
+                row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
+                row.put("p50Micros", round(result.p50Micros()));
+                row.put("p99Micros", round(result.p99Micros()));
+                // a host memcpy says nothing about device memory
+                row.put("ratioToMemcpy", null);
+                row.put("probeGbPerSecond", peak);
+                row.put("ratioToProbe", peak == null ? null : significant(result.gigabytesPerSecond() / peak));
+                measured.add(row);
+                points.put(size, result.gigabytesPerSecond());
+            }
+            for (boolean contiguous : new boolean[] {true, false}) {
+                TransportBench.IssueCost cost = bench.issueCost(ISSUE_DESCRIPTORS, contiguous);
+                if (cost != null) {
+                    Map<String, Object> figure = new LinkedHashMap<>();
+                    figure.put("transport", plugin.name());
+                    figure.put("memory", "device " + deviceIndex);
+                    figure.put("driver", device.driver);
+                    figure.put("descriptors", cost.descriptors());
+                    figure.put("descriptorBytes", cost.descriptorBytes());
+                    figure.put("contiguous", cost.contiguous());
+                    figure.put("operations", cost.operations());
+                    figure.put("postMicros", round(cost.postMicros()));
+                    figure.put("doneMicros", round(cost.doneMicros()));
+                    device.issueCosts.add(figure);
+                }
+            }
+        }
+        catch (KvBridgeException e) {
+            skipped.add(skip(plugin.name() + " device", "failed: " + e.getMessage()));
+            return false;
+        }
+        rows.addAll(measured);
+        series.put(plugin.name() + " device", points);
+        return true;
+    }
+
+    private static Map<String, Object> deviceBaselineJson(DeviceFigures device)
+    {
+        Map<String, Object> document = baselineJson(device.baseline);
+        document.put("name", "cuda_d2d_peak");
+        document.put("transport", CudaD2dBaseline.TRANSPORT);
+        document.put("driver", device.driver);
+        document.put("figure", "best of 5 timed passes, wall clock from the first copy queued to the last event reached");
+        return document;
+    }
+
+    private static void printDevice(PrintWriter out, DeviceFigures device)
+    {
+        if (device.driver == null) {
+            return;
+        }
+        String label = device.driver.equals("fake") ? " [FAKE DRIVER: kvbridge's test fake of libcuda.so.1, memmove on a thread; not GPU figures]" : "";
+        out.println();
+        if (device.baseline.available()) {
+            out.print("device rows' baseline (cuda_d2d_peak.c, one process, cuMemcpyAsync device to device, same run" + label + "):");
+            device.baseline.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
+            out.println();
+        }
+        else {
+            out.println("device rows' baseline: not measured, " + device.baseline.reason() + " (probe columns of the device rows left empty)");
+        }
+        for (Map<String, Object> cost : device.issueCosts) {
+            out.printf(Locale.ROOT, "issue cost, %s %s, %d descriptors of %d bytes %s: post() %.1f us, post to DONE %.1f us, %d operations%s%n",
+                    cost.get("transport"), cost.get("memory"), cost.get("descriptors"), cost.get("descriptorBytes"),
+                    Boolean.TRUE.equals(cost.get("contiguous")) ? "adjacent on both sides" : "spaced apart", cost.get("postMicros"), cost.get("doneMicros"),
+                    cost.get("operations"), label);
+        }
+        out.println("  device rows: two instances in this process, memory from allocate(DEVICE) on both sides, filled and checked through the "
+                + "transport's host copies; probe GB/s is the device rows' baseline." + label);
     }
 
     private void writePlot(long totalBytes, List<Long> blockSizes, Map<String, Map<Long, Double>> series)
@@ -248,9 +383,13 @@ final class BenchCommand implements Callable<Integer>
             List<Map<String, Object>> skipped)
     {
         out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
-        out.printf(Locale.ROOT, "%-10s %10s %9s %10s %10s %10s %11s %9s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe");
+        out.printf(Locale.ROOT, "%-18s %10s %9s %10s %10s %10s %11s %9s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe");
         for (Map<String, Object> row : rows) {
-            out.printf(Locale.ROOT, "%-10s %10s %9s %10.1f %10.1f %10s %11s %9s%n", row.get("transport"), Sizes.format((Long) row.get("blockBytes")),
+            String memory = String.valueOf(row.get("memory"));
+            out.printf(Locale.ROOT, "%-18s %10s %9s %10.1f %10.1f %10s %11s %9s%n",
+                    row.get("transport") + (memory.startsWith("device") ? " dev" + memory.substring("device ".length()) : "")
+                            + ("fake".equals(row.get("driver")) ? " fake" : ""),
+                    Sizes.format((Long) row.get("blockBytes")),
                     readable(row.get("gbPerSecond")), (Double) row.get("p50Micros"), (Double) row.get("p99Micros"),
                     readable(row.get("ratioToMemcpy")), readable(row.get("probeGbPerSecond")), readable(row.get("ratioToProbe")));
         }

@@ -10,6 +10,7 @@ import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
 import io.kvbridge.examples.demo.MetricsEndpoint;
+import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
@@ -150,6 +151,11 @@ final class DemoCommand implements Callable<Integer>
             description = "Run every producer stage and the decoder in a JVM of its own, talking over loopback side channels (needs a cross-process transport such as ucx).")
     private boolean processes;
 
+    @Option(names = "--device", paramLabel = "N",
+            description = "Device of both engines' caches, for a transport that allocates device memory (cuda-ipc); its caches are always in device memory "
+                    + "(default: 0). Other transports keep them in host memory.")
+    private Integer device;
+
     @Option(names = "--lease-seconds", paramLabel = "SECONDS", defaultValue = "30",
             description = "How long the producer holds finished blocks without news from the decoder (default: ${DEFAULT-VALUE}).")
     private double leaseSeconds;
@@ -245,7 +251,7 @@ final class DemoCommand implements Callable<Integer>
                 "%d producer ranks times %d decoder ranks is more than %d rank pairs, whose handshakes must finish within the side channel's deadline; "
                         + "use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, MAX_RANK_PAIRS);
         check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
-        checkBackend();
+        int cacheDevice = cacheDevice(checkBackend());
         String[] planes = sides("--kv-planes", kvPlanes);
         String[] places = sides("--placement", placement);
         String[] blocks = sides("--block-tokens", blockTokens);
@@ -273,7 +279,7 @@ final class DemoCommand implements Callable<Integer>
                 "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
-                concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1]);
+                concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice);
         long cacheBytes = cacheBytes(options);
         check(cacheBytes <= MAX_CACHE_BYTES, "the caches would take %,d bytes (more than %s) with --concurrency=%d --max-tokens=%d; lower either",
                 cacheBytes, Sizes.format(MAX_CACHE_BYTES), concurrency, maxTokens);
@@ -319,10 +325,31 @@ final class DemoCommand implements Callable<Integer>
     }
 
     /**
+     * Where the caches go: in device memory when the named transport allocates device memory itself
+     * (cuda-ipc), else in host memory.
+     */
+    private int cacheDevice(Availability availability)
+    {
+        boolean deviceMemory = availability.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION));
+        if (!deviceMemory) {
+            check(device == null, "--device=%d needs a transport that allocates device memory (cuda-ipc); '%s' keeps the caches in host memory", device,
+                    backend);
+            return DemoOptions.HOST_CACHES;
+        }
+        int chosen = device == null ? 0 : device;
+        String devices = availability.details().get("devices");
+        int count = devices == null ? Integer.MAX_VALUE : Integer.parseInt(devices);
+        check(chosen >= 0 && chosen < count, "--device=%d is not a device '%s' sees (it sees %s: 0 to %d)", chosen, backend, devices, count - 1);
+        return chosen;
+    }
+
+    /**
      * Refuses a transport that was not discovered, cannot run here or, with --processes, cannot reach
      * another process, before anything starts.
+     *
+     * @return the transport's availability.
      */
-    private void checkBackend()
+    private Availability checkBackend()
     {
         // only the named transport is probed: another one's probe could load a native library this run must not have
         Map<String, DiscoveredTransport> transports = PluginRegistry.discover(DemoCommand.class.getClassLoader()).transports();
@@ -333,6 +360,7 @@ final class DemoCommand implements Callable<Integer>
                 "--processes needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", backend,
                 availability.capabilities().stream().map(Enum::name).sorted().toList());
         check(availability.available(), "--backend=%s is not available here: %s", backend, String.join("; ", availability.reasons()));
+        return availability;
     }
 
     private void check(boolean condition, String format, Object... args)
@@ -366,7 +394,8 @@ final class DemoCommand implements Callable<Integer>
         out.println("  metadata audit");
         for (String side : List.of("producer", "decoder")) {
             Map<String, Object> engine = (Map<String, Object>) metadata.get(side);
-            out.printf(Locale.ROOT, "    %-8s PP%s x TP%s, %,d cache bytes%n", side, engine.get("ppSize"), engine.get("tpSize"), engine.get("cacheBytes"));
+            out.printf(Locale.ROOT, "    %-8s PP%s x TP%s, %,d cache bytes in %s memory%n", side, engine.get("ppSize"), engine.get("tpSize"),
+                    engine.get("cacheBytes"), engine.get("cacheMemory"));
             for (Map<String, Object> stage : (List<Map<String, Object>>) engine.get("stages")) {
                 out.printf(Locale.ROOT, "      stage %s: %s layers, block size %s, %s regions, capacity %s per region, block bytes %s%n", stage.get("stage"),
                         stage.get("layers"), stage.get("blockTokens"), stage.get("regions"), stage.get("capacityPerRegion"), stage.get("blockBytesPerRegion"));

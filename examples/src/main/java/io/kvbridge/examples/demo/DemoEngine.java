@@ -12,19 +12,19 @@ import io.kvbridge.spi.geometry.SplitClass;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheMemory;
 import io.kvbridge.spi.memory.Allocation;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * The ranks of one engine that one process hosts (every stage, or one pipeline stage when stages run
- * in processes of their own): each rank's cache in off-heap host memory, described by the real layout
- * found through the plugin registry. Block ids come from the engine's {@link BlockPool}.
+ * in processes of their own): each rank's cache in off-heap host memory or in device memory
+ * ({@link EngineMemory}), described by the real layout found through the plugin registry. Block ids
+ * come from the engine's {@link BlockPool}.
  */
 final class DemoEngine
 {
@@ -38,17 +38,18 @@ final class DemoEngine
     final int capacity;
     final DemoOptions.CacheShape shape;
     final List<CacheGeometry> ranks = new ArrayList<>();
-    private final TreeMap<Long, MemorySegment> memory = new TreeMap<>();
+    private final EngineMemory memory;
     private final Map<String, Integer> layerIndex = new HashMap<>();
 
     /**
      * @param shape how this engine lays out its cache.
      * @param stages the pipeline stages this process hosts, each with all its tensor-parallel ranks.
      */
-    DemoEngine(String name, DemoModel model, KvBridge bridge, Arena arena, int ppSize, int tpSize, int capacity, DemoOptions.CacheShape shape,
+    DemoEngine(String name, DemoModel model, KvBridge bridge, EngineMemory memory, int ppSize, int tpSize, int capacity, DemoOptions.CacheShape shape,
             List<Integer> stages)
     {
         this.name = name;
+        this.memory = memory;
         this.model = model;
         this.spec = model.spec(ppSize, shape);
         this.ppSize = ppSize;
@@ -83,9 +84,7 @@ final class DemoEngine
                     }
                 }
                 for (int a = 0; a < count; a++) {
-                    MemorySegment segment = arena.allocate(bytes, 4096);
-                    memory.put(segment.address(), segment);
-                    allocations.add(Allocation.host(segment));
+                    allocations.add(memory.allocate(bytes));
                 }
                 ranks.add(layout.describe(spec, CacheMemory.of(allocations), rank));
             }
@@ -148,10 +147,14 @@ final class DemoEngine
      *
      * @param promptBlocks scheduler blocks of the whole prompt on this engine.
      * @param ids the request's scheduler block ids per group, the last ones of the prompt.
+     * @param access whether the visitor reads the pages or overwrites them.
      */
-    long forEachPage(int promptBlocks, int[][] ids, PageVisitor visitor)
+    long forEachPage(int promptBlocks, int[][] ids, EngineMemory.Access access, PageVisitor visitor)
     {
-        long result = 0;
+        int count = 0;
+        long[] addresses = new long[256];
+        long[] lengths = new long[256];
+        List<Page> pages = new ArrayList<>();
         int perLogical = spec.kernelBlocksPerLogical();
         int kernelTokens = spec.kernelBlockTokens();
         for (CacheGeometry rank : ranks) {
@@ -177,21 +180,20 @@ final class DemoEngine
                             long address = region.base() + ((long) blocks[j] * perLogical + k) * region.stride() + offset;
                             int firstToken = ((first + j) * perLogical + k) * kernelTokens;
                             long content = region.part().plane() ? model.tokenContentBytes() / 2 : model.tokenContentBytes();
-                            Page where = new Page(index, region.part(), firstToken, kernelTokens, firstHead, heads, region.split() == SplitClass.SPLIT,
-                                    content);
-                            result += visitor.visit(at(address, bytes), where);
+                            if (count == addresses.length) {
+                                addresses = Arrays.copyOf(addresses, count * 2);
+                                lengths = Arrays.copyOf(lengths, count * 2);
+                            }
+                            addresses[count] = address;
+                            lengths[count++] = bytes;
+                            pages.add(new Page(index, region.part(), firstToken, kernelTokens, firstHead, heads, region.split() == SplitClass.SPLIT,
+                                    content));
                         }
                     }
                 }
             }
         }
-        return result;
-    }
-
-    private MemorySegment at(long address, long length)
-    {
-        Map.Entry<Long, MemorySegment> home = memory.floorEntry(address);
-        return home.getValue().asSlice(address - home.getKey(), length);
+        return memory.visit(addresses, lengths, count, access, (page, i) -> visitor.visit(page, pages.get(i)));
     }
 
     /** The 8 bytes of one word of the model's KV, derived from (request, layer and part, token, head and offset). */
@@ -233,26 +235,17 @@ final class DemoEngine
     /** Counts the non-zero bytes of all memory: after every request was checked and wiped, none may remain. */
     long nonZeroBytes()
     {
-        long wrong = 0;
-        for (MemorySegment segment : memory.values()) {
-            long size = segment.byteSize();
-            for (long o = 0; o < size; o += 8) {
-                long value = segment.get(WORD, o);
-                if (value != 0) {
-                    wrong += Long.bitCount((value | value >>> 1 | value >>> 2 | value >>> 3 | value >>> 4 | value >>> 5 | value >>> 6 | value >>> 7)
-                            & 0x0101010101010101L);
-                }
-            }
-        }
-        return wrong;
+        return memory.nonZeroBytes();
     }
 
     long totalBytes()
     {
-        long total = 0;
-        for (MemorySegment segment : memory.values()) {
-            total += segment.byteSize();
-        }
-        return total;
+        return memory.totalBytes();
+    }
+
+    /** @return whether the cache is in device memory. */
+    boolean onDevice()
+    {
+        return memory.onDevice();
     }
 }

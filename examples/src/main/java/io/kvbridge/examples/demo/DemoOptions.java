@@ -24,14 +24,20 @@ import java.util.List;
  * @param leaseMillis how long the producer holds finished blocks without news from the decoder.
  * @param producerCache how the producer lays out its cache.
  * @param consumerCache how the decoder lays out its cache.
+ * @param cacheDevice the device both engines keep their caches on, allocated by the transport, or
+ *     {@link #HOST_CACHES} for caches in host memory.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
-        int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache)
+        int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
+        int cacheDevice)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
     /** The layouts. */
     public static final List<String> LAYOUTS = List.of("hma", "mla", "per-layer");
+
+    /** {@link #cacheDevice} of caches in host memory. */
+    public static final int HOST_CACHES = -1;
 
     /**
      * Checks what every host relies on, so that options reaching a worker process as JSON are checked
@@ -53,14 +59,21 @@ public record DemoOptions(String backend, String mode, String layout, int produc
                 requests, concurrency, maxTokens);
         KvBridgeException.checkArgument(idleMillis >= 0 && leaseMillis > 0, "idleMillis=%d must not be negative and leaseMillis=%d must be positive",
                 idleMillis, leaseMillis);
+        KvBridgeException.checkArgument(cacheDevice >= HOST_CACHES, "cacheDevice=%d is neither a device index nor HOST_CACHES", cacheDevice);
     }
 
-    /** Options with both caches in the default shape. */
+    /** Options with both caches in host memory, in the default shape. */
     public DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
             int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis)
     {
         this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
-                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT);
+                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES);
+    }
+
+    /** @return whether the caches are in device memory. */
+    public boolean deviceCaches()
+    {
+        return cacheDevice != HOST_CACHES;
     }
 
     /** @return the cache shape of one side. */

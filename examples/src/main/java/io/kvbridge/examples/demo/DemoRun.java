@@ -451,6 +451,9 @@ public final class DemoRun
         metadata.put("layout", options.layout());
         metadata.put("stages", engine.get("stages"));
         metadata.put("cacheBytes", engine.get("cacheBytes"));
+        long onDevice = (long) engine.get("deviceCacheBytes");
+        metadata.put("cacheMemory", onDevice == 0 ? "host" : onDevice == (long) engine.get("cacheBytes") ? "device " + options.cacheDevice()
+                : "host and device " + options.cacheDevice());
         return metadata;
     }
 }

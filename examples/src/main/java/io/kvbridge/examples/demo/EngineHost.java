@@ -28,9 +28,10 @@ import java.util.Map;
 
 /**
  * Ranks of an engine in this JVM, used exactly as an inference engine would use its connectors: one
- * bridge, one connector per rank, the caches in off-heap memory. A decoder host checks every byte of
- * a request once all its ranks reported it, then wipes the blocks, so that at the end its whole
- * cache must be zero again.
+ * bridge, one connector per rank, the caches in off-heap memory, or in device memory that the
+ * bridge's transport allocated and that the host fills and checks through the transport's host
+ * copies. A decoder host checks every byte of a request once all its ranks reported it, then wipes
+ * the blocks, so that at the end its whole cache must be zero again.
  */
 public final class EngineHost implements DemoHost
 {
@@ -75,10 +76,16 @@ public final class EngineHost implements DemoHost
         this.arena = Arena.ofShared();
         KvBridge opened = null;
         try {
-            opened = KvBridge.builder().transport(options.backend()).agentName(agentName).sideChannelSecret(spec.sideChannelSecret()).build();
+            KvBridge.Builder builder = KvBridge.builder().transport(options.backend()).agentName(agentName).sideChannelSecret(spec.sideChannelSecret());
+            if (options.deviceCaches()) {
+                // every instance of the bridge, the ranks' included, works on the caches' device
+                builder.transportConfig(Map.of("device", Integer.toString(options.cacheDevice())));
+            }
+            opened = builder.build();
             this.bridge = opened;
             DemoModel model = DemoModel.of(options.layout());
-            this.engine = new DemoEngine(spec.engineId(), model, bridge, arena, spec.ppSize(), spec.tpSize(), spec.capacity(), options.cache(spec.prefill()),
+            EngineMemory memory = options.deviceCaches() ? EngineMemory.device(arena, bridge.transport(), options.cacheDevice()) : EngineMemory.host(arena);
+            this.engine = new DemoEngine(spec.engineId(), model, bridge, memory, spec.ppSize(), spec.tpSize(), spec.capacity(), options.cache(spec.prefill()),
                     spec.stages());
             for (CacheGeometry rank : engine.ranks) {
                 ConnectorSettings.Builder settings = ConnectorSettings.builder(spec.engineId(), rank).cacheSpec(engine.spec)
@@ -140,7 +147,7 @@ public final class EngineHost implements DemoHost
     @Override
     public void prefill(int request, int tokens, int[][] blockIds)
     {
-        engine.forEachPage(engine.shape.blocks(tokens), blockIds, (page, where) -> DemoEngine.fill(page, where, request));
+        engine.forEachPage(engine.shape.blocks(tokens), blockIds, EngineMemory.Access.WRITE, (page, where) -> DemoEngine.fill(page, where, request));
         TransferParams first = null;
         for (ProducerConnector rank : producers) {
             TransferParams own = rank.prefillFinished(producerId(request), BlockIds.of(blockIds));
@@ -213,9 +220,9 @@ public final class EngineHost implements DemoHost
         receiving.remove(id);
         int index = request.request;
         long parityErrors = request.failures.isEmpty()
-                ? engine.forEachPage(request.promptBlocks, request.blockIds, (page, where) -> DemoEngine.check(page, where, index, request.writtenTokens))
+                ? engine.forEachPage(request.promptBlocks, request.blockIds, EngineMemory.Access.READ, (page, where) -> DemoEngine.check(page, where, index, request.writtenTokens))
                 : 0;
-        engine.forEachPage(request.promptBlocks, request.blockIds, (page, where) -> {
+        engine.forEachPage(request.promptBlocks, request.blockIds, EngineMemory.Access.WRITE, (page, where) -> {
             page.fill((byte) 0);
             return 0;
         });
@@ -239,6 +246,8 @@ public final class EngineHost implements DemoHost
         audit.put("expiredLeases", counter(meters, "kvbridge.lease.expired"));
         audit.put("nonZeroBytes", spec.prefill() ? 0 : engine.nonZeroBytes());
         audit.put("cacheBytes", engine.totalBytes());
+        // what the hosts allocated, not what was asked: the audit shows where the bytes really were
+        audit.put("deviceCacheBytes", engine.onDevice() ? engine.totalBytes() : 0);
         audit.put("stages", stages());
         Map<String, Object> held = new LinkedHashMap<>();
         held.put("requests", idle.requests());
