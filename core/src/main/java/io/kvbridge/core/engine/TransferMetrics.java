@@ -16,7 +16,8 @@ import java.util.concurrent.TimeUnit;
  * {@code kvbridge_transfer_time_seconds}, {@code kvbridge_post_time_seconds},
  * {@code kvbridge_transfer_bytes}, {@code kvbridge_transfer_descriptors},
  * {@code kvbridge_transfer_operations}, {@code kvbridge_transfer_failed_total},
- * {@code kvbridge_notification_failed_total}, {@code kvbridge_lease_expired_total}), and an interval
+ * {@code kvbridge_notification_failed_total}, {@code kvbridge_lease_expired_total},
+ * {@code kvbridge_notifications_rejected_total} by {@code reason}), and an interval
  * summary for one log line that is reset each time it is read. Recording allocates nothing.
  * Thread-safe.
  *
@@ -37,6 +38,7 @@ final class TransferMetrics
     private final Counter failedTransfers;
     private final Counter failedNotifications;
     private final Counter expiredLeases;
+    private final Counter[] rejectedNotifications = new Counter[PeerSessions.Rejection.values().length];
 
     private final Object lock = new Object();
     private long count;
@@ -75,6 +77,10 @@ final class TransferMetrics
         this.failedNotifications = Counter.builder("kvbridge.notification.failed").description("notifications that could not be sent").register(registry);
         this.expiredLeases = Counter.builder("kvbridge.lease.expired").description("producer leases that expired before every consumer finished")
                 .register(registry);
+        for (PeerSessions.Rejection reason : PeerSessions.Rejection.values()) {
+            rejectedNotifications[reason.ordinal()] = Counter.builder("kvbridge.notifications.rejected").tag("reason", reason.tag)
+                    .description("notifications dropped because they were not authenticated as coming from a peer met at a handshake").register(registry);
+        }
     }
 
     private static Duration[] seconds(double... values)
@@ -126,6 +132,12 @@ final class TransferMetrics
         synchronized (lock) {
             expiries++;
         }
+    }
+
+    /** A notification was dropped unopened. */
+    void notificationRejected(PeerSessions.Rejection reason)
+    {
+        rejectedNotifications[reason.ordinal()].increment();
     }
 
     /**
