@@ -2,11 +2,10 @@ package io.kvbridge.core.wire;
 
 import static java.util.Objects.requireNonNull;
 
+import java.security.DigestException;
 import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
 import java.util.Arrays;
-import javax.crypto.Mac;
-import javax.crypto.ShortBufferException;
-import javax.crypto.spec.SecretKeySpec;
 
 /**
  * One notification session's seal: wraps each notification a client rank sends to a server rank
@@ -35,7 +34,8 @@ public final class NotificationSeal
 
     // a plain notification starts with a request id or an ASCII prefix, never with a NUL byte
     private static final byte[] MAGIC = {0x00, 'K', 'N', 0x01};
-    private static final String ALGORITHM = "HmacSHA256";
+    private static final int BLOCK_BYTES = 64;
+    private static final int DIGEST_BYTES = 32;
 
     /** What opening a notification found. */
     public enum Verdict
@@ -50,8 +50,12 @@ public final class NotificationSeal
 
     private final long sessionId;
     private final String peerAgent;
-    private final Mac mac;
-    private final byte[] macOut = new byte[32];
+    // HMAC-SHA256 (RFC 2104) on two digests: javax.crypto.Mac allocates its result on every doFinal
+    private final MessageDigest inner;
+    private final MessageDigest outer;
+    private final byte[] innerPad = new byte[BLOCK_BYTES];
+    private final byte[] outerPad = new byte[BLOCK_BYTES];
+    private final byte[] macOut = new byte[DIGEST_BYTES];
     private final long[] window = new long[REPLAY_WINDOW / Long.SIZE];
     private long nextSequence = 1;
     private long highest;
@@ -66,12 +70,19 @@ public final class NotificationSeal
         this.sessionId = key.sessionId();
         this.peerAgent = key.clientAgent();
         try {
-            this.mac = Mac.getInstance(ALGORITHM);
-            mac.init(new SecretKeySpec(key.key(), ALGORITHM));
+            this.inner = MessageDigest.getInstance("SHA-256");
+            this.outer = MessageDigest.getInstance("SHA-256");
         }
         catch (GeneralSecurityException e) {
-            // every Java platform must provide HmacSHA256
-            throw new IllegalStateException(ALGORITHM + " is not available", e);
+            // every Java platform must provide SHA-256
+            throw new IllegalStateException("SHA-256 is not available", e);
+        }
+        // the session key is 32 bytes, shorter than a block: it is zero-padded, never hashed first
+        byte[] secret = key.key();
+        for (int i = 0; i < BLOCK_BYTES; i++) {
+            byte k = i < secret.length ? secret[i] : 0;
+            innerPad[i] = (byte) (k ^ 0x36);
+            outerPad[i] = (byte) (k ^ 0x5c);
         }
     }
 
@@ -85,6 +96,16 @@ public final class NotificationSeal
     public String peerAgent()
     {
         return peerAgent;
+    }
+
+    /**
+     * Computes the full HMAC-SHA256 of bytes with this session's key, for tests that compare it with
+     * the platform's.
+     */
+    byte[] hmac(byte[] message)
+    {
+        computeMac(message, message.length);
+        return macOut.clone();
     }
 
     /** @return the use stamp last given to {@link #touch}; 0 when the session never opened a notification. */
@@ -228,11 +249,16 @@ public final class NotificationSeal
 
     private void computeMac(byte[] message, int length)
     {
-        mac.update(message, 0, length);
         try {
-            mac.doFinal(macOut, 0);
+            inner.update(innerPad);
+            inner.update(message, 0, length);
+            inner.digest(macOut, 0, DIGEST_BYTES);
+            outer.update(outerPad);
+            outer.update(macOut, 0, DIGEST_BYTES);
+            outer.digest(macOut, 0, DIGEST_BYTES);
         }
-        catch (ShortBufferException e) {
+        catch (DigestException e) {
+            // the buffer is always a whole digest long
             throw new IllegalStateException(e);
         }
     }
