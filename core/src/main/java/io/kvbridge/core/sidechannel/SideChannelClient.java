@@ -33,6 +33,7 @@ import java.util.Locale;
 public final class SideChannelClient
 {
     private static final byte[] NO_NONCE = new byte[0];
+    private static final int CONNECT_ATTEMPTS = 3;
 
     private final SideChannelSettings settings;
     private final SideChannelClock clock;
@@ -131,6 +132,36 @@ public final class SideChannelClient
         requireNonNull(ranks, "ranks is null");
         KvBridgeException.checkArgument(!ranks.isEmpty(), "no ranks to fetch from %s", address);
         long deadline = System.nanoTime() + settings.handshakeTimeout().toNanos();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return fetchOnce(address, ranks, session, deadline);
+            }
+            catch (Unanswered e) {
+                // a server under a connection flood closes connections it has not served yet (newest first
+                // served): a fresh connection is, so the handshake tries again while its deadline allows
+                if (attempt >= CONNECT_ATTEMPTS || deadline - System.nanoTime() <= 0) {
+                    throw e.failure;
+                }
+            }
+        }
+    }
+
+    /** The server closed the connection before it answered anything: worth one more connection. */
+    private static final class Unanswered
+            extends RuntimeException
+    {
+        final KvBridgeException failure;
+
+        Unanswered(KvBridgeException failure)
+        {
+            super(null, null, false, false);
+            this.failure = failure;
+        }
+    }
+
+    private List<Fetched> fetchOnce(InetSocketAddress address, List<RankKey> ranks, SessionRequest session, long deadline)
+    {
+        Budget budget = new Budget(settings.maxHandshakeBytes());
         try (Socket socket = new Socket()) {
             connect(socket, address, deadline);
             socket.setTcpNoDelay(true);
@@ -138,7 +169,6 @@ public final class SideChannelClient
             InputStream in = new BufferedInputStream(timed);
             OutputStream out = new BufferedOutputStream(socket.getOutputStream());
             List<Fetched> fetched = new ArrayList<>(ranks.size());
-            Budget budget = new Budget(settings.maxHandshakeBytes());
             for (RankKey rank : ranks) {
                 try {
                     fetched.add(fetchOne(address, rank, session, budget, in, out));
@@ -150,7 +180,9 @@ public final class SideChannelClient
             return fetched;
         }
         catch (IOException e) {
-            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed: %s", address, e), e);
+            KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed: %s",
+                    address, e), e);
+            throw budget.replies == 0 ? new Unanswered(failure) : failure;
         }
     }
 
@@ -196,8 +228,9 @@ public final class SideChannelClient
         byte[] frame = readReply(address, rank, budget, in);
         long receiveNanos = clock.monotonicNanos();
         if (frame == null) {
-            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+            KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
                     "the side channel at %s closed the connection without answering the request for rank %s", address, rank));
+            throw budget.replies == 0 ? new Unanswered(failure) : failure;
         }
         SideChannelMessages.Reply reply = SideChannelMessages.decodeReply(openReply(address, frame, request.nonce()), settings.limits());
         if (!reply.ok()) {
