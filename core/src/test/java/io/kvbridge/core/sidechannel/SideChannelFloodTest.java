@@ -85,7 +85,7 @@ final class SideChannelFloodTest
                     millis[HANDSHAKES - 1] / 1000.0, server.connectionsDisplaced(), server.connectionsRefused());
             System.out.println("side channel flood: " + figures);
             assertTrue(p99 < MAX_P99_MILLIS * 1_000, figures + " (bound: p99 < " + MAX_P99_MILLIS + " ms)");
-            assertTrue(server.connectionsDisplaced() > 0, "the flood never displaced a connection: " + figures);
+            assertTrue(server.connectionsAccepted() > SOCKETS + 20 + HANDSHAKES, "the flood never reached the server: " + figures);
             assertEquals(2 * (20 + HANDSHAKES), server.requestsServed(), figures);
             assertEquals(2 * HANDSHAKES, sessions.get(), figures);
             // one summary line per interval, not one line per refused connection
