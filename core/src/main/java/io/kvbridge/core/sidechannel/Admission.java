@@ -1,5 +1,6 @@
 package io.kvbridge.core.sidechannel;
 
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -15,8 +16,8 @@ import java.util.Set;
  * Which connections a side channel server holds, in two pools, so that sockets that never send a
  * valid request cannot starve the ones that do. A new connection is <i>pending</i> until its first
  * request is valid (authenticated, with a secret); pending connections are bounded in total and per
- * source address, and the newest displaces the oldest, so a flood of idle sockets only ever churns
- * itself while a client that asks at once is served. A connection whose first request was valid is
+ * source address, and the newest displaces the oldest (preferring one with nothing to read yet),
+ * so a flood of idle sockets only ever churns itself while a client that asks at once is served. A connection whose first request was valid is
  * <i>established</i>: pending ones never displace it; when the established pool is full, a newly
  * established connection displaces the one idle the longest between requests, or is refused when
  * every established connection is busy.
@@ -40,6 +41,8 @@ final class Admission
         private State state = State.PENDING;
         // System.nanoTime() since which an established connection waits for its next request; -1 while it is busy
         private long idleSinceNanos = -1;
+        // its first request was read whole and is being checked: spared like one waiting in the kernel
+        private volatile boolean requestRead;
 
         Connection(Socket socket)
         {
@@ -59,6 +62,8 @@ final class Admission
     record Promotion(boolean admitted, boolean refused, Connection displaced)
     {
     }
+
+    private static final int VICTIM_CANDIDATES = 8;
 
     private final int maxPending;
     private final int maxPendingPerAddress;
@@ -86,15 +91,45 @@ final class Admission
         synchronized (lock) {
             ArrayDeque<Connection> ofAddress = pendingByAddress.computeIfAbsent(connection.address, ignored -> new ArrayDeque<>());
             if (ofAddress.size() >= maxPendingPerAddress) {
-                displaced.add(removePending(ofAddress.peekFirst()));
+                displaced.add(removePending(victim(ofAddress)));
             }
             else if (pending.size() >= maxPending) {
-                displaced.add(removePending(pending.peekFirst()));
+                displaced.add(removePending(victim(pending)));
             }
             pending.addLast(connection);
             pendingByAddress.computeIfAbsent(connection.address, ignored -> new ArrayDeque<>()).addLast(connection);
         }
         return displaced;
+    }
+
+    /**
+     * The oldest pending connection that has not even a frame header waiting to be read: one whose
+     * request already arrived, only not yet read by its thread (a busy machine), is spared while a
+     * silent one is there to go instead. Looks at a few of the oldest only, so accepting stays cheap.
+     */
+    private static Connection victim(ArrayDeque<Connection> candidates)
+    {
+        int looked = 0;
+        for (Connection candidate : candidates) {
+            if (looked++ == VICTIM_CANDIDATES) {
+                break;
+            }
+            if (!candidate.requestRead && waitingBytes(candidate) < Frames.HEADER_BYTES) {
+                return candidate;
+            }
+        }
+        return candidates.peekFirst();
+    }
+
+    private static int waitingBytes(Connection connection)
+    {
+        try {
+            // FIONREAD under the socket's state lock: never waits for the connection's reader
+            return connection.socket.getInputStream().available();
+        }
+        catch (IOException e) {
+            return 0;
+        }
     }
 
     private Connection removePending(Connection connection)
@@ -142,6 +177,12 @@ final class Admission
             established.add(connection);
             return new Promotion(true, false, displaced);
         }
+    }
+
+    /** A pending connection's first request was read whole; it is being checked. */
+    void requestRead(Connection connection)
+    {
+        connection.requestRead = true;
     }
 
     /** An established connection waits for its next request from now on. */

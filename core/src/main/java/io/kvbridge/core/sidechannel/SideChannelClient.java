@@ -33,7 +33,7 @@ import java.util.Locale;
 public final class SideChannelClient
 {
     private static final byte[] NO_NONCE = new byte[0];
-    private static final int CONNECT_ATTEMPTS = 3;
+    private static final int CONNECT_ATTEMPTS = 8;
 
     private final SideChannelSettings settings;
     private final SideChannelClock clock;
@@ -142,6 +142,8 @@ public final class SideChannelClient
                 if (attempt >= CONNECT_ATTEMPTS || deadline - System.nanoTime() <= 0) {
                     throw e.failure;
                 }
+                // a little later each time, so that retries do not join the flood
+                java.util.concurrent.locks.LockSupport.parkNanos(Math.min(deadline - System.nanoTime(), attempt * 5_000_000L));
             }
         }
     }

@@ -68,8 +68,9 @@ public final class SideChannelServer implements AutoCloseable
     private static final byte[] NO_NONCE = new byte[0];
     private static final Comparator<RankKey> RANK_ORDER = Comparator.comparingInt(RankKey::ppRank).thenComparingInt(RankKey::tpRank);
     private static final Duration LOG_INTERVAL = Duration.ofSeconds(10);
-    // the kernel queues connections the accept thread has not taken yet: room for a flood's burst
-    private static final int MIN_BACKLOG = 1_024;
+    // the kernel queues connections the accept thread has not taken yet: room for a flood's burst, since
+    // a full queue drops a client's SYN and costs it a one-second retransmission (Linux caps it at somaxconn)
+    private static final int MIN_BACKLOG = 4_096;
 
     /** What the server holds for one rank: its encoded payload, and where its notification sessions go (null: none). */
     private record Served(byte[] payload, Consumer<SessionKey> sessions)
@@ -336,7 +337,8 @@ public final class SideChannelServer implements AutoCloseable
             for (Admission.Connection displaced : admission.admit(connection)) {
                 connectionsDisplaced.incrementAndGet();
                 refusals.record("displaced before a first request", "from " + displaced.address.getHostAddress());
-                closeQuietly(displaced.socket);
+                // closing wakes the connection's reader, which takes a while: not on the thread that accepts
+                Thread.ofVirtual().name("kvbridge-side-channel-close").start(() -> closeQuietly(displaced.socket));
             }
             try {
                 Thread.ofVirtual().name("kvbridge-side-channel-connection").start(() -> {
@@ -395,6 +397,9 @@ public final class SideChannelServer implements AutoCloseable
                 }
                 if (frame == null) {
                     return;
+                }
+                if (served == 0) {
+                    admission.requestRead(connection);
                 }
                 Opened opened;
                 SideChannelMessages.Request request;
