@@ -259,7 +259,7 @@ public final class SideChannelServer implements AutoCloseable
         return engineId;
     }
 
-    /** @return connections accepted and served. */
+    /** @return connections accepted, whether or not they were then served. */
     public long connectionsAccepted()
     {
         return connectionsAccepted.get();
