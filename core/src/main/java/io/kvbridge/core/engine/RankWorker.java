@@ -14,6 +14,7 @@ import io.kvbridge.core.sidechannel.SideChannelServer;
 import io.kvbridge.core.wire.HandshakeVerifier;
 import io.kvbridge.core.wire.PeerCapability;
 import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -80,6 +81,7 @@ abstract class RankWorker
     final SideChannelAddress ownAddress;
     final boolean mixedMemory;
     final String name;
+    final PeerSessions sessions;
 
     private final SideChannelServer server;
     private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -124,6 +126,7 @@ abstract class RankWorker
         }
         this.name = role + " " + settings.engineId() + " " + geometry.rank();
         this.transport = services.newTransport(role, settings);
+        this.sessions = new PeerSessions(name, metrics);
         List<Allocation> registered = new ArrayList<>();
         SideChannelServer acquired = null;
         try {
@@ -136,12 +139,14 @@ abstract class RankWorker
             for (TransferMode mode : settings.modes()) {
                 capabilities.add(mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL);
             }
-            acquired.publish(new RankMetadata(settings.engineId(), transport.name(), transport.localMetadata(), capabilities, geometry));
+            acquired.publish(new RankMetadata(settings.engineId(), transport.name(), transport.localMetadata(), capabilities, geometry),
+                    sessions::established);
             this.ownAddress = new SideChannelAddress(settings.advertisedHost(), acquired.address().getPort());
             HandshakeVerifier verifier = new HandshakeVerifier(geometry.model(), services.sideChannelSettings().compatibility(),
                     services.sideChannelSettings().limits());
+            // every handshake opens a notification session with the ranks fetched: what this rank sends them is sealed with it
             this.remotes = new RemoteEngines(services.client(), verifier, capabilities, services.sideChannelSettings().engineTtl(), services.clock(),
-                    services.handshakes(), this::evicted);
+                    services.handshakes(), this::evicted, transport.agentName());
         }
         catch (RuntimeException e) {
             if (acquired != null) {
@@ -286,7 +291,11 @@ abstract class RankWorker
     private void received(String sender, byte[] message)
     {
         try {
-            onNotification(sender, message);
+            // only what a peer met at a handshake sealed reaches the role; the rest is counted and dropped
+            byte[] opened = sessions.open(sender, message);
+            if (opened != null) {
+                onNotification(sender, opened);
+            }
         }
         catch (RuntimeException e) {
             LOG.warn("{}: dropped a notification from {} that could not be handled: {}", name, sender, e.toString());
@@ -427,7 +436,8 @@ abstract class RankWorker
         long start = now();
         long handle;
         try {
-            handle = transport.post(op, local.list(), localIndices, remote.list(), remoteIndices, count, notification);
+            byte[] sealed = notification == null ? null : sessions.seal(remote.peer(), notification);
+            handle = transport.post(op, local.list(), localIndices, remote.list(), remoteIndices, count, sealed);
         }
         catch (RuntimeException e) {
             mark.close();
@@ -469,9 +479,11 @@ abstract class RankWorker
         String key = remoteKey + "|" + rank;
         Peer peer = peers.get(key);
         if (peer == null) {
+            SessionKey session = engine.session(rank);
             peer = transport.connect(engine.metadata(rank).transportMetadata());
             peers.put(key, peer);
             peersByAgent.put(peer.name(), peer);
+            sessions.bind(peer, session);
         }
         return peer;
     }
@@ -481,8 +493,12 @@ abstract class RankWorker
         return peersByAgent.get(agent);
     }
 
-    /** A prepared list with the descriptors it was prepared from (their lengths give each transfer's bytes). */
-    record Prepared(PreparedList list, DescriptorList descriptors)
+    /**
+     * A prepared list with the descriptors it was prepared from (their lengths give each transfer's
+     * bytes) and the peer whose memory it describes (null for this rank's own), whose session seals
+     * a notification attached to a transfer into it.
+     */
+    record Prepared(PreparedList list, DescriptorList descriptors, Peer peer)
     {
     }
 
@@ -492,7 +508,7 @@ abstract class RankWorker
         Prepared prepared = lists.get(key);
         if (prepared == null) {
             DescriptorList built = descriptors.get();
-            prepared = new Prepared(peer == null ? transport.prepareLocal(built) : transport.prepareRemote(peer, built), built);
+            prepared = new Prepared(peer == null ? transport.prepareLocal(built) : transport.prepareRemote(peer, built), built, peer);
             lists.put(key, prepared);
         }
         return prepared;
@@ -539,6 +555,7 @@ abstract class RankWorker
             Map.Entry<String, Peer> entry = it.next();
             if (entry.getKey().startsWith(prefix)) {
                 peersByAgent.remove(entry.getValue().name());
+                sessions.unbind(entry.getValue());
                 disconnectQuietly(entry.getValue());
                 it.remove();
             }
@@ -569,7 +586,7 @@ abstract class RankWorker
     final boolean notifyQuietly(Peer peer, byte[] message, String what)
     {
         try {
-            transport.notify(peer, message);
+            transport.notify(peer, sessions.seal(peer, message));
             return true;
         }
         catch (RuntimeException e) {

@@ -17,7 +17,8 @@ import java.util.concurrent.TimeUnit;
  * {@code kvbridge_transfer_time_seconds}, {@code kvbridge_post_time_seconds},
  * {@code kvbridge_transfer_bytes}, {@code kvbridge_transfer_descriptors},
  * {@code kvbridge_transfer_operations}, {@code kvbridge_transfer_failed_total},
- * {@code kvbridge_notification_failed_total}, {@code kvbridge_lease_expired_total}), and an interval
+ * {@code kvbridge_notification_failed_total}, {@code kvbridge_lease_expired_total},
+ * {@code kvbridge_notifications_rejected_total} by {@code reason}), and an interval
  * summary for one log line that is reset each time it is read. Recording allocates nothing.
  * Thread-safe.
  *
@@ -59,6 +60,7 @@ final class TransferMetrics
     private final Timer[] handoverTime = new Timer[TransferMode.values().length];
     private final Timer handshakeOk;
     private final Timer handshakeFailed;
+    private final Counter[] rejectedNotifications = new Counter[PeerSessions.Rejection.values().length];
 
     private final Object lock = new Object();
     private long count;
@@ -114,6 +116,10 @@ final class TransferMetrics
                 .tags("outcome", "ok").serviceLevelObjectives(handshakeBuckets).register(registry);
         this.handshakeFailed = Timer.builder("kvbridge.handshake.time").description("a handshake a connector waited for, with one remote engine")
                 .tags("outcome", "failed").serviceLevelObjectives(handshakeBuckets).register(registry);
+        for (PeerSessions.Rejection reason : PeerSessions.Rejection.values()) {
+            rejectedNotifications[reason.ordinal()] = Counter.builder("kvbridge.notifications.rejected").tag("reason", reason.tag)
+                    .description("notifications dropped because they were not authenticated as coming from a peer met at a handshake").register(registry);
+        }
     }
 
     void requestDone(boolean producer, TransferMode mode, long durationNanos)
@@ -181,6 +187,12 @@ final class TransferMetrics
         synchronized (lock) {
             expiries++;
         }
+    }
+
+    /** A notification was dropped unopened. */
+    void notificationRejected(PeerSessions.Rejection reason)
+    {
+        rejectedNotifications[reason.ordinal()].increment();
     }
 
     /**

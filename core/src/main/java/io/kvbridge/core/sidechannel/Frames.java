@@ -48,9 +48,30 @@ final class Frames
     static byte[] read(InputStream in, int maxBytes, String what)
             throws IOException
     {
+        long length = readLength(in, what);
+        if (length < 0) {
+            return null;
+        }
+        if (length > maxBytes) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                    "%s frame length=%d exceeds the limit of %d bytes; refused without reading it (is the peer speaking this protocol?)",
+                    what, length, maxBytes));
+        }
+        return readBody(in, length, what);
+    }
+
+    /**
+     * Reads one frame header.
+     *
+     * @return the body's length (positive), or -1 when the stream ended cleanly before a frame began.
+     * @throws KvBridgeException with {@link ErrorCode#PROTOCOL_ERROR} for an empty frame or a truncated header.
+     */
+    static long readLength(InputStream in, String what)
+            throws IOException
+    {
         byte[] header = in.readNBytes(HEADER_BYTES);
         if (header.length == 0) {
-            return null;
+            return -1;
         }
         if (header.length < HEADER_BYTES) {
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
@@ -60,11 +81,17 @@ final class Frames
         if (length == 0) {
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, what + " frame is empty (expected: a msgpack envelope)");
         }
-        if (length > maxBytes) {
-            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
-                    "%s frame length=%d exceeds the limit of %d bytes; refused without reading it (is the peer speaking this protocol?)",
-                    what, length, maxBytes));
-        }
+        return length;
+    }
+
+    /**
+     * Reads the body of a frame whose length the caller checked against its limits.
+     *
+     * @throws KvBridgeException with {@link ErrorCode#PROTOCOL_ERROR} when the stream ends first.
+     */
+    static byte[] readBody(InputStream in, long length, String what)
+            throws IOException
+    {
         byte[] body = in.readNBytes((int) length);
         if (body.length < length) {
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,

@@ -6,6 +6,7 @@ import io.kvbridge.core.wire.HandshakeVerifier.Verified;
 import io.kvbridge.core.wire.PeerCapability;
 import io.kvbridge.core.wire.PeerGeometry;
 import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.net.InetSocketAddress;
@@ -21,9 +22,10 @@ import java.util.Set;
  * @param ranks the verified metadata of each rank fetched.
  * @param capabilities the capabilities both engines share.
  * @param clockOffset the remote monotonic clock minus ours, from the round trip with the smallest delay.
+ * @param sessions the notification session opened with each rank fetched, when sessions were asked for.
  */
 public record RemoteEngine(String engineId, InetSocketAddress address, Map<RankKey, Verified> ranks, Set<PeerCapability> capabilities,
-        ClockOffset clockOffset)
+        ClockOffset clockOffset, Map<RankKey, SessionKey> sessions)
 {
     /** Validates the values and copies the collections. */
     public RemoteEngine
@@ -33,6 +35,32 @@ public record RemoteEngine(String engineId, InetSocketAddress address, Map<RankK
         requireNonNull(clockOffset, "clockOffset is null");
         ranks = Map.copyOf(requireNonNull(ranks, "ranks is null"));
         capabilities = Set.copyOf(requireNonNull(capabilities, "capabilities is null"));
+        sessions = Map.copyOf(requireNonNull(sessions, "sessions is null"));
+    }
+
+    /** An engine fetched without notification sessions. */
+    public RemoteEngine(String engineId, InetSocketAddress address, Map<RankKey, Verified> ranks, Set<PeerCapability> capabilities,
+            ClockOffset clockOffset)
+    {
+        this(engineId, address, ranks, capabilities, clockOffset, Map.of());
+    }
+
+    /**
+     * Returns the notification session opened with a rank: the key this engine's notifications to
+     * that rank are sealed with.
+     *
+     * @param rank the rank.
+     * @return the session's key.
+     * @throws KvBridgeException with {@link ErrorCode#HANDSHAKE_FAILED} when none was opened.
+     */
+    public SessionKey session(RankKey rank)
+    {
+        SessionKey session = sessions.get(rank);
+        if (session == null) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "rank " + rank + " of engine " + engineId + " at " + address
+                    + " opened no notification session (sessions: " + sessions.keySet() + "); notifications to it could not be authenticated");
+        }
+        return session;
     }
 
     /**

@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.core.wire.HandshakeVerifier;
 import io.kvbridge.core.wire.HandshakeVerifier.Verified;
 import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.Rank;
@@ -48,6 +49,9 @@ public final class RemoteEngines
     private final SideChannelClock clock;
     private final Executor executor;
     private final Consumer<RemoteEngine> onEvicted;
+    // the transport agent whose notifications the sessions opened at each handshake authenticate; null: open none
+    private final String localAgent;
+    private final byte[] secret;
 
     private final Object lock = new Object();
     private final Map<String, Entry> entries = new HashMap<>();
@@ -82,7 +86,21 @@ public final class RemoteEngines
     public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
             SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted)
     {
+        this(client, verifier, localCapabilities, ttl, clock, executor, onEvicted, null);
+    }
+
+    /**
+     * Like the other constructor, opening a notification session with every rank each handshake
+     * fetches (see {@link RemoteEngine#session}).
+     *
+     * @param localAgent the transport agent name of the rank that sends the notifications; null for no sessions.
+     */
+    public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
+            SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted, String localAgent)
+    {
+        this.localAgent = localAgent;
         this.client = requireNonNull(client, "client is null");
+        this.secret = client.settings().secret();
         this.verifier = requireNonNull(verifier, "verifier is null");
         requireNonNull(localCapabilities, "localCapabilities is null");
         this.localCapabilities = Set.copyOf(localCapabilities.isEmpty() ? EnumSet.noneOf(PeerCapability.class) : EnumSet.copyOf(localCapabilities));
@@ -202,8 +220,10 @@ public final class RemoteEngines
     private RemoteEngine perform(String engineId, InetSocketAddress address, List<RankKey> missing, RemoteEngine previous)
     {
         Map<RankKey, Verified> ranks = new HashMap<>(previous == null ? Map.of() : previous.ranks());
+        Map<RankKey, SessionKey> sessions = new HashMap<>(previous == null ? Map.of() : previous.sessions());
         ClockOffset offset = previous == null ? null : previous.clockOffset();
-        for (SideChannelClient.Fetched fetched : client.fetch(address, missing)) {
+        SideChannelClient.SessionRequest session = localAgent == null ? null : new SideChannelClient.SessionRequest(localAgent, SessionKey.newNonce());
+        for (SideChannelClient.Fetched fetched : client.fetch(address, missing, session)) {
             Verified verified = verifier.verify(fetched.payload());
             String replied = verified.metadata().engineId();
             if (!replied.equals(engineId)) {
@@ -225,6 +245,11 @@ public final class RemoteEngines
                 }
             }
             ranks.put(fetched.rank(), verified);
+            if (session != null) {
+                // the engine id is the one asked for and checked above, as the server derives with its own
+                sessions.put(fetched.rank(), SessionKey.derive(secret, session.nonce(), fetched.sessionNonce(), localAgent, engineId,
+                        fetched.rank().ppRank(), fetched.rank().tpRank()));
+            }
             offset = fetched.clockSample().better(offset);
         }
         Set<PeerCapability> remote = EnumSet.allOf(PeerCapability.class);
@@ -232,7 +257,7 @@ public final class RemoteEngines
             remote.retainAll(verified.metadata().capabilities());
         }
         Set<PeerCapability> common = PeerCapability.negotiate(localCapabilities, remote, "engine " + engineId);
-        return new RemoteEngine(engineId, address, ranks, common, offset);
+        return new RemoteEngine(engineId, address, ranks, common, offset, sessions);
     }
 
     private void finish(String key, RemoteEngine engine, Throwable failure, CompletableFuture<RemoteEngine> future)

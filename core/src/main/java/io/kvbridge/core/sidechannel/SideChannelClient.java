@@ -6,6 +6,7 @@ import io.kvbridge.core.wire.AuthenticationCounters;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.MessageAuthenticator.Direction;
 import io.kvbridge.core.wire.MessageAuthenticator.Opened;
+import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.BufferedInputStream;
@@ -32,6 +33,7 @@ import java.util.Locale;
 public final class SideChannelClient
 {
     private static final byte[] NO_NONCE = new byte[0];
+    private static final int CONNECT_ATTEMPTS = 8;
 
     private final SideChannelSettings settings;
     private final SideChannelClock clock;
@@ -44,9 +46,30 @@ public final class SideChannelClient
      * @param rank the rank asked for.
      * @param payload the payload bytes, not yet verified.
      * @param clockSample the clock offset estimated from this request's round trip.
+     * @param sessionNonce the server's notification session nonce when a session was asked for and
+     *     opened, else null.
      */
-    public record Fetched(RankKey rank, byte[] payload, ClockOffset clockSample)
+    public record Fetched(RankKey rank, byte[] payload, ClockOffset clockSample, byte[] sessionNonce)
     {
+    }
+
+    /**
+     * What a client asks for when it wants a notification session with every rank it fetches.
+     *
+     * @param agent the client rank's transport agent name, the sender of its notifications.
+     * @param nonce the client's nonce for this handshake ({@link SessionKey#newNonce()}).
+     */
+    public record SessionRequest(String agent, byte[] nonce)
+    {
+        /** Validates the values. */
+        public SessionRequest
+        {
+            requireNonNull(agent, "agent is null");
+            requireNonNull(nonce, "nonce is null");
+            KvBridgeException.checkArgument(!agent.isEmpty(), "agent is empty");
+            KvBridgeException.checkArgument(nonce.length == SessionKey.NONCE_BYTES, "nonce.length=%d (expected: %d)", nonce.length,
+                    SessionKey.NONCE_BYTES);
+        }
     }
 
     /**
@@ -89,10 +112,58 @@ public final class SideChannelClient
      */
     public List<Fetched> fetch(InetSocketAddress address, List<RankKey> ranks)
     {
+        return fetch(address, ranks, null);
+    }
+
+    /**
+     * Like {@link #fetch(InetSocketAddress, List)}, asking each rank for a notification session.
+     * Everything read is bounded by {@code maxHandshakeBytes} in total, whatever the peer sends.
+     *
+     * @param address the peer's side channel.
+     * @param ranks the ranks to fetch, in order.
+     * @param session the session to ask for, or null for none.
+     * @return one entry per rank, in the same order.
+     * @throws KvBridgeException as {@link #fetch(InetSocketAddress, List)}, and with
+     *     {@link ErrorCode#PROTOCOL_ERROR} when the replies would exceed {@code maxHandshakeBytes}.
+     */
+    public List<Fetched> fetch(InetSocketAddress address, List<RankKey> ranks, SessionRequest session)
+    {
         requireNonNull(address, "address is null");
         requireNonNull(ranks, "ranks is null");
         KvBridgeException.checkArgument(!ranks.isEmpty(), "no ranks to fetch from %s", address);
         long deadline = System.nanoTime() + settings.handshakeTimeout().toNanos();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return fetchOnce(address, ranks, session, deadline);
+            }
+            catch (Unanswered e) {
+                // a server under a connection flood closes connections it has not served yet (newest first
+                // served): a fresh connection is, so the handshake tries again while its deadline allows
+                if (attempt >= CONNECT_ATTEMPTS || deadline - System.nanoTime() <= 0) {
+                    throw e.failure;
+                }
+                // a little later each time, so that retries do not join the flood
+                java.util.concurrent.locks.LockSupport.parkNanos(Math.min(deadline - System.nanoTime(), attempt * 5_000_000L));
+            }
+        }
+    }
+
+    /** The server closed the connection before it answered anything: worth one more connection. */
+    private static final class Unanswered
+            extends RuntimeException
+    {
+        final KvBridgeException failure;
+
+        Unanswered(KvBridgeException failure)
+        {
+            super(null, null, false, false);
+            this.failure = failure;
+        }
+    }
+
+    private List<Fetched> fetchOnce(InetSocketAddress address, List<RankKey> ranks, SessionRequest session, long deadline)
+    {
+        Budget budget = new Budget(settings.maxHandshakeBytes());
         try (Socket socket = new Socket()) {
             connect(socket, address, deadline);
             socket.setTcpNoDelay(true);
@@ -102,7 +173,7 @@ public final class SideChannelClient
             List<Fetched> fetched = new ArrayList<>(ranks.size());
             for (RankKey rank : ranks) {
                 try {
-                    fetched.add(fetchOne(address, rank, in, out));
+                    fetched.add(fetchOne(address, rank, session, budget, in, out));
                 }
                 catch (SocketTimeoutException e) {
                     throw timedOut(address, rank, timed.deadlinePassed());
@@ -111,7 +182,9 @@ public final class SideChannelClient
             return fetched;
         }
         catch (IOException e) {
-            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed: %s", address, e), e);
+            KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed: %s",
+                    address, e), e);
+            throw budget.replies == 0 ? new Unanswered(failure) : failure;
         }
     }
 
@@ -134,17 +207,32 @@ public final class SideChannelClient
         }
     }
 
-    private Fetched fetchOne(InetSocketAddress address, RankKey rank, InputStream in, OutputStream out)
+    /** What one handshake has read so far, against {@code maxHandshakeBytes}. */
+    private static final class Budget
+    {
+        final long max;
+        long read;
+        int replies;
+
+        Budget(long max)
+        {
+            this.max = max;
+        }
+    }
+
+    private Fetched fetchOne(InetSocketAddress address, RankKey rank, SessionRequest session, Budget budget, InputStream in, OutputStream out)
             throws IOException
     {
-        Opened request = authenticator.seal(Direction.REQUEST, SideChannelMessages.request(rank), NO_NONCE);
+        byte[] content = session == null ? SideChannelMessages.request(rank) : SideChannelMessages.request(rank, session.agent(), session.nonce());
+        Opened request = authenticator.seal(Direction.REQUEST, content, NO_NONCE);
         long sendNanos = clock.monotonicNanos();
         Frames.write(out, request.content());
-        byte[] frame = Frames.read(in, settings.limits().maxFrameBytes(), "reply");
+        byte[] frame = readReply(address, rank, budget, in);
         long receiveNanos = clock.monotonicNanos();
         if (frame == null) {
-            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+            KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
                     "the side channel at %s closed the connection without answering the request for rank %s", address, rank));
+            throw budget.replies == 0 ? new Unanswered(failure) : failure;
         }
         SideChannelMessages.Reply reply = SideChannelMessages.decodeReply(openReply(address, frame, request.nonce()), settings.limits());
         if (!reply.ok()) {
@@ -153,7 +241,38 @@ public final class SideChannelClient
             throw new KvBridgeException(code, String.format(Locale.ROOT,
                     "the side channel at %s refused the request for rank %s: %s", address, rank, reply.errorMessage()));
         }
-        return new Fetched(rank, reply.payload(), ClockOffset.sample(sendNanos, reply.clockNanos(), Math.max(sendNanos, receiveNanos)));
+        if (session != null && reply.sessionNonce() == null) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                    "the side channel at %s opened no notification session for rank %s (the rank takes no notifications, or the peer runs an"
+                            + " older kvbridge release: run the same release on both engines)", address, rank));
+        }
+        return new Fetched(rank, reply.payload(), ClockOffset.sample(sendNanos, reply.clockNanos(), Math.max(sendNanos, receiveNanos)),
+                session == null ? null : reply.sessionNonce());
+    }
+
+    /** Reads one reply within both the frame limit and what is left of the handshake's total. */
+    private byte[] readReply(InetSocketAddress address, RankKey rank, Budget budget, InputStream in)
+            throws IOException
+    {
+        long length = Frames.readLength(in, "reply");
+        if (length < 0) {
+            return null;
+        }
+        int maxFrame = settings.limits().maxFrameBytes();
+        if (length > maxFrame) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                    "reply frame length=%d exceeds the limit of %d bytes (maxFrameBytes); refused without reading it (is the side channel at %s"
+                            + " speaking this protocol? it answered the request for rank %s)", length, maxFrame, address, rank));
+        }
+        if (length > budget.max - budget.read) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                    "the handshake with the side channel at %s would read more than maxHandshakeBytes=%d: %d bytes in %d replies so far, and the"
+                            + " reply for rank %s announces length=%d; refused without reading it (raise maxHandshakeBytes if the peer's ranks"
+                            + " really advertise this much)", address, budget.max, budget.read, budget.replies, rank, length));
+        }
+        budget.read += Frames.HEADER_BYTES + length;
+        budget.replies++;
+        return Frames.readBody(in, length, "reply");
     }
 
     private byte[] openReply(InetSocketAddress address, byte[] frame, byte[] requestNonce)

@@ -2,6 +2,7 @@ package io.kvbridge.core.sidechannel;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.core.wire.WireDecoder;
 import io.kvbridge.core.wire.WireLimits;
 import io.kvbridge.core.wire.WireMap;
@@ -13,10 +14,13 @@ import io.kvbridge.spi.ErrorCode;
  * the server's monotonic clock, or names an error.
  *
  * <pre>
- *   request: {"type": "get_metadata", "pp_rank": int, "tp_rank": int}
- *   reply:   {"status": "ok", "payload": bin, "clock_nanos": int}
+ *   request: {"type": "get_metadata", "pp_rank": int, "tp_rank": int, ["agent": str, "session_nonce": bin(16)]}
+ *   reply:   {"status": "ok", "payload": bin, "clock_nanos": int, ["session_nonce": bin(16)]}
  *          | {"status": "error", "code": str, "message": str}
  * </pre>
+ *
+ * <p>A request naming its transport agent and a nonce asks for a notification session; the reply
+ * then carries the server's nonce (see {@link io.kvbridge.core.wire.SessionKey}).
  */
 final class SideChannelMessages
 {
@@ -27,14 +31,26 @@ final class SideChannelMessages
     }
 
     /**
+     * A decoded request.
+     *
+     * @param rank the rank asked for.
+     * @param agent the client's transport agent name when it asks for a notification session, else null.
+     * @param sessionNonce the client's session nonce, with {@code agent}; else null.
+     */
+    record Request(RankKey rank, String agent, byte[] sessionNonce)
+    {
+    }
+
+    /**
      * A decoded reply.
      *
      * @param payload the rank's handshake payload; null for an error.
      * @param clockNanos the server's monotonic clock when it replied.
      * @param errorCode the error's code id; null when ok.
      * @param errorMessage the error's message; null when ok.
+     * @param sessionNonce the server's session nonce when it opened a session, else null.
      */
-    record Reply(byte[] payload, long clockNanos, String errorCode, String errorMessage)
+    record Reply(byte[] payload, long clockNanos, String errorCode, String errorMessage, byte[] sessionNonce)
     {
         boolean ok()
         {
@@ -44,14 +60,22 @@ final class SideChannelMessages
 
     static byte[] request(RankKey rank)
     {
-        return new WireWriter().map(3)
-                .string("type").string(GET_METADATA)
-                .string("pp_rank").integer(rank.ppRank())
-                .string("tp_rank").integer(rank.tpRank())
-                .toByteArray();
+        return request(rank, null, null);
     }
 
-    static RankKey decodeRequest(byte[] content, WireLimits limits)
+    static byte[] request(RankKey rank, String agent, byte[] sessionNonce)
+    {
+        WireWriter writer = new WireWriter().map(agent == null ? 3 : 5)
+                .string("type").string(GET_METADATA)
+                .string("pp_rank").integer(rank.ppRank())
+                .string("tp_rank").integer(rank.tpRank());
+        if (agent != null) {
+            writer.string("agent").string(agent).string("session_nonce").binary(sessionNonce);
+        }
+        return writer.toByteArray();
+    }
+
+    static Request decodeRequest(byte[] content, WireLimits limits)
     {
         WireMap map = WireDecoder.decodeMap(content, limits, "side channel request");
         String type = map.requireString("type");
@@ -63,16 +87,41 @@ final class SideChannelMessages
         if (ppRank < 0 || tpRank < 0) {
             throw map.error("pp_rank", "pp_rank=" + ppRank + " tp_rank=" + tpRank + " must not be negative");
         }
-        return new RankKey(ppRank, tpRank);
+        RankKey rank = new RankKey(ppRank, tpRank);
+        if (!map.has("agent")) {
+            return new Request(rank, null, null);
+        }
+        String agent = map.requireString("agent");
+        if (agent.isEmpty()) {
+            throw map.error("agent", "must not be empty");
+        }
+        return new Request(rank, agent, nonce(map));
+    }
+
+    private static byte[] nonce(WireMap map)
+    {
+        byte[] nonce = map.requireBinary("session_nonce");
+        if (nonce.length != SessionKey.NONCE_BYTES) {
+            throw map.error("session_nonce", "length=" + nonce.length + " (expected: " + SessionKey.NONCE_BYTES + ")");
+        }
+        return nonce;
     }
 
     static byte[] okReply(byte[] payload, long clockNanos)
     {
-        return new WireWriter().map(3)
+        return okReply(payload, clockNanos, null);
+    }
+
+    static byte[] okReply(byte[] payload, long clockNanos, byte[] sessionNonce)
+    {
+        WireWriter writer = new WireWriter().map(sessionNonce == null ? 3 : 4)
                 .string("status").string("ok")
                 .string("payload").binary(payload)
-                .string("clock_nanos").integer(clockNanos)
-                .toByteArray();
+                .string("clock_nanos").integer(clockNanos);
+        if (sessionNonce != null) {
+            writer.string("session_nonce").binary(sessionNonce);
+        }
+        return writer.toByteArray();
     }
 
     static byte[] errorReply(ErrorCode code, String message)
@@ -90,8 +139,9 @@ final class SideChannelMessages
         WireMap map = WireDecoder.decodeMap(content, limits, "side channel reply");
         String status = map.requireString("status");
         return switch (status) {
-            case "ok" -> new Reply(map.requireBinary("payload"), map.requireLong("clock_nanos"), null, null);
-            case "error" -> new Reply(null, 0, map.optionalString("code", "unknown"), map.optionalString("message", ""));
+            case "ok" -> new Reply(map.requireBinary("payload"), map.requireLong("clock_nanos"), null, null,
+                    map.has("session_nonce") ? nonce(map) : null);
+            case "error" -> new Reply(null, 0, map.optionalString("code", "unknown"), map.optionalString("message", ""), null);
             default -> throw map.error("status", "value=" + status + " is not one of [ok, error]");
         };
     }

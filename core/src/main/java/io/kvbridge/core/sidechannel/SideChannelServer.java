@@ -9,6 +9,7 @@ import io.kvbridge.core.wire.MessageAuthenticator.Direction;
 import io.kvbridge.core.wire.MessageAuthenticator.Opened;
 import io.kvbridge.core.wire.MetadataCodec;
 import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.BufferedInputStream;
@@ -21,6 +22,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
@@ -28,17 +30,26 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * One engine's side channel: a TCP server that serves each of the engine's ranks' handshake
  * payload under its {@code (ppRank, tpRank)}. Payloads are encoded once at start. One platform
- * thread accepts; each connection is served on its own virtual thread, at most
- * {@code maxConnections} at once, each closed after {@code idleConnectionTimeout} of silence.
+ * thread accepts; each connection is served on its own virtual thread. Which connections are held
+ * is the {@link Admission}'s choice: a new connection must send a valid first request within
+ * {@code firstRequestTimeout} and until then can be displaced by newer ones (at most
+ * {@code maxPendingConnections}, {@code maxPendingPerAddress} per source address); an established
+ * one is never displaced by those, at most {@code maxConnections} are served at once, each closed
+ * after {@code idleConnectionTimeout} of silence. Refusals are logged as one summary line per
+ * interval.
+ *
+ * <p>A request that names the client's transport agent and a nonce opens a notification session
+ * with the rank asked for: the rank's session sink receives the derived {@link SessionKey} before
+ * the reply carrying the server's nonce leaves.
  *
  * <p>A client that sends anything malformed gets an error reply (where a reply is possible) and
  * its connection is closed; nothing it sends reaches other connections, which go on being served.
@@ -56,25 +67,37 @@ public final class SideChannelServer implements AutoCloseable
     private static final long ACCEPT_RETRY_MILLIS = 50;
     private static final byte[] NO_NONCE = new byte[0];
     private static final Comparator<RankKey> RANK_ORDER = Comparator.comparingInt(RankKey::ppRank).thenComparingInt(RankKey::tpRank);
+    private static final Duration LOG_INTERVAL = Duration.ofSeconds(10);
+    // the kernel queues connections the accept thread has not taken yet: room for a flood's burst, since
+    // a full queue drops a client's SYN and costs it a one-second retransmission (Linux caps it at somaxconn)
+    private static final int MIN_BACKLOG = 4_096;
+
+    /** What the server holds for one rank: its encoded payload, and where its notification sessions go (null: none). */
+    private record Served(byte[] payload, Consumer<SessionKey> sessions)
+    {
+    }
 
     private final String engineId;
-    private final Map<RankKey, byte[]> payloads;
+    private final Map<RankKey, Served> payloads;
     private final SideChannelSettings settings;
     private final SideChannelClock clock;
     private final MessageAuthenticator authenticator;
     private final MessageAuthenticator plainReplies;
+    private final byte[] secret;
     private final ServerSocket serverSocket;
-    private final Semaphore connectionPermits;
-    private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
+    private final Admission admission;
+    private final LogSummary refusals;
     private final Thread acceptThread;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private final AtomicLong connectionsAccepted = new AtomicLong();
     private final AtomicLong connectionsRefused = new AtomicLong();
+    private final AtomicLong connectionsDisplaced = new AtomicLong();
     private final AtomicLong requestsServed = new AtomicLong();
     private final AtomicLong requestsRejected = new AtomicLong();
+    private final AtomicLong sessionsOpened = new AtomicLong();
 
-    private SideChannelServer(String engineId, Map<RankKey, byte[]> payloads, SideChannelSettings settings, SideChannelClock clock,
+    private SideChannelServer(String engineId, Map<RankKey, Served> payloads, SideChannelSettings settings, SideChannelClock clock,
             ServerSocket serverSocket)
     {
         this.engineId = engineId;
@@ -83,8 +106,11 @@ public final class SideChannelServer implements AutoCloseable
         this.clock = clock;
         this.authenticator = settings.newAuthenticator(clock);
         this.plainReplies = MessageAuthenticator.unauthenticated(settings.limits());
+        this.secret = settings.secret();
         this.serverSocket = serverSocket;
-        this.connectionPermits = new Semaphore(settings.maxConnections());
+        this.admission = new Admission(settings.maxPendingConnections(), settings.maxPendingPerAddress(), settings.maxConnections());
+        this.refusals = new LogSummary(LOG, "side channel of engine " + engineId + " on port " + serverSocket.getLocalPort()
+                + ": connections refused or requests rejected", LOG_INTERVAL);
         this.acceptThread = Thread.ofPlatform().daemon().name("kvbridge-side-channel-" + serverSocket.getLocalPort()).unstarted(this::acceptLoop);
     }
 
@@ -107,9 +133,9 @@ public final class SideChannelServer implements AutoCloseable
         requireNonNull(settings, "settings is null");
         requireNonNull(clock, "clock is null");
         KvBridgeException.checkArgument(!ranks.isEmpty(), "engine %s serves no ranks (expected: the metadata of at least one rank)", engineId);
-        Map<RankKey, byte[]> payloads = new TreeMap<>(RANK_ORDER);
+        Map<RankKey, Served> payloads = new TreeMap<>(RANK_ORDER);
         for (RankMetadata rank : ranks) {
-            byte[] previous = payloads.put(RankKey.of(rank.rank()), encodeChecked(engineId, rank, settings));
+            Served previous = payloads.put(RankKey.of(rank.rank()), new Served(encodeChecked(engineId, rank, settings), null));
             KvBridgeException.checkArgument(previous == null, "rank %s is given twice", RankKey.of(rank.rank()));
         }
         return start(engineId, payloads, settings, clock);
@@ -142,8 +168,21 @@ public final class SideChannelServer implements AutoCloseable
      */
     public void publish(RankMetadata rank)
     {
+        publish(rank, null);
+    }
+
+    /**
+     * Like {@link #publish(RankMetadata)}, for a rank that takes notifications: each client that asks
+     * for a notification session with it hands its key to the sink (on the connection's thread)
+     * before the reply leaves.
+     *
+     * @param rank the rank's metadata; it must carry the server's engine id.
+     * @param sessions receives each session's key; null for a rank that opens none.
+     */
+    public void publish(RankMetadata rank, Consumer<SessionKey> sessions)
+    {
         requireNonNull(rank, "rank is null");
-        payloads.put(RankKey.of(rank.rank()), encodeChecked(engineId, rank, settings));
+        payloads.put(RankKey.of(rank.rank()), new Served(encodeChecked(engineId, rank, settings), sessions));
         LOG.debug("side channel of engine {} serves rank {}", engineId, RankKey.of(rank.rank()));
     }
 
@@ -172,13 +211,14 @@ public final class SideChannelServer implements AutoCloseable
         return payload;
     }
 
-    private static SideChannelServer start(String engineId, Map<RankKey, byte[]> payloads, SideChannelSettings settings, SideChannelClock clock)
+    private static SideChannelServer start(String engineId, Map<RankKey, Served> payloads, SideChannelSettings settings, SideChannelClock clock)
     {
         ServerSocket serverSocket;
         try {
             serverSocket = new ServerSocket();
             serverSocket.setReuseAddress(true);
-            serverSocket.bind(new InetSocketAddress(settings.bindAddress(), settings.port()), settings.maxConnections());
+            serverSocket.bind(new InetSocketAddress(settings.bindAddress(), settings.port()),
+                    Math.max(MIN_BACKLOG, settings.maxConnections() + settings.maxPendingConnections()));
         }
         catch (IOException e) {
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, String.format(Locale.ROOT,
@@ -219,16 +259,44 @@ public final class SideChannelServer implements AutoCloseable
         return engineId;
     }
 
-    /** {@return connections accepted and served} */
+    /** {@return connections accepted, whether or not they were then served} */
     public long connectionsAccepted()
     {
         return connectionsAccepted.get();
     }
 
-    /** {@return connections closed at once because {@code maxConnections} were being served} */
+    /** {@return connections closed after a valid first request because {@code maxConnections} were busy being served} */
     public long connectionsRefused()
     {
         return connectionsRefused.get();
+    }
+
+    /**
+     * {@return connections closed before they sent a valid first request} Such a connection was
+     * displaced by a newer one or silent past {@code firstRequestTimeout}; the count also holds idle
+     * established connections displaced by newly established ones.
+     */
+    public long connectionsDisplaced()
+    {
+        return connectionsDisplaced.get();
+    }
+
+    /** {@return notification sessions opened (handed to a rank's sink)} */
+    public long sessionsOpened()
+    {
+        return sessionsOpened.get();
+    }
+
+    /** {@return connections held now that have not sent a valid first request} */
+    public int pendingConnections()
+    {
+        return admission.pendingCount();
+    }
+
+    /** {@return connections held now that sent a valid first request} */
+    public int establishedConnections()
+    {
+        return admission.establishedCount();
     }
 
     /** {@return requests answered with a payload} */
@@ -258,31 +326,36 @@ public final class SideChannelServer implements AutoCloseable
             }
             catch (IOException e) {
                 if (!closed.get()) {
-                    LOG.warn("side channel of engine {}: accept failed: {}", engineId, e.toString());
+                    refusals.record("accept failures", e.toString());
                     // e.g. out of file descriptors: pause instead of spinning on the same failure
                     pauseAfterAcceptFailure();
                 }
                 continue;
             }
-            if (!connectionPermits.tryAcquire()) {
-                connectionsRefused.incrementAndGet();
-                LOG.warn("side channel of engine {}: refused a connection from {}: maxConnections={} are being served",
-                        engineId, socket.getRemoteSocketAddress(), settings.maxConnections());
-                closeQuietly(socket);
-                continue;
-            }
             connectionsAccepted.incrementAndGet();
-            connections.add(socket);
-            Thread.ofVirtual().name("kvbridge-side-channel-connection").start(() -> {
-                try {
-                    serve(socket);
-                }
-                finally {
-                    connections.remove(socket);
-                    closeQuietly(socket);
-                    connectionPermits.release();
-                }
-            });
+            Admission.Connection connection = new Admission.Connection(socket);
+            for (Admission.Connection displaced : admission.admit(connection)) {
+                connectionsDisplaced.incrementAndGet();
+                refusals.record("displaced before a first request", "from " + displaced.address.getHostAddress());
+                // closing wakes the connection's reader, which takes a while: not on the thread that accepts
+                Thread.ofVirtual().name("kvbridge-side-channel-close").start(() -> closeQuietly(displaced.socket));
+            }
+            try {
+                Thread.ofVirtual().name("kvbridge-side-channel-connection").start(() -> {
+                    try {
+                        serve(connection);
+                    }
+                    finally {
+                        admission.closed(connection);
+                        closeQuietly(socket);
+                    }
+                });
+            }
+            catch (RuntimeException | OutOfMemoryError e) {
+                admission.closed(connection);
+                closeQuietly(socket);
+                refusals.record("accept failures", e.toString());
+            }
         }
     }
 
@@ -296,17 +369,24 @@ public final class SideChannelServer implements AutoCloseable
         }
     }
 
-    private void serve(Socket socket)
+    private void serve(Admission.Connection connection)
     {
+        Socket socket = connection.socket;
         try {
             socket.setTcpNoDelay(true);
+            // a new connection has a short deadline for its whole first request: holding a socket open costs the attacker nothing
+            long firstNanos = settings.firstRequestTimeout().toNanos();
             long idleNanos = settings.idleConnectionTimeout().toNanos();
-            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.idleConnectionTimeout().toMillis(), System.nanoTime() + idleNanos);
+            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.idleConnectionTimeout().toMillis(), System.nanoTime() + firstNanos);
             InputStream in = new BufferedInputStream(timed);
             OutputStream out = new BufferedOutputStream(socket.getOutputStream());
+            byte[] serverNonce = null;
             for (int served = 0; served < MAX_REQUESTS_PER_CONNECTION && !closed.get(); served++) {
-                // the whole next request must arrive within the idle timeout: dripping bytes does not extend it
-                timed.deadline(System.nanoTime() + idleNanos);
+                if (served > 0) {
+                    // the whole next request must arrive within the idle timeout: dripping bytes does not extend it
+                    timed.deadline(System.nanoTime() + idleNanos);
+                    admission.idle(connection);
+                }
                 byte[] frame;
                 try {
                     frame = Frames.read(in, MAX_REQUEST_BYTES, "request");
@@ -318,14 +398,38 @@ public final class SideChannelServer implements AutoCloseable
                 if (frame == null) {
                     return;
                 }
-                if (!answer(frame, timed, out, socket)) {
+                if (served == 0) {
+                    admission.requestRead(connection);
+                }
+                Opened opened;
+                SideChannelMessages.Request request;
+                try {
+                    opened = authenticator.open(Direction.REQUEST, frame, NO_NONCE);
+                    request = SideChannelMessages.decodeRequest(opened.content(), settings.limits());
+                }
+                catch (KvBridgeException e) {
+                    reject(timed, out, socket, e);
                     return;
                 }
+                if (served == 0 && !established(connection, out, opened)) {
+                    return;
+                }
+                admission.busy(connection);
+                if (request.agent() != null && serverNonce == null) {
+                    serverNonce = SessionKey.newNonce();
+                }
+                answer(request, opened, serverNonce, out);
             }
         }
         catch (SocketTimeoutException e) {
-            LOG.debug("side channel of engine {}: closed a connection from {} that sent no whole request within {}", engineId,
-                    socket.getRemoteSocketAddress(), settings.idleConnectionTimeout());
+            if (admission.pending(connection)) {
+                connectionsDisplaced.incrementAndGet();
+                refusals.record("closed without a whole first request within firstRequestTimeout", "from " + connection.address.getHostAddress());
+            }
+            else {
+                LOG.debug("side channel of engine {}: closed a connection from {} that sent no whole request within {}", engineId,
+                        socket.getRemoteSocketAddress(), settings.idleConnectionTimeout());
+            }
         }
         catch (SocketException e) {
             LOG.debug("side channel of engine {}: connection from {} ended: {}", engineId, socket.getRemoteSocketAddress(), e.toString());
@@ -335,39 +439,60 @@ public final class SideChannelServer implements AutoCloseable
         }
     }
 
-    /** Answers one request; returns whether the connection may go on. */
-    private boolean answer(byte[] frame, DeadlineInputStream in, OutputStream out, Socket socket)
+    /** Moves a connection whose first request was valid to the established pool; returns false when it was refused or displaced. */
+    private boolean established(Admission.Connection connection, OutputStream out, Opened request)
             throws IOException
     {
-        Opened request;
-        RankKey rank;
-        try {
-            request = authenticator.open(Direction.REQUEST, frame, NO_NONCE);
-            rank = SideChannelMessages.decodeRequest(request.content(), settings.limits());
+        Admission.Promotion promotion = admission.promote(connection);
+        if (promotion.displaced() != null) {
+            connectionsDisplaced.incrementAndGet();
+            refusals.record("idle established displaced", "from " + promotion.displaced().address.getHostAddress());
+            closeQuietly(promotion.displaced().socket);
         }
-        catch (KvBridgeException e) {
-            reject(in, out, socket, e);
-            return false;
+        if (promotion.admitted()) {
+            return true;
         }
-        byte[] payload = payloads.get(rank);
-        if (payload == null) {
+        if (promotion.refused()) {
+            connectionsRefused.incrementAndGet();
+            refusals.record("refused: every connection busy", "maxConnections=" + settings.maxConnections() + ", from "
+                    + connection.address.getHostAddress());
+            send(out, SideChannelMessages.errorReply(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                    "engine %s's side channel is serving maxConnections=%d busy connections; retry shortly", engineId, settings.maxConnections())),
+                    request.nonce());
+        }
+        return false;
+    }
+
+    /** Answers one valid request. */
+    private void answer(SideChannelMessages.Request request, Opened opened, byte[] serverNonce, OutputStream out)
+            throws IOException
+    {
+        RankKey rank = request.rank();
+        Served served = payloads.get(rank);
+        if (served == null) {
             requestsRejected.incrementAndGet();
             String message = String.format(Locale.ROOT, "engine %s has no rank %s (it serves %s)", engineId, rank, payloadKeys());
-            send(out, SideChannelMessages.errorReply(ErrorCode.PEER_UNKNOWN, message), request.nonce());
-            return true;
+            send(out, SideChannelMessages.errorReply(ErrorCode.PEER_UNKNOWN, message), opened.nonce());
+            return;
+        }
+        byte[] sessionNonce = null;
+        if (request.agent() != null && served.sessions() != null) {
+            // the rank learns the session before the client can use it: the reply leaves only after this
+            served.sessions().accept(SessionKey.derive(secret, request.sessionNonce(), serverNonce, request.agent(), engineId, rank.ppRank(),
+                    rank.tpRank()));
+            sessionsOpened.incrementAndGet();
+            sessionNonce = serverNonce;
         }
         // counted before the reply leaves, so that a client holding the reply sees the count
         requestsServed.incrementAndGet();
-        send(out, SideChannelMessages.okReply(payload, clock.monotonicNanos()), request.nonce());
-        return true;
+        send(out, SideChannelMessages.okReply(served.payload(), clock.monotonicNanos(), sessionNonce), opened.nonce());
     }
 
     private void reject(DeadlineInputStream in, OutputStream out, Socket socket, KvBridgeException e)
             throws IOException
     {
         requestsRejected.incrementAndGet();
-        LOG.warn("side channel of engine {}: rejected a request from {} and closed the connection: {}", engineId,
-                socket.getRemoteSocketAddress(), e.getMessage());
+        refusals.record("requests rejected", "from " + socket.getRemoteSocketAddress() + ": " + e.getMessage());
         String message = e.getMessage().length() <= MAX_ERROR_MESSAGE_CHARS ? e.getMessage() : e.getMessage().substring(0, MAX_ERROR_MESSAGE_CHARS);
         // the request could not be authenticated, so the reply cannot answer a trusted nonce: it is sent
         // without a MAC and only ever read by the client as a reason for failing
@@ -422,7 +547,9 @@ public final class SideChannelServer implements AutoCloseable
         catch (IOException e) {
             LOG.debug("closing the side channel socket failed: {}", e.toString());
         }
-        connections.forEach(SideChannelServer::closeQuietly);
+        for (Admission.Connection connection : admission.all()) {
+            closeQuietly(connection.socket);
+        }
         try {
             acceptThread.join(1_000);
         }

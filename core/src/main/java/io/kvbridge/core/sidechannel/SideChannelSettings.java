@@ -29,6 +29,12 @@ import java.util.Objects;
  * @param secret shared secret for HMAC authentication; empty for none.
  * @param authenticationWindow largest accepted clock difference of an authenticated message.
  * @param maxRememberedNonces bound of the replay cache within one window.
+ * @param maxHandshakeBytes bound of everything one handshake reads from a peer, all its replies together.
+ * @param firstRequestTimeout how long the server waits for the whole first request of a new connection.
+ * @param maxPendingConnections connections the server holds at once that have not yet sent a valid
+ *     first request; a newer one displaces the oldest.
+ * @param maxPendingPerAddress of those, how many one source address may hold; its newer one displaces
+ *     its oldest, so one address cannot crowd out the others.
  */
 public record SideChannelSettings(
         InetAddress bindAddress,
@@ -43,8 +49,15 @@ public record SideChannelSettings(
         CompatibilityMode compatibility,
         byte[] secret,
         Duration authenticationWindow,
-        int maxRememberedNonces)
+        int maxRememberedNonces,
+        long maxHandshakeBytes,
+        Duration firstRequestTimeout,
+        int maxPendingConnections,
+        int maxPendingPerAddress)
 {
+    /** Default of {@code maxHandshakeBytes}: 64 MiB, several times what 64 ranks of a large model advertise. */
+    public static final long DEFAULT_MAX_HANDSHAKE_BYTES = 64L << 20;
+
     /** Validates the values and copies the secret. */
     public SideChannelSettings
     {
@@ -59,7 +72,12 @@ public record SideChannelSettings(
         positive("idleConnectionTimeout", idleConnectionTimeout);
         positive("engineTtl", engineTtl);
         positive("authenticationWindow", authenticationWindow);
+        positive("firstRequestTimeout", firstRequestTimeout);
         check(maxConnections > 0, "maxConnections=%d is not positive", maxConnections);
+        check(maxHandshakeBytes > 0, "maxHandshakeBytes=%d is not positive", maxHandshakeBytes);
+        check(maxPendingConnections > 0, "maxPendingConnections=%d is not positive", maxPendingConnections);
+        check(maxPendingPerAddress > 0 && maxPendingPerAddress <= maxPendingConnections,
+                "maxPendingPerAddress=%d is outside [1, maxPendingConnections=%d]", maxPendingPerAddress, maxPendingConnections);
         check(maxRememberedNonces > 0, "maxRememberedNonces=%d is not positive", maxRememberedNonces);
         check(secret.length == 0 || secret.length >= MessageAuthenticator.MIN_SECRET_BYTES,
                 "side channel secret of %d bytes is too short (expected: at least %d random bytes, or none)",
@@ -103,7 +121,9 @@ public record SideChannelSettings(
 
     /**
      * Returns the defaults: loopback, a free port, 2 s to connect, 5 s per read, 10 s per handshake,
-     * 30 s idle connections, 64 connections, a 10 minute engine TTL, strict compatibility, no secret.
+     * 30 s idle connections, 64 connections, a 10 minute engine TTL, strict compatibility, no secret,
+     * 64 MiB per handshake, 1 s for a new connection's first request, 256 connections waiting for
+     * it, 32 of them per source address.
      *
      * @return a builder holding the defaults.
      */
@@ -133,6 +153,10 @@ public record SideChannelSettings(
         builder.secret = secret.clone();
         builder.authenticationWindow = authenticationWindow;
         builder.maxRememberedNonces = maxRememberedNonces;
+        builder.maxHandshakeBytes = maxHandshakeBytes;
+        builder.firstRequestTimeout = firstRequestTimeout;
+        builder.maxPendingConnections = maxPendingConnections;
+        builder.maxPendingPerAddress = maxPendingPerAddress;
         return builder;
     }
 
@@ -144,14 +168,17 @@ public record SideChannelSettings(
                 && handshakeTimeout.equals(other.handshakeTimeout) && idleConnectionTimeout.equals(other.idleConnectionTimeout)
                 && maxConnections == other.maxConnections && engineTtl.equals(other.engineTtl) && limits.equals(other.limits)
                 && compatibility == other.compatibility && Arrays.equals(secret, other.secret)
-                && authenticationWindow.equals(other.authenticationWindow) && maxRememberedNonces == other.maxRememberedNonces;
+                && authenticationWindow.equals(other.authenticationWindow) && maxRememberedNonces == other.maxRememberedNonces
+                && maxHandshakeBytes == other.maxHandshakeBytes && firstRequestTimeout.equals(other.firstRequestTimeout)
+                && maxPendingConnections == other.maxPendingConnections && maxPendingPerAddress == other.maxPendingPerAddress;
     }
 
     @Override
     public int hashCode()
     {
         return Objects.hash(bindAddress, port, connectTimeout, readTimeout, handshakeTimeout, idleConnectionTimeout, maxConnections,
-                engineTtl, limits, compatibility, Arrays.hashCode(secret), authenticationWindow, maxRememberedNonces);
+                engineTtl, limits, compatibility, Arrays.hashCode(secret), authenticationWindow, maxRememberedNonces, maxHandshakeBytes,
+                firstRequestTimeout, maxPendingConnections, maxPendingPerAddress);
     }
 
     @Override
@@ -162,7 +189,8 @@ public record SideChannelSettings(
                 + ", readTimeout=" + readTimeout + ", handshakeTimeout=" + handshakeTimeout + ", idleConnectionTimeout=" + idleConnectionTimeout
                 + ", maxConnections=" + maxConnections + ", engineTtl=" + engineTtl + ", limits=" + limits + ", compatibility=" + compatibility
                 + ", authenticated=" + (secret.length > 0) + ", authenticationWindow=" + authenticationWindow
-                + ", maxRememberedNonces=" + maxRememberedNonces + "]";
+                + ", maxRememberedNonces=" + maxRememberedNonces + ", maxHandshakeBytes=" + maxHandshakeBytes + ", firstRequestTimeout="
+                + firstRequestTimeout + ", maxPendingConnections=" + maxPendingConnections + ", maxPendingPerAddress=" + maxPendingPerAddress + "]";
     }
 
     /** Collects settings; every value starts at its default. */
@@ -181,6 +209,10 @@ public record SideChannelSettings(
         private byte[] secret = new byte[0];
         private Duration authenticationWindow = Duration.ofSeconds(30);
         private int maxRememberedNonces = 65_536;
+        private long maxHandshakeBytes = DEFAULT_MAX_HANDSHAKE_BYTES;
+        private Duration firstRequestTimeout = Duration.ofSeconds(1);
+        private int maxPendingConnections = 256;
+        private int maxPendingPerAddress = 32;
 
         private Builder()
         {
@@ -343,6 +375,54 @@ public record SideChannelSettings(
         }
 
         /**
+         * Sets the bound of everything one handshake reads from a peer.
+         *
+         * @param maxHandshakeBytes the bound in bytes, all replies of one handshake together.
+         * @return this builder.
+         */
+        public Builder maxHandshakeBytes(long maxHandshakeBytes)
+        {
+            this.maxHandshakeBytes = maxHandshakeBytes;
+            return this;
+        }
+
+        /**
+         * Sets how long the server waits for a new connection's whole first request.
+         *
+         * @param firstRequestTimeout the timeout.
+         * @return this builder.
+         */
+        public Builder firstRequestTimeout(Duration firstRequestTimeout)
+        {
+            this.firstRequestTimeout = firstRequestTimeout;
+            return this;
+        }
+
+        /**
+         * Sets how many connections without a valid first request the server holds at once.
+         *
+         * @param maxPendingConnections the bound.
+         * @return this builder.
+         */
+        public Builder maxPendingConnections(int maxPendingConnections)
+        {
+            this.maxPendingConnections = maxPendingConnections;
+            return this;
+        }
+
+        /**
+         * Sets how many of those one source address may hold.
+         *
+         * @param maxPendingPerAddress the bound.
+         * @return this builder.
+         */
+        public Builder maxPendingPerAddress(int maxPendingPerAddress)
+        {
+            this.maxPendingPerAddress = maxPendingPerAddress;
+            return this;
+        }
+
+        /**
          * Builds the validated settings.
          *
          * @return the settings.
@@ -351,7 +431,8 @@ public record SideChannelSettings(
         public SideChannelSettings build()
         {
             return new SideChannelSettings(bindAddress, port, connectTimeout, readTimeout, handshakeTimeout, idleConnectionTimeout,
-                    maxConnections, engineTtl, limits, compatibility, secret, authenticationWindow, maxRememberedNonces);
+                    maxConnections, engineTtl, limits, compatibility, secret, authenticationWindow, maxRememberedNonces, maxHandshakeBytes,
+                    firstRequestTimeout, maxPendingConnections, maxPendingPerAddress);
         }
     }
 }

@@ -21,12 +21,15 @@ import java.util.Locale;
 public record HandshakePayload(int wireVersion, String compatibilityHash, byte[] metadata)
 {
     /**
-     * The version this code writes. It changes only when the meaning of an existing field changes;
-     * adding an optional field does not change it, because decoders ignore unknown keys.
+     * The version this code writes. It changes only when the meaning of an existing field changes
+     * or peers of different versions could not work together; adding an optional field does not
+     * change it, because decoders ignore unknown keys. Version 2: notifications over the transport
+     * are sealed with a session opened at the handshake, which version 1 peers neither open nor
+     * send, so the two refuse each other here rather than drop each other's notifications later.
      */
-    public static final int WIRE_VERSION = 1;
+    public static final int WIRE_VERSION = 2;
     /** The oldest version this code reads. */
-    public static final int MIN_WIRE_VERSION = 1;
+    public static final int MIN_WIRE_VERSION = 2;
 
     private static final String WHAT = "handshake payload";
 

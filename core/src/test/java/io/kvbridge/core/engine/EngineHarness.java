@@ -6,8 +6,12 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.core.local.LocalBackendFactory;
+import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.core.wire.NotificationSeal;
+import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.geometry.Rank;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
@@ -33,10 +37,15 @@ final class EngineHarness implements AutoCloseable
 
     EngineHarness(TransferBackendFactory factory, SideChannelClock clock)
     {
+        this(factory, clock, SideChannelSettings.builder().build());
+    }
+
+    EngineHarness(TransferBackendFactory factory, SideChannelClock clock, SideChannelSettings sideChannel)
+    {
         this.factory = factory;
         RankTransports transports = new RankTransports(factory, Map.of("simulate-device", "true"), "test-" + ProcessHandle.current().pid() + "-"
                 + System.identityHashCode(this));
-        this.services = new EngineServices(transports, clock, SideChannelSettings.builder().build(), registry, SummarySchedule.onOwnThread(Duration.ZERO));
+        this.services = new EngineServices(transports, clock, sideChannel, registry, SummarySchedule.onOwnThread(Duration.ZERO));
     }
 
     EngineHarness()
@@ -74,19 +83,53 @@ final class EngineHarness implements AutoCloseable
         closeables.add(rank);
     }
 
-    /** A bare transport of the same kind, for sending hand-made notifications to a rank. */
+    /**
+     * A bare transport of the same kind that shook hands with a rank's side channel as a peer does,
+     * for sending hand-made notifications sealed with the session that opened.
+     */
     RawPeer rawPeerTo(RankWorker target)
+    {
+        TransferBackend transport = rawTransport();
+        RankKey rank = RankKey.of(target.geometry.rank());
+        SideChannelClient.SessionRequest session = new SideChannelClient.SessionRequest(transport.agentName(), SessionKey.newNonce());
+        SideChannelClient.Fetched fetched = services.client().fetch(RankWorker.socketAddress(target.ownAddress), List.of(rank), session).getFirst();
+        SessionKey key = SessionKey.derive(services.sideChannelSettings().secret(), session.nonce(), fetched.sessionNonce(), transport.agentName(),
+                target.settings.engineId(), rank.ppRank(), rank.tpRank());
+        return new RawPeer(transport, transport.connect(target.transport.localMetadata()), new NotificationSeal(key));
+    }
+
+    /** A bare transport that never shook hands with the rank: what it sends is not sealed. */
+    RawPeer strangerTo(RankWorker target)
+    {
+        TransferBackend transport = rawTransport();
+        return new RawPeer(transport, transport.connect(target.transport.localMetadata()), null);
+    }
+
+    private TransferBackend rawTransport()
     {
         TransferBackend transport = new LocalBackendFactory().create(Map.of(), () -> "raw-" + System.identityHashCode(this) + "-" + raw++);
         closeables.add(transport);
-        return new RawPeer(transport, transport.connect(target.transport.localMetadata()));
+        return transport;
     }
 
-    record RawPeer(TransferBackend transport, Peer peer)
+    /** @param seal seals what {@link #send} sends; null to send it as it is. */
+    record RawPeer(TransferBackend transport, Peer peer, NotificationSeal seal)
     {
         void send(byte[] message)
         {
-            transport.notify(peer, message);
+            transport.notify(peer, seal == null ? message : seal.seal(message));
+        }
+
+        /** Sends bytes exactly as given, sealed or not. */
+        void sendRaw(byte[] bytes)
+        {
+            transport.notify(peer, bytes);
+        }
+
+        /** @return the sealed bytes {@link #send} would send next, without sending them. */
+        byte[] sealed(byte[] message)
+        {
+            return seal.seal(message);
         }
     }
 

@@ -2,6 +2,7 @@ package io.kvbridge.core.engine;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 
+import io.kvbridge.core.wire.NotificationSeal;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.BackendContext;
@@ -101,7 +102,10 @@ final class RecordingBackendFactory extends ForwardingBackendFactory
                     }
                 }
                 return super.drainNotifications((sender, message) -> {
-                    inbox.add(new String(message, UTF_8));
+                    // the rank checks the seal; tests read the notification inside it
+                    boolean sealed = NotificationSeal.isSealed(message);
+                    inbox.add(new String(message, sealed ? NotificationSeal.bodyOffset() : 0,
+                            sealed ? NotificationSeal.bodyLength(message) : message.length, UTF_8));
                     sink.accept(sender, message);
                 });
             }

@@ -4,6 +4,7 @@ import static io.kvbridge.core.wire.Trees.assertError;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.core.wire.AllocationMeter;
 import io.kvbridge.core.wire.CompatibilityHash;
 import io.kvbridge.core.wire.CompatibilityMode;
 import io.kvbridge.core.wire.HandshakePayload;
@@ -81,6 +82,34 @@ final class SideChannelClientTest
             long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
             assertTrue(elapsedMillis >= 550 && elapsedMillis < 3_000, "failed after " + elapsedMillis + " ms");
         }
+    }
+
+    @Test
+    void boundsWhatOneHandshakeReadsInTotalWhateverEachReplyClaims()
+            throws IOException
+    {
+        // every reply is within maxFrameBytes, but eight of them are not within maxHandshakeBytes: the
+        // client stops at the reply that would cross the bound, before reading it
+        byte[] big = okReply(new byte[3 << 20]);
+        try (TestingPeer peer = new TestingPeer((in, out) -> {
+            while (Frames.read(in, 1 << 20, "request") != null) {
+                Frames.write(out, big);
+            }
+        })) {
+            SideChannelClient client = client(SideChannelFixtures.fast().maxHandshakeBytes(8L << 20));
+            List<RankKey> ranks = new java.util.ArrayList<>();
+            for (int tp = 0; tp < 8; tp++) {
+                ranks.add(new RankKey(0, tp));
+            }
+            long before = AllocationMeter.allocatedBytes();
+            assertError(ErrorCode.PROTOCOL_ERROR, () -> client.fetch(peer.address(), ranks),
+                    "would read more than maxHandshakeBytes=8388608", "in 2 replies so far", "the reply for rank pp0:tp2 announces length=" + big.length,
+                    "raise maxHandshakeBytes");
+            // decoding copies what was read a few times, but never more than the bound allows: eight replies would be 72 MiB
+            long allocated = AllocationMeter.allocatedBytes() - before;
+            assertTrue(allocated < 4 * (8L << 20), "the refused handshake allocated " + allocated + " bytes");
+        }
+        assertError(ErrorCode.CONFIG_INVALID, () -> SideChannelSettings.builder().maxHandshakeBytes(0).build(), "maxHandshakeBytes=0 is not positive");
     }
 
     @Test

@@ -159,33 +159,59 @@ final class SideChannelServerTest
     }
 
     @Test
-    void closesSilentConnectionsAndRefusesConnectionsBeyondTheBound()
+    void silentConnectionsDisplaceEachOtherAndCloseAfterTheFirstRequestTimeoutButNeverAnEstablishedOne()
             throws IOException, InterruptedException
     {
         List<RankMetadata> ranks = SideChannelFixtures.engine("prefill-0", 1, 1);
-        SideChannelSettings settings = SideChannelFixtures.fast().idleConnectionTimeout(Duration.ofMillis(300)).maxConnections(1).build();
-        try (SideChannelServer server = start("prefill-0", ranks, settings)) {
-            try (RawConnection first = new RawConnection(server.address())) {
-                waitFor(() -> server.connectionsAccepted() == 1);
-                try (RawConnection second = new RawConnection(server.address())) {
-                    assertTrue(second.closedByPeer(), "a connection beyond maxConnections=1 stayed open");
-                }
-                assertEquals(1, server.connectionsRefused());
+        SideChannelSettings settings = SideChannelFixtures.fast().firstRequestTimeout(Duration.ofMillis(400)).maxConnections(1)
+                .maxPendingConnections(2).maxPendingPerAddress(2).build();
+        try (SideChannelServer server = start("prefill-0", ranks, settings);
+                RawConnection established = new RawConnection(server.address())) {
+            established.sendFrame(envelope(SideChannelMessages.request(new RankKey(0, 0))));
+            assertEquals("ok", status(established.readFrame()));
+            waitFor(() -> server.establishedConnections() == 1);
+            try (RawConnection first = new RawConnection(server.address());
+                    RawConnection second = new RawConnection(server.address());
+                    RawConnection third = new RawConnection(server.address())) {
+                // two may wait for their first request: the third displaces the oldest, never the established one
+                assertTrue(first.closedByPeer(), "the oldest silent connection stayed open");
+                waitFor(() -> server.connectionsDisplaced() >= 1);
                 long start = System.nanoTime();
-                assertTrue(first.closedByPeer(), "a silent connection stayed open");
-                assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(4));
+                assertTrue(second.closedByPeer() && third.closedByPeer(), "silent connections stayed open past firstRequestTimeout");
+                long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(elapsedMillis < 3_000, "closed after " + elapsedMillis + " ms");
+                waitFor(() -> server.connectionsDisplaced() == 3);
             }
-            // the slot is free again once the silent connection was dropped
-            waitFor(() -> {
-                try {
-                    assertServes(server, ranks.getFirst());
-                    return true;
-                }
-                catch (RuntimeException e) {
-                    return false;
-                }
-            });
+            // the established connection was never displaced and is still served
+            established.sendFrame(envelope(SideChannelMessages.request(new RankKey(0, 0))));
+            assertEquals("ok", status(established.readFrame()));
+            assertEquals(0, server.connectionsRefused());
         }
+    }
+
+    @Test
+    void aNewlyEstablishedConnectionDisplacesTheOneIdleTheLongest()
+            throws IOException, InterruptedException
+    {
+        List<RankMetadata> ranks = SideChannelFixtures.engine("prefill-0", 1, 1);
+        SideChannelSettings settings = SideChannelFixtures.fast().maxConnections(1).build();
+        try (SideChannelServer server = start("prefill-0", ranks, settings);
+                RawConnection idle = new RawConnection(server.address())) {
+            idle.sendFrame(envelope(SideChannelMessages.request(new RankKey(0, 0))));
+            assertEquals("ok", status(idle.readFrame()));
+            waitFor(() -> server.establishedConnections() == 1);
+            assertServes(server, ranks.getFirst());
+            assertTrue(idle.closedByPeer(), "the idle established connection kept the only slot");
+            assertEquals(1, server.connectionsDisplaced());
+            assertEquals(0, server.connectionsRefused());
+        }
+    }
+
+    private static String status(byte[] frame)
+    {
+        assertNotNull(frame, "the server closed the connection without a reply");
+        return PLAIN.open(Direction.REPLY, frame, new byte[0]).content().length > 0
+                ? SideChannelMessages.decodeReply(PLAIN.open(Direction.REPLY, frame, new byte[0]).content(), LIMITS).ok() ? "ok" : "error" : "empty";
     }
 
     @Test

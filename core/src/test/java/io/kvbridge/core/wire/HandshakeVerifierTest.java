@@ -112,12 +112,12 @@ final class HandshakeVerifierTest
     void rejectsMalformedOuterPayloads()
     {
         HandshakeVerifier verifier = new HandshakeVerifier(LOCAL, CompatibilityMode.STRICT, WireLimits.DEFAULT);
-        Map<String, Object> valid = Map.of("wire_version", 1L, "compatibility_hash", CompatibilityHash.of(LOCAL), "metadata", new byte[] {1});
+        Map<String, Object> valid = Map.of("wire_version", 2L, "compatibility_hash", CompatibilityHash.of(LOCAL), "metadata", new byte[] {1});
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify("not msgpack at all".getBytes(java.nio.charset.StandardCharsets.US_ASCII)),
                 "handshake payload");
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(encode(edit(valid, "wire_version", 99L))),
-                "wire_version=99 is not supported (this engine reads 1..1)");
-        assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(encode(edit(valid, "wire_version", "1"))),
+                "wire_version=99 is not supported (this engine reads 2..2)");
+        assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(encode(edit(valid, "wire_version", "2"))),
                 "handshake payload field wire_version: expected an integer");
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(encode(edit(valid, "compatibility_hash", "abc"))),
                 "field compatibility_hash: value=abc is not 64 lower-case hex characters");
