@@ -25,7 +25,7 @@ final class CompletionCommandTest
 
     @ParameterizedTest(name = "kvbridge {0}<TAB>")
     @CsvSource(delimiter = '|', value = {
-            "''|plugins demo bench inspect completion",
+            "''|plugins demo bench inspect config completion",
             "demo --mode|push pull mixed",
             "demo --layout|hma mla per-layer",
             "demo --kv-planes|joint split blockwise",
