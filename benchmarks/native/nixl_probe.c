@@ -12,12 +12,12 @@
  * UCX_ERROR_SIGNALS= as the JVM runs NIXL.
  *
  * Usage: nixl_probe write|read TOTAL BLOCK [BLOCK ...] [--batches=N]
- * Build: gcc -O2 -I<dir of nixl_capi_abi.h> -o nixl_probe nixl_probe.c -L<dir> -lnixl_capi -Wl,-rpath,<dir>
+ * Build: gcc -O2 -o nixl_probe nixl_probe.c -L<dir> -lnixl_capi -Wl,-rpath,<dir>
  * Prints one line per block size:
  *   nixl_probe write block=4096 total=268435456 batches=5 mean 1.234 GB/s best 1.456 GB/s */
 #define _GNU_SOURCE
-#include "nixl_capi_abi.h"
-
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,53 +27,69 @@
 #define MAX_BLOCK_SIZES 64
 #define RUN_LIMIT_SECONDS 900
 
-/* the functions used, as NIXL's C API declares them (the ABI header holds the types) */
-nixl_capi_status_t nixl_capi_create_configured_agent(const char *name, const nixl_capi_agent_config_t *cfg, nixl_capi_agent_t *agent);
-nixl_capi_status_t nixl_capi_destroy_agent(nixl_capi_agent_t agent);
-nixl_capi_status_t nixl_capi_create_params(nixl_capi_params_t *params);
-nixl_capi_status_t nixl_capi_params_add(nixl_capi_params_t params, const char *key, const char *value);
-nixl_capi_status_t nixl_capi_destroy_params(nixl_capi_params_t params);
-nixl_capi_status_t nixl_capi_create_backend(nixl_capi_agent_t agent, const char *plugin, nixl_capi_params_t params, nixl_capi_backend_t *backend);
-nixl_capi_status_t nixl_capi_destroy_backend(nixl_capi_backend_t backend);
-nixl_capi_status_t nixl_capi_create_opt_args(nixl_capi_opt_args_t *args);
-nixl_capi_status_t nixl_capi_destroy_opt_args(nixl_capi_opt_args_t args);
-nixl_capi_status_t nixl_capi_opt_args_add_backend(nixl_capi_opt_args_t args, nixl_capi_backend_t backend);
-nixl_capi_status_t nixl_capi_opt_args_set_skip_desc_merge(nixl_capi_opt_args_t args, bool skip_merge);
-nixl_capi_status_t nixl_capi_create_reg_dlist(nixl_capi_mem_type_t type, nixl_capi_reg_dlist_t *dlist);
-nixl_capi_status_t nixl_capi_reg_dlist_add_desc(nixl_capi_reg_dlist_t dlist, uintptr_t addr, size_t len, uint64_t dev, const void *meta, size_t meta_len);
-nixl_capi_status_t nixl_capi_destroy_reg_dlist(nixl_capi_reg_dlist_t dlist);
-nixl_capi_status_t nixl_capi_register_mem(nixl_capi_agent_t agent, nixl_capi_reg_dlist_t dlist, nixl_capi_opt_args_t args);
-nixl_capi_status_t nixl_capi_deregister_mem(nixl_capi_agent_t agent, nixl_capi_reg_dlist_t dlist, nixl_capi_opt_args_t args);
-nixl_capi_status_t nixl_capi_get_local_md(nixl_capi_agent_t agent, void **data, size_t *len);
-nixl_capi_status_t nixl_capi_load_remote_md(nixl_capi_agent_t agent, const void *data, size_t len, char **name);
-nixl_capi_status_t nixl_capi_invalidate_remote_md(nixl_capi_agent_t agent, const char *name);
-nixl_capi_status_t nixl_capi_create_xfer_dlist(nixl_capi_mem_type_t type, nixl_capi_xfer_dlist_t *dlist);
-nixl_capi_status_t nixl_capi_xfer_dlist_add_desc(nixl_capi_xfer_dlist_t dlist, uintptr_t addr, size_t len, uint64_t dev);
-nixl_capi_status_t nixl_capi_destroy_xfer_dlist(nixl_capi_xfer_dlist_t dlist);
-nixl_capi_status_t nixl_capi_prep_xfer_dlist(nixl_capi_agent_t agent, const char *name, nixl_capi_xfer_dlist_t descs, nixl_capi_xfer_dlist_handle_t *handle,
-        nixl_capi_opt_args_t args);
-nixl_capi_status_t nixl_capi_release_xfer_dlist_handle(nixl_capi_agent_t agent, nixl_capi_xfer_dlist_handle_t handle);
-nixl_capi_status_t nixl_capi_make_xfer_req(nixl_capi_agent_t agent, nixl_capi_xfer_op_t op, nixl_capi_xfer_dlist_handle_t local, const int *local_indices,
-        size_t local_count, nixl_capi_xfer_dlist_handle_t remote, const int *remote_indices, size_t remote_count, nixl_capi_xfer_req_t *req,
-        nixl_capi_opt_args_t args);
-nixl_capi_status_t nixl_capi_post_xfer_req(nixl_capi_agent_t agent, nixl_capi_xfer_req_t req, nixl_capi_opt_args_t args);
-nixl_capi_status_t nixl_capi_get_xfer_status(nixl_capi_agent_t agent, nixl_capi_xfer_req_t req);
-nixl_capi_status_t nixl_capi_release_xfer_req(nixl_capi_agent_t agent, nixl_capi_xfer_req_t req);
-nixl_capi_status_t nixl_capi_destroy_xfer_req(nixl_capi_xfer_req_t req);
+/* The part of NIXL's C API (src/bindings/rust/wrapper.h) this probe calls; NIXL installs the
+ * library but not the header. Handles are opaque pointers, statuses ints (0 done, 1 in progress). */
+typedef int status_t;
+typedef void *handle_t;
+enum { SUCCESS = 0, IN_PROGRESS = 1, MEM_DRAM = 0, SYNC_NONE = 0, OP_READ = 0, OP_WRITE = 1 };
+/* nixl_capi_agent_config_t: 40 bytes, fields at 0, 1, 4, 8, 12, 16, 24, 32 */
+struct agent_config
+{
+    bool progress_thread;
+    bool listen_thread;
+    int listen_port;
+    int thread_sync;
+    unsigned int workers;
+    uint64_t progress_delay_us;
+    uint64_t listen_delay_us;
+    bool telemetry;
+};
+_Static_assert(sizeof(struct agent_config) == 40, "nixl_capi_agent_config_t is 40 bytes");
+
+status_t nixl_capi_create_configured_agent(const char *name, const struct agent_config *config, handle_t *agent);
+status_t nixl_capi_destroy_agent(handle_t agent);
+status_t nixl_capi_create_params(handle_t *params);
+status_t nixl_capi_params_add(handle_t params, const char *key, const char *value);
+status_t nixl_capi_destroy_params(handle_t params);
+status_t nixl_capi_create_backend(handle_t agent, const char *plugin, handle_t params, handle_t *backend);
+status_t nixl_capi_destroy_backend(handle_t backend);
+status_t nixl_capi_create_opt_args(handle_t *args);
+status_t nixl_capi_destroy_opt_args(handle_t args);
+status_t nixl_capi_opt_args_add_backend(handle_t args, handle_t backend);
+status_t nixl_capi_opt_args_set_skip_desc_merge(handle_t args, bool skip);
+status_t nixl_capi_create_reg_dlist(int memory, handle_t *list);
+status_t nixl_capi_reg_dlist_add_desc(handle_t list, uintptr_t address, size_t length, uint64_t device, const void *metadata, size_t metadata_length);
+status_t nixl_capi_destroy_reg_dlist(handle_t list);
+status_t nixl_capi_register_mem(handle_t agent, handle_t list, handle_t args);
+status_t nixl_capi_deregister_mem(handle_t agent, handle_t list, handle_t args);
+status_t nixl_capi_get_local_md(handle_t agent, void **blob, size_t *length);
+status_t nixl_capi_load_remote_md(handle_t agent, const void *blob, size_t length, char **name);
+status_t nixl_capi_invalidate_remote_md(handle_t agent, const char *name);
+status_t nixl_capi_create_xfer_dlist(int memory, handle_t *list);
+status_t nixl_capi_xfer_dlist_add_desc(handle_t list, uintptr_t address, size_t length, uint64_t device);
+status_t nixl_capi_destroy_xfer_dlist(handle_t list);
+status_t nixl_capi_prep_xfer_dlist(handle_t agent, const char *owner, handle_t list, handle_t *prepared, handle_t args);
+status_t nixl_capi_release_xfer_dlist_handle(handle_t agent, handle_t prepared);
+status_t nixl_capi_make_xfer_req(handle_t agent, int op, handle_t local, const int *local_indices, size_t local_count, handle_t remote,
+        const int *remote_indices, size_t remote_count, handle_t *request, handle_t args);
+status_t nixl_capi_post_xfer_req(handle_t agent, handle_t request, handle_t args);
+status_t nixl_capi_get_xfer_status(handle_t agent, handle_t request);
+status_t nixl_capi_release_xfer_req(handle_t agent, handle_t request);
+status_t nixl_capi_destroy_xfer_req(handle_t request);
 
 struct agent
 {
     char name[64];
-    nixl_capi_agent_t handle;
-    nixl_capi_backend_t backend;
-    nixl_capi_opt_args_t hint;
+    handle_t handle;
+    handle_t backend;
+    handle_t hint;
     unsigned char *region;
-    nixl_capi_reg_dlist_t registered;
+    handle_t registered;
 };
 
-static void check(nixl_capi_status_t status, const char *what)
+static void check(status_t status, const char *what)
 {
-    if (status != NIXL_CAPI_SUCCESS) {
+    if (status != SUCCESS) {
         fprintf(stderr, "nixl_probe: %s returned %d\n", what, (int) status);
         exit(2);
     }
@@ -90,11 +106,11 @@ static void open_agent(struct agent *a, const char *role, size_t total)
 {
     snprintf(a->name, sizeof(a->name), "nixl-probe-%s-%ld", role, (long) getpid());
     /* as the transport opens its agents: NIXL's progress thread, no listener, no agent lock */
-    nixl_capi_agent_config_t config = {
-        .enable_prog_thread = true, .enable_listen_thread = false, .listen_port = 0, .thread_sync = NIXL_CAPI_THREAD_SYNC_NONE,
-        .num_workers = 1, .pthr_delay_us = 0, .lthr_delay_us = 100000, .capture_telemetry = false};
+    struct agent_config config = {
+        .progress_thread = true, .listen_thread = false, .listen_port = 0, .thread_sync = SYNC_NONE,
+        .workers = 1, .progress_delay_us = 0, .listen_delay_us = 100000, .telemetry = false};
     check(nixl_capi_create_configured_agent(a->name, &config, &a->handle), "nixl_capi_create_configured_agent");
-    nixl_capi_params_t params;
+    handle_t params;
     check(nixl_capi_create_params(&params), "nixl_capi_create_params");
     check(nixl_capi_params_add(params, "num_workers", "1"), "nixl_capi_params_add");
     check(nixl_capi_create_backend(a->handle, "UCX", params, &a->backend), "nixl_capi_create_backend (is NIXL_PLUGIN_DIR set?)");
@@ -106,7 +122,7 @@ static void open_agent(struct agent *a, const char *role, size_t total)
         exit(2);
     }
     memset(a->region, 0, total);
-    check(nixl_capi_create_reg_dlist(NIXL_CAPI_MEM_DRAM, &a->registered), "nixl_capi_create_reg_dlist");
+    check(nixl_capi_create_reg_dlist(MEM_DRAM, &a->registered), "nixl_capi_create_reg_dlist");
     check(nixl_capi_reg_dlist_add_desc(a->registered, (uintptr_t) a->region, total, 0, NULL, 0), "nixl_capi_reg_dlist_add_desc");
     check(nixl_capi_register_mem(a->handle, a->registered, a->hint), "nixl_capi_register_mem");
 }
@@ -121,14 +137,14 @@ static void close_agent(struct agent *a)
     free(a->region);
 }
 
-static nixl_capi_xfer_dlist_handle_t prepare(struct agent *initiator, const char *owner, unsigned char *region, size_t total, size_t block)
+static handle_t prepare(struct agent *initiator, const char *owner, unsigned char *region, size_t total, size_t block)
 {
-    nixl_capi_xfer_dlist_t list;
-    check(nixl_capi_create_xfer_dlist(NIXL_CAPI_MEM_DRAM, &list), "nixl_capi_create_xfer_dlist");
+    handle_t list;
+    check(nixl_capi_create_xfer_dlist(MEM_DRAM, &list), "nixl_capi_create_xfer_dlist");
     for (size_t offset = 0; offset + block <= total; offset += block) {
         check(nixl_capi_xfer_dlist_add_desc(list, (uintptr_t) (region + offset), block, 0), "nixl_capi_xfer_dlist_add_desc");
     }
-    nixl_capi_xfer_dlist_handle_t handle;
+    handle_t handle;
     check(nixl_capi_prep_xfer_dlist(initiator->handle, owner, list, &handle, initiator->hint), "nixl_capi_prep_xfer_dlist");
     check(nixl_capi_destroy_xfer_dlist(list), "nixl_capi_destroy_xfer_dlist");
     return handle;
@@ -190,18 +206,18 @@ int main(int argc, char **argv)
         int count = (int) (total / block);
         fill(source, total, block);
         memset(destination, 0, total);
-        nixl_capi_xfer_dlist_handle_t local = prepare(&initiator, "", initiator.region, total, block);
-        nixl_capi_xfer_dlist_handle_t remote = prepare(&initiator, target.name, target.region, total, block);
+        handle_t local = prepare(&initiator, "", initiator.region, total, block);
+        handle_t remote = prepare(&initiator, target.name, target.region, total, block);
         int *indices = malloc((size_t) count * sizeof(int));
         for (int i = 0; i < count; i++) {
             indices[i] = i;
         }
-        nixl_capi_opt_args_t options;
+        handle_t options;
         check(nixl_capi_create_opt_args(&options), "nixl_capi_create_opt_args");
         check(nixl_capi_opt_args_add_backend(options, initiator.backend), "nixl_capi_opt_args_add_backend");
         check(nixl_capi_opt_args_set_skip_desc_merge(options, true), "nixl_capi_opt_args_set_skip_desc_merge");
-        nixl_capi_xfer_req_t request;
-        check(nixl_capi_make_xfer_req(initiator.handle, write ? NIXL_CAPI_XFER_OP_WRITE : NIXL_CAPI_XFER_OP_READ, local, indices, (size_t) count, remote,
+        handle_t request;
+        check(nixl_capi_make_xfer_req(initiator.handle, write ? OP_WRITE : OP_READ, local, indices, (size_t) count, remote,
                       indices, (size_t) count, &request, options),
                 "nixl_capi_make_xfer_req");
         double best = 0;
@@ -209,8 +225,8 @@ int main(int argc, char **argv)
         for (int pass = 0; pass <= batches; pass++) {
             double started = seconds();
             /* NULL options: a finished request is posted again as it was made */
-            nixl_capi_status_t status = nixl_capi_post_xfer_req(initiator.handle, request, NULL);
-            while (status == NIXL_CAPI_IN_PROG) {
+            status_t status = nixl_capi_post_xfer_req(initiator.handle, request, NULL);
+            while (status == IN_PROGRESS) {
                 status = nixl_capi_get_xfer_status(initiator.handle, request);
             }
             check(status, "nixl_capi_post_xfer_req / nixl_capi_get_xfer_status");

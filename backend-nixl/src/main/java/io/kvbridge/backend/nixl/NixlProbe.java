@@ -154,6 +154,8 @@ final class NixlProbe
         boolean fake = facts.fake();
         if (fake) {
             details.put("implementation", "kvbridge test fake, not NIXL (" + library.fakeIdentity().get() + ")");
+            // the key every transport bound to a test fake sets, so that figures measured on it are labelled
+            details.put("fake", "true");
             if (!facts.allowFake()) {
                 reasons.add(path + " is kvbridge's test fake of NIXL (nixl_capi_is_stub() returned true): it moves bytes only between processes on one "
                         + "host and proves nothing about NIXL; install NIXL, or set -D" + NixlBackendFactory.ALLOW_FAKE_PROPERTY + "=true (option allow-fake=true) "

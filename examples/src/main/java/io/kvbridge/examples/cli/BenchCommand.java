@@ -7,6 +7,7 @@ import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.examples.bench.BaselineResult;
 import io.kvbridge.examples.bench.CudaD2dBaseline;
 import io.kvbridge.examples.bench.MemcpyBaseline;
+import io.kvbridge.examples.bench.NixlProbeBaseline;
 import io.kvbridge.examples.bench.SvgChart;
 import io.kvbridge.examples.bench.TransportBench;
 import io.kvbridge.examples.bench.UcxProbeBaseline;
@@ -47,6 +48,7 @@ final class BenchCommand implements Callable<Integer>
 {
     private static final String MEMCPY_SERIES = "memcpy (1 thread)";
     private static final String PROBE_SERIES = "UCX C probe (put)";
+    private static final String NIXL_PROBE_SERIES = "NIXL C probe (write)";
     /** Smaller blocks measure a transfer's fixed cost only, and make the bookkeeping outgrow the data. */
     private static final long MIN_BLOCK_BYTES = 64;
     /** Transfers of one block size: each costs bookkeeping (descriptors, latencies) on top of the data. */
@@ -106,6 +108,7 @@ final class BenchCommand implements Callable<Integer>
         progress.flush();
         BaselineResult baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
         BaselineResult probe = BaselineResult.unavailable("the " + UcxProbeBaseline.TRANSPORT + " transport is not available here");
+        BaselineResult nixlProbe = BaselineResult.unavailable("the " + NixlProbeBaseline.TRANSPORT + " transport is not available here");
         DeviceFigures device = new DeviceFigures();
         boolean probeMemory = false;
 
@@ -129,6 +132,13 @@ final class BenchCommand implements Callable<Integer>
                 progress.flush();
                 probe = UcxProbeBaseline.measure(compiler, totalBytes, blockSizes, transportMemory);
             }
+            if (plugin.name().equals(NixlProbeBaseline.TRANSPORT)) {
+                progress.printf("kvbridge bench: NIXL C probe (%s, two agents in one process) ...%n", compiler);
+                progress.flush();
+                nixlProbe = NixlProbeBaseline.measure(compiler, totalBytes, blockSizes);
+            }
+            BaselineResult ownProbe = plugin.name().equals(UcxProbeBaseline.TRANSPORT) ? probe
+                    : plugin.name().equals(NixlProbeBaseline.TRANSPORT) ? nixlProbe : null;
             Map<Long, Double> points = new LinkedHashMap<>();
             try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window, transportMemory)) {
                 for (long size : blockSizes) {
@@ -136,7 +146,7 @@ final class BenchCommand implements Callable<Integer>
                     progress.flush();
                     TransportBench.Result result = bench.measure(size);
                     Double memcpy = baseline.gigabytesPerSecond().get(size);
-                    Double probed = plugin.name().equals(UcxProbeBaseline.TRANSPORT) ? probe.gigabytesPerSecond().get(size) : null;
+                    Double probed = ownProbe == null ? null : ownProbe.gigabytesPerSecond().get(size);
                     Map<String, Object> row = new LinkedHashMap<>();
                     row.put("transport", plugin.name());
                     row.put("blockBytes", size);
@@ -174,6 +184,9 @@ final class BenchCommand implements Callable<Integer>
         if (probe.available()) {
             series.put(PROBE_SERIES, probe.gigabytesPerSecond());
         }
+        if (nixlProbe.available()) {
+            series.put(NIXL_PROBE_SERIES, nixlProbe.gigabytesPerSecond());
+        }
         if (device.baseline.available()) {
             series.put(DEVICE_BASELINE_SERIES, device.baseline.gigabytesPerSecond());
         }
@@ -189,6 +202,7 @@ final class BenchCommand implements Callable<Integer>
             document.put("rows", rows);
             document.put("baseline", baselineJson(baseline));
             document.put("probe", probeJson(probe, probeMemory));
+            document.put("nixlProbe", nixlProbeJson(nixlProbe));
             document.put("deviceBaseline", deviceBaselineJson(device));
             document.put("issueCost", device.issueCosts);
             document.put("skipped", skipped);
@@ -196,7 +210,7 @@ final class BenchCommand implements Callable<Integer>
             out.println(Json.write(document));
         }
         else {
-            printTable(out, totalBytes, rows, baseline, probe, skipped);
+            printTable(out, totalBytes, rows, baseline, probe, nixlProbe, skipped);
             printDevice(out, device);
         }
         out.flush();
@@ -366,6 +380,15 @@ final class BenchCommand implements Callable<Integer>
         return document;
     }
 
+    private static Map<String, Object> nixlProbeJson(BaselineResult probe)
+    {
+        Map<String, Object> document = baselineJson(probe);
+        document.put("name", "nixl_probe");
+        document.put("transport", NixlProbeBaseline.TRANSPORT);
+        document.put("figure", "best of " + NixlProbeBaseline.TIMED_PASSES + " timed passes, one unmerged request of every block per pass");
+        return document;
+    }
+
     private static Map<String, Object> probeJson(BaselineResult probe, boolean probeMemory)
     {
         Map<String, Object> document = baselineJson(probe);
@@ -380,7 +403,7 @@ final class BenchCommand implements Callable<Integer>
     }
 
     private void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, BaselineResult baseline, BaselineResult probe,
-            List<Map<String, Object>> skipped)
+            BaselineResult nixlProbe, List<Map<String, Object>> skipped)
     {
         out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
         out.printf(Locale.ROOT, "%-18s %10s %9s %10s %10s %10s %11s %9s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe");
@@ -410,6 +433,14 @@ final class BenchCommand implements Callable<Integer>
         else {
             out.println("UCX probe baseline: not measured, " + probe.reason() + " (probe columns left empty)");
         }
+        if (nixlProbe.available()) {
+            out.print("NIXL probe baseline (C, two agents in one process, same run):");
+            nixlProbe.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
+            out.println();
+        }
+        else {
+            out.println("NIXL probe baseline: not measured, " + nixlProbe.reason() + " (probe columns of nixl left empty)");
+        }
         for (Map<String, Object> skip : skipped) {
             out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
         }
@@ -421,6 +452,8 @@ final class BenchCommand implements Callable<Integer>
         out.printf(Locale.ROOT, "probe GB/s: ucx_probe.c, two forked processes calling UCP directly, one ucp_put_nbx per block over the same total, "
                 + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",
                 UcxProbeBaseline.TIMED_PASSES);
+        out.printf(Locale.ROOT, "  For nixl: nixl_probe.c, two agents in one process calling libnixl_capi directly, one request naming every block "
+                + "(merging off), posted once per pass; best of %d timed passes.%n", NixlProbeBaseline.TIMED_PASSES);
         out.println("  Memory: a transport that allocates memory it moves faster (ucx) is measured on memory from its allocate(), and the probe "
                 + "on UCX-allocated memory too; other transports on this process's memory. Same UCX_* environment on both sides; the transport "
                 + "also asks UCX for peer error handling, wake-ups and keepalives, the probe does not.");

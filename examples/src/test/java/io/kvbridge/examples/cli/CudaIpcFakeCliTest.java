@@ -9,7 +9,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvbridge.core.plugin.PluginRegistry;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -37,28 +36,11 @@ final class CudaIpcFakeCliTest
     @TempDir
     Path directory;
 
-    /** One run of the command line in a child JVM bound to the fake driver. */
-    private record ChildRun(int exitCode, String out, String err)
-    {
-    }
-
-    private ChildRun runWithFake(String... args) throws IOException, InterruptedException
+    private ChildCli.Run runWithFake(String... args) throws IOException, InterruptedException
     {
         String fake = System.getProperty(FAKE_PROPERTY, "");
         assumeTrue(!fake.isEmpty() && Files.isRegularFile(Path.of(fake)), "the fake libcuda.so.1 was not built (" + FAKE_PROPERTY + "=" + fake + ")");
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Dkvbridge.cuda-ipc.library=" + fake,
-                "-Dkvbridge.cuda-ipc.allow-fake=true", "-cp", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")),
-                KvBridgeCli.class.getName()));
-        command.addAll(List.of(args));
-        Path out = directory.resolve("out.txt");
-        Path err = directory.resolve("err.txt");
-        Process process = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-        if (!process.waitFor(150, TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            throw new AssertionError("kvbridge " + String.join(" ", args) + " did not end within 150 s: " + Files.readString(err, StandardCharsets.UTF_8));
-        }
-        return new ChildRun(process.exitValue(), Files.readString(out, StandardCharsets.UTF_8), Files.readString(err, StandardCharsets.UTF_8));
+        return ChildCli.run(directory, List.of("-Dkvbridge.cuda-ipc.library=" + fake, "-Dkvbridge.cuda-ipc.allow-fake=true"), args);
     }
 
     @ParameterizedTest
@@ -70,7 +52,7 @@ final class CudaIpcFakeCliTest
         if (!extra.isEmpty()) {
             args.addAll(List.of(extra.split(" ")));
         }
-        ChildRun run = runWithFake(args.toArray(String[]::new));
+        ChildCli.Run run = runWithFake(args.toArray(String[]::new));
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode audit = new ObjectMapper().readTree(run.out());
         assertEquals("cuda-ipc", audit.get("backend").asText());
@@ -88,7 +70,7 @@ final class CudaIpcFakeCliTest
     @Test
     void demoRefusesADeviceTheDriverDoesNotHave() throws Exception
     {
-        ChildRun run = runWithFake("demo", "--backend", "cuda-ipc", "--device", "7", "--requests", "1");
+        ChildCli.Run run = runWithFake("demo", "--backend", "cuda-ipc", "--device", "7", "--requests", "1");
         assertEquals(2, run.exitCode(), run.out() + run.err());
         assertTrue(run.err().contains("--device=7 is not a device 'cuda-ipc' sees"), run.err());
         assertTrue(run.out().isEmpty(), run.out());
@@ -113,7 +95,7 @@ final class CudaIpcFakeCliTest
     @Test
     void benchPrintsDeviceRowsLabelledAsTheFakeNextToTheCBaseline() throws Exception
     {
-        ChildRun run = runWithFake("bench", "--json", "--total-bytes", "1MiB", "--block-sizes", "64KiB,1MiB");
+        ChildCli.Run run = runWithFake("bench", "--json", "--total-bytes", "1MiB", "--block-sizes", "64KiB,1MiB");
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode result = new ObjectMapper().readTree(run.out());
         Set<Long> deviceSizes = new HashSet<>();
