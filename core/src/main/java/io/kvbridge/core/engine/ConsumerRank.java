@@ -40,6 +40,7 @@ import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -310,6 +311,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             receivedAll(request);
             return;
         }
+        long leaseNanos = TimeUnit.MILLISECONDS.toNanos(request.params.leaseMillis());
         int[][] producerIds = new int[request.params.blockIds().groupCount()][];
         for (int g = 0; g < producerIds.length; g++) {
             producerIds[g] = request.params.blockIds().group(g);
@@ -343,8 +345,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
                     boolean attach = !split && notified.add(source);
                     try {
-                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey()).groups =
-                                groups;
+                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey(),
+                                leaseNanos).groups = groups;
                         request.transfersPosted++;
                     }
                     catch (KvBridgeException e) {
