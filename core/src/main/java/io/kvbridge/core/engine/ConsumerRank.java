@@ -423,7 +423,14 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
                         ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
                         request.exchanged);
-                if (!notifyQuietly(peer, Messages.registration(registration), "push registration") && write) {
+                byte[] message = Messages.registration(registration);
+                boolean sent = notifyQuietly(peer, message, "push registration");
+                if (!sent) {
+                    // the cached peer may have failed for good (a producer that was stopped): try once more on a new one
+                    peer = reconnect(stage.remoteKey(), stage.engine(), rank);
+                    sent = peer != null && notifyQuietly(peer, message, "push registration");
+                }
+                if (!sent && write) {
                     fail(request, ErrorCode.TRANSFER_FAILED, "could not send the push registration to producer rank " + rank + " of "
                             + request.params.engineId(), true);
                     return;

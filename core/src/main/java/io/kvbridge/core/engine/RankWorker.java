@@ -498,6 +498,25 @@ abstract class RankWorker
         return peer;
     }
 
+    /**
+     * Connects to a remote rank afresh after its cached peer refused a notification: a peer whose
+     * endpoint failed (it was stopped and its transfer cancelled, or it restarted) stays unusable.
+     * Every peer and list of that remote side channel is dropped.
+     *
+     * @return the new peer, or null when it cannot be reached.
+     */
+    final Peer reconnect(String remoteKey, RemoteEngine engine, RankKey rank)
+    {
+        forget(remoteKey + "|");
+        try {
+            return peer(remoteKey, engine, rank);
+        }
+        catch (KvBridgeException e) {
+            LOG.warn("{}: cannot reconnect to {} rank {}: {}", name, engine.engineId(), rank, e.getMessage());
+            return null;
+        }
+    }
+
     final Peer peerByAgent(String agent)
     {
         return peersByAgent.get(agent);

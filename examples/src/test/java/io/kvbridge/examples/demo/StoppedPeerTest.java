@@ -277,11 +277,16 @@ final class StoppedPeerTest
     /** Waits for the survivor's report, measuring its process's CPU time meanwhile. */
     private static Wait waitFor(ProcessHost survivor, BooleanSupplier reported, Pair pair, String what) throws InterruptedException
     {
+        // only the survivor is polled: a killed peer's host reports that it went away
+        Recorder events = survivor == pair.producer ? pair.producerEvents : pair.decoderEvents;
         ProcessHandle handle = survivor.process().toHandle();
         Map<String, Long> startThreads = threadTicks(handle.pid());
         long startNanos = System.nanoTime();
         Duration startCpu = cpu(handle);
-        await(() -> pair.poll() && reported.getAsBoolean(), what);
+        await(() -> {
+            survivor.poll(events);
+            return reported.getAsBoolean();
+        }, what);
         long elapsedNanos = System.nanoTime() - startNanos;
         Duration used = cpu(handle).minus(startCpu);
         Map<String, Long> threads = threadTicks(handle.pid());
