@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
 public final class HostWorker implements DemoHost.Events
 {
     private static final String CLOSED = "\u0000closed";
-    private static final long BUSY_NANOS = 1_000_000_000;
+    private static final long BUSY_NANOS = 100_000_000;
     private static final long MAX_WAIT_NANOS = 20_000_000;
 
     private final PrintStream out;
@@ -92,7 +92,7 @@ public final class HostWorker implements DemoHost.Events
         while (true) {
             String line;
             boolean busy = false;
-            // polls every 200 us while requests move; once nothing has happened for a second, waits
+            // polls every 200 us while requests move; once nothing has happened for 100 ms, waits
             // ever longer (up to 20 ms) for the next command, so an idle or waiting worker costs no core
             line = idleNanos < BUSY_NANOS ? commands.poll() : commands.poll(Math.min(idleNanos / 8, MAX_WAIT_NANOS), TimeUnit.NANOSECONDS);
             for (; line != null; line = commands.poll()) {
