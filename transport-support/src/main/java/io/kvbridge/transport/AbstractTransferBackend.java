@@ -71,13 +71,26 @@ public abstract class AbstractTransferBackend implements TransferBackend
     }
 
     /**
-     * Releases a handle; a running transfer is marked cancelled, and the transport frees its slot
-     * when it ends it ({@link TransferTable#finish}).
+     * Releases a handle; a running transfer is marked cancelled, the transport is told
+     * ({@link #cancelRunning}), and it frees the slot when it ends the transfer
+     * ({@link TransferTable#finish}).
      */
     @Override
     public void release(long handle)
     {
-        transfers.release(handle);
+        if (transfers.release(handle)) {
+            cancelRunning();
+        }
+    }
+
+    /**
+     * A handle was released while its transfer ran: the caller may reuse the transfer's memory as
+     * soon as {@code release} returns, so a transport whose transfers do not look at their
+     * cancellation before each byte must stop them here. The default does nothing, for transports
+     * that check {@link TransferSlot#cancelled()} as they move data.
+     */
+    protected void cancelRunning()
+    {
     }
 
     @Override

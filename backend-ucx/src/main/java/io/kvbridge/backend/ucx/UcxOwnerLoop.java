@@ -18,7 +18,9 @@ import org.slf4j.LoggerFactory;
  * waits for it), and moves transfers, sends, endpoints and setups along. It polls while work is in
  * flight (a peer's emulated RMA needs this side to progress), keeps polling for
  * {@code idle-spin-us} after the last event, then sleeps on the worker's event descriptor and the
- * eventfd that a hand-over signals. When asked to stop it runs {@link UcxShutdown}.
+ * eventfd that a hand-over signals. Work that waits 5 ms without any event (a stopped or
+ * unresponsive peer) is waited for in sleeps on the same descriptors, 1 ms growing to 32 ms, so a
+ * stuck peer costs no core. When asked to stop it runs {@link UcxShutdown}.
  *
  * <p>Threads: {@link #wake()} and {@link #requestStop()} are for any thread; the rest runs on the
  * owner thread, apart from {@link #awaitStart} on the constructing thread.
@@ -29,6 +31,11 @@ final class UcxOwnerLoop
 
     private static final int PROGRESS_BURST = 32;
     private static final int SLEEP_MILLIS = 100;
+    // the longest sleep while work waits for a peer that stopped answering: bounds how late a
+    // transport without wake-up events notices progress, at a few dozen wake-ups a second
+    private static final int WAIT_SLEEP_MILLIS = 32;
+    // how long work may wait without any event before the loop stops spinning for it
+    private static final long WAIT_SPIN_NANOS = 5_000_000;
     // hand-overs run per round at most, so a stream of calls never starves polling
     private static final int QUEUED_PER_ROUND = 1024;
     // calls waiting besides the posts max-in-flight allows
@@ -138,7 +145,7 @@ final class UcxOwnerLoop
     {
         long spinNanos = TimeUnit.MICROSECONDS.toNanos(options.idleSpinMicros());
         long lastEvent = System.nanoTime();
-        int quietRounds = 0;
+        int waitMillis = 0;
         int rounds = 0;
         while (!stopRequested) {
             if (transfers.busy() && (++rounds & 1023) == 0) {
@@ -151,27 +158,30 @@ final class UcxOwnerLoop
             busy |= messaging.advanceSends();
             busy |= endpoints.advanceRetiring();
             busy |= endpoints.advanceSetups();
+            long now = System.nanoTime();
             if (busy) {
-                lastEvent = System.nanoTime();
-                quietRounds = 0;
+                lastEvent = now;
+                waitMillis = 0;
                 continue;
             }
-            quietRounds++;
             if (transfers.busy() || messaging.busy() || endpoints.busy()) {
-                // waiting for UCX: keep progressing, but let other threads in now and then
-                if ((quietRounds & 1023) == 0) {
-                    Thread.yield();
-                }
-                else {
+                if (now - lastEvent < WAIT_SPIN_NANOS) {
+                    // waiting for UCX: keep progressing (a peer's answer usually follows within microseconds)
                     Thread.onSpinWait();
+                    continue;
                 }
+                // nothing moved for milliseconds although work waits: the peer is stopped or slow.
+                // Sleep on the worker's events, ever longer, so that waiting costs no core
+                waitMillis = Math.min(Math.max(1, waitMillis * 2), WAIT_SLEEP_MILLIS);
+                transfers.checkDeadlines();
+                sleep(waitMillis, true);
                 continue;
             }
-            if (System.nanoTime() - lastEvent < spinNanos) {
+            if (now - lastEvent < spinNanos) {
                 Thread.onSpinWait();
                 continue;
             }
-            sleep();
+            sleep(SLEEP_MILLIS, false);
             lastEvent = System.nanoTime();
         }
     }
@@ -190,7 +200,7 @@ final class UcxOwnerLoop
         return true;
     }
 
-    private void sleep()
+    private void sleep(int millis, boolean evenIfPending)
     {
         sleeping = true;
         try {
@@ -198,7 +208,7 @@ final class UcxOwnerLoop
             if (owner.hasQueued() || stopRequested) {
                 return;
             }
-            worker.await(SLEEP_MILLIS);
+            worker.await(millis, evenIfPending);
         }
         finally {
             sleeping = false;

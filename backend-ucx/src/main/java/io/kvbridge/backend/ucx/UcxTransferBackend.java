@@ -233,6 +233,25 @@ final class UcxTransferBackend extends AbstractTransferBackend
         });
     }
 
+    /**
+     * UCX cannot cancel one put or get: a transfer released while it runs has its peer's endpoint
+     * closed by force before this returns, which ends every operation on it, so no byte of the
+     * released transfer moves afterwards. The peer is unusable from then on; connect again.
+     */
+    @Override
+    protected void cancelRunning()
+    {
+        try {
+            owner.call(transfers::cancelReleased);
+        }
+        catch (KvBridgeException e) {
+            if (e.code() != ErrorCode.CLOSED) {
+                throw e;
+            }
+            // the owner stopped: its worker is destroyed or being destroyed, which ends every operation
+        }
+    }
+
     @Override
     protected BackendResources held(int transfers)
     {

@@ -345,6 +345,30 @@ final class UcxTransfers
         }
     }
 
+    /**
+     * Closes by force the endpoint of every issued transfer that was released while it ran: RMA
+     * operations cannot be cancelled one by one, and the releasing caller may reuse the memory at
+     * once. Their flush or send then completes with an error, which ends them. Owner thread.
+     *
+     * @return whether an endpoint was closed.
+     */
+    boolean cancelReleased()
+    {
+        boolean closed = false;
+        for (int i = 0; i < activeCount; i++) {
+            UcxTransfer transfer = active[i];
+            if (transfer.cancelled() && !transfer.peer.failed) {
+                endpoints.markFailed(transfer.peer, describe(transfer) + " was released while in flight: UCX cannot cancel one operation, so the"
+                        + " endpoint was closed by force; connect again");
+                closed = true;
+            }
+        }
+        if (closed) {
+            endpoints.advanceRetiring();
+        }
+        return closed;
+    }
+
     /** Abandons whatever UCX did not complete in time at shutdown; destroying the worker ends it. */
     void cutOff()
     {

@@ -145,13 +145,18 @@ final class UcxWorker
     }
 
     /**
-     * Sleeps on the worker's event descriptor and the eventfd, at most {@code timeoutMillis}; returns
-     * at once when the worker has events pending (it could not be armed).
+     * Sleeps on the worker's event descriptor and the eventfd, at most {@code timeoutMillis}. When
+     * the worker has events pending (it could not be armed) it returns at once, unless
+     * {@code evenIfPending}: then it sleeps on the eventfd alone, for a caller whose last progress
+     * found nothing to do although UCX says it has something (work stuck on a stopped peer).
      */
-    void await(int timeoutMillis)
+    void await(int timeoutMillis, boolean evenIfPending)
     {
         if (UcpWorker.workerArm(worker)) {
             wakeup.await(workerFd, timeoutMillis);
+        }
+        else if (evenIfPending) {
+            wakeup.await(-1, timeoutMillis);
         }
     }
 

@@ -40,6 +40,7 @@ import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -311,6 +312,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             receivedAll(request);
             return;
         }
+        long leaseNanos = TimeUnit.MILLISECONDS.toNanos(request.params.leaseMillis());
         int[][] producerIds = new int[request.params.blockIds().groupCount()][];
         for (int g = 0; g < producerIds.length; g++) {
             producerIds[g] = request.params.blockIds().group(g);
@@ -344,8 +346,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
                     boolean attach = !split && notified.add(source);
                     try {
-                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey()).groups =
-                                groups;
+                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey(),
+                                leaseNanos).groups = groups;
                         request.transfersPosted++;
                     }
                     catch (KvBridgeException e) {
@@ -422,7 +424,14 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
                         ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
                         request.exchanged);
-                if (!notifyQuietly(peer, Messages.registration(registration), "push registration") && write) {
+                byte[] message = Messages.registration(registration);
+                boolean sent = notifyQuietly(peer, message, "push registration");
+                if (!sent) {
+                    // the cached peer may have failed for good (a producer that was stopped): try once more on a new one
+                    peer = reconnect(stage.remoteKey(), stage.engine(), rank);
+                    sent = peer != null && notifyQuietly(peer, message, "push registration");
+                }
+                if (!sent && write) {
                     fail(request, ErrorCode.TRANSFER_FAILED, "could not send the push registration to producer rank " + rank + " of "
                             + request.params.engineId(), true);
                     return;

@@ -479,7 +479,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         Prepared consumerList = prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
         ensureScratch(count);
         int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
-        Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey);
+        Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey, leaseNanos);
         request.writes.put(transfer, new PushTarget(peer, registration.requestId()));
         request.tracker.state(RequestState.IN_FLIGHT);
     }

@@ -63,6 +63,9 @@ abstract class RankWorker
     private static final Logger LOG = LoggerFactory.getLogger(RankWorker.class);
     private static final long ACTIVE_PARK_NANOS = 50_000;
     private static final long IDLE_PARK_NANOS = 500_000;
+    // a transport that wakes the worker ends its parks itself: this only paces the timers (leases,
+    // deadlines, heartbeats), so a rank waiting on a stopped peer wakes 50 times a second, not 2,000
+    private static final long WOKEN_PARK_NANOS = 20_000_000;
     // after any work the worker polls at the active rate for a while: the next message of a
     // conversation (write after registration, acknowledgement after write) usually follows within it
     private static final long BUSY_WINDOW_NANOS = 5_000_000;
@@ -239,7 +242,7 @@ abstract class RankWorker
             }
             // a transport that wakes the worker needs no fast polling; the idle rate still drives the timers
             boolean pollFast = !transportWakes && now - lastWorkNanos < BUSY_WINDOW_NANOS;
-            LockSupport.parkNanos(pollFast ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
+            LockSupport.parkNanos(transportWakes ? WOKEN_PARK_NANOS : pollFast ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
         }
         shutdown();
     }
@@ -331,10 +334,12 @@ abstract class RankWorker
             }
             else {
                 metrics.transferFailed();
+                reconnectLater(transfer);
                 ErrorCode code = status == TransferStatus.FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.DEADLINE_EXCEEDED;
                 String message = status == TransferStatus.FAILED ? failure
                         : "transfer stalled: still in progress " + TimeUnit.NANOSECONDS.toMillis(now - transfer.postedNanos)
-                                + " ms after it was posted (transferTimeout=" + settings.transferTimeout() + ")";
+                                + " ms after it was posted (its limit: " + TimeUnit.NANOSECONDS.toMillis(transfer.deadlineNanos - transfer.postedNanos)
+                                + " ms, transferTimeout=" + settings.transferTimeout() + " or the producer's lease if shorter)";
                 release(transfer);
                 transferFailed(transfer, code, message);
             }
@@ -365,9 +370,33 @@ abstract class RankWorker
                 transfers.set(i, transfers.getLast());
                 transfers.removeLast();
                 i--;
+                if (inProgress(transfer)) {
+                    reconnectLater(transfer);
+                }
                 release(transfer);
             }
         }
+    }
+
+    private boolean inProgress(Transfer transfer)
+    {
+        try {
+            return transport.status(transfer.handle) == TransferStatus.IN_PROGRESS;
+        }
+        catch (KvBridgeException e) {
+            return false;
+        }
+    }
+
+    /**
+     * A transfer failed, or was stopped while it ran: a transport that cannot stop one transfer
+     * alone (UCX) closes its peer's endpoint for it, and a peer that failed one transfer may be
+     * gone. The remote side channel's peers and lists are dropped once this round is over, so the
+     * next request connects afresh instead of failing on a dead peer.
+     */
+    private void reconnectLater(Transfer transfer)
+    {
+        enqueue(() -> forget(transfer.remoteKey + "|"));
     }
 
     final boolean hasTransfers(Object owner)
@@ -423,9 +452,13 @@ abstract class RankWorker
         }
     }
 
-    /** Posts a transfer and tracks it; the post's own failure propagates. */
+    /**
+     * Posts a transfer and tracks it; the post's own failure propagates. Its deadline is
+     * {@code transferTimeout}, or the producer's lease when that is shorter: past the lease the
+     * producer frees the blocks anyway, so a transfer still moving then is stuck on its peer.
+     */
     final Transfer post(Object owner, TransferOp op, Prepared local, int[] localIndices, Prepared remote, int[] remoteIndices, int count,
-            byte[] notification, String remoteKey)
+            byte[] notification, String remoteKey, long leaseNanos)
     {
         long bytes = 0;
         DescriptorList localDescriptors = local.descriptors();
@@ -444,8 +477,9 @@ abstract class RankWorker
             throw e;
         }
         long posted = now();
-        Transfer transfer = new Transfer(handle, owner, start, posted - start, posted + settings.transferTimeout().toNanos(), bytes, count,
-                operationsOf(handle, count), mark);
+        long limit = Math.min(settings.transferTimeout().toNanos(), leaseNanos);
+        Transfer transfer = new Transfer(handle, owner, start, posted - start, posted + limit, bytes, count,
+                operationsOf(handle, count), mark, remoteKey);
         transfers.add(transfer);
         return transfer;
     }
@@ -486,6 +520,25 @@ abstract class RankWorker
             sessions.bind(peer, session);
         }
         return peer;
+    }
+
+    /**
+     * Connects to a remote rank afresh after its cached peer refused a notification: a peer whose
+     * endpoint failed (it was stopped and its transfer cancelled, or it restarted) stays unusable.
+     * Every peer and list of that remote side channel is dropped.
+     *
+     * @return the new peer, or null when it cannot be reached.
+     */
+    final Peer reconnect(String remoteKey, RemoteEngine engine, RankKey rank)
+    {
+        forget(remoteKey + "|");
+        try {
+            return peer(remoteKey, engine, rank);
+        }
+        catch (KvBridgeException e) {
+            LOG.warn("{}: cannot reconnect to {} rank {}: {}", name, engine.engineId(), rank, e.getMessage());
+            return null;
+        }
     }
 
     final Peer peerByAgent(String agent)

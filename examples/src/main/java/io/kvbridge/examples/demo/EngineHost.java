@@ -88,8 +88,10 @@ public final class EngineHost implements DemoHost
             this.engine = new DemoEngine(spec.engineId(), model, bridge, memory, spec.ppSize(), spec.tpSize(), spec.capacity(), options.cache(spec.prefill()),
                     spec.stages());
             for (CacheGeometry rank : engine.ranks) {
+                // a push decoder gives up on writes that did not come within two leases: the producer
+                // would have freed the blocks by then, and the demo's prefill itself takes no time
                 ConnectorSettings.Builder settings = ConnectorSettings.builder(spec.engineId(), rank).cacheSpec(engine.spec)
-                        .leaseDuration(Duration.ofMillis(options.leaseMillis()));
+                        .leaseDuration(Duration.ofMillis(options.leaseMillis())).registrationTimeout(Duration.ofMillis(2 * options.leaseMillis()));
                 if (spec.prefill()) {
                     if (!spec.stageSideChannels().isEmpty()) {
                         settings.sideChannel("127.0.0.1", spec.stageSideChannels().get(rank.rank().ppRank()).port())

@@ -13,6 +13,7 @@ import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The main loop of a demo worker process: runs one {@link EngineHost} and serves the scheduler's
@@ -22,6 +23,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 public final class HostWorker implements DemoHost.Events
 {
     private static final String CLOSED = "\u0000closed";
+    private static final long BUSY_NANOS = 100_000_000;
+    private static final long MAX_WAIT_NANOS = 20_000_000;
 
     private final PrintStream out;
     private final BlockingQueue<String> commands = new LinkedBlockingQueue<>();
@@ -84,10 +87,15 @@ public final class HostWorker implements DemoHost.Events
 
     private int serve(EngineHost host) throws InterruptedException
     {
+        long idleNanos = 0;
+        long lastBusy = System.nanoTime();
         while (true) {
             String line;
             boolean busy = false;
-            while ((line = commands.poll()) != null) {
+            // polls every 200 us while requests move; once nothing has happened for 100 ms, waits
+            // ever longer (up to 20 ms) for the next command, so an idle or waiting worker costs no core
+            line = idleNanos < BUSY_NANOS ? commands.poll() : commands.poll(Math.min(idleNanos / 8, MAX_WAIT_NANOS), TimeUnit.NANOSECONDS);
+            for (; line != null; line = commands.poll()) {
                 if (line.equals(CLOSED)) {
                     return 1;
                 }
@@ -110,8 +118,16 @@ public final class HostWorker implements DemoHost.Events
             catch (RuntimeException e) {
                 error(e);
             }
-            if (!busy) {
-                Thread.sleep(0, 200_000);
+            long now = System.nanoTime();
+            if (busy) {
+                lastBusy = now;
+                idleNanos = 0;
+            }
+            else {
+                idleNanos = now - lastBusy;
+                if (idleNanos < BUSY_NANOS) {
+                    Thread.sleep(0, 200_000);
+                }
             }
         }
     }

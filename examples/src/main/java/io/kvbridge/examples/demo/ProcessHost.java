@@ -56,6 +56,19 @@ public final class ProcessHost implements DemoHost
      */
     public static ProcessHost start(HostSpec spec)
     {
+        return start(spec, Map.of());
+    }
+
+    /**
+     * Starts a worker JVM with extra environment variables, such as {@code UCX_TLS} to choose UCX's
+     * transports for the worker's whole process.
+     *
+     * @param spec what the worker runs.
+     * @param environment added to this process's environment.
+     * @return the host.
+     */
+    public static ProcessHost start(HostSpec spec, Map<String, String> environment)
+    {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String option : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -71,7 +84,9 @@ public final class ProcessHost implements DemoHost
         command.add("demo-worker");
         Process process;
         try {
-            process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+            builder.environment().putAll(environment);
+            process = builder.start();
         }
         catch (IOException e) {
             throw new DemoFailure("cannot start the JVM of the " + spec.label() + ": " + e.getMessage());

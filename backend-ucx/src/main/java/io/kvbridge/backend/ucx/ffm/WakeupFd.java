@@ -72,7 +72,7 @@ public final class WakeupFd implements AutoCloseable
      * Sleeps until the UCX descriptor or this eventfd is readable, or the timeout passes, then
      * clears this eventfd. Arm the worker first.
      *
-     * @param workerFd from {@link UcpWorker#workerEventFd}.
+     * @param workerFd from {@link UcpWorker#workerEventFd}, or -1 to sleep on the eventfd alone (poll ignores it).
      * @param timeoutMillis the longest sleep.
      */
     public void await(int workerFd, int timeoutMillis)
