@@ -67,6 +67,8 @@ final class PeerSessions
     private final Map<String, NotificationSeal[]> byAgent = new HashMap<>();
     private final Map<Long, NotificationSeal> byId = new HashMap<>();
     private final Map<Peer, NotificationSeal> sending = new HashMap<>();
+    // by session id: a peer connected again under a session already used goes on with its sequence numbers
+    private final Map<Long, NotificationSeal> sendingById = new HashMap<>();
     private final long[] rejected = new long[Rejection.values().length];
     private long uses;
 
@@ -171,10 +173,23 @@ final class PeerSessions
         }
     }
 
-    /** Seals what this rank sends to a peer with the session its handshake with that peer opened. */
+    /**
+     * Seals what this rank sends to a peer with the session its handshake with that peer opened. A
+     * transport peer connected again under the same session (after a failed transfer dropped the
+     * old one) goes on with the session's sequence numbers: starting again at zero would read as a
+     * replay to the receiver, which drops it.
+     */
     void bind(Peer peer, SessionKey key)
     {
-        sending.put(peer, new NotificationSeal(key));
+        NotificationSeal seal = sendingById.get(key.sessionId());
+        if (seal == null) {
+            if (sendingById.size() >= MAX_SESSIONS) {
+                sendingById.values().retainAll(sending.values());
+            }
+            seal = new NotificationSeal(key);
+            sendingById.put(key.sessionId(), seal);
+        }
+        sending.put(peer, seal);
     }
 
     void unbind(Peer peer)
