@@ -249,7 +249,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             KvBridgeException.check(producer.rank().tpSize() == params.tpSize() && producer.rank().ppSize() == params.ppSize(),
                     ErrorCode.GEOMETRY_INCOMPATIBLE, "producer %s advertises rank %s but the transfer parameters say tpSize=%d ppSize=%d",
                     params.engineId(), producer.rank(), params.tpSize(), params.ppSize());
-            List<TransferPlan> plans = plans(key + "|pp" + stage, geometry, producer);
+            List<TransferPlan> plans = remoteCache.plans(key + "|pp" + stage, geometry, producer);
             if (plans.isEmpty()) {
                 // this producer stage owns none of this rank's layers: it neither writes nor expects this rank
                 continue;
@@ -305,7 +305,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             // full prefix hit: nothing to read, but every producer rank must hear that it may free its blocks
             for (Stage stage : request.stages) {
                 for (int target : stage.targets()) {
-                    Peer peer = peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
+                    Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
                     notifyQuietly(peer, Messages.completion(producerId, stage.consumers()), "completion");
                 }
             }
@@ -338,10 +338,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     if (count == 0) {
                         continue;
                     }
-                    Peer peer = peer(stage.remoteKey(), stage.engine(), rank);
+                    Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), rank);
                     String planKey = stage.remoteKey() + "|pp" + stage.ppRank() + "|plan" + p;
-                    Prepared local = prepared(planKey + "|slot" + slot, null, () -> plan.localDescriptors(slot));
-                    Prepared theirs = prepared(planKey + "|" + rank, peer, () -> plan.remoteDescriptors(remote));
+                    RemoteCache.Prepared local = remoteCache.prepared(planKey + "|slot" + slot, null, () -> plan.localDescriptors(slot));
+                    RemoteCache.Prepared theirs = remoteCache.prepared(planKey + "|" + rank, peer, () -> plan.remoteDescriptors(remote));
                     ensureScratch(count);
                     int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
                     boolean attach = !split && notified.add(source);
@@ -363,7 +363,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 if (notified.contains(target)) {
                     continue;
                 }
-                Peer peer = peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
+                Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
                 if (sources.contains(target)) {
                     // read in several parts (mixed memory) or not at all: told once every READ succeeded
                     request.parked.add(peer);
@@ -399,7 +399,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     {
         for (Stage stage : request.stages) {
             for (int target : stage.targets()) {
-                if (peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target)) == peer) {
+                if (remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target)) == peer) {
                     return stage.consumers();
                 }
             }
@@ -419,7 +419,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             long groups = rules.groupsWritten(stage.plans().getFirst());
             for (int target : stage.targets()) {
                 RankKey rank = new RankKey(stage.ppRank(), target);
-                Peer peer = peer(stage.remoteKey(), stage.engine(), rank);
+                Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), rank);
                 boolean write = !release && sources.contains(target);
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
                         ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
@@ -428,7 +428,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 boolean sent = notifyQuietly(peer, message, "push registration");
                 if (!sent) {
                     // the cached peer may have failed for good (a producer that was stopped): try once more on a new one
-                    peer = reconnect(stage.remoteKey(), stage.engine(), rank);
+                    peer = remoteCache.reconnect(stage.remoteKey(), stage.engine(), rank);
                     sent = peer != null && notifyQuietly(peer, message, "push registration");
                 }
                 if (!sent && write) {
@@ -482,7 +482,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         for (Map.Entry<String, String> writer : request.writersDone.entrySet()) {
-            Peer peer = peerByAgent(writer.getKey());
+            Peer peer = remoteCache.peerByAgent(writer.getKey());
             if (peer != null) {
                 notifyQuietly(peer, Messages.completion(writer.getValue(), request.writers.get(writer.getKey()).consumers()), "acknowledgement");
             }
@@ -629,7 +629,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 }
                 for (Stage stage : request.stages) {
                     for (int target : stage.targets()) {
-                        Peer peer = peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
+                        Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
                         heartbeats.computeIfAbsent(peer, ignored -> new ArrayList<>()).add(request.producerRequestId);
                     }
                 }

@@ -419,7 +419,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         Peer peer = null;
         try {
-            peer = peer(remoteKey, engine, rank);
+            peer = remoteCache.peer(remoteKey, engine, rank);
             write(request, registration, remoteKey, rank, engine, peer);
         }
         catch (RuntimeException e) {
@@ -445,7 +445,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     {
         CacheGeometry consumer = engine.metadata(rank).geometry();
         rules.checkPeer(consumer, "consumer " + registration.engineId() + " rank " + rank, name);
-        List<TransferPlan> plans = plans(remoteKey + "|" + rank, consumer, geometry);
+        List<TransferPlan> plans = remoteCache.plans(remoteKey + "|" + rank, consumer, geometry);
         KvBridgeException.check(!plans.isEmpty(), ErrorCode.PROTOCOL_ERROR, "consumer rank %s asked rank %s to write, but they share no layer", rank,
                 geometry.rank());
         if (plans.size() != 1) {
@@ -475,8 +475,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             notifyQuietly(peer, done, "push completion");
             return;
         }
-        Prepared producerList = prepared(remoteKey + "|" + rank + "|own", null, () -> plan.remoteDescriptors(geometry));
-        Prepared consumerList = prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
+        RemoteCache.Prepared producerList = remoteCache.prepared(remoteKey + "|" + rank + "|own", null, () -> plan.remoteDescriptors(geometry));
+        RemoteCache.Prepared consumerList = remoteCache.prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
         ensureScratch(count);
         int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
         Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey, leaseNanos);

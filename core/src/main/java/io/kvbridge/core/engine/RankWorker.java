@@ -6,7 +6,6 @@ import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.core.sidechannel.RemoteEngines;
@@ -14,7 +13,6 @@ import io.kvbridge.core.sidechannel.SideChannelServer;
 import io.kvbridge.core.wire.HandshakeVerifier;
 import io.kvbridge.core.wire.PeerCapability;
 import io.kvbridge.core.wire.RankMetadata;
-import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -22,7 +20,6 @@ import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
-import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
@@ -30,10 +27,8 @@ import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.StringJoiner;
 import java.util.concurrent.CompletableFuture;
@@ -42,7 +37,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -85,6 +79,7 @@ abstract class RankWorker
     final boolean mixedMemory;
     final String name;
     final PeerSessions sessions;
+    final RemoteCache remoteCache;
 
     private final SideChannelServer server;
     private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -98,10 +93,6 @@ abstract class RankWorker
     // worker-confined state
     final List<Transfer> transfers = new ArrayList<>();
     private final List<Transfer> retained = new ArrayList<>();
-    private final Map<String, Peer> peers = new HashMap<>();
-    private final Map<String, Peer> peersByAgent = new HashMap<>();
-    private final Map<String, Prepared> lists = new HashMap<>();
-    private final Map<String, List<TransferPlan>> plans = new HashMap<>();
     private long nextEvictionCheck;
     private long lastWorkNanos;
     int[] scratchA = new int[256];
@@ -130,6 +121,7 @@ abstract class RankWorker
         this.name = role + " " + settings.engineId() + " " + geometry.rank();
         this.transport = services.newTransport(role, settings);
         this.sessions = new PeerSessions(name, metrics);
+        this.remoteCache = new RemoteCache(name, transport, sessions, planFactory);
         List<Allocation> registered = new ArrayList<>();
         SideChannelServer acquired = null;
         try {
@@ -396,7 +388,7 @@ abstract class RankWorker
      */
     private void reconnectLater(Transfer transfer)
     {
-        enqueue(() -> forget(transfer.remoteKey + "|"));
+        enqueue(() -> remoteCache.forget(transfer.remoteKey + "|"));
     }
 
     final boolean hasTransfers(Object owner)
@@ -457,7 +449,7 @@ abstract class RankWorker
      * {@code transferTimeout}, or the producer's lease when that is shorter: past the lease the
      * producer frees the blocks anyway, so a transfer still moving then is stuck on its peer.
      */
-    final Transfer post(Object owner, TransferOp op, Prepared local, int[] localIndices, Prepared remote, int[] remoteIndices, int count,
+    final Transfer post(Object owner, TransferOp op, RemoteCache.Prepared local, int[] localIndices, RemoteCache.Prepared remote, int[] remoteIndices, int count,
             byte[] notification, String remoteKey, long leaseNanos)
     {
         long bytes = 0;
@@ -507,76 +499,6 @@ abstract class RankWorker
         }
     }
 
-    /** Connects to a remote rank's transport once and keeps the peer. */
-    final Peer peer(String remoteKey, RemoteEngine engine, RankKey rank)
-    {
-        String key = remoteKey + "|" + rank;
-        Peer peer = peers.get(key);
-        if (peer == null) {
-            SessionKey session = engine.session(rank);
-            peer = transport.connect(engine.metadata(rank).transportMetadata());
-            peers.put(key, peer);
-            peersByAgent.put(peer.name(), peer);
-            sessions.bind(peer, session);
-        }
-        return peer;
-    }
-
-    /**
-     * Connects to a remote rank afresh after its cached peer refused a notification: a peer whose
-     * endpoint failed (it was stopped and its transfer cancelled, or it restarted) stays unusable.
-     * Every peer and list of that remote side channel is dropped.
-     *
-     * @return the new peer, or null when it cannot be reached.
-     */
-    final Peer reconnect(String remoteKey, RemoteEngine engine, RankKey rank)
-    {
-        forget(remoteKey + "|");
-        try {
-            return peer(remoteKey, engine, rank);
-        }
-        catch (KvBridgeException e) {
-            LOG.warn("{}: cannot reconnect to {} rank {}: {}", name, engine.engineId(), rank, e.getMessage());
-            return null;
-        }
-    }
-
-    final Peer peerByAgent(String agent)
-    {
-        return peersByAgent.get(agent);
-    }
-
-    /**
-     * A prepared list with the descriptors it was prepared from (their lengths give each transfer's
-     * bytes) and the peer whose memory it describes (null for this rank's own), whose session seals
-     * a notification attached to a transfer into it.
-     */
-    record Prepared(PreparedList list, DescriptorList descriptors, Peer peer)
-    {
-    }
-
-    /** Prepares a list once per key and keeps it until the remote engine is evicted or the rank closes. */
-    final Prepared prepared(String key, Peer peer, Supplier<DescriptorList> descriptors)
-    {
-        Prepared prepared = lists.get(key);
-        if (prepared == null) {
-            DescriptorList built = descriptors.get();
-            prepared = new Prepared(peer == null ? transport.prepareLocal(built) : transport.prepareRemote(peer, built), built, peer);
-            lists.put(key, prepared);
-        }
-        return prepared;
-    }
-
-    final List<TransferPlan> plans(String key, CacheGeometry consumer, CacheGeometry producer)
-    {
-        List<TransferPlan> cached = plans.get(key);
-        if (cached == null) {
-            cached = planFactory.plans(consumer, producer);
-            plans.put(key, cached);
-        }
-        return cached;
-    }
-
     static String remoteKey(String engineId, SideChannelAddress address)
     {
         return engineId + "@" + address;
@@ -591,48 +513,7 @@ abstract class RankWorker
     {
         // every peer, list and plan of a remote side channel is cached under "<remote key>|..."
         String prefix = remoteKey(engine.engineId(), new SideChannelAddress(engine.address().getHostString(), engine.address().getPort())) + "|";
-        enqueue(() -> forget(prefix));
-    }
-
-    private void forget(String prefix)
-    {
-        for (Iterator<Map.Entry<String, Prepared>> it = lists.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<String, Prepared> entry = it.next();
-            if (entry.getKey().startsWith(prefix)) {
-                releaseQuietly(entry.getValue().list());
-                it.remove();
-            }
-        }
-        plans.keySet().removeIf(key -> key.startsWith(prefix));
-        for (Iterator<Map.Entry<String, Peer>> it = peers.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<String, Peer> entry = it.next();
-            if (entry.getKey().startsWith(prefix)) {
-                peersByAgent.remove(entry.getValue().name());
-                sessions.unbind(entry.getValue());
-                disconnectQuietly(entry.getValue());
-                it.remove();
-            }
-        }
-    }
-
-    private void releaseQuietly(PreparedList list)
-    {
-        try {
-            transport.releasePrepared(list);
-        }
-        catch (RuntimeException e) {
-            LOG.debug("{}: releasing a prepared list failed: {}", name, e.toString());
-        }
-    }
-
-    private void disconnectQuietly(Peer peer)
-    {
-        try {
-            transport.disconnect(peer);
-        }
-        catch (RuntimeException e) {
-            LOG.debug("{}: disconnecting {} failed: {}", name, peer.name(), e.toString());
-        }
+        enqueue(() -> remoteCache.forget(prefix));
     }
 
     /** Sends a notification without data; a failure is counted and logged, never thrown. */
@@ -786,15 +667,7 @@ abstract class RankWorker
         if (!retained.isEmpty()) {
             LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, retained.size());
         }
-        for (Prepared prepared : lists.values()) {
-            releaseQuietly(prepared.list());
-        }
-        lists.clear();
-        for (Peer peer : peers.values()) {
-            disconnectQuietly(peer);
-        }
-        peers.clear();
-        peersByAgent.clear();
+        remoteCache.releaseAll();
         server.withdraw(RankKey.of(geometry.rank()));
         services.releaseServer(settings.engineId());
         for (Allocation allocation : geometry.allocations()) {
