@@ -27,6 +27,8 @@ public final class LogSummary
     private String lastDetail = "";
 
     /**
+     * Creates a summary that writes nothing until an event is recorded.
+     *
      * @param log where the lines go.
      * @param subject what the events are, e.g. {@code "side channel of engine p: refused connections"}.
      * @param interval at most one line per interval.

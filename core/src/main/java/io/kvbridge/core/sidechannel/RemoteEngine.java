@@ -38,7 +38,15 @@ public record RemoteEngine(String engineId, InetSocketAddress address, Map<RankK
         sessions = Map.copyOf(requireNonNull(sessions, "sessions is null"));
     }
 
-    /** An engine fetched without notification sessions. */
+    /**
+     * An engine fetched without notification sessions.
+     *
+     * @param engineId the engine's id.
+     * @param address its side channel.
+     * @param ranks the verified metadata of each rank fetched.
+     * @param capabilities what the engine offers.
+     * @param clockOffset its clock against this one's.
+     */
     public RemoteEngine(String engineId, InetSocketAddress address, Map<RankKey, Verified> ranks, Set<PeerCapability> capabilities,
             ClockOffset clockOffset)
     {

@@ -93,6 +93,13 @@ public final class RemoteEngines
      * Like the other constructor, opening a notification session with every rank each handshake
      * fetches (see {@link RemoteEngine#session}).
      *
+     * @param client fetches payloads from side channels.
+     * @param verifier checks fetched payloads.
+     * @param localCapabilities what this engine can do, negotiated with each peer.
+     * @param ttl how long an idle engine stays cached.
+     * @param clock monotonic clock for idle times.
+     * @param executor runs handshakes.
+     * @param onEvicted told of each evicted engine, outside the lock.
      * @param localAgent the transport agent name of the rank that sends the notifications; null for no sessions.
      */
     public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,

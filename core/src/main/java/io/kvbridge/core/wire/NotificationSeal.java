@@ -62,6 +62,8 @@ public final class NotificationSeal
     private long lastUse;
 
     /**
+     * Creates the seal of one session, its sequence numbers starting at zero.
+     *
      * @param key the session's key.
      */
     public NotificationSeal(SessionKey key)
@@ -86,13 +88,13 @@ public final class NotificationSeal
         }
     }
 
-    /** @return the session id. */
+    /** {@return the session id} */
     public long sessionId()
     {
         return sessionId;
     }
 
-    /** @return the client rank's agent name: the only sender whose notifications this session opens. */
+    /** {@return the client rank's agent name: the only sender whose notifications this session opens} */
     public String peerAgent()
     {
         return peerAgent;
@@ -108,7 +110,7 @@ public final class NotificationSeal
         return macOut.clone();
     }
 
-    /** @return the use stamp last given to {@link #touch}; 0 when the session never opened a notification. */
+    /** {@return the use stamp last given to {@link #touch}; 0 when the session never opened a notification} */
     public long lastUse()
     {
         return lastUse;
@@ -162,6 +164,8 @@ public final class NotificationSeal
     }
 
     /**
+     * Reads the session id a sealed notification names.
+     *
      * @param sealed bytes for which {@link #isSealed} holds.
      * @return the session id they name.
      */
@@ -170,13 +174,15 @@ public final class NotificationSeal
         return getLong(sealed, 4);
     }
 
-    /** @return the offset of the body in a sealed notification. */
+    /** {@return the offset of the body in a sealed notification} */
     public static int bodyOffset()
     {
         return HEADER_BYTES;
     }
 
     /**
+     * Reads the length of a sealed notification's body.
+     *
      * @param sealed bytes for which {@link #isSealed} holds.
      * @return the length of the body.
      */

@@ -47,14 +47,14 @@ public record SessionKey(long sessionId, byte[] key, String clientAgent)
         KvBridgeException.checkArgument(key.length == KEY_BYTES, "key.length=%d (expected: %d)", key.length, KEY_BYTES);
     }
 
-    /** @return a copy of the MAC key. */
+    /** {@return a copy of the MAC key} */
     @Override
     public byte[] key()
     {
         return key.clone();
     }
 
-    /** @return a fresh random handshake nonce. */
+    /** {@return a fresh random handshake nonce} */
     public static byte[] newNonce()
     {
         byte[] nonce = new byte[NONCE_BYTES];
