@@ -62,6 +62,23 @@ final class CompiledBaseline
     }
 
     /**
+     * Finds the directory of the native library a transport is told to bind, so that its baseline
+     * links to and runs with the same file.
+     *
+     * @param property the transport's library property, naming a file or its directory.
+     * @return the directory, or null when the property is unset and the linker's search decides.
+     */
+    static Path libraryDirectory(String property)
+    {
+        String configured = System.getProperty(property);
+        if (configured == null || configured.isBlank()) {
+            return null;
+        }
+        Path path = Path.of(configured).toAbsolutePath();
+        return Files.isDirectory(path) ? path : path.getParent();
+    }
+
+    /**
      * Compiles and runs a program.
      *
      * @param program the program.

@@ -49,7 +49,7 @@ public final class CudaD2dBaseline
                     + "CUDA_HOME to it, to measure the device-to-device cuMemcpy baseline");
         }
         List<String> libraries = new ArrayList<>(List.of("-I" + toolkit.resolve("include")));
-        Path driverDirectory = driverDirectory();
+        Path driverDirectory = CompiledBaseline.libraryDirectory(LIBRARY_PROPERTY);
         if (driverDirectory != null) {
             libraries.add("-L" + driverDirectory);
         }
@@ -61,16 +61,5 @@ public final class CudaD2dBaseline
         blockSizes.forEach(size -> arguments.add(Long.toString(size)));
         return CompiledBaseline.measure(program, compiler, arguments, blockSizes,
                 driverDirectory == null ? Map.of() : Map.of("LD_LIBRARY_PATH", driverDirectory.toString()));
-    }
-
-    /** @return the directory of the driver file the transport is told to bind, or null for the linker's search. */
-    private static Path driverDirectory()
-    {
-        String configured = System.getProperty(LIBRARY_PROPERTY);
-        if (configured == null || configured.isBlank()) {
-            return null;
-        }
-        Path path = Path.of(configured).toAbsolutePath();
-        return Files.isDirectory(path) ? path : path.getParent();
     }
 }

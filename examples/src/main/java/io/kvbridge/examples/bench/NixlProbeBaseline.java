@@ -2,7 +2,6 @@ package io.kvbridge.examples.bench;
 
 import static java.util.Objects.requireNonNull;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,7 +44,7 @@ public final class NixlProbeBaseline
     {
         requireNonNull(blockSizes, "blockSizes is null");
         List<String> libraries = new ArrayList<>();
-        Path directory = libraryDirectory();
+        Path directory = CompiledBaseline.libraryDirectory(LIBRARY_PROPERTY);
         if (directory != null) {
             libraries.addAll(List.of("-L" + directory, "-Wl,-rpath," + directory));
         }
@@ -56,16 +55,5 @@ public final class NixlProbeBaseline
         arguments.add("--batches=" + TIMED_PASSES);
         // NIXL's UCX installs signal handlers the probe does not want either; the JVM already runs with it empty
         return CompiledBaseline.measure(program, compiler, arguments, blockSizes, Map.of("UCX_ERROR_SIGNALS", ""));
-    }
-
-    /** @return the directory of the library the transport is told to bind, or null for the linker's search. */
-    private static Path libraryDirectory()
-    {
-        String configured = System.getProperty(LIBRARY_PROPERTY);
-        if (configured == null || configured.isBlank()) {
-            return null;
-        }
-        Path path = Path.of(configured).toAbsolutePath();
-        return Files.isDirectory(path) ? path : path.getParent();
     }
 }

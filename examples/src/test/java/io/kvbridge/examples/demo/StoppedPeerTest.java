@@ -50,25 +50,6 @@ final class StoppedPeerTest
     private static final byte[] SECRET = "stopped-peer-test-secret-0123456789abc".getBytes(StandardCharsets.US_ASCII);
     private static final Map<String, String> TCP = Map.of("UCX_TLS", "tcp", "UCX_NET_DEVICES", "lo");
 
-    /** What one host reported. */
-    private static final class Recorder implements DemoHost.Events
-    {
-        final List<String> freed = new ArrayList<>();
-        final List<String> checked = new ArrayList<>();
-
-        @Override
-        public void freed(String requestId, FreeReason reason)
-        {
-            freed.add(requestId + " " + reason);
-        }
-
-        @Override
-        public void checked(int request, long parityErrors, List<String> failures)
-        {
-            checked.add(request + " parity=" + parityErrors + (failures.isEmpty() ? "" : " failed=" + failures.getFirst().split(" ")[0]));
-        }
-    }
-
     /** A producer and a decoder process, each with its pools, and what they reported. */
     private static final class Pair implements AutoCloseable
     {
@@ -78,8 +59,8 @@ final class StoppedPeerTest
         final BlockPool decoderBlocks;
         final ProcessHost producer;
         final ProcessHost decoder;
-        final Recorder producerEvents = new Recorder();
-        final Recorder decoderEvents = new Recorder();
+        final RecordingEvents producerEvents = new RecordingEvents();
+        final RecordingEvents decoderEvents = new RecordingEvents();
 
         Pair(String mode, Map<String, String> environment)
         {
@@ -281,7 +262,7 @@ final class StoppedPeerTest
     private static Wait waitFor(ProcessHost survivor, BooleanSupplier reported, Pair pair, String what) throws InterruptedException
     {
         // only the survivor is polled: a killed peer's host reports that it went away
-        Recorder events = survivor == pair.producer ? pair.producerEvents : pair.decoderEvents;
+        RecordingEvents events = survivor == pair.producer ? pair.producerEvents : pair.decoderEvents;
         ProcessHandle handle = survivor.process().toHandle();
         Map<String, Long> startThreads = threadTicks(handle.pid());
         long startNanos = System.nanoTime();

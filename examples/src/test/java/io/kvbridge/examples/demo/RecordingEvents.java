@@ -1,0 +1,28 @@
+package io.kvbridge.examples.demo;
+
+import io.kvbridge.api.FreeReason;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What a demo host reported, as lines the process tests compare: {@code "req-1 COMPLETED"} for a
+ * freed request, {@code "1 parity=0"} for a checked one, with {@code " failed=<code>"} (the first
+ * word of its first failure) when it failed.
+ */
+final class RecordingEvents implements DemoHost.Events
+{
+    final List<String> freed = new ArrayList<>();
+    final List<String> checked = new ArrayList<>();
+
+    @Override
+    public void freed(String requestId, FreeReason reason)
+    {
+        freed.add(requestId + " " + reason);
+    }
+
+    @Override
+    public void checked(int request, long parityErrors, List<String> failures)
+    {
+        checked.add(request + " parity=" + parityErrors + (failures.isEmpty() ? "" : " failed=" + failures.getFirst().split(" ")[0]));
+    }
+}
