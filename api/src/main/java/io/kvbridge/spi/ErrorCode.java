@@ -58,6 +58,12 @@ public enum ErrorCode
     LAYOUT_UNSUPPORTED,
     /** A block id lies outside the capacity of its region or group. */
     BLOCK_OUT_OF_RANGE,
+    /**
+     * A peer asked to read or write memory that no live grant of the target covers: outside the
+     * blocks a request granted it, under a key that was never granted or already revoked, or with
+     * the other operation than the one granted.
+     */
+    NOT_GRANTED,
     /** A peer message is malformed, too large, or of an unknown version. */
     PROTOCOL_ERROR,
     /** A peer failed authentication (bad MAC, replay, stale timestamp). */

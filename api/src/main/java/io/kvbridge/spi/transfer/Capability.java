@@ -24,5 +24,13 @@ public enum Capability
      * the post returns. A transport whose library merges by a narrower rule (NIXL merges only
      * pairs consecutive in both prepared lists) reports the library's count.
      */
-    COALESCING
+    COALESCING,
+    /**
+     * The target checks every peer access against its grants ({@link TransferBackend#grant}) before
+     * a byte lands or leaves: a peer reaches only the descriptors a live grant under the key it
+     * presents covers, for the operation granted, and anything else fails with {@code NOT_GRANTED}
+     * and leaves the target's memory untouched and unread. Without it, a connected peer can reach
+     * whatever memory the target registered.
+     */
+    GRANTED_ACCESS
 }

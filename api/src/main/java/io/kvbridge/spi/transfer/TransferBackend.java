@@ -34,6 +34,12 @@ import java.util.Optional;
  */
 public interface TransferBackend extends AutoCloseable
 {
+    /** What {@link #grant} returns from a transport that does not check peer accesses against grants. */
+    long NO_GRANT = 0;
+
+    /** The longest key a grant may have. */
+    int MAX_GRANT_KEY_BYTES = 64;
+
     /**
      * Returns the transport's name (its factory's).
      *
@@ -167,6 +173,43 @@ public interface TransferBackend extends AutoCloseable
     void releasePrepared(PreparedList list);
 
     /**
+     * Lets peers that present {@code key} with their transfers touch descriptors of a local list
+     * until {@link #revoke}: with {@code READ} they may read {@code local[indices[i]]} for
+     * {@code i < count}, with {@code WRITE} write it. Several grants may share one key (one per
+     * region a request's blocks lie in). A {@link Capability#GRANTED_ACCESS} transport refuses every
+     * peer access that no live grant covers.
+     *
+     * <p>The default grants nothing and returns {@link #NO_GRANT}: a transport without
+     * {@code GRANTED_ACCESS} lets a connected peer reach whatever this instance registered.
+     *
+     * @param key what the peer presents; 1 to {@value #MAX_GRANT_KEY_BYTES} bytes, copied. Whoever
+     *     holds it reaches the granted memory, so it travels only to the peer meant to.
+     * @param access the operation peers may post against these descriptors.
+     * @param local a list this instance prepared with {@link #prepareLocal}.
+     * @param indices indices into {@code local}.
+     * @param count how many indices are granted.
+     * @return a handle for {@link #revoke}, never reused by this instance; {@link #NO_GRANT} when the
+     *     transport does not check grants.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} for a bad key, {@code INDEX_OUT_OF_RANGE}
+     *     for an index outside the list, {@code FOREIGN_HANDLE} for another instance's list.
+     */
+    default long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+    {
+        return NO_GRANT;
+    }
+
+    /**
+     * Ends a grant. When it returns no peer access starts under it any more, and accesses it
+     * admitted have finished or their peer was cut off, so the memory may be reused at once.
+     * Idempotent; {@link #NO_GRANT} is ignored.
+     *
+     * @param grant a handle from {@link #grant}.
+     */
+    default void revoke(long grant)
+    {
+    }
+
+    /**
      * Starts a transfer that pairs {@code local[localIndices[i]]} with {@code remote[remoteIndices[i]]}
      * for {@code i < count}. Returns at once; the arrays may be reused when it returns. A
      * {@link Capability#COALESCING} transport moves a run of pairs contiguous on both sides as one
@@ -184,6 +227,30 @@ public interface TransferBackend extends AutoCloseable
      *     {@code FOREIGN_HANDLE}, {@code NOT_REGISTERED}: nothing was started.
      */
     long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification);
+
+    /**
+     * Starts a transfer as {@link #post(TransferOp, PreparedList, int[], PreparedList, int[], int, byte[])}
+     * does, presenting a grant key to the peer. A {@link Capability#GRANTED_ACCESS} peer checks every
+     * descriptor of {@code remote} the transfer touches against its grants under that key; when one
+     * is not covered the transfer fails with {@code NOT_GRANTED} and the peer's memory is untouched.
+     * The default ignores the key, for transports whose peers do not check.
+     *
+     * @param op READ (remote to local) or WRITE (local to remote).
+     * @param local a local prepared list.
+     * @param localIndices indices into {@code local}.
+     * @param remote a peer's prepared list.
+     * @param remoteIndices indices into {@code remote}.
+     * @param count number of pairs; paired descriptors have equal lengths.
+     * @param notification bytes delivered to the peer after the data, or {@code null} for none.
+     * @param grantKey the key of the peer's grant, or {@code null} for none.
+     * @return a handle, never reused by this instance.
+     * @throws KvBridgeException as the other {@code post}.
+     */
+    default long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
+    {
+        return post(op, local, localIndices, remote, remoteIndices, count, notification);
+    }
 
     /**
      * Returns how many operations (puts, gets or copies) a posted transfer issues: one per pair, less

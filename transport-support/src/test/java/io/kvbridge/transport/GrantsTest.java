@@ -1,0 +1,162 @@
+package io.kvbridge.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.TransferOp;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+class GrantsTest
+{
+    private static final InstanceGuard GUARD = new InstanceGuard("test", "agent");
+    private static final long BASE = 1 << 20;
+    private static final long BLOCK = 4096;
+
+    /** Eight blocks of 4 KiB from {@link #BASE}, back to back. */
+    private static final class Blocks extends OwnedPreparedList
+    {
+        Blocks()
+        {
+            super(GUARD, null, MemoryKind.HOST, 0, addresses(), lengths(), new int[8], new Registration[0]);
+        }
+
+        private static long[] addresses()
+        {
+            long[] addresses = new long[8];
+            for (int i = 0; i < 8; i++) {
+                addresses[i] = BASE + i * BLOCK;
+            }
+            return addresses;
+        }
+
+        private static long[] lengths()
+        {
+            long[] lengths = new long[8];
+            java.util.Arrays.fill(lengths, BLOCK);
+            return lengths;
+        }
+    }
+
+    private static byte[] key(String text)
+    {
+        return text.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void coversOnlyTheGrantedBlocksForTheGrantedOperation()
+    {
+        Grants grants = new Grants("test 'agent'");
+        grants.grant(key("req-1"), TransferOp.READ, new Blocks(), new int[] {5, 1, 2}, 3);
+        Grants.Entry entry = grants.admit(key("req-1"), 5);
+        assertNotNull(entry);
+        // blocks 1 and 2 merged into one range: a run across both is covered
+        assertTrue(entry.covers(TransferOp.READ, BASE + BLOCK, 2 * BLOCK));
+        assertTrue(entry.covers(TransferOp.READ, BASE + 5 * BLOCK + 100, 200));
+        assertFalse(entry.covers(TransferOp.READ, BASE + 2 * BLOCK, 2 * BLOCK), "runs into ungranted block 3");
+        assertFalse(entry.covers(TransferOp.READ, BASE, BLOCK), "block 0 was not granted");
+        assertFalse(entry.covers(TransferOp.READ, BASE + 5 * BLOCK, BLOCK + 1), "one byte past block 5");
+        assertFalse(entry.covers(TransferOp.READ, BASE + BLOCK - 1, 2), "one byte before block 1");
+        assertFalse(entry.covers(TransferOp.WRITE, BASE + BLOCK, BLOCK), "granted for READ only");
+        assertFalse(entry.covers(TransferOp.READ, Long.MAX_VALUE - 10, 100), "wraps around");
+        assertFalse(entry.covers(TransferOp.READ, BASE + BLOCK, -1), "negative length");
+        entry.done(grants);
+    }
+
+    @Test
+    void unknownAndRevokedKeysAdmitNothing()
+    {
+        Grants grants = new Grants("test 'agent'");
+        long first = grants.grant(key("req-1"), TransferOp.WRITE, new Blocks(), new int[] {0}, 1);
+        long second = grants.grant(key("req-1"), TransferOp.WRITE, new Blocks(), new int[] {3}, 1);
+        assertNull(grants.admit(key("req-2"), 5));
+        assertNull(grants.admit(key("req-1x"), 6));
+        assertNull(grants.admit(key("req-1"), 0));
+        assertTrue(grants.revoke(first, 0));
+        Grants.Entry entry = grants.admit(key("req-1"), 5);
+        assertFalse(entry.covers(TransferOp.WRITE, BASE, BLOCK), "revoked grant");
+        assertTrue(entry.covers(TransferOp.WRITE, BASE + 3 * BLOCK, BLOCK), "the key's other grant stays");
+        entry.done(grants);
+        assertTrue(grants.revoke(second, 0));
+        assertNull(grants.admit(key("req-1"), 5));
+        assertEquals(0, grants.live());
+        assertTrue(grants.revoke(second, 0), "revoking twice is harmless");
+    }
+
+    @Test
+    void manyKeysSurviveGrowthAndDeletion()
+    {
+        Grants grants = new Grants("test 'agent'");
+        long[] handles = new long[500];
+        for (int i = 0; i < handles.length; i++) {
+            handles[i] = grants.grant(key("r" + i), TransferOp.READ, new Blocks(), new int[] {i % 8}, 1);
+        }
+        for (int i = 0; i < handles.length; i += 2) {
+            grants.revoke(handles[i], 0);
+        }
+        for (int i = 0; i < handles.length; i++) {
+            Grants.Entry entry = grants.admit(key("r" + i), ("r" + i).length());
+            if (i % 2 == 0) {
+                assertNull(entry, "r" + i);
+            }
+            else {
+                assertTrue(entry.covers(TransferOp.READ, BASE + (i % 8) * BLOCK, BLOCK), "r" + i);
+                entry.done(grants);
+            }
+        }
+        assertEquals(250, grants.live());
+    }
+
+    @Test
+    void revokeWaitsForAdmittedAccesses() throws Exception
+    {
+        Grants grants = new Grants("test 'agent'");
+        long handle = grants.grant(key("k"), TransferOp.READ, new Blocks(), new int[] {0}, 1);
+        Grants.Entry entry = grants.admit(key("k"), 1);
+        assertFalse(grants.revoke(handle, TimeUnit.MILLISECONDS.toNanos(20)), "an admitted access was still running");
+        long again = grants.grant(key("k"), TransferOp.READ, new Blocks(), new int[] {0}, 1);
+        Grants.Entry second = grants.admit(key("k"), 1);
+        CompletableFuture<Boolean> revoked = CompletableFuture.supplyAsync(() -> grants.revoke(again, TimeUnit.SECONDS.toNanos(10)));
+        Thread.sleep(50);
+        assertFalse(revoked.isDone(), "revoke returned while an access was admitted");
+        second.done(grants);
+        assertTrue(revoked.get(10, TimeUnit.SECONDS));
+        entry.done(grants);
+    }
+
+    @Test
+    void refusalsAreCountedAndNamePeers()
+    {
+        Grants grants = new Grants("ucx 'victim'");
+        assertTrue(grants.problem().isEmpty());
+        grants.refused("mallory", "READ of 4096 bytes at 0x1000 under an unknown key");
+        grants.refused("mallory", "WRITE of 1 byte at 0x2000 outside its grant");
+        assertEquals(2, grants.refusals());
+        String problem = grants.problem().orElseThrow();
+        assertTrue(problem.contains("refused 2 peer accesses"), problem);
+        assertTrue(problem.contains("'mallory': WRITE of 1 byte"), problem);
+    }
+
+    @Test
+    void badKeysAndIndicesAreRefused()
+    {
+        Grants grants = new Grants("test 'agent'");
+        assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KvBridgeException.class,
+                () -> grants.grant(new byte[0], TransferOp.READ, new Blocks(), new int[] {0}, 1)).code());
+        assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KvBridgeException.class,
+                () -> grants.grant(new byte[65], TransferOp.READ, new Blocks(), new int[] {0}, 1)).code());
+        assertEquals(ErrorCode.INDEX_OUT_OF_RANGE, assertThrows(KvBridgeException.class,
+                () -> grants.grant(key("k"), TransferOp.READ, new Blocks(), new int[] {8}, 1)).code());
+        assertEquals(ErrorCode.INDEX_OUT_OF_RANGE, assertThrows(KvBridgeException.class,
+                () -> grants.grant(key("k"), TransferOp.READ, new Blocks(), new int[] {0}, 2)).code());
+    }
+}
