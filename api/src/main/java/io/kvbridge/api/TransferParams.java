@@ -3,8 +3,10 @@ package io.kvbridge.api;
 import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
 
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -43,10 +45,13 @@ public record TransferParams(
         BlockIds blockIds,
         Set<TransferMode> modes,
         long leaseMillis,
-        long finishedNanos)
+        long finishedNanos,
+        List<Long> epochs)
 {
     /** {@link #finishedNanos} of parameters that do not say when the prefill finished. */
     public static final long UNKNOWN_TIME = Long.MIN_VALUE;
+    /** An entry of {@link #epochs} for a stage whose epoch is not known; no engine draws it. */
+    public static final long UNKNOWN_EPOCH = 0;
 
     /** Validates and copies. */
     public TransferParams
@@ -64,10 +69,40 @@ public record TransferParams(
         checkArgument(sideChannels.size() == ppSize, "%d side channels given for ppSize=%d (expected: one per pipeline stage)",
                 sideChannels.size(), ppSize);
         checkArgument(leaseMillis > 0, "leaseMillis=%d is not positive", leaseMillis);
+        epochs = List.copyOf(requireNonNull(epochs, "epochs is null"));
+        checkArgument(epochs.size() == ppSize, "%d epochs given for ppSize=%d (expected: one per pipeline stage, %d when not known)",
+                epochs.size(), ppSize, UNKNOWN_EPOCH);
+        for (int stage = 1; stage < ppSize; stage++) {
+            int first = sideChannels.indexOf(sideChannels.get(stage));
+            checkArgument(epochs.get(first).longValue() == epochs.get(stage).longValue(),
+                    "stages %d and %d share side channel %s but name epochs %s and %s (expected: one process, one epoch)", first, stage,
+                    sideChannels.get(stage), formatEpoch(epochs.get(first)), formatEpoch(epochs.get(stage)));
+        }
     }
 
     /**
-     * Creates parameters that do not say when the prefill finished.
+     * Creates parameters that name no epoch, as a producer that predates epochs would: a consumer
+     * then cannot tell whether the producer restarted since.
+     *
+     * @param engineId the producer engine's id.
+     * @param requestId the producer's id of the request, or empty.
+     * @param sideChannels side channel of each producer pipeline stage.
+     * @param tpSize producer tensor-parallel size.
+     * @param ppSize producer pipeline-parallel size.
+     * @param blockIds the producer's block ids per cache group.
+     * @param modes the transfer modes the producer serves.
+     * @param leaseMillis the producer's lease in milliseconds.
+     * @param finishedNanos when the prefill finished on the producer's clock, or {@link #UNKNOWN_TIME}.
+     */
+    public TransferParams(String engineId, String requestId, List<SideChannelAddress> sideChannels, int tpSize, int ppSize, BlockIds blockIds,
+            Set<TransferMode> modes, long leaseMillis, long finishedNanos)
+    {
+        this(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos,
+                Collections.nCopies(Math.max(ppSize, 0), UNKNOWN_EPOCH));
+    }
+
+    /**
+     * Creates parameters that do not say when the prefill finished and name no epoch.
      *
      * @param engineId the producer engine's id.
      * @param requestId the producer's id of the request, or empty.
@@ -92,6 +127,29 @@ public record TransferParams(
      */
     public TransferParams withRequestId(String producerRequestId)
     {
-        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos);
+        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs);
+    }
+
+    /**
+     * Returns the epoch of a stage's side channel.
+     *
+     * @param ppRank the stage.
+     * @return its epoch, or {@link #UNKNOWN_EPOCH}.
+     */
+    public long epoch(int ppRank)
+    {
+        return epochs.get(ppRank);
+    }
+
+    /**
+     * Formats an epoch as logs and messages show it: 16 lower-case hex digits, the form the JSON
+     * carries too.
+     *
+     * @param epoch the epoch.
+     * @return the text.
+     */
+    public static String formatEpoch(long epoch)
+    {
+        return String.format(Locale.ROOT, "%016x", epoch);
     }
 }
