@@ -287,7 +287,7 @@ final class RemoteEnginesTest
     @Test
     void failsWithoutACommonTransferMode()
     {
-        RankMetadata pullOnly = new RankMetadata("prefill-0", "ucx", new byte[] {1}, EnumSet.of(PeerCapability.PULL),
+        RankMetadata pullOnly = new RankMetadata("prefill-0", TestingGeometries.EPOCH, "ucx", new byte[] {1}, EnumSet.of(PeerCapability.PULL),
                 TestingGeometries.perLayer(SideChannelFixtures.LAYERS, Rank.single()));
         SideChannelServer server = server("prefill-0", List.of(pullOnly));
         RemoteEngines pushOnly = engines(virtualThreads(), CompatibilityMode.STRICT, EnumSet.of(PeerCapability.PUSH), SideChannelFixtures.fast());
