@@ -131,6 +131,34 @@ public record TransferParams(
     }
 
     /**
+     * Returns a copy that also names the epochs another stage's parameters for the same request
+     * know: pipeline stages in separate processes each know their own epoch only, so a router that
+     * collects every stage's {@code prefillFinished} result merges them to have every stage checked.
+     *
+     * @param other another stage's parameters of the same engine, side channels and request.
+     * @return the copy, with every epoch either names.
+     * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} when the two describe other
+     *     engines, side channels or requests, or name two epochs for one stage (it restarted between them).
+     */
+    public TransferParams withEpochsOf(TransferParams other)
+    {
+        requireNonNull(other, "other is null");
+        checkArgument(engineId.equals(other.engineId) && requestId.equals(other.requestId) && sideChannels.equals(other.sideChannels),
+                "parameters of engine %s request %s at %s cannot take the epochs of engine %s request %s at %s (expected: one request's"
+                        + " parameters from every stage)", engineId, requestId, sideChannels, other.engineId, other.requestId, other.sideChannels);
+        Long[] merged = new Long[ppSize];
+        for (int stage = 0; stage < ppSize; stage++) {
+            long mine = epochs.get(stage);
+            long theirs = other.epochs.get(stage);
+            checkArgument(mine == UNKNOWN_EPOCH || theirs == UNKNOWN_EPOCH || mine == theirs,
+                    "stage %d of engine %s is named with epochs %s and %s: it restarted between the two prefillFinished calls", stage, engineId,
+                    formatEpoch(mine), formatEpoch(theirs));
+            merged[stage] = mine != UNKNOWN_EPOCH ? mine : theirs;
+        }
+        return new TransferParams(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, List.of(merged));
+    }
+
+    /**
      * Returns the epoch of a stage's side channel.
      *
      * @param ppRank the stage.

@@ -135,6 +135,24 @@ final class TransferParamsJsonTest
     }
 
     @Test
+    void aRouterMergesTheEpochsEveryStageKnows()
+    {
+        List<SideChannelAddress> stages = List.of(new SideChannelAddress("h", 1), new SideChannelAddress("h", 2));
+        TransferParams first = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(7L, TransferParams.UNKNOWN_EPOCH));
+        TransferParams second = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(TransferParams.UNKNOWN_EPOCH, 9L));
+        assertEquals(List.of(7L, 9L), first.withEpochsOf(second).epochs());
+        assertEquals(List.of(7L, 9L), second.withEpochsOf(first).epochs());
+        TransferParams restarted = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(8L, 9L));
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> first.withEpochsOf(restarted));
+        assertTrue(e.getMessage().contains("stage 0 of engine p is named with epochs 0000000000000007 and 0000000000000008"), e.getMessage());
+        e = assertThrows(KvBridgeException.class, () -> first.withEpochsOf(second.withRequestId("other")));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+    }
+
+    @Test
     void stagesSharingASideChannelNameOneEpoch()
     {
         SideChannelAddress shared = new SideChannelAddress("h", 2);

@@ -210,10 +210,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         if (expectedEpoch != TransferParams.UNKNOWN_EPOCH && engine.epoch() != expectedEpoch) {
             // the producer restarted after it issued the parameters: the blocks they name are not held by the process now serving
-            fail(request, ErrorCode.STALE_EPOCH, "producer " + request.params.engineId() + " at " + engine.address().getHostString() + ":"
-                    + engine.address().getPort() + " restarted: the transfer parameters name epoch " + TransferParams.formatEpoch(expectedEpoch)
-                    + ", its side channel now answers with epoch " + TransferParams.formatEpoch(engine.epoch())
-                    + "; nothing was transferred: prefill the request again", true);
+            fail(request, ErrorCode.STALE_EPOCH, StaleEpochs.producerRestarted(request.params.engineId(), engine.address(), expectedEpoch,
+                    engine.epoch()), true);
             return;
         }
         request.engines.put(key, engine);
@@ -483,8 +481,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     /** A producer answers a registration of an earlier incarnation of this engine: that request is not this one's. */
     private void stale(String sender, String what, long named)
     {
-        sessions.staleEpoch(sender, what + " names epoch " + TransferParams.formatEpoch(named) + " of engine " + settings.engineId()
-                + ", which now runs as epoch " + TransferParams.formatEpoch(epoch) + " (the producer answers an earlier incarnation)");
+        StaleEpochs.refuse(sessions, sender, what, named, settings.engineId(), epoch);
     }
 
     private void pushDone(Messages.PushDone done, String sender)

@@ -322,14 +322,10 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
     }
 
-    /**
-     * A consumer still talks to an earlier incarnation of this engine: what it names (request ids,
-     * blocks) belongs to that one, so nothing is freed, extended or written for it.
-     */
+    /** A consumer still talks to an earlier incarnation of this engine: nothing is freed, extended or written for what it names. */
     private void stale(String sender, String what, long named)
     {
-        sessions.staleEpoch(sender, what + " names epoch " + TransferParams.formatEpoch(named) + " of engine " + settings.engineId()
-                + ", which now runs as epoch " + TransferParams.formatEpoch(epoch) + " (the consumer met an earlier incarnation)");
+        StaleEpochs.refuse(sessions, sender, what, named, settings.engineId(), epoch);
     }
 
     private void staleRegistration(Messages.Registration registration, String sender)
@@ -338,10 +334,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         // where this incarnation can answer (the consumer met it too), the consumer fails at once instead of at its registration timeout
         Peer peer = remoteCache.peerByAgent(sender);
         if (peer != null) {
-            notifyQuietly(peer, Messages.pushFailed(registration.requestId(), registration.producerRequestId().isEmpty() ? registration.requestId()
-                    : registration.producerRequestId(), ErrorCode.STALE_EPOCH, "producer " + settings.engineId() + " restarted: the registration names"
-                    + " epoch " + TransferParams.formatEpoch(registration.epoch()) + ", it now runs as epoch " + TransferParams.formatEpoch(epoch)
-                    + " and holds nothing of the earlier one; prefill the request again", registration.consumerEpoch()), "push failure");
+            String producerId = registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId();
+            notifyQuietly(peer, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
+                    StaleEpochs.registrationOfEarlierEpoch(settings.engineId(), registration, epoch), registration.consumerEpoch()), "push failure");
         }
     }
 
@@ -456,7 +451,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             request.failed = true;
             metrics.transferFailed();
             LOG.warn("{}: no push for request {}: {} ({}); the lease frees its blocks", name, request.id, ErrorCode.STALE_EPOCH.id(),
-                    staleConsumer(registration, engine.epoch()));
+                    StaleEpochs.consumerRestarted(registration, engine.epoch()));
             return;
         }
         Peer peer = null;
@@ -474,13 +469,6 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                 tellPushFailed(new PushTarget(peer, registration.requestId(), registration.consumerEpoch()), request, code, e.getMessage());
             }
         }
-    }
-
-    static String staleConsumer(Messages.Registration registration, long answered)
-    {
-        return "consumer " + registration.engineId() + " registered request " + registration.requestId() + " as epoch "
-                + TransferParams.formatEpoch(registration.consumerEpoch()) + ", but its side channel at " + registration.host() + ":" + registration.port()
-                + " now answers with epoch " + TransferParams.formatEpoch(answered) + ": it restarted";
     }
 
     /** Spares the consumer its registration timeout: it learns at once that these writes will not come. */
