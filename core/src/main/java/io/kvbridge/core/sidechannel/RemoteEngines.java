@@ -276,14 +276,6 @@ public final class RemoteEngines
                 throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
                         "asked for rank %s, the reply describes rank %s", fetched.rank(), rank));
             }
-            for (Verified other : ranks.values()) {
-                Rank otherRank = other.metadata().rank();
-                if (otherRank.ppSize() != rank.ppSize() || otherRank.tpSize() != rank.tpSize()) {
-                    throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
-                            "the engine's ranks disagree on their sizes: rank %s says ppSize=%d tpSize=%d, rank %s says ppSize=%d tpSize=%d",
-                            rank, rank.ppSize(), rank.tpSize(), otherRank, otherRank.ppSize(), otherRank.tpSize()));
-                }
-            }
             long answered = verified.metadata().epoch();
             if (epoch != RankMetadata.UNKNOWN_EPOCH && answered != epoch) {
                 // the ranks of one side channel share an epoch: two in one reply are a restart between the answers
@@ -299,6 +291,14 @@ public final class RemoteEngines
                 LOG.info("engine {} at {} restarted: epoch {} before, {} now; fetching ranks {} again", engineId, address,
                         RankMetadata.formatEpoch(previous.epoch()), RankMetadata.formatEpoch(answered), all);
                 return perform(engineId, address, new ArrayList<>(all), null);
+            }
+            for (Verified other : ranks.values()) {
+                Rank otherRank = other.metadata().rank();
+                if (otherRank.ppSize() != rank.ppSize() || otherRank.tpSize() != rank.tpSize()) {
+                    throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                            "the engine's ranks disagree on their sizes: rank %s says ppSize=%d tpSize=%d, rank %s says ppSize=%d tpSize=%d",
+                            rank, rank.ppSize(), rank.tpSize(), otherRank, otherRank.ppSize(), otherRank.tpSize()));
+                }
             }
             ranks.put(fetched.rank(), verified);
             if (session != null) {
