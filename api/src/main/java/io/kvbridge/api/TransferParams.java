@@ -33,6 +33,12 @@ import java.util.Set;
  *     channel stamps its replies with, so that a consumer that shook hands with it can translate the
  *     instant to its own clock); {@link #UNKNOWN_TIME} when not known (parameters handed over before
  *     the prefill finished). Only metrics read it.
+ * @param epochs the epoch of each stage's side channel, index = {@code ppRank}: the incarnation of the
+ *     process serving it, drawn when that process started the side channel, so that a consumer tells
+ *     a restarted producer from the one that issued these parameters (it fails the request with
+ *     {@code STALE_EPOCH} instead of reading a restarted peer's memory). {@link #UNKNOWN_EPOCH} for a
+ *     stage whose epoch the issuing process does not know (a stage served by another process; see
+ *     {@link #withEpochsOf}); stages with one side channel name one epoch.
  *
  * @see TransferParamsJson the JSON form a router carries
  */
