@@ -3,8 +3,10 @@ package io.kvbridge.api;
 import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
 
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -31,6 +33,12 @@ import java.util.Set;
  *     channel stamps its replies with, so that a consumer that shook hands with it can translate the
  *     instant to its own clock); {@link #UNKNOWN_TIME} when not known (parameters handed over before
  *     the prefill finished). Only metrics read it.
+ * @param epochs the epoch of each stage's side channel, index = {@code ppRank}: the incarnation of the
+ *     process serving it, drawn when that process started the side channel, so that a consumer tells
+ *     a restarted producer from the one that issued these parameters (it fails the request with
+ *     {@code STALE_EPOCH} instead of reading a restarted peer's memory). {@link #UNKNOWN_EPOCH} for a
+ *     stage whose epoch the issuing process does not know (a stage served by another process; see
+ *     {@link #withEpochsOf}); stages with one side channel name one epoch.
  *
  * @see TransferParamsJson the JSON form a router carries
  */
@@ -43,10 +51,13 @@ public record TransferParams(
         BlockIds blockIds,
         Set<TransferMode> modes,
         long leaseMillis,
-        long finishedNanos)
+        long finishedNanos,
+        List<Long> epochs)
 {
     /** {@link #finishedNanos} of parameters that do not say when the prefill finished. */
     public static final long UNKNOWN_TIME = Long.MIN_VALUE;
+    /** An entry of {@link #epochs} for a stage whose epoch is not known; no engine draws it. */
+    public static final long UNKNOWN_EPOCH = 0;
 
     /** Validates and copies. */
     public TransferParams
@@ -64,10 +75,40 @@ public record TransferParams(
         checkArgument(sideChannels.size() == ppSize, "%d side channels given for ppSize=%d (expected: one per pipeline stage)",
                 sideChannels.size(), ppSize);
         checkArgument(leaseMillis > 0, "leaseMillis=%d is not positive", leaseMillis);
+        epochs = List.copyOf(requireNonNull(epochs, "epochs is null"));
+        checkArgument(epochs.size() == ppSize, "%d epochs given for ppSize=%d (expected: one per pipeline stage, %d when not known)",
+                epochs.size(), ppSize, UNKNOWN_EPOCH);
+        for (int stage = 1; stage < ppSize; stage++) {
+            int first = sideChannels.indexOf(sideChannels.get(stage));
+            checkArgument(epochs.get(first).longValue() == epochs.get(stage).longValue(),
+                    "stages %d and %d share side channel %s but name epochs %s and %s (expected: one process, one epoch)", first, stage,
+                    sideChannels.get(stage), formatEpoch(epochs.get(first)), formatEpoch(epochs.get(stage)));
+        }
     }
 
     /**
-     * Creates parameters that do not say when the prefill finished.
+     * Creates parameters that name no epoch, as a producer that predates epochs would: a consumer
+     * then cannot tell whether the producer restarted since.
+     *
+     * @param engineId the producer engine's id.
+     * @param requestId the producer's id of the request, or empty.
+     * @param sideChannels side channel of each producer pipeline stage.
+     * @param tpSize producer tensor-parallel size.
+     * @param ppSize producer pipeline-parallel size.
+     * @param blockIds the producer's block ids per cache group.
+     * @param modes the transfer modes the producer serves.
+     * @param leaseMillis the producer's lease in milliseconds.
+     * @param finishedNanos when the prefill finished on the producer's clock, or {@link #UNKNOWN_TIME}.
+     */
+    public TransferParams(String engineId, String requestId, List<SideChannelAddress> sideChannels, int tpSize, int ppSize, BlockIds blockIds,
+            Set<TransferMode> modes, long leaseMillis, long finishedNanos)
+    {
+        this(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos,
+                Collections.nCopies(Math.max(ppSize, 0), UNKNOWN_EPOCH));
+    }
+
+    /**
+     * Creates parameters that do not say when the prefill finished and name no epoch.
      *
      * @param engineId the producer engine's id.
      * @param requestId the producer's id of the request, or empty.
@@ -92,6 +133,57 @@ public record TransferParams(
      */
     public TransferParams withRequestId(String producerRequestId)
     {
-        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos);
+        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs);
+    }
+
+    /**
+     * Returns a copy that also names the epochs another stage's parameters for the same request
+     * know: pipeline stages in separate processes each know their own epoch only, so a router that
+     * collects every stage's {@code prefillFinished} result merges them to have every stage checked.
+     *
+     * @param other another stage's parameters of the same engine, side channels and request.
+     * @return the copy, with every epoch either names.
+     * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} when the two describe other
+     *     engines, side channels or requests, or name two epochs for one stage (it restarted between them).
+     */
+    public TransferParams withEpochsOf(TransferParams other)
+    {
+        requireNonNull(other, "other is null");
+        checkArgument(engineId.equals(other.engineId) && requestId.equals(other.requestId) && sideChannels.equals(other.sideChannels),
+                "parameters of engine %s request %s at %s cannot take the epochs of engine %s request %s at %s (expected: one request's"
+                        + " parameters from every stage)", engineId, requestId, sideChannels, other.engineId, other.requestId, other.sideChannels);
+        Long[] merged = new Long[ppSize];
+        for (int stage = 0; stage < ppSize; stage++) {
+            long mine = epochs.get(stage);
+            long theirs = other.epochs.get(stage);
+            checkArgument(mine == UNKNOWN_EPOCH || theirs == UNKNOWN_EPOCH || mine == theirs,
+                    "stage %d of engine %s is named with epochs %s and %s: it restarted between the two prefillFinished calls", stage, engineId,
+                    formatEpoch(mine), formatEpoch(theirs));
+            merged[stage] = mine != UNKNOWN_EPOCH ? mine : theirs;
+        }
+        return new TransferParams(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, List.of(merged));
+    }
+
+    /**
+     * Returns the epoch of a stage's side channel.
+     *
+     * @param ppRank the stage.
+     * @return its epoch, or {@link #UNKNOWN_EPOCH}.
+     */
+    public long epoch(int ppRank)
+    {
+        return epochs.get(ppRank);
+    }
+
+    /**
+     * Formats an epoch as logs and messages show it: 16 lower-case hex digits, the form the JSON
+     * carries too.
+     *
+     * @param epoch the epoch.
+     * @return the text.
+     */
+    public static String formatEpoch(long epoch)
+    {
+        return String.format(Locale.ROOT, "%016x", epoch);
     }
 }

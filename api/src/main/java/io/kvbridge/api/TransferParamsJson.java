@@ -26,14 +26,21 @@ import java.util.Set;
  *  "remote_block_ids": [[1, 2, 3], [7, 8]],
  *  "remote_host": "10.0.0.5", "remote_port": 5600, "tp_size": 2, "pp_size": 1,
  *  "transfer_mode": "push",
- *  "kvbridge": {"version": 1, "side_channels": [{"host": "10.0.0.5", "port": 5600}],
+ *  "kvbridge": {"version": 2, "side_channels": [{"host": "10.0.0.5", "port": 5600, "epoch": "9f86d081884c7d65"}],
  *               "modes": ["push"], "lease_ms": 30000, "finished_ns": 81234567890}}
  * }</pre>
  *
  * <p>{@code remote_host} and {@code remote_port} are pipeline stage 0's side channel;
  * {@code transfer_mode} is written only when the producer serves one mode. What vLLM has no name for
- * is under {@code kvbridge}: every stage's side channel, the modes, the lease and when the prefill
- * finished (on the producer's clock, for the hand-over metric). Reading ignores other top-level keys
+ * is under {@code kvbridge}: every stage's side channel with the epoch of the process serving it
+ * (absent when the producer does not know it), the modes, the lease and when the prefill finished (on
+ * the producer's clock, for the hand-over metric). An epoch is 16 hex digits in a string, not a
+ * number: it is 64 random bits, which a router in JavaScript would round as a JSON number.
+ *
+ * <p>Version 1 documents, written before engines had epochs, are refused rather than read without
+ * epochs: their producers' handshakes are refused by this release anyway (wire version 3), and
+ * reading them would give up the one check that keeps a decoder from reading a restarted producer's
+ * memory. Reading ignores other top-level keys
  * (routers and vLLM add their own, such as {@code remote_num_tokens}), refuses unknown keys under
  * {@code kvbridge} with the nearest valid name, and reports every problem at once.
  *
@@ -46,7 +53,7 @@ import java.util.Set;
 public final class TransferParamsJson
 {
     /** The version of the {@code kvbridge} object this codec writes and the highest it reads. */
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     /** The longest document read. */
     public static final int MAX_CHARS = 16 << 20;
     /** The most cache groups read. */
@@ -95,10 +102,14 @@ public final class TransferParamsJson
             blocks.add(group);
         }
         List<Map<String, Object>> stages = new ArrayList<>();
-        for (SideChannelAddress address : params.sideChannels()) {
+        for (int i = 0; i < params.ppSize(); i++) {
+            SideChannelAddress address = params.sideChannels().get(i);
             Map<String, Object> stage = new LinkedHashMap<>();
             stage.put("host", address.host());
             stage.put("port", address.port());
+            if (params.epoch(i) != TransferParams.UNKNOWN_EPOCH) {
+                stage.put("epoch", TransferParams.formatEpoch(params.epoch(i)));
+            }
             stages.add(stage);
         }
         List<String> modes = EnumSet.copyOf(params.modes()).stream().map(TransferParamsJson::modeName).toList();
@@ -189,8 +200,13 @@ public final class TransferParamsJson
         if (version > VERSION) {
             own.problem("version", "=" + version + " is newer than this kvbridge reads (" + VERSION + "); upgrade the decoder's kvbridge");
         }
+        else if (version == 1) {
+            own.problem("version", "=1 was written by a kvbridge that predates engine epochs, whose producers this decoder cannot tell from"
+                    + " their restarted successors (and whose handshakes it refuses); upgrade the producer's kvbridge");
+        }
         required(own, "version", version == 0 ? null : version);
-        List<SideChannelAddress> stages = stages(own, host, port, ppSize);
+        List<Long> epochs = new ArrayList<>();
+        List<SideChannelAddress> stages = stages(own, host, port, ppSize, epochs);
         Set<TransferMode> modes = EnumSet.noneOf(TransferMode.class);
         own.array("modes", 2).ifPresentOrElse(list -> {
             for (Object mode : list) {
@@ -213,7 +229,7 @@ public final class TransferParamsJson
             throw invalid(problems);
         }
         try {
-            return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished);
+            return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished, epochs);
         }
         catch (KvBridgeException e) {
             String reason = e.getMessage().substring(e.code().id().length() + 2);
@@ -264,7 +280,7 @@ public final class TransferParamsJson
         return BlockIds.of(ids);
     }
 
-    private static List<SideChannelAddress> stages(JsonFields own, String host, long port, long ppSize)
+    private static List<SideChannelAddress> stages(JsonFields own, String host, long port, long ppSize, List<Long> epochs)
     {
         List<?> list = own.array("side_channels", MAX_STAGES).orElse(null);
         if (list == null) {
@@ -281,7 +297,7 @@ public final class TransferParamsJson
             }
             @SuppressWarnings("unchecked")
             JsonFields stage = own.nested(own.pathOf("side_channels") + "[" + i + "]", (Map<String, ?>) entry);
-            stage.refuseUnknown(Set.of("host", "port"));
+            stage.refuseUnknown(Set.of("host", "port", "epoch"));
             String stageHost = stage.string("host", MAX_HOST_LENGTH).orElse(null);
             long stagePort = stage.integer("port", 1, 65_535).orElse(0);
             if (stageHost == null || stageHost.isEmpty() || stagePort == 0) {
@@ -289,6 +305,7 @@ public final class TransferParamsJson
                 continue;
             }
             stages.add(new SideChannelAddress(stageHost, (int) stagePort));
+            epochs.add(stage.string("epoch", 64).map(text -> epoch(stage, text)).orElse(TransferParams.UNKNOWN_EPOCH));
         }
         if (stages.size() != list.size()) {
             return List.of();
@@ -301,6 +318,20 @@ public final class TransferParamsJson
                     + " (a router rewrote one of them: rewrite both)");
         }
         return stages;
+    }
+
+    private static long epoch(JsonFields stage, String text)
+    {
+        // exactly the 16 digits write() produces: a shorter or signed form is a router that rewrote it
+        if (text.length() == 16 && text.chars().allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            long epoch = Long.parseUnsignedLong(text, 16);
+            if (epoch != TransferParams.UNKNOWN_EPOCH) {
+                return epoch;
+            }
+        }
+        stage.problem("epoch", "is \"" + text + "\" (expected: 16 lower-case hex digits, not all zero, as the producer wrote it;"
+                + " omit it when not known)");
+        return TransferParams.UNKNOWN_EPOCH;
     }
 
     private static TransferMode mode(JsonFields fields, String key, String name)

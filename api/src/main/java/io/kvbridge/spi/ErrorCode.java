@@ -72,6 +72,12 @@ public enum ErrorCode
     COMPATIBILITY_MISMATCH,
     /** The handshake with a peer failed. */
     HANDSHAKE_FAILED,
+    /**
+     * A request names an earlier incarnation (epoch) of a peer engine than the one now serving: the
+     * peer restarted, so what the request refers to (held blocks, registered memory) is gone. Never
+     * retried on the new incarnation; the router must prefill the request again.
+     */
+    STALE_EPOCH,
     /** The operation is valid but not supported by this component. */
     UNSUPPORTED;
 

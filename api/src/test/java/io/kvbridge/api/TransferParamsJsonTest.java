@@ -18,7 +18,8 @@ final class TransferParamsJsonTest
 {
     private static final TransferParams TWO_STAGES = new TransferParams("prefill-0", "req-1",
             List.of(new SideChannelAddress("10.0.0.5", 5600), new SideChannelAddress("10.0.0.6", 5601)), 2, 2,
-            BlockIds.of(new int[] {1, 2, 3}, new int[] {7, Integer.MAX_VALUE}), EnumSet.of(TransferMode.PUSH), 30_000, -81_234_567_890L);
+            BlockIds.of(new int[] {1, 2, 3}, new int[] {7, Integer.MAX_VALUE}), EnumSet.of(TransferMode.PUSH), 30_000, -81_234_567_890L,
+            List.of(0x9f86d081884c7d65L, TransferParams.UNKNOWN_EPOCH));
 
     @Test
     void writesVllmNamesAndReadsThemBack()
@@ -26,8 +27,8 @@ final class TransferParamsJsonTest
         String json = TransferParamsJson.write(TWO_STAGES);
         assertEquals("{\"do_remote_prefill\": true, \"do_remote_decode\": false, \"remote_engine_id\": \"prefill-0\", \"remote_request_id\": \"req-1\","
                 + " \"remote_block_ids\": [[1, 2, 3], [7, 2147483647]], \"remote_host\": \"10.0.0.5\", \"remote_port\": 5600, \"tp_size\": 2,"
-                + " \"pp_size\": 2, \"transfer_mode\": \"push\", \"kvbridge\": {\"version\": 1, \"side_channels\": [{\"host\": \"10.0.0.5\", \"port\": 5600},"
-                + " {\"host\": \"10.0.0.6\", \"port\": 5601}], \"modes\": [\"push\"], \"lease_ms\": 30000, \"finished_ns\": -81234567890}}", json);
+                + " \"pp_size\": 2, \"transfer_mode\": \"push\", \"kvbridge\": {\"version\": 2, \"side_channels\": [{\"host\": \"10.0.0.5\", \"port\": 5600,"
+                + " \"epoch\": \"9f86d081884c7d65\"}, {\"host\": \"10.0.0.6\", \"port\": 5601}], \"modes\": [\"push\"], \"lease_ms\": 30000, \"finished_ns\": -81234567890}}", json);
         assertEquals(TWO_STAGES, TransferParamsJson.read(json));
     }
 
@@ -73,13 +74,13 @@ final class TransferParamsJsonTest
         Map<String, Object> own = (Map<String, Object>) map.get("kvbridge");
         own.put("lease_msec", 5);
         own.put("modes", List.of("push", "both"));
-        own.put("version", 2);
+        own.put("version", 3);
         KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
         assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
         for (String problem : List.of("(7 problems)", "do_remote_decode is true: kvbridge does not read blocks back from the decoder",
                 "remote_engine_id is missing", "tp_size must be an integer, not the string \"2\"",
                 "remote_block_ids group 0 position 1 is the integer -1 (expected: an integer in [0, 2147483647])",
-                "unknown key kvbridge.lease_msec (did you mean lease_ms?)", "kvbridge.version=2 is newer than this kvbridge reads (1)",
+                "unknown key kvbridge.lease_msec (did you mean lease_ms?)", "kvbridge.version=3 is newer than this kvbridge reads (2)",
                 "kvbridge.modes holds \"both\" (expected: \"push\" or \"pull\")")) {
             assertTrue(e.getMessage().contains(problem), problem + " in " + e.getMessage());
         }
@@ -102,6 +103,66 @@ final class TransferParamsJsonTest
         map.put("do_remote_prefill", false);
         message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
         assertTrue(message.contains("do_remote_prefill is false"), message);
+    }
+
+    @Test
+    void epochsAreSixteenHexDigitsPerStageAndVersionOneIsRefused()
+    {
+        // the top bit set: a JSON number would be negative here and rounded by a router in JavaScript
+        TransferParams params = new TransferParams("p", "r", List.of(new SideChannelAddress("h", 2)), 1, 1, BlockIds.of(new int[] {4}),
+                Set.of(TransferMode.PULL), 5, TransferParams.UNKNOWN_TIME, List.of(0xfedcba9876543210L));
+        String json = TransferParamsJson.write(params);
+        assertTrue(json.contains("\"epoch\": \"fedcba9876543210\""), json);
+        assertEquals(0xfedcba9876543210L, TransferParamsJson.read(json).epoch(0));
+
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> own = (Map<String, Object>) map.get("kvbridge");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> stage = (Map<String, Object>) ((List<?>) own.get("side_channels")).getFirst();
+        for (Object bad : List.of("9F86D081884C7D65", "9f86d08", "0000000000000000", "-9f86d081884c7d6", 42)) {
+            stage.put("epoch", bad);
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
+            assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
+            assertTrue(e.getMessage().contains("kvbridge.side_channels[0].epoch "), e.getMessage());
+        }
+        stage.remove("epoch");
+        assertEquals(TransferParams.UNKNOWN_EPOCH, TransferParamsJson.fromMap(map).epoch(0));
+
+        own.put("version", 1);
+        String message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
+        assertTrue(message.contains("kvbridge.version=1 was written by a kvbridge that predates engine epochs"), message);
+    }
+
+    @Test
+    void aRouterMergesTheEpochsEveryStageKnows()
+    {
+        List<SideChannelAddress> stages = List.of(new SideChannelAddress("h", 1), new SideChannelAddress("h", 2));
+        TransferParams first = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(7L, TransferParams.UNKNOWN_EPOCH));
+        TransferParams second = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(TransferParams.UNKNOWN_EPOCH, 9L));
+        assertEquals(List.of(7L, 9L), first.withEpochsOf(second).epochs());
+        assertEquals(List.of(7L, 9L), second.withEpochsOf(first).epochs());
+        TransferParams restarted = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(8L, 9L));
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> first.withEpochsOf(restarted));
+        assertTrue(e.getMessage().contains("stage 0 of engine p is named with epochs 0000000000000007 and 0000000000000008"), e.getMessage());
+        e = assertThrows(KvBridgeException.class, () -> first.withEpochsOf(second.withRequestId("other")));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+    }
+
+    @Test
+    void stagesSharingASideChannelNameOneEpoch()
+    {
+        SideChannelAddress shared = new SideChannelAddress("h", 2);
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> new TransferParams("p", "r", List.of(shared, shared), 1, 2,
+                BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5, TransferParams.UNKNOWN_TIME, List.of(1L, 2L)));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+        assertTrue(e.getMessage().contains("stages 0 and 1 share side channel h:2 but name epochs 0000000000000001 and 0000000000000002"),
+                e.getMessage());
+        assertThrows(KvBridgeException.class, () -> new TransferParams("p", "r", List.of(shared), 1, 1, BlockIds.of(new int[] {4}),
+                Set.of(TransferMode.PULL), 5, TransferParams.UNKNOWN_TIME, List.of()));
     }
 
     @Test

@@ -142,6 +142,6 @@ public class HandshakeBenchmark
                 List.of(new Allocation(base, regionBytes * layers, MemoryKind.DEVICE, 1)), regions);
         byte[] transport = new byte[512];
         new Random(42).nextBytes(transport);
-        return new RankMetadata(ENGINE, "ucx", transport, EnumSet.of(PeerCapability.PUSH, PeerCapability.PULL), geometry);
+        return new RankMetadata(ENGINE, RankMetadata.newEpoch(), "ucx", transport, EnumSet.of(PeerCapability.PUSH, PeerCapability.PULL), geometry);
     }
 }

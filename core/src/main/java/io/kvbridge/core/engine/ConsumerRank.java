@@ -191,12 +191,14 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         request.pendingHandshakes = byAddress.size();
         for (Map.Entry<SideChannelAddress, List<RankKey>> entry : byAddress.entrySet()) {
             String key = remoteKey(params.engineId(), entry.getKey());
-            handshake(key, params.engineId(), socketAddress(entry.getKey()), entry.getValue())
-                    .whenComplete((engine, failure) -> enqueue(() -> handshaken(request, key, engine, failure)));
+            // stages sharing a side channel name one epoch (the parameters check it): the first one's
+            long expected = params.epoch(entry.getValue().getFirst().ppRank());
+            handshake(key, params.engineId(), socketAddress(entry.getKey()), entry.getValue(), expected)
+                    .whenComplete((engine, failure) -> enqueue(() -> handshaken(request, key, expected, engine, failure)));
         }
     }
 
-    private void handshaken(ReceivingRequest request, String key, RemoteEngine engine, Throwable failure)
+    private void handshaken(ReceivingRequest request, String key, long expectedEpoch, RemoteEngine engine, Throwable failure)
     {
         if (request.ended) {
             return;
@@ -204,6 +206,12 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         if (failure != null) {
             Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
             fail(request, ErrorCode.HANDSHAKE_FAILED, "handshake with producer " + request.params.engineId() + " failed: " + cause.getMessage(), true);
+            return;
+        }
+        if (expectedEpoch != TransferParams.UNKNOWN_EPOCH && engine.epoch() != expectedEpoch) {
+            // the producer restarted after it issued the parameters: the blocks they name are not held by the process now serving
+            fail(request, ErrorCode.STALE_EPOCH, StaleEpochs.producerRestarted(request.params.engineId(), engine.address(), expectedEpoch,
+                    engine.epoch()), true);
             return;
         }
         request.engines.put(key, engine);
@@ -306,7 +314,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             for (Stage stage : request.stages) {
                 for (int target : stage.targets()) {
                     Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
-                    notifyQuietly(peer, Messages.completion(producerId, stage.consumers()), "completion");
+                    notifyQuietly(peer, Messages.completion(producerId, stage.consumers(), stage.engine().epoch()), "completion");
                 }
             }
             receivedAll(request);
@@ -323,7 +331,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             boolean split = stage.plans().size() > 1;
             Set<Integer> notified = new LinkedHashSet<>();
             Set<Integer> sources = new LinkedHashSet<>();
-            byte[] completion = Messages.completion(producerId, stage.consumers());
+            byte[] completion = Messages.completion(producerId, stage.consumers(), stage.engine().epoch());
             for (int p = 0; p < stage.plans().size(); p++) {
                 TransferPlan plan = stage.plans().get(p);
                 long groups = rules.groupsWritten(plan);
@@ -354,6 +362,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     catch (KvBridgeException e) {
                         // no sibling READ is posted after a failure, and no producer is told the request is done
                         metrics.transferFailed();
+                        if (e.code() == ErrorCode.PEER_UNKNOWN) {
+                            // the cached peer is gone (closed, or its engine restarted): the next request asks the side channel again
+                            peerFailed(stage.remoteKey());
+                        }
                         fail(request, e.code(), "posting the READ from producer rank " + rank + " failed: " + e.getMessage(), false,
                                 request.groupsFrom(rules, s, p));
                         return;
@@ -390,22 +402,22 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private void sendParked(ReceivingRequest request)
     {
         for (Peer peer : request.parked) {
-            int consumers = consumersOf(request, peer);
-            notifyQuietly(peer, Messages.completion(request.producerRequestId, consumers), "completion");
+            Stage stage = stageOf(request, peer);
+            notifyQuietly(peer, Messages.completion(request.producerRequestId, stage.consumers(), stage.engine().epoch()), "completion");
         }
         request.parked.clear();
     }
 
-    private int consumersOf(ReceivingRequest request, Peer peer)
+    private Stage stageOf(ReceivingRequest request, Peer peer)
     {
         for (Stage stage : request.stages) {
             for (int target : stage.targets()) {
                 if (remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target)) == peer) {
-                    return stage.consumers();
+                    return stage;
                 }
             }
         }
-        return 1;
+        throw new IllegalStateException(name + ": parked peer " + peer.name() + " belongs to no stage of request " + request.id);
     }
 
     private void push(ReceivingRequest request)
@@ -433,7 +445,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 boolean write = !release && sources.contains(target);
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
                         ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
-                        request.exchanged, write ? pushKey : new byte[0]);
+                        request.exchanged, stage.engine().epoch(), epoch, write ? pushKey : new byte[0]);
                 byte[] message = Messages.registration(registration);
                 boolean sent = notifyQuietly(peer, message, "push registration");
                 if (!sent) {
@@ -441,13 +453,16 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     peer = remoteCache.reconnect(stage.remoteKey(), stage.engine(), rank);
                     sent = peer != null && notifyQuietly(peer, message, "push registration");
                 }
+                if (!sent) {
+                    peerFailed(stage.remoteKey());
+                }
                 if (!sent && write) {
                     fail(request, ErrorCode.TRANSFER_FAILED, "could not send the push registration to producer rank " + rank + " of "
                             + request.params.engineId(), true);
                     return;
                 }
                 if (write) {
-                    request.writers.put(peer.name(), new Writer(stage.consumers(), groups));
+                    request.writers.put(peer.name(), new Writer(stage.consumers(), groups, stage.engine().epoch()));
                 }
             }
         }
@@ -463,11 +478,20 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     void onNotification(String sender, byte[] message)
     {
         switch (Messages.parse(message)) {
+            case Messages.PushDone done when done.epoch() != epoch -> stale(sender, "push completion of " + done.requestId(), done.epoch());
+            case Messages.PushFailed pushFailed when pushFailed.epoch() != epoch -> stale(sender, "push failure of " + pushFailed.requestId(),
+                    pushFailed.epoch());
             case Messages.PushDone done -> pushDone(done, sender);
             case Messages.PushFailed pushFailed -> pushFailed(pushFailed, sender);
             case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
             default -> LOG.warn("{}: dropped a notification from {} that only producers handle", name, sender);
         }
+    }
+
+    /** A producer answers a registration of an earlier incarnation of this engine: that request is not this one's. */
+    private void stale(String sender, String what, long named)
+    {
+        StaleEpochs.refuse(sessions, sender, what, named, settings.engineId(), epoch);
     }
 
     private void pushDone(Messages.PushDone done, String sender)
@@ -494,7 +518,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         for (Map.Entry<String, String> writer : request.writersDone.entrySet()) {
             Peer peer = remoteCache.peerByAgent(writer.getKey());
             if (peer != null) {
-                notifyQuietly(peer, Messages.completion(writer.getValue(), request.writers.get(writer.getKey()).consumers()), "acknowledgement");
+                Writer asked = request.writers.get(writer.getKey());
+                notifyQuietly(peer, Messages.completion(writer.getValue(), asked.consumers(), asked.epoch()), "acknowledgement");
             }
         }
         receivedAll(request);
@@ -621,6 +646,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         long next = Long.MAX_VALUE;
         Map<Peer, List<String>> heartbeats = null;
+        Map<Peer, Long> epochs = null;
         for (ReceivingRequest request : List.copyOf(requests.values())) {
             if (request.ended) {
                 continue;
@@ -638,11 +664,13 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 request.nextHeartbeat = now + request.heartbeatNanos;
                 if (heartbeats == null) {
                     heartbeats = new HashMap<>();
+                    epochs = new HashMap<>();
                 }
                 for (Stage stage : request.stages) {
                     for (int target : stage.targets()) {
                         Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
                         heartbeats.computeIfAbsent(peer, ignored -> new ArrayList<>()).add(request.producerRequestId);
+                        epochs.put(peer, stage.engine().epoch());
                     }
                 }
             }
@@ -651,7 +679,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         nextScan = next;
         if (heartbeats != null) {
             for (Map.Entry<Peer, List<String>> entry : heartbeats.entrySet()) {
-                notifyQuietly(entry.getKey(), Messages.heartbeat(entry.getValue()), "heartbeat");
+                notifyQuietly(entry.getKey(), Messages.heartbeat(epochs.get(entry.getKey()), entry.getValue()), "heartbeat");
             }
         }
     }

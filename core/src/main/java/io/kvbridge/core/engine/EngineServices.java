@@ -10,6 +10,7 @@ import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelServer;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.core.wire.RankMetadata;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.BackendResources;
@@ -63,6 +64,8 @@ public final class EngineServices implements AutoCloseable
         final SideChannelServer server;
         final String bindHost;
         final int port;
+        // this incarnation of the engine's ranks here: drawn with the server, so a restart draws anew
+        final long epoch = RankMetadata.newEpoch();
         int users;
 
         SharedServer(SideChannelServer server, String bindHost, int port)
@@ -177,6 +180,8 @@ public final class EngineServices implements AutoCloseable
             SideChannelSettings engineSettings = sideChannelSettings.toBuilder().bindAddress(bind).port(settings.port()).build();
             shared = new SharedServer(SideChannelServer.startEmpty(settings.engineId(), engineSettings, clock), settings.bindHost(), settings.port());
             servers.put(settings.engineId(), shared);
+            LOG.info("engine {} serves its side channel on {} with epoch {}", settings.engineId(), shared.server.address(),
+                    RankMetadata.formatEpoch(shared.epoch));
         }
         else if (!shared.bindHost.equals(settings.bindHost()) || (settings.port() != 0 && settings.port() != shared.port)) {
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "engine " + settings.engineId() + " already serves its side channel on "
@@ -185,6 +190,17 @@ public final class EngineServices implements AutoCloseable
         }
         shared.users++;
         return shared.server;
+    }
+
+    /**
+     * Returns the epoch of the engine's side channel in this bridge: every rank it serves here
+     * advertises it; it is drawn anew when the side channel starts again after its last rank closed.
+     */
+    synchronized long epoch(String engineId)
+    {
+        SharedServer shared = servers.get(engineId);
+        KvBridgeException.check(shared != null, ErrorCode.CLOSED, "engine %s serves no side channel in this bridge", engineId);
+        return shared.epoch;
     }
 
     synchronized void releaseServer(String engineId)
@@ -259,10 +275,10 @@ public final class EngineServices implements AutoCloseable
         requireNonNull(timeout, "timeout is null");
         KvBridgeException.checkArgument(timeout.isPositive(), "health probe timeout=%s is not positive", timeout);
         List<RankWorker> open;
-        Map<String, SideChannelServer> serving = new TreeMap<>();
+        Map<String, SharedServer> serving = new TreeMap<>();
         synchronized (this) {
             open = new ArrayList<>(workers);
-            servers.forEach((engineId, shared) -> serving.put(engineId, shared.server));
+            serving.putAll(servers);
         }
         open.sort(Comparator.comparing(worker -> worker.name));
         long sent = System.nanoTime();
@@ -275,10 +291,10 @@ public final class EngineServices implements AutoCloseable
         SideChannelClient prober = new SideChannelClient(sideChannelSettings.toBuilder().connectTimeout(timeout).readTimeout(timeout)
                 .handshakeTimeout(timeout).build(), clock);
         List<Health.Check> sideChannels = new ArrayList<>();
-        serving.forEach((engineId, server) -> {
-            Health.Check check = HealthProbes.sideChannel(engineId, server, prober);
+        serving.forEach((engineId, shared) -> {
+            Health.Check check = HealthProbes.sideChannel(engineId, shared.epoch, shared.server, prober);
             // a side channel stopped meanwhile by its engine's last connector is gone, not broken
-            if (sideChannel(engineId) == server) {
+            if (sideChannel(engineId) == shared.server) {
                 sideChannels.add(check);
             }
         });

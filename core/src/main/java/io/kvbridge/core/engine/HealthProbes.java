@@ -4,6 +4,10 @@ import io.kvbridge.api.Health.Check;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelServer;
+import io.kvbridge.core.wire.HandshakePayload;
+import io.kvbridge.core.wire.MetadataCodec;
+import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.core.wire.WireLimits;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferBackend;
 import java.net.InetAddress;
@@ -124,9 +128,10 @@ final class HealthProbes
 
     /**
      * An engine's side channel: a request for one of its ranks, sent over TCP from this process,
-     * gets an authenticated answer within the client's deadlines.
+     * gets an authenticated answer within the client's deadlines, and the answer carries this
+     * incarnation's epoch (another answer is another process on the port).
      */
-    static Check sideChannel(String engineId, SideChannelServer server, SideChannelClient client)
+    static Check sideChannel(String engineId, long epoch, SideChannelServer server, SideChannelClient client)
     {
         String name = "side channel " + engineId;
         InetSocketAddress address = reachable(server.address());
@@ -137,16 +142,24 @@ final class HealthProbes
                     + " is still starting or its rank was withdrawn; peers' handshakes fail until a rank is published");
         }
         long start = System.nanoTime();
+        long answered;
         try {
-            client.fetch(address, List.of(rank.get()));
+            WireLimits limits = client.settings().limits();
+            byte[] payload = client.fetch(address, List.of(rank.get())).getFirst().payload();
+            answered = MetadataCodec.decode(HandshakePayload.decode(payload, limits).metadata(), limits).epoch();
         }
         catch (KvBridgeException e) {
             return Check.failed(name, "its own side channel at " + at + " did not answer the request for rank " + rank.get() + ": "
                     + e.getMessage() + "; peers cannot shake hands with engine " + engineId + ", so no transfer with it starts: look in the log for"
                     + " accept failures or the file-descriptor limit (ulimit -n), then close and reopen the engine's connectors");
         }
-        return Check.passed(name, String.format(Locale.ROOT, "answered the request for rank %s at %s in %.1f ms", rank.get(), at,
-                (System.nanoTime() - start) / 1e6));
+        long elapsed = System.nanoTime() - start;
+        if (answered != epoch) {
+            return Check.failed(name, "the side channel at " + at + " answered with epoch " + RankMetadata.formatEpoch(answered) + ", not this engine's "
+                    + RankMetadata.formatEpoch(epoch) + ": another process serves the port; stop it, or give engine " + engineId + " another port");
+        }
+        return Check.passed(name, String.format(Locale.ROOT, "answered the request for rank %s at %s with epoch %s in %.1f ms", rank.get(), at,
+                RankMetadata.formatEpoch(epoch), elapsed / 1e6));
     }
 
     // a server bound to every interface is reached through loopback

@@ -6,6 +6,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.RequestIds;
+import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.wire.WireDecoder;
 import io.kvbridge.core.wire.WireLimits;
 import io.kvbridge.core.wire.WireMap;
@@ -24,12 +25,18 @@ import java.util.Locale;
  * sends is untrusted: {@link #parse} never throws, it returns {@link Malformed} with the reason.
  *
  * <pre>
- *   completion   "&lt;producer request id&gt;:&lt;consumers&gt;"   consumer -> producer (split at the last ':')
- *   heartbeat    "HB:&lt;id&gt;,&lt;id&gt;,..."                     consumer -> producer
- *   registration "PUSH_REG:" msgpack map                consumer -> producer
- *   push done    "PUSH_DONE:" msgpack map               producer -> consumer, attached to a WRITE
- *   push failed  "PUSH_FAILED:" msgpack map             producer -> consumer, when its writes cannot happen
+ *   completion   "&lt;producer request id&gt;:&lt;consumers&gt;:&lt;epoch&gt;"   consumer -> producer (split at the last two ':')
+ *   heartbeat    "HB:&lt;epoch&gt;:&lt;id&gt;,&lt;id&gt;,..."                   consumer -> producer
+ *   registration "PUSH_REG:" msgpack map                          consumer -> producer
+ *   push done    "PUSH_DONE:" msgpack map                         producer -> consumer, attached to a WRITE
+ *   push failed  "PUSH_FAILED:" msgpack map                       producer -> consumer, when its writes cannot happen
  * </pre>
+ *
+ * <p>Every notification names the epoch of the receiving rank's engine as the sender learned it
+ * (16 hex digits in the text forms, {@code epoch} in the maps), so that a rank refuses what was
+ * meant for an earlier incarnation of its engine; a registration also names the consumer's own
+ * epoch ({@code consumer_epoch}), which the producer checks against the consumer's side channel
+ * before it writes.
  */
 final class Messages
 {
@@ -42,6 +49,7 @@ final class Messages
     // a registration is small: a few ids and one block list; refuse anything larger before decoding
     private static final WireLimits LIMITS = new WireLimits(1 << 20, 1 << 16, RequestIds.MAX_LENGTH * 2, 1 << 20, 4);
     private static final int MAX_GROUPS = 64;
+    private static final int EPOCH_DIGITS = 16;
 
     private Messages()
     {
@@ -57,13 +65,17 @@ final class Messages
      *
      * @param requestId the producer request id.
      * @param consumers how many consumer ranks address the receiving producer rank for this request.
+     * @param epoch the producer's epoch the consumer learned at its handshake.
      */
-    record Completion(String requestId, int consumers) implements Message
+    record Completion(String requestId, int consumers, long epoch) implements Message
     {
     }
 
-    /** @param requestIds producer request ids a consumer still waits for. */
-    record Heartbeat(List<String> requestIds) implements Message
+    /**
+     * @param epoch the producer's epoch the consumer learned at its handshake.
+     * @param requestIds producer request ids a consumer still waits for.
+     */
+    record Heartbeat(long epoch, List<String> requestIds) implements Message
     {
     }
 
@@ -81,11 +93,13 @@ final class Messages
      * @param write true when the receiving producer rank writes to this consumer rank; false when it
      *     only has to free its replica.
      * @param blocks the consumer's logical block ids per group.
+     * @param epoch the producer's epoch the consumer learned at its handshake.
+     * @param consumerEpoch the consumer's own epoch: the producer writes only to a consumer whose side channel still answers with it.
      * @param grantKey the key under which the consumer rank granted those blocks to the ranks that
      *     write; empty when the producer rank only frees its replica.
      */
     record Registration(String requestId, String producerRequestId, String engineId, String host, int port, int ppRank, int tpRank, int consumers,
-            boolean write, BlockIds blocks, byte[] grantKey) implements Message
+            boolean write, BlockIds blocks, long epoch, long consumerEpoch, byte[] grantKey) implements Message
     {
         Registration
         {
@@ -104,13 +118,14 @@ final class Messages
             return other instanceof Registration that && requestId.equals(that.requestId) && producerRequestId.equals(that.producerRequestId)
                     && engineId.equals(that.engineId) && host.equals(that.host) && port == that.port && ppRank == that.ppRank
                     && tpRank == that.tpRank && consumers == that.consumers && write == that.write && blocks.equals(that.blocks)
-                    && Arrays.equals(grantKey, that.grantKey);
+                    && epoch == that.epoch && consumerEpoch == that.consumerEpoch && Arrays.equals(grantKey, that.grantKey);
         }
 
         @Override
         public int hashCode()
         {
-            return 31 * java.util.Objects.hash(requestId, producerRequestId, engineId, host, port, ppRank, tpRank, consumers, write, blocks)
+            return 31 * java.util.Objects.hash(requestId, producerRequestId, engineId, host, port, ppRank, tpRank, consumers, write, blocks, epoch,
+                    consumerEpoch)
                     + Arrays.hashCode(grantKey);
         }
 
@@ -120,7 +135,7 @@ final class Messages
             // the key is what lets a peer write the blocks: it is never printed
             return "Registration[requestId=" + requestId + ", producerRequestId=" + producerRequestId + ", engineId=" + engineId + ", host=" + host
                     + ", port=" + port + ", ppRank=" + ppRank + ", tpRank=" + tpRank + ", consumers=" + consumers + ", write=" + write
-                    + ", blocks=" + blocks + ", grantKey=" + grantKey.length + " bytes]";
+                    + ", blocks=" + blocks + ", epoch=" + epoch + ", consumerEpoch=" + consumerEpoch + ", grantKey=" + grantKey.length + " bytes]";
         }
     }
 
@@ -129,8 +144,9 @@ final class Messages
      *
      * @param requestId the consumer's request id.
      * @param producerRequestId the producer's id, which the consumer acknowledges.
+     * @param epoch the consumer's epoch its registration named.
      */
-    record PushDone(String requestId, String producerRequestId) implements Message
+    record PushDone(String requestId, String producerRequestId, long epoch) implements Message
     {
     }
 
@@ -142,8 +158,9 @@ final class Messages
      * @param producerRequestId the producer's id.
      * @param code why, as the producer saw it.
      * @param reason the producer's message.
+     * @param epoch the consumer's epoch its registration named.
      */
-    record PushFailed(String requestId, String producerRequestId, ErrorCode code, String reason) implements Message
+    record PushFailed(String requestId, String producerRequestId, ErrorCode code, String reason, long epoch) implements Message
     {
     }
 
@@ -152,14 +169,14 @@ final class Messages
     {
     }
 
-    static byte[] completion(String producerRequestId, int consumers)
+    static byte[] completion(String producerRequestId, int consumers, long epoch)
     {
-        return (producerRequestId + ":" + consumers).getBytes(US_ASCII);
+        return (producerRequestId + ":" + consumers + ":" + TransferParams.formatEpoch(epoch)).getBytes(US_ASCII);
     }
 
-    static byte[] heartbeat(List<String> requestIds)
+    static byte[] heartbeat(long epoch, List<String> requestIds)
     {
-        return (HEARTBEAT + String.join(",", requestIds)).getBytes(US_ASCII);
+        return (HEARTBEAT + TransferParams.formatEpoch(epoch) + ":" + String.join(",", requestIds)).getBytes(US_ASCII);
     }
 
     private static byte[] grantKey(WireMap map)
@@ -173,7 +190,7 @@ final class Messages
 
     static byte[] registration(Registration registration)
     {
-        byte[] body = new WireWriter().map(11)
+        byte[] body = new WireWriter().map(13)
                 .string("request_id").string(registration.requestId())
                 .string("producer_request_id").string(registration.producerRequestId())
                 .string("engine_id").string(registration.engineId())
@@ -184,27 +201,31 @@ final class Messages
                 .string("consumers").integer(registration.consumers())
                 .string("write").bool(registration.write())
                 .string("block_ids").binary(encodeBlocks(registration.blocks()))
+                .string("epoch").integer(registration.epoch())
+                .string("consumer_epoch").integer(registration.consumerEpoch())
                 .string("grant_key").binary(registration.grantKey())
                 .toByteArray();
         return prefixed(REGISTRATION, body);
     }
 
-    static byte[] pushDone(String requestId, String producerRequestId)
+    static byte[] pushDone(String requestId, String producerRequestId, long epoch)
     {
-        byte[] body = new WireWriter().map(2)
+        byte[] body = new WireWriter().map(3)
                 .string("request_id").string(requestId)
                 .string("producer_request_id").string(producerRequestId)
+                .string("epoch").integer(epoch)
                 .toByteArray();
         return prefixed(PUSH_DONE, body);
     }
 
-    static byte[] pushFailed(String requestId, String producerRequestId, ErrorCode code, String reason)
+    static byte[] pushFailed(String requestId, String producerRequestId, ErrorCode code, String reason, long epoch)
     {
-        byte[] body = new WireWriter().map(4)
+        byte[] body = new WireWriter().map(5)
                 .string("request_id").string(requestId)
                 .string("producer_request_id").string(producerRequestId)
                 .string("code").string(code.id())
                 .string("reason").string(abbreviate(reason, MAX_REASON_CHARS))
+                .string("epoch").integer(epoch)
                 .toByteArray();
         return prefixed(PUSH_FAILED, body);
     }
@@ -224,7 +245,7 @@ final class Messages
             }
             if (startsWith(message, PUSH_DONE)) {
                 WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_DONE.length(), message.length), LIMITS, "push completion");
-                return new PushDone(id(map, "request_id"), id(map, "producer_request_id"));
+                return new PushDone(id(map, "request_id"), id(map, "producer_request_id"), epoch(map, "epoch"));
             }
             if (startsWith(message, PUSH_FAILED)) {
                 WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_FAILED.length(), message.length), LIMITS, "push failure");
@@ -232,25 +253,34 @@ final class Messages
                 ErrorCode code = Arrays.stream(ErrorCode.values()).filter(known -> known.id().equals(codeId)).findFirst().orElse(ErrorCode.TRANSFER_FAILED);
                 String reason = abbreviate(map.requireString("reason"), MAX_REASON_CHARS);
                 return new PushFailed(id(map, "request_id"), id(map, "producer_request_id"), code,
-                        code.id().equals(codeId) ? reason : "(" + abbreviate(codeId) + ") " + reason);
+                        code.id().equals(codeId) ? reason : "(" + abbreviate(codeId) + ") " + reason, epoch(map, "epoch"));
             }
             if (message.length > RequestIds.MAX_LENGTH * 4096) {
                 return new Malformed("notification of " + message.length + " bytes is too large");
             }
             String text = new String(message, UTF_8);
             if (text.startsWith(HEARTBEAT)) {
+                int end = HEARTBEAT.length() + EPOCH_DIGITS;
+                long epoch = text.length() > end && text.charAt(end) == ':' ? parseEpoch(text.substring(HEARTBEAT.length(), end)) : 0;
+                if (epoch == 0) {
+                    return new Malformed("heartbeat " + abbreviate(text) + " does not start with 'HB:<epoch>:' (16 hex digits, not all zero)");
+                }
                 List<String> ids = new ArrayList<>();
-                for (String id : text.substring(HEARTBEAT.length()).split(",", -1)) {
+                for (String id : text.substring(end + 1).split(",", -1)) {
                     if (RequestIds.problem(id) == null) {
                         ids.add(id);
                     }
                 }
-                return new Heartbeat(ids);
+                return new Heartbeat(epoch, ids);
             }
-            int colon = text.lastIndexOf(':');
+            int epochColon = text.length() - EPOCH_DIGITS - 1;
+            long epoch = epochColon > 0 && text.charAt(epochColon) == ':' ? parseEpoch(text.substring(epochColon + 1)) : 0;
+            int colon = epoch == 0 ? -1 : text.lastIndexOf(':', epochColon - 1);
             if (colon <= 0) {
-                return new Malformed("notification " + abbreviate(text) + " is neither a heartbeat, a registration nor '<request id>:<consumers>'");
+                return new Malformed("notification " + abbreviate(text) + " is neither a heartbeat, a registration nor"
+                        + " '<request id>:<consumers>:<epoch>'");
             }
+            text = text.substring(0, epochColon);
             String id = text.substring(0, colon);
             String problem = RequestIds.problem(id);
             if (problem != null) {
@@ -266,7 +296,7 @@ final class Messages
             if (consumers < 1 || consumers > 1 << 16) {
                 return new Malformed("notification " + abbreviate(text) + " has consumers=" + consumers + " (expected: 1..65536)");
             }
-            return new Completion(id, consumers);
+            return new Completion(id, consumers, epoch);
         }
         catch (KvBridgeException e) {
             return new Malformed(e.getMessage());
@@ -292,7 +322,32 @@ final class Messages
             throw map.error("host", "host and engine_id must not be empty");
         }
         return new Registration(id(map, "request_id"), producerRequestId, engineId, host, port, ppRank, tpRank, consumers,
-                map.optionalBoolean("write", true), decodeBlocks(map.requireBinary("block_ids")), grantKey(map));
+                map.optionalBoolean("write", true), decodeBlocks(map.requireBinary("block_ids")), epoch(map, "epoch"), epoch(map, "consumer_epoch"),
+                grantKey(map));
+    }
+
+    private static long epoch(WireMap map, String key)
+    {
+        long epoch = map.requireLong(key);
+        if (epoch == TransferParams.UNKNOWN_EPOCH) {
+            throw map.error(key, "is 0, which no engine draws");
+        }
+        return epoch;
+    }
+
+    /** {@return the epoch of exactly 16 lower-case hex digits, or 0 for anything else} */
+    private static long parseEpoch(String digits)
+    {
+        if (digits.length() != EPOCH_DIGITS) {
+            return 0;
+        }
+        for (int i = 0; i < digits.length(); i++) {
+            char c = digits.charAt(i);
+            if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) {
+                return 0;
+            }
+        }
+        return Long.parseUnsignedLong(digits, 16);
     }
 
     private static String id(WireMap map, String key)

@@ -11,7 +11,9 @@ import io.kvbridge.spi.transfer.Peer;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +38,7 @@ final class PeerSessions
 
     private static final Logger LOG = LoggerFactory.getLogger(PeerSessions.class);
     private static final NotificationSeal[] NONE = new NotificationSeal[0];
+    private static final int MAX_STALE_SENDERS = 1024;
 
     /** Why a notification was dropped; {@link #tag} is the metric's {@code reason}. */
     enum Rejection
@@ -49,7 +52,9 @@ final class PeerSessions
         /** The MAC does not verify. */
         BAD_MAC("bad_mac"),
         /** A sequence number accepted before, or too far behind. */
-        REPLAYED("replayed");
+        REPLAYED("replayed"),
+        /** Authenticated, but addressed to another incarnation (epoch) of this engine, or from one of the peer's that is gone. */
+        STALE_EPOCH("stale_epoch");
 
         final String tag;
 
@@ -70,6 +75,8 @@ final class PeerSessions
     // by session id: a peer connected again under a session already used goes on with its sequence numbers
     private final Map<Long, NotificationSeal> sendingById = new HashMap<>();
     private final long[] rejected = new long[Rejection.values().length];
+    // senders already logged for a stale epoch: once per peer, so a peer that keeps talking to a gone incarnation logs one line
+    private final Set<String> staleSenders = new HashSet<>();
     private long uses;
 
     PeerSessions(String rankName, TransferMetrics metrics)
@@ -210,6 +217,23 @@ final class PeerSessions
                     + ": only peers met through a side channel handshake can be notified");
         }
         return seal.seal(body);
+    }
+
+    /**
+     * Counts a notification that names an epoch other than the one it must name, and logs it the
+     * first time a sender sends one (at most {@value #MAX_STALE_SENDERS} senders are remembered).
+     *
+     * @param sender the transport agent that sent it.
+     * @param detail which epochs it named and expected.
+     */
+    void staleEpoch(String sender, String detail)
+    {
+        rejected[Rejection.STALE_EPOCH.ordinal()]++;
+        metrics.notificationRejected(Rejection.STALE_EPOCH);
+        if (staleSenders.size() < MAX_STALE_SENDERS && staleSenders.add(sender)) {
+            LOG.warn("dropped a notification from {}: {} (further ones from it are counted in kvbridge.notifications.rejected"
+                    + " with reason=stale_epoch, not logged)", Messages.abbreviate(sender), detail);
+        }
     }
 
     /** @return sessions that open notifications, after adopting those that arrived; worker only. */

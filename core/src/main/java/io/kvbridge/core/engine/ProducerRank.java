@@ -55,6 +55,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private final long extensionNanos;
     private final long stashNanos;
     private final List<SideChannelAddress> stageAddresses;
+    private final List<Long> stageEpochs;
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
     private final ConcurrentLinkedQueue<FreedRequest> freed = new ConcurrentLinkedQueue<>();
@@ -111,8 +112,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     {
     }
 
-    /** The consumer rank a write goes to, and its id of the request. */
-    private record PushTarget(Peer peer, String consumerRequestId)
+    /** The consumer rank a write goes to, its id of the request, and its epoch that every notification to it names. */
+    private record PushTarget(Peer peer, String consumerRequestId, long consumerEpoch)
     {
     }
 
@@ -124,6 +125,13 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         this.stashNanos = 2 * Math.max(leaseNanos, settings.registrationTimeout().toNanos());
         this.stageAddresses = settings.stageSideChannels().isEmpty()
                 ? Collections.nCopies(geometry.rank().ppSize(), ownAddress) : settings.stageSideChannels();
+        // this process knows the epoch of the stages its own side channel serves; another process's stages are named unknown
+        Long[] epochs = new Long[stageAddresses.size()];
+        for (int stage = 0; stage < epochs.length; stage++) {
+            boolean own = stageAddresses.get(stage).equals(stageAddresses.get(geometry.rank().ppRank()));
+            epochs[stage] = own ? epoch : TransferParams.UNKNOWN_EPOCH;
+        }
+        this.stageEpochs = List.of(epochs);
         this.logicalCapacity = logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
         this.consumerBlocks = new BlockSelection(geometry.groups().size());
@@ -200,7 +208,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         request.grants = grantPulls(requestId, ids);
         enqueue(() -> hold(request, blocks.isEmpty()));
         return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished);
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stageEpochs);
     }
 
     private long[] grantPulls(String requestId, int[][] ids)
@@ -323,6 +331,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     void onNotification(String sender, byte[] message)
     {
         switch (Messages.parse(message)) {
+            case Messages.Completion completion when completion.epoch() != epoch -> stale(sender, "completion of " + completion.requestId(), completion.epoch());
+            case Messages.Heartbeat heartbeat when heartbeat.epoch() != epoch -> stale(sender, "heartbeat", heartbeat.epoch());
+            case Messages.Registration registration when registration.epoch() != epoch -> staleRegistration(registration, sender);
             case Messages.Completion completion -> completed(completion.requestId(), sender, completion.consumers());
             case Messages.Heartbeat heartbeat -> heartbeat(heartbeat.requestIds());
             case Messages.Registration registration -> registered(registration, sender);
@@ -331,6 +342,24 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             case Messages.PushFailed pushFailed -> LOG.warn("{}: dropped a push failure for {} from {}: producers do not receive writes", name,
                     pushFailed.requestId(), sender);
             case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
+        }
+    }
+
+    /** A consumer still talks to an earlier incarnation of this engine: nothing is freed, extended or written for what it names. */
+    private void stale(String sender, String what, long named)
+    {
+        StaleEpochs.refuse(sessions, sender, what, named, settings.engineId(), epoch);
+    }
+
+    private void staleRegistration(Messages.Registration registration, String sender)
+    {
+        stale(sender, "push registration " + registration.requestId(), registration.epoch());
+        // where this incarnation can answer (the consumer met it too), the consumer fails at once instead of at its registration timeout
+        Peer peer = remoteCache.peerByAgent(sender);
+        if (peer != null) {
+            String producerId = registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId();
+            notifyQuietly(peer, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
+                    StaleEpochs.registrationOfEarlierEpoch(settings.engineId(), registration, epoch), registration.consumerEpoch()), "push failure");
         }
     }
 
@@ -423,7 +452,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         SideChannelAddress address = new SideChannelAddress(registration.host(), registration.port());
         String remoteKey = remoteKey(registration.engineId(), address);
         RankKey rank = new RankKey(registration.ppRank(), registration.tpRank());
-        handshake(remoteKey, registration.engineId(), socketAddress(address), List.of(rank))
+        handshake(remoteKey, registration.engineId(), socketAddress(address), List.of(rank), registration.consumerEpoch())
                 .whenComplete((engine, failure) -> enqueue(() -> pushAfterHandshake(request, registration, remoteKey, rank, engine, failure)));
     }
 
@@ -440,6 +469,14 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                     failure.getMessage());
             return;
         }
+        if (engine.epoch() != registration.consumerEpoch()) {
+            // the consumer restarted since it registered: its blocks of this request are gone, and no one waits for the writes
+            request.failed = true;
+            metrics.transferFailed();
+            LOG.warn("{}: no push for request {}: {} ({}); the lease frees its blocks", name, request.id, ErrorCode.STALE_EPOCH.id(),
+                    StaleEpochs.consumerRestarted(registration, engine.epoch()));
+            return;
+        }
         Peer peer = null;
         try {
             peer = remoteCache.peer(remoteKey, engine, rank);
@@ -452,7 +489,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                     registration.engineId(), rank, e.getMessage());
             if (peer != null) {
                 ErrorCode code = e instanceof KvBridgeException typed ? typed.code() : ErrorCode.TRANSFER_FAILED;
-                tellPushFailed(new PushTarget(peer, registration.requestId()), request, code, e.getMessage());
+                tellPushFailed(new PushTarget(peer, registration.requestId(), registration.consumerEpoch()), request, code, e.getMessage());
             }
         }
     }
@@ -461,7 +498,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private void tellPushFailed(PushTarget target, Held request, ErrorCode code, String message)
     {
         notifyQuietly(target.peer(), Messages.pushFailed(target.consumerRequestId(), request.id, code,
-                "producer " + settings.engineId() + " rank " + geometry.rank() + " cannot write request " + request.id + ": " + message), "push failure");
+                "producer " + settings.engineId() + " rank " + geometry.rank() + " cannot write request " + request.id + ": " + message,
+                target.consumerEpoch()), "push failure");
     }
 
     private void write(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine, Peer peer)
@@ -492,7 +530,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         consumerBlocks.select(consumerArrays).expandToKernel(consumer.kernelBlocksPerLogical());
         producerBlocks.select(request.blocks).expandToKernel(geometry.kernelBlocksPerLogical());
         plan.alignBlocks(consumerBlocks, producerBlocks);
-        byte[] done = Messages.pushDone(registration.requestId(), request.id);
+        byte[] done = Messages.pushDone(registration.requestId(), request.id, registration.consumerEpoch());
         int count = plan.indexCount(slot, consumerBlocks);
         if (count == 0) {
             notifyQuietly(peer, done, "push completion");
@@ -504,7 +542,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
         Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, registration.grantKey(), remoteKey,
                 leaseNanos);
-        request.writes.put(transfer, new PushTarget(peer, registration.requestId()));
+        request.writes.put(transfer, new PushTarget(peer, registration.requestId(), registration.consumerEpoch()));
         request.tracker.state(RequestState.IN_FLIGHT);
     }
 

@@ -76,6 +76,8 @@ abstract class RankWorker
     final TransferMetrics metrics;
     final PlanFactory planFactory;
     final SideChannelAddress ownAddress;
+    /** This incarnation of the engine's ranks served by this process's side channel (see {@link EngineServices#epoch}). */
+    final long epoch;
     final boolean mixedMemory;
     final String name;
     final PeerSessions sessions;
@@ -132,11 +134,12 @@ abstract class RankWorker
                 registered.add(allocation);
             }
             acquired = services.acquireServer(settings);
+            this.epoch = services.epoch(settings.engineId());
             Set<PeerCapability> capabilities = EnumSet.noneOf(PeerCapability.class);
             for (TransferMode mode : settings.modes()) {
                 capabilities.add(mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL);
             }
-            acquired.publish(new RankMetadata(settings.engineId(), transport.name(), transport.localMetadata(), capabilities, geometry),
+            acquired.publish(new RankMetadata(settings.engineId(), epoch, transport.name(), transport.localMetadata(), capabilities, geometry),
                     sessions::established);
             this.ownAddress = new SideChannelAddress(settings.advertisedHost(), acquired.address().getPort());
             HandshakeVerifier verifier = new HandshakeVerifier(geometry.model(), services.sideChannelSettings().compatibility(),
@@ -210,13 +213,17 @@ abstract class RankWorker
         LockSupport.unpark(thread);
     }
 
-    /** Shakes hands through {@link RemoteEngines#handshake}, timing it when it was not answered from the cache. */
-    final CompletableFuture<RemoteEngine> handshake(String key, String engineId, InetSocketAddress address, Collection<RankKey> ranks)
+    /**
+     * Shakes hands through {@link RemoteEngines#handshake}, timing it when it was not answered from
+     * the cache; a cached engine of another epoch than expected does not answer.
+     */
+    final CompletableFuture<RemoteEngine> handshake(String key, String engineId, InetSocketAddress address, Collection<RankKey> ranks,
+            long expectedEpoch)
     {
         // asked before: a handshake on loopback can complete before its future is looked at, so being done says nothing
-        boolean answeredFromCache = remotes.cached(key).filter(engine -> engine.ranks().keySet().containsAll(ranks)).isPresent();
+        boolean answeredFromCache = remotes.answersFromCache(key, ranks, expectedEpoch);
         long started = now();
-        CompletableFuture<RemoteEngine> future = remotes.handshake(key, engineId, address, ranks);
+        CompletableFuture<RemoteEngine> future = remotes.handshake(key, engineId, address, ranks, expectedEpoch);
         if (!answeredFromCache) {
             future.whenComplete((engine, failure) -> metrics.handshakeDone(now() - started, failure == null));
         }
@@ -392,7 +399,19 @@ abstract class RankWorker
      */
     private void reconnectLater(Transfer transfer)
     {
-        enqueue(() -> remoteCache.forget(transfer.remoteKey + "|"));
+        peerFailed(transfer.remoteKey);
+    }
+
+    /**
+     * A peer under a remote side channel failed: its peers and lists are dropped once this round is
+     * over, and the next handshake asks the side channel again, so that a restarted engine is met
+     * with its new epoch (and its old memory registrations are never used) instead of through the
+     * cached metadata of the incarnation that is gone.
+     */
+    final void peerFailed(String remoteKey)
+    {
+        remotes.revalidate(remoteKey);
+        enqueue(() -> remoteCache.forget(remoteKey + "|"));
     }
 
     final boolean hasTransfers(Object owner)

@@ -21,8 +21,8 @@ final class ReceivingRequest
     {
     }
 
-    /** A producer rank asked to write a push request: the consumers it is told about, the groups it writes. */
-    record Writer(int consumers, long groups)
+    /** A producer rank asked to write a push request: the consumers it is told about, the groups it writes, its engine's epoch. */
+    record Writer(int consumers, long groups, long epoch)
     {
     }
 

@@ -72,6 +72,20 @@ public record RemoteEngine(String engineId, InetSocketAddress address, Map<RankK
     }
 
     /**
+     * Returns the epoch of the remote process that answered: every rank fetched carries it (the
+     * handshake checks they agree).
+     *
+     * @return the epoch; {@link RankMetadata#UNKNOWN_EPOCH} when no rank was fetched.
+     */
+    public long epoch()
+    {
+        for (Verified verified : ranks.values()) {
+            return verified.metadata().epoch();
+        }
+        return RankMetadata.UNKNOWN_EPOCH;
+    }
+
+    /**
      * Returns a rank's metadata.
      *
      * @param rank the rank.

@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.core.wire.HandshakeVerifier;
 import io.kvbridge.core.wire.HandshakeVerifier.Verified;
 import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.core.wire.RankMetadata;
 import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -37,6 +38,13 @@ import org.slf4j.LoggerFactory;
  * {@link #evictIdle()}), but never while a caller has marked it in use with
  * {@link #markInFlight(String)}. One lock guards all state; handshakes themselves run outside it,
  * on the executor.
+ *
+ * <p>Epochs: a caller that expects an epoch (from the transfer parameters or a registration) is not
+ * answered from a cached engine of another epoch, the side channel is asked again. When a fetch
+ * answers with another epoch than the cached ranks carry, the engine restarted: the cached ranks
+ * are dropped, every rank asked for is fetched from the new incarnation, and the old engine goes
+ * to the eviction listener, so that nothing cached of it (transport peers, prepared lists of its
+ * memory) is used again.
  */
 public final class RemoteEngines
 {
@@ -65,6 +73,8 @@ public final class RemoteEngines
         Set<RankKey> pendingRanks = Set.of();
         int inFlight;
         long lastActivityNanos;
+        // a peer of it failed: the next handshake asks the side channel again instead of answering from the cache
+        boolean revalidate;
 
         Entry(InetSocketAddress address)
         {
@@ -81,7 +91,8 @@ public final class RemoteEngines
      * @param ttl how long an idle engine stays cached.
      * @param clock monotonic clock for idle times.
      * @param executor runs handshakes (a virtual-thread executor suits: handshakes mostly wait).
-     * @param onEvicted told of each evicted engine, outside the lock, so its resources can be released.
+     * @param onEvicted told of each evicted engine, outside the lock, so its resources can be released;
+     *     also of an engine replaced by its restarted successor.
      */
     public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
             SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted)
@@ -147,6 +158,24 @@ public final class RemoteEngines
      */
     public CompletableFuture<RemoteEngine> handshake(String key, String engineId, InetSocketAddress address, Collection<RankKey> ranks)
     {
+        return handshake(key, engineId, address, ranks, RankMetadata.UNKNOWN_EPOCH);
+    }
+
+    /**
+     * Like {@link #handshake(String, String, InetSocketAddress, Collection)}, not answered from a
+     * cached engine of another epoch than the one expected. The result may still carry another epoch
+     * (the engine restarted since the caller learned of it): the caller compares.
+     *
+     * @param key the cache key.
+     * @param engineId the engine expected at the address.
+     * @param address the side channel.
+     * @param ranks the ranks whose metadata is needed.
+     * @param expectedEpoch the epoch the caller was told of, or {@link RankMetadata#UNKNOWN_EPOCH}.
+     * @return completes with the engine, or exceptionally with a {@link KvBridgeException}.
+     */
+    public CompletableFuture<RemoteEngine> handshake(String key, String engineId, InetSocketAddress address, Collection<RankKey> ranks,
+            long expectedEpoch)
+    {
         requireNonNull(key, "key is null");
         requireNonNull(engineId, "engineId is null");
         requireNonNull(address, "address is null");
@@ -170,7 +199,7 @@ public final class RemoteEngines
                 running = entry.pending;
                 started = null;
             }
-            else if (entry != null && entry.engine != null && entry.engine.ranks().keySet().containsAll(wanted)) {
+            else if (answers(entry, wanted, expectedEpoch)) {
                 entry.lastActivityNanos = clock.monotonicNanos();
                 return CompletableFuture.completedFuture(entry.engine);
             }
@@ -179,8 +208,11 @@ public final class RemoteEngines
                     entry = new Entry(address);
                     entries.put(key, entry);
                 }
+                // a cached engine of another epoch than expected may be gone: every rank is asked for again
+                boolean stale = entry.engine != null && (entry.revalidate
+                        || expectedEpoch != RankMetadata.UNKNOWN_EPOCH && entry.engine.epoch() != expectedEpoch);
                 for (RankKey rank : wanted) {
-                    if (entry.engine == null || !entry.engine.ranks().containsKey(rank)) {
+                    if (stale || entry.engine == null || !entry.engine.ranks().containsKey(rank)) {
                         missing.add(rank);
                     }
                 }
@@ -192,7 +224,7 @@ public final class RemoteEngines
         }
         if (running != null) {
             // another handshake for other ranks is running: wait for it, then fetch what is still missing
-            return running.handle((engine, failure) -> null).thenCompose(ignored -> handshake(key, engineId, address, wanted));
+            return running.handle((engine, failure) -> null).thenCompose(ignored -> handshake(key, engineId, address, wanted, expectedEpoch));
         }
         try {
             executor.execute(() -> run(key, engineId, address, missing, started));
@@ -227,6 +259,7 @@ public final class RemoteEngines
     private RemoteEngine perform(String engineId, InetSocketAddress address, List<RankKey> missing, RemoteEngine previous)
     {
         Map<RankKey, Verified> ranks = new HashMap<>(previous == null ? Map.of() : previous.ranks());
+        long epoch = RankMetadata.UNKNOWN_EPOCH;
         Map<RankKey, SessionKey> sessions = new HashMap<>(previous == null ? Map.of() : previous.sessions());
         ClockOffset offset = previous == null ? null : previous.clockOffset();
         SideChannelClient.SessionRequest session = localAgent == null ? null : new SideChannelClient.SessionRequest(localAgent, SessionKey.newNonce());
@@ -242,6 +275,22 @@ public final class RemoteEngines
             if (!fetched.rank().matches(rank)) {
                 throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
                         "asked for rank %s, the reply describes rank %s", fetched.rank(), rank));
+            }
+            long answered = verified.metadata().epoch();
+            if (epoch != RankMetadata.UNKNOWN_EPOCH && answered != epoch) {
+                // the ranks of one side channel share an epoch: two in one reply are a restart between the answers
+                throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "the side channel answered for rank %s with"
+                        + " epoch %s and for another rank with epoch %s: the engine restarted during the handshake; retry", rank,
+                        RankMetadata.formatEpoch(answered), RankMetadata.formatEpoch(epoch)));
+            }
+            epoch = answered;
+            if (previous != null && answered != previous.epoch()) {
+                // restarted since the cached ranks were fetched: they describe memory that is gone, so every rank comes from the new one
+                Set<RankKey> all = new LinkedHashSet<>(previous.ranks().keySet());
+                all.addAll(missing);
+                LOG.info("engine {} at {} restarted: epoch {} before, {} now; fetching ranks {} again", engineId, address,
+                        RankMetadata.formatEpoch(previous.epoch()), RankMetadata.formatEpoch(answered), all);
+                return perform(engineId, address, new ArrayList<>(all), null);
             }
             for (Verified other : ranks.values()) {
                 Rank otherRank = other.metadata().rank();
@@ -269,13 +318,18 @@ public final class RemoteEngines
 
     private void finish(String key, RemoteEngine engine, Throwable failure, CompletableFuture<RemoteEngine> future)
     {
+        RemoteEngine restarted = null;
         synchronized (lock) {
             Entry entry = entries.get(key);
             if (entry != null && entry.pending == future) {
                 entry.pending = null;
                 entry.pendingRanks = Set.of();
                 if (engine != null) {
+                    if (entry.engine != null && entry.engine.epoch() != engine.epoch()) {
+                        restarted = entry.engine;
+                    }
                     entry.engine = engine;
+                    entry.revalidate = false;
                     entry.lastActivityNanos = clock.monotonicNanos();
                 }
                 else if (entry.engine == null) {
@@ -283,6 +337,10 @@ public final class RemoteEngines
                     entries.remove(key);
                 }
             }
+        }
+        if (restarted != null) {
+            // before the future completes: the listener's clean-up is queued ahead of the caller's use of the new engine
+            onEvicted.accept(restarted);
         }
         if (engine != null) {
             LOG.debug("handshake with engine {} at {} done: ranks {}, capabilities {}, clock offset {} ns (round trip {} ns)", engine.engineId(),
@@ -301,6 +359,45 @@ public final class RemoteEngines
         String message = e.getMessage();
         String prefix = e.code().id() + ": ";
         return message.startsWith(prefix) ? message.substring(prefix.length()) : message;
+    }
+
+    private static boolean answers(Entry entry, Collection<RankKey> ranks, long expectedEpoch)
+    {
+        return entry != null && entry.engine != null && !entry.revalidate && entry.engine.ranks().keySet().containsAll(ranks)
+                && (expectedEpoch == RankMetadata.UNKNOWN_EPOCH || entry.engine.epoch() == expectedEpoch);
+    }
+
+    /**
+     * Tells whether {@link #handshake(String, String, InetSocketAddress, Collection, long)} would
+     * answer from the cache now, without asking the side channel.
+     *
+     * @param key the cache key.
+     * @param ranks the ranks that would be asked for.
+     * @param expectedEpoch the epoch that would be expected, or {@link RankMetadata#UNKNOWN_EPOCH}.
+     * @return whether a cached engine covers the ranks with that epoch and is not to be revalidated.
+     */
+    public boolean answersFromCache(String key, Collection<RankKey> ranks, long expectedEpoch)
+    {
+        synchronized (lock) {
+            return answers(entries.get(key), ranks, expectedEpoch);
+        }
+    }
+
+    /**
+     * Has the next handshake under a key ask the side channel again for every rank, instead of
+     * answering from the cache: a peer of the engine failed, and it may have restarted (then the
+     * handshake finds a new epoch, and the old engine goes to the eviction listener).
+     *
+     * @param key the cache key; unknown ones are ignored.
+     */
+    public void revalidate(String key)
+    {
+        synchronized (lock) {
+            Entry entry = entries.get(key);
+            if (entry != null) {
+                entry.revalidate = true;
+            }
+        }
     }
 
     /**

@@ -43,6 +43,7 @@ public final class GeometryTable
         ModelIdentity model = geometry.model();
         List<List<String>> header = new ArrayList<>();
         header.add(List.of("engine", metadata.engineId()));
+        header.add(List.of("epoch", RankMetadata.formatEpoch(metadata.epoch())));
         header.add(List.of("rank", geometry.rank().toString()));
         header.add(List.of("transport", (metadata.transport().isEmpty() ? "(none)" : metadata.transport())
                 + " (" + metadata.transportMetadata().length + " bytes of metadata)"));
@@ -97,6 +98,8 @@ public final class GeometryTable
     {
         Map<String, Object> data = new LinkedHashMap<>();
         MetadataCodec.toTree(metadata).forEach((key, value) -> data.put(key, jsonFriendly(value)));
+        // as the transfer parameters carry it: 64 bits a JSON number would round in some readers
+        data.put("epoch", RankMetadata.formatEpoch(metadata.epoch()));
         data.put("transport_metadata_bytes", metadata.transportMetadata().length);
         data.put("compatibility_hash", CompatibilityHash.of(metadata.geometry().model()));
         return data;

@@ -26,10 +26,12 @@ public record HandshakePayload(int wireVersion, String compatibilityHash, byte[]
      * change it, because decoders ignore unknown keys. Version 2: notifications over the transport
      * are sealed with a session opened at the handshake, which version 1 peers neither open nor
      * send, so the two refuse each other here rather than drop each other's notifications later.
+     * Version 3: metadata and every notification carry the engine's epoch, which version 2 peers
+     * neither send nor check, so a version 2 peer could not tell this engine's restart.
      */
-    public static final int WIRE_VERSION = 2;
+    public static final int WIRE_VERSION = 3;
     /** The oldest version this code reads. */
-    public static final int MIN_WIRE_VERSION = 2;
+    public static final int MIN_WIRE_VERSION = 3;
 
     private static final String WHAT = "handshake payload";
 

@@ -65,6 +65,7 @@ public final class MetadataCodec
         ModelIdentity model = geometry.model();
         Map<String, Object> tree = new LinkedHashMap<>();
         tree.put("engine_id", metadata.engineId());
+        tree.put("epoch", metadata.epoch());
         tree.put("rank", fields("pp_rank", rank.ppRank(), "pp_size", rank.ppSize(), "tp_rank", rank.tpRank(), "tp_size", rank.tpSize()));
         tree.put("transport", metadata.transport());
         tree.put("transport_metadata", metadata.transportMetadata());
@@ -124,6 +125,11 @@ public final class MetadataCodec
     {
         WireMap map = WireDecoder.decodeMap(bytes, limits, WHAT);
         String engineId = map.requireString("engine_id");
+        // required: a peer that names no epoch could restart unnoticed, which is what epochs prevent
+        long epoch = map.requireLong("epoch");
+        if (epoch == RankMetadata.UNKNOWN_EPOCH) {
+            throw map.error("epoch", "is 0, which no engine draws (the peer's kvbridge is broken or the metadata was forged)");
+        }
         Rank rank = decodeRank(map.requireMap("rank"));
         String transport = map.optionalString("transport", "");
         byte[] transportMetadata = map.optionalBinary("transport_metadata");
@@ -161,7 +167,7 @@ public final class MetadataCodec
         }
         CacheGeometry geometry = rebuild(map, "geometry", () -> new CacheGeometry(layout, rank, model, blockTokens, kernelBlocksPerLogical,
                 groups, allocations, regions));
-        return rebuild(map, "engine_id", () -> new RankMetadata(engineId, transport, transportMetadata, capabilities, geometry));
+        return rebuild(map, "engine_id", () -> new RankMetadata(engineId, epoch, transport, transportMetadata, capabilities, geometry));
     }
 
     private static Rank decodeRank(WireMap rank)

@@ -55,11 +55,11 @@ final class ForgedNotificationsTest
         }
     }
 
-    private static List<byte[]> everyStateChange(String requestId)
+    private static List<byte[]> everyStateChange(String requestId, long epoch)
     {
-        return List.of(Messages.completion(requestId, 1), Messages.heartbeat(List.of(requestId)),
-                Messages.registration(new Messages.Registration("d-" + requestId, requestId, "d", "127.0.0.1", 1, 0, 0, 1, false, ids(2), new byte[0])),
-                Messages.pushDone("d-" + requestId, requestId), Messages.pushFailed("d-" + requestId, requestId, ErrorCode.TRANSFER_FAILED, "forged"));
+        return List.of(Messages.completion(requestId, 1, epoch), Messages.heartbeat(epoch, List.of(requestId)),
+                Messages.registration(new Messages.Registration("d-" + requestId, requestId, "d", "127.0.0.1", 1, 0, 0, 1, false, ids(2), epoch, epoch, new byte[0])),
+                Messages.pushDone("d-" + requestId, requestId, epoch), Messages.pushFailed("d-" + requestId, requestId, ErrorCode.TRANSFER_FAILED, "forged", epoch));
     }
 
     @Test
@@ -72,24 +72,24 @@ final class ForgedNotificationsTest
             stepUntil(() -> producer.audit().leasesHeld() == 2, "held", producer);
             EngineHarness.RawPeer stranger = harness.strangerTo(producer);
             // a completion, a heartbeat, a registration that would free the blocks (write=false), push done and failed
-            List<byte[]> forged = everyStateChange("req-1");
+            List<byte[]> forged = everyStateChange("req-1", producer.epoch);
             for (byte[] message : forged) {
                 stranger.send(message);
             }
             // sealed, but with a session it made up: nobody opened it here
             SessionKey madeUp = SessionKey.derive(new byte[0], SessionKey.newNonce(), SessionKey.newNonce(), stranger.transport().agentName(), "p", 0, 0);
-            stranger.sendRaw(new NotificationSeal(madeUp).seal(Messages.completion("req-1", 1)));
+            stranger.sendRaw(new NotificationSeal(madeUp).seal(Messages.completion("req-1", 1, producer.epoch)));
             steps(producer, 20);
             assertEquals(List.of(), producer.poll(), "a forged completion or registration freed a held request");
             assertEquals(forged.size(), rejected(harness, PeerSessions.Rejection.UNSEALED));
             assertEquals(1, rejected(harness, PeerSessions.Rejection.UNKNOWN_SESSION));
             // a forged heartbeat does not hold the lease: 25 s in, it would extend it to 45 s
             clock.advance(Duration.ofSeconds(25));
-            stranger.send(Messages.heartbeat(List.of("req-1", "req-2")));
+            stranger.send(Messages.heartbeat(producer.epoch, List.of("req-1", "req-2")));
             steps(producer, 5);
             clock.advance(Duration.ofSeconds(6));
             EngineHarness.RawPeer consumer = harness.rawPeerTo(producer);
-            consumer.send(Messages.completion("req-2", 1));
+            consumer.send(Messages.completion("req-2", 1, producer.epoch));
             List<FreedRequest> freed = new ArrayList<>();
             stepUntil(() -> EngineHarness.drain(producer, freed).size() == 2, "both end", producer);
             assertEquals(List.of(new FreedRequest("req-2", FreeReason.COMPLETED), new FreedRequest("req-1", FreeReason.EXPIRED)),
@@ -110,13 +110,13 @@ final class ForgedNotificationsTest
             EngineHarness.RawPeer second = harness.rawPeerTo(producer);
             EngineHarness.RawPeer stranger = harness.strangerTo(producer);
             // r0 waits for two consumers; the first one's completion is captured on its way
-            byte[] captured = first.sealed(Messages.completion("r0", 2));
+            byte[] captured = first.sealed(Messages.completion("r0", 2, producer.epoch));
             first.sendRaw(captured);
             first.sendRaw(captured);
             // from another sender it would count as the second consumer on a transport that trusts the sender's name
             stranger.sendRaw(captured);
             second.sendRaw(captured);
-            byte[] altered = first.sealed(Messages.completion("r0", 2));
+            byte[] altered = first.sealed(Messages.completion("r0", 2, producer.epoch));
             altered[NotificationSeal.HEADER_BYTES] ^= 1;
             first.sendRaw(altered);
             steps(producer, 20);
@@ -124,7 +124,7 @@ final class ForgedNotificationsTest
             assertEquals(1, rejected(harness, PeerSessions.Rejection.REPLAYED));
             assertEquals(2, rejected(harness, PeerSessions.Rejection.WRONG_SENDER));
             assertEquals(1, rejected(harness, PeerSessions.Rejection.BAD_MAC));
-            second.send(Messages.completion("r0", 2));
+            second.send(Messages.completion("r0", 2, producer.epoch));
             List<FreedRequest> freed = new ArrayList<>();
             stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "completed", producer);
             assertEquals(List.of(new FreedRequest("r0", FreeReason.COMPLETED)), freed);
@@ -155,13 +155,13 @@ final class ForgedNotificationsTest
                 producerCache.fill(request, blocks);
                 TransferParams params = producer.prefillFinished("req-" + request, ids(blocks));
                 // forged while the real request is held: a completion, and everything else that changes state
-                for (byte[] message : everyStateChange("req-" + request)) {
+                for (byte[] message : everyStateChange("req-" + request, producer.epoch)) {
                     attacker.send(message);
                 }
                 // sealed with a key from the wrong secret over nonces of its own
                 SessionKey guessed = SessionKey.derive("another-secret-of-32-bytes-long!".getBytes(US_ASCII), SessionKey.newNonce(),
                         SessionKey.newNonce(), attacker.transport().agentName(), "prefill", 0, 0);
-                attacker.sendRaw(new NotificationSeal(guessed).seal(Messages.completion("req-" + request, 1)));
+                attacker.sendRaw(new NotificationSeal(guessed).seal(Messages.completion("req-" + request, 1, producer.epoch)));
                 consumer.blocksAllocated("d-" + request, params, request % 2 == 0 ? TransferMode.PULL : TransferMode.PUSH, ids(20 + request * 2,
                         21 + request * 2));
                 List<String> received = new ArrayList<>();
@@ -190,8 +190,8 @@ final class ForgedNotificationsTest
             consumer.blocksAllocated("d-r", params, TransferMode.PUSH, ids(3));
             stepUntil(() -> consumer.registered("d-r"), "registered", consumer);
             EngineHarness.RawPeer stranger = harness.strangerTo(consumer);
-            stranger.send(Messages.pushFailed("d-r", "r", ErrorCode.TRANSFER_FAILED, "forged failure"));
-            stranger.send(Messages.pushDone("d-r", "r"));
+            stranger.send(Messages.pushFailed("d-r", "r", ErrorCode.TRANSFER_FAILED, "forged failure", consumer.epoch));
+            stranger.send(Messages.pushDone("d-r", "r", consumer.epoch));
             steps(consumer, 20);
             assertEquals(List.of(), consumer.poll().failed(), "a forged push failure failed the request");
             assertEquals(1, consumer.audit().requests());

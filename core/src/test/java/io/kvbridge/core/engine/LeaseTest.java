@@ -41,7 +41,7 @@ final class LeaseTest
             stepUntil(() -> producer.audit().leasesHeld() == 2, "held", producer);
             // both leases expired 5 s ago; the heartbeat is handled before the expiry scan of the same round
             clock.advance(Duration.ofSeconds(35));
-            harness.rawPeerTo(producer).send(Messages.heartbeat(List.of("req-a", "req-unknown", "req-b")));
+            harness.rawPeerTo(producer).send(Messages.heartbeat(producer.epoch, List.of("req-a", "req-unknown", "req-b")));
             stepUntil(() -> true, "one round", producer);
             steps(producer, 10);
             assertEquals(List.of(), producer.poll(), "nothing reported");
@@ -57,7 +57,7 @@ final class LeaseTest
             assertEquals(Set.of(new FreedRequest("req-a", FreeReason.EXPIRED), new FreedRequest("req-b", FreeReason.EXPIRED)), Set.copyOf(freed));
             assertEquals(2.0, harness.registry.get("kvbridge.lease.expired").counter().count());
             // a completion after expiry is late: logged, never reported again
-            harness.rawPeerTo(producer).send(Messages.completion("req-a", 1));
+            harness.rawPeerTo(producer).send(Messages.completion("req-a", 1, producer.epoch));
             steps(producer, 10);
             assertEquals(List.of(), producer.poll());
             assertEquals(0, producer.audit().leasesHeld());
@@ -71,7 +71,7 @@ final class LeaseTest
             ProducerRank producer = harness.producer("p", harness.cache(TestCache.Shape.of(1, 16, false), Rank.single()), false, b -> b);
             producer.prefillFinished("fast", ids(1));
             // the worker drains a consumer's completion before it ran the queued prefillFinished
-            producer.onNotification("consumer-agent", Messages.completion("fast", 1));
+            producer.onNotification("consumer-agent", Messages.completion("fast", 1, producer.epoch));
             assertEquals(List.of(new FreedRequest("fast", FreeReason.COMPLETED)), producer.poll());
             steps(producer, 5);
             assertEquals(0, producer.audit().leasesHeld());
@@ -90,7 +90,7 @@ final class LeaseTest
             List<FreedRequest> freed = new ArrayList<>();
             stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "expired", producer);
             harness.rawPeerTo(producer).send(Messages.registration(new Messages.Registration("d-slow", "slow", "d", "127.0.0.1", 1, 0, 0, 1, true,
-                    ids(2), new byte[] {1})));
+                    ids(2), producer.epoch, 0x5eedL, new byte[] {1})));
             steps(producer, 10);
             assertEquals(0, producer.audit().stashedRegistrations());
             assertEquals(List.of(), producer.poll());
@@ -127,23 +127,23 @@ final class LeaseTest
             }
             stepUntil(() -> producer.audit().leasesHeld() == 6, "held", producer);
             // r0: two consumers expected; the same consumer twice does not count twice
-            first.send(Messages.completion("r0", 2));
-            first.send(Messages.completion("r0", 2));
+            first.send(Messages.completion("r0", 2, producer.epoch));
+            first.send(Messages.completion("r0", 2, producer.epoch));
             steps(producer, 5);
             assertEquals(List.of(), producer.poll());
-            second.send(Messages.completion("r0", 2));
+            second.send(Messages.completion("r0", 2, producer.epoch));
             // r1: completed, then a duplicate completion and an abort arrive late
-            first.send(Messages.completion("r1", 1));
+            first.send(Messages.completion("r1", 1, producer.epoch));
             steps(producer, 5);
-            first.send(Messages.completion("r1", 1));
+            first.send(Messages.completion("r1", 1, producer.epoch));
             producer.abort("r1");
             producer.abort("r2");
             producer.abort("never-held");
             steps(producer, 5);
             clock.advance(Duration.ofSeconds(31));
-            second.send(Messages.completion("r3", 1));
+            second.send(Messages.completion("r3", 1, producer.epoch));
             steps(producer, 10);
-            first.send(Messages.completion("r4", 1));
+            first.send(Messages.completion("r4", 1, producer.epoch));
             steps(producer, 10);
             List<FreedRequest> freed = producer.poll();
             assertEquals(6, freed.size(), freed.toString());

@@ -53,7 +53,7 @@ final class MixedMemoryTest
             List<FreedRequest> freed = new ArrayList<>();
             await(() -> EngineHarness.drain(producer, freed).size() == 1, "freed");
             assertEquals(new FreedRequest("mixed", FreeReason.COMPLETED), freed.getFirst());
-            assertEquals(List.of("mixed:1"), recording.receivedBy(producer.transport.agentName()), "one completion, sent after both parts");
+            assertEquals(List.of("mixed:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.transport.agentName()), "one completion, sent after both parts");
         }
     }
 
@@ -74,7 +74,7 @@ final class MixedMemoryTest
                 List<String> received = new ArrayList<>();
                 List<ReceiveFailure> failed = new ArrayList<>();
                 await(() -> EngineHarness.collect(consumer, received, failed) != null && received.size() + failed.size() == 1, "ended");
-                String completion = "m" + request + ":1";
+                String completion = "m" + request + ":1:" + TransferParams.formatEpoch(producer.epoch);
                 if (failed.isEmpty()) {
                     await(() -> recording.receivedBy(producer.transport.agentName()).contains(completion), "completion after both parts");
                 }

@@ -84,7 +84,7 @@ final class MlaFanOutTest
                 await(() -> EngineHarness.drain(producer, freed).size() == 1, "producer rank frees");
                 assertEquals(List.of(new FreedRequest("prefill-7", FreeReason.COMPLETED)), freed, "producer rank " + p);
                 // one completion from each decoder rank it serves, each saying how many there are
-                assertEquals(Collections.nCopies(perWriter, "prefill-7:" + perWriter), completions(recording, producer), "producer rank " + p);
+                assertEquals(Collections.nCopies(perWriter, "prefill-7:" + perWriter + ":" + TransferParams.formatEpoch(producer.epoch)), completions(recording, producer), "producer rank " + p);
                 if (mode == TransferMode.PUSH) {
                     assertEquals(Collections.nCopies(perWriter, TransferOp.WRITE), recording.postsBy(producer.transport.agentName()),
                             "producer rank " + p + " writes each decoder rank it serves once");

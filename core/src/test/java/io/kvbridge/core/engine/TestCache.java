@@ -189,6 +189,17 @@ final class TestCache
         }
     }
 
+    /** {@return whether every byte is still zero: nothing was written since {@link #clear} or the allocation} */
+    boolean untouched()
+    {
+        for (MemorySegment segment : layers) {
+            if (segment.mismatch(MemorySegment.ofArray(new byte[(int) segment.byteSize()])) != -1) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Zeroes every byte, so a test sees what a transfer wrote. */
     void clear()
     {

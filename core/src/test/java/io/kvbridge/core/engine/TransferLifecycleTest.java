@@ -89,7 +89,7 @@ final class TransferLifecycleTest
                 List<FreedRequest> freed = new ArrayList<>();
                 await(() -> EngineHarness.drain(producer, freed).size() == 1, "freed");
                 assertEquals(List.of(new FreedRequest("req", FreeReason.COMPLETED)), freed);
-                assertEquals(List.of("req:1"), recording.receivedBy(producer.transport.agentName()));
+                assertEquals(List.of("req:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.transport.agentName()));
                 await(() -> {
                     ConnectorAudit audit = producer.audit();
                     return audit.leasesHeld() == 0 && audit.inFlightTransfers() == 0 && audit.requests() == 0;
@@ -128,7 +128,7 @@ final class TransferLifecycleTest
                 List<FreedRequest> freed = new ArrayList<>();
                 await(() -> EngineHarness.drain(producer, freed).size() == 1, "freed");
                 assertEquals(FreeReason.COMPLETED, freed.getFirst().reason());
-                assertEquals(List.of("prefill-42:1"), recording.receivedBy(producer.transport.agentName()));
+                assertEquals(List.of("prefill-42:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.transport.agentName()));
             }
         }
     }

@@ -125,6 +125,50 @@ final class RemoteEnginesTest
         assertError(ErrorCode.PEER_UNKNOWN, () -> engine.metadata(new RankKey(0, 1)), "rank pp0:tp1 of engine prefill-0 was not fetched");
     }
 
+    private static void republish(SideChannelServer server, List<RankMetadata> ranks, long epoch)
+    {
+        // the side channel now serves another incarnation of the same ranks, as a restart on the same port would
+        for (RankMetadata rank : ranks) {
+            server.publish(new RankMetadata(rank.engineId(), epoch, rank.transport(), rank.transportMetadata(), rank.capabilities(), rank.geometry()));
+        }
+    }
+
+    @Test
+    void anotherEpochOrAFailedPeerHasTheSideChannelAskedAgainAndTheOldEngineDropped()
+    {
+        List<RankMetadata> ranks = SideChannelFixtures.engine("prefill-0", 1, 2);
+        SideChannelServer server = server("prefill-0", ranks);
+        RemoteEngines engines = engines(virtualThreads());
+        long first = TestingGeometries.EPOCH;
+        RemoteEngine cached = engines.handshake("k", "prefill-0", server.address(), FIRST_RANK, first).join();
+        assertEquals(first, cached.epoch());
+        assertTrue(engines.answersFromCache("k", FIRST_RANK, first));
+        assertFalse(engines.answersFromCache("k", FIRST_RANK, first + 1), "a cached engine answers for its own epoch only");
+
+        republish(server, ranks, 0x2222L);
+        // the cache is trusted while the epoch asked for is the cached one
+        assertSame(cached, engines.handshake("k", "prefill-0", server.address(), FIRST_RANK, first).join());
+        // a rank not cached yet is fetched, finds the new epoch, and every rank comes from the new incarnation
+        List<RankKey> both = List.of(new RankKey(0, 0), new RankKey(0, 1));
+        RemoteEngine restarted = engines.handshake("k", "prefill-0", server.address(), both, first).join();
+        assertEquals(0x2222L, restarted.epoch());
+        assertEquals(Set.copyOf(both), restarted.ranks().keySet());
+        assertEquals(0x2222L, restarted.metadata(new RankKey(0, 0)).epoch());
+        assertEquals(List.of(cached), evicted, "the earlier incarnation went to the eviction listener");
+
+        // parameters naming the earlier epoch are not answered from the cache; the answer carries the epoch now served
+        assertEquals(0x2222L, engines.handshake("k", "prefill-0", server.address(), FIRST_RANK, first).join().epoch());
+        assertEquals(1, evicted.size(), "the same epoch again is no restart");
+
+        republish(server, ranks, 0x3333L);
+        assertTrue(engines.answersFromCache("k", FIRST_RANK, 0x2222L));
+        engines.revalidate("k");
+        assertFalse(engines.answersFromCache("k", FIRST_RANK, 0x2222L), "a failed peer has the side channel asked again");
+        assertEquals(0x3333L, engines.handshake("k", "prefill-0", server.address(), FIRST_RANK, RankMetadata.UNKNOWN_EPOCH).join().epoch());
+        assertEquals(2, evicted.size());
+        assertTrue(engines.answersFromCache("k", both, 0x3333L), "revalidated once, cached again");
+    }
+
     @Test
     void callersJoinTheHandshakeInFlight()
     {
@@ -287,7 +331,7 @@ final class RemoteEnginesTest
     @Test
     void failsWithoutACommonTransferMode()
     {
-        RankMetadata pullOnly = new RankMetadata("prefill-0", "ucx", new byte[] {1}, EnumSet.of(PeerCapability.PULL),
+        RankMetadata pullOnly = new RankMetadata("prefill-0", TestingGeometries.EPOCH, "ucx", new byte[] {1}, EnumSet.of(PeerCapability.PULL),
                 TestingGeometries.perLayer(SideChannelFixtures.LAYERS, Rank.single()));
         SideChannelServer server = server("prefill-0", List.of(pullOnly));
         RemoteEngines pushOnly = engines(virtualThreads(), CompatibilityMode.STRICT, EnumSet.of(PeerCapability.PUSH), SideChannelFixtures.fast());

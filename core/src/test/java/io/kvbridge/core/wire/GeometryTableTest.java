@@ -21,11 +21,12 @@ final class GeometryTableTest
         String text = GeometryTable.render(metadata);
         List<String> lines = text.lines().toList();
         assertEquals("engine              prefill-0", lines.get(0));
-        assertEquals("rank                pp0/1:tp1/2", lines.get(1));
-        assertEquals("transport           ucx (10 bytes of metadata)", lines.get(2));
-        assertEquals("capabilities        push, pull", lines.get(3));
-        assertEquals("compatibility hash  " + CompatibilityHash.of(metadata.geometry().model()), lines.get(6));
-        assertEquals("layout              hma block_tokens=16 kernel_blocks_per_logical=2", lines.get(7));
+        assertEquals("epoch               8badf00d5eed0001", lines.get(1));
+        assertEquals("rank                pp0/1:tp1/2", lines.get(2));
+        assertEquals("transport           ucx (10 bytes of metadata)", lines.get(3));
+        assertEquals("capabilities        push, pull", lines.get(4));
+        assertEquals("compatibility hash  " + CompatibilityHash.of(metadata.geometry().model()), lines.get(7));
+        assertEquals("layout              hma block_tokens=16 kernel_blocks_per_logical=2", lines.get(8));
         assertTrue(text.contains("\ngroups\nid  kind            window  kv_heads  head_size\n0   full_attention  0       8         128\n"
                 + "1   sliding_window  4096    8         128\n"), text);
         assertTrue(text.contains("regions (3, 1536 blocks)\n"), text);
@@ -58,6 +59,7 @@ final class GeometryTableTest
         RankMetadata metadata = TestingGeometries.metadata("decode-1", TestingGeometries.deviceRegions());
         Map<String, Object> data = GeometryTable.toData(metadata);
         assertEquals("decode-1", data.get("engine_id"));
+        assertEquals("8badf00d5eed0001", data.get("epoch"));
         assertEquals("AQIDBAUGBwj/AA==", data.get("transport_metadata"));
         assertEquals(10, data.get("transport_metadata_bytes"));
         assertEquals(CompatibilityHash.of(metadata.geometry().model()), data.get("compatibility_hash"));
@@ -67,7 +69,7 @@ final class GeometryTableTest
         assertEquals(3, region.get("device"));
         assertEquals("interleaved", region.get("split"));
         String json = GeometryTable.toJson(metadata);
-        assertTrue(json.startsWith("{\n  \"engine_id\": \"decode-1\",\n  \"rank\": {\n    \"pp_rank\": 0,"), json);
+        assertTrue(json.startsWith("{\n  \"engine_id\": \"decode-1\",\n  \"epoch\": \"8badf00d5eed0001\",\n  \"rank\": {\n    \"pp_rank\": 0,"), json);
         assertTrue(json.contains("\"members\": [\n        \"model.layers.1.attn\"\n      ],"), json);
     }
 }

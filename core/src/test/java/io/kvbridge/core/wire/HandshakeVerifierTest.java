@@ -112,11 +112,11 @@ final class HandshakeVerifierTest
     void rejectsMalformedOuterPayloads()
     {
         HandshakeVerifier verifier = new HandshakeVerifier(LOCAL, CompatibilityMode.STRICT, WireLimits.DEFAULT);
-        Map<String, Object> valid = Map.of("wire_version", 2L, "compatibility_hash", CompatibilityHash.of(LOCAL), "metadata", new byte[] {1});
+        Map<String, Object> valid = Map.of("wire_version", 3L, "compatibility_hash", CompatibilityHash.of(LOCAL), "metadata", new byte[] {1});
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify("not msgpack at all".getBytes(java.nio.charset.StandardCharsets.US_ASCII)),
                 "handshake payload");
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(encode(edit(valid, "wire_version", 99L))),
-                "wire_version=99 is not supported (this engine reads 2..2)");
+                "wire_version=99 is not supported (this engine reads 3..3)");
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(encode(edit(valid, "wire_version", "2"))),
                 "handshake payload field wire_version: expected an integer");
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(encode(edit(valid, "compatibility_hash", "abc"))),

@@ -9,6 +9,7 @@ import static io.kvbridge.core.wire.Trees.set;
 import static io.kvbridge.core.wire.Trees.tree;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.spi.ErrorCode;
@@ -64,7 +65,7 @@ final class MetadataCodecTest
     @Test
     void roundTripWithoutTransportOrCapabilities()
     {
-        RankMetadata metadata = new RankMetadata("e", "", new byte[0], Set.of(), TestingGeometries.pooledHma());
+        RankMetadata metadata = new RankMetadata("e", TestingGeometries.EPOCH, "", new byte[0], Set.of(), TestingGeometries.pooledHma());
         assertEquals(metadata, MetadataCodec.decode(MetadataCodec.encode(metadata), LIMITS));
     }
 
@@ -103,7 +104,7 @@ final class MetadataCodecTest
     void fillsDefaultsForAbsentOptionalKeys()
     {
         CacheGeometry geometry = TestingGeometries.perLayer(2, Rank.single());
-        RankMetadata full = new RankMetadata("engine-a", "", new byte[0], Set.of(), geometry);
+        RankMetadata full = new RankMetadata("engine-a", TestingGeometries.EPOCH, "", new byte[0], Set.of(), geometry);
         Map<String, Object> tree = tree(full);
         for (String optional : List.of("transport", "transport_metadata", "capabilities", "kernel_blocks_per_logical", "model.hma",
                 "groups[0].window_tokens", "allocations[0].memory_kind", "allocations[0].device")) {
@@ -121,7 +122,7 @@ final class MetadataCodecTest
     void treatsNilAsAnAbsentOptionalKey()
     {
         CacheGeometry geometry = TestingGeometries.perLayer(1, Rank.single());
-        RankMetadata full = new RankMetadata("engine-a", "", new byte[0], Set.of(), geometry);
+        RankMetadata full = new RankMetadata("engine-a", TestingGeometries.EPOCH, "", new byte[0], Set.of(), geometry);
         Map<String, Object> tree = tree(full);
         set(tree, "transport", null);
         set(tree, "regions[0].stride", null);
@@ -131,7 +132,7 @@ final class MetadataCodecTest
 
     static Stream<String> requiredFields()
     {
-        return Stream.of("engine_id", "rank", "rank.pp_rank", "rank.pp_size", "rank.tp_rank", "rank.tp_size", "layout", "block_tokens", "model",
+        return Stream.of("engine_id", "epoch", "rank", "rank.pp_rank", "rank.pp_size", "rank.tp_rank", "rank.tp_size", "layout", "block_tokens", "model",
                 "model.model", "model.dtype", "model.cache_dtype", "model.total_kv_heads", "model.head_size", "model.layer_count", "groups",
                 "groups[0].id", "groups[0].kind", "groups[0].kv_heads", "groups[0].head_size", "allocations", "allocations[0].address",
                 "allocations[0].bytes", "regions", "regions[0].name", "regions[0].base", "regions[0].block_bytes", "regions[0].capacity",
@@ -157,6 +158,7 @@ final class MetadataCodecTest
     {
         return Stream.of(
                 Arguments.of("engine_id", 5L, "engine_id", "expected a string, got an integer"),
+                Arguments.of("epoch", "9f86d081884c7d65", "epoch", "expected an integer within the signed 64-bit range, got a string"),
                 Arguments.of("block_tokens", "16", "block_tokens", "expected an integer within the signed 64-bit range, got a string"),
                 Arguments.of("rank", List.of(0L, 1L), "rank", "expected a map, got an array"),
                 Arguments.of("regions", Map.of("name", "x"), "regions", "expected an array, got a map"),
@@ -260,6 +262,18 @@ final class MetadataCodecTest
                 Arguments.of("block_tokens", 0L, "geometry", "blockTokens=0 is not positive"),
                 Arguments.of("kernel_blocks_per_logical", -3L, "geometry", "kernelBlocksPerLogical=-3 is not positive"),
                 Arguments.of("engine_id", "", "engine_id", "engineId is empty"));
+    }
+
+    @Test
+    void anEpochKeepsAll64BitsAndZeroIsRefused()
+    {
+        RankMetadata metadata = TestingGeometries.metadata("engine-a", TestingGeometries.perLayer(1, Rank.single()));
+        assertEquals(TestingGeometries.EPOCH, MetadataCodec.decode(MetadataCodec.encode(metadata), LIMITS).epoch());
+        byte[] zero = encode(set(tree(metadata), "epoch", 0L));
+        assertError(ErrorCode.PROTOCOL_ERROR, () -> MetadataCodec.decode(zero, LIMITS), "peer metadata field epoch: is 0, which no engine draws");
+        assertError(ErrorCode.INVALID_ARGUMENT, () -> new RankMetadata("engine-a", RankMetadata.UNKNOWN_EPOCH, "", new byte[0], Set.of(),
+                metadata.geometry()), "epoch=0 of engine engine-a is reserved");
+        assertNotEquals(RankMetadata.newEpoch(), RankMetadata.newEpoch());
     }
 
     @ParameterizedTest

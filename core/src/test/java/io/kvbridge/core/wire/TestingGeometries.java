@@ -22,6 +22,8 @@ public final class TestingGeometries
 {
     public static final long HOST_BASE = 0x7f00_0000_0000L;
     public static final long DEVICE_BASE = 0x7a00_0000_0000L;
+    // the top bit set, as half of all drawn epochs have: it must survive the codec as a negative long
+    public static final long EPOCH = 0x8badf00d_5eed_0001L;
 
     private TestingGeometries()
     {
@@ -116,7 +118,7 @@ public final class TestingGeometries
 
     public static RankMetadata metadata(String engineId, CacheGeometry geometry)
     {
-        return new RankMetadata(engineId, "ucx", new byte[] {1, 2, 3, 4, 5, 6, 7, 8, -1, 0}, EnumSet.of(PeerCapability.PUSH, PeerCapability.PULL),
+        return new RankMetadata(engineId, EPOCH, "ucx", new byte[] {1, 2, 3, 4, 5, 6, 7, 8, -1, 0}, EnumSet.of(PeerCapability.PUSH, PeerCapability.PULL),
                 geometry);
     }
 

@@ -14,7 +14,7 @@ public final class WireRoundTrip
     @Override
     public CacheGeometry roundTrip(CacheGeometry geometry)
     {
-        RankMetadata metadata = new RankMetadata("round-trip", "local", new byte[] {7}, EnumSet.of(PeerCapability.PULL), geometry);
+        RankMetadata metadata = new RankMetadata("round-trip", RankMetadata.newEpoch(), "local", new byte[] {7}, EnumSet.of(PeerCapability.PULL), geometry);
         byte[] bytes = HandshakePayload.of(metadata).encode();
         HandshakeVerifier verifier = new HandshakeVerifier(geometry.model(), CompatibilityMode.STRICT, WireLimits.DEFAULT);
         return verifier.verify(bytes).metadata().geometry();

@@ -309,10 +309,10 @@ public final class DemoRun
                 for (DemoHost host : producers) {
                     host.prefill(next, tokens, request.producerIds);
                 }
-                // the first stage's parameters name every stage's side channel
+                // the first stage's parameters name every stage's side channel; each stage in a process of its own adds its epoch
                 TransferParams params = producers.getFirst().params(next);
                 for (DemoHost host : producers.subList(1, producers.size())) {
-                    host.params(next);
+                    params = params.withEpochsOf(host.params(next));
                 }
                 TransferMode mode = switch (options.mode()) {
                     case "pull" -> TransferMode.PULL;

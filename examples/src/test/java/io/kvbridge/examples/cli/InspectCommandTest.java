@@ -45,7 +45,7 @@ final class InspectCommandTest
         CacheGeometry geometry = new CacheGeometry("per-layer", new Rank(ppRank, 2, 0, 1), model, 16, 1,
                 List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 8, 128)),
                 List.of(new Allocation(base, 4096L * 16, MemoryKind.HOST, 0)), List.of(region));
-        return new RankMetadata("producer-a", "local", new byte[] {1, 2, 3}, Set.of(PeerCapability.PUSH, PeerCapability.PULL), geometry);
+        return new RankMetadata("producer-a", 0x5eed5eed5eed5eedL, "local", new byte[] {1, 2, 3}, Set.of(PeerCapability.PUSH, PeerCapability.PULL), geometry);
     }
 
     private static String[] run(String... args)
