@@ -108,6 +108,9 @@ public record ConnectorSettings(
         check(!value.isNegative() && !value.isZero(), ErrorCode.CONFIG_INVALID, "%s=%s is not positive", name, value);
     }
 
+    /** The side channel's bind address unless one is given: loopback, so that nothing is reachable from other hosts by default. */
+    public static final String DEFAULT_BIND_HOST = "127.0.0.1";
+
     /**
      * Starts settings with the defaults.
      *
@@ -125,7 +128,7 @@ public record ConnectorSettings(
     {
         private final String engineId;
         private final CacheGeometry geometry;
-        private String bindHost = "127.0.0.1";
+        private String bindHost = DEFAULT_BIND_HOST;
         private int port;
         private String advertisedHost;
         private List<SideChannelAddress> stageSideChannels = List.of();

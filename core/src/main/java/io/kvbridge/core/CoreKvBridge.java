@@ -108,7 +108,7 @@ final class CoreKvBridge implements KvBridge
                 "the configuration gives no engine_id (set it in the document or KVBRIDGE_ENGINE_ID, or use ConnectorSettings.builder(engineId, geometry))");
         ConnectorSettings.Builder builder = ConnectorSettings.builder(config.engineId(), geometry);
         if (config.sideChannelHost() != null || config.sideChannelPort() != null) {
-            builder.sideChannel(config.sideChannelHost() != null ? config.sideChannelHost() : "127.0.0.1",
+            builder.sideChannel(config.sideChannelHost() != null ? config.sideChannelHost() : ConnectorSettings.DEFAULT_BIND_HOST,
                     config.sideChannelPort() != null ? config.sideChannelPort() : 0);
         }
         if (config.advertisedHost() != null) {

@@ -6,7 +6,9 @@ import com.google.inject.AbstractModule;
 import com.google.inject.Provides;
 import com.google.inject.Scopes;
 import com.google.inject.Singleton;
+import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.core.engine.ConnectorFactory;
+import io.kvbridge.core.engine.EngineBackendContext;
 import io.kvbridge.core.engine.EngineServices;
 import io.kvbridge.core.engine.RankTransports;
 import io.kvbridge.core.engine.SummarySchedule;
@@ -70,7 +72,9 @@ final class KvBridgeModule extends AbstractModule
     @Singleton
     TransferBackend transport(DiscoveredTransport selected, BridgeSettings bridgeSettings)
     {
-        BackendContext context = bridgeSettings::agentName;
+        // the bridge's own instance follows the side channel its connectors bind by default
+        String host = bridgeSettings.config().sideChannelHost();
+        BackendContext context = new EngineBackendContext(bridgeSettings.agentName(), host == null ? ConnectorSettings.DEFAULT_BIND_HOST : host);
         return selected.factory().create(bridgeSettings.transportConfig(selected.name()), context);
     }
 

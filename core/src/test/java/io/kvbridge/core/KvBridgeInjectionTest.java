@@ -53,13 +53,16 @@ final class KvBridgeInjectionTest
         try (Arena arena = Arena.ofConfined(); CoreKvBridge bridge = injector.getInstance(CoreKvBridge.class)) {
             assertSame(injector.getInstance(TransferBackend.class), bridge.transport());
             bridge.producer(ConnectorSettings.builder("prefill", KvBridgeConnectorsTest.geometry(arena.allocate(2048, 64))).build());
-            bridge.consumer(ConnectorSettings.builder("decode", KvBridgeConnectorsTest.geometry(arena.allocate(2048, 64))).build());
+            bridge.consumer(ConnectorSettings.builder("decode", KvBridgeConnectorsTest.geometry(arena.allocate(2048, 64))).sideChannel("localhost", 0).build());
 
             verify(local, times(1)).probe();
             ArgumentCaptor<BackendContext> contexts = ArgumentCaptor.forClass(BackendContext.class);
             verify(local, times(3)).create(eq(Map.of()), contexts.capture());
             assertEquals(List.of("selected", "selected-producer-pp0-tp0-1", "selected-consumer-pp0-tp0-2"),
                     contexts.getAllValues().stream().map(BackendContext::agentName).toList());
+            // each instance learns its side channel's bind address, so that transports with listeners keep to its interface
+            assertEquals(List.of(Optional.of("127.0.0.1"), Optional.of("127.0.0.1"), Optional.of("localhost")),
+                    contexts.getAllValues().stream().map(BackendContext::sideChannelHost).toList());
         }
     }
 

@@ -23,7 +23,9 @@ import java.util.Set;
  * 1.13 or newer; Debian/Ubuntu package {@code libucx0}) and {@code --enable-native-access}.
  *
  * <p>Options: {@code tls} and {@code net-devices} (UCX_TLS and UCX_NET_DEVICES for this instance
- * only), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
+ * only; when neither {@code net-devices} nor UCX_NET_DEVICES names devices, the instance uses the
+ * network interface of the side channel's bind address and RDMA ports only, and {@code net-devices=all}
+ * widens it), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
  * limit), {@code connect-timeout-ms} (default 10000), {@code close-timeout-ms} (default 2000), {@code idle-spin-us} (default 500) and
  * {@code ucx-config} ({@code NAME=VALUE;...}, further UCX settings).
  *
@@ -85,7 +87,9 @@ public final class UcxBackendFactory implements TransferBackendFactory
         if (!availability.available()) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "transport 'ucx' cannot run here: " + String.join("; ", availability.reasons()));
         }
-        return new UcxTransferBackend(context.agentName(), options);
+        String devices = UcxNetDevices.choose(options.netDevices(), System.getenv(UcxNetDevices.ENVIRONMENT), context.sideChannelHost(),
+                availability.details().getOrDefault("transports", ""));
+        return new UcxTransferBackend(context.agentName(), options.withNetDevices(devices));
     }
 
     /** Probes once per class loader: loading UCX and listing its resources does not change while the JVM runs. */

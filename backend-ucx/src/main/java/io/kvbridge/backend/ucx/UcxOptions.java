@@ -14,7 +14,8 @@ import java.util.regex.Pattern;
  * provide the defaults.
  *
  * @param tls UCX transports ({@code UCX_TLS}), e.g. {@code sm} or {@code tcp}; empty keeps UCX's choice.
- * @param netDevices network devices ({@code UCX_NET_DEVICES}), e.g. {@code lo}; empty keeps UCX's choice.
+ * @param netDevices network devices ({@code UCX_NET_DEVICES}), e.g. {@code lo} or {@code all}; empty keeps UCX's choice.
+ *     When not given, the factory chooses the side channel's interface ({@link UcxNetDevices}).
  * @param keepaliveIntervalMillis how often UCX checks that peers are alive; 0 keeps UCX's default (20 s).
  * @param transferTimeoutMillis a transfer still moving after this long fails, and its peer is
  *     declared dead because RMA operations cannot be cancelled one by one; 0 disables the limit.
@@ -81,6 +82,18 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         Map<String, String> extra = extraConfig(options);
         options.finish();
         return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra);
+    }
+
+    /**
+     * Returns these options with other network devices.
+     *
+     * @param devices the {@code NET_DEVICES} value; empty leaves the choice to UCX's configuration.
+     * @return the copy.
+     */
+    UcxOptions withNetDevices(String devices)
+    {
+        return new UcxOptions(tls, devices, keepaliveIntervalMillis, transferTimeoutMillis, connectTimeoutMillis, closeTimeoutMillis, idleSpinMicros,
+                staggerAllocations, maxInFlight, extraConfig);
     }
 
     /**

@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Creates each connector's own transport instance from the bridge's selected factory, with the
  * bridge's options, named {@code <agent prefix>-<role>-pp<p>-tp<t>-<n>} so that peers and logs can
- * tell the ranks apart.
+ * tell the ranks apart, and told the address the connector's side channel binds to.
  */
 public final class RankTransports
 {
@@ -44,6 +44,6 @@ public final class RankTransports
     {
         String agent = agentPrefix + "-" + role + "-pp" + settings.geometry().rank().ppRank() + "-tp" + settings.geometry().rank().tpRank() + "-"
                 + instances.incrementAndGet();
-        return factory.create(config, () -> agent);
+        return factory.create(config, new EngineBackendContext(agent, settings.bindHost()));
     }
 }

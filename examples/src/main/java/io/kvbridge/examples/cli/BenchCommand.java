@@ -9,6 +9,7 @@ import io.kvbridge.examples.bench.CudaD2dBaseline;
 import io.kvbridge.examples.bench.MemcpyBaseline;
 import io.kvbridge.examples.bench.NixlProbeBaseline;
 import io.kvbridge.examples.bench.SvgChart;
+import io.kvbridge.examples.bench.TcpStreamBaseline;
 import io.kvbridge.examples.bench.TransportBench;
 import io.kvbridge.examples.bench.UcxProbeBaseline;
 import io.kvbridge.spi.transfer.Capability;
@@ -36,19 +37,21 @@ import picocli.CommandLine.Spec;
 /**
  * {@code kvbridge bench}: WRITE throughput and per-transfer latency of every available transport per
  * block size, next to baselines measured in the same run: a single-thread memcpy of the same stream
- * for every transport, for {@code ucx} a C program putting the same stream through UCX directly, and
+ * for every transport, for {@code ucx} a C program putting the same stream through UCX directly and
+ * one plain TCP stream on loopback carrying it, and
  * for a transport that allocates device memory (cuda-ipc) device rows next to a C program copying
  * the same stream device to device with {@code cuMemcpyAsync}, plus the issue cost of one transfer
  * of 5,120 descriptors.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline "
-                + "(for ucx, against a C program using UCX directly; for cuda-ipc, device rows against a C program copying device to device).")
+                + "(for ucx, against a C program using UCX directly and one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device).")
 final class BenchCommand implements Callable<Integer>
 {
     private static final String MEMCPY_SERIES = "memcpy (1 thread)";
     private static final String PROBE_SERIES = "UCX C probe (put)";
     private static final String NIXL_PROBE_SERIES = "NIXL C probe (write)";
+    private static final String TCP_SERIES = "one TCP stream (C, loopback)";
     /** Smaller blocks measure a transfer's fixed cost only, and make the bookkeeping outgrow the data. */
     private static final long MIN_BLOCK_BYTES = 64;
     /** Transfers of one block size: each costs bookkeeping (descriptors, latencies) on top of the data. */
@@ -109,6 +112,7 @@ final class BenchCommand implements Callable<Integer>
         BaselineResult baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
         BaselineResult probe = BaselineResult.unavailable("the " + UcxProbeBaseline.TRANSPORT + " transport is not available here");
         BaselineResult nixlProbe = BaselineResult.unavailable("the " + NixlProbeBaseline.TRANSPORT + " transport is not available here");
+        BaselineResult tcpStream = BaselineResult.unavailable("the " + TcpStreamBaseline.TRANSPORT + " transport is not available here");
         DeviceFigures device = new DeviceFigures();
         boolean probeMemory = false;
 
@@ -132,6 +136,11 @@ final class BenchCommand implements Callable<Integer>
                 progress.flush();
                 probe = UcxProbeBaseline.measure(compiler, totalBytes, blockSizes, transportMemory);
             }
+            if (plugin.name().equals(TcpStreamBaseline.TRANSPORT)) {
+                progress.printf("kvbridge bench: one TCP stream on loopback (%s, two processes) ...%n", compiler);
+                progress.flush();
+                tcpStream = TcpStreamBaseline.measure(compiler, totalBytes, blockSizes);
+            }
             if (plugin.name().equals(NixlProbeBaseline.TRANSPORT)) {
                 progress.printf("kvbridge bench: NIXL C probe (%s, two agents in one process) ...%n", compiler);
                 progress.flush();
@@ -139,6 +148,7 @@ final class BenchCommand implements Callable<Integer>
             }
             BaselineResult ownProbe = plugin.name().equals(UcxProbeBaseline.TRANSPORT) ? probe
                     : plugin.name().equals(NixlProbeBaseline.TRANSPORT) ? nixlProbe : null;
+            BaselineResult ownTcp = plugin.name().equals(TcpStreamBaseline.TRANSPORT) ? tcpStream : null;
             Map<Long, Double> points = new LinkedHashMap<>();
             try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window, transportMemory)) {
                 for (long size : blockSizes) {
@@ -147,6 +157,7 @@ final class BenchCommand implements Callable<Integer>
                     TransportBench.Result result = bench.measure(size);
                     Double memcpy = baseline.gigabytesPerSecond().get(size);
                     Double probed = ownProbe == null ? null : ownProbe.gigabytesPerSecond().get(size);
+                    Double tcp = ownTcp == null ? null : ownTcp.gigabytesPerSecond().get(size);
                     Map<String, Object> row = new LinkedHashMap<>();
                     row.put("transport", plugin.name());
                     row.put("blockBytes", size);
@@ -162,6 +173,8 @@ final class BenchCommand implements Callable<Integer>
                     row.put("ratioToMemcpy", memcpy == null ? null : significant(result.gigabytesPerSecond() / memcpy));
                     row.put("probeGbPerSecond", probed);
                     row.put("ratioToProbe", probed == null ? null : significant(result.gigabytesPerSecond() / probed));
+                    row.put("tcpGbPerSecond", tcp);
+                    row.put("ratioToTcp", tcp == null ? null : significant(result.gigabytesPerSecond() / tcp));
                     rows.add(row);
                     points.put(size, result.gigabytesPerSecond());
                 }
@@ -187,6 +200,9 @@ final class BenchCommand implements Callable<Integer>
         if (nixlProbe.available()) {
             series.put(NIXL_PROBE_SERIES, nixlProbe.gigabytesPerSecond());
         }
+        if (tcpStream.available()) {
+            series.put(TCP_SERIES, tcpStream.gigabytesPerSecond());
+        }
         if (device.baseline.available()) {
             series.put(DEVICE_BASELINE_SERIES, device.baseline.gigabytesPerSecond());
         }
@@ -203,6 +219,7 @@ final class BenchCommand implements Callable<Integer>
             document.put("baseline", baselineJson(baseline));
             document.put("probe", probeJson(probe, probeMemory));
             document.put("nixlProbe", nixlProbeJson(nixlProbe));
+            document.put("tcpStream", tcpStreamJson(tcpStream));
             document.put("deviceBaseline", deviceBaselineJson(device));
             document.put("issueCost", device.issueCosts);
             document.put("skipped", skipped);
@@ -210,7 +227,7 @@ final class BenchCommand implements Callable<Integer>
             out.println(Json.write(document));
         }
         else {
-            printTable(out, totalBytes, rows, baseline, probe, nixlProbe, skipped);
+            printTable(out, totalBytes, rows, baseline, probe, nixlProbe, tcpStream, skipped);
             printDevice(out, device);
         }
         out.flush();
@@ -284,6 +301,8 @@ final class BenchCommand implements Callable<Integer>
                 row.put("ratioToMemcpy", null);
                 row.put("probeGbPerSecond", peak);
                 row.put("ratioToProbe", peak == null ? null : significant(result.gigabytesPerSecond() / peak));
+                row.put("tcpGbPerSecond", null);
+                row.put("ratioToTcp", null);
                 measured.add(row);
                 points.put(size, result.gigabytesPerSecond());
             }
@@ -389,6 +408,15 @@ final class BenchCommand implements Callable<Integer>
         return document;
     }
 
+    private static Map<String, Object> tcpStreamJson(BaselineResult tcpStream)
+    {
+        Map<String, Object> document = baselineJson(tcpStream);
+        document.put("name", "tcp_stream");
+        document.put("transport", TcpStreamBaseline.TRANSPORT);
+        document.put("figure", "best of " + TcpStreamBaseline.TIMED_PASSES + " timed passes, one TCP connection on 127.0.0.1, default socket buffers, TCP_NODELAY");
+        return document;
+    }
+
     private static Map<String, Object> probeJson(BaselineResult probe, boolean probeMemory)
     {
         Map<String, Object> document = baselineJson(probe);
@@ -403,44 +431,25 @@ final class BenchCommand implements Callable<Integer>
     }
 
     private void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, BaselineResult baseline, BaselineResult probe,
-            BaselineResult nixlProbe, List<Map<String, Object>> skipped)
+            BaselineResult nixlProbe, BaselineResult tcpStream, List<Map<String, Object>> skipped)
     {
         out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
-        out.printf(Locale.ROOT, "%-18s %10s %9s %10s %10s %10s %11s %9s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe");
+        out.printf(Locale.ROOT, "%-18s %10s %9s %10s %10s %10s %11s %9s %7s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe",
+                "x tcp");
         for (Map<String, Object> row : rows) {
             String memory = String.valueOf(row.get("memory"));
-            out.printf(Locale.ROOT, "%-18s %10s %9s %10.1f %10.1f %10s %11s %9s%n",
+            out.printf(Locale.ROOT, "%-18s %10s %9s %10.1f %10.1f %10s %11s %9s %7s%n",
                     row.get("transport") + (memory.startsWith("device") ? " dev" + memory.substring("device ".length()) : "")
                             + ("fake".equals(row.get("driver")) ? " fake" : ""),
                     Sizes.format((Long) row.get("blockBytes")),
                     readable(row.get("gbPerSecond")), (Double) row.get("p50Micros"), (Double) row.get("p99Micros"),
-                    readable(row.get("ratioToMemcpy")), readable(row.get("probeGbPerSecond")), readable(row.get("ratioToProbe")));
+                    readable(row.get("ratioToMemcpy")), readable(row.get("probeGbPerSecond")), readable(row.get("ratioToProbe")), readable(row.get("ratioToTcp")));
         }
         out.println();
-        if (baseline.available()) {
-            out.print("memcpy baseline (single thread, same run):");
-            baseline.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
-            out.println();
-        }
-        else {
-            out.println("memcpy baseline: not measured, " + baseline.reason() + " (ratio column left empty)");
-        }
-        if (probe.available()) {
-            out.printf("UCX probe baseline (C, two processes, same run, %s):", UcxProbeBaseline.transports());
-            probe.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
-            out.println();
-        }
-        else {
-            out.println("UCX probe baseline: not measured, " + probe.reason() + " (probe columns left empty)");
-        }
-        if (nixlProbe.available()) {
-            out.print("NIXL probe baseline (C, two agents in one process, same run):");
-            nixlProbe.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
-            out.println();
-        }
-        else {
-            out.println("NIXL probe baseline: not measured, " + nixlProbe.reason() + " (probe columns of nixl left empty)");
-        }
+        printBaseline(out, "memcpy baseline (single thread, same run)", "memcpy baseline", baseline, "ratio column");
+        printBaseline(out, "UCX probe baseline (C, two processes, same run, " + UcxProbeBaseline.transports() + ")", "UCX probe baseline", probe, "probe columns");
+        printBaseline(out, "NIXL probe baseline (C, two agents in one process, same run)", "NIXL probe baseline", nixlProbe, "probe columns of nixl");
+        printBaseline(out, "TCP stream baseline (C, one connection on 127.0.0.1, two processes, same run)", "TCP stream baseline", tcpStream, "x tcp column");
         for (Map<String, Object> skip : skipped) {
             out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
         }
@@ -454,9 +463,25 @@ final class BenchCommand implements Callable<Integer>
                 UcxProbeBaseline.TIMED_PASSES);
         out.printf(Locale.ROOT, "  For nixl: nixl_probe.c, two agents in one process calling libnixl_capi directly, one request naming every block "
                 + "(merging off), posted once per pass; best of %d timed passes.%n", NixlProbeBaseline.TIMED_PASSES);
+        out.printf(Locale.ROOT, "x tcp: the ucx rows against tcp_stream.c, two forked processes sending the same total in the same blocks over one TCP "
+                + "connection on 127.0.0.1 (default socket buffers, TCP_NODELAY); best of %d timed passes; the wire UCX_TLS=tcp should fill.%n",
+                TcpStreamBaseline.TIMED_PASSES);
         out.println("  Memory: a transport that allocates memory it moves faster (ucx) is measured on memory from its allocate(), and the probe "
                 + "on UCX-allocated memory too; other transports on this process's memory. Same UCX_* environment on both sides; the transport "
                 + "also asks UCX for peer error handling, wake-ups and keepalives, the probe does not.");
+    }
+
+    /** One line per baseline: its figures, or why there are none and which columns stay empty. */
+    private static void printBaseline(PrintWriter out, String measuredLabel, String name, BaselineResult result, String emptyColumns)
+    {
+        if (result.available()) {
+            out.print(measuredLabel + ":");
+            result.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
+            out.println();
+        }
+        else {
+            out.println(name + ": not measured, " + result.reason() + " (" + emptyColumns + " left empty)");
+        }
     }
 
     /** Two decimals, or two significant digits below 0.1, so that small ratios stay readable. */

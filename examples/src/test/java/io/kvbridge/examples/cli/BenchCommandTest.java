@@ -87,6 +87,14 @@ final class BenchCommandTest
             probed.put(row.get("blockBytes").asLong(), row.get("gbPerSecond").asDouble());
         }
         assertEquals(Set.of(32768L, 1048576L), probed.keySet(), probe.toString());
+        JsonNode tcpStream = result.get("tcpStream");
+        assertTrue(tcpStream.get("available").asBoolean(), tcpStream.toString());
+        Map<Long, Double> streamed = new HashMap<>();
+        for (JsonNode row : tcpStream.get("rows")) {
+            assertTrue(row.get("gbPerSecond").asDouble() > 0, row.toString());
+            streamed.put(row.get("blockBytes").asLong(), row.get("gbPerSecond").asDouble());
+        }
+        assertEquals(probed.keySet(), streamed.keySet(), tcpStream.toString());
 
         Set<Long> ucxSizes = new HashSet<>();
         for (JsonNode row : result.get("rows")) {
@@ -99,13 +107,17 @@ final class BenchCommandTest
                 double expected = row.get("gbPerSecond").asDouble() / probeFigure;
                 assertEquals(expected, row.get("ratioToProbe").asDouble(), 0.002 + expected * 0.02, row.toString());
                 assertTrue(row.get("ratioToProbe").asDouble() > 0, row.toString());
+                assertEquals(streamed.get(size), row.get("tcpGbPerSecond").asDouble(), 0.0, row.toString());
+                double expectedToTcp = row.get("gbPerSecond").asDouble() / streamed.get(size);
+                assertEquals(expectedToTcp, row.get("ratioToTcp").asDouble(), 0.002 + expectedToTcp * 0.02, row.toString());
             }
             else {
                 assertTrue(row.get("probeGbPerSecond").isNull() && row.get("ratioToProbe").isNull(), row.toString());
+                assertTrue(row.get("tcpGbPerSecond").isNull() && row.get("ratioToTcp").isNull(), row.toString());
             }
         }
         assertEquals(Set.of(32768L, 1048576L), ucxSizes, run.out());
-        assertTrue(legendOf(svg).contains("UCX C probe (put)"), legendOf(svg).toString());
+        assertTrue(legendOf(svg).containsAll(Set.of("UCX C probe (put)", "one TCP stream (C, loopback)")), legendOf(svg).toString());
     }
 
     @Test
@@ -120,10 +132,13 @@ final class BenchCommandTest
         if (ucxAvailable()) {
             assertTrue(run.out().contains("UCX probe baseline: not measured, C compiler " + missing
                     + " not found; install gcc and libucx-dev (apt-get install gcc libucx-dev) to measure the UCX probe baseline (probe columns left empty)"), run.out());
+            assertTrue(run.out().contains("TCP stream baseline: not measured, C compiler " + missing
+                    + " not found; install gcc (apt-get install gcc) to measure the TCP stream baseline (x tcp column left empty)"), run.out());
             assertTrue(run.out().lines().anyMatch(line -> line.startsWith("ucx") && line.contains("64 KiB")), run.out());
         }
         else {
             assertTrue(run.out().contains("UCX probe baseline: not measured, the ucx transport is not available here"), run.out());
+            assertTrue(run.out().contains("TCP stream baseline: not measured, the ucx transport is not available here"), run.out());
         }
         assertFalse(Files.exists(directory.resolve("bench.svg")));
     }

@@ -1,0 +1,106 @@
+package io.kvbridge.backend.ucx;
+
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.UnknownHostException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The network devices of an instance whose options name none. UCX's tcp transport opens one
+ * interface, with its own listening socket, per network device it may use ({@code UCX_NET_DEVICES},
+ * default {@code all}), so an engine whose side channel serves loopback only would still accept
+ * UCX connections on every external address. By default an instance therefore uses the interface
+ * of the side channel's bind address, plus every RDMA port UCX found ({@code mlx5_0:1}: no listening
+ * socket, and where peers on other hosts are best reached), and nothing else.
+ *
+ * <p>Left to UCX instead: when {@code net-devices} is given ({@code all} widens to every device),
+ * when the process environment sets {@code UCX_NET_DEVICES} (the user's choice wins), when the side
+ * channel binds every address ({@code 0.0.0.0}), and when its address is on no local interface or
+ * unknown.
+ */
+final class UcxNetDevices
+{
+    /** UCX's environment variable for the devices, which wins over the default. */
+    static final String ENVIRONMENT = "UCX_NET_DEVICES";
+
+    private UcxNetDevices()
+    {
+    }
+
+    /**
+     * Chooses the devices.
+     *
+     * @param configured the {@code net-devices} option; empty when not given.
+     * @param environment the value of {@code UCX_NET_DEVICES}; null when unset.
+     * @param sideChannelHost the side channel's bind address, when the caller said.
+     * @param transports the resources UCX found, as the probe lists them: {@code tcp/lo, rc_verbs/mlx5_0:1, ...}.
+     * @return the {@code NET_DEVICES} value to apply; empty to leave the choice to UCX's configuration.
+     */
+    static String choose(String configured, String environment, Optional<String> sideChannelHost, String transports)
+    {
+        if (!configured.isEmpty() || (environment != null && !environment.isBlank()) || sideChannelHost.isEmpty()) {
+            return configured;
+        }
+        Optional<String> device = interfaceOf(sideChannelHost.get());
+        if (device.isEmpty()) {
+            return "";
+        }
+        List<String> devices = new ArrayList<>(List.of(device.get()));
+        for (String resource : transports.split(",")) {
+            String name = resource.substring(resource.indexOf('/') + 1).trim();
+            // RDMA ports are named device:port; memory and the tcp transport's interfaces never are
+            if (resource.contains("/") && name.contains(":") && !devices.contains(name)) {
+                devices.add(name);
+            }
+        }
+        return String.join(",", devices);
+    }
+
+    /**
+     * Finds the network interface an address belongs to.
+     *
+     * @param host a host name or address.
+     * @return the interface's name, e.g. {@code lo} for any loopback address; empty for the wildcard
+     *     address, an unknown host, or an address on no local interface.
+     */
+    static Optional<String> interfaceOf(String host)
+    {
+        InetAddress address;
+        try {
+            address = InetAddress.getByName(host);
+        }
+        catch (UnknownHostException e) {
+            return Optional.empty();
+        }
+        if (address.isAnyLocalAddress()) {
+            return Optional.empty();
+        }
+        try {
+            NetworkInterface found = NetworkInterface.getByInetAddress(address);
+            if (found == null && address.isLoopbackAddress()) {
+                // 127.0.0.2 and the like are on the loopback interface without being listed as its addresses
+                found = NetworkInterface.networkInterfaces().filter(UcxNetDevices::loopback).findFirst().orElse(null);
+            }
+            while (found != null && found.getParent() != null) {
+                found = found.getParent();
+            }
+            return Optional.ofNullable(found).map(NetworkInterface::getName);
+        }
+        catch (SocketException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static boolean loopback(NetworkInterface candidate)
+    {
+        try {
+            return candidate.isLoopback();
+        }
+        catch (SocketException e) {
+            return false;
+        }
+    }
+}
