@@ -24,8 +24,8 @@ public record DirectoryConfig(String scheme, List<InetSocketAddress> endpoints, 
 {
     /** The default {@link #leaseTtl}. */
     public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
-    /** The default {@link #requestTimeout}. */
-    public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(2);
+    /** The default {@link #requestTimeout}: room for a first call, which sets up the connection, on a loaded host. */
+    public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(5);
     /** The default {@link #maxEntryBytes}: room for the metadata of a rank with thousands of regions. */
     public static final int DEFAULT_MAX_ENTRY_BYTES = 1 << 20;
 

@@ -24,7 +24,6 @@ import io.kvbridge.spi.discovery.EngineDirectory;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -32,14 +31,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -75,7 +70,7 @@ public final class EtcdDirectory
     private final Lease leases;
     private final Watch watches;
     private final ScheduledExecutorService maintenance;
-    private final long timeoutNanos;
+    private final EtcdCalls calls;
 
     private final Object lock = new Object();
     // guarded by lock
@@ -83,8 +78,6 @@ public final class EtcdDirectory
     private final Map<String, Cached> cache = new HashMap<>();
     private long leaseId;
     private boolean republish;
-    private Instant unreachableSince;
-    private String lastFailure = "";
     private boolean closed;
 
     /** What is known of one engine; guarded by {@code lock}. */
@@ -121,7 +114,7 @@ public final class EtcdDirectory
         KvBridgeException.check(config.scheme().equals(EtcdDirectoryFactory.SCHEME), ErrorCode.CONFIG_INVALID,
                 "discovery=%s is not an etcd location (expected etcd://host:port[,host:port...])", config.location());
         this.location = config.location();
-        this.timeoutNanos = config.requestTimeout().toNanos();
+        this.calls = new EtcdCalls(location, config.requestTimeout());
         List<URI> endpoints = new ArrayList<>();
         for (InetSocketAddress endpoint : config.endpoints()) {
             String host = endpoint.getHostString();
@@ -157,9 +150,16 @@ public final class EtcdDirectory
                             + " on every engine)", entry.engineId(), entry.ppRank(), entry.tpRank(), value.length, config.maxEntryBytes()));
         }
         String key = EtcdKeys.key(entry).toString();
+        boolean down;
         synchronized (lock) {
             checkOpen();
             published.put(key, value);
+            // while etcd is known to be down, the next rank of a starting engine does not wait for it again
+            down = calls.unreachableSince().isPresent();
+            republish |= down;
+        }
+        if (down) {
+            return new EntryPublication(key, value);
         }
         try {
             put(key, value, lease());
@@ -200,7 +200,7 @@ public final class EtcdDirectory
                 published.remove(key);
             }
             try {
-                await(kv.delete(bytes(key)), "delete " + key);
+                calls.await(kv.delete(bytes(key)), "delete " + key);
             }
             catch (KvBridgeException e) {
                 LOG.warn("{}: could not withdraw {} (its lease removes it within leaseTtl={}): {}", location, key, config.leaseTtl(), e.getMessage());
@@ -245,7 +245,9 @@ public final class EtcdDirectory
     /** Reads an engine's entries from etcd and caches them. */
     private Read read(String engineId)
     {
-        GetResponse response = await(kv.get(EtcdKeys.enginePrefix(engineId), GetOption.builder().isPrefix(true)
+        // serializable: answered by the member asked, without a round of consensus; the watch started from this revision
+        // catches up with anything newer
+        GetResponse response = calls.await(kv.get(EtcdKeys.enginePrefix(engineId), GetOption.builder().isPrefix(true).withSerializable(true)
                 .withLimit(EtcdKeys.MAX_RANKS_PER_ENGINE + 1).build()), "get engine " + engineId);
         if (response.getKvs().size() > EtcdKeys.MAX_RANKS_PER_ENGINE) {
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
@@ -358,13 +360,13 @@ public final class EtcdDirectory
             entries = cached.entries();
             listeners = List.copyOf(cached.listeners);
         }
-        succeeded();
+        calls.succeeded();
         notify(listeners, entries);
     }
 
     private void watchFailed(String engineId, Throwable failure)
     {
-        failed("watch of engine " + engineId + " failed: " + failure);
+        calls.failed("watch of engine " + engineId + " failed: " + failure);
         synchronized (lock) {
             Cached cached = cache.get(engineId);
             if (cached != null) {
@@ -397,19 +399,19 @@ public final class EtcdDirectory
                 if (closed) {
                     return;
                 }
-                wasUnreachable = unreachableSince != null;
+                wasUnreachable = calls.unreachableSince().isPresent();
                 lease = leaseId;
                 publishing = !published.isEmpty();
             }
             if (lease != 0) {
-                LeaseKeepAliveResponse response = await(leases.keepAliveOnce(lease), "renew lease " + Long.toHexString(lease));
+                LeaseKeepAliveResponse response = calls.await(leases.keepAliveOnce(lease), "renew lease " + Long.toHexString(lease));
                 if (response.getTTL() <= 0) {
                     expired(lease);
                 }
             }
             else if (!publishing) {
                 // nothing to renew: a cheap read keeps the health of a consumer-only directory current
-                await(kv.get(bytes(EtcdKeys.ROOT), GetOption.builder().withCountOnly(true).withLimit(1).build()), "probe");
+                calls.await(kv.get(bytes(EtcdKeys.ROOT), GetOption.builder().withCountOnly(true).withLimit(1).build()), "probe");
             }
             republishIfNeeded();
             List<String> broken = new ArrayList<>();
@@ -486,7 +488,7 @@ public final class EtcdDirectory
                 return;
             }
         }
-        await(kv.put(bytes(key), ByteSequence.from(value), PutOption.builder().withLeaseId(lease).build()), "put " + key);
+        calls.await(kv.put(bytes(key), ByteSequence.from(value), PutOption.builder().withLeaseId(lease).build()), "put " + key);
     }
 
     /** The directory's lease, granted on first use or after the last one expired. */
@@ -498,7 +500,7 @@ public final class EtcdDirectory
             }
         }
         long ttlSeconds = Math.max(1, (config.leaseTtl().toMillis() + 999) / 1000);
-        long granted = await(leases.grant(ttlSeconds), "grant a lease").getID();
+        long granted = calls.await(leases.grant(ttlSeconds), "grant a lease").getID();
         long revoke = 0;
         synchronized (lock) {
             if (leaseId == 0 && !closed) {
@@ -516,67 +518,11 @@ public final class EtcdDirectory
         return granted;
     }
 
-    private <T> T await(CompletableFuture<T> future, String what)
-    {
-        try {
-            T result = future.get(timeoutNanos, TimeUnit.NANOSECONDS);
-            succeeded();
-            return result;
-        }
-        catch (TimeoutException e) {
-            future.cancel(true);
-            throw unavailable(what, "no answer within requestTimeout=" + config.requestTimeout(), e);
-        }
-        catch (ExecutionException e) {
-            Throwable cause = e.getCause() == null ? e : e.getCause();
-            throw unavailable(what, String.valueOf(cause.getMessage()), cause);
-        }
-        catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            future.cancel(true);
-            throw unavailable(what, "interrupted", e);
-        }
-    }
-
-    private KvBridgeException unavailable(String what, String reason, Throwable cause)
-    {
-        String message = String.format(Locale.ROOT, "etcd at %s: %s failed: %s (is etcd running and reachable from here?)", location, what, reason);
-        failed(message);
-        return new KvBridgeException(ErrorCode.DISCOVERY_UNAVAILABLE, message, cause);
-    }
-
-    private void succeeded()
-    {
-        Instant since;
-        synchronized (lock) {
-            since = unreachableSince;
-            unreachableSince = null;
-        }
-        if (since != null) {
-            LOG.info("{}: etcd answers again (unreachable since {})", location, since);
-        }
-    }
-
-    private void failed(String reason)
-    {
-        boolean first;
-        synchronized (lock) {
-            first = unreachableSince == null;
-            if (first) {
-                unreachableSince = Instant.now();
-            }
-            lastFailure = reason;
-        }
-        if (first) {
-            LOG.warn("{}: etcd unreachable: {}", location, reason);
-        }
-    }
-
     @Override
     public DirectoryHealth health()
     {
         synchronized (lock) {
-            return new DirectoryHealth(location, Optional.ofNullable(unreachableSince), unreachableSince == null ? "" : lastFailure, published.size(),
+            return new DirectoryHealth(location, calls.unreachableSince(), calls.failure(), published.size(),
                     cache.size());
         }
     }
@@ -606,7 +552,7 @@ public final class EtcdDirectory
         if (lease != 0) {
             try {
                 // revoking the lease deletes every key attached to it
-                await(leases.revoke(lease), "revoke lease " + Long.toHexString(lease));
+                calls.await(leases.revoke(lease), "revoke lease " + Long.toHexString(lease));
             }
             catch (KvBridgeException e) {
                 LOG.warn("{}: could not revoke lease {} (its entries vanish within leaseTtl={}): {}", location, Long.toHexString(lease),
