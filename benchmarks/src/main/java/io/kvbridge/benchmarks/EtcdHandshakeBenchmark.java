@@ -71,6 +71,18 @@ public class EtcdHandshakeBenchmark
     {
         work = Files.createTempDirectory("kvbridge-etcd-bench");
         etcd = EtcdServer.start(work);
+        try {
+            startEngines();
+        }
+        catch (RuntimeException e) {
+            // JMH runs no tear-down after a failed set-up: the etcd process must not outlive the fork
+            stop();
+            throw e;
+        }
+    }
+
+    private void startEngines()
+    {
         RankMetadata metadata = HandshakeBenchmark.metadata(93);
         SideChannelSettings settings = SideChannelSettings.builder().build();
         server = SideChannelServer.start(ENGINE, List.of(metadata), settings, SideChannelClock.system());
@@ -95,10 +107,16 @@ public class EtcdHandshakeBenchmark
     public void stop()
             throws IOException
     {
-        consumer.close();
-        producer.close();
-        server.close();
-        etcd.close();
+        for (AutoCloseable closeable : new AutoCloseable[] {consumer, producer, server, etcd}) {
+            if (closeable != null) {
+                try {
+                    closeable.close();
+                }
+                catch (Exception e) {
+                    System.err.println("closing " + closeable + " failed: " + e);
+                }
+            }
+        }
         try (Stream<Path> files = Files.walk(work)) {
             files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
         }
