@@ -24,16 +24,32 @@ public final class Directories
      */
     public static EngineDirectory open(DirectoryConfig config, ClassLoader loader)
     {
-        List<String> schemes = new ArrayList<>();
-        ServiceLoader<DirectoryFactory> factories = loader == null ? ServiceLoader.load(DirectoryFactory.class, Directories.class.getClassLoader())
-                : ServiceLoader.load(DirectoryFactory.class, loader);
-        for (DirectoryFactory factory : factories) {
+        for (DirectoryFactory factory : factories(loader)) {
             if (factory.scheme().equals(config.scheme())) {
                 return factory.open(config);
             }
-            schemes.add(factory.scheme());
         }
         throw new KvBridgeException(ErrorCode.PLUGIN_UNKNOWN, "no discovery plugin serves discovery=" + config.location() + " (schemes found: "
-                + schemes + "; for etcd put kvbridge-discovery-etcd on the class path)");
+                + schemes(loader) + "; for etcd put kvbridge-discovery-etcd on the class path)");
+    }
+
+    /**
+     * Lists the schemes the discovery plugins found serve, without opening anything.
+     *
+     * @param loader where the plugins are looked for; null for the loader of this class.
+     * @return the schemes, in the order the plugins were found.
+     */
+    public static List<String> schemes(ClassLoader loader)
+    {
+        List<String> schemes = new ArrayList<>();
+        for (DirectoryFactory factory : factories(loader)) {
+            schemes.add(factory.scheme());
+        }
+        return List.copyOf(schemes);
+    }
+
+    private static ServiceLoader<DirectoryFactory> factories(ClassLoader loader)
+    {
+        return ServiceLoader.load(DirectoryFactory.class, loader == null ? Directories.class.getClassLoader() : loader);
     }
 }
