@@ -24,6 +24,7 @@ import io.kvbridge.spi.discovery.EngineDirectory;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -31,6 +32,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -89,6 +91,8 @@ public final class EtcdDirectory
         Watch.Watcher watcher;
         // the watch follows etcd: the cache answers resolve without a round trip
         boolean live;
+        // read from etcd at least once: what the cache holds is known, not merely empty
+        boolean read;
 
         Cached(String engineId)
         {
@@ -212,12 +216,18 @@ public final class EtcdDirectory
     public List<DirectoryEntry> resolve(String engineId)
     {
         DirectoryEntry.checkEngineId(engineId);
+        Optional<Instant> down = calls.unreachableSince();
         synchronized (lock) {
             checkOpen();
             Cached cached = cache.get(engineId);
-            if (cached != null && cached.live) {
+            if (cached != null && cached.read && (cached.live || down.isPresent())) {
                 return cached.entries();
             }
+        }
+        if (down.isPresent()) {
+            // known to be down: a handshake waiting for this falls back now, not after the request timeout
+            throw new KvBridgeException(ErrorCode.DISCOVERY_UNAVAILABLE, String.format(Locale.ROOT,
+                    "etcd at %s is unreachable since %s and nothing is cached for engine %s (%s)", location, down.get(), engineId, calls.failure()));
         }
         try {
             return read(engineId).entries;
@@ -228,7 +238,7 @@ public final class EtcdDirectory
             }
             synchronized (lock) {
                 Cached cached = cache.get(engineId);
-                if (cached != null) {
+                if (cached != null && cached.read) {
                     LOG.debug("{}: answering engine {} from the cache: {}", location, engineId, e.getMessage());
                     return cached.entries();
                 }
@@ -263,6 +273,7 @@ public final class EtcdDirectory
             Cached cached = cache.computeIfAbsent(engineId, Cached::new);
             cached.byKey.clear();
             cached.byKey.putAll(byKey);
+            cached.read = true;
             entries = cached.entries();
         }
         return new Read(entries, response.getHeader().getRevision());
@@ -280,7 +291,8 @@ public final class EtcdDirectory
             cached.listeners.add(listener);
             start = cached.watcher == null;
         }
-        if (start) {
+        // while etcd is known to be down the maintenance thread starts the watch once it answers
+        if (start && calls.unreachableSince().isEmpty()) {
             try {
                 restartWatch(engineId);
             }

@@ -183,10 +183,14 @@ class EtcdDirectoryTest
                 // cached entries are served meanwhile, by a watched engine's cache and by an earlier read
                 assertEquals(List.of(entry("outage-1", 0, 0, "before")), consumer.resolve("outage-1"));
                 await(() -> !producer.health().reachable(), Duration.ofSeconds(10));
-                // an engine never read cannot be answered: a typed error
+                // an engine never read cannot be answered: a typed error, at once while etcd is known to be down
+                long asked = System.nanoTime();
                 KvBridgeException unknown = assertThrows(KvBridgeException.class, () -> consumer.resolve("never-read"));
+                long answeredMillis = (System.nanoTime() - asked) / 1_000_000;
                 assertEquals(ErrorCode.DISCOVERY_UNAVAILABLE, unknown.code());
-                assertTrue(unknown.getMessage().contains(etcd.endpoint()), unknown.getMessage());
+                assertTrue(unknown.getMessage().contains(etcd.endpoint()) && unknown.getMessage().contains("nothing is cached for engine never-read"),
+                        unknown.getMessage());
+                assertTrue(answeredMillis < REQUEST_TIMEOUT.toMillis(), "answered after " + answeredMillis + " ms");
             }
             finally {
                 etcd.start();
