@@ -29,10 +29,12 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -78,6 +80,8 @@ public final class EtcdDirectory
     // guarded by lock
     private final Map<String, byte[]> published = new LinkedHashMap<>();
     private final Map<String, Cached> cache = new HashMap<>();
+    // withdrawn while etcd did not answer: still attached to the live lease until deleted
+    private final Set<String> withdrawing = new LinkedHashSet<>();
     private long leaseId;
     private boolean republish;
     private boolean closed;
@@ -202,13 +206,32 @@ public final class EtcdDirectory
                 }
                 withdrawn = true;
                 published.remove(key);
+                withdrawing.add(key);
             }
-            try {
-                calls.await(kv.delete(bytes(key)), "delete " + key);
+            // while etcd is known to be down, closing does not wait for it: the maintenance thread deletes the key
+            if (calls.unreachableSince().isEmpty()) {
+                deleteWithdrawn(key);
             }
-            catch (KvBridgeException e) {
-                LOG.warn("{}: could not withdraw {} (its lease removes it within leaseTtl={}): {}", location, key, config.leaseTtl(), e.getMessage());
+        }
+    }
+
+    /** Deletes a withdrawn key, unless it was published again meanwhile; one etcd did not take stays for the maintenance thread. */
+    private void deleteWithdrawn(String key)
+    {
+        synchronized (lock) {
+            if (published.containsKey(key)) {
+                withdrawing.remove(key);
+                return;
             }
+        }
+        try {
+            calls.await(kv.delete(bytes(key)), "delete " + key);
+            synchronized (lock) {
+                withdrawing.remove(key);
+            }
+        }
+        catch (KvBridgeException e) {
+            LOG.warn("{}: could not withdraw {} yet, will retry: {}", location, key, e.getMessage());
         }
     }
 
@@ -426,6 +449,11 @@ public final class EtcdDirectory
                 calls.await(kv.get(bytes(EtcdKeys.ROOT), GetOption.builder().withCountOnly(true).withLimit(1).build()), "probe");
             }
             republishIfNeeded();
+            List<String> withdrawn;
+            synchronized (lock) {
+                withdrawn = List.copyOf(withdrawing);
+            }
+            withdrawn.forEach(this::deleteWithdrawn);
             List<String> broken = new ArrayList<>();
             synchronized (lock) {
                 for (Cached cached : cache.values()) {
