@@ -8,10 +8,12 @@ module io.kvbridge.api
     exports io.kvbridge.api;
     exports io.kvbridge.api.json;
     exports io.kvbridge.spi;
+    exports io.kvbridge.spi.discovery;
     exports io.kvbridge.spi.geometry;
     exports io.kvbridge.spi.layout;
     exports io.kvbridge.spi.memory;
     exports io.kvbridge.spi.transfer;
 
     uses io.kvbridge.api.KvBridgeRuntime;
+    uses io.kvbridge.spi.discovery.DirectoryFactory;
 }

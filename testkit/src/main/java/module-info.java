@@ -5,6 +5,7 @@ module io.kvbridge.testkit
 {
     requires transitive io.kvbridge.api;
     requires transitive org.junit.jupiter.api;
+    requires java.net.http;
 
     exports io.kvbridge.testkit;
     // JUnit instantiates the suites' subclasses and calls their inherited test methods reflectively

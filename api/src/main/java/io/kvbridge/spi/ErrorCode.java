@@ -40,6 +40,8 @@ public enum ErrorCode
     FOREIGN_HANDLE,
     /** The peer is not known, not reachable, or was disconnected. */
     PEER_UNKNOWN,
+    /** The discovery directory's store cannot be reached and nothing is cached for the question asked. */
+    DISCOVERY_UNAVAILABLE,
     /** A transfer handle is unknown or already released. */
     HANDLE_UNKNOWN,
     /** A transfer failed after it was posted. */

@@ -7,6 +7,7 @@ import com.google.inject.Provides;
 import com.google.inject.Scopes;
 import com.google.inject.Singleton;
 import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.core.discovery.Discovery;
 import io.kvbridge.core.engine.ConnectorFactory;
 import io.kvbridge.core.engine.EngineBackendContext;
 import io.kvbridge.core.engine.EngineServices;
@@ -16,11 +17,14 @@ import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.spi.discovery.Directories;
+import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -90,6 +94,23 @@ final class KvBridgeModule extends AbstractModule
     SideChannelSettings sideChannelSettings(BridgeSettings bridgeSettings)
     {
         return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).build();
+    }
+
+    @Provides
+    @Singleton
+    Discovery discovery(BridgeSettings bridgeSettings, SideChannelSettings sideChannelSettings)
+    {
+        String location = bridgeSettings.config().discovery();
+        if (location == null) {
+            return Discovery.NONE;
+        }
+        DirectoryConfig config = DirectoryConfig.parse(location);
+        Duration leaseTtl = bridgeSettings.config().discoveryLeaseTtl();
+        if (leaseTtl != null) {
+            config = config.with(leaseTtl, config.requestTimeout(), config.maxEntryBytes());
+        }
+        LOG.info("discovery through {} (lease {})", config.location(), config.leaseTtl());
+        return new Discovery(Directories.open(config, KvBridgeModule.class.getClassLoader()), sideChannelSettings.limits());
     }
 
     @Provides

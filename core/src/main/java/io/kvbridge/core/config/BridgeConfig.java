@@ -33,6 +33,8 @@ import java.util.TreeMap;
  * @param modes the transfer modes served or used.
  * @param layout the cache layout's name.
  * @param layoutOptions the cache layout's options.
+ * @param discovery the discovery directory's location, such as {@code etcd://10.0.0.1:2379,10.0.0.2:2379}.
+ * @param discoveryLeaseTtl how long the directory keeps a rank's entry after its engine's last keep-alive.
  */
 public record BridgeConfig(
         Role role,
@@ -50,11 +52,13 @@ public record BridgeConfig(
         Duration registrationTimeout,
         Set<TransferMode> modes,
         String layout,
-        Map<String, String> layoutOptions)
+        Map<String, String> layoutOptions,
+        String discovery,
+        Duration discoveryLeaseTtl)
 {
     /** Nothing given. */
     public static final BridgeConfig EMPTY = new BridgeConfig(null, null, null, Map.of(), null, null, null, null, null, null, null, null, null,
-            null, null, Map.of());
+            null, null, Map.of(), null, null);
 
     /** Which connectors an engine runs; vLLM's {@code kv_role}. */
     public enum Role
@@ -132,7 +136,8 @@ public record BridgeConfig(
                 pick(agentName, other.agentName), pick(sideChannelHost, other.sideChannelHost), pick(sideChannelPort, other.sideChannelPort),
                 pick(advertisedHost, other.advertisedHost), pick(secretFile, other.secretFile), pick(failurePolicy, other.failurePolicy),
                 pick(leaseDuration, other.leaseDuration), pick(transferTimeout, other.transferTimeout),
-                pick(registrationTimeout, other.registrationTimeout), pick(modes, other.modes), pick(layout, other.layout), layoutMerged);
+                pick(registrationTimeout, other.registrationTimeout), pick(modes, other.modes), pick(layout, other.layout), layoutMerged,
+                pick(discovery, other.discovery), pick(discoveryLeaseTtl, other.discoveryLeaseTtl));
     }
 
     /**

@@ -43,7 +43,9 @@ import java.util.Set;
  *     "push_registration_timeout": "60s",
  *     "modes": ["push", "pull"],
  *     "layout": "hma",
- *     "layout_options": {}
+ *     "layout_options": {},
+ *     "discovery": "etcd://10.0.0.1:2379,10.0.0.2:2379",
+ *     "discovery_lease_ttl": "10s"
  *   }
  * }
  * }</pre>
@@ -62,7 +64,8 @@ public final class ConfigDocument
     private static final String EXTRA = "kv_connector_extra_config";
     private static final List<String> TOP = List.of("kv_connector", "kv_role", "engine_id", "kv_load_failure_policy", EXTRA);
     private static final List<String> EXTRA_KEYS = List.of("transport", "transports", "agent_name", "side_channel_host", "side_channel_port",
-            "advertised_host", "secret_file", "kv_lease_duration", "transfer_timeout", "push_registration_timeout", "modes", "layout", "layout_options");
+            "advertised_host", "secret_file", "kv_lease_duration", "transfer_timeout", "push_registration_timeout", "modes", "layout", "layout_options",
+            "discovery", "discovery_lease_ttl");
     // vLLM's own keys of --kv-transfer-config and of NIXL's extra config that kvbridge has no use for
     private static final Set<String> VLLM_ONLY = Set.of("kv_buffer_device", "kv_buffer_size", "kv_rank", "kv_parallel_size", "kv_ip", "kv_port",
             "kv_connector_module_path", "enable_permute_local_kv", "backends", "num_threads", "engine_ttl", "enforce_handshake_compat",
@@ -118,7 +121,9 @@ public final class ConfigDocument
                 name(extra, "side_channel_host", problems), port, name(extra, "advertised_host", problems), path(extra, "secret_file"), policy,
                 duration(extra, "kv_lease_duration", problems), duration(extra, "transfer_timeout", problems),
                 duration(extra, "push_registration_timeout", problems), modes, name(extra, "layout", problems),
-                extra.object("layout_options").map(ConfigDocument::options).orElse(Map.of()));
+                extra.object("layout_options").map(ConfigDocument::options).orElse(Map.of()),
+                extra.string("discovery", 4096).map(location -> ConfigValues.discovery(extra.pathOf("discovery"), location, problems)).orElse(null),
+                leaseTtl(extra, problems));
     }
 
     /**
@@ -152,6 +157,8 @@ public final class ConfigDocument
         if (!config.layoutOptions().isEmpty()) {
             extra.put("layout_options", config.layoutOptions());
         }
+        putIfGiven(extra, "discovery", config.discovery());
+        putIfGiven(extra, "discovery_lease_ttl", config.discoveryLeaseTtl() == null ? null : Durations.format(config.discoveryLeaseTtl()));
         top.put(EXTRA, extra);
         return JsonWriter.write(top, false, 2);
     }
@@ -210,6 +217,17 @@ public final class ConfigDocument
             return null;
         }
         return fields.string(key, 64).map(text -> ConfigValues.duration(fields.pathOf(key), text, problems)).orElse(null);
+    }
+
+    private static Duration leaseTtl(JsonFields fields, List<String> problems)
+    {
+        Duration ttl = duration(fields, "discovery_lease_ttl", problems);
+        if (ttl != null && ttl.compareTo(Duration.ofSeconds(1)) < 0) {
+            // etcd counts leases in whole seconds
+            fields.problem("discovery_lease_ttl", "=" + Durations.format(ttl) + " is below 1s (write e.g. \"10s\")");
+            return null;
+        }
+        return ttl;
     }
 
     private static Map<String, String> options(JsonFields options)

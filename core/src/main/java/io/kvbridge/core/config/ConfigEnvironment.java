@@ -38,7 +38,8 @@ public final class ConfigEnvironment
             "KVBRIDGE_LEASE", "kv_connector_extra_config.kv_lease_duration",
             "KVBRIDGE_TRANSFER_TIMEOUT", "kv_connector_extra_config.transfer_timeout",
             "KVBRIDGE_MODES", "kv_connector_extra_config.modes (comma-separated)",
-            "KVBRIDGE_LAYOUT", "kv_connector_extra_config.layout");
+            "KVBRIDGE_LAYOUT", "kv_connector_extra_config.layout",
+            "KVBRIDGE_DISCOVERY", "kv_connector_extra_config.discovery");
 
     private static final Set<String> NOT_OURS = Set.of("KVBRIDGE_JAVA_OPTS");
 
@@ -86,7 +87,9 @@ public final class ConfigEnvironment
                 env.get("KVBRIDGE_MODES", (where, text, sink) -> ConfigValues.modes(where,
                         Arrays.stream(text.split(",", -1)).map(String::strip).filter(mode -> !mode.isEmpty()).toList(), sink)),
                 env.get("KVBRIDGE_LAYOUT", ConfigValues::name),
-                Map.of());
+                Map.of(),
+                env.get("KVBRIDGE_DISCOVERY", ConfigValues::discovery),
+                null);
     }
 
     /**

@@ -3,6 +3,7 @@ package io.kvbridge.core.config;
 import io.kvbridge.api.FailurePolicy;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.discovery.DirectoryConfig;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
@@ -24,6 +25,18 @@ final class ConfigValues
 
     private ConfigValues()
     {
+    }
+
+    /** A discovery location, {@code scheme://host:port[,host:port...]}; returned as given once it parses. */
+    static String discovery(String where, String text, List<String> problems)
+    {
+        try {
+            return DirectoryConfig.parse(text).location();
+        }
+        catch (KvBridgeException e) {
+            problems.add(where + ": " + reason(e));
+            return null;
+        }
     }
 
     static BridgeConfig.Role role(String where, String text, List<String> problems)

@@ -6,6 +6,7 @@ import com.google.inject.Inject;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.Health;
+import io.kvbridge.core.discovery.Discovery;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelServer;
@@ -47,6 +48,7 @@ public final class EngineServices implements AutoCloseable
     private static final Logger LOG = LoggerFactory.getLogger(EngineServices.class);
 
     private final RankTransports transports;
+    private final Discovery discovery;
     private final SideChannelClock clock;
     private final SideChannelSettings sideChannelSettings;
     private final SideChannelClient client;
@@ -85,10 +87,27 @@ public final class EngineServices implements AutoCloseable
      * @param registry where the metrics are registered, from the first meter on; not closed here.
      * @param summaries when the one-line transfer summary is logged; its scheduler is shut down on close.
      */
-    @Inject
     public EngineServices(RankTransports transports, SideChannelClock clock, SideChannelSettings sideChannelSettings, MeterRegistry registry,
             SummarySchedule summaries)
     {
+        this(transports, clock, sideChannelSettings, registry, summaries, Discovery.NONE);
+    }
+
+    /**
+     * Creates the services with a discovery directory, which they close.
+     *
+     * @param transports creates each connector's transport instance from the bridge's selected transport.
+     * @param clock the monotonic clock of leases, deadlines and heartbeats, and the wall clock of side channel authentication.
+     * @param sideChannelSettings timeouts, limits and secret of the side channels (bind address and port come from each connector).
+     * @param registry where the metrics are registered, from the first meter on; not closed here.
+     * @param summaries when the one-line transfer summary is logged; its scheduler is shut down on close.
+     * @param discovery where every rank publishes its entry and handshakes locate producers; {@link Discovery#NONE} for none.
+     */
+    @Inject
+    public EngineServices(RankTransports transports, SideChannelClock clock, SideChannelSettings sideChannelSettings, MeterRegistry registry,
+            SummarySchedule summaries, Discovery discovery)
+    {
+        this.discovery = requireNonNull(discovery, "discovery is null");
         this.transports = requireNonNull(transports, "transports is null");
         this.clock = requireNonNull(clock, "clock is null");
         this.sideChannelSettings = requireNonNull(sideChannelSettings, "sideChannelSettings is null");
@@ -137,6 +156,12 @@ public final class EngineServices implements AutoCloseable
     SideChannelSettings sideChannelSettings()
     {
         return sideChannelSettings;
+    }
+
+    /** {@return the bridge's discovery; {@link Discovery#NONE} without a directory} */
+    public Discovery discovery()
+    {
+        return discovery;
     }
 
     SideChannelClient client()
@@ -267,7 +292,8 @@ public final class EngineServices implements AutoCloseable
      * @param bridgeTransport the bridge's own transport instance.
      * @param timeout how long each probe may wait for an answer; also how far past its deadline a
      *     transfer may be before it counts as not enforced.
-     * @return the checks: {@code transport}, then the connectors by name, then the side channels by engine id.
+     * @return the checks: {@code transport}, then the connectors by name, then the side channels by engine id, then
+     *     {@code discovery} when a directory is configured.
      */
     public List<Health.Check> health(TransferBackend bridgeTransport, Duration timeout)
     {
@@ -308,6 +334,7 @@ public final class EngineServices implements AutoCloseable
             }
         }
         checks.addAll(sideChannels);
+        discovery.check().ifPresent(checks::add);
         return checks;
     }
 
@@ -336,6 +363,8 @@ public final class EngineServices implements AutoCloseable
         }
         summaries.shutdownNow();
         handshakes.shutdownNow();
+        // after the connectors, which withdrew their entries; closing the directory revokes its lease
+        discovery.close();
         gauges.forEach(registry::remove);
         logSummary();
     }

@@ -85,6 +85,8 @@ abstract class RankWorker
     final RequestGrants grants;
 
     private final SideChannelServer server;
+    // this rank's entry in the discovery directory; a no-op without one
+    private final AutoCloseable publication;
     private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread thread;
@@ -139,14 +141,15 @@ abstract class RankWorker
             for (TransferMode mode : settings.modes()) {
                 capabilities.add(mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL);
             }
-            acquired.publish(new RankMetadata(settings.engineId(), epoch, transport.name(), transport.localMetadata(), capabilities, geometry),
-                    sessions::established);
+            RankMetadata metadata = new RankMetadata(settings.engineId(), epoch, transport.name(), transport.localMetadata(), capabilities, geometry);
+            acquired.publish(metadata, sessions::established);
             this.ownAddress = new SideChannelAddress(settings.advertisedHost(), acquired.address().getPort());
             HandshakeVerifier verifier = new HandshakeVerifier(geometry.model(), services.sideChannelSettings().compatibility(),
                     services.sideChannelSettings().limits());
             // every handshake opens a notification session with the ranks fetched: what this rank sends them is sealed with it
             this.remotes = new RemoteEngines(services.client(), verifier, capabilities, services.sideChannelSettings().engineTtl(), services.clock(),
-                    services.handshakes(), this::evicted, transport.agentName());
+                    services.handshakes(), this::evicted, transport.agentName(), services.discovery());
+            this.publication = services.discovery().publish(ownAddress.host(), ownAddress.port(), metadata);
         }
         catch (RuntimeException e) {
             if (acquired != null) {
@@ -692,6 +695,13 @@ abstract class RankWorker
             LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, retained.size());
         }
         remoteCache.releaseAll();
+        // out of the directory first, so that consumers stop finding a rank about to go
+        try {
+            publication.close();
+        }
+        catch (Exception e) {
+            LOG.warn("{}: withdrawing the discovery entry failed: {}", name, e.toString());
+        }
         server.withdraw(RankKey.of(geometry.rank()));
         services.releaseServer(settings.engineId());
         for (Allocation allocation : geometry.allocations()) {

@@ -60,6 +60,7 @@ public final class RemoteEngines
     // the transport agent whose notifications the sessions opened at each handshake authenticate; null: open none
     private final String localAgent;
     private final byte[] secret;
+    private final EngineLocator locator;
 
     private final Object lock = new Object();
     private final Map<String, Entry> entries = new HashMap<>();
@@ -116,6 +117,28 @@ public final class RemoteEngines
     public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
             SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted, String localAgent)
     {
+        this(client, verifier, localCapabilities, ttl, clock, executor, onEvicted, localAgent, EngineLocator.NONE);
+    }
+
+    /**
+     * Like the other constructors, asking a locator (a discovery directory) for each engine's side
+     * channel before its handshake: what it finds replaces the address the handshake was given,
+     * which stays the fallback.
+     *
+     * @param client fetches payloads from side channels.
+     * @param verifier checks fetched payloads.
+     * @param localCapabilities what this engine can do, negotiated with each peer.
+     * @param ttl how long an idle engine stays cached.
+     * @param clock monotonic clock for idle times.
+     * @param executor runs handshakes (and the locator's look-ups).
+     * @param onEvicted told of each evicted engine, outside the lock.
+     * @param localAgent the transport agent name of the rank that sends the notifications; null for no sessions.
+     * @param locator finds side channels by engine id.
+     */
+    public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
+            SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted, String localAgent, EngineLocator locator)
+    {
+        this.locator = requireNonNull(locator, "locator is null");
         this.localAgent = localAgent;
         this.client = requireNonNull(client, "client is null");
         this.secret = client.settings().secret();
@@ -263,7 +286,9 @@ public final class RemoteEngines
         Map<RankKey, SessionKey> sessions = new HashMap<>(previous == null ? Map.of() : previous.sessions());
         ClockOffset offset = previous == null ? null : previous.clockOffset();
         SideChannelClient.SessionRequest session = localAgent == null ? null : new SideChannelClient.SessionRequest(localAgent, SessionKey.newNonce());
-        for (SideChannelClient.Fetched fetched : client.fetch(address, missing, session)) {
+        // the directory knows where the engine serves now; the address given is the fallback
+        InetSocketAddress target = locator.locate(engineId, missing).orElse(address);
+        for (SideChannelClient.Fetched fetched : client.fetch(target, missing, session)) {
             Verified verified = verifier.verify(fetched.payload());
             String replied = verified.metadata().engineId();
             if (!replied.equals(engineId)) {
@@ -313,6 +338,7 @@ public final class RemoteEngines
             remote.retainAll(verified.metadata().capabilities());
         }
         Set<PeerCapability> common = PeerCapability.negotiate(localCapabilities, remote, "engine " + engineId);
+        // cached under the address asked for, which the caller's keys are made of, wherever the directory found it
         return new RemoteEngine(engineId, address, ranks, common, offset, sessions);
     }
 

@@ -43,7 +43,7 @@ final class ConfigurationTest
         assertEquals(List.of(), problems);
         assertEquals(new BridgeConfig(BridgeConfig.Role.PRODUCER, "prefill-0", "ucx", Map.of("ucx", Map.of("max-in-flight", "64"), "local",
                 Map.of("copy-threads", "2")), "prefill-0-host-a", "0.0.0.0", 5600, "10.0.0.5", Path.of("/etc/kvbridge/secret"), FailurePolicy.FAIL,
-                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(60), EnumSet.allOf(TransferMode.class), "hma", Map.of()), config);
+                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(60), EnumSet.allOf(TransferMode.class), "hma", Map.of(), null, null), config);
         assertEquals(config, ConfigDocument.read("written", ConfigDocument.write(config), problems));
         assertEquals(List.of(), problems);
         // what is not given stays not given
@@ -157,6 +157,29 @@ final class ConfigurationTest
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
         assertEquals("KVB/ConfigInvalid: configuration is invalid (1 problem): KVBRIDGE_ROLE=x is not a role (expected: kv_producer, kv_consumer or"
                 + " kv_both)", e.getMessage());
+    }
+
+    @Test
+    void discoveryIsConfiguredByDocumentOrEnvironmentAndMalformedLocationsNameTheFix()
+    {
+        Configuration.Resolved resolved = Configuration.resolve("""
+                {"kv_connector_extra_config": {"discovery": "etcd://10.0.0.1:2379, 10.0.0.2:2379", "discovery_lease_ttl": "15s"}}""", null,
+                Map.of());
+        assertEquals(List.of(), resolved.problems());
+        assertEquals("etcd://10.0.0.1:2379,10.0.0.2:2379", resolved.config().discovery());
+        assertEquals(Duration.ofSeconds(15), resolved.config().discoveryLeaseTtl());
+        assertEquals(resolved.config(), ConfigDocument.read("written", ConfigDocument.write(resolved.config()), new ArrayList<>()));
+        assertEquals("etcd://127.0.0.1:2379", Configuration.resolve("{\"kv_connector_extra_config\": {\"discovery\": \"etcd://a:1\"}}", null,
+                Map.of("KVBRIDGE_DISCOVERY", "etcd://127.0.0.1:2379")).config().discovery(), "the environment wins over the document");
+
+        assertEquals(List.of("KVBRIDGE_DISCOVERY: discovery=etcd://127.0.0.1 is malformed: endpoint '127.0.0.1' is not host:port (expected"
+                + " scheme://host:port[,host:port...], for example etcd://127.0.0.1:2379)"),
+                Configuration.resolve(null, null, Map.of("KVBRIDGE_DISCOVERY", "etcd://127.0.0.1")).problems());
+        assertEquals(List.of("kv_connector_extra_config.discovery: discovery=10.0.0.1:2379 is malformed: no scheme (expected"
+                + " scheme://host:port[,host:port...], for example etcd://127.0.0.1:2379)",
+                "kv_connector_extra_config.discovery_lease_ttl=500ms is below 1s (write e.g. \"10s\")"),
+                Configuration.resolve("""
+                        {"kv_connector_extra_config": {"discovery": "10.0.0.1:2379", "discovery_lease_ttl": "500ms"}}""", null, Map.of()).problems());
     }
 
     @Test

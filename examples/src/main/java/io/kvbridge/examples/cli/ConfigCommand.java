@@ -5,6 +5,8 @@ import io.kvbridge.core.config.BridgeConfig;
 import io.kvbridge.core.config.ConfigDocument;
 import io.kvbridge.core.config.Configuration;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.spi.discovery.Directories;
+import io.kvbridge.spi.discovery.DirectoryConfig;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -83,6 +85,14 @@ final class ConfigCommand implements Runnable
             }
             if (config.layout() != null && !registry.layouts().containsKey(config.layout())) {
                 problems.add("layout " + config.layout() + " is not on the class path" + JsonFields.suggestion(config.layout(), registry.layouts().keySet()));
+            }
+            if (config.discovery() != null) {
+                String scheme = DirectoryConfig.parse(config.discovery()).scheme();
+                List<String> schemes = Directories.schemes(ConfigCommand.class.getClassLoader());
+                if (!schemes.contains(scheme)) {
+                    problems.add("discovery " + config.discovery() + " names scheme " + scheme + ", which no discovery plugin on the class path serves"
+                            + " (schemes found: " + schemes + ")");
+                }
             }
             return problems;
         }

@@ -12,6 +12,7 @@ import io.kvbridge.examples.demo.DemoRun;
 import io.kvbridge.examples.demo.MetricsEndpoint;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -160,6 +161,10 @@ final class DemoCommand implements Callable<Integer>
             description = "How long the producer holds finished blocks without news from the decoder (default: ${DEFAULT-VALUE}).")
     private double leaseSeconds;
 
+    @Option(names = "--discovery", paramLabel = "etcd://HOST:PORT[,HOST:PORT...]",
+            description = "Publish every producer rank in this etcd and have the decoder find the producer through it (needs a running etcd).")
+    private String discovery;
+
     @Option(names = "--json", description = "Print the audit as one JSON object.")
     private boolean json;
 
@@ -251,6 +256,15 @@ final class DemoCommand implements Callable<Integer>
                 "%d producer ranks times %d decoder ranks is more than %d rank pairs, whose handshakes must finish within the side channel's deadline; "
                         + "use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, MAX_RANK_PAIRS);
         check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
+        String location = "";
+        if (discovery != null) {
+            try {
+                location = DirectoryConfig.parse(discovery).location();
+            }
+            catch (KvBridgeException e) {
+                check(false, "--%s", e.getMessage().substring(e.getMessage().indexOf("discovery=")));
+            }
+        }
         int cacheDevice = cacheDevice(checkBackend());
         String[] planes = sides("--kv-planes", kvPlanes);
         String[] places = sides("--placement", placement);
@@ -279,7 +293,8 @@ final class DemoCommand implements Callable<Integer>
                 "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
-                concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice);
+                concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice,
+                location);
         long cacheBytes = cacheBytes(options);
         check(cacheBytes <= MAX_CACHE_BYTES, "the caches would take %,d bytes (more than %s) with --concurrency=%d --max-tokens=%d; lower either",
                 cacheBytes, Sizes.format(MAX_CACHE_BYTES), concurrency, maxTokens);
@@ -377,6 +392,7 @@ final class DemoCommand implements Callable<Integer>
                 audit.get("layout"), audit.get("mode"), audit.get("backend"), audit.get("requests"), audit.get("concurrency"), audit.get("processes"),
                 ((Number) audit.get("processes")).intValue() == 1 ? "" : "es");
         out.printf(Locale.ROOT, "  requests completed        %d of %d%n", audit.get("requestsCompleted"), audit.get("requests"));
+        out.printf(Locale.ROOT, "  discovery                 %s%n", audit.get("discovery"));
         out.printf(Locale.ROOT, "  transfers / bytes         %,d / %,d%n", audit.get("transfers"), audit.get("bytes"));
         long descriptors = ((Number) audit.get("descriptors")).longValue();
         long operations = ((Number) audit.get("operations")).longValue();

@@ -26,10 +26,11 @@ import java.util.List;
  * @param consumerCache how the decoder lays out its cache.
  * @param cacheDevice the device both engines keep their caches on, allocated by the transport, or
  *     {@link #HOST_CACHES} for caches in host memory.
+ * @param discovery the discovery location both engines use ({@code etcd://...}), or empty for none.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
-        int cacheDevice)
+        int cacheDevice, String discovery)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
@@ -50,6 +51,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         requireNonNull(layout, "layout is null");
         requireNonNull(producerCache, "producerCache is null");
         requireNonNull(consumerCache, "consumerCache is null");
+        requireNonNull(discovery, "discovery is null");
         KvBridgeException.checkArgument(MODES.contains(mode), "mode=%s is not one of %s", mode, MODES);
         KvBridgeException.checkArgument(LAYOUTS.contains(layout), "layout=%s is not one of %s", layout, LAYOUTS);
         KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= DemoModel.LAYERS && consumerPp >= 1 && consumerPp <= DemoModel.LAYERS,
@@ -67,7 +69,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
             int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis)
     {
         this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
-                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES);
+                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES, "");
     }
 
     /** @return whether the caches are in device memory. */

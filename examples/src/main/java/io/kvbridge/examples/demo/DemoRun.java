@@ -363,6 +363,7 @@ public final class DemoRun
         audit.put("layout", options.layout());
         audit.put("model", model.identity().model());
         audit.put("processes", options.processes() ? producers.size() + decoders.size() : 1);
+        audit.put("discovery", options.discovery().isEmpty() ? "none (side channel addresses)" : options.discovery());
         audit.put("requests", options.requests());
         audit.put("concurrency", options.concurrency());
         audit.put("requestsCompleted", ledger.completed);

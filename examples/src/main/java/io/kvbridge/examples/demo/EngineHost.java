@@ -12,6 +12,7 @@ import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
+import io.kvbridge.api.json.JsonWriter;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Region;
 import io.micrometer.core.instrument.Counter;
@@ -80,6 +81,9 @@ public final class EngineHost implements DemoHost
             if (options.deviceCaches()) {
                 // every instance of the bridge, the ranks' included, works on the caches' device
                 builder.transportConfig(Map.of("device", Integer.toString(options.cacheDevice())));
+            }
+            if (!options.discovery().isEmpty()) {
+                builder.config(JsonWriter.write(Map.of("kv_connector_extra_config", Map.of("discovery", options.discovery())), false, 2));
             }
             opened = builder.build();
             this.bridge = opened;

@@ -59,6 +59,8 @@ final class CommandLineRefusalTest
             "demo --idle-seconds NaN|--idle-seconds=NaN is outside [0, 60]",
             "demo --lease-seconds 0|--lease-seconds=0.0 is outside [0.1, 3600]",
             "demo --metrics-port 70000|--metrics-port=70000 is outside [0, 65535]",
+            "demo --discovery 127.0.0.1:2379|--discovery=127.0.0.1:2379 is malformed: no scheme (expected scheme://host:port[,host:port...], for example etcd://127.0.0.1:2379)",
+            "demo --discovery etcd://h:99999|--discovery=etcd://h:99999 is malformed: endpoint 'h:99999' has port 99999 outside 1..65535",
             "demo --concurrency 64 --max-tokens 65536|the caches would take ",
             // topologies the run would fail on after starting
             "demo --layout mla --producer-tp 8 --consumer-tp 3|--producer-tp=8 and --consumer-tp=3 must be multiples of one another",

@@ -33,16 +33,18 @@ final class ConfigCommandTest
     {
         Path file = Files.writeString(directory.resolve("bad.json"), """
                 {"kv_role": "kv_decoder", "kv_connector_extra_config": {"transport": "ucxx", "side_channel_port": -1, "layout": "hmm",
-                 "transports": {"nixel": {}}, "secret_flie": "/s"}}""");
+                 "transports": {"nixel": {}}, "secret_flie": "/s", "discovery": "zk://10.0.0.1:2181"}}""");
         CliRun run = CliRun.of("config", "validate", "--no-env", file.toString());
         assertEquals(1, run.exitCode(), run.out() + run.err());
-        assertEquals(String.join("\n", file + ": 6 problems",
+        assertEquals(String.join("\n", file + ": 7 problems",
                 "  kv_role=kv_decoder is not a role (expected: kv_producer, kv_consumer or kv_both)",
                 "  kv_connector_extra_config.secret_flie is not a known key (did you mean secret_file?)",
                 "  kv_connector_extra_config.side_channel_port=-1 is outside [0, 65535]",
                 "  transport ucxx is not on the class path (did you mean ucx?)",
                 "  kv_connector_extra_config.transports.nixel names no transport on the class path (did you mean nixl?)",
-                "  layout hmm is not on the class path (did you mean hma?)") + "\n", run.out());
+                "  layout hmm is not on the class path (did you mean hma?)",
+                "  discovery zk://10.0.0.1:2181 names scheme zk, which no discovery plugin on the class path serves (schemes found: [etcd])")
+                + "\n", run.out());
         CliRun missing = CliRun.of("config", "validate", "--no-env", directory.resolve("none.json").toString());
         assertEquals(1, missing.exitCode());
         assertTrue(missing.out().contains("configuration file " + directory.resolve("none.json") + " does not exist"), missing.out());

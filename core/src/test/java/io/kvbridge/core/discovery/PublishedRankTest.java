@@ -1,0 +1,137 @@
+package io.kvbridge.core.discovery;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.wire.HandshakePayload;
+import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.core.wire.TestingGeometries;
+import io.kvbridge.core.wire.WireLimits;
+import io.kvbridge.core.wire.WireWriter;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.discovery.DirectoryEntry;
+import io.kvbridge.spi.discovery.DirectoryHealth;
+import io.kvbridge.spi.discovery.EngineDirectory;
+import io.kvbridge.spi.geometry.Rank;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/** The entry a rank publishes, read back as untrusted bytes, and the handshakes' look-ups through it. */
+class PublishedRankTest
+{
+    private static final RankMetadata METADATA = TestingGeometries.metadata("prefill-0", TestingGeometries.perLayer(4, new Rank(1, 2, 0, 2)));
+
+    @Test
+    void anEntryDecodesToTheSideChannelAndTheMetadataItWasBuiltFrom()
+    {
+        DirectoryEntry entry = PublishedRank.entry("10.0.0.5", 5600, METADATA);
+        assertEquals("prefill-0", entry.engineId());
+        assertEquals(1, entry.ppRank());
+        assertEquals(0, entry.tpRank());
+        PublishedRank published = PublishedRank.decode(entry, WireLimits.DEFAULT);
+        assertEquals(InetSocketAddress.createUnresolved("10.0.0.5", 5600), published.sideChannel());
+        assertEquals(METADATA, published.metadata());
+    }
+
+    @Test
+    void whatDoesNotPassTheSideChannelsChecksIsRefusedWithATypedError()
+    {
+        assertRefused(new DirectoryEntry("prefill-0", 1, 0, new byte[] {1, 2, 3}), "discovery entry");
+        byte[] payload = HandshakePayload.of(METADATA).encode();
+        assertRefused(new DirectoryEntry("prefill-0", 1, 0, envelope(2, "h", 5600, payload)), "format");
+        assertRefused(new DirectoryEntry("prefill-0", 1, 0, envelope(1, "h/x", 5600, payload)), "host");
+        assertRefused(new DirectoryEntry("prefill-0", 1, 0, envelope(1, "h", 0, payload)), "port");
+        assertRefused(new DirectoryEntry("prefill-0", 1, 0, envelope(1, "h", 5600, new byte[] {(byte) 0x80})), "wire_version");
+        // published under another engine's or another rank's key
+        assertRefused(new DirectoryEntry("prefill-1", 1, 0, envelope(1, "h", 5600, payload)), "not the engine and rank of its key");
+        assertRefused(new DirectoryEntry("prefill-0", 0, 0, envelope(1, "h", 5600, payload)), "not the engine and rank of its key");
+        // larger than a side-channel frame may be
+        WireLimits small = new WireLimits(1_024, 65_536, 4_096, 8 << 20, 16);
+        KvBridgeException tooLarge = assertThrows(KvBridgeException.class, () -> PublishedRank.decode(PublishedRank.entry("h", 1, METADATA), small));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, tooLarge.code());
+        assertTrue(tooLarge.getMessage().contains("exceed maxFrameBytes=1024"), tooLarge.getMessage());
+    }
+
+    private static byte[] envelope(int format, String host, int port, byte[] payload)
+    {
+        return new WireWriter().map(4).string("format").integer(format).string("host").string(host).string("port").integer(port)
+                .string("payload").binary(payload).toByteArray();
+    }
+
+    private static void assertRefused(DirectoryEntry entry, String reason)
+    {
+        KvBridgeException refused = assertThrows(KvBridgeException.class, () -> PublishedRank.decode(entry, WireLimits.DEFAULT));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, refused.code());
+        assertTrue(refused.getMessage().contains("the discovery entry of engine " + entry.engineId()) && refused.getMessage().contains(reason),
+                refused.getMessage());
+    }
+
+    @Test
+    void handshakesAreSentWhereTheDirectorySaysAndNowhereWhenItCannotSay()
+    {
+        InMemoryDirectory directory = new InMemoryDirectory();
+        try (Discovery discovery = new Discovery(directory, WireLimits.DEFAULT)) {
+            assertEquals(Optional.empty(), discovery.locate("prefill-0", List.of(new RankKey(1, 0))));
+            discovery.publish("127.0.0.1", 5600, METADATA);
+            assertEquals(Optional.of(new InetSocketAddress("127.0.0.1", 5600)), discovery.locate("prefill-0", List.of(new RankKey(1, 0))));
+            // a rank nobody published: no address for the handshake, which falls back to the one it was given
+            assertEquals(Optional.empty(), discovery.locate("prefill-0", List.of(new RankKey(1, 0), new RankKey(1, 1))));
+            directory.entries.put("prefill-0", List.of(new DirectoryEntry("prefill-0", 1, 0, new byte[] {9})));
+            assertEquals(Optional.empty(), discovery.locate("prefill-0", List.of(new RankKey(1, 0))), "a malformed entry is not used");
+            assertEquals(List.of("prefill-0"), directory.watched);
+            assertTrue(discovery.check().orElseThrow().ok());
+        }
+        assertTrue(directory.closed);
+        assertEquals(Optional.empty(), Discovery.NONE.locate("prefill-0", List.of(new RankKey(0, 0))));
+        assertEquals(Optional.empty(), Discovery.NONE.check());
+    }
+
+    /** A directory in a map; enough to drive {@link Discovery}. */
+    private static final class InMemoryDirectory
+            implements EngineDirectory
+    {
+        final Map<String, List<DirectoryEntry>> entries = new ConcurrentHashMap<>();
+        final List<String> watched = new java.util.concurrent.CopyOnWriteArrayList<>();
+        boolean closed;
+
+        @Override
+        public Publication publish(DirectoryEntry entry)
+        {
+            entries.put(entry.engineId(), List.of(entry));
+            return () -> entries.remove(entry.engineId());
+        }
+
+        @Override
+        public List<DirectoryEntry> resolve(String engineId)
+        {
+            return entries.getOrDefault(engineId, List.of());
+        }
+
+        @Override
+        public Subscription watch(String engineId, Consumer<List<DirectoryEntry>> listener)
+        {
+            watched.add(engineId);
+            return () -> { };
+        }
+
+        @Override
+        public DirectoryHealth health()
+        {
+            return new DirectoryHealth("memory://test:1", Optional.empty(), "", entries.size(), entries.size());
+        }
+
+        @Override
+        public void close()
+        {
+            closed = true;
+        }
+    }
+}
