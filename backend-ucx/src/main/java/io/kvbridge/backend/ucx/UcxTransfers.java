@@ -1,5 +1,6 @@
 package io.kvbridge.backend.ucx;
 
+import io.kvbridge.backend.ucx.ffm.UcpAm;
 import io.kvbridge.backend.ucx.ffm.UcpEndpoint;
 import io.kvbridge.backend.ucx.ffm.UcpStatus;
 import io.kvbridge.backend.ucx.ffm.UcpWorker;
@@ -11,6 +12,7 @@ import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -40,15 +42,21 @@ final class UcxTransfers
     private final Inbox inbox;
     private final OwnerThread owner;
     private final TransferTable<UcxTransfer> table;
+    private final boolean granted;
+    private final long instanceId;
     private volatile boolean closing;
+
+    // owner thread only: issued transfers by slot index, for the target's answers (access=granted)
+    private UcxTransfer[] issuedBySlot = new UcxTransfer[64];
 
     // owner thread only: transfers flushing or sending their notification
     private UcxTransfer[] active = new UcxTransfer[64];
     private int activeCount;
 
-    UcxTransfers(String description, UcxOptions options, UcxWorker worker, UcxMemory memory, UcxEndpoints endpoints, UcxMessaging messaging, Inbox inbox,
-            OwnerThread owner)
+    UcxTransfers(String description, long instanceId, UcxOptions options, UcxWorker worker, UcxMemory memory, UcxEndpoints endpoints,
+            UcxMessaging messaging, Inbox inbox, OwnerThread owner)
     {
+        this.instanceId = instanceId;
         this.options = options;
         this.worker = worker;
         this.memory = memory;
@@ -57,6 +65,7 @@ final class UcxTransfers
         this.inbox = inbox;
         this.owner = owner;
         this.table = new TransferTable<>(description, options.maxInFlight(), index -> new UcxTransfer(index, this));
+        this.granted = options.granted();
     }
 
     TransferTable<UcxTransfer> table()
@@ -70,7 +79,8 @@ final class UcxTransfers
      *
      * @return the handle.
      */
-    long post(TransferOp op, UcxPreparedList local, int[] localIndices, UcxPreparedList remote, int[] remoteIndices, int count, byte[] notification)
+    long post(TransferOp op, UcxPreparedList local, int[] localIndices, UcxPreparedList remote, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
     {
         UcxTransfer transfer = table.acquire();
         try {
@@ -82,6 +92,11 @@ final class UcxTransfers
             transfer.remoteList = remote;
             transfer.notification.set(notification);
             transfer.postedNanos = System.nanoTime();
+            transfer.wireHandle = transfer.handle();
+            transfer.grantKeyLength = grantKey == null ? 0 : grantKey.length;
+            if (grantKey != null) {
+                System.arraycopy(grantKey, 0, transfer.grantKey, 0, grantKey.length);
+            }
         }
         catch (RuntimeException e) {
             table.abandon(transfer);
@@ -144,11 +159,35 @@ final class UcxTransfers
     {
         UcxPeer peer = transfer.peer;
         UcxPreparedList local = transfer.localList;
-        UcxPreparedList remote = transfer.remoteList;
         transfer.issued = true;
         peer.inFlight++;
         memory.retain(local);
-        long endpoint = peer.endpoint;
+        if (granted) {
+            issueMessages(transfer);
+        }
+        else {
+            issueRma(transfer);
+        }
+        // the flush also waits for operations issued before a failure, which still use the memory
+        long flush = UcpEndpoint.epFlushNbx(peer.endpoint, worker.emptyParam());
+        if (flush == 0) {
+            flushed(transfer, UcpStatus.OK);
+        }
+        else if (UcpStatus.isError(flush)) {
+            flushed(transfer, UcpStatus.statusOf(flush));
+        }
+        else {
+            transfer.request = flush;
+            transfer.phase = UcxTransfer.FLUSHING;
+            addActive(transfer);
+        }
+    }
+
+    private void issueRma(UcxTransfer transfer)
+    {
+        UcxPreparedList local = transfer.localList;
+        UcxPreparedList remote = transfer.remoteList;
+        long endpoint = transfer.peer.endpoint;
         MemorySegment rmaParam = worker.rmaParam();
         long param = rmaParam.address();
         boolean write = transfer.op == TransferOp.WRITE;
@@ -178,18 +217,197 @@ final class UcxTransfers
                 UcpWorker.workerProgress(worker.worker());
             }
         }
-        // the flush also waits for operations issued before a failure, which still use the memory
-        long flush = UcpEndpoint.epFlushNbx(endpoint, worker.emptyParam());
-        if (flush == 0) {
-            afterFlush(transfer, UcpStatus.OK);
+    }
+
+    /**
+     * access=granted: one active message per run for a WRITE, the runs' list in requests of at most
+     * {@link UcxActiveMessages#MAX_READ_RUNS} for a READ. Headers live in one buffer of the slot
+     * until the flush, since UCX 1.13 reads them until a send completes. Send requests are freed at
+     * once; the flush tells when every send is complete.
+     */
+    private void issueMessages(UcxTransfer transfer)
+    {
+        transfer.resetGranted();
+        int slot = (int) transfer.wireHandle;
+        if (slot >= issuedBySlot.length) {
+            issuedBySlot = Arrays.copyOf(issuedBySlot, Math.max(slot + 1, issuedBySlot.length * 2));
         }
-        else if (UcpStatus.isError(flush)) {
-            afterFlush(transfer, UcpStatus.statusOf(flush));
+        issuedBySlot[slot] = transfer;
+        var copies = transfer.copies;
+        int runs = copies.size();
+        int keyLength = transfer.grantKeyLength;
+        boolean write = transfer.op == TransferOp.WRITE;
+        long endpoint = transfer.peer.endpoint;
+        MemorySegment param = worker.amParam();
+        if (write) {
+            int headerBytes = UcxActiveMessages.WRITE_KEY + keyLength;
+            int stride = (headerBytes + 7) & ~7;
+            MemorySegment headers = headers(transfer, (long) stride * runs);
+            int lastRegion = -1;
+            for (int i = 0; i < runs; i++) {
+                int region = copies.localRegion(i);
+                if (region != lastRegion) {
+                    lastRegion = region;
+                    UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY, transfer.localList.memoryHandle(region));
+                }
+                long offset = (long) stride * i;
+                headers.set(ValueLayout.JAVA_BYTE, offset, UcxActiveMessages.VERSION);
+                headers.set(ValueLayout.JAVA_BYTE, offset + 1, (byte) keyLength);
+                UcpAm.putInt(headers, offset + 4, i);
+                UcpAm.putInt(headers, offset + 8, runs);
+                UcpAm.putLong(headers, offset + 16, transfer.wireHandle);
+                UcpAm.putLong(headers, offset + 24, instanceId);
+                UcpAm.putLong(headers, offset + 32, copies.remoteAddress(i));
+                UcpAm.putLong(headers, offset + 40, copies.length(i));
+                MemorySegment.copy(transfer.grantKey, 0, headers, ValueLayout.JAVA_BYTE, offset + UcxActiveMessages.WRITE_KEY, keyLength);
+                long request = UcpAm.sendNbx(endpoint, UcxActiveMessages.AM_WRITE, headers.address() + offset, headerBytes, copies.localAddress(i),
+                        copies.length(i), param.address());
+                if (!sent(transfer, request, "ucp_am_send_nbx (WRITE)")) {
+                    break;
+                }
+                if (i % PROGRESS_EVERY == PROGRESS_EVERY - 1) {
+                    UcpWorker.workerProgress(worker.worker());
+                }
+            }
+            return;
         }
-        else {
-            transfer.request = flush;
-            transfer.phase = UcxTransfer.FLUSHING;
+        int headerBytes = UcxActiveMessages.READ_KEY + keyLength;
+        int stride = (headerBytes + 7) & ~7;
+        int messages = (runs + UcxActiveMessages.MAX_READ_RUNS - 1) / UcxActiveMessages.MAX_READ_RUNS;
+        MemorySegment buffer = headers(transfer, (long) stride * messages + (long) runs * UcxActiveMessages.READ_RUN_BYTES);
+        long listBase = (long) stride * messages;
+        for (int i = 0; i < runs; i++) {
+            UcpAm.putLong(buffer, listBase + (long) i * UcxActiveMessages.READ_RUN_BYTES, copies.remoteAddress(i));
+            UcpAm.putLong(buffer, listBase + (long) i * UcxActiveMessages.READ_RUN_BYTES + 8, copies.length(i));
+        }
+        UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY | UcpAm.SEND_FLAG_EAGER, 0);
+        for (int m = 0; m < messages; m++) {
+            int first = m * UcxActiveMessages.MAX_READ_RUNS;
+            int count = Math.min(UcxActiveMessages.MAX_READ_RUNS, runs - first);
+            long offset = (long) stride * m;
+            buffer.set(ValueLayout.JAVA_BYTE, offset, UcxActiveMessages.VERSION);
+            buffer.set(ValueLayout.JAVA_BYTE, offset + 1, (byte) keyLength);
+            UcpAm.putInt(buffer, offset + 4, first);
+            UcpAm.putInt(buffer, offset + 8, count);
+            UcpAm.putInt(buffer, offset + 12, runs);
+            UcpAm.putLong(buffer, offset + 16, transfer.wireHandle);
+            UcpAm.putLong(buffer, offset + 24, instanceId);
+            MemorySegment.copy(transfer.grantKey, 0, buffer, ValueLayout.JAVA_BYTE, offset + UcxActiveMessages.READ_KEY, keyLength);
+            long request = UcpAm.sendNbx(endpoint, UcxActiveMessages.AM_READ, buffer.address() + offset, headerBytes,
+                    buffer.address() + listBase + (long) first * UcxActiveMessages.READ_RUN_BYTES, (long) count * UcxActiveMessages.READ_RUN_BYTES,
+                    param.address());
+            if (!sent(transfer, request, "ucp_am_send_nbx (READ request)")) {
+                break;
+            }
+        }
+    }
+
+    /** A header buffer for the slot, from the owner's pool (or a private arena past its largest size). */
+    private MemorySegment headers(UcxTransfer transfer, long bytes)
+    {
+        MemorySegment buffer = bytes <= NativeBuffers.MAX_BYTES ? worker.buffers().take(bytes) : transfer.largeHeaders(bytes);
+        transfer.amHeaders = buffer;
+        return buffer;
+    }
+
+    private static boolean sent(UcxTransfer transfer, long request, String call)
+    {
+        if (request == 0) {
+            return true;
+        }
+        if (UcpStatus.isError(request)) {
+            transfer.failedStatus = UcpStatus.statusOf(request);
+            transfer.failedCall = call;
+            return false;
+        }
+        UcpWorker.requestFree(request);
+        return true;
+    }
+
+    /**
+     * Returns the issued access=granted transfer a target's message names, or null: a handle this
+     * side never issued, or one that already ended. Owner thread.
+     */
+    UcxTransfer awaiting(long handle)
+    {
+        int slot = (int) handle;
+        if (slot < 0 || slot >= issuedBySlot.length) {
+            return null;
+        }
+        UcxTransfer transfer = issuedBySlot[slot];
+        return transfer != null && transfer.wireHandle == handle && transfer.issued
+                && (transfer.phase == UcxTransfer.FLUSHING || transfer.phase == UcxTransfer.AWAITING) ? transfer : null;
+    }
+
+    private void flushed(UcxTransfer transfer, byte status)
+    {
+        if (!granted || status != UcpStatus.OK || transfer.failedCall != null || transfer.ownerFailure != null) {
+            afterFlush(transfer, status);
+            return;
+        }
+        if (transfer.phase == UcxTransfer.QUEUED) {
             addActive(transfer);
+        }
+        transfer.phase = UcxTransfer.AWAITING;
+        awaited(transfer);
+    }
+
+    /**
+     * Ends an access=granted transfer once the target answered (WRITE) or every run's data is in
+     * place (READ); fails it on a refusal, a failed peer or a deadline, but only once no receive
+     * still writes into its memory.
+     *
+     * @return whether the transfer moved on.
+     */
+    private boolean awaited(UcxTransfer transfer)
+    {
+        if (transfer.pendingReceives > 0) {
+            return false;
+        }
+        if (transfer.refusal != UcxActiveMessages.RESULT_OK) {
+            transfer.ownerFailure = refused(transfer);
+            finish(transfer);
+            return true;
+        }
+        boolean complete = transfer.op == TransferOp.WRITE ? transfer.acknowledged : transfer.arrived == transfer.copies.size();
+        if (complete) {
+            releaseHeaders(transfer);
+            afterFlush(transfer, UcpStatus.OK);
+            return true;
+        }
+        if (transfer.failedCall != null || transfer.ownerFailure != null || transfer.cancelled() || transfer.peer.failed) {
+            if (transfer.ownerFailure == null && transfer.failedCall == null) {
+                transfer.ownerFailure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, describe(transfer) + " failed: peer '" + transfer.peer.name()
+                        + "' became unusable before it " + (transfer.op == TransferOp.WRITE ? "acknowledged the data" : "sent every run") + ": "
+                        + transfer.peer.unusableReason());
+            }
+            finish(transfer);
+            return true;
+        }
+        return false;
+    }
+
+    private static KvBridgeException refused(UcxTransfer transfer)
+    {
+        String why = switch (transfer.refusal) {
+            case UcxActiveMessages.RESULT_NO_GRANT -> transfer.grantKeyLength == 0 ? "no grant key was presented"
+                    : "it has no live grant under the key presented";
+            case UcxActiveMessages.RESULT_OUTSIDE -> "no grant under the key presented covers that range for " + transfer.op;
+            default -> "it could not complete the access";
+        };
+        ErrorCode code = transfer.refusal == UcxActiveMessages.RESULT_FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.NOT_GRANTED;
+        return new KvBridgeException(code, String.format(Locale.ROOT, "%s was refused by peer '%s': run %d (%d bytes at its 0x%x): %s", describe(transfer),
+                transfer.peer.name(), transfer.refusedRun, transfer.refusedLength, transfer.refusedAddress, why));
+    }
+
+    private void releaseHeaders(UcxTransfer transfer)
+    {
+        MemorySegment headers = transfer.amHeaders;
+        if (headers != null) {
+            transfer.amHeaders = null;
+            if (headers.byteSize() <= NativeBuffers.MAX_BYTES) {
+                worker.buffers().give(headers);
+            }
         }
     }
 
@@ -238,6 +456,18 @@ final class UcxTransfers
         int i = 0;
         while (i < activeCount) {
             UcxTransfer transfer = active[i];
+            if (transfer.phase == UcxTransfer.AWAITING) {
+                if (awaited(transfer)) {
+                    progressed = true;
+                    if (i < activeCount && active[i] == transfer) {
+                        i++;
+                    }
+                }
+                else {
+                    i++;
+                }
+                continue;
+            }
             byte status = UcpWorker.requestStatus(transfer.request);
             if (status == UcpStatus.IN_PROGRESS) {
                 i++;
@@ -247,7 +477,7 @@ final class UcxTransfers
             transfer.request = 0;
             progressed = true;
             if (transfer.phase == UcxTransfer.FLUSHING) {
-                afterFlush(transfer, status);
+                flushed(transfer, status);
             }
             else {
                 if (status != UcpStatus.OK && transfer.failedCall == null) {
@@ -298,6 +528,10 @@ final class UcxTransfers
             removeActive(transfer);
         }
         UcxPeer peer = transfer.peer;
+        releaseHeaders(transfer);
+        if (granted && transfer.issued && issuedBySlot[(int) transfer.wireHandle] == transfer) {
+            issuedBySlot[(int) transfer.wireHandle] = null;
+        }
         if (transfer.issued) {
             peer.inFlight--;
             memory.release(transfer.localList);
