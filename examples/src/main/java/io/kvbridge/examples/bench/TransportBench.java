@@ -64,6 +64,8 @@ public final class TransportBench implements AutoCloseable
     private final Allocation sourceAllocation;
     private final Allocation destinationAllocation;
     private final Peer peer;
+    // the consumer grants its whole destination for WRITE under this key; transports that do not check grants ignore it
+    private final byte[] grantKey = "kvbridge-bench".getBytes(java.nio.charset.StandardCharsets.UTF_8);
 
     /**
      * Builds both instances, registers a source and a destination of {@code totalBytes} each and
@@ -77,7 +79,21 @@ public final class TransportBench implements AutoCloseable
      */
     public TransportBench(String transport, long totalBytes, int window, boolean transportMemory)
     {
-        this(transport, totalBytes, window, transportMemory, MemoryKind.HOST, 0);
+        this(transport, totalBytes, window, transportMemory, Map.of());
+    }
+
+    /**
+     * Builds both instances as the other constructor does, with options for the transport.
+     *
+     * @param transport the transport name.
+     * @param totalBytes bytes streamed per block size.
+     * @param window transfers in flight.
+     * @param transportMemory whether source and destination come from the transport's {@code allocate()}.
+     * @param options the transport's options for both instances, such as {@code access=registered} for {@code ucx}.
+     */
+    public TransportBench(String transport, long totalBytes, int window, boolean transportMemory, Map<String, String> options)
+    {
+        this(transport, totalBytes, window, transportMemory, MemoryKind.HOST, 0, options);
     }
 
     /**
@@ -89,10 +105,10 @@ public final class TransportBench implements AutoCloseable
      */
     public static TransportBench onDevice(String transport, long totalBytes, int window, int device)
     {
-        return new TransportBench(transport, totalBytes, window, true, MemoryKind.DEVICE, device);
+        return new TransportBench(transport, totalBytes, window, true, MemoryKind.DEVICE, device, Map.of());
     }
 
-    private TransportBench(String transport, long totalBytes, int window, boolean transportMemory, MemoryKind kind, int device)
+    private TransportBench(String transport, long totalBytes, int window, boolean transportMemory, MemoryKind kind, int device, Map<String, String> options)
     {
         this.kind = kind;
         this.device = device;
@@ -105,7 +121,10 @@ public final class TransportBench implements AutoCloseable
         KvBridge builtProducer = null;
         KvBridge builtConsumer = null;
         try {
-            Map<String, String> config = kind == MemoryKind.DEVICE ? Map.of("device", Integer.toString(device)) : Map.of();
+            Map<String, String> config = new java.util.HashMap<>(options);
+            if (kind == MemoryKind.DEVICE) {
+                config.put("device", Integer.toString(device));
+            }
             builtProducer = KvBridge.builder().transport(transport).agentName("bench-producer").transportConfig(config).build();
             builtConsumer = KvBridge.builder().transport(transport).agentName("bench-consumer").transportConfig(config).build();
             producerEngine = builtProducer;
@@ -139,6 +158,9 @@ public final class TransportBench implements AutoCloseable
             if (kind == MemoryKind.DEVICE) {
                 producer.copyFromHost(source, sourceAllocation, 0);
             }
+            DescriptorList whole = DescriptorList.builder(destinationAllocation.kind(), destinationAllocation.device(), 1)
+                    .add(destinationAllocation.address(), totalBytes).build();
+            consumer.grant(grantKey, TransferOp.WRITE, consumer.prepareLocal(whole), new int[] {0}, 1);
             peer = producer.connect(consumer.localMetadata());
         }
         catch (RuntimeException e) {
@@ -264,7 +286,7 @@ public final class TransportBench implements AutoCloseable
                 int operations = -1;
                 for (int round = -5; round < ISSUE_ROUNDS; round++) {
                     long start = System.nanoTime();
-                    long handle = producer.post(TransferOp.WRITE, local, indices, remote, indices, descriptors, null);
+                    long handle = producer.post(TransferOp.WRITE, local, indices, remote, indices, descriptors, null, grantKey);
                     long posted = System.nanoTime();
                     operations = producer.operations(handle);
                     TransferStatus status;
@@ -337,7 +359,7 @@ public final class TransportBench implements AutoCloseable
                     slotIndices[slot][0] = posted;
                     slotBlocks[slot] = posted;
                     slotPosted[slot] = System.nanoTime();
-                    slotHandles[slot] = producer.post(TransferOp.WRITE, local, slotIndices[slot], remote, slotIndices[slot], 1, null);
+                    slotHandles[slot] = producer.post(TransferOp.WRITE, local, slotIndices[slot], remote, slotIndices[slot], 1, null, grantKey);
                     busy[slot] = true;
                     posted++;
                 }
