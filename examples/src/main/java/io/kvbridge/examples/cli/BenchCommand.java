@@ -202,6 +202,7 @@ final class BenchCommand implements Callable<Integer>
             Map<String, Object> document = new LinkedHashMap<>();
             document.put("totalBytes", totalBytes);
             document.put("window", window);
+            document.put("transportOptions", List.copyOf(transportOptions));
             document.put("blockSizes", blockSizes);
             document.put("rows", rows);
             document.put("baseline", baselineJson(baseline));
@@ -221,7 +222,6 @@ final class BenchCommand implements Callable<Integer>
         return failed || rows.isEmpty() ? 1 : 0;
     }
 
-    /** @return the distinct block sizes, once every value was checked: nothing is measured before, so nothing is lost to a refusal. */
     /** {@return the {@code --transport-option}s given for one transport, checked in {@link #validate}} */
     private Map<String, String> optionsOf(String transport)
     {
@@ -236,6 +236,7 @@ final class BenchCommand implements Callable<Integer>
         return options;
     }
 
+    /** @return the distinct block sizes, once every value was checked: nothing is measured before, so nothing is lost to a refusal. */
     private List<Long> validate()
     {
         for (String option : transportOptions) {
@@ -420,7 +421,6 @@ final class BenchCommand implements Callable<Integer>
         document.put("op", "put");
         document.put("memory", probeMemory ? "ucx (UCP_MEM_MAP_ALLOCATE)" : "own (allocated by the probe, registered with UCX)");
         document.put("ucxTls", System.getenv("UCX_TLS"));
-        document.put("transportOptions", List.copyOf(transportOptions));
         document.put("timedPasses", UcxProbeBaseline.TIMED_PASSES);
         document.put("figure", "best timed pass");
         return document;
