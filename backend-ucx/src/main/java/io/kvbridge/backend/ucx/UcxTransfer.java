@@ -55,6 +55,7 @@ final class UcxTransfer extends TransferSlot
     // access=granted, owner thread only: the message headers (kept until the flush), answers, READ runs arrived
     MemorySegment amHeaders;
     boolean acknowledged;
+    boolean sendsPending;
     byte refusal;
     int refusedRun;
     long refusedAddress;
@@ -102,6 +103,7 @@ final class UcxTransfer extends TransferSlot
     void resetGranted()
     {
         acknowledged = false;
+        sendsPending = false;
         refusal = 0;
         arrived = 0;
         pendingReceives = 0;

@@ -164,6 +164,11 @@ final class UcxTransfers
         memory.retain(local);
         if (granted) {
             issueMessages(transfer);
+            if (!transfer.sendsPending) {
+                // every message left at once: nothing of this side's memory is still in use, no flush to wait for
+                flushed(transfer, UcpStatus.OK);
+                return;
+            }
         }
         else {
             issueRma(transfer);
@@ -315,6 +320,8 @@ final class UcxTransfers
         if (request == 0) {
             return true;
         }
+        // a send still running, or one issued before a failure, still reads this side's memory: the flush waits for it
+        transfer.sendsPending = true;
         if (UcpStatus.isError(request)) {
             transfer.failedStatus = UcpStatus.statusOf(request);
             transfer.failedCall = call;
@@ -335,8 +342,8 @@ final class UcxTransfers
             return null;
         }
         UcxTransfer transfer = issuedBySlot[slot];
-        return transfer != null && transfer.wireHandle == handle && transfer.issued
-                && (transfer.phase == UcxTransfer.FLUSHING || transfer.phase == UcxTransfer.AWAITING) ? transfer : null;
+        // issued and not finished: answers may come while the transfer is still being issued (its progress calls run handlers)
+        return transfer != null && transfer.wireHandle == handle && transfer.issued ? transfer : null;
     }
 
     private void flushed(UcxTransfer transfer, byte status)
