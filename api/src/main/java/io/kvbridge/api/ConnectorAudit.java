@@ -14,24 +14,41 @@ import io.kvbridge.spi.transfer.BackendResources;
  * @param leasesHeld producer leases not yet completed or expired.
  * @param stashedRegistrations push registrations waiting for their prefill to finish.
  * @param retainedHandles handles whose release failed and is retried.
+ * @param grants grants of the connector's memory to peers not yet revoked (a request's blocks a peer
+ *     may still reach); 0 with a transport that does not check grants.
  * @param transport what the connector's transport instance holds.
  */
-public record ConnectorAudit(int requests, int inFlightTransfers, int leasesHeld, int stashedRegistrations, int retainedHandles,
+public record ConnectorAudit(int requests, int inFlightTransfers, int leasesHeld, int stashedRegistrations, int retainedHandles, int grants,
         BackendResources transport)
 {
     /** Validates the values. */
     public ConnectorAudit
     {
         requireNonNull(transport, "transport is null");
-        checkArgument(requests >= 0 && inFlightTransfers >= 0 && leasesHeld >= 0 && stashedRegistrations >= 0 && retainedHandles >= 0,
-                "negative count: requests=%d inFlightTransfers=%d leasesHeld=%d stashedRegistrations=%d retainedHandles=%d",
-                requests, inFlightTransfers, leasesHeld, stashedRegistrations, retainedHandles);
+        checkArgument(requests >= 0 && inFlightTransfers >= 0 && leasesHeld >= 0 && stashedRegistrations >= 0 && retainedHandles >= 0 && grants >= 0,
+                "negative count: requests=%d inFlightTransfers=%d leasesHeld=%d stashedRegistrations=%d retainedHandles=%d grants=%d",
+                requests, inFlightTransfers, leasesHeld, stashedRegistrations, retainedHandles, grants);
     }
 
-    /** {@return true when no request, transfer, lease, registration or retained handle is held} */
+    /**
+     * Creates an audit of a connector that holds no grants.
+     *
+     * @param requests see the record.
+     * @param inFlightTransfers see the record.
+     * @param leasesHeld see the record.
+     * @param stashedRegistrations see the record.
+     * @param retainedHandles see the record.
+     * @param transport see the record.
+     */
+    public ConnectorAudit(int requests, int inFlightTransfers, int leasesHeld, int stashedRegistrations, int retainedHandles, BackendResources transport)
+    {
+        this(requests, inFlightTransfers, leasesHeld, stashedRegistrations, retainedHandles, 0, transport);
+    }
+
+    /** {@return true when no request, transfer, lease, registration, retained handle or grant is held} */
     public boolean idle()
     {
-        return requests == 0 && inFlightTransfers == 0 && leasesHeld == 0 && stashedRegistrations == 0 && retainedHandles == 0
+        return requests == 0 && inFlightTransfers == 0 && leasesHeld == 0 && stashedRegistrations == 0 && retainedHandles == 0 && grants == 0
                 && transport.transfers() == 0;
     }
 }

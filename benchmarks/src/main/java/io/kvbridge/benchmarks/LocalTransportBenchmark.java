@@ -52,6 +52,8 @@ public class LocalTransportBenchmark
     @Param({"64", "32768"})
     public int blocksPerTransfer;
 
+    private static final byte[] GRANT_KEY = {'j', 'm', 'h'};
+
     private Arena arena;
     private KvBridge producerEngine;
     private KvBridge consumerEngine;
@@ -77,6 +79,12 @@ public class LocalTransportBenchmark
         int blocks = (int) (STREAM_BYTES / blockBytes);
         local = producer.prepareLocal(blocksOf(source, blocks));
         remote = producer.prepareRemote(producer.connect(consumer.localMetadata()), blocksOf(destination, blocks));
+        // the consumer grants its whole destination, as an engine grants a request's blocks
+        int[] all = new int[blocks];
+        java.util.Arrays.setAll(all, i -> i);
+        PreparedList granted = consumer.prepareLocal(blocksOf(destination, blocks));
+        consumer.grant(GRANT_KEY, TransferOp.WRITE, granted, all, blocks);
+        consumer.releasePrepared(granted);
         int transfers = blocks / blocksPerTransfer;
         indices = new int[transfers][blocksPerTransfer];
         for (int t = 0; t < transfers; t++) {
@@ -104,7 +112,7 @@ public class LocalTransportBenchmark
         while (completed < indices.length) {
             while (posted < indices.length && posted - completed < WINDOW) {
                 int[] ids = indices[posted];
-                window[posted % WINDOW] = producer.post(TransferOp.WRITE, local, ids, remote, ids, ids.length, null);
+                window[posted % WINDOW] = producer.post(TransferOp.WRITE, local, ids, remote, ids, ids.length, null, GRANT_KEY);
                 posted++;
             }
             long handle = window[completed % WINDOW];

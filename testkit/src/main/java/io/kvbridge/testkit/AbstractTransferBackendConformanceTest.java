@@ -65,7 +65,10 @@ import org.junit.jupiter.api.Timeout;
  * one registered host allocation of {@link #BLOCKS} blocks of {@link #BLOCK_BYTES} bytes filled with
  * a pattern unique to the instance, so every byte that moves, and every byte that must not, can be
  * checked. Tests of {@link Capability#COALESCING} run only for transports that declare it, and
- * check the operation count each transfer reports as exactly as its bytes.
+ * check the operation count each transfer reports as exactly as its bytes. The target grants all
+ * its test memory, for both operations, under {@link #GRANT_KEY}, and every transfer presents that
+ * key, so a {@link Capability#GRANTED_ACCESS} transport runs the same tests; what such a transport
+ * refuses is {@link AbstractGrantedAccessConformanceTest}'s.
  */
 @Timeout(120)
 public abstract class AbstractTransferBackendConformanceTest
@@ -74,6 +77,8 @@ public abstract class AbstractTransferBackendConformanceTest
     protected static final int BLOCKS = 64;
     /** Bytes per block. */
     protected static final int BLOCK_BYTES = 16 * 1024;
+    /** The key under which the target grants its test memory. */
+    protected static final byte[] GRANT_KEY = "conformance".getBytes(StandardCharsets.UTF_8);
 
     private Arena arena;
     private final List<TransferBackend> backends = new ArrayList<>();
@@ -150,8 +155,27 @@ public abstract class AbstractTransferBackendConformanceTest
         targetMemory = allocate(BLOCKS * (long) BLOCK_BYTES, 2);
         initiator.register(Allocation.host(initiatorMemory));
         target.register(Allocation.host(targetMemory));
+        grantAll(targetMemory);
         targetPeer = initiator.connect(target.localMetadata());
         initiatorPeer = target.connect(initiator.localMetadata());
+    }
+
+    /** Grants every block of target memory, for reading and writing, under {@link #GRANT_KEY}. */
+    private void grantAll(MemorySegment memory)
+    {
+        int blocks = (int) (memory.byteSize() / BLOCK_BYTES);
+        PreparedList all = target.prepareLocal(blocksOf(memory, blocks, BLOCK_BYTES));
+        int[] indices = new int[blocks];
+        Arrays.setAll(indices, i -> i);
+        target.grant(GRANT_KEY, TransferOp.READ, all, indices, blocks);
+        target.grant(GRANT_KEY, TransferOp.WRITE, all, indices, blocks);
+        target.releasePrepared(all);
+    }
+
+    /** Posts from the initiator, presenting the target's grant key. */
+    private long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
+    {
+        return initiator.post(op, local, localIndices, remote, remoteIndices, count, notification, GRANT_KEY);
     }
 
     @AfterEach
@@ -313,7 +337,7 @@ public abstract class AbstractTransferBackendConformanceTest
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         int[] from = indices(3, 0, 63, 17);
         int[] to = indices(40, 1, 2, 63);
-        long handle = initiator.post(TransferOp.WRITE, local, from, remote, to, from.length, null);
+        long handle = post(TransferOp.WRITE, local, from, remote, to, from.length, null);
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
         initiator.release(handle);
         Set<Integer> written = new HashSet<>();
@@ -338,7 +362,7 @@ public abstract class AbstractTransferBackendConformanceTest
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         int[] into = indices(5, 6, 7, 60);
         int[] from = indices(9, 9, 0, 63);
-        long handle = initiator.post(TransferOp.READ, local, into, remote, from, into.length, null);
+        long handle = post(TransferOp.READ, local, into, remote, from, into.length, null);
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
         initiator.release(handle);
         for (int i = 0; i < into.length; i++) {
@@ -359,7 +383,7 @@ public abstract class AbstractTransferBackendConformanceTest
         MemorySegment sourceBefore = snapshot(initiatorMemory);
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        long handle = initiator.post(TransferOp.WRITE, local, indices(1, 2, 3), remote, indices(10, 11, 12), 2, null);
+        long handle = post(TransferOp.WRITE, local, indices(1, 2, 3), remote, indices(10, 11, 12), 2, null);
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
         initiator.release(handle);
         assertBlock(targetMemory, 10, sourceBefore, 1, "first pair");
@@ -375,6 +399,7 @@ public abstract class AbstractTransferBackendConformanceTest
         MemorySegment destination = allocate((long) blocks * BLOCK_BYTES, 8);
         initiator.register(Allocation.host(source));
         target.register(Allocation.host(destination));
+        grantAll(destination);
         Peer peer = initiator.connect(target.localMetadata());
         PreparedList local = initiator.prepareLocal(blocksOf(source, blocks, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(peer, blocksOf(destination, blocks, BLOCK_BYTES));
@@ -383,7 +408,7 @@ public abstract class AbstractTransferBackendConformanceTest
             all[i] = i;
         }
         byte[] message = "req-1:1".getBytes(StandardCharsets.UTF_8);
-        long handle = initiator.post(TransferOp.WRITE, local, all, remote, all, blocks, message);
+        long handle = post(TransferOp.WRITE, local, all, remote, all, blocks, message);
         Received received = awaitNotification(target, (sender, bytes) ->
                 assertEquals(-1, source.mismatch(destination), "notification arrived before every byte was in place"));
         assertEquals(initiator.agentName(), received.sender());
@@ -402,7 +427,7 @@ public abstract class AbstractTransferBackendConformanceTest
         for (int i = 0; i < BLOCKS; i++) {
             all[i] = i;
         }
-        long handle = initiator.post(TransferOp.READ, local, all, remote, all, BLOCKS, "pulled".getBytes(StandardCharsets.UTF_8));
+        long handle = post(TransferOp.READ, local, all, remote, all, BLOCKS, "pulled".getBytes(StandardCharsets.UTF_8));
         Received received = awaitNotification(target, (sender, bytes) ->
                 assertEquals(-1, initiatorMemory.mismatch(targetBefore), "READ notification arrived before the data was read"));
         assertEquals(initiator.agentName(), received.sender());
@@ -430,7 +455,7 @@ public abstract class AbstractTransferBackendConformanceTest
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         AtomicLong handle = new AtomicLong();
         // the transfer may end, and wake the waiter, before post() has returned its handle here
-        awaitWoken(() -> handle.set(initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null)),
+        awaitWoken(() -> handle.set(post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null)),
                 () -> published(handle) && initiator.status(handle.get()).terminal(), "the transfer ended");
         assertEquals(TransferStatus.DONE, initiator.status(handle.get()), () -> String.valueOf(initiator.failure(handle.get())));
         initiator.release(handle.get());
@@ -522,9 +547,9 @@ public abstract class AbstractTransferBackendConformanceTest
         MemorySegment targetBefore = snapshot(targetMemory);
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> initiator.post(TransferOp.WRITE, local, indices(0, 1), remote, indices(2, BLOCKS), 2, null));
-        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> initiator.post(TransferOp.WRITE, local, indices(-1), remote, indices(0), 1, null));
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> initiator.post(TransferOp.WRITE, local, indices(0, 1), remote, indices(0), 2, null));
+        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> post(TransferOp.WRITE, local, indices(0, 1), remote, indices(2, BLOCKS), 2, null));
+        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> post(TransferOp.WRITE, local, indices(-1), remote, indices(0), 1, null));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0, 1), remote, indices(0), 2, null));
         sleepBriefly();
         assertEquals(-1, targetMemory.mismatch(targetBefore), "a rejected post moved bytes");
         assertEquals(0, target.drainNotifications((sender, bytes) -> fail("a rejected post notified")));
@@ -535,7 +560,7 @@ public abstract class AbstractTransferBackendConformanceTest
     {
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS * 2, BLOCK_BYTES / 2));
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
     }
 
     @Test
@@ -545,7 +570,7 @@ public abstract class AbstractTransferBackendConformanceTest
         Peer otherPeer = other.connect(target.localMetadata());
         PreparedList foreignRemote = other.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES));
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES));
-        assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.post(TransferOp.WRITE, local, indices(0), foreignRemote, indices(0), 1, null));
+        assertCode(ErrorCode.FOREIGN_HANDLE, () -> post(TransferOp.WRITE, local, indices(0), foreignRemote, indices(0), 1, null));
         assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES)));
     }
 
@@ -567,7 +592,7 @@ public abstract class AbstractTransferBackendConformanceTest
                     for (int i = 0; i < perThread; i++) {
                         int block = first + i;
                         // block b of the source goes to block (BLOCKS - 1 - b) of the target
-                        handles.add(initiator.post(TransferOp.WRITE, local, indices(block), remote, indices(BLOCKS - 1 - block), 1,
+                        handles.add(post(TransferOp.WRITE, local, indices(block), remote, indices(BLOCKS - 1 - block), 1,
                                 ("req-" + block + ":1").getBytes(StandardCharsets.UTF_8)));
                     }
                     for (long handle : handles) {
@@ -600,12 +625,12 @@ public abstract class AbstractTransferBackendConformanceTest
     {
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, 1, BLOCK_BYTES));
-        long handle = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        long handle = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
         awaitTerminal(initiator, handle);
         initiator.release(handle);
         assertCode(ErrorCode.HANDLE_UNKNOWN, () -> initiator.status(handle));
         assertCode(ErrorCode.HANDLE_UNKNOWN, () -> initiator.release(handle));
-        long next = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        long next = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
         assertNotEquals(handle, next, "handles are never reused");
         awaitTerminal(initiator, next);
         initiator.release(next);
@@ -620,7 +645,7 @@ public abstract class AbstractTransferBackendConformanceTest
         initiator.deregister(Allocation.host(initiatorMemory));
         assertCode(ErrorCode.NOT_REGISTERED, () -> initiator.deregister(Allocation.host(initiatorMemory)));
         assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES)));
-        assertCode(ErrorCode.NOT_REGISTERED, () -> initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
         assertEquals(-1, targetMemory.mismatch(targetBefore));
     }
 
@@ -668,7 +693,7 @@ public abstract class AbstractTransferBackendConformanceTest
         target.close();
         AtomicReference<TransferStatus> outcome = new AtomicReference<>();
         try {
-            long handle = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, "x".getBytes(StandardCharsets.UTF_8));
+            long handle = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, "x".getBytes(StandardCharsets.UTF_8));
             outcome.set(awaitTerminal(initiator, handle));
             initiator.release(handle);
         }
@@ -686,7 +711,7 @@ public abstract class AbstractTransferBackendConformanceTest
     {
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        long handle = initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        long handle = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
         awaitTerminal(initiator, handle);
         assertEquals(new BackendResources(1, 2, 1, 1), initiator.resources());
         initiator.release(handle);
@@ -694,14 +719,14 @@ public abstract class AbstractTransferBackendConformanceTest
         assertEquals(new BackendResources(1, 1, 1, 0), initiator.resources());
         initiator.disconnect(targetPeer);
         assertEquals(new BackendResources(1, 1, 0, 0), initiator.resources());
-        long pending = initiator.post(TransferOp.WRITE, local, indices(0), initiator.prepareRemote(initiator.connect(target.localMetadata()),
+        long pending = post(TransferOp.WRITE, local, indices(0), initiator.prepareRemote(initiator.connect(target.localMetadata()),
                 blocksOf(targetMemory, 1, BLOCK_BYTES)), indices(0), 1, null);
         initiator.close();
         assertEquals(BackendResources.NONE, initiator.resources(), "close() releases registrations, lists, peers and handles");
         assertDoesNotThrow(initiator::close, "close() is idempotent");
         assertEquals(BackendResources.NONE, initiator.resources());
         assertCode(ErrorCode.CLOSED, () -> initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES)));
-        assertCode(ErrorCode.CLOSED, () -> initiator.post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertCode(ErrorCode.CLOSED, () -> post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
         assertNotEquals(0L, pending);
     }
 
@@ -722,7 +747,7 @@ public abstract class AbstractTransferBackendConformanceTest
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         int[] run = indices(0, 1, 2, 3);
-        long handle = initiator.post(TransferOp.WRITE, local, run, remote, run, run.length, null);
+        long handle = post(TransferOp.WRITE, local, run, remote, run, run.length, null);
         int operations = initiator.operations(handle);
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
         assertEquals(operations, initiator.operations(handle), "the count does not change while the handle lives");
@@ -780,6 +805,7 @@ public abstract class AbstractTransferBackendConformanceTest
         initiator.register(Allocation.host(localPair.asSlice(halfBytes, halfBytes)));
         target.register(Allocation.host(remotePair.asSlice(0, halfBytes)));
         target.register(Allocation.host(remotePair.asSlice(halfBytes, halfBytes)));
+        grantAll(remotePair);
         Peer peer = initiator.connect(target.localMetadata());
         Side crossingLocal = localSide(localPair, 2 * half);
         Side crossingRemote = remoteSide(peer, remotePair, 2 * half);
@@ -814,11 +840,11 @@ public abstract class AbstractTransferBackendConformanceTest
                 new long[] {remoteBase, remoteBase + BLOCK_BYTES / 2}, new long[] {BLOCK_BYTES / 2, BLOCK_BYTES + BLOCK_BYTES / 2}, 2));
         MemorySegment targetBefore = snapshot(targetMemory);
         byte[] message = "never".getBytes(StandardCharsets.UTF_8);
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> initiator.post(TransferOp.WRITE, local, indices(0, 1), remote, indices(0, 1), 2, message));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0, 1), remote, indices(0, 1), 2, message));
         // the first pair matches, the second does not: refused as a whole
         PreparedList even = initiator.prepareRemote(targetPeer, DescriptorList.wrap(MemoryKind.HOST, 0,
                 new long[] {remoteBase, remoteBase + BLOCK_BYTES}, new long[] {BLOCK_BYTES, BLOCK_BYTES / 2}, 2));
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> initiator.post(TransferOp.WRITE, local, indices(0, 1), even, indices(0, 1), 2, message));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0, 1), even, indices(0, 1), 2, message));
         sleepBriefly();
         assertEquals(-1, targetMemory.mismatch(targetBefore), "a refused post moved bytes");
         assertEquals(0, target.drainNotifications((sender, bytes) -> fail("a refused post notified")));
@@ -869,7 +895,7 @@ public abstract class AbstractTransferBackendConformanceTest
                     destination.descriptors().address(destinationIndices[i]) - destination.memory().address(),
                     source.descriptors().length(sourceIndices[i]));
         }
-        long handle = initiator.post(op, local.list(), localIndices, remote.list(), remoteIndices, localIndices.length, null);
+        long handle = post(op, local.list(), localIndices, remote.list(), remoteIndices, localIndices.length, null);
         int operations = initiator.operations(handle);
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
         initiator.release(handle);

@@ -102,6 +102,13 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
     @Override
     public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
     {
+        return post(op, local, localIndices, remote, remoteIndices, count, notification, null);
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
+    {
         Fate fate;
         synchronized (this) {
             if (random.nextDouble() < plan.failPost()) {
@@ -118,9 +125,9 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
             }
         }
         if (fate == Fate.NORMAL) {
-            return delegate().post(op, local, localIndices, remote, remoteIndices, count, notification);
+            return delegate().post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
         }
-        long handle = delegate().post(op, local, localIndices, remote, remoteIndices, count, null);
+        long handle = delegate().post(op, local, localIndices, remote, remoteIndices, count, null, grantKey);
         synchronized (this) {
             faulty.put(handle, fate);
         }

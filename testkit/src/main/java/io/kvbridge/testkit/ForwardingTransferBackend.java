@@ -125,6 +125,25 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     }
 
     @Override
+    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
+    {
+        return delegate.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
+    }
+
+    @Override
+    public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+    {
+        return delegate.grant(key, access, local, indices, count);
+    }
+
+    @Override
+    public void revoke(long grant)
+    {
+        delegate.revoke(grant);
+    }
+
+    @Override
     public TransferStatus status(long handle)
     {
         return delegate.status(handle);

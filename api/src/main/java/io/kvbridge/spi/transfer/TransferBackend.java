@@ -177,7 +177,8 @@ public interface TransferBackend extends AutoCloseable
      * until {@link #revoke}: with {@code READ} they may read {@code local[indices[i]]} for
      * {@code i < count}, with {@code WRITE} write it. Several grants may share one key (one per
      * region a request's blocks lie in). A {@link Capability#GRANTED_ACCESS} transport refuses every
-     * peer access that no live grant covers.
+     * peer access that no live grant covers. The grant keeps the descriptors' ranges: releasing the
+     * list does not end it, and neither does deregistering the memory, so revoke first.
      *
      * <p>The default grants nothing and returns {@link #NO_GRANT}: a transport without
      * {@code GRANTED_ACCESS} lets a connected peer reach whatever this instance registered.

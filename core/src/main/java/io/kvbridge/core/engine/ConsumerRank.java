@@ -313,6 +313,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         long leaseNanos = TimeUnit.MILLISECONDS.toNanos(request.params.leaseMillis());
+        byte[] pullKey = RequestGrants.pullKey(producerId);
         int[][] producerIds = new int[request.params.blockIds().groupCount()][];
         for (int g = 0; g < producerIds.length; g++) {
             producerIds[g] = request.params.blockIds().group(g);
@@ -346,7 +347,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
                     boolean attach = !split && notified.add(source);
                     try {
-                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, stage.remoteKey(),
+                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, pullKey, stage.remoteKey(),
                                 leaseNanos).groups = groups;
                         request.transfersPosted++;
                     }
@@ -410,6 +411,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private void push(ReceivingRequest request)
     {
         boolean release = request.exchanged.isEmpty();
+        byte[] pushKey = release ? new byte[0] : RequestGrants.pushKey();
+        if (!release) {
+            int[][] exchanged = new int[request.exchanged.groupCount()][];
+            for (int g = 0; g < exchanged.length; g++) {
+                exchanged[g] = request.exchanged.group(g);
+            }
+            // the producer ranks that write may reach these blocks and nothing else, until the request ends here
+            request.grants = grants.grant(pushKey, TransferOp.WRITE, exchanged);
+        }
         for (Stage stage : request.stages) {
             if (stage.plans().size() > 1) {
                 throw new KvBridgeException(ErrorCode.UNSUPPORTED, "producer " + request.params.engineId() + " stage " + stage.ppRank()
@@ -423,7 +433,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 boolean write = !release && sources.contains(target);
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
                         ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
-                        request.exchanged);
+                        request.exchanged, write ? pushKey : new byte[0]);
                 byte[] message = Messages.registration(registration);
                 boolean sent = notifyQuietly(peer, message, "push registration");
                 if (!sent) {
@@ -569,6 +579,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private void reportFailure(ReceivingRequest request)
     {
         if (requests.remove(request.id) == request) {
+            request.grants = grants.revoke(request.grants);
             active.remove(request.id);
             request.tracker.state(RequestState.FAILED);
             failed.add(InvalidBlocks.failure(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.invalidGroups,
@@ -595,6 +606,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         request.ended = true;
         metrics.requestDone(false, request.mode, now() - request.beganNanos);
         if (requests.remove(request.id) == request) {
+            request.grants = grants.revoke(request.grants);
             active.remove(request.id);
             request.tracker.state(RequestState.COMPLETED);
             received.add(request.id);

@@ -226,6 +226,7 @@ public final class EngineServices implements AutoCloseable
         int lists = 0;
         int peers = 0;
         int handles = 0;
+        int grants = 0;
         for (RankWorker worker : open) {
             ConnectorAudit audit = worker.audit();
             requests += audit.requests();
@@ -233,12 +234,13 @@ public final class EngineServices implements AutoCloseable
             leases += audit.leasesHeld();
             stashed += audit.stashedRegistrations();
             retained += audit.retainedHandles();
+            grants += audit.grants();
             registrations += audit.transport().registrations();
             lists += audit.transport().preparedLists();
             peers += audit.transport().peers();
             handles += audit.transport().transfers();
         }
-        return new ConnectorAudit(requests, transfers, leases, stashed, retained, new BackendResources(registrations, lists, peers, handles));
+        return new ConnectorAudit(requests, transfers, leases, stashed, retained, grants, new BackendResources(registrations, lists, peers, handles));
     }
 
     /**

@@ -12,6 +12,7 @@ import io.kvbridge.core.wire.WireMap;
 import io.kvbridge.core.wire.WireWriter;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.TransferBackend;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -80,17 +81,46 @@ final class Messages
      * @param write true when the receiving producer rank writes to this consumer rank; false when it
      *     only has to free its replica.
      * @param blocks the consumer's logical block ids per group.
+     * @param grantKey the key under which the consumer rank granted those blocks to the ranks that
+     *     write; empty when the producer rank only frees its replica.
      */
     record Registration(String requestId, String producerRequestId, String engineId, String host, int port, int ppRank, int tpRank, int consumers,
-            boolean write, BlockIds blocks) implements Message
+            boolean write, BlockIds blocks, byte[] grantKey) implements Message
     {
         Registration
         {
+            requireNonNull(grantKey, "grantKey is null");
             requireNonNull(requestId, "requestId is null");
             requireNonNull(producerRequestId, "producerRequestId is null");
             requireNonNull(engineId, "engineId is null");
             requireNonNull(host, "host is null");
             requireNonNull(blocks, "blocks is null");
+        }
+
+        /** Registrations are equal when every component is; the key by its bytes. */
+        @Override
+        public boolean equals(Object other)
+        {
+            return other instanceof Registration that && requestId.equals(that.requestId) && producerRequestId.equals(that.producerRequestId)
+                    && engineId.equals(that.engineId) && host.equals(that.host) && port == that.port && ppRank == that.ppRank
+                    && tpRank == that.tpRank && consumers == that.consumers && write == that.write && blocks.equals(that.blocks)
+                    && Arrays.equals(grantKey, that.grantKey);
+        }
+
+        @Override
+        public int hashCode()
+        {
+            return 31 * java.util.Objects.hash(requestId, producerRequestId, engineId, host, port, ppRank, tpRank, consumers, write, blocks)
+                    + Arrays.hashCode(grantKey);
+        }
+
+        @Override
+        public String toString()
+        {
+            // the key is what lets a peer write the blocks: it is never printed
+            return "Registration[requestId=" + requestId + ", producerRequestId=" + producerRequestId + ", engineId=" + engineId + ", host=" + host
+                    + ", port=" + port + ", ppRank=" + ppRank + ", tpRank=" + tpRank + ", consumers=" + consumers + ", write=" + write
+                    + ", blocks=" + blocks + ", grantKey=" + grantKey.length + " bytes]";
         }
     }
 
@@ -132,9 +162,18 @@ final class Messages
         return (HEARTBEAT + String.join(",", requestIds)).getBytes(US_ASCII);
     }
 
+    private static byte[] grantKey(WireMap map)
+    {
+        byte[] key = map.requireBinary("grant_key");
+        if (key.length > TransferBackend.MAX_GRANT_KEY_BYTES) {
+            throw map.error("grant_key", key.length + " bytes (expected: at most " + TransferBackend.MAX_GRANT_KEY_BYTES + ")");
+        }
+        return key;
+    }
+
     static byte[] registration(Registration registration)
     {
-        byte[] body = new WireWriter().map(10)
+        byte[] body = new WireWriter().map(11)
                 .string("request_id").string(registration.requestId())
                 .string("producer_request_id").string(registration.producerRequestId())
                 .string("engine_id").string(registration.engineId())
@@ -145,6 +184,7 @@ final class Messages
                 .string("consumers").integer(registration.consumers())
                 .string("write").bool(registration.write())
                 .string("block_ids").binary(encodeBlocks(registration.blocks()))
+                .string("grant_key").binary(registration.grantKey())
                 .toByteArray();
         return prefixed(REGISTRATION, body);
     }
@@ -252,7 +292,7 @@ final class Messages
             throw map.error("host", "host and engine_id must not be empty");
         }
         return new Registration(id(map, "request_id"), producerRequestId, engineId, host, port, ppRank, tpRank, consumers,
-                map.optionalBoolean("write", true), decodeBlocks(map.requireBinary("block_ids")));
+                map.optionalBoolean("write", true), decodeBlocks(map.requireBinary("block_ids")), grantKey(map));
     }
 
     private static String id(WireMap map, String key)

@@ -49,6 +49,7 @@ import org.slf4j.LoggerFactory;
 final class ProducerRank extends RankWorker implements ProducerConnector
 {
     private static final Logger LOG = LoggerFactory.getLogger(ProducerRank.class);
+    private static final long[] NO_GRANTS = new long[0];
 
     private final long leaseNanos;
     private final long extensionNanos;
@@ -93,6 +94,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         int expected;
         boolean failed;
         FreeReason reason;
+        // what consumers that pull may read, until the blocks are freed
+        long[] grants = NO_GRANTS;
 
         Held(String id, int[][] blocks, long heldSince, long deadline, RequestTracker tracker)
         {
@@ -192,9 +195,27 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         RequestTracker tracker = new RequestTracker(deadline, blocks.total());
         trackers.put(requestId, tracker);
-        enqueue(() -> hold(new Held(requestId, ids, finished, deadline, tracker), blocks.isEmpty()));
+        Held request = new Held(requestId, ids, finished, deadline, tracker);
+        // before the parameters leave: a consumer may read before this rank's worker runs the hold
+        request.grants = grantPulls(requestId, ids);
+        enqueue(() -> hold(request, blocks.isEmpty()));
         return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
                 settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished);
+    }
+
+    private long[] grantPulls(String requestId, int[][] ids)
+    {
+        if (!settings.modes().contains(TransferMode.PULL)) {
+            return NO_GRANTS;
+        }
+        try {
+            return grants.grant(RequestGrants.pullKey(requestId), TransferOp.READ, ids);
+        }
+        catch (KvBridgeException e) {
+            // a consumer's READ is then refused and fails the request there: nothing is exposed
+            LOG.warn("{}: granting the blocks of request {} to pulling consumers failed: {}", name, requestId, e.getMessage());
+            return NO_GRANTS;
+        }
     }
 
     @Override
@@ -249,11 +270,13 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     {
         if (nothingHeld) {
             // nothing to read: the blocks are free at once
+            request.grants = grants.revoke(request.grants);
             report(request, FreeReason.COMPLETED);
             return;
         }
         held.put(request.id, request);
         request.tracker.state(RequestState.HELD);
+
         ended.remove(request.id);
         heldByBase.put(RequestIds.baseId(request.id), request.id);
         nextLeaseCheck = Math.min(nextLeaseCheck, request.deadline);
@@ -479,7 +502,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         RemoteCache.Prepared consumerList = remoteCache.prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
         ensureScratch(count);
         int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
-        Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, remoteKey, leaseNanos);
+        Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, registration.grantKey(), remoteKey,
+                leaseNanos);
         request.writes.put(transfer, new PushTarget(peer, registration.requestId()));
         request.tracker.state(RequestState.IN_FLIGHT);
     }
@@ -534,6 +558,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         if (request.reason != null && !hasTransfers(request)) {
             if (held.remove(request.id) == request) {
+                // no consumer reads the blocks once this returns, so the engine may reuse them
+                request.grants = grants.revoke(request.grants);
                 heldByBase.remove(RequestIds.baseId(request.id), request.id);
                 report(request, request.reason);
             }

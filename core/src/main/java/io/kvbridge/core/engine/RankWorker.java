@@ -80,6 +80,7 @@ abstract class RankWorker
     final String name;
     final PeerSessions sessions;
     final RemoteCache remoteCache;
+    final RequestGrants grants;
 
     private final SideChannelServer server;
     private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -122,6 +123,7 @@ abstract class RankWorker
         this.transport = services.newTransport(role, settings);
         this.sessions = new PeerSessions(name, metrics);
         this.remoteCache = new RemoteCache(name, transport, sessions, planFactory);
+        this.grants = new RequestGrants(name, transport, geometry);
         List<Allocation> registered = new ArrayList<>();
         SideChannelServer acquired = null;
         try {
@@ -449,10 +451,11 @@ abstract class RankWorker
     /**
      * Posts a transfer and tracks it; the post's own failure propagates. Its deadline is
      * {@code transferTimeout}, or the producer's lease when that is shorter: past the lease the
-     * producer frees the blocks anyway, so a transfer still moving then is stuck on its peer.
+     * producer frees the blocks anyway, so a transfer still moving then is stuck on its peer. The
+     * peer's grant key goes with it ({@link RequestGrants}).
      */
     final Transfer post(Object owner, TransferOp op, RemoteCache.Prepared local, int[] localIndices, RemoteCache.Prepared remote, int[] remoteIndices, int count,
-            byte[] notification, String remoteKey, long leaseNanos)
+            byte[] notification, byte[] grantKey, String remoteKey, long leaseNanos)
     {
         long bytes = 0;
         DescriptorList localDescriptors = local.descriptors();
@@ -464,7 +467,7 @@ abstract class RankWorker
         long handle;
         try {
             byte[] sealed = notification == null ? null : sessions.seal(remote.peer(), notification);
-            handle = transport.post(op, local.list(), localIndices, remote.list(), remoteIndices, count, sealed);
+            handle = transport.post(op, local.list(), localIndices, remote.list(), remoteIndices, count, sealed, grantKey);
         }
         catch (RuntimeException e) {
             mark.close();
@@ -534,7 +537,7 @@ abstract class RankWorker
 
     final ConnectorAudit baseAudit(int requests, int leases, int stashed)
     {
-        return new ConnectorAudit(requests, auditTransfers, leases, stashed, auditRetained, transport.resources());
+        return new ConnectorAudit(requests, auditTransfers, leases, stashed, auditRetained, grants.live(), transport.resources());
     }
 
     /**

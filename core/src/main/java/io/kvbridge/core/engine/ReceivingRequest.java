@@ -43,6 +43,8 @@ final class ReceivingRequest
     int pendingHandshakes;
     Stage[] stages;
     boolean posted;
+    // what the producer ranks that push may write here, until the request ends
+    long[] grants = new long[0];
     boolean ended;
     // metrics: when the worker took the request, and whether some of its data is in place yet
     long beganNanos;

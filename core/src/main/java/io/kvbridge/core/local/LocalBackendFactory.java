@@ -48,7 +48,7 @@ public final class LocalBackendFactory implements TransferBackendFactory
         details.put("peers", "same JVM");
         boolean nativeAccess = LocalBackendFactory.class.getModule().isNativeAccessEnabled();
         details.put("native-access", nativeAccess ? "enabled" : "not enabled (pass --enable-native-access=ALL-UNNAMED to silence the JDK warning)");
-        return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.SIMULATED_DEVICE_MEMORY, Capability.COALESCING), details);
+        return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.SIMULATED_DEVICE_MEMORY, Capability.COALESCING, Capability.GRANTED_ACCESS), details);
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.kvbridge.core.local;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.TransferSlot;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -24,6 +25,9 @@ final class LocalTransfer extends TransferSlot
     LocalPreparedList localList;
     LocalPreparedList remoteList;
     byte[] notification;
+    // the target's grant that admitted the transfer, held until it ends
+    Grants.Entry admitted;
+    LocalTransferBackend admittedBy;
     // the failure of a part; the part finishing last reports it, ordered by the countdown of pendingParts
     KvBridgeException partFailure;
 
@@ -45,5 +49,7 @@ final class LocalTransfer extends TransferSlot
         localList = null;
         remoteList = null;
         notification = null;
+        admitted = null;
+        admittedBy = null;
     }
 }

@@ -12,6 +12,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.AbstractTransferBackend;
+import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PostChecks;
@@ -22,7 +23,11 @@ import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The embedded transport: peers in the same JVM, bytes moved by
@@ -32,13 +37,20 @@ import java.util.Optional;
  * toolkit: handles, registrations, lists, peers and notifications are the toolkit's.
  *
  * <p>A post resolves its pairs into copies, merging runs contiguous on both sides within one
- * registration on each side ({@link io.kvbridge.spi.transfer.Capability#COALESCING}).
+ * registration on each side ({@link io.kvbridge.spi.transfer.Capability#COALESCING}), then checks
+ * every copy's target range against the target instance's grants under the key the post presents
+ * ({@link io.kvbridge.spi.transfer.Capability#GRANTED_ACCESS}): an in-JVM peer is no threat, but
+ * the engine's grants are then exercised wherever {@code local} runs.
  *
  * <p>Threads: every method may be called from any thread; the toolkit's parts lock for themselves,
  * {@code peers} is guarded by itself.
  */
 final class LocalTransferBackend extends AbstractTransferBackend
 {
+    private static final Logger LOG = LoggerFactory.getLogger(LocalTransferBackend.class);
+    // copies are memory copies: a grant's admitted transfers end within this even on a loaded machine
+    private static final long REVOKE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+
     private final boolean simulateDevice;
     private final Registrations<Registration> registrations;
     private final PreparedLists<LocalPreparedList> preparedLists;
@@ -46,6 +58,7 @@ final class LocalTransferBackend extends AbstractTransferBackend
     private final Inbox inbox;
     private final LocalCopier copier;
     private final List<LocalPeer> peers = new ArrayList<>();
+    private final Grants grants;
 
     LocalTransferBackend(String agentName, int copyThreadCount, boolean simulateDevice, int maxInFlight)
     {
@@ -58,6 +71,7 @@ final class LocalTransferBackend extends AbstractTransferBackend
         this.simulateDevice = simulateDevice;
         this.registrations = new Registrations<>(guard.description());
         this.preparedLists = new PreparedLists<>(guard);
+        this.grants = new Grants(guard.description());
         LocalFabric.INSTANCE.add(this);
         this.copier = new LocalCopier(guard, copyThreadCount, maxInFlight, this::complete);
     }
@@ -176,7 +190,36 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
+    public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+    {
+        guard.checkOpen();
+        LocalPreparedList list = guard.own(local, LocalPreparedList.class);
+        if (list.peer() != null) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "a grant names this instance's own memory; got a list of peer '"
+                    + list.peer().name() + "'s memory");
+        }
+        return grants.grant(key, access, list, indices, count);
+    }
+
+    @Override
+    public void revoke(long grant)
+    {
+        if (!grants.revoke(grant, REVOKE_WAIT_NANOS)) {
+            // copies of a local peer cannot be cut off; they end on their own
+            LOG.warn("{}: a transfer admitted under grant {} still runs after {} ms", guard.description(), grant,
+                    TimeUnit.NANOSECONDS.toMillis(REVOKE_WAIT_NANOS));
+        }
+    }
+
+    @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
+    {
+        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
     {
         PostChecks.present(op, localIndices, remoteIndices);
         guard.checkOpen();
@@ -197,13 +240,64 @@ final class LocalTransferBackend extends AbstractTransferBackend
             throw e;
         }
         long handle = transfer.handle();
+        LocalTransferBackend target = ((LocalPeer) remote.transportPeer()).target;
+        String refusal = target.admit(transfer, grantKey, guard.agentName());
+        if (refusal != null) {
+            transfers.finish(transfer, new KvBridgeException(ErrorCode.NOT_GRANTED, describe(transfer) + " refused by peer '" + target.agentName()
+                    + "': " + refusal));
+            inbox.wake();
+            return handle;
+        }
         copier.start(transfer);
         return handle;
+    }
+
+    /**
+     * Admits a transfer whose target is this instance when a grant under its key covers every copy's
+     * range here; otherwise counts the refusal and says why.
+     *
+     * @return null when admitted (the transfer then holds the grant until it ends), else the reason.
+     */
+    private String admit(LocalTransfer transfer, byte[] key, String initiator)
+    {
+        TransferOp access = transfer.write ? TransferOp.WRITE : TransferOp.READ;
+        Grants.Entry entry = key == null ? null : grants.admit(key, key.length);
+        String refusal = null;
+        if (entry == null) {
+            refusal = key == null ? "it presented no grant key" : "no live grant has the key it presented";
+        }
+        else {
+            var copies = transfer.copies;
+            for (int i = 0; i < copies.size() && refusal == null; i++) {
+                if (!entry.covers(access, copies.remoteAddress(i), copies.length(i))) {
+                    refusal = String.format(Locale.ROOT, "%d bytes at 0x%x lie outside what its key grants for %s", copies.length(i),
+                            copies.remoteAddress(i), access);
+                }
+            }
+            if (refusal != null) {
+                entry.done(grants);
+            }
+        }
+        if (refusal != null) {
+            grants.refused(initiator, access + " " + refusal);
+            return refusal;
+        }
+        transfer.admittedBy = this;
+        transfer.admitted = entry;
+        return null;
+    }
+
+    private static String describe(LocalTransfer transfer)
+    {
+        return String.format(Locale.ROOT, "%s of %d bytes in %d copies", transfer.write ? "WRITE" : "READ", transfer.bytes, transfer.copies.size());
     }
 
     /** Ends a transfer on the copy thread that finished its last part; the notification follows the data. */
     private void complete(LocalTransfer transfer, KvBridgeException copyFailure)
     {
+        if (transfer.admitted != null) {
+            transfer.admitted.done(transfer.admittedBy.grants);
+        }
         KvBridgeException failure = copyFailure;
         if (transfer.cancelled()) {
             failure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, "transfer was released before it finished");
@@ -250,7 +344,7 @@ final class LocalTransferBackend extends AbstractTransferBackend
     @Override
     protected Optional<String> workerProblem()
     {
-        return copier.problem();
+        return copier.problem().or(grants::problem);
     }
 
     @Override

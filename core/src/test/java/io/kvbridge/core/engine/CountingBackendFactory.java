@@ -25,7 +25,9 @@ import java.util.function.Predicate;
 final class CountingBackendFactory extends ForwardingBackendFactory
 {
     final AtomicInteger registrations = new AtomicInteger();
+    // lists prepared for transfers: a list that names a grant's blocks is counted in grants instead
     final AtomicInteger preparedLists = new AtomicInteger();
+    final AtomicInteger grants = new AtomicInteger();
     final AtomicInteger posts = new AtomicInteger();
     /** Transfers to a peer whose agent name matches report IN_PROGRESS while {@link #holding}, then FAILED. */
     volatile Predicate<String> failingPeer = agent -> false;
@@ -51,6 +53,15 @@ final class CountingBackendFactory extends ForwardingBackendFactory
             }
 
             @Override
+            public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+            {
+                // every list the engine prepares for a grant is granted once
+                preparedLists.decrementAndGet();
+                grants.incrementAndGet();
+                return super.grant(key, access, local, indices, count);
+            }
+
+            @Override
             public PreparedList prepareLocal(DescriptorList descriptors)
             {
                 preparedLists.incrementAndGet();
@@ -68,10 +79,10 @@ final class CountingBackendFactory extends ForwardingBackendFactory
 
             @Override
             public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
-                    byte[] notification)
+                    byte[] notification, byte[] grantKey)
             {
                 posts.incrementAndGet();
-                long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification);
+                long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
                 String peer = peerOfList.get(remote);
                 if (peer != null && failingPeer.test(peer)) {
                     failing.add(handle);

@@ -58,7 +58,7 @@ final class ForgedNotificationsTest
     private static List<byte[]> everyStateChange(String requestId)
     {
         return List.of(Messages.completion(requestId, 1), Messages.heartbeat(List.of(requestId)),
-                Messages.registration(new Messages.Registration("d-" + requestId, requestId, "d", "127.0.0.1", 1, 0, 0, 1, false, ids(2))),
+                Messages.registration(new Messages.Registration("d-" + requestId, requestId, "d", "127.0.0.1", 1, 0, 0, 1, false, ids(2), new byte[0])),
                 Messages.pushDone("d-" + requestId, requestId), Messages.pushFailed("d-" + requestId, requestId, ErrorCode.TRANSFER_FAILED, "forged"));
     }
 

@@ -90,7 +90,7 @@ final class LeaseTest
             List<FreedRequest> freed = new ArrayList<>();
             stepUntil(() -> EngineHarness.drain(producer, freed).size() == 1, "expired", producer);
             harness.rawPeerTo(producer).send(Messages.registration(new Messages.Registration("d-slow", "slow", "d", "127.0.0.1", 1, 0, 0, 1, true,
-                    ids(2))));
+                    ids(2), new byte[] {1})));
             steps(producer, 10);
             assertEquals(0, producer.audit().stashedRegistrations());
             assertEquals(List.of(), producer.poll());

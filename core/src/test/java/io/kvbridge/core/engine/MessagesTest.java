@@ -46,7 +46,7 @@ final class MessagesTest
     void registrationsAndPushCompletionsRoundTrip()
     {
         Messages.Registration registration = new Messages.Registration("c-1", "p-1", "decode", "127.0.0.1", 5600, 0, 1, 2, true,
-                BlockIds.of(new int[] {1, 2}, new int[] {}, new int[] {7}));
+                BlockIds.of(new int[] {1, 2}, new int[] {}, new int[] {7}), new byte[] {9, 8, 7});
         assertEquals(registration, Messages.parse(Messages.registration(registration)));
         assertEquals(new Messages.PushDone("c-1", "p-1"), Messages.parse(Messages.pushDone("c-1", "p-1")));
     }
@@ -68,7 +68,7 @@ final class MessagesTest
     @Test
     void anyMutationOfARegistrationParsesOrIsMalformedNeverThrows()
     {
-        byte[] valid = Messages.registration(new Messages.Registration("c-1", "", "decode", "h", 1, 0, 0, 1, false, ids(1, 2, 3)));
+        byte[] valid = Messages.registration(new Messages.Registration("c-1", "", "decode", "h", 1, 0, 0, 1, false, ids(1, 2, 3), new byte[0]));
         SplittableRandom random = new SplittableRandom(5);
         for (int i = 0; i < 5_000; i++) {
             byte[] mutated = Arrays.copyOf(valid, random.nextInt(valid.length + 8));

@@ -184,7 +184,7 @@ final class PushMatchingTest
             TestCache.Shape shape = TestCache.Shape.of(1, 16, false);
             ProducerRank producer = harness.producer("p", harness.cache(shape, Rank.single()), false, b -> b);
             EngineHarness.RawPeer consumer = harness.rawPeerTo(producer);
-            byte[] registration = Messages.registration(new Messages.Registration("Z-12345678", "", "d", "127.0.0.1", 1, 0, 0, 1, true, ids(1)));
+            byte[] registration = Messages.registration(new Messages.Registration("Z-12345678", "", "d", "127.0.0.1", 1, 0, 0, 1, true, ids(1), new byte[] {1}));
             consumer.send(registration);
             consumer.send(registration.clone());
             stepUntil(() -> producer.audit().stashedRegistrations() == 1, "stashed", producer);

@@ -62,9 +62,9 @@ final class RecordingBackendFactory extends ForwardingBackendFactory
         {
             @Override
             public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
-                    byte[] notification)
+                    byte[] notification, byte[] grantKey)
             {
-                long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification);
+                long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
                 outbox.add(op);
                 return handle;
             }

@@ -176,6 +176,19 @@ final class TestCache
         }
     }
 
+    /** Checks that nothing was written into the blocks since {@link #clear}. */
+    void checkZero(int[] blocks)
+    {
+        for (int l = 0; l < layers.size(); l++) {
+            long blockBytes = layerBlockBytes.get(l);
+            for (int block : blocks) {
+                MemorySegment bytes = layers.get(l).asSlice((long) block * blockBytes, blockBytes);
+                long written = bytes.mismatch(MemorySegment.ofArray(new byte[(int) blockBytes]));
+                assertEquals(-1, written, "layer " + (firstLayer + l) + " block " + block + " was written at offset " + written);
+            }
+        }
+    }
+
     /** Zeroes every byte, so a test sees what a transfer wrote. */
     void clear()
     {

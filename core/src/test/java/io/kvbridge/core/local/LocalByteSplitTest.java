@@ -27,6 +27,7 @@ final class LocalByteSplitTest
     // odd, so part boundaries fall at arbitrary offsets inside blocks
     private static final int BLOCK_BYTES = 12_345;
     private static final int BLOCKS = 400;
+    private static final byte[] KEY = {1, 2, 3};
 
     @Test
     void partsSplitInsideCopiesMoveEveryByteOnce()
@@ -49,6 +50,7 @@ final class LocalByteSplitTest
                 forward[b] = b;
                 reversed[b] = BLOCKS - 1 - b;
             }
+            target.grant(KEY, TransferOp.WRITE, target.prepareLocal(blocksOf(destination)), forward, BLOCKS);
             // one copy of 4.9 MB, split in three
             assertEquals(1, move(initiator, local, forward, remote, forward));
             assertEquals(-1, destination.mismatch(source));
@@ -66,12 +68,12 @@ final class LocalByteSplitTest
 
     private static int move(TransferBackend initiator, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices)
     {
-        long handle = initiator.post(TransferOp.WRITE, local, localIndices, remote, remoteIndices, localIndices.length, null);
+        long handle = initiator.post(TransferOp.WRITE, local, localIndices, remote, remoteIndices, localIndices.length, null, KEY);
         TransferStatus status;
         while (!(status = initiator.status(handle)).terminal()) {
             Thread.onSpinWait();
         }
-        assertEquals(TransferStatus.DONE, status);
+        assertEquals(TransferStatus.DONE, status, () -> String.valueOf(initiator.failure(handle)));
         int operations = initiator.operations(handle);
         initiator.release(handle);
         return operations;

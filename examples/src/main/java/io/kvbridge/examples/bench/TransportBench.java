@@ -52,6 +52,8 @@ public final class TransportBench implements AutoCloseable
     private final long totalBytes;
     private final int window;
     private final Arena arena;
+    private static final byte[] GRANT_KEY = "kvbridge bench".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+
     private final KvBridge producerEngine;
     private final KvBridge consumerEngine;
     private final TransferBackend producer;
@@ -64,8 +66,6 @@ public final class TransportBench implements AutoCloseable
     private final Allocation sourceAllocation;
     private final Allocation destinationAllocation;
     private final Peer peer;
-    // the consumer grants its whole destination for WRITE under this key; transports that do not check grants ignore it
-    private final byte[] grantKey = "kvbridge-bench".getBytes(java.nio.charset.StandardCharsets.UTF_8);
 
     /**
      * Builds both instances, registers a source and a destination of {@code totalBytes} each and
@@ -158,9 +158,7 @@ public final class TransportBench implements AutoCloseable
             if (kind == MemoryKind.DEVICE) {
                 producer.copyFromHost(source, sourceAllocation, 0);
             }
-            DescriptorList whole = DescriptorList.builder(destinationAllocation.kind(), destinationAllocation.device(), 1)
-                    .add(destinationAllocation.address(), totalBytes).build();
-            consumer.grant(grantKey, TransferOp.WRITE, consumer.prepareLocal(whole), new int[] {0}, 1);
+            grantWhole(consumer, destinationAllocation);
             peer = producer.connect(consumer.localMetadata());
         }
         catch (RuntimeException e) {
@@ -286,7 +284,7 @@ public final class TransportBench implements AutoCloseable
                 int operations = -1;
                 for (int round = -5; round < ISSUE_ROUNDS; round++) {
                     long start = System.nanoTime();
-                    long handle = producer.post(TransferOp.WRITE, local, indices, remote, indices, descriptors, null, grantKey);
+                    long handle = producer.post(TransferOp.WRITE, local, indices, remote, indices, descriptors, null, GRANT_KEY);
                     long posted = System.nanoTime();
                     operations = producer.operations(handle);
                     TransferStatus status;
@@ -317,6 +315,18 @@ public final class TransportBench implements AutoCloseable
         finally {
             producer.releasePrepared(local);
         }
+    }
+
+    /**
+     * Grants the producer the whole destination, as an engine grants a request's blocks: a transport
+     * that checks grants checks every transfer of the bench against it, as it would in service.
+     */
+    private static void grantWhole(TransferBackend owner, Allocation allocation)
+    {
+        PreparedList whole = owner.prepareLocal(DescriptorList.builder(allocation.kind(), allocation.device(), 1)
+                .add(allocation.address(), allocation.bytes()).build());
+        owner.grant(GRANT_KEY, TransferOp.WRITE, whole, new int[] {0}, 1);
+        owner.releasePrepared(whole);
     }
 
     private static DescriptorList spaced(Allocation allocation, int count, long length, long step)
@@ -359,7 +369,7 @@ public final class TransportBench implements AutoCloseable
                     slotIndices[slot][0] = posted;
                     slotBlocks[slot] = posted;
                     slotPosted[slot] = System.nanoTime();
-                    slotHandles[slot] = producer.post(TransferOp.WRITE, local, slotIndices[slot], remote, slotIndices[slot], 1, null, grantKey);
+                    slotHandles[slot] = producer.post(TransferOp.WRITE, local, slotIndices[slot], remote, slotIndices[slot], 1, null, GRANT_KEY);
                     busy[slot] = true;
                     posted++;
                 }

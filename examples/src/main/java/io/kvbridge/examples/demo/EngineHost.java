@@ -257,6 +257,7 @@ public final class EngineHost implements DemoHost
         held.put("leasesHeld", idle.leasesHeld());
         held.put("stashedRegistrations", idle.stashedRegistrations());
         held.put("retainedHandles", idle.retainedHandles());
+        held.put("grants", idle.grants());
         held.put("transportHandles", idle.transport().transfers());
         held.put("registrations", idle.transport().registrations());
         held.put("registrationsExpected", registrationsExpected);
