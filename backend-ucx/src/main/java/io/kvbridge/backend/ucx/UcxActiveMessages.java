@@ -67,13 +67,13 @@ final class UcxActiveMessages implements UcpAm.Handler
     // owner thread only
     private UcxTransfers transfers;
     private final byte[] keyBuffer = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
-    private Exchange[] open = new Exchange[16];
+    private UcxExchange[] open = new UcxExchange[16];
     private int openCount;
-    private Exchange[] free = new Exchange[16];
+    private UcxExchange[] free = new UcxExchange[16];
     private int freeCount;
     // receives of rendezvous data in flight: into this side's memory for a granted WRITE, or for a READ this side posted
     private long[] receiveRequests = new long[16];
-    private Exchange[] receiveExchanges = new Exchange[16];
+    private UcxExchange[] receiveExchanges = new UcxExchange[16];
     private UcxTransfer[] receiveTransfers = new UcxTransfer[16];
     private Grants.Entry[] receiveEntries = new Grants.Entry[16];
     private int receiveCount;
@@ -170,7 +170,7 @@ final class UcxActiveMessages implements UcpAm.Handler
             drop("WRITE run " + runIndex + " of " + runCount + ", " + runLength + " bytes in a message of " + length);
             return;
         }
-        Exchange exchange = exchange(replyEp, handle, TransferOp.WRITE, runCount, sender);
+        UcxExchange exchange = exchange(replyEp, handle, TransferOp.WRITE, runCount, sender);
         if (exchange == null) {
             return;
         }
@@ -208,7 +208,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         settle(exchange);
     }
 
-    private void refuse(Exchange exchange, byte result, int run, long address, long length, int keyLength)
+    private void refuse(UcxExchange exchange, byte result, int run, long address, long length, int keyLength)
     {
         exchange.result = result;
         exchange.refusedRun = run;
@@ -221,10 +221,10 @@ final class UcxActiveMessages implements UcpAm.Handler
     }
 
     /** Queues the answer once every run of a WRITE has landed or was refused. */
-    private void settle(Exchange exchange)
+    private void settle(UcxExchange exchange)
     {
-        if (exchange.arrived >= exchange.runCount && exchange.pending == 0 && exchange.state == Exchange.RECEIVING) {
-            exchange.state = Exchange.ANSWER;
+        if (exchange.arrived >= exchange.runCount && exchange.pending == 0 && exchange.state == UcxExchange.RECEIVING) {
+            exchange.state = UcxExchange.ANSWER;
         }
     }
 
@@ -247,7 +247,7 @@ final class UcxActiveMessages implements UcpAm.Handler
             drop("READ request of runs " + firstRun + "+" + runs + " of " + runCount + " in " + length + " bytes");
             return;
         }
-        Exchange exchange = exchange(replyEp, handle, TransferOp.READ, runs, sender);
+        UcxExchange exchange = exchange(replyEp, handle, TransferOp.READ, runs, sender);
         if (exchange == null) {
             return;
         }
@@ -255,7 +255,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         Grants.Entry entry = grants.admit(keyBuffer, keyLength);
         if (entry == null) {
             refuse(exchange, RESULT_NO_GRANT, firstRun, UcpAm.getLong(data), UcpAm.getLong(data + 8), keyLength);
-            exchange.state = Exchange.ANSWER;
+            exchange.state = UcxExchange.ANSWER;
             return;
         }
         exchange.grow(runs);
@@ -266,7 +266,7 @@ final class UcxActiveMessages implements UcpAm.Handler
             if (runLength <= 0 || !entry.covers(TransferOp.READ, address, runLength)) {
                 entry.done(grants);
                 refuse(exchange, RESULT_OUTSIDE, firstRun + i, address, runLength, keyLength);
-                exchange.state = Exchange.ANSWER;
+                exchange.state = UcxExchange.ANSWER;
                 return;
             }
             exchange.addresses[i] = address;
@@ -274,7 +274,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         }
         exchange.firstRun = firstRun;
         exchange.entry(entry, keyLength, keyBuffer);
-        exchange.state = Exchange.SEND_DATA;
+        exchange.state = UcxExchange.SEND_DATA;
     }
 
     // ---- initiator: READ data and answers ----
@@ -353,7 +353,7 @@ final class UcxActiveMessages implements UcpAm.Handler
             }
             UcpWorker.requestFree(request);
             progressed = true;
-            Exchange exchange = receiveExchanges[i];
+            UcxExchange exchange = receiveExchanges[i];
             UcxTransfer transfer = receiveTransfers[i];
             Grants.Entry entry = receiveEntries[i];
             removeReceive(i);
@@ -376,30 +376,30 @@ final class UcxActiveMessages implements UcpAm.Handler
             }
         }
         for (int i = openCount - 1; i >= 0; i--) {
-            Exchange exchange = open[i];
-            if (exchange.state == Exchange.SEND_DATA) {
+            UcxExchange exchange = open[i];
+            if (exchange.state == UcxExchange.SEND_DATA) {
                 sendData(exchange);
                 progressed = true;
             }
-            if (exchange.state == Exchange.SENDING_DATA && dataSent(exchange)) {
+            if (exchange.state == UcxExchange.SENDING_DATA && dataSent(exchange)) {
                 exchange.entries--;
                 exchange.entry.done(grants);
-                exchange.state = exchange.result == RESULT_OK ? Exchange.DONE : Exchange.ANSWER;
+                exchange.state = exchange.result == RESULT_OK ? UcxExchange.DONE : UcxExchange.ANSWER;
                 progressed = true;
             }
-            if (exchange.state == Exchange.ANSWER) {
+            if (exchange.state == UcxExchange.ANSWER) {
                 answer(exchange);
                 progressed = true;
             }
-            if (exchange.state == Exchange.ANSWERING) {
+            if (exchange.state == UcxExchange.ANSWERING) {
                 byte status = UcpWorker.requestStatus(exchange.answerRequest);
                 if (status != UcpStatus.IN_PROGRESS) {
                     UcpWorker.requestFree(exchange.answerRequest);
                     exchange.answerRequest = 0;
-                    exchange.state = Exchange.DONE;
+                    exchange.state = UcxExchange.DONE;
                 }
             }
-            if (exchange.state == Exchange.DONE) {
+            if (exchange.state == UcxExchange.DONE) {
                 close(i);
                 progressed = true;
             }
@@ -413,7 +413,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         return receiveCount > 0 || openCount > 0;
     }
 
-    private void sendData(Exchange exchange)
+    private void sendData(UcxExchange exchange)
     {
         int runs = exchange.runCount;
         MemorySegment headers = exchange.headers;
@@ -433,10 +433,10 @@ final class UcxActiveMessages implements UcpAm.Handler
             }
             exchange.requests[i] = request;
         }
-        exchange.state = Exchange.SENDING_DATA;
+        exchange.state = UcxExchange.SENDING_DATA;
     }
 
-    private static boolean dataSent(Exchange exchange)
+    private static boolean dataSent(UcxExchange exchange)
     {
         boolean all = true;
         for (int i = 0; i < exchange.runCount; i++) {
@@ -454,7 +454,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         return all;
     }
 
-    private void answer(Exchange exchange)
+    private void answer(UcxExchange exchange)
     {
         MemorySegment header = exchange.answerHeader;
         header.set(ValueLayout.JAVA_BYTE, 0, VERSION);
@@ -468,11 +468,11 @@ final class UcxActiveMessages implements UcpAm.Handler
         UcpAm.setSend(param, 0, 0);
         long request = UcpAm.sendNbx(exchange.replyEp, AM_RESULT, header.address(), RESULT_BYTES, 0, 0, param.address());
         if (request == 0 || UcpStatus.isError(request)) {
-            exchange.state = Exchange.DONE;
+            exchange.state = UcxExchange.DONE;
         }
         else {
             exchange.answerRequest = request;
-            exchange.state = Exchange.ANSWERING;
+            exchange.state = UcxExchange.ANSWERING;
         }
     }
 
@@ -483,7 +483,7 @@ final class UcxActiveMessages implements UcpAm.Handler
     void cutOff(byte[] key)
     {
         for (int i = 0; i < openCount; i++) {
-            Exchange exchange = open[i];
+            UcxExchange exchange = open[i];
             if (exchange.entries > 0 && exchange.keyLength == key.length && Arrays.equals(exchange.key, 0, key.length, key, 0, key.length)) {
                 UcxPeer peer = endpoints.peerWithEndpoint(exchange.replyEp);
                 if (peer != null) {
@@ -511,13 +511,13 @@ final class UcxActiveMessages implements UcpAm.Handler
         }
         receiveCount = 0;
         for (int i = openCount - 1; i >= 0; i--) {
-            Exchange exchange = open[i];
-            for (int r = 0; r < exchange.runCount && exchange.state == Exchange.SENDING_DATA; r++) {
+            UcxExchange exchange = open[i];
+            for (int r = 0; r < exchange.runCount && exchange.state == UcxExchange.SENDING_DATA; r++) {
                 if (exchange.requests[r] != 0) {
                     UcpWorker.requestFree(exchange.requests[r]);
                 }
             }
-            if (exchange.state == Exchange.SENDING_DATA) {
+            if (exchange.state == UcxExchange.SENDING_DATA) {
                 exchange.entry.done(grants);
             }
             if (exchange.answerRequest != 0) {
@@ -528,12 +528,12 @@ final class UcxActiveMessages implements UcpAm.Handler
     }
 
     /** Finds the open WRITE exchange of a transfer, or opens one; null when too many are open. */
-    private Exchange exchange(long replyEp, long handle, TransferOp op, int runCount, long sender)
+    private UcxExchange exchange(long replyEp, long handle, TransferOp op, int runCount, long sender)
     {
         if (op == TransferOp.WRITE) {
             for (int i = 0; i < openCount; i++) {
-                Exchange exchange = open[i];
-                if (exchange.handle == handle && exchange.replyEp == replyEp && exchange.op == op && exchange.state == Exchange.RECEIVING) {
+                UcxExchange exchange = open[i];
+                if (exchange.handle == handle && exchange.replyEp == replyEp && exchange.op == op && exchange.state == UcxExchange.RECEIVING) {
                     if (exchange.runCount != runCount) {
                         drop("WRITE run count " + runCount + " after " + exchange.runCount);
                         return null;
@@ -546,7 +546,7 @@ final class UcxActiveMessages implements UcpAm.Handler
             drop(MAX_EXCHANGES + " transfers are open at once");
             return null;
         }
-        Exchange exchange = freeCount > 0 ? free[--freeCount] : new Exchange(arena);
+        UcxExchange exchange = freeCount > 0 ? free[--freeCount] : new UcxExchange(arena);
         exchange.reset(replyEp, handle, op, runCount, sender);
         if (openCount == open.length) {
             open = Arrays.copyOf(open, open.length * 2);
@@ -557,7 +557,7 @@ final class UcxActiveMessages implements UcpAm.Handler
 
     private void close(int index)
     {
-        Exchange exchange = open[index];
+        UcxExchange exchange = open[index];
         open[index] = open[--openCount];
         open[openCount] = null;
         exchange.entry = null;
@@ -567,7 +567,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         free[freeCount++] = exchange;
     }
 
-    private void addReceive(long request, Exchange exchange, UcxTransfer transfer, Grants.Entry entry)
+    private void addReceive(long request, UcxExchange exchange, UcxTransfer transfer, Grants.Entry entry)
     {
         if (receiveCount == receiveRequests.length) {
             receiveRequests = Arrays.copyOf(receiveRequests, receiveCount * 2);
@@ -592,89 +592,5 @@ final class UcxActiveMessages implements UcpAm.Handler
         receiveExchanges[receiveCount] = null;
         receiveTransfers[receiveCount] = null;
         receiveEntries[receiveCount] = null;
-    }
-
-    /** One transfer as its target sees it: a WRITE's runs landing, or one READ request's runs leaving. Reused. */
-    private static final class Exchange
-    {
-        static final int RECEIVING = 0;
-        static final int SEND_DATA = 1;
-        static final int SENDING_DATA = 2;
-        static final int ANSWER = 3;
-        static final int ANSWERING = 4;
-        static final int DONE = 5;
-
-        final MemorySegment answerHeader;
-        final byte[] key = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
-        int keyLength;
-        long replyEp;
-        long handle;
-        long sender;
-        TransferOp op;
-        int runCount;
-        int firstRun;
-        int arrived;
-        int pending;
-        // admitted accesses this exchange still holds on its entry
-        int entries;
-        Grants.Entry entry;
-        int state;
-        byte result;
-        int refusedRun;
-        long refusedAddress;
-        long refusedLength;
-        long answerRequest;
-        long[] addresses = new long[0];
-        long[] lengths = new long[0];
-        long[] requests = new long[0];
-        MemorySegment headers = MemorySegment.NULL;
-        private final Arena arena;
-
-        Exchange(Arena arena)
-        {
-            this.arena = arena;
-            this.answerHeader = arena.allocate(RESULT_BYTES, 8);
-        }
-
-        void reset(long replyEp, long handle, TransferOp op, int runCount, long sender)
-        {
-            this.replyEp = replyEp;
-            this.handle = handle;
-            this.op = op;
-            this.runCount = runCount;
-            this.sender = sender;
-            firstRun = 0;
-            arrived = 0;
-            pending = 0;
-            entries = 0;
-            entry = null;
-            keyLength = 0;
-            state = RECEIVING;
-            result = RESULT_OK;
-            refusedRun = 0;
-            refusedAddress = 0;
-            refusedLength = 0;
-            answerRequest = 0;
-        }
-
-        /** Holds an admitted entry (once per exchange for a READ, per receive for a WRITE) and remembers its key for a cut-off. */
-        void entry(Grants.Entry admitted, int length, byte[] keyBytes)
-        {
-            entry = admitted;
-            entries++;
-            keyLength = length;
-            System.arraycopy(keyBytes, 0, key, 0, length);
-        }
-
-        void grow(int runs)
-        {
-            if (addresses.length < runs) {
-                int size = Math.max(runs, MAX_READ_RUNS);
-                addresses = new long[size];
-                lengths = new long[size];
-                requests = new long[size];
-                headers = arena.allocate((long) size * DATA_BYTES, 8);
-            }
-        }
     }
 }

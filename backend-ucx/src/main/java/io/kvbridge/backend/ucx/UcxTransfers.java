@@ -32,7 +32,7 @@ import java.util.concurrent.TimeUnit;
 final class UcxTransfers
 {
     // progress the worker every so many operations while issuing a long transfer
-    private static final int PROGRESS_EVERY = 64;
+    static final int PROGRESS_EVERY = 64;
 
     private final UcxOptions options;
     private final UcxWorker worker;
@@ -224,12 +224,7 @@ final class UcxTransfers
         }
     }
 
-    /**
-     * access=granted: one active message per run for a WRITE, the runs' list in requests of at most
-     * {@link UcxActiveMessages#MAX_READ_RUNS} for a READ. Headers live in one buffer of the slot
-     * until the flush, since UCX 1.13 reads them until a send completes. Send requests are freed at
-     * once; the flush tells when every send is complete.
-     */
+    /** access=granted: makes the transfer findable by the target's answers, then sends its messages ({@link UcxGrantedSends}). */
     private void issueMessages(UcxTransfer transfer)
     {
         transfer.resetGranted();
@@ -238,97 +233,12 @@ final class UcxTransfers
             issuedBySlot = Arrays.copyOf(issuedBySlot, Math.max(slot + 1, issuedBySlot.length * 2));
         }
         issuedBySlot[slot] = transfer;
-        var copies = transfer.copies;
-        int runs = copies.size();
-        int keyLength = transfer.grantKeyLength;
-        boolean write = transfer.op == TransferOp.WRITE;
-        long endpoint = transfer.peer.endpoint;
-        MemorySegment param = worker.amParam();
-        if (write) {
-            int headerBytes = UcxActiveMessages.WRITE_KEY + keyLength;
-            int stride = (headerBytes + 7) & ~7;
-            MemorySegment headers = headers(transfer, (long) stride * runs);
-            int lastRegion = -1;
-            for (int i = 0; i < runs; i++) {
-                int region = copies.localRegion(i);
-                if (region != lastRegion) {
-                    lastRegion = region;
-                    UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY, transfer.localList.memoryHandle(region));
-                }
-                long offset = (long) stride * i;
-                headers.set(ValueLayout.JAVA_BYTE, offset, UcxActiveMessages.VERSION);
-                headers.set(ValueLayout.JAVA_BYTE, offset + 1, (byte) keyLength);
-                UcpAm.putInt(headers, offset + 4, i);
-                UcpAm.putInt(headers, offset + 8, runs);
-                UcpAm.putLong(headers, offset + 16, transfer.wireHandle);
-                UcpAm.putLong(headers, offset + 24, instanceId);
-                UcpAm.putLong(headers, offset + 32, copies.remoteAddress(i));
-                UcpAm.putLong(headers, offset + 40, copies.length(i));
-                MemorySegment.copy(transfer.grantKey, 0, headers, ValueLayout.JAVA_BYTE, offset + UcxActiveMessages.WRITE_KEY, keyLength);
-                long request = UcpAm.sendNbx(endpoint, UcxActiveMessages.AM_WRITE, headers.address() + offset, headerBytes, copies.localAddress(i),
-                        copies.length(i), param.address());
-                if (!sent(transfer, request, "ucp_am_send_nbx (WRITE)")) {
-                    break;
-                }
-                if (i % PROGRESS_EVERY == PROGRESS_EVERY - 1) {
-                    UcpWorker.workerProgress(worker.worker());
-                }
-            }
-            return;
+        if (transfer.op == TransferOp.WRITE) {
+            UcxGrantedSends.writes(transfer, worker, instanceId);
         }
-        int headerBytes = UcxActiveMessages.READ_KEY + keyLength;
-        int stride = (headerBytes + 7) & ~7;
-        int messages = (runs + UcxActiveMessages.MAX_READ_RUNS - 1) / UcxActiveMessages.MAX_READ_RUNS;
-        MemorySegment buffer = headers(transfer, (long) stride * messages + (long) runs * UcxActiveMessages.READ_RUN_BYTES);
-        long listBase = (long) stride * messages;
-        for (int i = 0; i < runs; i++) {
-            UcpAm.putLong(buffer, listBase + (long) i * UcxActiveMessages.READ_RUN_BYTES, copies.remoteAddress(i));
-            UcpAm.putLong(buffer, listBase + (long) i * UcxActiveMessages.READ_RUN_BYTES + 8, copies.length(i));
+        else {
+            UcxGrantedSends.readRequests(transfer, worker, instanceId);
         }
-        UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY | UcpAm.SEND_FLAG_EAGER, 0);
-        for (int m = 0; m < messages; m++) {
-            int first = m * UcxActiveMessages.MAX_READ_RUNS;
-            int count = Math.min(UcxActiveMessages.MAX_READ_RUNS, runs - first);
-            long offset = (long) stride * m;
-            buffer.set(ValueLayout.JAVA_BYTE, offset, UcxActiveMessages.VERSION);
-            buffer.set(ValueLayout.JAVA_BYTE, offset + 1, (byte) keyLength);
-            UcpAm.putInt(buffer, offset + 4, first);
-            UcpAm.putInt(buffer, offset + 8, count);
-            UcpAm.putInt(buffer, offset + 12, runs);
-            UcpAm.putLong(buffer, offset + 16, transfer.wireHandle);
-            UcpAm.putLong(buffer, offset + 24, instanceId);
-            MemorySegment.copy(transfer.grantKey, 0, buffer, ValueLayout.JAVA_BYTE, offset + UcxActiveMessages.READ_KEY, keyLength);
-            long request = UcpAm.sendNbx(endpoint, UcxActiveMessages.AM_READ, buffer.address() + offset, headerBytes,
-                    buffer.address() + listBase + (long) first * UcxActiveMessages.READ_RUN_BYTES, (long) count * UcxActiveMessages.READ_RUN_BYTES,
-                    param.address());
-            if (!sent(transfer, request, "ucp_am_send_nbx (READ request)")) {
-                break;
-            }
-        }
-    }
-
-    /** A header buffer for the slot, from the owner's pool (or a private arena past its largest size). */
-    private MemorySegment headers(UcxTransfer transfer, long bytes)
-    {
-        MemorySegment buffer = bytes <= NativeBuffers.MAX_BYTES ? worker.buffers().take(bytes) : transfer.largeHeaders(bytes);
-        transfer.amHeaders = buffer;
-        return buffer;
-    }
-
-    private static boolean sent(UcxTransfer transfer, long request, String call)
-    {
-        if (request == 0) {
-            return true;
-        }
-        // a send still running, or one issued before a failure, still reads this side's memory: the flush waits for it
-        transfer.sendsPending = true;
-        if (UcpStatus.isError(request)) {
-            transfer.failedStatus = UcpStatus.statusOf(request);
-            transfer.failedCall = call;
-            return false;
-        }
-        UcpWorker.requestFree(request);
-        return true;
     }
 
     /**
@@ -372,7 +282,7 @@ final class UcxTransfers
             return false;
         }
         if (transfer.refusal != UcxActiveMessages.RESULT_OK) {
-            transfer.ownerFailure = refused(transfer);
+            transfer.ownerFailure = UcxGrantedSends.refused(transfer, describe(transfer));
             finish(transfer);
             return true;
         }
@@ -392,19 +302,6 @@ final class UcxTransfers
             return true;
         }
         return false;
-    }
-
-    private static KvBridgeException refused(UcxTransfer transfer)
-    {
-        String why = switch (transfer.refusal) {
-            case UcxActiveMessages.RESULT_NO_GRANT -> transfer.grantKeyLength == 0 ? "no grant key was presented"
-                    : "it has no live grant under the key presented";
-            case UcxActiveMessages.RESULT_OUTSIDE -> "no grant under the key presented covers that range for " + transfer.op;
-            default -> "it could not complete the access";
-        };
-        ErrorCode code = transfer.refusal == UcxActiveMessages.RESULT_FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.NOT_GRANTED;
-        return new KvBridgeException(code, String.format(Locale.ROOT, "%s was refused by peer '%s': run %d (%d bytes at its 0x%x): %s", describe(transfer),
-                transfer.peer.name(), transfer.refusedRun, transfer.refusedLength, transfer.refusedAddress, why));
     }
 
     private void releaseHeaders(UcxTransfer transfer)
@@ -559,7 +456,7 @@ final class UcxTransfers
         inbox.wake();
     }
 
-    private static String describe(UcxTransfer transfer)
+    static String describe(UcxTransfer transfer)
     {
         return String.format(Locale.ROOT, "%s of %d descriptor pairs in %d operations (%d bytes) %s peer '%s'", transfer.op, transfer.pairs,
                 transfer.copies.size(), transfer.bytes, transfer.op == TransferOp.WRITE ? "to" : "from", transfer.peer.name());
