@@ -27,7 +27,8 @@ import java.util.Set;
  * network interface of the side channel's bind address and RDMA ports only, and {@code net-devices=all}
  * widens it), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
  * limit), {@code connect-timeout-ms} (default 10000), {@code close-timeout-ms} (default 2000), {@code idle-spin-us} (default 500) and
- * {@code ucx-config} ({@code NAME=VALUE;...}, further UCX settings).
+ * {@code ucx-config} ({@code NAME=VALUE;...}, further UCX settings), {@code access} ({@code granted}, the default:
+ * peers reach only what a live grant covers; {@code registered}: one-sided RMA into all registered memory).
  *
  * <p>Its priority (10) is above {@code local} (0): {@code auto} picks ucx whenever it can run,
  * because peers in other processes or on other hosts, the case kvbridge exists for, are reachable
@@ -113,7 +114,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
                     return Availability.unavailable(List.of(cause.get()), details);
                 }
                 details.put("version", UcpContext.version());
-                long config = UcpContext.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, 1, Map.of()).ucxOverrides());
+                long config = UcpContext.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, 1, Map.of(), true).ucxOverrides());
                 long context;
                 try {
                     context = UcpContext.init(config, UcpContext.FEATURE_TAG | UcpContext.FEATURE_RMA | UcpContext.FEATURE_WAKEUP, "kvbridge-probe");
@@ -122,7 +123,8 @@ public final class UcxBackendFactory implements TransferBackendFactory
                     UcpContext.configRelease(config);
                 }
                 Set<Capability> capabilities = EnumSet.of(Capability.HOST_MEMORY, Capability.TRANSPORT_ALLOCATION, Capability.CROSS_PROCESS,
-                        Capability.CROSS_HOST, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING);
+                        Capability.CROSS_HOST, Capability.PEER_FAILURE_DETECTION, Capability.COALESCING,
+                        Capability.GRANTED_ACCESS);
                 try {
                     details.put("transports", UcxResources.transports(UcpContext.contextInfo(context)));
                     // reported for the user's information; the transport itself moves host memory only

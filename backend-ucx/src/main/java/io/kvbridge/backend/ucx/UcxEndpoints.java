@@ -386,6 +386,35 @@ final class UcxEndpoints
         return !retiring.isEmpty() || !setups.isEmpty();
     }
 
+    /**
+     * Names the sender of an active message for refusal reports: the connected peer whose endpoint
+     * answered, else the one with the instance id the message claims, else the id itself. Owner thread.
+     */
+    String nameOf(long instanceId, long replyEndpoint)
+    {
+        UcxPeer byEndpoint = peerWithEndpoint(replyEndpoint);
+        if (byEndpoint != null) {
+            return byEndpoint.name();
+        }
+        for (UcxPeer peer : peersByToken.values()) {
+            if (peer.instanceId == instanceId) {
+                return peer.name() + " (as claimed)";
+            }
+        }
+        return String.format(java.util.Locale.ROOT, "unconnected instance %016x", instanceId);
+    }
+
+    /** @return the peer whose endpoint this is, or null; owner thread. */
+    UcxPeer peerWithEndpoint(long endpoint)
+    {
+        for (UcxPeer peer : peersByToken.values()) {
+            if (peer.endpoint == endpoint && endpoint != 0) {
+                return peer;
+            }
+        }
+        return null;
+    }
+
     /** @return every peer with an endpoint, for the goodbyes at shutdown; owner thread. */
     List<UcxPeer> endpointPeers()
     {

@@ -31,9 +31,13 @@ import java.util.regex.Pattern;
  * @param maxInFlight transfers posted and not finished or not released at once; more fail with
  *     {@code TRANSFER_FAILED}.
  * @param extraConfig further UCX settings, names without the {@code UCX_} prefix.
+ * @param granted {@code access=granted} (the default): data moves as active messages that the
+ *     target checks against its grants; {@code access=registered}: one-sided put/get, which lets a
+ *     connected peer reach whatever this instance registered (for lanes whose hardware enforces
+ *     registration bounds, and trusted deployments).
  */
 record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int connectTimeoutMillis, int closeTimeoutMillis,
-        int idleSpinMicros, boolean staggerAllocations, int maxInFlight, Map<String, String> extraConfig)
+        int idleSpinMicros, boolean staggerAllocations, int maxInFlight, Map<String, String> extraConfig, boolean granted)
 {
     static final String TLS = "tls";
     static final String NET_DEVICES = "net-devices";
@@ -45,6 +49,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     static final String STAGGER_ALLOCATIONS = "stagger-allocations";
     static final String MAX_IN_FLIGHT = "max-in-flight";
     static final String UCX_CONFIG = "ucx-config";
+    static final String ACCESS = "access";
     /** The same default and range as the local transport's {@code max-in-flight}. */
     static final int DEFAULT_MAX_IN_FLIGHT = 65536;
     static final int MAX_MAX_IN_FLIGHT = 1 << 24;
@@ -80,8 +85,9 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         boolean stagger = options.booleanValue(STAGGER_ALLOCATIONS, true);
         int maxInFlight = options.intValue(MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, 1, MAX_MAX_IN_FLIGHT);
         Map<String, String> extra = extraConfig(options);
+        boolean granted = granted(options);
         options.finish();
-        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra);
+        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra, granted);
     }
 
     /**
@@ -144,6 +150,16 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
             return "";
         }
         return value;
+    }
+
+    private static boolean granted(PluginConfig options)
+    {
+        String access = options.stringValue(ACCESS, "granted").trim();
+        if (!access.equals("granted") && !access.equals("registered")) {
+            options.problem(ACCESS + "=" + access + " is not an access mode (expected granted, which checks every peer access against the grants,"
+                    + " or registered, which lets connected peers reach all registered memory)");
+        }
+        return !access.equals("registered");
     }
 
     private static Map<String, String> extraConfig(PluginConfig options)

@@ -57,6 +57,7 @@ final class UcxOwnerLoop
     private UcxMessaging messaging;
     private UcxEndpoints endpoints;
     private UcxShutdown shutdown;
+    private UcxActiveMessages activeMessages;
 
     UcxOwnerLoop(String agentName, String description, UcxOptions options, UcxWorker worker)
     {
@@ -73,8 +74,9 @@ final class UcxOwnerLoop
     }
 
     /** Starts the thread with what its rounds move along. */
-    void start(UcxTransfers transfers, UcxMessaging messaging, UcxEndpoints endpoints, UcxShutdown shutdown)
+    void start(UcxTransfers transfers, UcxMessaging messaging, UcxEndpoints endpoints, UcxActiveMessages activeMessages, UcxShutdown shutdown)
     {
+        this.activeMessages = activeMessages;
         this.transfers = transfers;
         this.messaging = messaging;
         this.endpoints = endpoints;
@@ -121,6 +123,9 @@ final class UcxOwnerLoop
     {
         try {
             worker.open();
+            if (activeMessages != null) {
+                activeMessages.open(transfers);
+            }
         }
         catch (RuntimeException | Error e) {
             worker.release();
@@ -154,6 +159,9 @@ final class UcxOwnerLoop
             boolean busy = progressWhileBusy();
             busy |= messaging.receive();
             busy |= owner.runQueued(QUEUED_PER_ROUND) > 0;
+            if (activeMessages != null) {
+                busy |= activeMessages.advance();
+            }
             busy |= transfers.advance();
             busy |= messaging.advanceSends();
             busy |= endpoints.advanceRetiring();
@@ -164,7 +172,7 @@ final class UcxOwnerLoop
                 waitMillis = 0;
                 continue;
             }
-            if (transfers.busy() || messaging.busy() || endpoints.busy()) {
+            if (transfers.busy() || messaging.busy() || endpoints.busy() || (activeMessages != null && activeMessages.busy())) {
                 if (now - lastEvent < WAIT_SPIN_NANOS) {
                     // waiting for UCX: keep progressing (a peer's answer usually follows within microseconds)
                     Thread.onSpinWait();

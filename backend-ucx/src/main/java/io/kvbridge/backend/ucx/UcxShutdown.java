@@ -25,10 +25,13 @@ final class UcxShutdown
     private final UcxEndpoints endpoints;
     private final UcxMessaging messaging;
     private final UcxTransfers transfers;
+    // null with access=registered
+    private final UcxActiveMessages activeMessages;
 
     UcxShutdown(String description, UcxOptions options, UcxWorker worker, UcxMemory memory, UcxEndpoints endpoints, UcxMessaging messaging,
-            UcxTransfers transfers)
+            UcxTransfers transfers, UcxActiveMessages activeMessages)
     {
+        this.activeMessages = activeMessages;
         this.description = description;
         this.options = options;
         this.worker = worker;
@@ -42,6 +45,9 @@ final class UcxShutdown
     {
         if (!worker.opened()) {
             worker.release();
+            if (activeMessages != null) {
+                activeMessages.release();
+            }
             return;
         }
         // tell every peer we can reach that we are going, so its transfers to us fail instead of hanging
@@ -51,6 +57,9 @@ final class UcxShutdown
         while (transfers.busy() || messaging.sending() || endpoints.busy()) {
             UcpWorker.workerProgress(worker.worker());
             messaging.receive();
+            if (activeMessages != null) {
+                activeMessages.advance();
+            }
             transfers.advance();
             messaging.advanceSends();
             endpoints.advanceRetiring();
@@ -65,6 +74,9 @@ final class UcxShutdown
         }
         // whatever UCX did not complete in time is abandoned here; destroying the worker ends it
         transfers.cutOff();
+        if (activeMessages != null) {
+            activeMessages.abandon();
+        }
         messaging.cutOff();
         endpoints.cutOff();
         // UCX 1.13 aborts the process when a worker is destroyed while it still owes a peer that is
@@ -76,5 +88,9 @@ final class UcxShutdown
         // every operation that could use the memory has ended or was cut off above
         memory.unmapAll();
         worker.release();
+        if (activeMessages != null) {
+            // the handlers' upcall stub outlives the worker that could call it
+            activeMessages.release();
+        }
     }
 }

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Coverage;
+import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
@@ -23,7 +24,10 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The UCX transport: one UCP context and worker per instance, driven by one owner thread that
@@ -52,6 +56,10 @@ final class UcxTransferBackend extends AbstractTransferBackend
     private final UcxEndpoints endpoints;
     private final UcxMessaging messaging;
     private final UcxTransfers transfers;
+    private final Grants grants;
+    private final UcxActiveMessages activeMessages;
+    // grant handles to their keys, for cutting off peers whose accesses outlast a revoke
+    private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
 
     UcxTransferBackend(String agentName, UcxOptions options)
     {
@@ -65,8 +73,10 @@ final class UcxTransferBackend extends AbstractTransferBackend
         UcxMemory ucxMemory = new UcxMemory(guard.description(), ucxWorker, options.staggerAllocations());
         UcxEndpoints ucxEndpoints = new UcxEndpoints(guard, options, ucxWorker, ownerThread);
         UcxMessaging ucxMessaging = new UcxMessaging(agentName, id, ucxWorker, ucxEndpoints, notifications);
-        UcxTransfers ucxTransfers = new UcxTransfers(guard.description(), options, ucxWorker, ucxMemory, ucxEndpoints, ucxMessaging, notifications,
+        UcxTransfers ucxTransfers = new UcxTransfers(guard.description(), id, options, ucxWorker, ucxMemory, ucxEndpoints, ucxMessaging, notifications,
                 ownerThread);
+        Grants ucxGrants = new Grants(guard.description());
+        UcxActiveMessages ucxActiveMessages = options.granted() ? new UcxActiveMessages(guard.description(), ucxWorker, ucxEndpoints, ucxGrants) : null;
         super(guard, ucxTransfers.table(), notifications);
         this.instanceId = id;
         this.options = options;
@@ -78,7 +88,10 @@ final class UcxTransferBackend extends AbstractTransferBackend
         this.endpoints = ucxEndpoints;
         this.messaging = ucxMessaging;
         this.transfers = ucxTransfers;
-        loop.start(transfers, messaging, endpoints, new UcxShutdown(guard.description(), options, worker, memory, endpoints, messaging, transfers));
+        this.grants = ucxGrants;
+        this.activeMessages = ucxActiveMessages;
+        loop.start(transfers, messaging, endpoints, activeMessages, new UcxShutdown(guard.description(), options, worker, memory, endpoints, messaging,
+                transfers, activeMessages));
         try {
             loop.awaitStart();
         }
@@ -203,8 +216,59 @@ final class UcxTransferBackend extends AbstractTransferBackend
         lists.release(guard.own(list, UcxPreparedList.class));
     }
 
+    /**
+     * With {@code access=granted} peers reach only what a live grant covers; with
+     * {@code access=registered} nothing is checked and this returns {@link #NO_GRANT}.
+     */
+    @Override
+    public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+    {
+        UcxPreparedList list = guard.own(local, UcxPreparedList.class);
+        checkOpen();
+        if (activeMessages == null) {
+            return NO_GRANT;
+        }
+        long handle = grants.grant(key, access, list, indices, count);
+        grantKeys.put(handle, key.clone());
+        return handle;
+    }
+
+    /**
+     * Waits up to {@code close-timeout-ms} for accesses admitted under the grant; peers still
+     * reading or writing then are cut off (their endpoints closed by force) before this returns.
+     */
+    @Override
+    public void revoke(long grant)
+    {
+        byte[] key = grantKeys.remove(grant);
+        if (key == null) {
+            return;
+        }
+        if (!grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()))) {
+            try {
+                owner.call(() -> {
+                    activeMessages.cutOff(key);
+                    return null;
+                });
+            }
+            catch (KvBridgeException e) {
+                if (e.code() != ErrorCode.CLOSED) {
+                    throw e;
+                }
+                // the owner stopped: its worker is destroyed, which ended every access
+            }
+        }
+    }
+
     @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
+    {
+        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
     {
         PostChecks.present(op, localIndices, remoteIndices);
         checkOpen();
@@ -213,7 +277,11 @@ final class UcxTransferBackend extends AbstractTransferBackend
         PostChecks.check(local, localIndices, remote, remoteIndices, count);
         PostChecks.notification(notification, MAX_NOTIFICATION_BYTES);
         PostChecks.usable(local, remote);
-        return transfers.post(op, local, localIndices, remote, remoteIndices, count, notification);
+        if (grantKey != null && (grantKey.length == 0 || grantKey.length > MAX_GRANT_KEY_BYTES)) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES
+                    + ", or null for none)");
+        }
+        return transfers.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
     }
 
     @Override
@@ -258,10 +326,33 @@ final class UcxTransferBackend extends AbstractTransferBackend
         return new BackendResources(memory.registrations().size(), lists.size(), endpoints.peerCount(), transfers);
     }
 
+    /** The owner thread's problem, the refused peer accesses naming their peers, and dropped malformed messages. */
     @Override
     protected Optional<String> workerProblem()
     {
-        return owner.problem();
+        Optional<String> stopped = owner.problem();
+        if (stopped.isPresent()) {
+            return stopped;
+        }
+        Optional<String> refused = grants.problem();
+        long malformed = activeMessages == null ? 0 : activeMessages.malformed();
+        if (malformed == 0) {
+            return refused;
+        }
+        String dropped = guard.description() + " dropped " + malformed + " malformed active messages from peers";
+        return Optional.of(refused.map(text -> text + "; " + dropped).orElse(dropped));
+    }
+
+    /** {@return how many peer accesses this instance refused} */
+    long refusals()
+    {
+        return grants.refusals();
+    }
+
+    /** {@return how many malformed active messages this instance dropped} */
+    long malformedMessages()
+    {
+        return activeMessages == null ? 0 : activeMessages.malformed();
     }
 
     @Override
@@ -292,6 +383,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
     @Override
     public String toString()
     {
-        return "UcxTransferBackend[" + guard.agentName() + ", tls=" + UcxWorker.describe(options.tls()) + "]";
+        return "UcxTransferBackend[" + guard.agentName() + ", tls=" + UcxWorker.describe(options.tls()) + ", access="
+                + (options.granted() ? "granted" : "registered") + "]";
     }
 }

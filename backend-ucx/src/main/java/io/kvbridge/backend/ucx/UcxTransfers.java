@@ -1,5 +1,6 @@
 package io.kvbridge.backend.ucx;
 
+import io.kvbridge.backend.ucx.ffm.UcpAm;
 import io.kvbridge.backend.ucx.ffm.UcpEndpoint;
 import io.kvbridge.backend.ucx.ffm.UcpStatus;
 import io.kvbridge.backend.ucx.ffm.UcpWorker;
@@ -11,6 +12,7 @@ import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -30,7 +32,7 @@ import java.util.concurrent.TimeUnit;
 final class UcxTransfers
 {
     // progress the worker every so many operations while issuing a long transfer
-    private static final int PROGRESS_EVERY = 64;
+    static final int PROGRESS_EVERY = 64;
 
     private final UcxOptions options;
     private final UcxWorker worker;
@@ -40,15 +42,21 @@ final class UcxTransfers
     private final Inbox inbox;
     private final OwnerThread owner;
     private final TransferTable<UcxTransfer> table;
+    private final boolean granted;
+    private final long instanceId;
     private volatile boolean closing;
+
+    // owner thread only: issued transfers by slot index, for the target's answers (access=granted)
+    private UcxTransfer[] issuedBySlot = new UcxTransfer[64];
 
     // owner thread only: transfers flushing or sending their notification
     private UcxTransfer[] active = new UcxTransfer[64];
     private int activeCount;
 
-    UcxTransfers(String description, UcxOptions options, UcxWorker worker, UcxMemory memory, UcxEndpoints endpoints, UcxMessaging messaging, Inbox inbox,
-            OwnerThread owner)
+    UcxTransfers(String description, long instanceId, UcxOptions options, UcxWorker worker, UcxMemory memory, UcxEndpoints endpoints,
+            UcxMessaging messaging, Inbox inbox, OwnerThread owner)
     {
+        this.instanceId = instanceId;
         this.options = options;
         this.worker = worker;
         this.memory = memory;
@@ -57,6 +65,7 @@ final class UcxTransfers
         this.inbox = inbox;
         this.owner = owner;
         this.table = new TransferTable<>(description, options.maxInFlight(), index -> new UcxTransfer(index, this));
+        this.granted = options.granted();
     }
 
     TransferTable<UcxTransfer> table()
@@ -70,7 +79,8 @@ final class UcxTransfers
      *
      * @return the handle.
      */
-    long post(TransferOp op, UcxPreparedList local, int[] localIndices, UcxPreparedList remote, int[] remoteIndices, int count, byte[] notification)
+    long post(TransferOp op, UcxPreparedList local, int[] localIndices, UcxPreparedList remote, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
     {
         UcxTransfer transfer = table.acquire();
         try {
@@ -82,6 +92,11 @@ final class UcxTransfers
             transfer.remoteList = remote;
             transfer.notification.set(notification);
             transfer.postedNanos = System.nanoTime();
+            transfer.wireHandle = transfer.handle();
+            transfer.grantKeyLength = grantKey == null ? 0 : grantKey.length;
+            if (grantKey != null) {
+                System.arraycopy(grantKey, 0, transfer.grantKey, 0, grantKey.length);
+            }
         }
         catch (RuntimeException e) {
             table.abandon(transfer);
@@ -144,11 +159,40 @@ final class UcxTransfers
     {
         UcxPeer peer = transfer.peer;
         UcxPreparedList local = transfer.localList;
-        UcxPreparedList remote = transfer.remoteList;
         transfer.issued = true;
         peer.inFlight++;
         memory.retain(local);
-        long endpoint = peer.endpoint;
+        if (granted) {
+            issueMessages(transfer);
+            if (!transfer.sendsPending) {
+                // every message left at once: nothing of this side's memory is still in use, no flush to wait for
+                flushed(transfer, UcpStatus.OK);
+                return;
+            }
+        }
+        else {
+            issueRma(transfer);
+        }
+        // the flush also waits for operations issued before a failure, which still use the memory
+        long flush = UcpEndpoint.epFlushNbx(peer.endpoint, worker.emptyParam());
+        if (flush == 0) {
+            flushed(transfer, UcpStatus.OK);
+        }
+        else if (UcpStatus.isError(flush)) {
+            flushed(transfer, UcpStatus.statusOf(flush));
+        }
+        else {
+            transfer.request = flush;
+            transfer.phase = UcxTransfer.FLUSHING;
+            addActive(transfer);
+        }
+    }
+
+    private void issueRma(UcxTransfer transfer)
+    {
+        UcxPreparedList local = transfer.localList;
+        UcxPreparedList remote = transfer.remoteList;
+        long endpoint = transfer.peer.endpoint;
         MemorySegment rmaParam = worker.rmaParam();
         long param = rmaParam.address();
         boolean write = transfer.op == TransferOp.WRITE;
@@ -178,18 +222,96 @@ final class UcxTransfers
                 UcpWorker.workerProgress(worker.worker());
             }
         }
-        // the flush also waits for operations issued before a failure, which still use the memory
-        long flush = UcpEndpoint.epFlushNbx(endpoint, worker.emptyParam());
-        if (flush == 0) {
-            afterFlush(transfer, UcpStatus.OK);
+    }
+
+    /** access=granted: makes the transfer findable by the target's answers, then sends its messages ({@link UcxGrantedSends}). */
+    private void issueMessages(UcxTransfer transfer)
+    {
+        transfer.resetGranted();
+        int slot = (int) transfer.wireHandle;
+        if (slot >= issuedBySlot.length) {
+            issuedBySlot = Arrays.copyOf(issuedBySlot, Math.max(slot + 1, issuedBySlot.length * 2));
         }
-        else if (UcpStatus.isError(flush)) {
-            afterFlush(transfer, UcpStatus.statusOf(flush));
+        issuedBySlot[slot] = transfer;
+        if (transfer.op == TransferOp.WRITE) {
+            UcxGrantedSends.writes(transfer, worker, instanceId);
         }
         else {
-            transfer.request = flush;
-            transfer.phase = UcxTransfer.FLUSHING;
+            UcxGrantedSends.readRequests(transfer, worker, instanceId);
+        }
+    }
+
+    /**
+     * Returns the issued access=granted transfer a target's message names, or null: a handle this
+     * side never issued, or one that already ended. Owner thread.
+     */
+    UcxTransfer awaiting(long handle)
+    {
+        int slot = (int) handle;
+        if (slot < 0 || slot >= issuedBySlot.length) {
+            return null;
+        }
+        UcxTransfer transfer = issuedBySlot[slot];
+        // issued and not finished: answers may come while the transfer is still being issued (its progress calls run handlers)
+        return transfer != null && transfer.wireHandle == handle && transfer.issued ? transfer : null;
+    }
+
+    private void flushed(UcxTransfer transfer, byte status)
+    {
+        if (!granted || status != UcpStatus.OK || transfer.failedCall != null || transfer.ownerFailure != null) {
+            afterFlush(transfer, status);
+            return;
+        }
+        if (transfer.phase == UcxTransfer.QUEUED) {
             addActive(transfer);
+        }
+        transfer.phase = UcxTransfer.AWAITING;
+        awaited(transfer);
+    }
+
+    /**
+     * Ends an access=granted transfer once the target answered (WRITE) or every run's data is in
+     * place (READ); fails it on a refusal, a failed peer or a deadline, but only once no receive
+     * still writes into its memory.
+     *
+     * @return whether the transfer moved on.
+     */
+    private boolean awaited(UcxTransfer transfer)
+    {
+        if (transfer.pendingReceives > 0) {
+            return false;
+        }
+        if (transfer.refusal != UcxActiveMessages.RESULT_OK) {
+            transfer.ownerFailure = UcxGrantedSends.refused(transfer, describe(transfer));
+            finish(transfer);
+            return true;
+        }
+        boolean complete = transfer.op == TransferOp.WRITE ? transfer.acknowledged : transfer.arrived == transfer.copies.size();
+        if (complete) {
+            releaseHeaders(transfer);
+            afterFlush(transfer, UcpStatus.OK);
+            return true;
+        }
+        if (transfer.failedCall != null || transfer.ownerFailure != null || transfer.cancelled() || transfer.peer.failed) {
+            if (transfer.ownerFailure == null && transfer.failedCall == null) {
+                transfer.ownerFailure = new KvBridgeException(ErrorCode.TRANSFER_FAILED, describe(transfer) + " failed: peer '" + transfer.peer.name()
+                        + "' became unusable before it " + (transfer.op == TransferOp.WRITE ? "acknowledged the data" : "sent every run") + ": "
+                        + transfer.peer.unusableReason());
+            }
+            finish(transfer);
+            return true;
+        }
+        return false;
+    }
+
+    private void releaseHeaders(UcxTransfer transfer)
+    {
+        MemorySegment headers = transfer.amHeaders;
+        if (headers != null) {
+            transfer.amHeaders = null;
+            if (headers.byteSize() <= NativeBuffers.MAX_BYTES) {
+                worker.buffers().give(headers);
+            }
         }
     }
 
@@ -238,6 +360,18 @@ final class UcxTransfers
         int i = 0;
         while (i < activeCount) {
             UcxTransfer transfer = active[i];
+            if (transfer.phase == UcxTransfer.AWAITING) {
+                if (awaited(transfer)) {
+                    progressed = true;
+                    if (i < activeCount && active[i] == transfer) {
+                        i++;
+                    }
+                }
+                else {
+                    i++;
+                }
+                continue;
+            }
             byte status = UcpWorker.requestStatus(transfer.request);
             if (status == UcpStatus.IN_PROGRESS) {
                 i++;
@@ -247,7 +381,7 @@ final class UcxTransfers
             transfer.request = 0;
             progressed = true;
             if (transfer.phase == UcxTransfer.FLUSHING) {
-                afterFlush(transfer, status);
+                flushed(transfer, status);
             }
             else {
                 if (status != UcpStatus.OK && transfer.failedCall == null) {
@@ -298,6 +432,10 @@ final class UcxTransfers
             removeActive(transfer);
         }
         UcxPeer peer = transfer.peer;
+        releaseHeaders(transfer);
+        if (granted && transfer.issued && issuedBySlot[(int) transfer.wireHandle] == transfer) {
+            issuedBySlot[(int) transfer.wireHandle] = null;
+        }
         if (transfer.issued) {
             peer.inFlight--;
             memory.release(transfer.localList);
@@ -318,7 +456,7 @@ final class UcxTransfers
         inbox.wake();
     }
 
-    private static String describe(UcxTransfer transfer)
+    static String describe(UcxTransfer transfer)
     {
         return String.format(Locale.ROOT, "%s of %d descriptor pairs in %d operations (%d bytes) %s peer '%s'", transfer.op, transfer.pairs,
                 transfer.copies.size(), transfer.bytes, transfer.op == TransferOp.WRITE ? "to" : "from", transfer.peer.name());

@@ -37,6 +37,7 @@ final class UcxWorker
     private NativeBuffers buffers;
     private MemorySegment rmaParam;
     private MemorySegment emptyParam;
+    private MemorySegment amParam;
     private MemorySegment tagInfo;
 
     UcxWorker(String agentName, UcxOptions options)
@@ -52,11 +53,13 @@ final class UcxWorker
         buffers = new NativeBuffers(arena);
         rmaParam = UcpWorker.newRequestParam(arena);
         emptyParam = UcpWorker.newRequestParam(arena);
+        amParam = UcpWorker.newRequestParam(arena);
         tagInfo = UcpWorker.newTagInfo(arena);
         wakeup = new WakeupFd();
         long config = UcpContext.configRead(options.ucxOverrides());
         try {
-            context = UcpContext.init(config, UcpContext.FEATURE_TAG | UcpContext.FEATURE_RMA | UcpContext.FEATURE_WAKEUP, agentName);
+            context = UcpContext.init(config, UcpContext.FEATURE_TAG | UcpContext.FEATURE_RMA | UcpContext.FEATURE_AM
+                    | UcpContext.FEATURE_WAKEUP, agentName);
         }
         catch (KvBridgeException e) {
             if (!options.tls().isEmpty() || !options.netDevices().isEmpty() || !options.extraConfig().isEmpty()) {
@@ -102,6 +105,12 @@ final class UcxWorker
     MemorySegment rmaParam()
     {
         return rmaParam;
+    }
+
+    /** @return the parameter active-message sends carry, with their flags and local memory handle. */
+    MemorySegment amParam()
+    {
+        return amParam;
     }
 
     /** @return a zeroed request parameter for flushes, sends and receives. */

@@ -45,6 +45,8 @@ public final class TransferProcess
 {
     static final String PREFIX = "KVB ";
     private static final long DEADLINE_NANOS = 60_000_000_000L;
+    // each side grants its whole range both ways under this key, and presents it
+    private static final byte[] KEY = "two-process-test".getBytes(StandardCharsets.UTF_8);
 
     private final PrintStream out;
     private final BufferedReader in;
@@ -96,16 +98,19 @@ public final class TransferProcess
             }
             boolean source = action.startsWith("push") || action.equals("serve");
             fill(memory, source ? 1 : 0);
-            say("METADATA " + Base64.getEncoder().encodeToString(backend.localMetadata()));
-            say("REGION " + memory.address() + " " + bytes);
-            Peer peer = backend.connect(Base64.getDecoder().decode(expect("METADATA")));
-            long peerAddress = Long.parseLong(expect("REGION").split(" ")[0]);
             PreparedList local = backend.prepareLocal(blocksOf(memory.address(), blocks, blockBytes));
-            PreparedList remote = backend.prepareRemote(peer, blocksOf(peerAddress, blocks, blockBytes));
             int[] all = new int[blocks];
             for (int i = 0; i < blocks; i++) {
                 all[i] = i;
             }
+            // granted before the metadata goes out: the other side may post as soon as it has it
+            backend.grant(KEY, TransferOp.READ, local, all, blocks);
+            backend.grant(KEY, TransferOp.WRITE, local, all, blocks);
+            say("METADATA " + Base64.getEncoder().encodeToString(backend.localMetadata()));
+            say("REGION " + memory.address() + " " + bytes);
+            Peer peer = backend.connect(Base64.getDecoder().decode(expect("METADATA")));
+            long peerAddress = Long.parseLong(expect("REGION").split(" ")[0]);
+            PreparedList remote = backend.prepareRemote(peer, blocksOf(peerAddress, blocks, blockBytes));
             say("READY");
             switch (action) {
                 case "push" -> {
@@ -162,7 +167,7 @@ public final class TransferProcess
             long started = System.nanoTime();
             long handle;
             try {
-                handle = backend.post(op, local, all, remote, all, all.length, null);
+                handle = backend.post(op, local, all, remote, all, all.length, null, KEY);
             }
             catch (KvBridgeException refused) {
                 say("FAILED refused " + refused.code() + " " + oneLine(refused.getMessage()));
@@ -186,7 +191,7 @@ public final class TransferProcess
 
     private TransferStatus transfer(TransferBackend backend, TransferOp op, PreparedList local, int[] all, PreparedList remote, String notification)
     {
-        long handle = backend.post(op, local, all, remote, all, all.length, notification.getBytes(StandardCharsets.UTF_8));
+        long handle = backend.post(op, local, all, remote, all, all.length, notification.getBytes(StandardCharsets.UTF_8), KEY);
         TransferStatus status = await(backend, handle);
         if (status == TransferStatus.FAILED) {
             say("FAILURE " + backend.failure(handle).map(Throwable::getMessage).orElse("?"));

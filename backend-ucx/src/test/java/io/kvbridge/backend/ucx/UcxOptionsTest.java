@@ -28,6 +28,7 @@ final class UcxOptionsTest
         assertEquals(500, options.idleSpinMicros());
         assertTrue(options.staggerAllocations());
         assertEquals(65536, options.maxInFlight());
+        assertTrue(options.granted());
         assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "1000ms"), options.ucxOverrides());
     }
 
@@ -42,6 +43,8 @@ final class UcxOptionsTest
         assertEquals(300, options.connectTimeoutMillis());
         assertEquals(100, options.closeTimeoutMillis());
         assertEquals(0, options.idleSpinMicros());
+        assertTrue(UcxOptions.parse(Map.of("access", "granted")).granted());
+        assertFalse(UcxOptions.parse(Map.of("access", "registered")).granted());
         // tcp alone loads no shared-memory transport: UCX would warn about MM_ERROR_HANDLING
         assertEquals(Map.of("KEEPALIVE_INTERVAL", "250ms", "TLS", "tcp", "NET_DEVICES", "lo", "RNDV_THRESH", "8192", "ZCOPY_THRESH", "16384"),
                 options.ucxOverrides());
@@ -61,9 +64,9 @@ final class UcxOptionsTest
     void everyProblemIsReportedTogether()
     {
         KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", "sm;rm -rf", "keepalive-interval-ms", "-1",
-                "idle-spin-us", "lots", "stagger-allocations", "sometimes", "max-in-flight", "0", "ucx-config", "TLS", "tsl", "sm")));
+                "idle-spin-us", "lots", "stagger-allocations", "sometimes", "max-in-flight", "0", "ucx-config", "TLS", "tsl", "sm", "access", "everything")));
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
-        for (String expected : new String[] {"tls=sm;rm -rf", "keepalive-interval-ms=-1", "idle-spin-us=lots", "stagger-allocations=sometimes", "max-in-flight=0", "ucx-config entry 'TLS'", "unknown option tsl"}) {
+        for (String expected : new String[] {"tls=sm;rm -rf", "keepalive-interval-ms=-1", "idle-spin-us=lots", "stagger-allocations=sometimes", "max-in-flight=0", "ucx-config entry 'TLS'", "access=everything", "unknown option tsl"}) {
             assertTrue(e.getMessage().contains(expected), () -> expected + " missing from " + e.getMessage());
         }
     }

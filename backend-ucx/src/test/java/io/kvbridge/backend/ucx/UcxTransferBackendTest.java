@@ -44,6 +44,8 @@ final class UcxTransferBackendTest
     private static final int BLOCKS = 16;
     private static final int BLOCK_BYTES = 64 * 1024;
     private static final long DEADLINE_NANOS = 30_000_000_000L;
+    // the consumers grant their blocks for WRITE under this key (access=granted, the default)
+    private static final byte[] KEY = "test-request".getBytes(StandardCharsets.UTF_8);
 
     private final List<TransferBackend> backends = new ArrayList<>();
     private Arena arena;
@@ -100,6 +102,12 @@ final class UcxTransferBackendTest
         return builder.build();
     }
 
+    /** Lets peers that present {@link #KEY} write every block at {@code address}. */
+    private static void grantAll(TransferBackend target, long address)
+    {
+        target.grant(KEY, TransferOp.WRITE, target.prepareLocal(blocksOf(address, BLOCKS)), allBlocks(), BLOCKS);
+    }
+
     private static int[] allBlocks()
     {
         int[] all = new int[BLOCKS];
@@ -121,6 +129,7 @@ final class UcxTransferBackendTest
         TransferBackend consumer = backend(tls);
         MemorySegment source = registered(producer, 1);
         MemorySegment destination = registered(consumer, 0);
+        grantAll(consumer, destination.address());
         Peer peer = producer.connect(consumer.localMetadata());
         return new Pair(producer, consumer, source, destination, peer, producer.prepareLocal(blocksOf(source.address(), BLOCKS)),
                 producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS)));
@@ -159,10 +168,11 @@ final class UcxTransferBackendTest
         MemorySegment destinationBytes = MemorySegment.ofAddress(destination.address()).reinterpret(bytes);
         TransferProcess.fill(sourceBytes, 1);
         TransferProcess.fill(destinationBytes, 0);
+        grantAll(consumer, destination.address());
         Peer peer = producer.connect(consumer.localMetadata());
         PreparedList local = producer.prepareLocal(blocksOf(source.address(), BLOCKS));
         PreparedList remote = producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS));
-        long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, "ready".getBytes(StandardCharsets.UTF_8));
+        long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, "ready".getBytes(StandardCharsets.UTF_8), KEY);
         assertEquals(TransferStatus.DONE, awaitTerminal(producer, handle), () -> producer.failure(handle).toString());
         producer.release(handle);
         assertEquals(-1, sourceBytes.mismatch(destinationBytes));
@@ -241,11 +251,13 @@ final class UcxTransferBackendTest
         PreparedList local = producer.prepareLocal(blocksOf(source.address(), BLOCKS));
         PreparedList intoFirst = producer.prepareRemote(peer, blocksOf(first.address(), BLOCKS));
         MemorySegment second = registered(consumer, 0);
+        grantAll(consumer, first.address());
+        grantAll(consumer, second.address());
         assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> producer.prepareRemote(peer, blocksOf(second.address(), BLOCKS)));
         assertSame(peer, producer.connect(consumer.localMetadata()), "connecting again refreshes the connected peer");
         PreparedList intoSecond = producer.prepareRemote(peer, blocksOf(second.address(), BLOCKS));
         for (PreparedList remote : List.of(intoFirst, intoSecond)) {
-            long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null);
+            long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null, KEY);
             assertEquals(TransferStatus.DONE, awaitTerminal(producer, handle), () -> producer.failure(handle).toString());
             producer.release(handle);
         }
@@ -253,7 +265,7 @@ final class UcxTransferBackendTest
         assertEquals(-1, source.mismatch(second));
         consumer.deregister(Allocation.host(first));
         producer.connect(consumer.localMetadata());
-        KvBridgeException e = assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, local, allBlocks(), intoFirst, allBlocks(), BLOCKS, null));
+        KvBridgeException e = assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, local, allBlocks(), intoFirst, allBlocks(), BLOCKS, null, KEY));
         assertTrue(e.getMessage().contains("no longer advertises"), e.getMessage());
     }
 
@@ -291,13 +303,13 @@ final class UcxTransferBackendTest
     {
         Pair pair = pair("sm", "max-in-flight", "1");
         TransferBackend producer = pair.producer();
-        long first = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        long first = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY);
         KvBridgeException e = assertCode(ErrorCode.TRANSFER_FAILED,
-                () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
+                () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY));
         assertTrue(e.getMessage().contains("max-in-flight=1"), e.getMessage());
         assertEquals(TransferStatus.DONE, awaitTerminal(producer, first), () -> producer.failure(first).toString());
         producer.release(first);
-        long second = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        long second = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY);
         assertEquals(TransferStatus.DONE, awaitTerminal(producer, second), () -> producer.failure(second).toString());
         producer.release(second);
         assertEquals(-1, pair.source().mismatch(pair.destination()));
@@ -309,6 +321,7 @@ final class UcxTransferBackendTest
         TransferBackend producer = backend("tcp");
         TransferBackend consumer = backend("tcp");
         MemorySegment destination = registered(consumer, 0);
+        grantAll(consumer, destination.address());
         Peer peer = producer.connect(consumer.localMetadata());
         producer.disconnect(peer);
         producer.disconnect(peer);
@@ -325,14 +338,14 @@ final class UcxTransferBackendTest
         TransferBackend producer = pair.producer();
         pair.consumer().close();
         long started = System.nanoTime();
-        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY);
         assertEquals(TransferStatus.FAILED, awaitTerminal(producer, handle));
         long elapsedMillis = (System.nanoTime() - started) / 1_000_000;
         KvBridgeException failure = producer.failure(handle).orElseThrow();
         assertEquals(ErrorCode.DEADLINE_EXCEEDED, failure.code(), failure::getMessage);
         assertTrue(elapsedMillis >= 300 && elapsedMillis < 10_000, () -> "failed after " + elapsedMillis + " ms");
         producer.release(handle);
-        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY));
     }
 
     @Test
@@ -340,11 +353,11 @@ final class UcxTransferBackendTest
     {
         Pair pair = pair("tcp");
         TransferBackend producer = pair.producer();
-        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null);
+        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY);
         producer.deregister(Allocation.host(pair.source()));
         assertTrue(awaitTerminal(producer, handle).terminal());
         producer.release(handle);
         assertEquals(new BackendResources(0, 2, 1, 0), producer.resources());
-        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY));
     }
 }

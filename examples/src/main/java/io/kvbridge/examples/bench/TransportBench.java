@@ -79,7 +79,21 @@ public final class TransportBench implements AutoCloseable
      */
     public TransportBench(String transport, long totalBytes, int window, boolean transportMemory)
     {
-        this(transport, totalBytes, window, transportMemory, MemoryKind.HOST, 0);
+        this(transport, totalBytes, window, transportMemory, Map.of());
+    }
+
+    /**
+     * Builds both instances as the other constructor does, with options for the transport.
+     *
+     * @param transport the transport name.
+     * @param totalBytes bytes streamed per block size.
+     * @param window transfers in flight.
+     * @param transportMemory whether source and destination come from the transport's {@code allocate()}.
+     * @param options the transport's options for both instances, such as {@code access=registered} for {@code ucx}.
+     */
+    public TransportBench(String transport, long totalBytes, int window, boolean transportMemory, Map<String, String> options)
+    {
+        this(transport, totalBytes, window, transportMemory, MemoryKind.HOST, 0, options);
     }
 
     /**
@@ -91,10 +105,10 @@ public final class TransportBench implements AutoCloseable
      */
     public static TransportBench onDevice(String transport, long totalBytes, int window, int device)
     {
-        return new TransportBench(transport, totalBytes, window, true, MemoryKind.DEVICE, device);
+        return new TransportBench(transport, totalBytes, window, true, MemoryKind.DEVICE, device, Map.of());
     }
 
-    private TransportBench(String transport, long totalBytes, int window, boolean transportMemory, MemoryKind kind, int device)
+    private TransportBench(String transport, long totalBytes, int window, boolean transportMemory, MemoryKind kind, int device, Map<String, String> options)
     {
         this.kind = kind;
         this.device = device;
@@ -107,7 +121,10 @@ public final class TransportBench implements AutoCloseable
         KvBridge builtProducer = null;
         KvBridge builtConsumer = null;
         try {
-            Map<String, String> config = kind == MemoryKind.DEVICE ? Map.of("device", Integer.toString(device)) : Map.of();
+            Map<String, String> config = new java.util.HashMap<>(options);
+            if (kind == MemoryKind.DEVICE) {
+                config.put("device", Integer.toString(device));
+            }
             builtProducer = KvBridge.builder().transport(transport).agentName("bench-producer").transportConfig(config).build();
             builtConsumer = KvBridge.builder().transport(transport).agentName("bench-consumer").transportConfig(config).build();
             producerEngine = builtProducer;

@@ -94,6 +94,10 @@ final class BenchCommand implements Callable<Integer>
             description = "C compiler for the memcpy and UCX probe baselines (default: ${DEFAULT-VALUE}).")
     private String compiler;
 
+    @Option(names = "--transport-option", paramLabel = "TRANSPORT.KEY=VALUE",
+            description = "An option for one transport's instances, e.g. ucx.access=registered; repeatable.")
+    private List<String> transportOptions = new ArrayList<>();
+
     @Option(names = "--json", description = "Print one JSON object {rows, baseline, probe, skipped, ...}.")
     private boolean json;
 
@@ -150,7 +154,7 @@ final class BenchCommand implements Callable<Integer>
                     : plugin.name().equals(NixlProbeBaseline.TRANSPORT) ? nixlProbe : null;
             BaselineResult ownTcp = plugin.name().equals(TcpStreamBaseline.TRANSPORT) ? tcpStream : null;
             Map<Long, Double> points = new LinkedHashMap<>();
-            try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window, transportMemory)) {
+            try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window, transportMemory, optionsOf(plugin.name()))) {
                 for (long size : blockSizes) {
                     progress.printf("kvbridge bench: %s %s ...%n", plugin.name(), Sizes.format(size));
                     progress.flush();
@@ -214,6 +218,7 @@ final class BenchCommand implements Callable<Integer>
             Map<String, Object> document = new LinkedHashMap<>();
             document.put("totalBytes", totalBytes);
             document.put("window", window);
+            document.put("transportOptions", List.copyOf(transportOptions));
             document.put("blockSizes", blockSizes);
             document.put("rows", rows);
             document.put("baseline", baselineJson(baseline));
@@ -234,9 +239,28 @@ final class BenchCommand implements Callable<Integer>
         return failed || rows.isEmpty() ? 1 : 0;
     }
 
+    /** {@return the {@code --transport-option}s given for one transport, checked in {@link #validate}} */
+    private Map<String, String> optionsOf(String transport)
+    {
+        Map<String, String> options = new LinkedHashMap<>();
+        for (String option : transportOptions) {
+            int dot = option.indexOf('.');
+            int equals = option.indexOf('=');
+            if (option.substring(0, dot).equals(transport)) {
+                options.put(option.substring(dot + 1, equals), option.substring(equals + 1));
+            }
+        }
+        return options;
+    }
+
     /** @return the distinct block sizes, once every value was checked: nothing is measured before, so nothing is lost to a refusal. */
     private List<Long> validate()
     {
+        for (String option : transportOptions) {
+            int dot = option.indexOf('.');
+            int equals = option.indexOf('=');
+            check(dot > 0 && equals > dot + 1, "--transport-option=%s is not TRANSPORT.KEY=VALUE (e.g. ucx.access=registered)", option);
+        }
         check(totalBytes <= MAX_TOTAL_BYTES, "--total-bytes=%s is more than %s; give a smaller total", written(totalBytes), written(MAX_TOTAL_BYTES));
         // a source and a destination of the total in this process, and the same again in each baseline's processes
         OptionalLong available = InputChecks.availableMemory();

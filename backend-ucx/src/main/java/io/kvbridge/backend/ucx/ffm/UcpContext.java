@@ -30,6 +30,8 @@ public final class UcpContext
     public static final long FEATURE_TAG = 1L;
     /** {@code UCP_FEATURE_RMA}. */
     public static final long FEATURE_RMA = 1L << 1;
+    /** {@code UCP_FEATURE_AM}. */
+    public static final long FEATURE_AM = 1L << 6;
     /** {@code UCP_FEATURE_WAKEUP}. */
     public static final long FEATURE_WAKEUP = 1L << 4;
 

@@ -113,6 +113,19 @@ final class UcpLayouts
             JAVA_LONG.withName("sender_tag"),
             JAVA_LONG.withName("length"));
 
+    /** {@code ucp_am_handler_param_t}, 32 bytes. */
+    static final StructLayout AM_HANDLER_PARAM = structLayout(
+            JAVA_LONG.withName("field_mask"),
+            JAVA_INT.withName("id"),
+            JAVA_INT.withName("flags"),
+            ADDRESS.withName("cb"),
+            ADDRESS.withName("arg"));
+
+    /** {@code ucp_am_recv_param_t}, 16 bytes. */
+    static final StructLayout AM_RECV_PARAM = structLayout(
+            JAVA_LONG.withName("recv_attr"),
+            ADDRESS.withName("reply_ep"));
+
     /** {@code ucp_context_attr_t}, 64 bytes; {@code name} is {@code char[UCP_ENTITY_NAME_MAX]}. */
     static final StructLayout CONTEXT_ATTR = structLayout(
             JAVA_LONG.withName("field_mask"),
@@ -151,6 +164,13 @@ final class UcpLayouts
     static final long REQUEST_PARAM_MEMH = offset(REQUEST_PARAM, "memh");
     static final long TAG_RECV_INFO_SENDER_TAG = offset(TAG_RECV_INFO, "sender_tag");
     static final long TAG_RECV_INFO_LENGTH = offset(TAG_RECV_INFO, "length");
+    static final long AM_HANDLER_PARAM_FIELD_MASK = offset(AM_HANDLER_PARAM, "field_mask");
+    static final long AM_HANDLER_PARAM_ID = offset(AM_HANDLER_PARAM, "id");
+    static final long AM_HANDLER_PARAM_FLAGS = offset(AM_HANDLER_PARAM, "flags");
+    static final long AM_HANDLER_PARAM_CB = offset(AM_HANDLER_PARAM, "cb");
+    static final long AM_HANDLER_PARAM_ARG = offset(AM_HANDLER_PARAM, "arg");
+    static final long AM_RECV_PARAM_RECV_ATTR = offset(AM_RECV_PARAM, "recv_attr");
+    static final long AM_RECV_PARAM_REPLY_EP = offset(AM_RECV_PARAM, "reply_ep");
     static final long CONTEXT_ATTR_FIELD_MASK = offset(CONTEXT_ATTR, "field_mask");
     static final long CONTEXT_ATTR_MEMORY_TYPES = offset(CONTEXT_ATTR, "memory_types");
     static final long POLLFD_FD = offset(POLLFD, "fd");

@@ -83,6 +83,14 @@ final class UcpNative
     static final MethodHandle UCP_TAG_PROBE_NB = UCP.bind("ucp_tag_probe_nb", FunctionDescriptor.of(POINTER, POINTER, JAVA_LONG, JAVA_LONG, JAVA_INT, POINTER));
     // (worker, buffer, count, message, param) -> ucs_status_ptr_t
     static final MethodHandle UCP_TAG_MSG_RECV_NBX = UCP.bind("ucp_tag_msg_recv_nbx", FunctionDescriptor.of(POINTER, POINTER, POINTER, SIZE, POINTER, POINTER));
+    // (worker, ucp_am_handler_param_t*) -> status
+    static final MethodHandle UCP_WORKER_SET_AM_RECV_HANDLER = UCP.bind("ucp_worker_set_am_recv_handler", FunctionDescriptor.of(STATUS, POINTER, POINTER));
+    // (ep, id, header, header_length, buffer, count, param) -> ucs_status_ptr_t
+    static final MethodHandle UCP_AM_SEND_NBX = UCP.bind("ucp_am_send_nbx", FunctionDescriptor.of(POINTER, POINTER, JAVA_INT, POINTER, SIZE, POINTER, SIZE,
+            POINTER));
+    // (worker, data_desc, buffer, count, param) -> ucs_status_ptr_t
+    static final MethodHandle UCP_AM_RECV_DATA_NBX = UCP.bind("ucp_am_recv_data_nbx", FunctionDescriptor.of(POINTER, POINTER, POINTER, POINTER, SIZE, POINTER));
+    static final MethodHandle UCP_AM_DATA_RELEASE = UCP.bind("ucp_am_data_release", FunctionDescriptor.ofVoid(POINTER, POINTER));
     static final MethodHandle UCP_REQUEST_CHECK_STATUS = UCP.bind("ucp_request_check_status", FunctionDescriptor.of(STATUS, POINTER));
     static final MethodHandle UCP_REQUEST_FREE = UCP.bind("ucp_request_free", FunctionDescriptor.ofVoid(POINTER));
 

@@ -55,6 +55,13 @@ final class UcpLayoutsTest
     }
 
     @Test
+    void activeMessageStructsMatchC()
+    {
+        check(UcpLayouts.AM_HANDLER_PARAM, 32, "field_mask", 0, "id", 8, "flags", 12, "cb", 16, "arg", 24);
+        check(UcpLayouts.AM_RECV_PARAM, 16, "recv_attr", 0, "reply_ep", 8);
+    }
+
+    @Test
     void contextAttributesAndPollMatchC()
     {
         check(UcpLayouts.CONTEXT_ATTR, 64, "field_mask", 0, "request_size", 8, "thread_mode", 16, "memory_types", 24, "name", 32);

@@ -1,0 +1,393 @@
+package io.kvbridge.backend.ucx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.kvbridge.backend.ucx.ffm.UcpAm;
+import io.kvbridge.backend.ucx.ffm.UcpContext;
+import io.kvbridge.backend.ucx.ffm.UcpEndpoint;
+import io.kvbridge.backend.ucx.ffm.UcpStatus;
+import io.kvbridge.backend.ucx.ffm.UcpWorker;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A peer that lies and probes gets nothing with {@code access=granted}, over shared memory and over
+ * TCP: the victim registers eight blocks followed by four it never registered, grants two for
+ * WRITE and two for READ, and an attacker tries every way around the grants. Each attempt fails
+ * with {@code NOT_GRANTED}, no byte of the victim changes outside what a grant allowed, no READ
+ * brings the attacker a byte, the victim counts the refusals and names the attacker, and a
+ * legitimate peer is served afterwards. Malformed active messages sent with the raw binding are
+ * dropped and counted.
+ */
+@Timeout(120)
+final class UcxHostilePeerTest
+{
+    private static final int BLOCK = 64 * 1024;
+    private static final int REGISTERED_BLOCKS = 8;
+    private static final int ALL_BLOCKS = 12;
+    private static final byte SENTINEL = (byte) 0x5A;
+    private static final byte ATTACK = (byte) 0x66;
+    private static final long DEADLINE_NANOS = 30_000_000_000L;
+    private static final byte[] WRITE_KEY = "write-key-of-request-1".getBytes(StandardCharsets.UTF_8);
+    private static final byte[] READ_KEY = "read-key-of-request-2".getBytes(StandardCharsets.UTF_8);
+    private static final byte[] WRONG_KEY = "guessed-key".getBytes(StandardCharsets.UTF_8);
+
+    private final List<TransferBackend> backends = new ArrayList<>();
+    private Arena arena;
+
+    @BeforeAll
+    static void requireUcx()
+    {
+        UcxTestSupport.assumeUcxInstalled();
+    }
+
+    @BeforeEach
+    void openArena()
+    {
+        arena = Arena.ofShared();
+    }
+
+    @AfterEach
+    void closeAll()
+    {
+        backends.forEach(TransferBackend::close);
+        arena.close();
+    }
+
+    private UcxTransferBackend backend(String tls, String name)
+    {
+        Map<String, String> config = new HashMap<>();
+        config.put("tls", tls);
+        if (tls.equals("tcp")) {
+            config.put("net-devices", "lo");
+        }
+        String agent = name + "-" + UUID.randomUUID();
+        UcxTransferBackend backend = (UcxTransferBackend) new UcxBackendFactory().create(config, () -> agent);
+        backends.add(backend);
+        return backend;
+    }
+
+    /** Skips with the reason when UCX did not give the lane asked for. */
+    private static void assumeLane(UcxTransferBackend backend, String tls)
+    {
+        String transports = backend.transports();
+        boolean lane = tls.equals("tcp") ? transports.contains("tcp/") : transports.contains("memory");
+        assumeTrue(lane, () -> "UCX selected no " + tls + " lane on this host (it selected: " + transports + ")");
+    }
+
+    private static DescriptorList blocks(long base, int... blocks)
+    {
+        DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, blocks.length);
+        for (int block : blocks) {
+            builder.add(base + (long) block * BLOCK, BLOCK);
+        }
+        return builder.build();
+    }
+
+    private static int[] indices(int count)
+    {
+        int[] all = new int[count];
+        for (int i = 0; i < count; i++) {
+            all[i] = i;
+        }
+        return all;
+    }
+
+    private static TransferStatus await(TransferBackend backend, long handle)
+    {
+        long deadline = System.nanoTime() + DEADLINE_NANOS;
+        while (System.nanoTime() < deadline) {
+            TransferStatus status = backend.status(handle);
+            if (status.terminal()) {
+                return status;
+            }
+            Thread.onSpinWait();
+        }
+        return fail("transfer still in progress after 30 s");
+    }
+
+    /** Posts, waits and expects NOT_GRANTED, naming the victim. */
+    private static void assertRefused(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, byte[] key, String what)
+    {
+        int count = local.size();
+        long handle = attacker.post(op, local, indices(count), remote, indices(count), count, null, key);
+        TransferStatus status = await(attacker, handle);
+        assertEquals(TransferStatus.FAILED, status, what + ": the transfer should have been refused");
+        var failure = attacker.failure(handle).orElseThrow();
+        assertEquals(ErrorCode.NOT_GRANTED, failure.code(), () -> what + ": " + failure.getMessage());
+        assertTrue(failure.getMessage().contains("refused by peer 'victim-"), failure::getMessage);
+        attacker.release(handle);
+    }
+
+    private static void assertDone(TransferBackend initiator, TransferOp op, PreparedList local, PreparedList remote, byte[] key, String what)
+    {
+        int count = local.size();
+        long handle = initiator.post(op, local, indices(count), remote, indices(count), count, null, key);
+        TransferStatus status = await(initiator, handle);
+        assertEquals(TransferStatus.DONE, status, () -> what + ": " + initiator.failure(handle).map(Throwable::getMessage).orElse(""));
+        initiator.release(handle);
+    }
+
+    private static void assertBytes(MemorySegment memory, int block, byte expected, String what)
+    {
+        MemorySegment slice = memory.asSlice((long) block * BLOCK, BLOCK);
+        for (long i = 0; i < BLOCK; i++) {
+            if (slice.get(ValueLayout.JAVA_BYTE, i) != expected) {
+                fail(what + ": block " + block + " byte " + i + " is " + slice.get(ValueLayout.JAVA_BYTE, i) + ", expected " + expected);
+            }
+        }
+    }
+
+    private static void fillBlock(MemorySegment memory, int block, byte value)
+    {
+        memory.asSlice((long) block * BLOCK, BLOCK).fill(value);
+    }
+
+    @ParameterizedTest(name = "tls={0}")
+    @ValueSource(strings = {"sm", "tcp"})
+    void anAttackerReachesNothingBeyondItsGrantsAndTheVictimKeepsServing(String tls)
+    {
+        UcxTransferBackend victim = backend(tls, "victim");
+        assumeLane(victim, tls);
+        UcxTransferBackend attacker = backend(tls, "attacker");
+        MemorySegment victimMemory = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);
+        for (int block = 0; block < ALL_BLOCKS; block++) {
+            fillBlock(victimMemory, block, (byte) (block < REGISTERED_BLOCKS ? 0x10 + block : SENTINEL));
+        }
+        victim.register(Allocation.host(victimMemory.asSlice(0, (long) REGISTERED_BLOCKS * BLOCK)));
+        long base = victimMemory.address();
+        PreparedList writable = victim.prepareLocal(blocks(base, 2, 3));
+        PreparedList readable = victim.prepareLocal(blocks(base, 4, 5));
+        long writeGrant = victim.grant(WRITE_KEY, TransferOp.WRITE, writable, indices(2), 2);
+        victim.grant(READ_KEY, TransferOp.READ, readable, indices(2), 2);
+
+        MemorySegment attackerMemory = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);
+        attackerMemory.fill(ATTACK);
+        attacker.register(Allocation.host(attackerMemory));
+        long own = attackerMemory.address();
+        PreparedList two = attacker.prepareLocal(blocks(own, 0, 1));
+        Peer peer = attacker.connect(victim.localMetadata());
+        victim.connect(attacker.localMetadata());
+
+        // (a) no key, (b) a wrong key: neither op reaches the granted blocks
+        PreparedList grantedForWrite = attacker.prepareRemote(peer, blocks(base, 2, 3));
+        PreparedList grantedForRead = attacker.prepareRemote(peer, blocks(base, 4, 5));
+        assertRefused(attacker, TransferOp.WRITE, two, grantedForWrite, null, "WRITE without a key");
+        assertRefused(attacker, TransferOp.READ, two, grantedForRead, null, "READ without a key");
+        assertRefused(attacker, TransferOp.WRITE, two, grantedForWrite, WRONG_KEY, "WRITE with a wrong key");
+        assertRefused(attacker, TransferOp.READ, two, grantedForRead, WRONG_KEY, "READ with a wrong key");
+        // (c) the right keys, registered memory outside the grants
+        assertRefused(attacker, TransferOp.WRITE, two, attacker.prepareRemote(peer, blocks(base, 0, 1)), WRITE_KEY, "WRITE outside the grant");
+        assertRefused(attacker, TransferOp.READ, two, attacker.prepareRemote(peer, blocks(base, 6, 7)), READ_KEY, "READ outside the grant");
+        // a run that starts inside the grant and runs past it
+        assertRefused(attacker, TransferOp.WRITE, two, attacker.prepareRemote(peer, blocks(base, 3, 4)), WRITE_KEY, "WRITE across the grant's end");
+        // (f) the READ key used for WRITE
+        assertRefused(attacker, TransferOp.WRITE, two, grantedForRead, READ_KEY, "WRITE with the READ key");
+
+        // (d) forged metadata: the attacker's copy of the victim's region now covers the unregistered blocks
+        UcxMetadata real = UcxMetadata.decode(victim.localMetadata());
+        UcxMetadata.Region region = real.regions().getFirst();
+        UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(),
+                List.of(new UcxMetadata.Region(region.address(), (long) ALL_BLOCKS * BLOCK, region.packedKey())));
+        Peer forgedPeer = attacker.connect(forged.encode());
+        assertRefused(attacker, TransferOp.WRITE, two, attacker.prepareRemote(forgedPeer, blocks(base, 8, 9)), WRITE_KEY, "WRITE into unregistered memory");
+        assertRefused(attacker, TransferOp.READ, two, attacker.prepareRemote(forgedPeer, blocks(base, 10, 11)), READ_KEY, "READ of unregistered memory");
+
+        // the attacker's own buffer received nothing, and no victim byte changed
+        for (int block = 0; block < ALL_BLOCKS; block++) {
+            assertBytes(attackerMemory, block, ATTACK, "attacker buffer after refused READs");
+            assertBytes(victimMemory, block, (byte) (block < REGISTERED_BLOCKS ? 0x10 + block : SENTINEL), "victim after refused accesses");
+        }
+
+        // (e) the write grant works while it lives (the check above could see a change), then not after revoke;
+        // the refreshed metadata replaced the region the first lists were prepared against
+        grantedForWrite = attacker.prepareRemote(forgedPeer, blocks(base, 2, 3));
+        assertDone(attacker, TransferOp.WRITE, two, grantedForWrite, WRITE_KEY, "WRITE under a live grant");
+        assertBytes(victimMemory, 2, ATTACK, "granted block 2 written");
+        assertBytes(victimMemory, 3, ATTACK, "granted block 3 written");
+        fillBlock(victimMemory, 2, (byte) 0x12);
+        fillBlock(victimMemory, 3, (byte) 0x13);
+        victim.revoke(writeGrant);
+        assertRefused(attacker, TransferOp.WRITE, two, grantedForWrite, WRITE_KEY, "WRITE after revoke");
+        assertBytes(victimMemory, 2, (byte) 0x12, "revoked block 2");
+        assertBytes(victimMemory, 3, (byte) 0x13, "revoked block 3");
+
+        int refused = 11;
+        assertEquals(refused, victim.refusals(), "refusals the victim counted");
+        Optional<String> problem = victim.problem();
+        assertTrue(problem.isPresent() && problem.get().contains("attacker-") && problem.get().contains("refused " + refused + " peer accesses"),
+                () -> "victim problem: " + problem);
+
+        // a legitimate peer is still served, both ways
+        UcxTransferBackend legitimate = backend(tls, "legitimate");
+        MemorySegment legitimateMemory = arena.allocate(2L * BLOCK, 4096);
+        legitimateMemory.fill((byte) 0x77);
+        legitimate.register(Allocation.host(legitimateMemory));
+        PreparedList legitimateLocal = legitimate.prepareLocal(blocks(legitimateMemory.address(), 0, 1));
+        Peer toVictim = legitimate.connect(victim.localMetadata());
+        byte[] legitimateKey = "legitimate-request".getBytes(StandardCharsets.UTF_8);
+        victim.grant(legitimateKey, TransferOp.WRITE, victim.prepareLocal(blocks(base, 6, 7)), indices(2), 2);
+        assertDone(legitimate, TransferOp.WRITE, legitimateLocal, legitimate.prepareRemote(toVictim, blocks(base, 6, 7)), legitimateKey, "legitimate WRITE");
+        assertBytes(victimMemory, 6, (byte) 0x77, "legitimately written block 6");
+        assertBytes(victimMemory, 7, (byte) 0x77, "legitimately written block 7");
+        assertDone(legitimate, TransferOp.READ, legitimateLocal, legitimate.prepareRemote(toVictim, blocks(base, 4, 5)), READ_KEY, "legitimate READ");
+        assertBytes(legitimateMemory, 0, (byte) 0x14, "legitimately read block 4");
+        assertBytes(legitimateMemory, 1, (byte) 0x15, "legitimately read block 5");
+        for (int block = REGISTERED_BLOCKS; block < ALL_BLOCKS; block++) {
+            assertBytes(victimMemory, block, SENTINEL, "unregistered block at the end");
+        }
+    }
+
+    @ParameterizedTest(name = "tls={0}")
+    @ValueSource(strings = {"sm", "tcp"})
+    void malformedActiveMessagesAreDroppedAndCounted(String tls)
+    {
+        UcxTransferBackend victim = backend(tls, "victim");
+        assumeLane(victim, tls);
+        MemorySegment victimMemory = arena.allocate(2L * BLOCK, 4096);
+        victimMemory.fill(SENTINEL);
+        victim.register(Allocation.host(victimMemory));
+        byte[] key = "a-key".getBytes(StandardCharsets.UTF_8);
+        victim.grant(key, TransferOp.WRITE, victim.prepareLocal(blocks(victimMemory.address(), 0, 1)), indices(2), 2);
+
+        int sent = sendMalformed(tls, UcxMetadata.decode(victim.localMetadata()).workerAddress(), victimMemory.address());
+        long deadline = System.nanoTime() + DEADLINE_NANOS;
+        while (victim.malformedMessages() < sent && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertEquals(sent, victim.malformedMessages(), "malformed messages the victim dropped");
+        assertBytes(victimMemory, 0, SENTINEL, "victim after malformed WRITE headers");
+        assertBytes(victimMemory, 1, SENTINEL, "victim after malformed WRITE headers");
+        assertTrue(victim.problem().orElse("").contains("dropped " + sent + " malformed active messages"), () -> "problem: " + victim.problem());
+
+        // and it still serves a peer that follows the protocol
+        UcxTransferBackend legitimate = backend(tls, "legitimate");
+        MemorySegment legitimateMemory = arena.allocate(2L * BLOCK, 4096);
+        legitimateMemory.fill((byte) 0x77);
+        legitimate.register(Allocation.host(legitimateMemory));
+        Peer toVictim = legitimate.connect(victim.localMetadata());
+        assertDone(legitimate, TransferOp.WRITE, legitimate.prepareLocal(blocks(legitimateMemory.address(), 0, 1)),
+                legitimate.prepareRemote(toVictim, blocks(victimMemory.address(), 0, 1)), key, "legitimate WRITE after malformed messages");
+        assertBytes(victimMemory, 0, (byte) 0x77, "legitimately written block");
+    }
+
+    /**
+     * Sends headers no kvbridge instance sends from a bare UCX worker of this thread: too short, a
+     * wrong version, a key length past the header, a run length that disagrees with the data, a
+     * run index past the run count, an unknown message id. {@return how many were sent}
+     */
+    private static int sendMalformed(String tls, byte[] victimAddress, long target)
+    {
+        Map<String, String> overrides = new HashMap<>(Map.of("TLS", tls));
+        if (tls.equals("tcp")) {
+            overrides.put("NET_DEVICES", "lo");
+        }
+        else {
+            overrides.put("MM_ERROR_HANDLING", "y");
+        }
+        long config = UcpContext.configRead(overrides);
+        long context;
+        try {
+            context = UcpContext.init(config, UcpContext.FEATURE_AM, "malformed-sender");
+        }
+        finally {
+            UcpContext.configRelease(config);
+        }
+        long worker = UcpWorker.workerCreate(context, "malformed-sender");
+        try (Arena scratch = Arena.ofConfined()) {
+            long endpoint = UcpEndpoint.epCreate(worker, victimAddress, UcpEndpoint.newEndpointToken(), (token, status) -> { });
+            MemorySegment param = UcpWorker.newRequestParam(scratch);
+            UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY, 0);
+            MemorySegment data = scratch.allocate(BLOCK);
+            data.fill(ATTACK);
+            List<MemorySegment> headers = new ArrayList<>();
+            List<Integer> ids = new ArrayList<>();
+            // too short for a WRITE
+            headers.add(scratch.allocate(8));
+            ids.add(UcxActiveMessages.AM_WRITE);
+            // a WRITE of the right size with a wrong version
+            headers.add(write(scratch, 9, 0, 1, target, BLOCK));
+            ids.add(UcxActiveMessages.AM_WRITE);
+            // a run length that disagrees with the data's
+            headers.add(write(scratch, UcxActiveMessages.VERSION, 0, 1, target, 2L * BLOCK));
+            ids.add(UcxActiveMessages.AM_WRITE);
+            // a run index past the run count
+            headers.add(write(scratch, UcxActiveMessages.VERSION, 5, 1, target, BLOCK));
+            ids.add(UcxActiveMessages.AM_WRITE);
+            // a READ request whose run list length disagrees with its count
+            headers.add(scratch.allocate(UcxActiveMessages.READ_KEY));
+            ids.add(UcxActiveMessages.AM_READ);
+            // an unknown id: UCX itself drops messages for ids without a handler, so the id is one of ours with a garbage header
+            headers.add(scratch.allocate(3));
+            ids.add(UcxActiveMessages.AM_RESULT);
+            for (int i = 0; i < headers.size(); i++) {
+                MemorySegment header = headers.get(i);
+                long request = UcpAm.sendNbx(endpoint, ids.get(i), header.address(), header.byteSize(), data.address(), BLOCK, param.address());
+                await(worker, request);
+            }
+            long flush = UcpEndpoint.epFlushNbx(endpoint, UcpWorker.newRequestParam(scratch));
+            await(worker, flush);
+            long close = UcpEndpoint.epCloseNbx(endpoint, false, 0);
+            await(worker, close);
+            return headers.size();
+        }
+        finally {
+            UcpWorker.workerDestroy(worker);
+            UcpContext.cleanup(context);
+        }
+    }
+
+    private static MemorySegment write(Arena scratch, int version, int run, int runs, long address, long length)
+    {
+        MemorySegment header = scratch.allocate(UcxActiveMessages.WRITE_KEY + 5);
+        header.set(ValueLayout.JAVA_BYTE, 0, (byte) version);
+        header.set(ValueLayout.JAVA_BYTE, 1, (byte) 5);
+        UcpAm.putInt(header, 4, run);
+        UcpAm.putInt(header, 8, runs);
+        UcpAm.putLong(header, 32, address);
+        UcpAm.putLong(header, 40, length);
+        MemorySegment.copy("a-key".getBytes(StandardCharsets.UTF_8), 0, header, ValueLayout.JAVA_BYTE, UcxActiveMessages.WRITE_KEY, 5);
+        return header;
+    }
+
+    private static void await(long worker, long request)
+    {
+        if (request == 0 || UcpStatus.isError(request)) {
+            return;
+        }
+        long deadline = System.nanoTime() + DEADLINE_NANOS;
+        while (UcpWorker.requestStatus(request) == UcpStatus.IN_PROGRESS) {
+            if (System.nanoTime() > deadline) {
+                fail("a raw UCX request did not complete within 30 s");
+            }
+            UcpWorker.workerProgress(worker);
+        }
+        UcpWorker.requestFree(request);
+    }
+}
