@@ -99,7 +99,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     UcxOptions withNetDevices(String devices)
     {
         return new UcxOptions(tls, devices, keepaliveIntervalMillis, transferTimeoutMillis, connectTimeoutMillis, closeTimeoutMillis, idleSpinMicros,
-                staggerAllocations, maxInFlight, extraConfig);
+                staggerAllocations, maxInFlight, extraConfig, granted);
     }
 
     /**
