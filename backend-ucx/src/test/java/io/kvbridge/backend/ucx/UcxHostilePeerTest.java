@@ -29,9 +29,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
@@ -46,7 +43,7 @@ import org.junit.jupiter.api.Timeout;
  * dropped and counted.
  */
 @Timeout(120)
-final class UcxHostilePeerTest
+final class UcxHostilePeerTest extends UcxInstancesTest
 {
     private static final int BLOCK = 64 * 1024;
     private static final int REGISTERED_BLOCKS = 8;
@@ -58,27 +55,6 @@ final class UcxHostilePeerTest
     private static final byte[] READ_KEY = "read-key-of-request-2".getBytes(StandardCharsets.UTF_8);
     private static final byte[] WRONG_KEY = "guessed-key".getBytes(StandardCharsets.UTF_8);
 
-    private final List<TransferBackend> backends = new ArrayList<>();
-    private Arena arena;
-
-    @BeforeAll
-    static void requireUcx()
-    {
-        UcxTestSupport.assumeUcxInstalled();
-    }
-
-    @BeforeEach
-    void openArena()
-    {
-        arena = Arena.ofShared();
-    }
-
-    @AfterEach
-    void closeAll()
-    {
-        backends.forEach(TransferBackend::close);
-        arena.close();
-    }
 
     private UcxTransferBackend backend(String tls, String name)
     {

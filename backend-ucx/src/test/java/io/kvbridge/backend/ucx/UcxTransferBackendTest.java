@@ -17,7 +17,6 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
-import java.lang.foreign.Arena;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -31,15 +30,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** What the UCX transport adds to the common contract: its own allocations, metadata refresh, limits and timeouts. */
 @Timeout(120)
-final class UcxTransferBackendTest
+final class UcxTransferBackendTest extends UcxInstancesTest
 {
     private static final int BLOCKS = 16;
     private static final int BLOCK_BYTES = 64 * 1024;
@@ -47,27 +43,6 @@ final class UcxTransferBackendTest
     // the consumers grant their blocks for WRITE under this key (access=granted, the default)
     private static final byte[] KEY = "test-request".getBytes(StandardCharsets.UTF_8);
 
-    private final List<TransferBackend> backends = new ArrayList<>();
-    private Arena arena;
-
-    @BeforeAll
-    static void requireUcx()
-    {
-        UcxTestSupport.assumeUcxInstalled();
-    }
-
-    @BeforeEach
-    void openArena()
-    {
-        arena = Arena.ofShared();
-    }
-
-    @AfterEach
-    void closeAll()
-    {
-        backends.forEach(TransferBackend::close);
-        arena.close();
-    }
 
     private TransferBackend backend(String tls, String... options)
     {
