@@ -95,25 +95,13 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         return all;
     }
 
-    private static TransferStatus await(TransferBackend backend, long handle)
-    {
-        long deadline = System.nanoTime() + DEADLINE_NANOS;
-        while (System.nanoTime() < deadline) {
-            TransferStatus status = backend.status(handle);
-            if (status.terminal()) {
-                return status;
-            }
-            Thread.onSpinWait();
-        }
-        return fail("transfer still in progress after 30 s");
-    }
 
     /** Posts, waits and expects NOT_GRANTED, naming the victim. */
     private static void assertRefused(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, byte[] key, String what)
     {
         int count = local.size();
         long handle = attacker.post(op, local, indices(count), remote, indices(count), count, null, key);
-        TransferStatus status = await(attacker, handle);
+        TransferStatus status = awaitTerminal(attacker, handle);
         assertEquals(TransferStatus.FAILED, status, what + ": the transfer should have been refused");
         var failure = attacker.failure(handle).orElseThrow();
         assertEquals(ErrorCode.NOT_GRANTED, failure.code(), () -> what + ": " + failure.getMessage());
@@ -125,7 +113,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     {
         int count = local.size();
         long handle = initiator.post(op, local, indices(count), remote, indices(count), count, null, key);
-        TransferStatus status = await(initiator, handle);
+        TransferStatus status = awaitTerminal(initiator, handle);
         assertEquals(TransferStatus.DONE, status, () -> what + ": " + initiator.failure(handle).map(Throwable::getMessage).orElse(""));
         initiator.release(handle);
     }
@@ -325,12 +313,12 @@ final class UcxHostilePeerTest extends UcxInstancesTest
             for (int i = 0; i < headers.size(); i++) {
                 MemorySegment header = headers.get(i);
                 long request = UcpAm.sendNbx(endpoint, ids.get(i), header.address(), header.byteSize(), data.address(), BLOCK, param.address());
-                await(worker, request);
+                awaitRequest(worker, request);
             }
             long flush = UcpEndpoint.epFlushNbx(endpoint, UcpWorker.newRequestParam(scratch));
-            await(worker, flush);
+            awaitRequest(worker, flush);
             long close = UcpEndpoint.epCloseNbx(endpoint, false, 0);
-            await(worker, close);
+            awaitRequest(worker, close);
             return headers.size();
         }
         finally {
@@ -352,7 +340,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         return header;
     }
 
-    private static void await(long worker, long request)
+    private static void awaitRequest(long worker, long request)
     {
         if (request == 0 || UcpStatus.isError(request)) {
             return;

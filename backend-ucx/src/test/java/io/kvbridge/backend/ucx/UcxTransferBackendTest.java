@@ -110,18 +110,6 @@ final class UcxTransferBackendTest extends UcxInstancesTest
                 producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS)));
     }
 
-    private static TransferStatus awaitTerminal(TransferBackend backend, long handle)
-    {
-        long deadline = System.nanoTime() + DEADLINE_NANOS;
-        while (System.nanoTime() < deadline) {
-            TransferStatus status = backend.status(handle);
-            if (status.terminal()) {
-                return status;
-            }
-            Thread.onSpinWait();
-        }
-        return fail("transfer still in progress after 30 s");
-    }
 
     private static KvBridgeException assertCode(ErrorCode code, org.junit.jupiter.api.function.Executable executable)
     {
