@@ -33,6 +33,7 @@ import java.util.TreeMap;
  * @param modes the transfer modes served or used.
  * @param layout the cache layout's name.
  * @param layoutOptions the cache layout's options.
+ * @param tls the side channel's TLS files and modes; {@link TlsFiles#EMPTY} when none are given.
  */
 public record BridgeConfig(
         Role role,
@@ -50,11 +51,12 @@ public record BridgeConfig(
         Duration registrationTimeout,
         Set<TransferMode> modes,
         String layout,
-        Map<String, String> layoutOptions)
+        Map<String, String> layoutOptions,
+        TlsFiles tls)
 {
     /** Nothing given. */
     public static final BridgeConfig EMPTY = new BridgeConfig(null, null, null, Map.of(), null, null, null, null, null, null, null, null, null,
-            null, null, Map.of());
+            null, null, Map.of(), TlsFiles.EMPTY);
 
     /** Which connectors an engine runs; vLLM's {@code kv_role}. */
     public enum Role
@@ -112,6 +114,7 @@ public record BridgeConfig(
         transportOptions = Map.copyOf(options);
         layoutOptions = Map.copyOf(requireNonNull(layoutOptions, "layoutOptions is null"));
         modes = modes == null ? null : Set.copyOf(EnumSet.copyOf(modes));
+        requireNonNull(tls, "tls is null");
     }
 
     /**
@@ -132,7 +135,8 @@ public record BridgeConfig(
                 pick(agentName, other.agentName), pick(sideChannelHost, other.sideChannelHost), pick(sideChannelPort, other.sideChannelPort),
                 pick(advertisedHost, other.advertisedHost), pick(secretFile, other.secretFile), pick(failurePolicy, other.failurePolicy),
                 pick(leaseDuration, other.leaseDuration), pick(transferTimeout, other.transferTimeout),
-                pick(registrationTimeout, other.registrationTimeout), pick(modes, other.modes), pick(layout, other.layout), layoutMerged);
+                pick(registrationTimeout, other.registrationTimeout), pick(modes, other.modes), pick(layout, other.layout), layoutMerged,
+                tls.overriddenBy(other.tls));
     }
 
     /**
