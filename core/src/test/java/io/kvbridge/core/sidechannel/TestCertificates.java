@@ -52,7 +52,7 @@ public final class TestCertificates
     public final Identity server;
     /** A server certificate for another host only (dns:other.example, ip:10.9.9.9). */
     public final Identity otherHost;
-    /** A client certificate. */
+    /** A client certificate (valid for 127.0.0.1 too, since a consumer also serves a side channel). */
     public final Identity client;
 
     private TestCertificates(Path directory)
@@ -64,7 +64,7 @@ public final class TestCertificates
         caPem = directory.resolve("ca.pem");
         server = identity(directory, "server", "san=ip:127.0.0.1");
         otherHost = identity(directory, "other", "san=dns:other.example,ip:10.9.9.9");
-        client = identity(directory, "client", "eku=clientAuth");
+        client = identity(directory, "client", "san=ip:127.0.0.1");
     }
 
     /**
