@@ -28,7 +28,8 @@ import javax.net.ssl.SSLSocket;
  * Fetches handshake payloads from a peer's side channel over one TCP connection, bounded by a
  * connect timeout, a timeout per read and a deadline for the whole exchange, and estimates the
  * peer's clock offset from each round trip. It returns the payload bytes unchecked: verifying them
- * is the {@link io.kvbridge.core.wire.HandshakeVerifier}'s job.
+ * is the {@link io.kvbridge.core.wire.HandshakeVerifier}'s job. With {@link SideChannelSettings#tls()}
+ * the connection is TLS 1.3, its handshake bounded by the read timeout and the deadline.
  *
  * <p>Thread safe: each fetch uses its own connection.
  */

@@ -53,6 +53,9 @@ import org.slf4j.LoggerFactory;
  * with the rank asked for: the rank's session sink receives the derived {@link SessionKey} before
  * the reply carrying the server's nonce leaves.
  *
+ * <p>With {@link SideChannelSettings#tls()} the server socket speaks TLS 1.3 only, and a new
+ * connection's TLS handshake counts toward its {@code firstRequestTimeout}.
+ *
  * <p>A client that sends anything malformed gets an error reply (where a reply is possible) and
  * its connection is closed; nothing it sends reaches other connections, which go on being served.
  */

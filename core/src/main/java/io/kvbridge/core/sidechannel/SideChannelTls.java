@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.security.GeneralSecurityException;
 import java.util.Locale;
 import java.util.concurrent.ScheduledFuture;
@@ -147,14 +148,14 @@ public final class SideChannelTls
      *
      * @param socket the socket, client or server side.
      * @param deadlineNanos on {@link System#nanoTime()}.
-     * @throws java.net.SocketTimeoutException when the deadline passes.
+     * @throws SocketTimeoutException when the deadline passes.
      */
     static void handshake(SSLSocket socket, long deadlineNanos)
             throws IOException
     {
         long leftNanos = deadlineNanos - System.nanoTime();
         if (leftNanos <= 0) {
-            throw new java.net.SocketTimeoutException("the TLS handshake's deadline passed before it began");
+            throw new SocketTimeoutException("the TLS handshake's deadline passed before it began");
         }
         socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(leftNanos))));
         ScheduledFuture<?> closer = WATCHDOG.schedule(() -> closeQuietly(socket), leftNanos, TimeUnit.NANOSECONDS);
@@ -163,7 +164,7 @@ public final class SideChannelTls
         }
         catch (IOException e) {
             if (System.nanoTime() - deadlineNanos >= 0) {
-                throw new java.net.SocketTimeoutException("the TLS handshake did not finish by its deadline: " + e.getMessage());
+                throw new SocketTimeoutException("the TLS handshake did not finish by its deadline: " + e.getMessage());
             }
             throw e;
         }
