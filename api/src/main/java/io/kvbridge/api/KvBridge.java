@@ -160,6 +160,7 @@ public interface KvBridge extends AutoCloseable
         private String agentName = "";
         private final Map<String, String> transportConfig = new LinkedHashMap<>();
         private byte[] sideChannelSecret = new byte[0];
+        private TlsFiles sideChannelTls;
         private LongSupplier monotonicClock;
         private InstantSource wallClock;
         private Object meterRegistry;
@@ -223,6 +224,46 @@ public interface KvBridge extends AutoCloseable
         {
             this.sideChannelSecret = requireNonNull(secret, "secret is null").clone();
             explicit.add("sideChannelSecret");
+            return this;
+        }
+
+        /**
+         * Where the side channel's TLS material lives, as {@link #sideChannelTls} gives it.
+         *
+         * @param certFile PEM certificate chain of this engine, its own certificate first.
+         * @param keyFile PEM PKCS#8 private key ({@code BEGIN PRIVATE KEY}) of that certificate; not
+         *     readable by every user of the host.
+         * @param caFile PEM bundle of the CA certificates peers' certificates must chain to.
+         * @param requireClientCertificates whether the server refuses clients without a certificate
+         *     the CA signed (mutual TLS).
+         */
+        public record TlsFiles(Path certFile, Path keyFile, Path caFile, boolean requireClientCertificates)
+        {
+            /** Checks that every file is given. */
+            public TlsFiles
+            {
+                requireNonNull(certFile, "certFile is null");
+                requireNonNull(keyFile, "keyFile is null");
+                requireNonNull(caFile, "caFile is null");
+            }
+        }
+
+        /**
+         * Runs the side channel over TLS 1.3 with a certificate and key in PEM files, so that
+         * geometry metadata and addresses are not readable on the wire and peers prove who they are;
+         * a client checks that the server's certificate names the host it connects to. Overrides
+         * the files of the configuration's {@code tls} object and its {@code client_auth}; keystores
+         * are configured there. A shared secret, if set, still authenticates each message inside
+         * TLS. Every engine that talks to this one must use TLS too. {@link #build()} refuses files
+         * with any problem, naming them all.
+         *
+         * @param files the files, read by {@link #build()}.
+         * @return this builder.
+         */
+        public Builder sideChannelTls(TlsFiles files)
+        {
+            this.sideChannelTls = requireNonNull(files, "files is null");
+            explicit.add("sideChannelTls");
             return this;
         }
 
@@ -353,7 +394,8 @@ public interface KvBridge extends AutoCloseable
          * Tells whether a setting was given by a call on this builder, which then overrides the
          * configuration document and the environment.
          *
-         * @param setting {@code transport}, {@code agentName}, {@code transportConfig} or {@code sideChannelSecret}.
+         * @param setting {@code transport}, {@code agentName}, {@code transportConfig}, {@code sideChannelSecret} or
+         *     {@code sideChannelTls}.
          * @return whether its method was called.
          */
         public boolean isExplicit(String setting)
@@ -377,6 +419,12 @@ public interface KvBridge extends AutoCloseable
         public byte[] sideChannelSecret()
         {
             return sideChannelSecret.clone();
+        }
+
+        /** {@return the TLS files set with {@link #sideChannelTls}, empty when none were} */
+        public Optional<TlsFiles> sideChannelTls()
+        {
+            return Optional.ofNullable(sideChannelTls);
         }
 
         /** {@return the monotonic clock set with {@link #monotonicClock}, empty for the system's} */

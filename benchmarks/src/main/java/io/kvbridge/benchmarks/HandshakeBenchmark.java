@@ -1,10 +1,13 @@
 package io.kvbridge.benchmarks;
 
+import io.kvbridge.core.config.TlsFiles;
+import io.kvbridge.core.config.TlsLoader;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelServer;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.core.wire.CompatibilityMode;
 import io.kvbridge.core.wire.HandshakePayload;
 import io.kvbridge.core.wire.HandshakeVerifier;
@@ -20,7 +23,13 @@ import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.geometry.SplitClass;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -64,8 +73,13 @@ public class HandshakeBenchmark
     @Param({"false", "true"})
     public boolean authenticated;
 
+    /** TLS 1.3 below the framing, with a self-signed EC certificate for 127.0.0.1 made at setup; a new TLS session per handshake. */
+    @Param({"false", "true"})
+    public boolean tls;
+
     private SideChannelServer server;
     private SideChannelClient client;
+    private InetSocketAddress address;
     private HandshakeVerifier verifier;
     private List<RankKey> ranks;
     private byte[] servedPayload;
@@ -74,21 +88,58 @@ public class HandshakeBenchmark
     public void start()
     {
         RankMetadata metadata = metadata(layers);
-        SideChannelSettings settings = SideChannelSettings.builder().secret(authenticated ? SECRET : new byte[0]).build();
+        SideChannelSettings settings = SideChannelSettings.builder().secret(authenticated ? SECRET : new byte[0]).tls(tls ? selfSignedTls() : null)
+                .build();
         server = SideChannelServer.start(ENGINE, List.of(metadata), settings, SideChannelClock.system());
         client = new SideChannelClient(settings, SideChannelClock.system());
+        // by IP address, as peers advertise it: what the certificate's IP SAN names
+        address = new InetSocketAddress(server.address().getAddress().getHostAddress(), server.address().getPort());
         verifier = new HandshakeVerifier(metadata.geometry().model(), CompatibilityMode.STRICT, settings.limits());
         ranks = List.of(RankKey.of(metadata.rank()));
         servedPayload = HandshakePayload.of(metadata).encode();
-        System.out.printf("%nlayers=%d regions=%d metadata=%d bytes payload=%d bytes authenticated=%s%n", layers,
+        System.out.printf("%nlayers=%d regions=%d metadata=%d bytes payload=%d bytes authenticated=%s tls=%s%n", layers,
                 metadata.geometry().regions().size(), MetadataCodec.encode(metadata).length, HandshakePayload.of(metadata).encode().length,
-                authenticated);
+                authenticated, tls);
     }
 
     @TearDown(Level.Trial)
     public void stop()
     {
         server.close();
+    }
+
+    /** A keystore holding a self-signed certificate for 127.0.0.1, which serves as the server's key and the client's trust. */
+    private static SideChannelTls selfSignedTls()
+    {
+        try {
+            Path directory = Files.createTempDirectory("kvbridge-bench-tls-");
+            Path store = directory.resolve("side-channel.p12");
+            Path password = directory.resolve("password");
+            Files.writeString(password, "benchmark-store-password");
+            Files.setPosixFilePermissions(password, PosixFilePermissions.fromString("rw-------"));
+            Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(), "-genkeypair", "-alias",
+                    "side-channel", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=kvbridge benchmark", "-ext", "san=ip:127.0.0.1",
+                    "-validity", "2", "-storetype", "PKCS12", "-keystore", store.toString(), "-storepass", "benchmark-store-password")
+                    .redirectErrorStream(true).start();
+            String output = new String(keytool.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!keytool.waitFor(60, TimeUnit.SECONDS) || keytool.exitValue() != 0) {
+                throw new IllegalStateException("keytool failed: " + output);
+            }
+            Files.setPosixFilePermissions(store, PosixFilePermissions.fromString("rw-------"));
+            List<String> problems = new ArrayList<>();
+            SideChannelTls loaded = TlsLoader.load(new TlsFiles(null, null, store, password, null, store, password, null, null), problems);
+            if (!problems.isEmpty()) {
+                throw new IllegalStateException(problems.toString());
+            }
+            return loaded;
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     /**
@@ -99,7 +150,7 @@ public class HandshakeBenchmark
     @Benchmark
     public RankMetadata handshake()
     {
-        byte[] payload = client.fetch(server.address(), ranks).getFirst().payload();
+        byte[] payload = client.fetch(address, ranks).getFirst().payload();
         RankMetadata metadata = verifier.verify(payload).metadata();
         if (!metadata.engineId().equals(ENGINE)) {
             throw new IllegalStateException("engine id mismatch: " + metadata.engineId());

@@ -3,6 +3,7 @@ package io.kvbridge.core;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.core.config.BridgeConfig;
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.spi.KvBridgeException;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -18,9 +19,10 @@ import java.util.Map;
  * @param summaryInterval how often the one-line transfer summary is logged; zero for never.
  * @param config the configuration document and environment, for the connectors' settings, the
  *     role, the layout and the per-transport options.
+ * @param sideChannelTls TLS of the side channels, null for plain TCP.
  */
 record BridgeSettings(String transport, String agentName, Map<String, String> transportConfig, byte[] sideChannelSecret, Duration summaryInterval,
-        BridgeConfig config)
+        BridgeConfig config, SideChannelTls sideChannelTls)
 {
     /** How often a bridge built through {@code KvBridge.builder()} logs its transfer summary. */
     static final Duration SUMMARY_INTERVAL = Duration.ofSeconds(10);
@@ -39,7 +41,7 @@ record BridgeSettings(String transport, String agentName, Map<String, String> tr
     /** Settings without a configuration document. */
     BridgeSettings(String transport, String agentName, Map<String, String> transportConfig, byte[] sideChannelSecret, Duration summaryInterval)
     {
-        this(transport, agentName, transportConfig, sideChannelSecret, summaryInterval, BridgeConfig.EMPTY);
+        this(transport, agentName, transportConfig, sideChannelSecret, summaryInterval, BridgeConfig.EMPTY, null);
     }
 
     /**

@@ -10,9 +10,14 @@ import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.KvBridgeRuntime;
 import io.kvbridge.core.config.BridgeConfig;
 import io.kvbridge.core.config.Configuration;
+import io.kvbridge.core.config.TlsFiles;
+import io.kvbridge.core.config.TlsLoader;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.spi.KvBridgeException;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -50,9 +55,17 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
             agentName = "kvbridge-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet();
         }
         byte[] secret = builder.isExplicit("sideChannelSecret") || resolved.secret() == null ? builder.sideChannelSecret() : resolved.secret();
+        SideChannelTls tls = resolved.tls();
+        if (builder.isExplicit("sideChannelTls")) {
+            KvBridge.Builder.TlsFiles given = builder.sideChannelTls().orElseThrow();
+            List<String> problems = new ArrayList<>();
+            tls = TlsLoader.load(config.tls().overriddenBy(new TlsFiles(given.certFile(), given.keyFile(), null, null, given.caFile(), null, null,
+                    given.requireClientCertificates() ? SideChannelTls.ClientAuth.REQUIRE : SideChannelTls.ClientAuth.NONE, null)), problems);
+            new Configuration.Resolved(config, secret, problems, tls).orThrow();
+        }
         EmbedderServices embedder = EmbedderServices.from(builder);
-        return start(new BridgeSettings(transport, agentName, builder.transportConfig(), secret, BridgeSettings.SUMMARY_INTERVAL, config), registry,
-                embedder);
+        return start(new BridgeSettings(transport, agentName, builder.transportConfig(), secret, BridgeSettings.SUMMARY_INTERVAL, config, tls),
+                registry, embedder);
     }
 
     static KvBridge start(BridgeSettings settings, PluginRegistry registry, EmbedderServices embedder)

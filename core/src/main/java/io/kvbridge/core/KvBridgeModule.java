@@ -93,7 +93,7 @@ final class KvBridgeModule extends AbstractModule
     @Singleton
     SideChannelSettings sideChannelSettings(BridgeSettings bridgeSettings)
     {
-        return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).build();
+        return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).tls(bridgeSettings.sideChannelTls()).build();
     }
 
     @Provides

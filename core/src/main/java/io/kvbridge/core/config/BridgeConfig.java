@@ -35,6 +35,7 @@ import java.util.TreeMap;
  * @param layoutOptions the cache layout's options.
  * @param discovery the discovery directory's location, such as {@code etcd://10.0.0.1:2379,10.0.0.2:2379}.
  * @param discoveryLeaseTtl how long the directory keeps a rank's entry after its engine's last keep-alive.
+ * @param tls the side channel's TLS files and modes; {@link TlsFiles#EMPTY} when none are given.
  */
 public record BridgeConfig(
         Role role,
@@ -54,11 +55,12 @@ public record BridgeConfig(
         String layout,
         Map<String, String> layoutOptions,
         String discovery,
-        Duration discoveryLeaseTtl)
+        Duration discoveryLeaseTtl,
+        TlsFiles tls)
 {
     /** Nothing given. */
     public static final BridgeConfig EMPTY = new BridgeConfig(null, null, null, Map.of(), null, null, null, null, null, null, null, null, null,
-            null, null, Map.of(), null, null);
+            null, null, Map.of(), null, null, TlsFiles.EMPTY);
 
     /** Which connectors an engine runs; vLLM's {@code kv_role}. */
     public enum Role
@@ -116,6 +118,7 @@ public record BridgeConfig(
         transportOptions = Map.copyOf(options);
         layoutOptions = Map.copyOf(requireNonNull(layoutOptions, "layoutOptions is null"));
         modes = modes == null ? null : Set.copyOf(EnumSet.copyOf(modes));
+        requireNonNull(tls, "tls is null");
     }
 
     /**
@@ -137,7 +140,7 @@ public record BridgeConfig(
                 pick(advertisedHost, other.advertisedHost), pick(secretFile, other.secretFile), pick(failurePolicy, other.failurePolicy),
                 pick(leaseDuration, other.leaseDuration), pick(transferTimeout, other.transferTimeout),
                 pick(registrationTimeout, other.registrationTimeout), pick(modes, other.modes), pick(layout, other.layout), layoutMerged,
-                pick(discovery, other.discovery), pick(discoveryLeaseTtl, other.discoveryLeaseTtl));
+                pick(discovery, other.discovery), pick(discoveryLeaseTtl, other.discoveryLeaseTtl), tls.overriddenBy(other.tls));
     }
 
     /**

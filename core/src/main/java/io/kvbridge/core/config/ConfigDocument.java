@@ -65,7 +65,9 @@ public final class ConfigDocument
     private static final List<String> TOP = List.of("kv_connector", "kv_role", "engine_id", "kv_load_failure_policy", EXTRA);
     private static final List<String> EXTRA_KEYS = List.of("transport", "transports", "agent_name", "side_channel_host", "side_channel_port",
             "advertised_host", "secret_file", "kv_lease_duration", "transfer_timeout", "push_registration_timeout", "modes", "layout", "layout_options",
-            "discovery", "discovery_lease_ttl");
+            "discovery", "discovery_lease_ttl", "tls");
+    private static final List<String> TLS_KEYS = List.of("cert_file", "key_file", "keystore_file", "keystore_password_file", "ca_file",
+            "truststore_file", "truststore_password_file", "client_auth", "verify_hostname");
     // vLLM's own keys of --kv-transfer-config and of NIXL's extra config that kvbridge has no use for
     private static final Set<String> VLLM_ONLY = Set.of("kv_buffer_device", "kv_buffer_size", "kv_rank", "kv_parallel_size", "kv_ip", "kv_port",
             "kv_connector_module_path", "enable_permute_local_kv", "backends", "num_threads", "engine_ttl", "enforce_handshake_compat",
@@ -123,7 +125,32 @@ public final class ConfigDocument
                 duration(extra, "push_registration_timeout", problems), modes, name(extra, "layout", problems),
                 extra.object("layout_options").map(ConfigDocument::options).orElse(Map.of()),
                 extra.string("discovery", 4096).map(location -> ConfigValues.discovery(extra.pathOf("discovery"), location, problems)).orElse(null),
-                leaseTtl(extra, problems));
+                leaseTtl(extra, problems),
+                extra.object("tls").map(tls -> tls(tls, problems)).orElse(TlsFiles.EMPTY));
+    }
+
+    private static TlsFiles tls(JsonFields tls, List<String> problems)
+    {
+        refuseUnknown(tls, TLS_KEYS);
+        return new TlsFiles(path(tls, "cert_file"), path(tls, "key_file"), path(tls, "keystore_file"), path(tls, "keystore_password_file"),
+                path(tls, "ca_file"), path(tls, "truststore_file"), path(tls, "truststore_password_file"),
+                tls.string("client_auth", 32).map(text -> TlsFiles.clientAuth(tls.pathOf("client_auth"), text, problems)).orElse(null),
+                tls.bool("verify_hostname").orElse(null));
+    }
+
+    private static Map<String, Object> write(TlsFiles tls)
+    {
+        Map<String, Object> map = new LinkedHashMap<>();
+        putIfGiven(map, "cert_file", tls.certFile());
+        putIfGiven(map, "key_file", tls.keyFile());
+        putIfGiven(map, "keystore_file", tls.keystoreFile());
+        putIfGiven(map, "keystore_password_file", tls.keystorePasswordFile());
+        putIfGiven(map, "ca_file", tls.caFile());
+        putIfGiven(map, "truststore_file", tls.truststoreFile());
+        putIfGiven(map, "truststore_password_file", tls.truststorePasswordFile());
+        putIfGiven(map, "client_auth", tls.clientAuth() == null ? null : tls.clientAuth().name().toLowerCase(Locale.ROOT));
+        putIfGiven(map, "verify_hostname", tls.verifyHostname());
+        return map;
     }
 
     /**
@@ -159,6 +186,9 @@ public final class ConfigDocument
         }
         putIfGiven(extra, "discovery", config.discovery());
         putIfGiven(extra, "discovery_lease_ttl", config.discoveryLeaseTtl() == null ? null : Durations.format(config.discoveryLeaseTtl()));
+        if (config.tls().given()) {
+            extra.put("tls", write(config.tls()));
+        }
         top.put(EXTRA, extra);
         return JsonWriter.write(top, false, 2);
     }
@@ -166,7 +196,7 @@ public final class ConfigDocument
     private static void putIfGiven(Map<String, Object> map, String key, Object value)
     {
         if (value != null) {
-            map.put(key, value);
+            map.put(key, value instanceof Path path ? path.toString() : value);
         }
     }
 

@@ -39,7 +39,16 @@ public final class ConfigEnvironment
             "KVBRIDGE_TRANSFER_TIMEOUT", "kv_connector_extra_config.transfer_timeout",
             "KVBRIDGE_MODES", "kv_connector_extra_config.modes (comma-separated)",
             "KVBRIDGE_LAYOUT", "kv_connector_extra_config.layout",
-            "KVBRIDGE_DISCOVERY", "kv_connector_extra_config.discovery");
+            "KVBRIDGE_DISCOVERY", "kv_connector_extra_config.discovery",
+            "KVBRIDGE_TLS_CERT_FILE", "kv_connector_extra_config.tls.cert_file",
+            "KVBRIDGE_TLS_KEY_FILE", "kv_connector_extra_config.tls.key_file",
+            "KVBRIDGE_TLS_KEYSTORE_FILE", "kv_connector_extra_config.tls.keystore_file",
+            "KVBRIDGE_TLS_KEYSTORE_PASSWORD_FILE", "kv_connector_extra_config.tls.keystore_password_file",
+            "KVBRIDGE_TLS_CA_FILE", "kv_connector_extra_config.tls.ca_file",
+            "KVBRIDGE_TLS_TRUSTSTORE_FILE", "kv_connector_extra_config.tls.truststore_file",
+            "KVBRIDGE_TLS_TRUSTSTORE_PASSWORD_FILE", "kv_connector_extra_config.tls.truststore_password_file",
+            "KVBRIDGE_TLS_CLIENT_AUTH", "kv_connector_extra_config.tls.client_auth (none, want, require)",
+            "KVBRIDGE_TLS_VERIFY_HOSTNAME", "kv_connector_extra_config.tls.verify_hostname (true, false)");
 
     private static final Set<String> NOT_OURS = Set.of("KVBRIDGE_JAVA_OPTS");
 
@@ -89,7 +98,13 @@ public final class ConfigEnvironment
                 env.get("KVBRIDGE_LAYOUT", ConfigValues::name),
                 Map.of(),
                 env.get("KVBRIDGE_DISCOVERY", ConfigValues::discovery),
-                null);
+                null,
+                new TlsFiles(env.get("KVBRIDGE_TLS_CERT_FILE", ConfigEnvironment::path), env.get("KVBRIDGE_TLS_KEY_FILE", ConfigEnvironment::path),
+                        env.get("KVBRIDGE_TLS_KEYSTORE_FILE", ConfigEnvironment::path),
+                        env.get("KVBRIDGE_TLS_KEYSTORE_PASSWORD_FILE", ConfigEnvironment::path), env.get("KVBRIDGE_TLS_CA_FILE", ConfigEnvironment::path),
+                        env.get("KVBRIDGE_TLS_TRUSTSTORE_FILE", ConfigEnvironment::path),
+                        env.get("KVBRIDGE_TLS_TRUSTSTORE_PASSWORD_FILE", ConfigEnvironment::path),
+                        env.get("KVBRIDGE_TLS_CLIENT_AUTH", TlsFiles::clientAuth), env.get("KVBRIDGE_TLS_VERIFY_HOSTNAME", TlsFiles::bool)));
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.kvbridge.core.config;
 
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.IOException;
@@ -34,9 +35,10 @@ public final class Configuration
      *
      * @param config the layered configuration, without defaults.
      * @param secret the side channel secret read from the configured file, or null when none is configured.
+     * @param tls the side channel's TLS settings loaded from the configured files, or null when none are configured.
      * @param problems every problem found; the configuration is usable only when empty.
      */
-    public record Resolved(BridgeConfig config, byte[] secret, List<String> problems)
+    public record Resolved(BridgeConfig config, byte[] secret, List<String> problems, SideChannelTls tls)
     {
         /** Copies the problems. */
         public Resolved
@@ -96,7 +98,8 @@ public final class Configuration
             String where = fromEnvironment.secretFile() != null ? "KVBRIDGE_SECRET_FILE" : "kv_connector_extra_config.secret_file";
             secret = SecretFile.read(where, config.secretFile(), problems);
         }
-        return new Resolved(config, secret, problems);
+        SideChannelTls tls = TlsLoader.load(config.tls(), problems);
+        return new Resolved(config, secret, problems, tls);
     }
 
     /**

@@ -46,26 +46,10 @@ final class SecretFile
                     + " for example: openssl rand -hex 32 > " + file + "; chmod 600 " + file + ")");
             return null;
         }
-        if (!Files.isRegularFile(file)) {
-            problems.add(named + " is not a regular file");
-            return null;
-        }
         try {
-            if (Files.getFileStore(file).supportsFileAttributeView("posix")) {
-                Set<PosixFilePermission> permissions = Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS).permissions();
-                if (Files.isSymbolicLink(file)) {
-                    permissions = Files.readAttributes(file, PosixFileAttributes.class).permissions();
-                }
-                if (permissions.contains(PosixFilePermission.OTHERS_READ) || permissions.contains(PosixFilePermission.OTHERS_WRITE)) {
-                    problems.add(named + " may be read or written by every user of the host; run chmod 600 " + file
-                            + " (in Kubernetes: defaultMode: 0400)");
-                    return null;
-                }
-            }
-            byte[] bytes;
-            try (InputStream in = Files.newInputStream(file)) {
-                // read one byte past the limit instead of trusting the size the file system reports
-                bytes = in.readNBytes(MAX_BYTES + 1);
+            byte[] bytes = readPrivate(named, file, MAX_BYTES, problems);
+            if (bytes == null) {
+                return null;
             }
             if (bytes.length > MAX_BYTES) {
                 problems.add(named + " is longer than " + MAX_BYTES + " bytes; a secret is a few dozen random bytes");
@@ -88,6 +72,46 @@ final class SecretFile
         catch (IOException | SecurityException e) {
             problems.add(named + " cannot be read: " + e.getMessage());
             return null;
+        }
+    }
+
+    /**
+     * Reads a file that holds key material: it must be a regular file that every user of the host
+     * may not read or write, and it is read to at most one byte past the bound.
+     *
+     * @param named the key or variable and the file, for the messages.
+     * @param file the file, which exists.
+     * @param maxBytes the bound; a longer file is returned as {@code maxBytes + 1} bytes for the caller to refuse.
+     * @param problems where a problem is added.
+     * @return the bytes, or null with a problem added.
+     */
+    static byte[] readPrivate(String named, Path file, int maxBytes, List<String> problems)
+            throws IOException
+    {
+        if (!Files.isRegularFile(file)) {
+            problems.add(named + " is not a regular file");
+            return null;
+        }
+        if (Files.getFileStore(file).supportsFileAttributeView("posix")) {
+            Set<PosixFilePermission> permissions = Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS).permissions();
+            if (Files.isSymbolicLink(file)) {
+                permissions = Files.readAttributes(file, PosixFileAttributes.class).permissions();
+            }
+            if (permissions.contains(PosixFilePermission.OTHERS_READ) || permissions.contains(PosixFilePermission.OTHERS_WRITE)) {
+                problems.add(named + " may be read or written by every user of the host; run chmod 600 " + file
+                        + " (in Kubernetes: defaultMode: 0400)");
+                return null;
+            }
+        }
+        return readBounded(file, maxBytes);
+    }
+
+    /** Reads at most one byte past the bound, instead of trusting the size the file system reports. */
+    static byte[] readBounded(Path file, int maxBytes)
+            throws IOException
+    {
+        try (InputStream in = Files.newInputStream(file)) {
+            return in.readNBytes(maxBytes + 1);
         }
     }
 }

@@ -21,12 +21,15 @@ import java.net.SocketTimeoutException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSocket;
 
 /**
  * Fetches handshake payloads from a peer's side channel over one TCP connection, bounded by a
  * connect timeout, a timeout per read and a deadline for the whole exchange, and estimates the
  * peer's clock offset from each round trip. It returns the payload bytes unchecked: verifying them
- * is the {@link io.kvbridge.core.wire.HandshakeVerifier}'s job.
+ * is the {@link io.kvbridge.core.wire.HandshakeVerifier}'s job. With {@link SideChannelSettings#tls()}
+ * the connection is TLS 1.3, its handshake bounded by the read timeout and the deadline.
  *
  * <p>Thread safe: each fetch uses its own connection.
  */
@@ -167,24 +170,48 @@ public final class SideChannelClient
         try (Socket socket = new Socket()) {
             connect(socket, address, deadline);
             socket.setTcpNoDelay(true);
-            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.readTimeout().toMillis(), deadline);
-            InputStream in = new BufferedInputStream(timed);
-            OutputStream out = new BufferedOutputStream(socket.getOutputStream());
-            List<Fetched> fetched = new ArrayList<>(ranks.size());
-            for (RankKey rank : ranks) {
-                try {
-                    fetched.add(fetchOne(address, rank, session, budget, in, out));
+            Socket channel = settings.tls() == null ? socket : startTls(socket, address, deadline);
+            try (channel) {
+                DeadlineInputStream timed = new DeadlineInputStream(channel, settings.readTimeout().toMillis(), deadline);
+                InputStream in = new BufferedInputStream(timed);
+                OutputStream out = new BufferedOutputStream(channel.getOutputStream());
+                List<Fetched> fetched = new ArrayList<>(ranks.size());
+                for (RankKey rank : ranks) {
+                    try {
+                        fetched.add(fetchOne(address, rank, session, budget, in, out));
+                    }
+                    catch (SocketTimeoutException e) {
+                        throw timedOut(address, rank, timed.deadlinePassed());
+                    }
                 }
-                catch (SocketTimeoutException e) {
-                    throw timedOut(address, rank, timed.deadlinePassed());
-                }
+                return fetched;
             }
-            return fetched;
+        }
+        catch (SSLException e) {
+            KvBridgeException failure = SideChannelTls.failed(address, e);
+            // a server under a flood may close a connection mid-handshake, as it closes plain ones before their first request
+            throw budget.replies == 0 && SideChannelTls.closedDuringHandshake(e) ? new Unanswered(failure) : failure;
         }
         catch (IOException e) {
             KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed: %s",
                     address, e), e);
             throw budget.replies == 0 ? new Unanswered(failure) : failure;
+        }
+    }
+
+    /** Runs the TLS handshake over a connected socket, within the read timeout and the handshake's deadline. */
+    private SSLSocket startTls(Socket socket, InetSocketAddress address, long deadline)
+            throws IOException
+    {
+        SSLSocket tls = settings.tls().overClient(socket, address);
+        try {
+            SideChannelTls.handshake(tls, Math.min(deadline, System.nanoTime() + settings.readTimeout().toNanos()));
+            return tls;
+        }
+        catch (SocketTimeoutException e) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
+                    "the TLS handshake with the side channel at %s did not finish within readTimeout=%s or handshakeTimeout=%s (is the peer"
+                            + " overloaded, or is this port not a TLS side channel?)", address, settings.readTimeout(), settings.handshakeTimeout()), e);
         }
     }
 
@@ -231,7 +258,8 @@ public final class SideChannelClient
         long receiveNanos = clock.monotonicNanos();
         if (frame == null) {
             KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
-                    "the side channel at %s closed the connection without answering the request for rank %s", address, rank));
+                    "the side channel at %s closed the connection without answering the request for rank %s%s", address, rank,
+                    settings.tls() == null ? " (if the peer serves TLS, configure tls on this engine too)" : ""));
             throw budget.replies == 0 ? new Unanswered(failure) : failure;
         }
         SideChannelMessages.Reply reply = SideChannelMessages.decodeReply(openReply(address, frame, request.nonce()), settings.limits());
@@ -257,6 +285,11 @@ public final class SideChannelClient
         long length = Frames.readLength(in, "reply");
         if (length < 0) {
             return null;
+        }
+        if (settings.tls() == null && SideChannelTls.looksLikeTlsRecord(length)) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                    "the side channel at %s answered with TLS, but this engine connects without it: configure tls on this engine too (at least"
+                            + " tls.ca_file, the CA that signed the peer's certificate)", address));
         }
         int maxFrame = settings.limits().maxFrameBytes();
         if (length > maxFrame) {

@@ -33,6 +33,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSocket;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,6 +52,9 @@ import org.slf4j.LoggerFactory;
  * <p>A request that names the client's transport agent and a nonce opens a notification session
  * with the rank asked for: the rank's session sink receives the derived {@link SessionKey} before
  * the reply carrying the server's nonce leaves.
+ *
+ * <p>With {@link SideChannelSettings#tls()} the server socket speaks TLS 1.3 only, and a new
+ * connection's TLS handshake counts toward its {@code firstRequestTimeout}.
  *
  * <p>A client that sends anything malformed gets an error reply (where a reply is possible) and
  * its connection is closed; nothing it sends reaches other connections, which go on being served.
@@ -215,7 +220,7 @@ public final class SideChannelServer implements AutoCloseable
     {
         ServerSocket serverSocket;
         try {
-            serverSocket = new ServerSocket();
+            serverSocket = settings.tls() == null ? new ServerSocket() : settings.tls().newServerSocket(engineId);
             serverSocket.setReuseAddress(true);
             serverSocket.bind(new InetSocketAddress(settings.bindAddress(), settings.port()),
                     Math.max(MIN_BACKLOG, settings.maxConnections() + settings.maxPendingConnections()));
@@ -226,7 +231,8 @@ public final class SideChannelServer implements AutoCloseable
                     engineId, settings.bindAddress().getHostAddress(), settings.port(), e.getMessage()), e);
         }
         SideChannelServer server = new SideChannelServer(engineId, new ConcurrentHashMap<>(payloads), settings, clock, serverSocket);
-        if (!server.authenticator.authenticated()) {
+        boolean clientsProven = settings.tls() != null && settings.tls().clientAuth() == SideChannelTls.ClientAuth.REQUIRE;
+        if (!server.authenticator.authenticated() && !clientsProven) {
             LOG.warn("side channel of engine {} on {} is unauthenticated: any process that reaches this port can read the engine's cache geometry"
                     + " and send it requests; configure a shared secret on all engines to authenticate every message", engineId, server.address());
         }
@@ -377,7 +383,12 @@ public final class SideChannelServer implements AutoCloseable
             // a new connection has a short deadline for its whole first request: holding a socket open costs the attacker nothing
             long firstNanos = settings.firstRequestTimeout().toNanos();
             long idleNanos = settings.idleConnectionTimeout().toNanos();
-            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.idleConnectionTimeout().toMillis(), System.nanoTime() + firstNanos);
+            long firstDeadline = System.nanoTime() + firstNanos;
+            if (socket instanceof SSLSocket tls) {
+                // the TLS handshake is part of the first request: it shares its deadline
+                SideChannelTls.handshake(tls, firstDeadline);
+            }
+            DeadlineInputStream timed = new DeadlineInputStream(socket, settings.idleConnectionTimeout().toMillis(), firstDeadline);
             InputStream in = new BufferedInputStream(timed);
             OutputStream out = new BufferedOutputStream(socket.getOutputStream());
             byte[] serverNonce = null;
@@ -430,6 +441,9 @@ public final class SideChannelServer implements AutoCloseable
                 LOG.debug("side channel of engine {}: closed a connection from {} that sent no whole request within {}", engineId,
                         socket.getRemoteSocketAddress(), settings.idleConnectionTimeout());
             }
+        }
+        catch (SSLException e) {
+            refusals.record("TLS handshakes or records failed", "from " + connection.address.getHostAddress() + ": " + e.getMessage());
         }
         catch (SocketException e) {
             LOG.debug("side channel of engine {}: connection from {} ended: {}", engineId, socket.getRemoteSocketAddress(), e.toString());

@@ -35,6 +35,7 @@ import java.util.Objects;
  *     first request; a newer one displaces the oldest.
  * @param maxPendingPerAddress of those, how many one source address may hold; its newer one displaces
  *     its oldest, so one address cannot crowd out the others.
+ * @param tls TLS 1.3 below the framing, for the server and the client; null for plain TCP.
  */
 public record SideChannelSettings(
         InetAddress bindAddress,
@@ -53,7 +54,8 @@ public record SideChannelSettings(
         long maxHandshakeBytes,
         Duration firstRequestTimeout,
         int maxPendingConnections,
-        int maxPendingPerAddress)
+        int maxPendingPerAddress,
+        SideChannelTls tls)
 {
     /** Default of {@code maxHandshakeBytes}: 64 MiB, several times what 64 ranks of a large model advertise. */
     public static final long DEFAULT_MAX_HANDSHAKE_BYTES = 64L << 20;
@@ -123,7 +125,7 @@ public record SideChannelSettings(
      * Returns the defaults: loopback, a free port, 2 s to connect, 5 s per read, 10 s per handshake,
      * 30 s idle connections, 64 connections, a 10 minute engine TTL, strict compatibility, no secret,
      * 64 MiB per handshake, 1 s for a new connection's first request, 256 connections waiting for
-     * it, 32 of them per source address.
+     * it, 32 of them per source address, no TLS.
      *
      * @return a builder holding the defaults.
      */
@@ -157,6 +159,7 @@ public record SideChannelSettings(
         builder.firstRequestTimeout = firstRequestTimeout;
         builder.maxPendingConnections = maxPendingConnections;
         builder.maxPendingPerAddress = maxPendingPerAddress;
+        builder.tls = tls;
         return builder;
     }
 
@@ -170,7 +173,8 @@ public record SideChannelSettings(
                 && compatibility == other.compatibility && Arrays.equals(secret, other.secret)
                 && authenticationWindow.equals(other.authenticationWindow) && maxRememberedNonces == other.maxRememberedNonces
                 && maxHandshakeBytes == other.maxHandshakeBytes && firstRequestTimeout.equals(other.firstRequestTimeout)
-                && maxPendingConnections == other.maxPendingConnections && maxPendingPerAddress == other.maxPendingPerAddress;
+                && maxPendingConnections == other.maxPendingConnections && maxPendingPerAddress == other.maxPendingPerAddress
+                && Objects.equals(tls, other.tls);
     }
 
     @Override
@@ -178,7 +182,7 @@ public record SideChannelSettings(
     {
         return Objects.hash(bindAddress, port, connectTimeout, readTimeout, handshakeTimeout, idleConnectionTimeout, maxConnections,
                 engineTtl, limits, compatibility, Arrays.hashCode(secret), authenticationWindow, maxRememberedNonces, maxHandshakeBytes,
-                firstRequestTimeout, maxPendingConnections, maxPendingPerAddress);
+                firstRequestTimeout, maxPendingConnections, maxPendingPerAddress, tls);
     }
 
     @Override
@@ -190,7 +194,8 @@ public record SideChannelSettings(
                 + ", maxConnections=" + maxConnections + ", engineTtl=" + engineTtl + ", limits=" + limits + ", compatibility=" + compatibility
                 + ", authenticated=" + (secret.length > 0) + ", authenticationWindow=" + authenticationWindow
                 + ", maxRememberedNonces=" + maxRememberedNonces + ", maxHandshakeBytes=" + maxHandshakeBytes + ", firstRequestTimeout="
-                + firstRequestTimeout + ", maxPendingConnections=" + maxPendingConnections + ", maxPendingPerAddress=" + maxPendingPerAddress + "]";
+                + firstRequestTimeout + ", maxPendingConnections=" + maxPendingConnections + ", maxPendingPerAddress=" + maxPendingPerAddress
+                + ", tls=" + (tls == null ? "off" : "TLSv1.3 clientAuth=" + tls.clientAuth() + " verifyHostname=" + tls.verifyHostname()) + "]";
     }
 
     /** Collects settings; every value starts at its default. */
@@ -213,6 +218,7 @@ public record SideChannelSettings(
         private Duration firstRequestTimeout = Duration.ofSeconds(1);
         private int maxPendingConnections = 256;
         private int maxPendingPerAddress = 32;
+        private SideChannelTls tls;
 
         private Builder()
         {
@@ -423,6 +429,19 @@ public record SideChannelSettings(
         }
 
         /**
+         * Turns on TLS 1.3 for the server and the client; the shared secret, if any, still
+         * authenticates every message inside it.
+         *
+         * @param tls the TLS settings, or null for plain TCP.
+         * @return this builder.
+         */
+        public Builder tls(SideChannelTls tls)
+        {
+            this.tls = tls;
+            return this;
+        }
+
+        /**
          * Builds the validated settings.
          *
          * @return the settings.
@@ -432,7 +451,7 @@ public record SideChannelSettings(
         {
             return new SideChannelSettings(bindAddress, port, connectTimeout, readTimeout, handshakeTimeout, idleConnectionTimeout,
                     maxConnections, engineTtl, limits, compatibility, secret, authenticationWindow, maxRememberedNonces, maxHandshakeBytes,
-                    firstRequestTimeout, maxPendingConnections, maxPendingPerAddress);
+                    firstRequestTimeout, maxPendingConnections, maxPendingPerAddress, tls);
         }
     }
 }

@@ -1,9 +1,12 @@
 package io.kvbridge.examples.cli;
 
+import io.kvbridge.core.config.TlsFiles;
+import io.kvbridge.core.config.TlsLoader;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.core.wire.GeometryTable;
 import io.kvbridge.core.wire.HandshakePayload;
 import io.kvbridge.core.wire.MessageAuthenticator;
@@ -50,6 +53,19 @@ final class InspectCommand implements Callable<Integer>
             description = "File holding the side channel's shared secret (its bytes as they are, 16 to 65536), when it authenticates.")
     private Path secretFile;
 
+    @Option(names = "--tls-ca", paramLabel = "FILE",
+            description = "PEM bundle of the CA that signed the peer's certificate: connects over TLS 1.3, as to a side channel configured with tls.")
+    private Path tlsCa;
+
+    @Option(names = "--tls-cert", paramLabel = "FILE", description = "PEM certificate chain to show a peer that requires client certificates.")
+    private Path tlsCert;
+
+    @Option(names = "--tls-key", paramLabel = "FILE", description = "PKCS#8 PEM private key of --tls-cert (chmod 600).")
+    private Path tlsKey;
+
+    @Option(names = "--tls-no-verify-hostname", description = "Accept a peer certificate that does not name HOST (still signed by --tls-ca).")
+    private boolean tlsNoVerifyHostname;
+
     @Option(names = "--timeout", defaultValue = "5s", paramLabel = "DURATION",
             description = "Handshake deadline, at most 10m: 500ms, 5s, 2m or ISO-8601 (PT5S) (default: ${DEFAULT-VALUE}).")
     private Duration timeout;
@@ -72,6 +88,14 @@ final class InspectCommand implements Callable<Integer>
                     "--secret-file=%s holds %d bytes, fewer than the %d a side channel secret needs; give the file the peer was started with",
                     secretFile, secret.length, MessageAuthenticator.MIN_SECRET_BYTES);
             settings.secret(secret);
+        }
+        if (tlsCa != null || tlsCert != null || tlsKey != null) {
+            List<String> problems = new ArrayList<>();
+            SideChannelTls tls = TlsLoader.load(new TlsFiles(tlsCert, tlsKey, null, null, tlsCa, null, null, null, tlsNoVerifyHostname ? false : null),
+                    problems);
+            InputChecks.check(spec, problems.isEmpty(), "TLS options refused: %s (tls.* here are --tls-cert, --tls-key and --tls-ca)",
+                    String.join("; ", problems));
+            settings.tls(tls);
         }
         List<RankKey> ranks = new ArrayList<>();
         for (int pp = 0; pp < ppSize; pp++) {

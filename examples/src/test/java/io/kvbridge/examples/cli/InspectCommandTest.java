@@ -93,6 +93,43 @@ final class InspectCommandTest
     }
 
     @Test
+    void tlsOptionsWithProblemsAreRefusedNamingEachFile() throws Exception
+    {
+        Path key = Files.writeString(directory.resolve("key.pem"), "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n");
+        Files.setPosixFilePermissions(key, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        String[] refused = run("inspect", "127.0.0.1:1", "--tls-ca", directory.resolve("absent-ca.pem").toString(), "--tls-cert",
+                directory.resolve("absent-cert.pem").toString(), "--tls-key", key.toString());
+        assertEquals("2", refused[0], refused[2]);
+        assertTrue(refused[2].contains("tls.ca_file=" + directory.resolve("absent-ca.pem") + " does not exist"), refused[2]);
+        assertTrue(refused[2].contains("tls.cert_file=" + directory.resolve("absent-cert.pem") + " does not exist"), refused[2]);
+        assertTrue(refused[2].contains("a SEC1 EC key") && refused[2].contains("openssl pkcs8 -topk8"), refused[2]);
+    }
+
+    @Test
+    void plainInspectOfATlsPeerFailsNamingTls()
+    {
+        // a peer whose TLS alert is all it answers: the first bytes of a TLS record where a frame header should be
+        try (java.net.ServerSocket peer = new java.net.ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress())) {
+            Thread.ofVirtual().start(() -> {
+                try (java.net.Socket socket = peer.accept()) {
+                    socket.getOutputStream().write(new byte[] {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a});
+                    socket.getOutputStream().flush();
+                    socket.getInputStream().readNBytes(4);
+                }
+                catch (java.io.IOException ignored) {
+                    // the client closed first
+                }
+            });
+            String[] failed = run("inspect", "127.0.0.1:" + peer.getLocalPort(), "--timeout", "2s");
+            assertEquals("1", failed[0], failed[2]);
+            assertTrue(failed[2].contains("KVB/HandshakeFailed") && failed[2].contains("answered with TLS"), failed[2]);
+        }
+        catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @Test
     void secretFileAndShortDurationsReachAnAuthenticatedPeer() throws Exception
     {
         byte[] secret = "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
