@@ -27,6 +27,9 @@ import java.util.concurrent.TimeUnit;
 public final class Grants
 {
     private static final int MAX_PEERS_REPORTED = 8;
+    // keys revoked lately: an access under one is a peer that came late (a lease expired under a
+    // slow consumer), not a probe, and is counted without being reported as a problem
+    private static final int REMEMBERED_REVOKED_KEYS = 4096;
 
     private final String description;
     private final Map<Long, Grant> byHandle = new HashMap<>();
@@ -35,6 +38,15 @@ public final class Grants
     private int entries;
     private long nextHandle = 1;
     private long refusals;
+    private long lateRefusals;
+    private final Map<java.nio.ByteBuffer, Boolean> revokedKeys = new LinkedHashMap<>(16, 0.75f, false)
+    {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<java.nio.ByteBuffer, Boolean> eldest)
+        {
+            return size() > REMEMBERED_REVOKED_KEYS;
+        }
+    };
     private final Map<String, String> lastRefusalByPeer = new LinkedHashMap<>();
 
     /**
@@ -152,6 +164,7 @@ public final class Grants
             entry.remove(grant);
             if (entry.grants.length == 0) {
                 delete(entry);
+                revokedKeys.put(java.nio.ByteBuffer.wrap(entry.key), Boolean.TRUE);
             }
         }
         return entry.awaitIdle(timeoutNanos);
@@ -193,10 +206,35 @@ public final class Grants
         lastRefusalByPeer.put(peer, reason);
     }
 
-    /** {@return how many peer accesses were refused} */
+    /**
+     * Counts an access refused because no live grant has its key: one under a key revoked lately
+     * is a peer that came after its request ended and is counted apart ({@link #lateRefusals}),
+     * anything else as {@link #refused}.
+     *
+     * @param peer the peer's name, as it introduced itself.
+     * @param key a buffer holding the key the peer presented.
+     * @param keyLength how many bytes of it are the key.
+     * @param reason what it asked for and why it was refused.
+     */
+    public synchronized void refusedKey(String peer, byte[] key, int keyLength, String reason)
+    {
+        if (keyLength > 0 && keyLength <= key.length && revokedKeys.containsKey(java.nio.ByteBuffer.wrap(key, 0, keyLength))) {
+            lateRefusals++;
+            return;
+        }
+        refused(peer, reason);
+    }
+
+    /** {@return how many peer accesses were refused, late ones not included} */
     public synchronized long refusals()
     {
         return refusals;
+    }
+
+    /** {@return how many accesses came under a key revoked lately: their requests had ended} */
+    public synchronized long lateRefusals()
+    {
+        return lateRefusals;
     }
 
     /** {@return how many grants are live} */

@@ -147,6 +147,22 @@ class GrantsTest
     }
 
     @Test
+    void anAccessUnderALatelyRevokedKeyIsLateNotAProblem()
+    {
+        Grants grants = new Grants("ucx 'producer'");
+        long handle = grants.grant(key("req-1"), TransferOp.READ, new Blocks(), new int[] {0}, 1);
+        grants.revoke(handle, 0);
+        byte[] buffer = java.util.Arrays.copyOf(key("req-1"), 64);
+        grants.refusedKey("slow-consumer", buffer, 5, "READ of 4096 bytes under a key of 5 bytes: no live grant has that key");
+        assertEquals(1, grants.lateRefusals());
+        assertEquals(0, grants.refusals());
+        assertTrue(grants.problem().isEmpty(), "a peer that came after its request ended is no attack");
+        grants.refusedKey("mallory", key("req-2"), 5, "READ under a key never granted");
+        assertEquals(1, grants.refusals());
+        assertTrue(grants.problem().orElseThrow().contains("mallory"));
+    }
+
+    @Test
     void badKeysAndIndicesAreRefused()
     {
         Grants grants = new Grants("test 'agent'");

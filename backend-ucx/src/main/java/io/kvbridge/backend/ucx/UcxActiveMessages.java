@@ -61,6 +61,7 @@ final class UcxActiveMessages implements UcpAm.Handler
     private final Grants grants;
     private final Arena arena = Arena.ofShared();
     private volatile long malformed;
+    private volatile long late;
     private boolean loggedMalformed;
     private boolean loggedFailure;
 
@@ -141,6 +142,23 @@ final class UcxActiveMessages implements UcpAm.Handler
         return UcpStatus.OK;
     }
 
+    /**
+     * Counts a message for a transfer this side no longer waits for: it failed its deadline or was
+     * released while its peer was stalled, and the peer's answer came after. Not malformed, and not
+     * a health problem; whatever it carries is dropped.
+     */
+    private void late(String what)
+    {
+        late++;
+        LOG.debug("{} dropped a late {} for a transfer that already ended", description, what);
+    }
+
+    /** {@return how many messages came for transfers that had already ended} */
+    long late()
+    {
+        return late;
+    }
+
     private void drop(String why)
     {
         malformed++;
@@ -217,7 +235,14 @@ final class UcxActiveMessages implements UcpAm.Handler
         String reason = String.format(Locale.ROOT, "%s of %d bytes at 0x%x under %s: %s", exchange.op, length, address,
                 keyLength == 0 ? "no key" : "a key of " + keyLength + " bytes", result == RESULT_NO_GRANT ? "no live grant has that key"
                         : "outside its grant for " + exchange.op);
-        grants.refused(endpoints.nameOf(exchange.sender, exchange.replyEp), reason);
+        String peer = endpoints.nameOf(exchange.sender, exchange.replyEp);
+        if (result == RESULT_NO_GRANT) {
+            // keyBuffer still holds the key the refusal is about
+            grants.refusedKey(peer, keyBuffer, keyLength, reason);
+        }
+        else {
+            grants.refused(peer, reason);
+        }
     }
 
     /** Queues the answer once every run of a WRITE has landed or was refused. */
@@ -289,8 +314,12 @@ final class UcxActiveMessages implements UcpAm.Handler
         long handle = UcpAm.getLong(header + 8);
         long runLength = UcpAm.getLong(header + 16);
         UcxTransfer transfer = transfers.awaiting(handle);
+        if (transfer == null) {
+            late("DATA of run " + run);
+            return;
+        }
         // trust only this side's own bookkeeping: the run must be one the transfer asked for, with its length
-        if (transfer == null || transfer.op != TransferOp.READ || run < 0 || run >= transfer.copies.size() || runLength != transfer.copies.length(run)
+        if (transfer.op != TransferOp.READ || run < 0 || run >= transfer.copies.size() || runLength != transfer.copies.length(run)
                 || runLength != length || !transfer.markArrived(run)) {
             drop("DATA of run " + run + " (" + runLength + " bytes) for no such READ");
             return;
@@ -325,7 +354,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         byte result = UcpAm.getByte(header + 1);
         UcxTransfer transfer = transfers.awaiting(UcpAm.getLong(header + 8));
         if (transfer == null) {
-            drop("RESULT for no such transfer");
+            late("RESULT");
             return;
         }
         if (result == RESULT_OK) {

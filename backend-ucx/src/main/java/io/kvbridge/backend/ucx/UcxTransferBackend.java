@@ -343,10 +343,16 @@ final class UcxTransferBackend extends AbstractTransferBackend
         return Optional.of(refused.map(text -> text + "; " + dropped).orElse(dropped));
     }
 
-    /** {@return how many peer accesses this instance refused} */
+    /** {@return how many peer accesses this instance refused, late ones (under a key revoked lately) not included} */
     long refusals()
     {
         return grants.refusals();
+    }
+
+    /** {@return how many accesses came under a key this instance revoked lately} */
+    long lateRefusals()
+    {
+        return grants.lateRefusals();
     }
 
     /** {@return how many malformed active messages this instance dropped} */

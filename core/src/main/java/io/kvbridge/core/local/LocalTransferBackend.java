@@ -279,7 +279,12 @@ final class LocalTransferBackend extends AbstractTransferBackend
             }
         }
         if (refusal != null) {
-            grants.refused(initiator, access + " " + refusal);
+            if (entry == null && key != null) {
+                grants.refusedKey(initiator, key, key.length, access + " " + refusal);
+            }
+            else {
+                grants.refused(initiator, access + " " + refusal);
+            }
             return refusal;
         }
         transfer.admittedBy = this;

@@ -82,8 +82,8 @@ final class GrantLifecycleTest
             ReceiveFailure failure = failed.getFirst();
             assertTrue(failure.message().contains(ErrorCode.NOT_GRANTED.id()), failure.message());
             consumerCache.checkZero(new int[] {20, 21});
-            assertTrue(producer.transport.problem().orElse("").contains(consumer.transport.agentName()),
-                    () -> "the producer's transport names the consumer it refused: " + producer.transport.problem());
+            // a read under the key of a request that ended is a late peer, not a probe: refused, counted, not a health problem
+            assertTrue(producer.transport.problem().isEmpty(), () -> "a late read made the producer unhealthy: " + producer.transport.problem());
         }
     }
 }
