@@ -55,6 +55,8 @@ import org.slf4j.LoggerFactory;
 final class ConsumerRank extends RankWorker implements ConsumerConnector
 {
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerRank.class);
+    // what a registration that only frees a replica carries instead of a grant key
+    private static final byte[] NO_KEY = new byte[0];
 
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
@@ -423,7 +425,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private void push(ReceivingRequest request)
     {
         boolean release = request.exchanged.isEmpty();
-        byte[] pushKey = release ? new byte[0] : RequestGrants.pushKey();
+        byte[] pushKey = release ? NO_KEY : RequestGrants.pushKey();
         if (!release) {
             int[][] exchanged = new int[request.exchanged.groupCount()][];
             for (int g = 0; g < exchanged.length; g++) {
@@ -445,7 +447,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 boolean write = !release && sources.contains(target);
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
                         ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
-                        request.exchanged, stage.engine().epoch(), epoch, write ? pushKey : new byte[0]);
+                        request.exchanged, stage.engine().epoch(), epoch, write ? pushKey : NO_KEY);
                 byte[] message = Messages.registration(registration);
                 boolean sent = notifyQuietly(peer, message, "push registration");
                 if (!sent) {

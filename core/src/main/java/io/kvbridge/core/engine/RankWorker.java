@@ -27,10 +27,8 @@ import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
-import java.util.StringJoiner;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
@@ -66,7 +64,6 @@ abstract class RankWorker
     private static final long EVICTION_CHECK_NANOS = 1_000_000_000L;
     // the published earliest deadline when no transfer is in flight: so far ahead it never passes
     private static final long NO_DEADLINE_AHEAD_NANOS = Long.MAX_VALUE / 4;
-    private static final int REPORTED_HANDLES = 4;
 
     final EngineServices services;
     final ConnectorSettings settings;
@@ -97,7 +94,9 @@ abstract class RankWorker
 
     // worker-confined state
     final List<Transfer> transfers = new ArrayList<>();
-    private final List<Transfer> retained = new ArrayList<>();
+    private final RetainedHandles retained;
+    // built once: the worker retries releases every round
+    private final java.util.function.Consumer<Transfer> lateRelease = this::releasedLate;
     private long nextEvictionCheck;
     private long lastWorkNanos;
     int[] scratchA = new int[256];
@@ -128,6 +127,7 @@ abstract class RankWorker
         this.sessions = new PeerSessions(name, metrics);
         this.remoteCache = new RemoteCache(name, transport, sessions, planFactory);
         this.grants = new RequestGrants(name, transport, geometry);
+        this.retained = new RetainedHandles(name, transport);
         List<Allocation> registered = new ArrayList<>();
         SideChannelServer acquired = null;
         try {
@@ -268,7 +268,7 @@ abstract class RankWorker
             worked |= transport.drainNotifications(this::received) > 0;
             long now = now();
             pollTransfers(now);
-            retryReleases();
+            retained.retry(lateRelease);
             tick(now);
             if (now - nextEvictionCheck >= 0) {
                 nextEvictionCheck = now + EVICTION_CHECK_NANOS;
@@ -335,7 +335,7 @@ abstract class RankWorker
             i--;
             if (status == TransferStatus.DONE) {
                 metrics.transferDone(now - transfer.postedNanos, transfer.postDurationNanos, transfer.bytes, transfer.descriptors, transfer.operations);
-                release(transfer);
+                retained.release(transfer);
                 transferDone(transfer);
             }
             else {
@@ -346,7 +346,7 @@ abstract class RankWorker
                         : "transfer stalled: still in progress " + TimeUnit.NANOSECONDS.toMillis(now - transfer.postedNanos)
                                 + " ms after it was posted (its limit: " + TimeUnit.NANOSECONDS.toMillis(transfer.deadlineNanos - transfer.postedNanos)
                                 + " ms, transferTimeout=" + settings.transferTimeout() + " or the producer's lease if shorter)";
-                release(transfer);
+                retained.release(transfer);
                 transferFailed(transfer, code, message);
             }
         }
@@ -379,7 +379,7 @@ abstract class RankWorker
                 if (inProgress(transfer)) {
                     reconnectLater(transfer);
                 }
-                release(transfer);
+                retained.release(transfer);
             }
         }
     }
@@ -424,50 +424,7 @@ abstract class RankWorker
                 return true;
             }
         }
-        for (Transfer transfer : retained) {
-            if (transfer.owner == owner) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private void release(Transfer transfer)
-    {
-        try {
-            transport.release(transfer.handle);
-            if (transfer.mark != null) {
-                transfer.mark.close();
-            }
-        }
-        catch (RuntimeException e) {
-            // a status error does not prove the data stopped moving: keep the handle and its blocks until release succeeds
-            LOG.warn("{}: releasing transfer handle 0x{} failed, retained and retried: {}", name, Long.toHexString(transfer.handle), e.toString());
-            retained.add(transfer);
-        }
-    }
-
-    private void retryReleases()
-    {
-        for (Iterator<Transfer> it = retained.iterator(); it.hasNext(); ) {
-            Transfer transfer = it.next();
-            try {
-                transport.release(transfer.handle);
-            }
-            catch (KvBridgeException e) {
-                if (e.code() != ErrorCode.HANDLE_UNKNOWN) {
-                    continue;
-                }
-            }
-            catch (RuntimeException e) {
-                continue;
-            }
-            if (transfer.mark != null) {
-                transfer.mark.close();
-            }
-            it.remove();
-            releasedLate(transfer);
-        }
+        return retained.holds(owner);
     }
 
     /**
@@ -589,26 +546,9 @@ abstract class RankWorker
         }
         enqueue(() -> {
             pendingProbe.set(null);
-            fresh.complete(healthReport());
+            fresh.complete(retained.report(now()));
         });
         return fresh;
-    }
-
-    private HealthReport healthReport()
-    {
-        long now = now();
-        long oldest = now;
-        StringJoiner ids = new StringJoiner(", ");
-        for (int i = 0; i < retained.size(); i++) {
-            Transfer transfer = retained.get(i);
-            if (transfer.postedNanos - oldest < 0) {
-                oldest = transfer.postedNanos;
-            }
-            if (i < REPORTED_HANDLES) {
-                ids.add("0x" + Long.toHexString(transfer.handle));
-            }
-        }
-        return new HealthReport(retained.size(), ids + (retained.size() > REPORTED_HANDLES ? ", ..." : ""), now - oldest, System.nanoTime());
     }
 
     /** @return the worker thread, for health checks. */
@@ -685,13 +625,13 @@ abstract class RankWorker
         }
         shutDown = true;
         for (Transfer transfer : transfers) {
-            release(transfer);
+            retained.release(transfer);
         }
         transfers.clear();
-        for (int attempt = 0; attempt < 3 && !retained.isEmpty(); attempt++) {
-            retryReleases();
+        for (int attempt = 0; attempt < 3 && retained.size() > 0; attempt++) {
+            retained.retry(lateRelease);
         }
-        if (!retained.isEmpty()) {
+        if (retained.size() > 0) {
             LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, retained.size());
         }
         remoteCache.releaseAll();
