@@ -193,8 +193,13 @@ public final class SideChannelClient
             throw budget.replies == 0 && SideChannelTls.closedDuringHandshake(e) ? new Unanswered(failure) : failure;
         }
         catch (IOException e) {
-            KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed: %s",
-                    address, e), e);
+            // in TLS 1.3 the server checks a client's certificate after the client finished its handshake: a refusal
+            // then reaches the client as a closed connection on its first write or read, not as an SSLException
+            String tls = settings.tls() == null ? "" : " over TLS (a server that requires client certificates closes the connection"
+                    + " after the handshake when this engine presents none it trusts: check the server's client_auth and this engine's"
+                    + " cert_file/key_file or keystore_file)";
+            KvBridgeException failure = new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT, "side channel at %s failed%s: %s",
+                    address, tls, e), e);
             throw budget.replies == 0 ? new Unanswered(failure) : failure;
         }
     }
