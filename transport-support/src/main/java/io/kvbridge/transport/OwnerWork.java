@@ -71,13 +71,14 @@ public abstract class OwnerWork
 
     /**
      * Waits until the owner is done, keeping the interrupt flag; rethrows what the work threw. It
-     * spins briefly first: most work takes microseconds, less than parking and waking costs.
+     * spins briefly first, yielding, so the owner gets the core if it shares this one: most work
+     * takes microseconds, less than parking and waking costs.
      */
     public final void await()
     {
         long spinUntil = System.nanoTime() + SPIN_NANOS;
         while (!done && System.nanoTime() < spinUntil) {
-            Thread.onSpinWait();
+            Thread.yield();
         }
         boolean interrupted = false;
         while (!done) {

@@ -70,7 +70,7 @@ final class UcxShutdown
                     break;
                 }
             }
-            Thread.onSpinWait();
+            Thread.yield();
         }
         // whatever UCX did not complete in time is abandoned here; destroying the worker ends it
         transfers.cutOff();

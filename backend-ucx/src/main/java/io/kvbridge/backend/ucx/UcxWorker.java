@@ -185,7 +185,7 @@ final class UcxWorker
                 return false;
             }
             UcpWorker.workerProgress(worker);
-            Thread.onSpinWait();
+            Thread.yield();
         }
         UcpWorker.requestFree(request);
         return true;
