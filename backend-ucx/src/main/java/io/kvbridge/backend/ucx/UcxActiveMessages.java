@@ -59,6 +59,7 @@ final class UcxActiveMessages implements UcpAm.Handler
     private final UcxWorker worker;
     private final UcxEndpoints endpoints;
     private final Grants grants;
+    private final int eagerMax;
     private final Arena arena = Arena.ofShared();
     private volatile long malformed;
     private volatile long late;
@@ -79,8 +80,9 @@ final class UcxActiveMessages implements UcpAm.Handler
     private Grants.Entry[] receiveEntries = new Grants.Entry[16];
     private int receiveCount;
 
-    UcxActiveMessages(String description, UcxWorker worker, UcxEndpoints endpoints, Grants grants)
+    UcxActiveMessages(String description, UcxWorker worker, UcxEndpoints endpoints, Grants grants, int eagerMax)
     {
+        this.eagerMax = eagerMax;
         this.description = description;
         this.worker = worker;
         this.endpoints = endpoints;
@@ -447,8 +449,13 @@ final class UcxActiveMessages implements UcpAm.Handler
         int runs = exchange.runCount;
         MemorySegment headers = exchange.headers;
         MemorySegment param = worker.amParam();
-        UcpAm.setSend(param, 0, 0);
+        int lastFlags = -1;
         for (int i = 0; i < runs; i++) {
+            int flags = exchange.lengths[i] <= eagerMax ? UcpAm.SEND_FLAG_EAGER : 0;
+            if (flags != lastFlags) {
+                lastFlags = flags;
+                UcpAm.setSend(param, flags, 0);
+            }
             long offset = (long) i * DATA_BYTES;
             headers.set(ValueLayout.JAVA_BYTE, offset, VERSION);
             UcpAm.putInt(headers, offset + 4, exchange.firstRun + i);

@@ -24,8 +24,8 @@ final class UcxGrantedSends
     {
     }
 
-    /** Sends a WRITE's runs. */
-    static void writes(UcxTransfer transfer, UcxWorker worker, long instanceId)
+    /** Sends a WRITE's runs, eagerly where a run has at most {@code eagerMax} bytes. */
+    static void writes(UcxTransfer transfer, UcxWorker worker, long instanceId, int eagerMax)
     {
         var copies = transfer.copies;
         int runs = copies.size();
@@ -36,11 +36,14 @@ final class UcxGrantedSends
         int stride = (headerBytes + 7) & ~7;
         MemorySegment headers = headers(transfer, worker, (long) stride * runs);
         int lastRegion = -1;
+        int lastFlags = -1;
         for (int i = 0; i < runs; i++) {
             int region = copies.localRegion(i);
-            if (region != lastRegion) {
+            int flags = copies.length(i) <= eagerMax ? UcpAm.SEND_FLAG_REPLY | UcpAm.SEND_FLAG_EAGER : UcpAm.SEND_FLAG_REPLY;
+            if (region != lastRegion || flags != lastFlags) {
                 lastRegion = region;
-                UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY, transfer.localList.memoryHandle(region));
+                lastFlags = flags;
+                UcpAm.setSend(param, flags, transfer.localList.memoryHandle(region));
             }
             long offset = (long) stride * i;
             headers.set(ValueLayout.JAVA_BYTE, offset, UcxActiveMessages.VERSION);

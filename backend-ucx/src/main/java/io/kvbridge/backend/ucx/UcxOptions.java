@@ -35,9 +35,12 @@ import java.util.regex.Pattern;
  *     target checks against its grants; {@code access=registered}: one-sided put/get, which lets a
  *     connected peer reach whatever this instance registered (for lanes whose hardware enforces
  *     registration bounds, and trusted deployments).
+ * @param eagerMaxBytes with {@code access=granted}, data messages of at most this many bytes are
+ *     sent eagerly (the bytes travel with the message) instead of by rendezvous, which costs a round
+ *     trip through the target's owner thread before the bytes move; 0 leaves the choice to UCX.
  */
 record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int connectTimeoutMillis, int closeTimeoutMillis,
-        int idleSpinMicros, boolean staggerAllocations, int maxInFlight, Map<String, String> extraConfig, boolean granted)
+        int idleSpinMicros, boolean staggerAllocations, int maxInFlight, Map<String, String> extraConfig, boolean granted, int eagerMaxBytes)
 {
     static final String TLS = "tls";
     static final String NET_DEVICES = "net-devices";
@@ -50,6 +53,15 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     static final String MAX_IN_FLIGHT = "max-in-flight";
     static final String UCX_CONFIG = "ucx-config";
     static final String ACCESS = "access";
+    static final String EAGER_MAX = "eager-max";
+    /**
+     * Eager data messages up to this size where TCP is the only lane: over TCP a rendezvous moves the
+     * same bytes in the same stream after an extra round trip, which bounds 32 KiB to 256 KiB
+     * transfers; over shared memory the rendezvous is a single copy and stays UCX's choice.
+     */
+    static final int TCP_EAGER_MAX = 256 * 1024;
+    /** Eager messages are assembled in memory UCX allocates on the target: bounded. */
+    static final int MAX_EAGER_MAX = 4 * 1024 * 1024;
     /** The same default and range as the local transport's {@code max-in-flight}. */
     static final int DEFAULT_MAX_IN_FLIGHT = 65536;
     static final int MAX_MAX_IN_FLIGHT = 1 << 24;
@@ -86,8 +98,11 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         int maxInFlight = options.intValue(MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, 1, MAX_MAX_IN_FLIGHT);
         Map<String, String> extra = extraConfig(options);
         boolean granted = granted(options);
+        String lanes = tls.isEmpty() ? System.getenv().getOrDefault("UCX_TLS", "") : tls;
+        int eagerMax = options.intValue(EAGER_MAX, onlyTcp(lanes) ? TCP_EAGER_MAX : 0, 0, MAX_EAGER_MAX);
         options.finish();
-        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra, granted);
+        return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra, granted,
+                eagerMax);
     }
 
     /**
@@ -99,7 +114,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     UcxOptions withNetDevices(String devices)
     {
         return new UcxOptions(tls, devices, keepaliveIntervalMillis, transferTimeoutMillis, connectTimeoutMillis, closeTimeoutMillis, idleSpinMicros,
-                staggerAllocations, maxInFlight, extraConfig, granted);
+                staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes);
     }
 
     /**
@@ -140,6 +155,29 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
             }
         }
         return false;
+    }
+
+    /**
+     * Tells whether a {@code UCX_TLS} value leaves TCP as the only lane between processes: it names
+     * {@code tcp} and nothing else that moves data but loop-back ({@code self}) and CUDA's local
+     * copies.
+     */
+    static boolean onlyTcp(String lanes)
+    {
+        if (lanes.isEmpty() || lanes.startsWith("^")) {
+            return false;
+        }
+        boolean tcp = false;
+        for (String name : lanes.split(",")) {
+            String lane = name.trim();
+            if (lane.equals("tcp")) {
+                tcp = true;
+            }
+            else if (!lane.equals("self") && !lane.equals("cuda_copy")) {
+                return false;
+            }
+        }
+        return tcp;
     }
 
     private static String listValue(PluginConfig options, String key, String examples)

@@ -76,7 +76,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
         UcxTransfers ucxTransfers = new UcxTransfers(guard.description(), id, options, ucxWorker, ucxMemory, ucxEndpoints, ucxMessaging, notifications,
                 ownerThread);
         Grants ucxGrants = new Grants(guard.description());
-        UcxActiveMessages ucxActiveMessages = options.granted() ? new UcxActiveMessages(guard.description(), ucxWorker, ucxEndpoints, ucxGrants) : null;
+        UcxActiveMessages ucxActiveMessages = options.granted() ? new UcxActiveMessages(guard.description(), ucxWorker, ucxEndpoints, ucxGrants, options.eagerMaxBytes()) : null;
         super(guard, ucxTransfers.table(), notifications);
         this.instanceId = id;
         this.options = options;

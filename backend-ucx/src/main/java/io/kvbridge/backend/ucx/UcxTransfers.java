@@ -234,7 +234,7 @@ final class UcxTransfers
         }
         issuedBySlot[slot] = transfer;
         if (transfer.op == TransferOp.WRITE) {
-            UcxGrantedSends.writes(transfer, worker, instanceId);
+            UcxGrantedSends.writes(transfer, worker, instanceId, options.eagerMaxBytes());
         }
         else {
             UcxGrantedSends.readRequests(transfer, worker, instanceId);

@@ -29,6 +29,8 @@ final class UcxOptionsTest
         assertTrue(options.staggerAllocations());
         assertEquals(65536, options.maxInFlight());
         assertTrue(options.granted());
+        // the process's UCX_TLS decides the lanes when the option does not
+        assertEquals(UcxOptions.onlyTcp(System.getenv().getOrDefault("UCX_TLS", "")) ? UcxOptions.TCP_EAGER_MAX : 0, options.eagerMaxBytes());
         assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "1000ms"), options.ucxOverrides());
     }
 
@@ -58,6 +60,22 @@ final class UcxOptionsTest
         assertTrue(UcxOptions.parse(Map.of("tls", "^tcp")).mayUseSharedMemory());
         assertFalse(UcxOptions.parse(Map.of("tls", "tcp")).mayUseSharedMemory());
         assertFalse(UcxOptions.parse(Map.of("tls", "rc,ud")).mayUseSharedMemory());
+    }
+
+    @Test
+    void dataIsSentEagerlyByDefaultOnlyWhereTcpIsTheOnlyLane()
+    {
+        assertEquals(256 * 1024, UcxOptions.parse(Map.of("tls", "tcp")).eagerMaxBytes());
+        assertEquals(256 * 1024, UcxOptions.parse(Map.of("tls", "tcp,self")).eagerMaxBytes());
+        assertEquals(256 * 1024, UcxOptions.parse(Map.of("tls", "tcp,cuda_copy")).eagerMaxBytes());
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "sm")).eagerMaxBytes());
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "tcp,sm")).eagerMaxBytes());
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "^sm")).eagerMaxBytes());
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "rc,tcp")).eagerMaxBytes());
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "tcp", "eager-max", "0")).eagerMaxBytes());
+        assertEquals(65536, UcxOptions.parse(Map.of("tls", "sm", "eager-max", "65536")).eagerMaxBytes());
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("eager-max", "8388608")));
+        assertTrue(e.getMessage().contains("eager-max=8388608"), e::getMessage);
     }
 
     @Test
