@@ -13,6 +13,7 @@ import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.security.SecureRandom;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -44,6 +45,9 @@ final class UcxTransfers
     private final TransferTable<UcxTransfer> table;
     private final boolean granted;
     private final long instanceId;
+    // keys the upper half of wire handles: a process that sees none of this instance's traffic
+    // cannot guess a live transfer's handle to forge its answer or READ data
+    private final long wireHandleKey = new SecureRandom().nextLong();
     private volatile boolean closing;
 
     // owner thread only: issued transfers by slot index, for the target's answers (access=granted)
@@ -92,7 +96,7 @@ final class UcxTransfers
             transfer.remoteList = remote;
             transfer.notification.set(notification);
             transfer.postedNanos = System.nanoTime();
-            transfer.wireHandle = transfer.handle();
+            transfer.wireHandle = wireHandle(transfer.handle());
             transfer.grantKeyLength = grantKey == null ? 0 : grantKey.length;
             if (grantKey != null) {
                 System.arraycopy(grantKey, 0, transfer.grantKey, 0, grantKey.length);
@@ -222,6 +226,20 @@ final class UcxTransfers
                 UcpWorker.workerProgress(worker.worker());
             }
         }
+    }
+
+    /**
+     * The handle a transfer's messages carry: the slot index in the lower half, so answers find the
+     * slot, and above it 32 bits mixed from the slot's handle (unique per post) and this instance's
+     * secret key (the finaliser of SplitMix64), so they are not guessable from outside.
+     */
+    private long wireHandle(long handle)
+    {
+        long z = handle + wireHandleKey;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        z ^= z >>> 31;
+        return (z & 0xFFFF_FFFF_0000_0000L) | (handle & 0xFFFF_FFFFL);
     }
 
     /** access=granted: makes the transfer findable by the target's answers, then sends its messages ({@link UcxGrantedSends}). */

@@ -58,7 +58,12 @@ final class UcxHostilePeerTest extends UcxInstancesTest
 
     private UcxTransferBackend backend(String tls, String name)
     {
-        Map<String, String> config = new HashMap<>();
+        return backend(tls, name, Map.of());
+    }
+
+    private UcxTransferBackend backend(String tls, String name, Map<String, String> options)
+    {
+        Map<String, String> config = new HashMap<>(options);
         config.put("tls", tls);
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
@@ -270,21 +275,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
      */
     private static int sendMalformed(String tls, byte[] victimAddress, long target)
     {
-        Map<String, String> overrides = new HashMap<>(Map.of("TLS", tls));
-        if (tls.equals("tcp")) {
-            overrides.put("NET_DEVICES", "lo");
-        }
-        else {
-            overrides.put("MM_ERROR_HANDLING", "y");
-        }
-        long config = UcpContext.configRead(overrides);
-        long context;
-        try {
-            context = UcpContext.init(config, UcpContext.FEATURE_AM, "malformed-sender");
-        }
-        finally {
-            UcpContext.configRelease(config);
-        }
+        long context = rawContext(tls, "malformed-sender");
         long worker = UcpWorker.workerCreate(context, "malformed-sender");
         try (Arena scratch = Arena.ofConfined()) {
             long endpoint = UcpEndpoint.epCreate(worker, victimAddress, UcpEndpoint.newEndpointToken(), (token, status) -> { });
@@ -326,6 +317,110 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         finally {
             UcpWorker.workerDestroy(worker);
             UcpContext.cleanup(context);
+        }
+    }
+
+    /** A bare UCX context for active messages on the lane asked for, outside any kvbridge instance. */
+    private static long rawContext(String tls, String name)
+    {
+        Map<String, String> overrides = new HashMap<>(Map.of("TLS", tls));
+        if (tls.equals("tcp")) {
+            overrides.put("NET_DEVICES", "lo");
+        }
+        else {
+            overrides.put("MM_ERROR_HANDLING", "y");
+        }
+        long config = UcpContext.configRead(overrides);
+        try {
+            return UcpContext.init(config, UcpContext.FEATURE_AM, name);
+        }
+        finally {
+            UcpContext.configRelease(config);
+        }
+    }
+
+    /**
+     * A process that learns a transfer's public handle (its number in {@code status()} calls) but
+     * sees none of its messages cannot answer it: the handle on the wire differs in 32 keyed bits.
+     * The target is a bare UCX worker that receives the WRITE and never answers (it has no handler),
+     * standing in for a peer that is slow to answer; it then sends a forged RESULT naming the
+     * public handle. The transfer must not end DONE; it fails by its deadline, having written
+     * nothing anyone checked.
+     */
+    @ParameterizedTest(name = "tls={0}")
+    @ValueSource(strings = {"sm", "tcp"})
+    void anAnswerForgedWithTheTransfersPublicHandleIsNotTaken(String tls)
+    {
+        UcxTransferBackend shape = backend(tls, "shape");
+        assumeLane(shape, tls);
+        MemorySegment targetMemory = arena.allocate(BLOCK, 4096);
+        shape.register(Allocation.host(targetMemory));
+        // eager, so the WRITE's send completes without the silent target taking part
+        UcxTransferBackend initiator = backend(tls, "initiator", Map.of("transfer-timeout-ms", "1500", "eager-max", Integer.toString(BLOCK)));
+        MemorySegment initiatorMemory = arena.allocate(BLOCK, 4096);
+        initiatorMemory.fill((byte) 0x11);
+        initiator.register(Allocation.host(initiatorMemory));
+
+        long context = rawContext(tls, "silent-target");
+        long worker = UcpWorker.workerCreate(context, "silent-target");
+        try (Arena scratch = Arena.ofConfined()) {
+            UcxMetadata real = UcxMetadata.decode(shape.localMetadata());
+            UcxMetadata silent = new UcxMetadata(real.instanceId() + 1, "silent-target", UcpWorker.workerAddress(worker), real.regions());
+            // the bare worker must progress for UCX's connection setup to finish: on a thread of its
+            // own until connect() returns, then on this one (never both at once)
+            var connected = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread progress = Thread.ofPlatform().start(() -> {
+                while (!connected.get()) {
+                    UcpWorker.workerProgress(worker);
+                }
+            });
+            Peer toSilent;
+            try {
+                toSilent = initiator.connect(silent.encode());
+            }
+            finally {
+                connected.set(true);
+                joinQuietly(progress);
+            }
+            long handle = initiator.post(TransferOp.WRITE, initiator.prepareLocal(blocks(initiatorMemory.address(), 0)), indices(1),
+                    initiator.prepareRemote(toSilent, blocks(targetMemory.address(), 0)), indices(1), 1, null, WRITE_KEY);
+
+            long endpoint = UcpEndpoint.epCreate(worker, UcxMetadata.decode(initiator.localMetadata()).workerAddress(), UcpEndpoint.newEndpointToken(),
+                    (token, status) -> { });
+            MemorySegment result = scratch.allocate(UcxActiveMessages.RESULT_BYTES);
+            result.set(ValueLayout.JAVA_BYTE, 0, UcxActiveMessages.VERSION);
+            result.set(ValueLayout.JAVA_BYTE, 1, UcxActiveMessages.RESULT_OK);
+            UcpAm.putLong(result, 8, handle);
+            MemorySegment param = UcpWorker.newRequestParam(scratch);
+            UcpAm.setSend(param, 0, 0);
+            awaitRequest(worker, UcpAm.sendNbx(endpoint, UcxActiveMessages.AM_RESULT, result.address(), result.byteSize(), 0, 0, param.address()));
+            awaitRequest(worker, UcpEndpoint.epFlushNbx(endpoint, UcpWorker.newRequestParam(scratch)));
+
+            long deadline = System.nanoTime() + DEADLINE_NANOS;
+            TransferStatus status;
+            while (!(status = initiator.status(handle)).terminal() && System.nanoTime() < deadline) {
+                UcpWorker.workerProgress(worker);
+            }
+            assertEquals(TransferStatus.FAILED, status, "a transfer answered only by a forged RESULT");
+            var failure = initiator.failure(handle).orElseThrow();
+            assertEquals(ErrorCode.DEADLINE_EXCEEDED, failure.code(), failure::getMessage);
+            initiator.release(handle);
+            awaitRequest(worker, UcpEndpoint.epCloseNbx(endpoint, true, 0));
+        }
+        finally {
+            UcpWorker.workerDestroy(worker);
+            UcpContext.cleanup(context);
+        }
+    }
+
+    private static void joinQuietly(Thread thread)
+    {
+        try {
+            thread.join();
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            fail("interrupted while the bare worker's progress thread ended");
         }
     }
 
