@@ -39,6 +39,7 @@ public final class Grants
     private long nextHandle = 1;
     private long refusals;
     private long lateRefusals;
+    private int admittedAccesses;
     private final Map<java.nio.ByteBuffer, Boolean> revokedKeys = new LinkedHashMap<>(16, 0.75f, false)
     {
         @Override
@@ -186,6 +187,7 @@ public final class Grants
         Entry entry = find(key, keyLength);
         if (entry != null) {
             entry.admitted++;
+            admittedAccesses++;
         }
         return entry;
     }
@@ -235,6 +237,12 @@ public final class Grants
     public synchronized long lateRefusals()
     {
         return lateRefusals;
+    }
+
+    /** {@return how many admitted accesses have not ended yet, under any key} */
+    public synchronized int admitted()
+    {
+        return admittedAccesses;
     }
 
     /** {@return how many grants are live} */
@@ -395,6 +403,7 @@ public final class Grants
         {
             synchronized (grants) {
                 admitted--;
+                grants.admittedAccesses--;
             }
             synchronized (this) {
                 notifyAll();

@@ -59,6 +59,7 @@ class GrantsTest
         grants.grant(key("req-1"), TransferOp.READ, new Blocks(), new int[] {5, 1, 2}, 3);
         Grants.Entry entry = grants.admit(key("req-1"), 5);
         assertNotNull(entry);
+        assertEquals(1, grants.admitted());
         // blocks 1 and 2 merged into one range: a run across both is covered
         assertTrue(entry.covers(TransferOp.READ, BASE + BLOCK, 2 * BLOCK));
         assertTrue(entry.covers(TransferOp.READ, BASE + 5 * BLOCK + 100, 200));
@@ -70,6 +71,7 @@ class GrantsTest
         assertFalse(entry.covers(TransferOp.READ, Long.MAX_VALUE - 10, 100), "wraps around");
         assertFalse(entry.covers(TransferOp.READ, BASE + BLOCK, -1), "negative length");
         entry.done(grants);
+        assertEquals(0, grants.admitted());
     }
 
     @Test

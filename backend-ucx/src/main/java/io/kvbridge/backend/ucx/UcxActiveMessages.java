@@ -447,6 +447,12 @@ final class UcxActiveMessages implements UcpAm.Handler
     private void sendData(UcxExchange exchange)
     {
         int runs = exchange.runCount;
+        if (exchange.replyEp == 0) {
+            // cut off before its data left: nothing is sent
+            Arrays.fill(exchange.requests, 0, runs, 0L);
+            exchange.state = UcxExchange.SENDING_DATA;
+            return;
+        }
         MemorySegment headers = exchange.headers;
         MemorySegment param = worker.amParam();
         int lastFlags = -1;
@@ -492,6 +498,10 @@ final class UcxActiveMessages implements UcpAm.Handler
 
     private void answer(UcxExchange exchange)
     {
+        if (exchange.replyEp == 0) {
+            exchange.state = UcxExchange.DONE;
+            return;
+        }
         MemorySegment header = exchange.answerHeader;
         header.set(ValueLayout.JAVA_BYTE, 0, VERSION);
         header.set(ValueLayout.JAVA_BYTE, 1, exchange.result);
@@ -520,18 +530,36 @@ final class UcxActiveMessages implements UcpAm.Handler
     {
         for (int i = 0; i < openCount; i++) {
             UcxExchange exchange = open[i];
-            if (exchange.entries > 0 && exchange.keyLength == key.length && Arrays.equals(exchange.key, 0, key.length, key, 0, key.length)) {
-                UcxPeer peer = endpoints.peerWithEndpoint(exchange.replyEp);
+            long replyEp = exchange.replyEp;
+            if (replyEp != 0 && exchange.entries > 0 && exchange.keyLength == key.length && Arrays.equals(exchange.key, 0, key.length, key, 0, key.length)) {
+                UcxPeer peer = endpoints.peerWithEndpoint(replyEp);
                 if (peer != null) {
                     endpoints.markFailed(peer, "it was still reading or writing memory under a grant that was revoked");
                     endpoints.advanceRetiring();
                 }
                 else {
-                    long request = UcpEndpoint.epCloseNbx(exchange.replyEp, true, 0);
+                    long request = UcpEndpoint.epCloseNbx(replyEp, true, 0);
                     if (request != 0 && !UcpStatus.isError(request)) {
                         UcpWorker.requestFree(request);
                     }
                 }
+                forget(replyEp);
+            }
+        }
+    }
+
+    /**
+     * Stops every open exchange from using an endpoint that was closed by force: UCX frees it, and
+     * an answer or READ data sent on it afterwards would touch freed memory. Their receives end
+     * with an error, and they close without answering.
+     */
+    private void forget(long replyEp)
+    {
+        for (int i = 0; i < openCount; i++) {
+            UcxExchange exchange = open[i];
+            if (exchange.replyEp == replyEp) {
+                exchange.replyEp = 0;
+                exchange.result = RESULT_FAILED;
             }
         }
     }

@@ -355,6 +355,12 @@ final class UcxTransferBackend extends AbstractTransferBackend
         return grants.lateRefusals();
     }
 
+    /** {@return how many peer accesses this instance admitted under a grant and has not ended} */
+    int grantedAccessesInFlight()
+    {
+        return grants.admitted();
+    }
+
     /** {@return how many malformed active messages this instance dropped} */
     long malformedMessages()
     {

@@ -413,6 +413,95 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         }
     }
 
+    /**
+     * A peer whose admitted WRITE never completes cannot hold a revoke: a bare UCX worker over TCP
+     * sends a well-formed rendezvous WRITE under a live key and then stops progressing, so the
+     * victim's receive waits for data that never comes. Revoking the grant waits
+     * {@code close-timeout-ms}, then cuts that peer off; its data, sent once it progresses again,
+     * lands nowhere, and the victim serves a legitimate peer afterwards.
+     */
+    @org.junit.jupiter.api.Test
+    void aRevokeCutsOffAPeerWhoseAccessOutlastsIt()
+    {
+        String tls = "tcp";
+        UcxTransferBackend victim = backend(tls, "victim", Map.of("close-timeout-ms", "300"));
+        assumeLane(victim, tls);
+        MemorySegment victimMemory = arena.allocate(2L * BLOCK, 4096);
+        victimMemory.fill(SENTINEL);
+        victim.register(Allocation.host(victimMemory));
+        long grant = victim.grant(WRITE_KEY, TransferOp.WRITE, victim.prepareLocal(blocks(victimMemory.address(), 0)), indices(1), 1);
+
+        long context = rawContext(tls, "stalling-peer");
+        long worker = UcpWorker.workerCreate(context, "stalling-peer");
+        try (Arena scratch = Arena.ofConfined()) {
+            long endpoint = UcpEndpoint.epCreate(worker, UcxMetadata.decode(victim.localMetadata()).workerAddress(), UcpEndpoint.newEndpointToken(),
+                    (token, status) -> { });
+            MemorySegment param = UcpWorker.newRequestParam(scratch);
+            // set the connection up first (this message is refused for its length), so the WRITE's
+            // rendezvous request leaves inside the send call, with no progress of this worker
+            UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY, 0);
+            MemorySegment shortHeader = scratch.allocate(8);
+            awaitRequest(worker, UcpAm.sendNbx(endpoint, UcxActiveMessages.AM_WRITE, shortHeader.address(), 8, 0, 0, param.address()));
+            awaitRequest(worker, UcpEndpoint.epFlushNbx(endpoint, UcpWorker.newRequestParam(scratch)));
+
+            MemorySegment header = scratch.allocate(UcxActiveMessages.WRITE_KEY + WRITE_KEY.length);
+            header.set(ValueLayout.JAVA_BYTE, 0, UcxActiveMessages.VERSION);
+            header.set(ValueLayout.JAVA_BYTE, 1, (byte) WRITE_KEY.length);
+            UcpAm.putInt(header, 8, 1);
+            UcpAm.putLong(header, 16, 77);
+            UcpAm.putLong(header, 32, victimMemory.address());
+            UcpAm.putLong(header, 40, BLOCK);
+            MemorySegment.copy(WRITE_KEY, 0, header, ValueLayout.JAVA_BYTE, UcxActiveMessages.WRITE_KEY, WRITE_KEY.length);
+            MemorySegment data = scratch.allocate(BLOCK);
+            data.fill(ATTACK);
+            UcpAm.setSend(param, UcpAm.SEND_FLAG_REPLY | UcpAm.SEND_FLAG_RNDV, 0);
+            long write = UcpAm.sendNbx(endpoint, UcxActiveMessages.AM_WRITE, header.address(), header.byteSize(), data.address(), BLOCK, param.address());
+            assertTrue(write != 0 && !UcpStatus.isError(write), "a rendezvous WRITE should still be in progress: " + write);
+
+            long deadline = System.nanoTime() + DEADLINE_NANOS;
+            while (victim.grantedAccessesInFlight() == 0 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(1, victim.grantedAccessesInFlight(), "the victim admitted the stalled WRITE");
+
+            long started = System.nanoTime();
+            victim.revoke(grant);
+            long revokeMillis = (System.nanoTime() - started) / 1_000_000;
+            assertTrue(revokeMillis >= 250 && revokeMillis < 5_000, "revoke took " + revokeMillis + " ms with close-timeout-ms=300");
+            System.out.printf("revoke with a stalled access returned after %d ms (close-timeout-ms=300)%n", revokeMillis);
+
+            // the stalled peer progresses again: whatever it sends now lands nowhere
+            long until = System.nanoTime() + 300_000_000L;
+            while (System.nanoTime() < until && UcpWorker.requestStatus(write) == UcpStatus.IN_PROGRESS) {
+                UcpWorker.workerProgress(worker);
+            }
+            long settle = System.nanoTime() + DEADLINE_NANOS;
+            while (victim.grantedAccessesInFlight() > 0 && System.nanoTime() < settle) {
+                UcpWorker.workerProgress(worker);
+            }
+            assertEquals(0, victim.grantedAccessesInFlight(), "the cut-off access ended");
+            assertBytes(victimMemory, 0, SENTINEL, "victim block after the revoke cut the stalled writer off");
+            awaitRequest(worker, UcpEndpoint.epCloseNbx(endpoint, true, 0));
+            UcpWorker.requestFree(write);
+        }
+        finally {
+            UcpWorker.workerDestroy(worker);
+            UcpContext.cleanup(context);
+        }
+
+        // a legitimate peer, under a fresh grant, is served
+        UcxTransferBackend legitimate = backend(tls, "legitimate");
+        MemorySegment legitimateMemory = arena.allocate(BLOCK, 4096);
+        legitimateMemory.fill((byte) 0x77);
+        legitimate.register(Allocation.host(legitimateMemory));
+        byte[] fresh = "fresh-key".getBytes(StandardCharsets.UTF_8);
+        victim.grant(fresh, TransferOp.WRITE, victim.prepareLocal(blocks(victimMemory.address(), 1)), indices(1), 1);
+        Peer toVictim = legitimate.connect(victim.localMetadata());
+        assertDone(legitimate, TransferOp.WRITE, legitimate.prepareLocal(blocks(legitimateMemory.address(), 0)),
+                legitimate.prepareRemote(toVictim, blocks(victimMemory.address(), 1)), fresh, "legitimate WRITE after the cut-off");
+        assertBytes(victimMemory, 1, (byte) 0x77, "legitimately written block");
+    }
+
     private static void joinQuietly(Thread thread)
     {
         try {

@@ -35,6 +35,8 @@ public final class UcpAm
     public static final int SEND_FLAG_REPLY = 1;
     /** {@code UCP_AM_SEND_FLAG_EAGER}: never rendezvous, so the data reaches the handler itself. */
     public static final int SEND_FLAG_EAGER = 1 << 1;
+    /** {@code UCP_AM_SEND_FLAG_RNDV}: always rendezvous, so the receiver fetches the data when it asks. */
+    public static final int SEND_FLAG_RNDV = 1 << 2;
 
     private static final long HANDLER_FIELD_ID = 1L;
     private static final long HANDLER_FIELD_FLAGS = 1L << 1;
