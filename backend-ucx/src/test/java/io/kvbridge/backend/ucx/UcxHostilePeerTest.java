@@ -75,7 +75,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     }
 
     /** Skips with the reason when UCX did not give the lane asked for. */
-    private static void assumeLane(UcxTransferBackend backend, String tls)
+    static void assumeLane(UcxTransferBackend backend, String tls)
     {
         String transports = backend.transports();
         boolean lane = tls.equals("tcp") ? transports.contains("tcp/") : transports.contains("memory");
