@@ -73,12 +73,7 @@ final class UcxActiveMessages implements UcpAm.Handler
     private int openCount;
     private UcxExchange[] free = new UcxExchange[16];
     private int freeCount;
-    // receives of rendezvous data in flight: into this side's memory for a granted WRITE, or for a READ this side posted
-    private long[] receiveRequests = new long[16];
-    private UcxExchange[] receiveExchanges = new UcxExchange[16];
-    private UcxTransfer[] receiveTransfers = new UcxTransfer[16];
-    private Grants.Entry[] receiveEntries = new Grants.Entry[16];
-    private int receiveCount;
+    private final UcxDataReceives receives = new UcxDataReceives();
 
     UcxActiveMessages(String description, UcxWorker worker, UcxEndpoints endpoints, Grants grants, int eagerMax)
     {
@@ -220,12 +215,12 @@ final class UcxActiveMessages implements UcpAm.Handler
                     entry.done(grants);
                 }
                 else {
-                    addReceive(request, exchange, null, entry);
+                    receives.add(request, exchange, null, entry);
                     exchange.pending++;
                 }
             }
         }
-        settle(exchange);
+        exchange.settle();
     }
 
     private void refuse(UcxExchange exchange, byte result, int run, long address, long length, int keyLength)
@@ -244,14 +239,6 @@ final class UcxActiveMessages implements UcpAm.Handler
         }
         else {
             grants.refused(peer, reason);
-        }
-    }
-
-    /** Queues the answer once every run of a WRITE has landed or was refused. */
-    private void settle(UcxExchange exchange)
-    {
-        if (exchange.arrived >= exchange.runCount && exchange.pending == 0 && exchange.state == UcxExchange.RECEIVING) {
-            exchange.state = UcxExchange.ANSWER;
         }
     }
 
@@ -343,7 +330,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         }
         else {
             transfer.pendingReceives++;
-            addReceive(request, null, transfer, null);
+            receives.add(request, null, transfer, null);
         }
     }
 
@@ -375,37 +362,7 @@ final class UcxActiveMessages implements UcpAm.Handler
     /** Completes receives, sends READ data and answers, ends finished exchanges; each round. */
     boolean advance()
     {
-        boolean progressed = false;
-        for (int i = receiveCount - 1; i >= 0; i--) {
-            long request = receiveRequests[i];
-            byte status = UcpWorker.requestStatus(request);
-            if (status == UcpStatus.IN_PROGRESS) {
-                continue;
-            }
-            UcpWorker.requestFree(request);
-            progressed = true;
-            UcxExchange exchange = receiveExchanges[i];
-            UcxTransfer transfer = receiveTransfers[i];
-            Grants.Entry entry = receiveEntries[i];
-            removeReceive(i);
-            if (exchange != null) {
-                exchange.pending--;
-                exchange.entries--;
-                entry.done(grants);
-                if (status != UcpStatus.OK) {
-                    exchange.result = RESULT_FAILED;
-                }
-                settle(exchange);
-            }
-            else {
-                transfer.pendingReceives--;
-                transfer.arrived++;
-                if (status != UcpStatus.OK && transfer.failedCall == null) {
-                    transfer.failedStatus = status;
-                    transfer.failedCall = "ucp_am_recv_data_nbx";
-                }
-            }
-        }
+        boolean progressed = receives.complete(grants);
         for (int i = openCount - 1; i >= 0; i--) {
             UcxExchange exchange = open[i];
             if (exchange.state == UcxExchange.SEND_DATA) {
@@ -441,7 +398,7 @@ final class UcxActiveMessages implements UcpAm.Handler
     /** {@return true while receives or exchanges are in flight} */
     boolean busy()
     {
-        return receiveCount > 0 || openCount > 0;
+        return receives.busy() || openCount > 0;
     }
 
     private void sendData(UcxExchange exchange)
@@ -567,13 +524,7 @@ final class UcxActiveMessages implements UcpAm.Handler
     /** Abandons receives and exchanges at shutdown; destroying the worker ends them. */
     void abandon()
     {
-        for (int i = 0; i < receiveCount; i++) {
-            UcpWorker.requestFree(receiveRequests[i]);
-            if (receiveEntries[i] != null) {
-                receiveEntries[i].done(grants);
-            }
-        }
-        receiveCount = 0;
+        receives.abandon(grants);
         for (int i = openCount - 1; i >= 0; i--) {
             UcxExchange exchange = open[i];
             for (int r = 0; r < exchange.runCount && exchange.state == UcxExchange.SENDING_DATA; r++) {
@@ -629,32 +580,5 @@ final class UcxActiveMessages implements UcpAm.Handler
             free = Arrays.copyOf(free, free.length * 2);
         }
         free[freeCount++] = exchange;
-    }
-
-    private void addReceive(long request, UcxExchange exchange, UcxTransfer transfer, Grants.Entry entry)
-    {
-        if (receiveCount == receiveRequests.length) {
-            receiveRequests = Arrays.copyOf(receiveRequests, receiveCount * 2);
-            receiveExchanges = Arrays.copyOf(receiveExchanges, receiveCount * 2);
-            receiveTransfers = Arrays.copyOf(receiveTransfers, receiveCount * 2);
-            receiveEntries = Arrays.copyOf(receiveEntries, receiveCount * 2);
-        }
-        receiveRequests[receiveCount] = request;
-        receiveExchanges[receiveCount] = exchange;
-        receiveTransfers[receiveCount] = transfer;
-        receiveEntries[receiveCount] = entry;
-        receiveCount++;
-    }
-
-    private void removeReceive(int index)
-    {
-        receiveCount--;
-        receiveRequests[index] = receiveRequests[receiveCount];
-        receiveExchanges[index] = receiveExchanges[receiveCount];
-        receiveTransfers[index] = receiveTransfers[receiveCount];
-        receiveEntries[index] = receiveEntries[receiveCount];
-        receiveExchanges[receiveCount] = null;
-        receiveTransfers[receiveCount] = null;
-        receiveEntries[receiveCount] = null;
     }
 }

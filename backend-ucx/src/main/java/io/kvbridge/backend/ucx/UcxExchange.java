@@ -54,6 +54,14 @@ final class UcxExchange
         this.answerHeader = arena.allocate(UcxActiveMessages.RESULT_BYTES, 8);
     }
 
+    /** Queues the answer once every run of a WRITE has landed or was refused. */
+    void settle()
+    {
+        if (arrived >= runCount && pending == 0 && state == RECEIVING) {
+            state = ANSWER;
+        }
+    }
+
     void reset(long replyEp, long handle, TransferOp op, int runCount, long sender)
     {
         this.replyEp = replyEp;
