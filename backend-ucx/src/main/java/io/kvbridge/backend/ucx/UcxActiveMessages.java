@@ -74,6 +74,8 @@ final class UcxActiveMessages implements UcpAm.Handler
     private UcxExchange[] free = new UcxExchange[16];
     private int freeCount;
     private final UcxDataReceives receives = new UcxDataReceives();
+    // a handler left an exchange with something to send (READ data or an answer): see answersDue()
+    private boolean due;
 
     UcxActiveMessages(String description, UcxWorker worker, UcxEndpoints endpoints, Grants grants, int eagerMax)
     {
@@ -221,6 +223,7 @@ final class UcxActiveMessages implements UcpAm.Handler
             }
         }
         exchange.settle();
+        due |= exchange.state == UcxExchange.ANSWER;
     }
 
     private void refuse(UcxExchange exchange, byte result, int run, long address, long length, int keyLength)
@@ -270,6 +273,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         if (entry == null) {
             refuse(exchange, RESULT_NO_GRANT, firstRun, UcpAm.getLong(data), UcpAm.getLong(data + 8), keyLength);
             exchange.state = UcxExchange.ANSWER;
+            due = true;
             return;
         }
         exchange.grow(runs);
@@ -281,6 +285,7 @@ final class UcxActiveMessages implements UcpAm.Handler
                 entry.done(grants);
                 refuse(exchange, RESULT_OUTSIDE, firstRun + i, address, runLength, keyLength);
                 exchange.state = UcxExchange.ANSWER;
+                due = true;
                 return;
             }
             exchange.addresses[i] = address;
@@ -289,6 +294,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         exchange.firstRun = firstRun;
         exchange.entry(entry, keyLength, keyBuffer);
         exchange.state = UcxExchange.SEND_DATA;
+        due = true;
     }
 
     // ---- initiator: READ data and answers ----
@@ -359,9 +365,20 @@ final class UcxActiveMessages implements UcpAm.Handler
 
     // ---- each round ----
 
+    /**
+     * {@return whether a handler left READ data or an answer to send}: the owner then stops
+     * progressing and sends it, rather than first draining every message that arrived, so a
+     * peer's window of small transfers is answered one by one instead of in bursts
+     */
+    boolean answersDue()
+    {
+        return due;
+    }
+
     /** Completes receives, sends READ data and answers, ends finished exchanges; each round. */
     boolean advance()
     {
+        due = false;
         boolean progressed = receives.complete(grants);
         for (int i = openCount - 1; i >= 0; i--) {
             UcxExchange exchange = open[i];

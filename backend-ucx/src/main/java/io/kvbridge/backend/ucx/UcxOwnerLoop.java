@@ -200,13 +200,17 @@ final class UcxOwnerLoop
 
     /**
      * Progresses the worker until it reports no more events (at most a few dozen times): while data
-     * streams, UCX then moves it back to back instead of between rounds of bookkeeping.
+     * streams, UCX then moves it back to back instead of between rounds of bookkeeping. A handler
+     * that leaves an answer to send ends the burst, so the answer leaves at once.
      */
     private boolean progressWhileBusy()
     {
         for (int round = 0; round < PROGRESS_BURST; round++) {
             if (UcpWorker.workerProgress(worker.worker()) == 0) {
                 return round > 0;
+            }
+            if (activeMessages != null && activeMessages.answersDue()) {
+                return true;
             }
         }
         return true;
