@@ -10,7 +10,6 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
@@ -184,9 +183,9 @@ public final class BenchInitiator implements AutoCloseable
                 && blockCount <= Integer.MAX_VALUE, "blockBytes=%d x batch=%d must divide totalBytes=%d", blockBytes, settings.batch(), settings.totalBytes());
         int blocks = (int) blockCount;
         long prepareStart = System.nanoTime();
-        PreparedList local = transport.prepareLocal(blocksOf(memory.allocation(), blocks, blockBytes));
+        PreparedList local = transport.prepareLocal(TransportBench.blocksOf(memory.allocation(), blocks, blockBytes));
         try {
-            PreparedList remoteList = transport.prepareRemote(peer, blocksOf(remote, blocks, blockBytes));
+            PreparedList remoteList = transport.prepareRemote(peer, TransportBench.blocksOf(remote, blocks, blockBytes));
             long prepareNanos = System.nanoTime() - prepareStart;
             try {
                 TransferStream stream = new TransferStream(transport, op, blocks, settings.batch(), settings.window(), settings.timeout().toNanos(), grantKey);
@@ -264,15 +263,6 @@ public final class BenchInitiator implements AutoCloseable
     public String agent()
     {
         return transport.agentName();
-    }
-
-    private static DescriptorList blocksOf(Allocation allocation, int blocks, long blockBytes)
-    {
-        DescriptorList.Builder list = DescriptorList.builder(allocation.kind(), allocation.device(), blocks);
-        for (int b = 0; b < blocks; b++) {
-            list.add(allocation.address() + b * blockBytes, blockBytes);
-        }
-        return list.build();
     }
 
     private void say(String format, Object... args)

@@ -58,6 +58,8 @@ final class BenchLink implements AutoCloseable
     private final InputStream in;
     private final OutputStream out;
     private final MessageAuthenticator authenticator;
+    /** For the one reply a receiver can send to a request it could not authenticate: the refusal, which carries no MAC. */
+    private final MessageAuthenticator plain = MessageAuthenticator.unauthenticated(WireLimits.DEFAULT);
     private final String peer;
 
     BenchLink(Socket socket, MessageAuthenticator authenticator) throws IOException
@@ -143,7 +145,13 @@ final class BenchLink implements AutoCloseable
             throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the bench target at " + peer
                     + " closed the control connection before it answered (did it stop, or time out?)");
         }
-        Opened opened = authenticator.open(Direction.REPLY, frame, sealed.nonce());
+        Opened opened;
+        try {
+            opened = authenticator.open(Direction.REPLY, frame, sealed.nonce());
+        }
+        catch (KvBridgeException e) {
+            throw plainRefusal(frame, e);
+        }
         WireMap reply = WireDecoder.decodeMap(opened.content(), WireLimits.DEFAULT, "bench reply");
         String type = reply.requireString("type");
         if (type.equals("error")) {
@@ -168,7 +176,17 @@ final class BenchLink implements AutoCloseable
         if (frame == null) {
             return null;
         }
-        Opened opened = authenticator.open(Direction.REQUEST, frame, new byte[0]);
+        Opened opened;
+        try {
+            opened = authenticator.open(Direction.REQUEST, frame, new byte[0]);
+        }
+        catch (KvBridgeException e) {
+            if (e.code() == ErrorCode.AUTHENTICATION_FAILED) {
+                // said once, without a MAC (there is no key both sides share), then the connection ends
+                send(plain.seal(Direction.REPLY, refusal(e), new byte[0]).content());
+            }
+            throw e;
+        }
         WireMap request = WireDecoder.decodeMap(opened.content(), WireLimits.DEFAULT, "bench request");
         return new Received(request, request.requireString("type"), opened.nonce());
     }
@@ -192,8 +210,32 @@ final class BenchLink implements AutoCloseable
      */
     void refuse(KvBridgeException failure, Received request)
     {
-        reply(new WireWriter().map(3).string("type").string("error").string("code").enumValue(failure.code())
-                .string("message").string(bounded(failure.getMessage())).toByteArray(), request);
+        reply(refusal(failure), request);
+    }
+
+    private static byte[] refusal(KvBridgeException failure)
+    {
+        return new WireWriter().map(3).string("type").string("error").string("code").enumValue(failure.code())
+                .string("message").string(bounded(failure.getMessage())).toByteArray();
+    }
+
+    /**
+     * A reply that fails authentication may be the peer's refusal of ours, which it cannot seal: that
+     * one is reported as what it says, anything else as the authentication failure it is.
+     */
+    private KvBridgeException plainRefusal(byte[] frame, KvBridgeException failure)
+    {
+        try {
+            WireMap reply = WireDecoder.decodeMap(plain.open(Direction.REPLY, frame, new byte[0]).content(), WireLimits.DEFAULT, "bench reply");
+            if (reply.requireString("type").equals("error") && reply.optionalEnum("code", ErrorCode.class, null) == ErrorCode.AUTHENTICATION_FAILED) {
+                return new KvBridgeException(ErrorCode.AUTHENTICATION_FAILED, "the bench target at " + peer + " could not authenticate this initiator: "
+                        + bounded(reply.optionalString("message", "no reason given")) + " (give both hosts the same --secret-file)", failure);
+            }
+        }
+        catch (KvBridgeException e) {
+            failure.addSuppressed(e);
+        }
+        return failure;
     }
 
     /** {@return this end's address on the connection: the interface that reaches the peer} */

@@ -132,7 +132,9 @@ final class TransferStream
                     }
                 }
                 if (!progressed) {
-                    // a parked poller wakes no sooner than the timer slack, which small blocks would measure
+                    // a parked poller wakes no sooner than the kernel's timer slack (50 us by default), which would
+                    // be what a small block measures; yielding gives the core to a copy or owner thread that needs it
+                    // and otherwise polls again at once
                     Thread.yield();
                 }
             }

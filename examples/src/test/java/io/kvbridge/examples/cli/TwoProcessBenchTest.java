@@ -48,9 +48,10 @@ final class TwoProcessBenchTest
         Map<String, String> environment = tls.equals("default") ? Map.of() : Map.of("UCX_TLS", tls);
         // the baselines' C programs once, over TCP, where the stream between the processes is the wire UCX fills
         Path compiler = tls.equals("default") ? directory.resolve("no-such-gcc") : Path.of("gcc");
-        try (Child target = Child.start(directory.resolve("target"), environment, "bench", "--role", "target", "--listen", "127.0.0.1:0",
+        // both JVMs start at once: the initiator keeps trying to connect until the target listens, within its --timeout
+        int port = freePort();
+        try (Child target = Child.start(directory.resolve("target"), environment, "bench", "--role", "target", "--listen", "127.0.0.1:" + port,
                 "--total-bytes", "2MiB", "--timeout", "60s", "--cc", compiler.toString())) {
-            int port = target.port();
             try (Child initiator = Child.start(directory.resolve("initiator"), environment, "bench", "--role", "initiator", "--peer", "127.0.0.1:" + port,
                     "--total-bytes", "2MiB", "--block-sizes", "256KiB", "--batch", "2", "--json", "--timeout", "20s", "--cc", compiler.toString())) {
                 assertEquals(0, initiator.waitFor(), initiator.describe());
@@ -116,6 +117,34 @@ final class TwoProcessBenchTest
     }
 
     @Test
+    void anInitiatorWithAnotherSecretIsRefusedWithTheReasonAndTheTargetWaitsOn() throws Exception
+    {
+        assumeTrue(ucxAvailable(), "the ucx transport is not available here");
+        Path targetSecret = secretFile("target.secret", "the target's secret, 32 bytes..");
+        Path initiatorSecret = secretFile("initiator.secret", "another secret of the same size.");
+        try (Child target = Child.start(directory.resolve("target"), Map.of(), "bench", "--role", "target", "--listen", "127.0.0.1:0",
+                "--total-bytes", "1MiB", "--timeout", "60s", "--secret-file", targetSecret.toString())) {
+            int port = target.port();
+            CliRun run = CliRun.of("bench", "--role", "initiator", "--peer", "127.0.0.1:" + port, "--total-bytes", "1MiB", "--block-sizes", "64KiB",
+                    "--timeout", "10s", "--secret-file", initiatorSecret.toString());
+            assertEquals(KvBridgeCli.FAILED, run.exitCode(), run.err());
+            assertTrue(run.err().contains("kvbridge bench: KVB/AuthenticationFailed: the bench target at 127.0.0.1:" + port
+                    + " could not authenticate this initiator"), run.err());
+            assertTrue(run.err().contains("(give both hosts the same --secret-file)"), run.err());
+            target.await(Pattern.compile("initiator session 1 ended without finishing: KVB/AuthenticationFailed"));
+            assertTrue(target.process.isAlive(), target.describe());
+        }
+    }
+
+    private Path secretFile(String name, String content) throws IOException
+    {
+        Path file = directory.resolve(name);
+        Files.writeString(file, content, StandardCharsets.US_ASCII);
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        return file;
+    }
+
+    @Test
     void localCannotCrossProcessesAndIsRefusedWithTheReason()
     {
         CliRun run = CliRun.of("bench", "--role", "initiator", "--peer", "127.0.0.1:5600", "--transport", "local");
@@ -139,16 +168,20 @@ final class TwoProcessBenchTest
     void anUnreachableTargetFailsWithinTheDeadline() throws IOException
     {
         assumeTrue(ucxAvailable(), "the ucx transport is not available here");
-        int closed;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            closed = socket.getLocalPort();
-        }
+        int closed = freePort();
         long start = System.nanoTime();
         CliRun run = CliRun.of("bench", "--role", "initiator", "--peer", "127.0.0.1:" + closed, "--timeout", "500ms");
         assertEquals(KvBridgeCli.FAILED, run.exitCode(), run.err());
         assertTrue(run.err().contains("kvbridge bench: KVB/PeerUnknown: no bench target answered at 127.0.0.1:" + closed + " within timeout=500 ms"),
                 run.err());
         assertTrue((System.nanoTime() - start) / 1e9 < 10, run.err());
+    }
+
+    private static int freePort() throws IOException
+    {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
     }
 
     private static void assertRefused(String expected, String... args)
