@@ -142,7 +142,7 @@ public final class BenchInitiator implements AutoCloseable
             KvBridgeException.check(tcpPort >= 0 && tcpPort <= 65535, ErrorCode.PROTOCOL_ERROR, "target's tcp_port=%d is not a port", tcpPort);
             this.tcpReason = ready.optionalString("tcp_reason", "");
             this.peer = transport.connect(ready.requireBinary("metadata"));
-            say("connected to target %s (agent %s): %s of %s memory granted", link.peer(), ready.requireString("agent"),
+            say("connected to target %s (agent %s): %s of %s memory granted", link.peer(), BenchLink.bounded(ready.requireString("agent")),
                     Sizes.format(remote.bytes()), remote.kind() == MemoryKind.DEVICE ? "device " + remote.device() : "host");
         }
         catch (RuntimeException e) {
@@ -155,7 +155,7 @@ public final class BenchInitiator implements AutoCloseable
     {
         String transportName = ready.requireString("transport");
         KvBridgeException.check(transportName.equals(settings.transport()), ErrorCode.COMPATIBILITY_MISMATCH,
-                "target runs transport=%s but this initiator %s; give both the same --transport", transportName, settings.transport());
+                "target runs transport=%s but this initiator %s; give both the same --transport", BenchLink.bounded(transportName), settings.transport());
         long bytes = ready.requireLong("bytes");
         KvBridgeException.check(bytes == settings.totalBytes(), ErrorCode.PROTOCOL_ERROR,
                 "target granted bytes=%d but this initiator asked for %d", bytes, settings.totalBytes());

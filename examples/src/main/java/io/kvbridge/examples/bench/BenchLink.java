@@ -324,7 +324,8 @@ final class BenchLink implements AutoCloseable
                 + " before the deadline (is the peer stopped, or slower than --timeout allows?)");
     }
 
-    private static String bounded(String text)
+    /** {@return untrusted text as one bounded line, control characters blanked, for logs and errors} */
+    static String bounded(String text)
     {
         String line = text == null ? "" : text.replaceAll("\\p{Cntrl}", " ");
         return line.length() <= MAX_ERROR_CHARS ? line : line.substring(0, MAX_ERROR_CHARS) + "...";

@@ -3,6 +3,7 @@ package io.kvbridge.examples.bench;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.api.KvBridge;
+import io.kvbridge.core.config.Durations;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.WireMap;
@@ -35,6 +36,8 @@ import java.util.Map;
 public final class BenchTarget
 {
     private static final int MIN_GRANT_KEY_BYTES = 16;
+    /** How long a new connection may take to say hello: one that says nothing must not hold the target until its timeout. */
+    private static final long HELLO_NANOS = 10_000_000_000L;
 
     /**
      * What the target runs with.
@@ -102,9 +105,9 @@ public final class BenchTarget
                 KvBridge bridge = KvBridge.builder().transport(settings.transport()).agentName("bench-target-" + ProcessHandle.current().pid())
                         .transportConfig(config).environment(Map.of("KVBRIDGE_SIDE_CHANNEL_HOST", host)).build();
                 BenchMemory memory = BenchMemory.allocate(bridge.transport(), settings.bytes(), settings.transportMemory(), settings.device())) {
-            say("listening on %s:%d, transport %s, %s of %s memory%s; waiting up to %d s for an initiator", host, server.getLocalPort(),
+            say("listening on %s:%d, transport %s, %s of %s memory%s; waiting up to %s for an initiator", host, server.getLocalPort(),
                     settings.transport(), Sizes.format(settings.bytes()), memory.onDevice() ? "device " + settings.device() : "host",
-                    authenticator.authenticated() ? ", control messages authenticated" : "", settings.timeout().toSeconds());
+                    authenticator.authenticated() ? ", control messages authenticated" : "", Durations.format(settings.timeout()));
             int sessions = 0;
             while (true) {
                 Socket socket = accept(server, deadline);
@@ -163,8 +166,8 @@ public final class BenchTarget
             }
         }
         throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
-                "no initiator finished within --timeout=%d s; start `kvbridge bench --role initiator --peer HOST:%d` on the other host, or give a longer --timeout",
-                settings.timeout().toSeconds(), server.getLocalPort()));
+                "no initiator finished within --timeout=%s; start `kvbridge bench --role initiator --peer HOST:%d` on the other host, or give a longer --timeout",
+                Durations.format(settings.timeout()), server.getLocalPort()));
     }
 
     private void say(String format, Object... args)
@@ -193,7 +196,7 @@ public final class BenchTarget
         /** @return true when the initiator said it was done. */
         boolean serve()
         {
-            BenchLink.Received hello = link.receive(deadline);
+            BenchLink.Received hello = link.receive(Math.min(deadline, System.nanoTime() + HELLO_NANOS));
             if (hello == null) {
                 return false;
             }
@@ -214,7 +217,7 @@ public final class BenchTarget
                 readGrant = transport.grant(key, TransferOp.READ, whole, new int[] {0}, 1);
                 writeGrant = transport.grant(key, TransferOp.WRITE, whole, new int[] {0}, 1);
                 say("initiator %s (agent %s) connected; granted READ and WRITE of %s under its key%s", link.peer(),
-                        hello.message().requireString("agent"), Sizes.format(used), readGrant == TransferBackend.NO_GRANT ? " (this transport does not check grants)" : "");
+                        BenchLink.bounded(hello.message().requireString("agent")), Sizes.format(used), readGrant == TransferBackend.NO_GRANT ? " (this transport does not check grants)" : "");
                 link.reply(new WireWriter().map(10).string("type").string("ready").string("version").integer(BenchLink.VERSION)
                         .string("transport").string(transport.name()).string("agent").string(transport.agentName())
                         .string("metadata").binary(transport.localMetadata())
@@ -234,13 +237,14 @@ public final class BenchTarget
         private byte[] checkHello(BenchLink.Received hello)
         {
             WireMap message = hello.message();
-            KvBridgeException.check(hello.type().equals("hello"), ErrorCode.PROTOCOL_ERROR, "first message has type=%s (expected: hello)", hello.type());
+            KvBridgeException.check(hello.type().equals("hello"), ErrorCode.PROTOCOL_ERROR, "first message has type=%s (expected: hello)",
+                    BenchLink.bounded(hello.type()));
             int version = message.requireInt("version");
             KvBridgeException.check(version == BenchLink.VERSION, ErrorCode.COMPATIBILITY_MISMATCH,
                     "initiator speaks bench protocol version=%d but this target speaks %d; run the same kvbridge on both hosts", version, BenchLink.VERSION);
-            String transport = message.requireString("transport");
-            KvBridgeException.check(transport.equals(settings.transport()), ErrorCode.COMPATIBILITY_MISMATCH,
-                    "initiator uses transport=%s but this target runs %s; give both the same --transport", transport, settings.transport());
+            String theirs = message.requireString("transport");
+            KvBridgeException.check(theirs.equals(settings.transport()), ErrorCode.COMPATIBILITY_MISMATCH,
+                    "initiator uses transport=%s but this target runs %s; give both the same --transport", BenchLink.bounded(theirs), settings.transport());
             used = message.requireLong("total_bytes");
             KvBridgeException.check(used > 0 && used % Long.BYTES == 0 && used <= settings.bytes(), ErrorCode.INVALID_ARGUMENT,
                     "initiator asks for total_bytes=%d but this target holds %d; give the initiator at most the target's --total-bytes", used, settings.bytes());
@@ -273,7 +277,7 @@ public final class BenchTarget
                     }
                     default -> {
                         KvBridgeException refused = new KvBridgeException(ErrorCode.PROTOCOL_ERROR,
-                                "unknown request type=" + request.type() + " (expected: fill, check or done)");
+                                "unknown request type=" + BenchLink.bounded(request.type()) + " (expected: fill, check or done)");
                         link.refuse(refused, request);
                         throw refused;
                     }

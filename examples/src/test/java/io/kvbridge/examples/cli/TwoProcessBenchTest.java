@@ -177,6 +177,15 @@ final class TwoProcessBenchTest
         assertTrue((System.nanoTime() - start) / 1e9 < 10, run.err());
     }
 
+    @Test
+    void aTargetThatNoInitiatorFinishesWithEndsAtItsTimeout()
+    {
+        assumeTrue(ucxAvailable(), "the ucx transport is not available here");
+        CliRun run = CliRun.of("bench", "--role", "target", "--listen", "127.0.0.1:0", "--total-bytes", "1MiB", "--timeout", "1s");
+        assertEquals(KvBridgeCli.FAILED, run.exitCode(), run.err());
+        assertTrue(run.err().contains("kvbridge bench: KVB/DeadlineExceeded: no initiator finished within --timeout=1s"), run.err());
+    }
+
     private static int freePort() throws IOException
     {
         try (ServerSocket socket = new ServerSocket(0)) {
