@@ -13,7 +13,15 @@
  * size carries a pattern of its own, which the receiver checks, so lost or misplaced bytes fail
  * the run. Every socket read and write has a timeout, and the whole run an alarm.
  *
+ * Two hosts (`kvbridge bench --role target|initiator`): `--serve=HOST:PORT TOTAL` listens there
+ * (port 0: the kernel picks; the line `tcp_stream listening port=N` says which), accepts one
+ * connection and receives; `--connect=HOST:PORT TOTAL BLOCK...` sends. The sender first tells the
+ * receiver the total, the passes and the block sizes (a header the receiver checks against its own
+ * TOTAL and its bounds before it receives anything), then both run as above.
+ *
  * Usage: tcp_stream TOTAL BLOCK [BLOCK ...] [--passes=N]
+ *        tcp_stream --serve=HOST:PORT TOTAL
+ *        tcp_stream --connect=HOST:PORT TOTAL BLOCK [BLOCK ...] [--passes=N]
  * Build: gcc -O2 -o tcp_stream tcp_stream.c
  * Prints one line about the sockets, then one per block size:
  *   tcp_stream loopback SO_SNDBUF=16384 SO_RCVBUF=131072 TCP_NODELAY=1 (kernel defaults, autotuned)
@@ -21,6 +29,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -147,14 +156,9 @@ static unsigned char *map(size_t total)
     return region;
 }
 
-static void receiver(int listener, size_t total, const size_t *blocks, int count, int passes)
+static void receiver(int connection, size_t total, const size_t *blocks, int count, int passes)
 {
     role = "receiver";
-    int connection = accept(listener, NULL, NULL);
-    if (connection < 0) {
-        fail("accept", strerror(errno));
-    }
-    close(listener);
     configure(connection);
     unsigned char *destination = map(total);
     for (int b = 0; b < count; b++) {
@@ -171,13 +175,79 @@ static void receiver(int listener, size_t total, const size_t *blocks, int count
     exit(0);
 }
 
-static int sender(int port, size_t total, const size_t *blocks, int count, int passes)
+static uint64_t get64(const unsigned char *bytes)
 {
-    int connection = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    if (connection < 0 || connect(connection, (struct sockaddr *) &address, sizeof address) != 0) {
-        fail("connect to 127.0.0.1", strerror(errno));
+    uint64_t value = 0;
+    for (int i = 0; i < 8; i++) {
+        value = value << 8 | bytes[i];
     }
+    return value;
+}
+
+static void put64(unsigned char *bytes, uint64_t value)
+{
+    for (int i = 7; i >= 0; i--) {
+        bytes[i] = (unsigned char) value;
+        value >>= 8;
+    }
+}
+
+/* the sender's header, untrusted: total, passes, count, then count block sizes, 8 bytes each */
+static void remote_receiver(int connection, size_t total)
+{
+    role = "receiver";
+    configure(connection);
+    unsigned char header[3 * 8];
+    receive_all(connection, header, sizeof header);
+    uint64_t sent_total = get64(header);
+    uint64_t passes = get64(header + 8);
+    uint64_t count = get64(header + 16);
+    if (sent_total != total || passes < 1 || passes > 1000 || count < 1 || count > MAX_BLOCK_SIZES) {
+        fprintf(stderr, "tcp_stream (receiver): header total=%llu passes=%llu blocks=%llu refused (expected total %zu, 1 to 1000 passes, 1 to %d blocks)\n",
+                (unsigned long long) sent_total, (unsigned long long) passes, (unsigned long long) count, total, MAX_BLOCK_SIZES);
+        exit(2);
+    }
+    size_t blocks[MAX_BLOCK_SIZES];
+    for (uint64_t b = 0; b < count; b++) {
+        unsigned char size[8];
+        receive_all(connection, size, sizeof size);
+        uint64_t block = get64(size);
+        if (block == 0 || total % block != 0) {
+            fprintf(stderr, "tcp_stream (receiver): block %llu does not divide the total %zu\n", (unsigned long long) block, total);
+            exit(2);
+        }
+        blocks[b] = (size_t) block;
+    }
+    receiver(connection, total, blocks, (int) count, (int) passes);
+}
+
+static int resolve(const char *spec, struct sockaddr_storage *address, socklen_t *length)
+{
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (colon == NULL || colon == spec || (size_t) (colon - spec) >= sizeof host) {
+        return -1;
+    }
+    memcpy(host, spec, (size_t) (colon - spec));
+    host[colon - spec] = '\0';
+    char *bare = host;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        host[strlen(host) - 1] = '\0';
+        bare = host + 1;
+    }
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *found;
+    if (getaddrinfo(bare, colon + 1, &hints, &found) != 0) {
+        return -1;
+    }
+    memcpy(address, found->ai_addr, found->ai_addrlen);
+    *length = found->ai_addrlen;
+    freeaddrinfo(found);
+    return 0;
+}
+
+static int sender(int connection, const char *where, size_t total, const size_t *blocks, int count, int passes)
+{
     configure(connection);
     int sendBuffer = 0;
     int receiveBuffer = 0;
@@ -185,7 +255,7 @@ static int sender(int port, size_t total, const size_t *blocks, int count, int p
     getsockopt(connection, SOL_SOCKET, SO_SNDBUF, &sendBuffer, &length);
     length = sizeof receiveBuffer;
     getsockopt(connection, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, &length);
-    printf("tcp_stream loopback SO_SNDBUF=%d SO_RCVBUF=%d TCP_NODELAY=1 (kernel defaults, autotuned)\n", sendBuffer, receiveBuffer);
+    printf("tcp_stream %s SO_SNDBUF=%d SO_RCVBUF=%d TCP_NODELAY=1 (kernel defaults, autotuned)\n", where, sendBuffer, receiveBuffer);
     fflush(stdout);
 
     unsigned char *source = map(total);
@@ -223,14 +293,74 @@ static int sender(int port, size_t total, const size_t *blocks, int count, int p
     return 0;
 }
 
+/* one side of a stream between two hosts: the receiver listens (--serve), the sender connects (--connect) */
+static int two_hosts(const char *serve, const char *peer, size_t total, const size_t *blocks, int count, int passes)
+{
+    struct sockaddr_storage address;
+    socklen_t length;
+    alarm(RUN_LIMIT_SECONDS);
+    if (resolve(serve != NULL ? serve : peer, &address, &length) != 0) {
+        fprintf(stderr, "tcp_stream: %s is not HOST:PORT of a resolvable host\n", serve != NULL ? serve : peer);
+        return 1;
+    }
+    int endpoint = socket(address.ss_family, SOCK_STREAM, 0);
+    if (endpoint < 0) {
+        fail("socket", strerror(errno));
+    }
+    if (serve != NULL) {
+        role = "receiver";
+        int on = 1;
+        setsockopt(endpoint, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        if (bind(endpoint, (struct sockaddr *) &address, length) != 0 || listen(endpoint, 1) != 0
+                || getsockname(endpoint, (struct sockaddr *) &address, &length) != 0) {
+            fail("listen", strerror(errno));
+        }
+        int port = address.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *) &address)->sin6_port) : ntohs(((struct sockaddr_in *) &address)->sin_port);
+        printf("tcp_stream listening port=%d\n", port);
+        fflush(stdout);
+        int connection = accept(endpoint, NULL, NULL);
+        if (connection < 0) {
+            fail("accept", strerror(errno));
+        }
+        close(endpoint);
+        remote_receiver(connection, total);
+    }
+    if (connect(endpoint, (struct sockaddr *) &address, length) != 0) {
+        fail("connect", strerror(errno));
+    }
+    unsigned char header[3 * 8];
+    put64(header, total);
+    put64(header + 8, (uint64_t) passes);
+    put64(header + 16, (uint64_t) count);
+    send_all(endpoint, header, sizeof header);
+    for (int b = 0; b < count; b++) {
+        unsigned char size[8];
+        put64(size, blocks[b]);
+        send_all(endpoint, size, sizeof size);
+    }
+    char where[300];
+    snprintf(where, sizeof where, "to %s", peer);
+    return sender(endpoint, where, total, blocks, count, passes);
+}
+
 int main(int argc, char **argv)
 {
     size_t total = 0;
     size_t blocks[MAX_BLOCK_SIZES];
     int count = 0;
     int passes = 5;
+    const char *serve = NULL;
+    const char *peer = NULL;
     for (int arg = 1; arg < argc; arg++) {
         char *end;
+        if (strncmp(argv[arg], "--serve=", 8) == 0) {
+            serve = argv[arg] + 8;
+            continue;
+        }
+        if (strncmp(argv[arg], "--connect=", 10) == 0) {
+            peer = argv[arg] + 10;
+            continue;
+        }
         if (strncmp(argv[arg], "--passes=", 9) == 0) {
             passes = (int) strtol(argv[arg] + 9, &end, 10);
             if (*end != '\0' || passes < 1 || passes > 1000) {
@@ -255,8 +385,10 @@ int main(int argc, char **argv)
             blocks[count++] = (size_t) value;
         }
     }
-    if (total == 0 || count == 0) {
-        fprintf(stderr, "usage: tcp_stream TOTAL BLOCK [BLOCK ...] [--passes=N]\n");
+    if (total == 0 || (count == 0) != (serve != NULL) || (serve != NULL && peer != NULL)) {
+        fprintf(stderr, "usage: tcp_stream TOTAL BLOCK [BLOCK ...] [--passes=N]\n"
+                "       tcp_stream --serve=HOST:PORT TOTAL\n"
+                "       tcp_stream --connect=HOST:PORT TOTAL BLOCK [BLOCK ...] [--passes=N]\n");
         return 1;
     }
     if (total % 8 != 0) {
@@ -268,6 +400,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "block %zu must divide the total %zu\n", blocks[b], total);
             return 1;
         }
+    }
+
+    if (serve != NULL || peer != NULL) {
+        return two_hosts(serve, peer, total, blocks, count, passes);
     }
 
     int listener = socket(AF_INET, SOCK_STREAM, 0);
@@ -288,10 +424,20 @@ int main(int argc, char **argv)
         if (getppid() == 1) {
             exit(2);
         }
-        receiver(listener, total, blocks, count, passes);
+        int connection = accept(listener, NULL, NULL);
+        if (connection < 0) {
+            fail("accept", strerror(errno));
+        }
+        close(listener);
+        receiver(connection, total, blocks, count, passes);
     }
     close(listener);
-    int result = sender(ntohs(address.sin_port), total, blocks, count, passes);
+    int connection = socket(AF_INET, SOCK_STREAM, 0);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connection < 0 || connect(connection, (struct sockaddr *) &address, sizeof address) != 0) {
+        fail("connect to 127.0.0.1", strerror(errno));
+    }
+    int result = sender(connection, "loopback", total, blocks, count, passes);
     if (result != 0) {
         kill(child, SIGKILL);
     }

@@ -108,26 +108,12 @@ final class CompiledBaseline
         Path directory = null;
         try {
             directory = Files.createTempDirectory("kvbridge-baseline");
-            Path source = directory.resolve(program.source());
-            try (InputStream in = CompiledBaseline.class.getResourceAsStream(program.source())) {
-                if (in == null) {
-                    return BaselineResult.unavailable(program.source() + " is not packaged with the command line; rebuild the examples module");
-                }
-                Files.copy(in, source);
-            }
-            Path binary = directory.resolve(program.binaryName());
-            List<String> compile = new ArrayList<>(List.of(compiler, "-O2", "-o", binary.toString(), source.toString()));
-            compile.addAll(program.libraries());
-            Run compiled = run(compile, directory.resolve("compile.log"), COMPILE_SECONDS, Map.of());
-            if (compiled == null) {
-                String packages = program.developmentPackage().isEmpty() ? "gcc" : "gcc " + program.developmentPackage();
-                return BaselineResult.unavailable("C compiler " + compiler + " not found; install " + install(packages) + " to measure the " + program.label());
-            }
-            if (compiled.exitCode() != 0) {
-                return BaselineResult.unavailable(compileFailure(program, compiler, compiled));
+            Compiled compiled = compile(program, compiler, directory);
+            if (compiled.binary() == null) {
+                return BaselineResult.unavailable(compiled.reason());
             }
             List<String> command = new ArrayList<>();
-            command.add(binary.toString());
+            command.add(compiled.binary().toString());
             command.addAll(arguments);
             Run measured = run(command, directory.resolve("run.log"), program.runSeconds(), environment);
             if (measured == null || measured.exitCode() != 0) {
@@ -150,6 +136,128 @@ final class CompiledBaseline
         finally {
             deleteQuietly(directory);
         }
+    }
+
+    /**
+     * A program compiled and started in the background, such as the receiving end of a stream
+     * between two hosts; {@link #close()} kills it if it still runs and removes its directory.
+     */
+    static final class Started implements AutoCloseable
+    {
+        private final Process process;
+        private final Path log;
+        private final Path directory;
+
+        private Started(Process process, Path log, Path directory)
+        {
+            this.process = process;
+            this.log = log;
+            this.directory = directory;
+        }
+
+        /**
+         * Waits for a line of the program's output.
+         *
+         * @param line what to find; its groups are what the caller reads.
+         * @param timeoutMillis how long to wait.
+         * @return the match, or null when the program ended or the time passed first.
+         */
+        Matcher await(Pattern line, long timeoutMillis) throws IOException
+        {
+            long deadline = System.nanoTime() + timeoutMillis * 1_000_000;
+            while (true) {
+                Matcher matcher = line.matcher(Files.readString(log, StandardCharsets.UTF_8));
+                if (matcher.find()) {
+                    return matcher;
+                }
+                if (!process.isAlive() || System.nanoTime() - deadline > 0) {
+                    return null;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L);
+            }
+        }
+
+        /** {@return what the program printed so far} */
+        String output() throws IOException
+        {
+            return Files.readString(log, StandardCharsets.UTF_8).strip();
+        }
+
+        @Override
+        public void close()
+        {
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly();
+            try {
+                process.waitFor(5, TimeUnit.SECONDS);
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            deleteQuietly(directory);
+        }
+    }
+
+    /**
+     * Compiles a program and starts it in the background.
+     *
+     * @param program the program.
+     * @param compiler the C compiler command.
+     * @param arguments the program's arguments.
+     * @param reason receives why it could not start, when it could not.
+     * @return the running program, or null.
+     */
+    static Started start(Program program, String compiler, List<String> arguments, StringBuilder reason)
+    {
+        Path directory = null;
+        try {
+            directory = Files.createTempDirectory("kvbridge-baseline");
+            Compiled compiled = compile(program, compiler, directory);
+            if (compiled.binary() == null) {
+                reason.append(compiled.reason());
+                deleteQuietly(directory);
+                return null;
+            }
+            List<String> command = new ArrayList<>();
+            command.add(compiled.binary().toString());
+            command.addAll(arguments);
+            Path log = directory.resolve("run.log");
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            return new Started(process, log, directory);
+        }
+        catch (IOException e) {
+            reason.append("could not start the ").append(program.label()).append(": ").append(e.getMessage());
+            deleteQuietly(directory);
+            return null;
+        }
+    }
+
+    /** A compiled binary, or why there is none. */
+    private record Compiled(Path binary, String reason)
+    {
+    }
+
+    private static Compiled compile(Program program, String compiler, Path directory) throws IOException
+    {
+        Path source = directory.resolve(program.source());
+        try (InputStream in = CompiledBaseline.class.getResourceAsStream(program.source())) {
+            if (in == null) {
+                return new Compiled(null, program.source() + " is not packaged with the command line; rebuild the examples module");
+            }
+            Files.copy(in, source);
+        }
+        Path binary = directory.resolve(program.binaryName());
+        List<String> compile = new ArrayList<>(List.of(compiler, "-O2", "-o", binary.toString(), source.toString()));
+        compile.addAll(program.libraries());
+        Run compiled = run(compile, directory.resolve("compile.log"), COMPILE_SECONDS, Map.of());
+        if (compiled == null) {
+            String packages = program.developmentPackage().isEmpty() ? "gcc" : "gcc " + program.developmentPackage();
+            return new Compiled(null, "C compiler " + compiler + " not found; install " + install(packages) + " to measure the " + program.label());
+        }
+        if (compiled.exitCode() != 0) {
+            return new Compiled(null, compileFailure(program, compiler, compiled));
+        }
+        return new Compiled(binary, "");
     }
 
     private static String compileFailure(Program program, String compiler, Run compiled)

@@ -2,8 +2,10 @@ package io.kvbridge.examples.bench;
 
 import static java.util.Objects.requireNonNull;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -16,6 +18,10 @@ import java.util.regex.Pattern;
  *
  * <p>Per block size: one untimed pass, then {@value #TIMED_PASSES} timed, and the best is the figure,
  * as for the other baselines.
+ *
+ * <p>Between two hosts ({@code kvbridge bench --role target|initiator}) the same program runs as
+ * two processes on them: {@link #serve} starts the receiver on the target, {@link #measureTo} runs
+ * the sender on the initiator against it.
  */
 public final class TcpStreamBaseline
 {
@@ -27,6 +33,54 @@ public final class TcpStreamBaseline
 
     private static final CompiledBaseline.Program PROGRAM = new CompiledBaseline.Program("tcp_stream.c", List.of(),
             Pattern.compile("tcp_stream send block=(\\d+) total=\\d+ passes=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s"), "TCP stream baseline", "", 600);
+
+    private static final Pattern LISTENING = Pattern.compile("tcp_stream listening port=(\\d+)");
+    private static final long LISTEN_MILLIS = 60_000;
+
+    /**
+     * The receiving end of a stream between two hosts, running in the background until the sender
+     * is done or it is closed. Either it listens ({@link #available()}, on {@link #port()}) or
+     * {@link #reason()} says why not.
+     */
+    public static final class Server implements AutoCloseable
+    {
+        private final CompiledBaseline.Started started;
+        private final int port;
+        private final String reason;
+
+        private Server(CompiledBaseline.Started started, int port, String reason)
+        {
+            this.started = started;
+            this.port = port;
+            this.reason = reason;
+        }
+
+        /** {@return whether the receiver listens} */
+        public boolean available()
+        {
+            return reason.isEmpty();
+        }
+
+        /** {@return the port it listens on; 0 when it does not} */
+        public int port()
+        {
+            return port;
+        }
+
+        /** {@return why it does not listen; empty when it does} */
+        public String reason()
+        {
+            return reason;
+        }
+
+        @Override
+        public void close()
+        {
+            if (started != null) {
+                started.close();
+            }
+        }
+    }
 
     private TcpStreamBaseline()
     {
@@ -45,6 +99,59 @@ public final class TcpStreamBaseline
     {
         requireNonNull(blockSizes, "blockSizes is null");
         List<String> arguments = new ArrayList<>(List.of(Long.toString(totalBytes)));
+        blockSizes.forEach(size -> arguments.add(Long.toString(size)));
+        arguments.add("--passes=" + TIMED_PASSES);
+        return CompiledBaseline.measure(PROGRAM, compiler, arguments, blockSizes);
+    }
+
+    /**
+     * Compiles and starts the receiving end on an address of this host, for one sender; never
+     * throws for a missing compiler or a failing start, it says why instead.
+     *
+     * @param compiler the C compiler command.
+     * @param host the address to listen on (the port is the kernel's choice).
+     * @param totalBytes bytes the sender sends per block size; its header must say the same.
+     * @return the receiver.
+     */
+    public static Server serve(String compiler, String host, long totalBytes)
+    {
+        StringBuilder reason = new StringBuilder();
+        String bracketed = host.contains(":") ? "[" + host + "]" : host;
+        CompiledBaseline.Started started = CompiledBaseline.start(PROGRAM, compiler, List.of("--serve=" + bracketed + ":0", Long.toString(totalBytes)), reason);
+        if (started == null) {
+            return new Server(null, 0, reason.toString());
+        }
+        try {
+            Matcher listening = started.await(LISTENING, LISTEN_MILLIS);
+            if (listening == null) {
+                String output = started.output();
+                started.close();
+                return new Server(null, 0, "tcp_stream did not listen on " + host + ": " + (output.isEmpty() ? "no output" : output));
+            }
+            return new Server(started, Integer.parseInt(listening.group(1)), "");
+        }
+        catch (IOException e) {
+            started.close();
+            return new Server(null, 0, "tcp_stream's output could not be read: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Compiles and runs the sending end against a receiver {@link #serve} started on another host;
+     * never throws for a missing compiler or a failing run, it says why instead.
+     *
+     * @param compiler the C compiler command.
+     * @param host the receiver's host.
+     * @param port the receiver's port.
+     * @param totalBytes bytes sent per block size.
+     * @param blockSizes the block sizes.
+     * @return the figures, or the reason there are none.
+     */
+    public static BaselineResult measureTo(String compiler, String host, int port, long totalBytes, List<Long> blockSizes)
+    {
+        requireNonNull(blockSizes, "blockSizes is null");
+        String bracketed = host.contains(":") ? "[" + host + "]" : host;
+        List<String> arguments = new ArrayList<>(List.of("--connect=" + bracketed + ":" + port, Long.toString(totalBytes)));
         blockSizes.forEach(size -> arguments.add(Long.toString(size)));
         arguments.add("--passes=" + TIMED_PASSES);
         return CompiledBaseline.measure(PROGRAM, compiler, arguments, blockSizes);

@@ -31,9 +31,8 @@ public final class TransportBench implements AutoCloseable
     /** Timed passes per block size; the fastest is reported. */
     public static final int TIMED_PASSES = 5;
 
-    // a parked poller wakes no sooner than the kernel's timer slack (50 us by default), which would
-    // be what a small block measures; yielding gives the core to a copy or owner thread that needs it
-    // and otherwise polls again at once
+    /** How long one transfer may take before the bench fails instead of waiting on. */
+    private static final long TRANSFER_TIMEOUT_NANOS = 120_000_000_000L;
 
     /**
      * One measured block size.
@@ -200,18 +199,16 @@ public final class TransportBench implements AutoCloseable
         try {
             PreparedList remote = producer.prepareRemote(peer, blocksOf(destinationAllocation, blocks, blockBytes));
             try {
-                long[] latencies = new long[blocks];
-                long[] bestLatencies = new long[blocks];
-                stream(local, remote, blocks, latencies);
+                TransferStream stream = new TransferStream(producer, TransferOp.WRITE, blocks, 1, window, TRANSFER_TIMEOUT_NANOS, GRANT_KEY);
+                long[] bestLatencies = null;
+                stream.pass(local, remote);
                 long best = Long.MAX_VALUE;
                 for (int pass = 0; pass < TIMED_PASSES; pass++) {
                     destination.fill((byte) 0);
                     if (kind == MemoryKind.DEVICE) {
                         consumer.copyFromHost(destination, destinationAllocation, 0);
                     }
-                    long start = System.nanoTime();
-                    stream(local, remote, blocks, latencies);
-                    long elapsed = System.nanoTime() - start;
+                    long elapsed = stream.pass(local, remote);
                     if (kind == MemoryKind.DEVICE) {
                         consumer.copyToHost(destinationAllocation, 0, destination);
                     }
@@ -223,12 +220,11 @@ public final class TransportBench implements AutoCloseable
                     }
                     if (elapsed < best) {
                         best = elapsed;
-                        System.arraycopy(latencies, 0, bestLatencies, 0, blocks);
+                        bestLatencies = stream.sortedTransferNanos();
                     }
                 }
-                Arrays.sort(bestLatencies);
                 return new Result(blockBytes, blocks, totalBytes / (best / 1e9) / 1e9,
-                        percentile(bestLatencies, 0.50) / 1e3, percentile(bestLatencies, 0.99) / 1e3);
+                        TransferStream.percentile(bestLatencies, 0.50) / 1e3, TransferStream.percentile(bestLatencies, 0.99) / 1e3);
             }
             finally {
                 producer.releasePrepared(remote);
@@ -306,7 +302,7 @@ public final class TransportBench implements AutoCloseable
                 }
                 Arrays.sort(posts);
                 Arrays.sort(dones);
-                return new IssueCost(descriptors, contiguous, percentile(posts, 0.5) / 1e3, percentile(dones, 0.5) / 1e3, operations, length);
+                return new IssueCost(descriptors, contiguous, TransferStream.percentile(posts, 0.5) / 1e3, TransferStream.percentile(dones, 0.5) / 1e3, operations, length);
             }
             finally {
                 producer.releasePrepared(remote);
@@ -338,65 +334,14 @@ public final class TransportBench implements AutoCloseable
         return list.build();
     }
 
-    private static DescriptorList blocksOf(Allocation allocation, int blocks, long blockBytes)
+    /** {@return one descriptor per block, back to back from the allocation's start} */
+    static DescriptorList blocksOf(Allocation allocation, int blocks, long blockBytes)
     {
         DescriptorList.Builder list = DescriptorList.builder(allocation.kind(), allocation.device(), blocks);
         for (int b = 0; b < blocks; b++) {
             list.add(allocation.address() + b * blockBytes, blockBytes);
         }
         return list.build();
-    }
-
-    private static long percentile(long[] sorted, double fraction)
-    {
-        return sorted[Math.min(sorted.length - 1, (int) Math.ceil(fraction * sorted.length) - 1)];
-    }
-
-    /** One block per transfer, up to {@code window} in flight; records each transfer's post-to-done nanoseconds. */
-    private void stream(PreparedList local, PreparedList remote, int blocks, long[] latencies)
-    {
-        // one index array per window slot, reused only once its transfer is released
-        int[][] slotIndices = new int[window][1];
-        long[] slotHandles = new long[window];
-        int[] slotBlocks = new int[window];
-        long[] slotPosted = new long[window];
-        boolean[] busy = new boolean[window];
-        int posted = 0;
-        int completed = 0;
-        while (completed < blocks) {
-            for (int slot = 0; slot < window && posted < blocks; slot++) {
-                if (!busy[slot]) {
-                    slotIndices[slot][0] = posted;
-                    slotBlocks[slot] = posted;
-                    slotPosted[slot] = System.nanoTime();
-                    slotHandles[slot] = producer.post(TransferOp.WRITE, local, slotIndices[slot], remote, slotIndices[slot], 1, null, GRANT_KEY);
-                    busy[slot] = true;
-                    posted++;
-                }
-            }
-            boolean progressed = false;
-            for (int slot = 0; slot < window; slot++) {
-                if (busy[slot]) {
-                    TransferStatus status = producer.status(slotHandles[slot]);
-                    if (status.terminal()) {
-                        latencies[slotBlocks[slot]] = System.nanoTime() - slotPosted[slot];
-                        if (status != TransferStatus.DONE) {
-                            KvBridgeException cause = producer.failure(slotHandles[slot]).orElse(null);
-                            producer.release(slotHandles[slot]);
-                            throw new KvBridgeException(ErrorCode.TRANSFER_FAILED,
-                                    "transport=" + transport + " block=" + slotBlocks[slot] + ": transfer failed", cause);
-                        }
-                        producer.release(slotHandles[slot]);
-                        busy[slot] = false;
-                        completed++;
-                        progressed = true;
-                    }
-                }
-            }
-            if (!progressed) {
-                Thread.yield();
-            }
-        }
     }
 
     @Override

@@ -30,6 +30,7 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -41,11 +42,14 @@ import picocli.CommandLine.Spec;
  * one plain TCP stream on loopback carrying it, and
  * for a transport that allocates device memory (cuda-ipc) device rows next to a C program copying
  * the same stream device to device with {@code cuMemcpyAsync}, plus the issue cost of one transfer
- * of 5,120 descriptors.
+ * of 5,120 descriptors. With {@code --role target|initiator} it runs between two processes, on two
+ * hosts or one, instead ({@link BenchRoles}).
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline "
-                + "(for ucx, against a C program using UCX directly and one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device).")
+                + "(for ucx, against a C program using UCX directly and one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device). "
+                + "With --role target|initiator: READ and WRITE between two processes, on two hosts or one, prepare, post and transfer times apart, "
+                + "against one TCP stream between them.")
 final class BenchCommand implements Callable<Integer>
 {
     private static final String MEMCPY_SERIES = "memcpy (1 thread)";
@@ -70,7 +74,7 @@ final class BenchCommand implements Callable<Integer>
         String driver;
     }
 
-    @Option(names = "--device", defaultValue = "0", description = "Device of the device rows (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--device", defaultValue = "0", description = "Device of the device rows (default: ${DEFAULT-VALUE}); with --role, this side's buffer is device memory on it when given.")
     private int deviceIndex;
 
     @Spec
@@ -104,10 +108,20 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--plot", paramLabel = "FILE.svg", description = "Write an SVG chart of GB/s against block size.")
     private Path plot;
 
+    @Mixin
+    private BenchRoles roles;
+
     @Override
     public Integer call()
     {
         List<Long> blockSizes = validate();
+        if (roles.active()) {
+            check(plot == null, "--plot draws the one-process bench; with --role, give --json and plot its rows");
+            boolean device = spec.commandLine().getParseResult().hasMatchedOption("--device");
+            check(!device || deviceIndex >= 0, "--device=%d is not a device index", deviceIndex);
+            return roles.run(new BenchRoles.Common(blockSizes, totalBytes, window, compiler, optionsOf(roles.transport()), json, device ? deviceIndex : -1));
+        }
+        roles.refuseWithoutRole();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter progress = spec.commandLine().getErr();
 
@@ -268,7 +282,8 @@ final class BenchCommand implements Callable<Integer>
                 "--total-bytes=%s needs %s (a source and a destination) but %.1f GiB of memory is available; give at most %s", written(totalBytes),
                 Sizes.format(2 * totalBytes), available.orElse(0) / (double) (1L << 30), written(Long.highestOneBit(Math.max(1, available.orElse(2) / 2))));
         List<Long> blockSizes = new ArrayList<>();
-        for (long size : blockSizesList) {
+        // a target holds one buffer of the total; the initiator's block sizes are its own
+        for (long size : roles.target() ? List.<Long>of() : blockSizesList) {
             check(size >= MIN_BLOCK_BYTES, "--block-sizes=%d is smaller than %d bytes, where a transfer measures its own overhead only; give a larger block",
                     size, MIN_BLOCK_BYTES);
             check(totalBytes % size == 0, "--block-sizes=%d does not divide --total-bytes=%d; pick sizes that divide the total", size, totalBytes);
@@ -406,7 +421,7 @@ final class BenchCommand implements Callable<Integer>
         }
     }
 
-    private static Map<String, Object> baselineJson(BaselineResult baseline)
+    static Map<String, Object> baselineJson(BaselineResult baseline)
     {
         Map<String, Object> document = new LinkedHashMap<>();
         document.put("name", "memcpy");
@@ -496,7 +511,7 @@ final class BenchCommand implements Callable<Integer>
     }
 
     /** One line per baseline: its figures, or why there are none and which columns stay empty. */
-    private static void printBaseline(PrintWriter out, String measuredLabel, String name, BaselineResult result, String emptyColumns)
+    static void printBaseline(PrintWriter out, String measuredLabel, String name, BaselineResult result, String emptyColumns)
     {
         if (result.available()) {
             out.print(measuredLabel + ":");
@@ -509,7 +524,7 @@ final class BenchCommand implements Callable<Integer>
     }
 
     /** Two decimals, or two significant digits below 0.1, so that small ratios stay readable. */
-    private static String readable(Object value)
+    static String readable(Object value)
     {
         if (value == null) {
             return "";
@@ -527,13 +542,13 @@ final class BenchCommand implements Callable<Integer>
         return row;
     }
 
-    private static double round(double value)
+    static double round(double value)
     {
         return Math.round(value * 1000) / 1000.0;
     }
 
     /** Four significant digits: a slow transport's 0.0009 x memcpy must not read as 0. */
-    private static double significant(double value)
+    static double significant(double value)
     {
         return Double.isFinite(value) ? new BigDecimal(value).round(new MathContext(4)).doubleValue() : value;
     }

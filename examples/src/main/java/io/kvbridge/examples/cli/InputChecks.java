@@ -5,6 +5,7 @@ import io.kvbridge.core.config.Sizes;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,6 +36,29 @@ final class InputChecks
     {
         if (!condition) {
             throw refusal(spec, format, args);
+        }
+    }
+
+    /**
+     * Reads {@code HOST:PORT} ({@code [v6]:PORT} too); the host is resolved when the socket is used.
+     *
+     * @param option names the value in the refusal, e.g. {@code --peer}.
+     * @param portZero whether port 0 (any free port, for an address to listen on) is accepted.
+     * @return the address.
+     */
+    static InetSocketAddress address(CommandSpec spec, String option, String text, boolean portZero)
+    {
+        int colon = text.lastIndexOf(':');
+        try {
+            int port = Integer.parseInt(text.substring(colon + 1));
+            String host = text.substring(0, colon).replace("[", "").replace("]", "");
+            if (colon <= 0 || port < (portZero ? 0 : 1) || port > 65535) {
+                throw new NumberFormatException();
+            }
+            return new InetSocketAddress(host, port);
+        }
+        catch (NumberFormatException | StringIndexOutOfBoundsException e) {
+            throw refusal(spec, "%s %s is not HOST:PORT with a port in [%d, 65535]; write for example 127.0.0.1:5600", option, text, portZero ? 0 : 1);
         }
     }
 

@@ -76,7 +76,7 @@ final class InspectCommand implements Callable<Integer>
     @Override
     public Integer call()
     {
-        InetSocketAddress peer = parseAddress();
+        InetSocketAddress peer = InputChecks.address(spec, "address", address, false);
         InputChecks.check(spec, ppSize >= 1 && tpSize >= 1 && (long) ppSize * tpSize <= MAX_RANKS, "--pp=%d x --tp=%d must be between 1 and %d ranks",
                 ppSize, tpSize, MAX_RANKS);
         InputChecks.within(spec, "--timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT);
@@ -123,21 +123,5 @@ final class InspectCommand implements Callable<Integer>
             out.println(Json.write(all));
         }
         return 0;
-    }
-
-    private InetSocketAddress parseAddress()
-    {
-        int colon = address.lastIndexOf(':');
-        try {
-            int port = Integer.parseInt(address.substring(colon + 1));
-            String host = address.substring(0, colon).replace("[", "").replace("]", "");
-            if (colon <= 0 || port < 1 || port > 65535) {
-                throw new NumberFormatException();
-            }
-            return new InetSocketAddress(host, port);
-        }
-        catch (NumberFormatException | StringIndexOutOfBoundsException e) {
-            throw InputChecks.refusal(spec, "address %s is not HOST:PORT with a port in [1, 65535]; write for example 127.0.0.1:5600", address);
-        }
     }
 }

@@ -1,0 +1,356 @@
+package io.kvbridge.examples.bench;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.core.wire.MessageAuthenticator;
+import io.kvbridge.core.wire.MessageAuthenticator.Direction;
+import io.kvbridge.core.wire.MessageAuthenticator.Opened;
+import io.kvbridge.core.wire.WireDecoder;
+import io.kvbridge.core.wire.WireLimits;
+import io.kvbridge.core.wire.WireMap;
+import io.kvbridge.core.wire.WireWriter;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.Locale;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The control connection of a two-host bench: one TCP connection from the initiator to the target,
+ * over which the initiator asks and the target answers, one request at a time. Each message is a
+ * msgpack map with a {@code type}, inside the side channel's envelope ({@link MessageAuthenticator}:
+ * HMAC-SHA256 with nonce and timestamp window when both sides hold the same secret, and each reply
+ * bound to its request's nonce), in a frame of a 4-byte length. Everything read is untrusted: a
+ * frame longer than {@link #MAX_FRAME_BYTES} is refused before it is read, the map is decoded within
+ * {@link WireLimits#DEFAULT}, and every read has a deadline, so a peer that stops, drips bytes or
+ * sends garbage costs a bounded wait and a typed error.
+ */
+final class BenchLink implements AutoCloseable
+{
+    /** Largest frame accepted: the biggest message carries a transport's metadata, a few KiB for UCX. */
+    static final int MAX_FRAME_BYTES = 1 << 20;
+    /** The protocol's version; both sides must speak the same one. */
+    static final int VERSION = 1;
+    private static final long CONNECT_RETRY_NANOS = 50_000_000L;
+    private static final int MAX_ERROR_CHARS = 1_024;
+
+    /**
+     * One message read: its map and the sender's nonce (to answer it).
+     *
+     * @param message the decoded map; its {@code type} was read.
+     * @param type the message's type.
+     * @param nonce the envelope's nonce, empty without a secret.
+     */
+    record Received(WireMap message, String type, byte[] nonce)
+    {
+    }
+
+    private final Socket socket;
+    private final InputStream in;
+    private final OutputStream out;
+    private final MessageAuthenticator authenticator;
+    /** For the one reply a receiver can send to a request it could not authenticate: the refusal, which carries no MAC. */
+    private final MessageAuthenticator plain = MessageAuthenticator.unauthenticated(WireLimits.DEFAULT);
+    private final String peer;
+
+    BenchLink(Socket socket, MessageAuthenticator authenticator) throws IOException
+    {
+        this.socket = requireNonNull(socket, "socket is null");
+        this.authenticator = requireNonNull(authenticator, "authenticator is null");
+        socket.setTcpNoDelay(true);
+        this.in = socket.getInputStream();
+        this.out = new BufferedOutputStream(socket.getOutputStream());
+        this.peer = socket.getRemoteSocketAddress() instanceof InetSocketAddress remote ? hostPort(remote) : String.valueOf(socket.getRemoteSocketAddress());
+    }
+
+    /**
+     * Builds the envelopes of a link: authenticated with a secret, plain without one.
+     *
+     * @param secret the shared secret, or null.
+     * @return the authenticator.
+     */
+    static MessageAuthenticator authenticator(byte[] secret)
+    {
+        return secret == null ? MessageAuthenticator.unauthenticated(WireLimits.DEFAULT)
+                : MessageAuthenticator.withSecret(secret, Duration.ofMinutes(2), 100_000, InstantSource.system(), WireLimits.DEFAULT);
+    }
+
+    /**
+     * Connects to a target, trying again while nothing listens yet (a target that is still starting)
+     * until the deadline.
+     *
+     * @param address the target's {@code --listen} address.
+     * @param timeout how long to keep trying.
+     * @param authenticator the envelopes.
+     * @return the link.
+     * @throws KvBridgeException with {@link ErrorCode#PEER_UNKNOWN} when nothing accepted within the timeout.
+     */
+    static BenchLink connect(InetSocketAddress address, Duration timeout, MessageAuthenticator authenticator)
+    {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        IOException last = null;
+        while (true) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, String.format(Locale.ROOT,
+                        "no bench target answered at %s within timeout=%d ms (%s); start `kvbridge bench --role target --listen %s` there first,"
+                                + " or give a longer --timeout", hostPort(address), timeout.toMillis(), last == null ? "no attempt" : last.getMessage(),
+                        hostPort(address)));
+            }
+            Socket socket = new Socket();
+            try {
+                socket.connect(address, (int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
+                return new BenchLink(socket, authenticator);
+            }
+            catch (ConnectException | SocketTimeoutException e) {
+                last = e;
+                closeQuietly(socket);
+                LockSupport.parkNanos(Math.min(CONNECT_RETRY_NANOS, Math.max(0, deadline - System.nanoTime())));
+            }
+            catch (IOException e) {
+                closeQuietly(socket);
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot connect to the bench target at " + hostPort(address) + ": " + e.getMessage(), e);
+            }
+        }
+    }
+
+    /**
+     * Sends a request and waits for its reply.
+     *
+     * @param request the request's map, with its {@code type}.
+     * @param expected the reply's type.
+     * @param timeout how long the reply may take.
+     * @return the reply.
+     * @throws KvBridgeException with the target's code when it answered with an error,
+     *     {@link ErrorCode#DEADLINE_EXCEEDED} when no reply came in time,
+     *     {@link ErrorCode#HANDSHAKE_FAILED} when the target closed the connection, or the
+     *     envelope's and decoder's errors.
+     */
+    WireMap call(byte[] request, String expected, Duration timeout)
+    {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Opened sealed = authenticator.seal(Direction.REQUEST, request, new byte[0]);
+        send(sealed.content());
+        byte[] frame = readFrame(deadline, "reply");
+        if (frame == null) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the bench target at " + peer
+                    + " closed the control connection before it answered (did it stop, or time out?)");
+        }
+        Opened opened;
+        try {
+            opened = authenticator.open(Direction.REPLY, frame, sealed.nonce());
+        }
+        catch (KvBridgeException e) {
+            throw plainRefusal(frame, e);
+        }
+        WireMap reply = WireDecoder.decodeMap(opened.content(), WireLimits.DEFAULT, "bench reply");
+        String type = reply.requireString("type");
+        if (type.equals("error")) {
+            ErrorCode code = reply.optionalEnum("code", ErrorCode.class, ErrorCode.PROTOCOL_ERROR);
+            throw new KvBridgeException(code, "the bench target at " + peer + " refused: " + bounded(reply.optionalString("message", "no reason given")));
+        }
+        if (!type.equals(expected)) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "the bench target at " + peer + " answered type=" + bounded(type) + " (expected: " + expected + ")");
+        }
+        return reply;
+    }
+
+    /**
+     * Reads the next request.
+     *
+     * @param deadline {@link System#nanoTime()} by which it must have arrived.
+     * @return the request, or null when the initiator closed the connection cleanly.
+     */
+    Received receive(long deadline)
+    {
+        byte[] frame = readFrame(deadline, "request");
+        if (frame == null) {
+            return null;
+        }
+        Opened opened;
+        try {
+            opened = authenticator.open(Direction.REQUEST, frame, new byte[0]);
+        }
+        catch (KvBridgeException e) {
+            if (e.code() == ErrorCode.AUTHENTICATION_FAILED) {
+                // said once, without a MAC (there is no key both sides share), then the connection ends
+                send(plain.seal(Direction.REPLY, refusal(e), new byte[0]).content());
+            }
+            throw e;
+        }
+        WireMap request = WireDecoder.decodeMap(opened.content(), WireLimits.DEFAULT, "bench request");
+        return new Received(request, request.requireString("type"), opened.nonce());
+    }
+
+    /**
+     * Answers a request.
+     *
+     * @param reply the reply's map, with its {@code type}.
+     * @param request the request it answers.
+     */
+    void reply(byte[] reply, Received request)
+    {
+        send(authenticator.seal(Direction.REPLY, reply, request.nonce()).content());
+    }
+
+    /**
+     * Answers a request with a refusal.
+     *
+     * @param failure why.
+     * @param request the request it answers.
+     */
+    void refuse(KvBridgeException failure, Received request)
+    {
+        reply(refusal(failure), request);
+    }
+
+    private static byte[] refusal(KvBridgeException failure)
+    {
+        return new WireWriter().map(3).string("type").string("error").string("code").enumValue(failure.code())
+                .string("message").string(bounded(failure.getMessage())).toByteArray();
+    }
+
+    /**
+     * A reply that fails authentication may be the peer's refusal of ours, which it cannot seal: that
+     * one is reported as what it says, anything else as the authentication failure it is.
+     */
+    private KvBridgeException plainRefusal(byte[] frame, KvBridgeException failure)
+    {
+        try {
+            WireMap reply = WireDecoder.decodeMap(plain.open(Direction.REPLY, frame, new byte[0]).content(), WireLimits.DEFAULT, "bench reply");
+            if (reply.requireString("type").equals("error") && reply.optionalEnum("code", ErrorCode.class, null) == ErrorCode.AUTHENTICATION_FAILED) {
+                return new KvBridgeException(ErrorCode.AUTHENTICATION_FAILED, "the bench target at " + peer + " could not authenticate this initiator: "
+                        + bounded(reply.optionalString("message", "no reason given")) + " (give both hosts the same --secret-file)", failure);
+            }
+        }
+        catch (KvBridgeException e) {
+            failure.addSuppressed(e);
+        }
+        return failure;
+    }
+
+    /** {@return this end's address on the connection: the interface that reaches the peer} */
+    String localHost()
+    {
+        return socket.getLocalAddress().getHostAddress();
+    }
+
+    /** {@return the peer's address, for messages} */
+    String peer()
+    {
+        return peer;
+    }
+
+    private void send(byte[] body)
+    {
+        try {
+            int length = body.length;
+            out.write(new byte[] {(byte) (length >>> 24), (byte) (length >>> 16), (byte) (length >>> 8), (byte) length});
+            out.write(body);
+            out.flush();
+        }
+        catch (IOException e) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "cannot write to the bench peer at " + peer + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** @return the frame's body, or null when the stream ended cleanly before a frame began. */
+    private byte[] readFrame(long deadline, String what)
+    {
+        byte[] header = new byte[4];
+        if (!readFully(header, deadline, what, true)) {
+            return null;
+        }
+        long length = (header[0] & 0xffL) << 24 | (header[1] & 0xffL) << 16 | (header[2] & 0xffL) << 8 | header[3] & 0xffL;
+        if (length == 0 || length > MAX_FRAME_BYTES) {
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                    "bench %s frame from %s has length=%d, outside [1, %d]; refused without reading it (is the peer a kvbridge bench?)",
+                    what, peer, length, MAX_FRAME_BYTES));
+        }
+        byte[] body = new byte[(int) length];
+        readFully(body, deadline, what, false);
+        return body;
+    }
+
+    /**
+     * Fills the buffer, each read bounded by what is left of the deadline, so a peer that drips bytes
+     * cannot stretch the wait.
+     *
+     * @return false when the stream ended before the first byte and {@code endAllowed}.
+     */
+    private boolean readFully(byte[] buffer, long deadline, String what, boolean endAllowed)
+    {
+        int read = 0;
+        try {
+            while (read < buffer.length) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw timedOut(what);
+                }
+                socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
+                int got = in.read(buffer, read, buffer.length - read);
+                if (got < 0) {
+                    if (read == 0 && endAllowed) {
+                        return false;
+                    }
+                    throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
+                            "bench %s from %s truncated: the connection ended after %d of %d bytes", what, peer, read, buffer.length));
+                }
+                read += got;
+            }
+            return true;
+        }
+        catch (SocketTimeoutException e) {
+            throw timedOut(what);
+        }
+        catch (IOException e) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the control connection to the bench peer at " + peer + " failed: " + e.getMessage()
+                    + " (did it stop?)", e);
+        }
+    }
+
+    private KvBridgeException timedOut(String what)
+    {
+        return new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "no bench " + what + " from " + peer
+                + " before the deadline (is the peer stopped, or slower than --timeout allows?)");
+    }
+
+    /** {@return untrusted text as one bounded line, control characters blanked, for logs and errors} */
+    static String bounded(String text)
+    {
+        String line = text == null ? "" : text.replaceAll("\\p{Cntrl}", " ");
+        return line.length() <= MAX_ERROR_CHARS ? line : line.substring(0, MAX_ERROR_CHARS) + "...";
+    }
+
+    /** {@return an address as the options take it: {@code 127.0.0.1:5600}, {@code [::1]:5600}} */
+    static String hostPort(InetSocketAddress address)
+    {
+        String host = address.getAddress() == null ? address.getHostString() : address.getAddress().getHostAddress();
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + address.getPort();
+    }
+
+    private static void closeQuietly(Socket socket)
+    {
+        try {
+            socket.close();
+        }
+        catch (IOException e) {
+            // nothing was connected
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        closeQuietly(socket);
+    }
+}

@@ -1,0 +1,286 @@
+package io.kvbridge.examples.cli;
+
+import io.kvbridge.api.PluginInfo;
+import io.kvbridge.api.PluginKind;
+import io.kvbridge.core.config.Sizes;
+import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.core.wire.MessageAuthenticator;
+import io.kvbridge.examples.bench.BaselineResult;
+import io.kvbridge.examples.bench.BenchInitiator;
+import io.kvbridge.examples.bench.BenchTarget;
+import io.kvbridge.examples.bench.MemcpyBaseline;
+import io.kvbridge.examples.bench.TransportBench;
+import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.spi.transfer.TransferOp;
+import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.stream.Collectors;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * The two-host mode of {@code kvbridge bench}, as NIXL's nixlbench has it: {@code --role target}
+ * on one host holds a buffer and answers, {@code --role initiator} on the other READs and WRITEs
+ * it and reports prepare, post and transfer times apart. Its options are a mixin of the bench
+ * command; everything is checked here, before a socket is opened or memory allocated.
+ */
+final class BenchRoles
+{
+    /** Which side this process is. */
+    enum Role
+    {
+        target,
+        initiator,
+    }
+
+    /** The bench command's own values the roles use too. */
+    record Common(List<Long> blockSizes, long totalBytes, int window, String compiler, Map<String, String> transportOptions, boolean json, int device)
+    {
+    }
+
+    private static final Duration TARGET_TIMEOUT = Duration.ofMinutes(10);
+    private static final Duration INITIATOR_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration MAX_TIMEOUT = Duration.ofHours(24);
+    private static final int MAX_SECRET_BYTES = 64 << 10;
+    private static final int MAX_BATCH = 1 << 16;
+
+    @Spec(Spec.Target.MIXEE)
+    private CommandSpec spec;
+
+    @Option(names = "--role", paramLabel = "ROLE",
+            description = "Two-host mode: target (holds a buffer, answers on --listen) or initiator (READs and WRITEs it from --peer): ${COMPLETION-CANDIDATES}.")
+    private Role role;
+
+    @Option(names = "--listen", paramLabel = "HOST:PORT", description = "With --role target: the control address initiators connect to (port 0: any, printed).")
+    private String listen;
+
+    @Option(names = "--peer", paramLabel = "HOST:PORT", description = "With --role initiator: the target's --listen address.")
+    private String peer;
+
+    @Option(names = "--transport", paramLabel = "NAME", defaultValue = "ucx",
+            description = "With --role: the transport both sides use; it must cross processes (default: ${DEFAULT-VALUE}).")
+    private String transport;
+
+    @Option(names = "--batch", paramLabel = "N", defaultValue = "1",
+            description = "With --role initiator: descriptors (blocks) per post, dividing each block size's count (default: ${DEFAULT-VALUE}).")
+    private int batch;
+
+    @Option(names = "--timeout", paramLabel = "DURATION",
+            description = "With --role: the target's whole run (default 10m), the initiator's deadline for each step, connecting included (default 30s).")
+    private Duration timeout;
+
+    @Option(names = "--secret-file", paramLabel = "FILE",
+            description = "With --role: a shared secret (16 to 65536 bytes, the same file on both hosts) authenticating every control message.")
+    private Path secretFile;
+
+    /** {@return the transport both sides use} */
+    String transport()
+    {
+        return transport;
+    }
+
+    /** {@return whether this process is the target, which takes no block sizes} */
+    boolean target()
+    {
+        return role == Role.target;
+    }
+
+    /** {@return whether a role was asked for} */
+    boolean active()
+    {
+        return role != null;
+    }
+
+    /** Refuses the role options without a role, so that a forgotten --role does not run the one-process bench instead. */
+    void refuseWithoutRole()
+    {
+        List<String> given = new ArrayList<>();
+        for (String option : List.of("--listen", "--peer", "--transport", "--batch", "--timeout", "--secret-file")) {
+            if (spec.commandLine().getParseResult().hasMatchedOption(option)) {
+                given.add(option);
+            }
+        }
+        InputChecks.check(spec, given.isEmpty(), "%s apply only with --role target or --role initiator (the one-process bench measures every transport)",
+                String.join(", ", given));
+    }
+
+    /**
+     * Checks the options and runs this process's role.
+     *
+     * @param common the bench command's checked values.
+     * @return the exit code.
+     */
+    int run(Common common)
+    {
+        InputChecks.check(spec, role != Role.target || listen != null, "--role target needs --listen HOST:PORT, the address initiators connect to");
+        InputChecks.check(spec, role != Role.initiator || peer != null, "--role initiator needs --peer HOST:PORT, the target's --listen address");
+        InputChecks.check(spec, role != Role.target || peer == null, "--peer is the initiator's; a target takes --listen HOST:PORT");
+        InputChecks.check(spec, role != Role.initiator || listen == null, "--listen is the target's; an initiator takes --peer HOST:PORT");
+        InputChecks.check(spec, role != Role.target || !spec.commandLine().getParseResult().hasMatchedOption("--batch"),
+                "--batch is the initiator's: it decides what each post carries");
+        InetSocketAddress address = role == Role.target ? InputChecks.address(spec, "--listen", listen, true) : InputChecks.address(spec, "--peer", peer, false);
+        Duration deadline = InputChecks.within(spec, "--timeout", timeout == null ? (role == Role.target ? TARGET_TIMEOUT : INITIATOR_TIMEOUT) : timeout,
+                Duration.ofMillis(100), MAX_TIMEOUT);
+        InputChecks.check(spec, batch >= 1 && batch <= MAX_BATCH, "--batch=%d is outside [1, %d]", batch, MAX_BATCH);
+        for (long size : common.blockSizes()) {
+            long blocks = common.totalBytes() / size;
+            InputChecks.check(spec, blocks % batch == 0, "--batch=%d does not divide the %d blocks of %s in --total-bytes=%s; give a batch that divides every block count",
+                    batch, blocks, Sizes.format(size), Sizes.format(common.totalBytes()));
+        }
+        InputChecks.check(spec, common.totalBytes() % Long.BYTES == 0, "--total-bytes=%d is not a multiple of 8 bytes", common.totalBytes());
+        byte[] secret = secret();
+        PluginInfo plugin = crossProcessTransport();
+        boolean transportMemory = plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION);
+        PrintWriter progress = spec.commandLine().getErr();
+        if (role == Role.target) {
+            new BenchTarget(new BenchTarget.Settings(transport, address, common.totalBytes(), transportMemory, common.device(), common.transportOptions(),
+                    deadline, secret, common.compiler()), progress).run();
+            return 0;
+        }
+        return initiate(common, address, deadline, secret, transportMemory, progress);
+    }
+
+    private int initiate(Common common, InetSocketAddress address, Duration deadline, byte[] secret, boolean transportMemory, PrintWriter progress)
+    {
+        BenchInitiator.Settings settings = new BenchInitiator.Settings(transport, address, common.totalBytes(), common.window(), batch, transportMemory,
+                common.device(), common.transportOptions(), deadline, secret, true);
+        List<BenchInitiator.Row> rows = new ArrayList<>();
+        BaselineResult tcp;
+        BaselineResult memcpy;
+        String target;
+        String agent;
+        try (BenchInitiator initiator = new BenchInitiator(settings, progress)) {
+            target = initiator.target();
+            agent = initiator.agent();
+            // after connecting, so that an unreachable target is refused at once
+            progress.printf("kvbridge bench initiator: memcpy baseline (%s, single thread, this host) ...%n", common.compiler());
+            progress.flush();
+            memcpy = MemcpyBaseline.measure(common.compiler(), common.totalBytes(), common.blockSizes());
+            for (long size : common.blockSizes()) {
+                for (TransferOp op : List.of(TransferOp.READ, TransferOp.WRITE)) {
+                    progress.printf("kvbridge bench initiator: %s %s %s, batch %d ...%n", transport, op, Sizes.format(size), batch);
+                    progress.flush();
+                    rows.add(initiator.measure(op, size, TransportBench.TIMED_PASSES));
+                }
+            }
+            progress.printf("kvbridge bench initiator: one TCP stream to the target (%s, two processes) ...%n", common.compiler());
+            progress.flush();
+            tcp = initiator.tcpStream(common.compiler(), common.blockSizes());
+        }
+        String memory = common.device() >= 0 ? "device " + common.device() : transportMemory ? "transport" : "process";
+        PrintWriter out = spec.commandLine().getOut();
+        if (common.json()) {
+            out.println(Json.write(document(common, target, agent, memory, rows, memcpy, tcp)));
+        }
+        else {
+            printTable(out, common, target, rows, memcpy, tcp);
+        }
+        out.flush();
+        return 0;
+    }
+
+    private Map<String, Object> document(Common common, String target, String agent, String memory, List<BenchInitiator.Row> rows, BaselineResult memcpy,
+            BaselineResult tcp)
+    {
+        Map<String, Object> document = new LinkedHashMap<>();
+        document.put("role", "initiator");
+        document.put("transport", transport);
+        document.put("target", target);
+        document.put("agent", agent);
+        document.put("totalBytes", common.totalBytes());
+        document.put("window", common.window());
+        document.put("batch", batch);
+        document.put("blockSizes", common.blockSizes());
+        document.put("transportOptions", common.transportOptions());
+        List<Map<String, Object>> measured = new ArrayList<>();
+        for (BenchInitiator.Row row : rows) {
+            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
+            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
+            Map<String, Object> entry = new LinkedHashMap<>();
+            entry.put("op", row.op().name());
+            entry.put("blockBytes", row.blockBytes());
+            entry.put("batch", row.batch());
+            entry.put("transfers", row.transfers());
+            entry.put("memory", memory);
+            entry.put("gbPerSecond", BenchCommand.significant(row.gigabytesPerSecond()));
+            entry.put("prepareMicros", BenchCommand.round(row.prepareMicros()));
+            entry.put("postP50Micros", BenchCommand.round(row.postP50Micros()));
+            entry.put("postP99Micros", BenchCommand.round(row.postP99Micros()));
+            entry.put("transferP50Micros", BenchCommand.round(row.transferP50Micros()));
+            entry.put("transferP99Micros", BenchCommand.round(row.transferP99Micros()));
+            entry.put("ratioToMemcpy", base == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / base));
+            entry.put("tcpGbPerSecond", stream);
+            entry.put("ratioToTcp", stream == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / stream));
+            measured.add(entry);
+        }
+        document.put("rows", measured);
+        document.put("baseline", BenchCommand.baselineJson(memcpy));
+        Map<String, Object> stream = BenchCommand.baselineJson(tcp);
+        stream.put("name", "tcp_stream");
+        stream.put("figure", "best of 5 timed passes, one TCP connection from this host to the target's, default socket buffers, TCP_NODELAY");
+        document.put("tcpStream", stream);
+        return document;
+    }
+
+    private void printTable(PrintWriter out, Common common, String target, List<BenchInitiator.Row> rows, BaselineResult memcpy, BaselineResult tcp)
+    {
+        out.printf(Locale.ROOT, "%s between two processes, this initiator and the target at %s: READ and WRITE of %s per block size, %d descriptor%s per post, "
+                + "%d in flight%n%n", transport, target, Sizes.format(common.totalBytes()), batch, batch == 1 ? "" : "s", common.window());
+        out.printf(Locale.ROOT, "%-6s %10s %9s %11s %9s %9s %10s %10s %9s %7s%n", "OP", "BLOCK", "GB/s", "prepare us", "post p50", "post p99", "xfer p50",
+                "xfer p99", "x memcpy", "x tcp");
+        for (BenchInitiator.Row row : rows) {
+            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
+            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
+            out.printf(Locale.ROOT, "%-6s %10s %9s %11.1f %9.2f %9.2f %10.1f %10.1f %9s %7s%n", row.op(), Sizes.format(row.blockBytes()),
+                    BenchCommand.readable(row.gigabytesPerSecond()), row.prepareMicros(), row.postP50Micros(), row.postP99Micros(), row.transferP50Micros(),
+                    row.transferP99Micros(), base == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / base),
+                    stream == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / stream));
+        }
+        out.println();
+        BenchCommand.printBaseline(out, "memcpy baseline (single thread, this host, same run)", "memcpy baseline", memcpy, "x memcpy column");
+        BenchCommand.printBaseline(out, "TCP stream baseline (C, one connection from this host to the target's, same run)", "TCP stream baseline", tcp,
+                "x tcp column");
+        out.println();
+        out.printf(Locale.ROOT, "GB/s: total / (first post to last completion) of the fastest of %d timed passes after one untimed; every pass checked "
+                + "(READ: the target fills a pattern of the pass, this side checks; WRITE: this side fills one, the target checks).%n", TransportBench.TIMED_PASSES);
+        out.println("prepare us: building both descriptor lists and prepareLocal + prepareRemote, once per block size; post p50/p99: one post() call; "
+                + "xfer p50/p99: post() to the completion seen by this side's poller (fastest pass).");
+    }
+
+    private byte[] secret()
+    {
+        if (secretFile == null) {
+            return null;
+        }
+        byte[] secret = InputChecks.readSmallFile(spec, "--secret-file", secretFile, MAX_SECRET_BYTES);
+        InputChecks.check(spec, secret.length >= MessageAuthenticator.MIN_SECRET_BYTES,
+                "--secret-file=%s holds %d bytes, fewer than the %d a secret needs; give both hosts the same file of random bytes",
+                secretFile, secret.length, MessageAuthenticator.MIN_SECRET_BYTES);
+        return secret;
+    }
+
+    /** @return the transport, refused unless it was discovered, can run here and reaches peers in other processes. */
+    private PluginInfo crossProcessTransport()
+    {
+        List<PluginInfo> transports = PluginRegistry.discover(BenchRoles.class.getClassLoader()).describe().stream()
+                .filter(plugin -> plugin.kind() == PluginKind.TRANSPORT).toList();
+        PluginInfo plugin = transports.stream().filter(candidate -> candidate.name().equals(transport)).findFirst().orElse(null);
+        String crossing = transports.stream().filter(candidate -> candidate.capabilities().contains(Capability.CROSS_PROCESS)).map(PluginInfo::name)
+                .collect(Collectors.joining(", "));
+        InputChecks.check(spec, plugin != null, "--transport=%s is not a discovered transport; give one of %s", transport,
+                transports.stream().map(PluginInfo::name).collect(Collectors.joining(", ")));
+        InputChecks.check(spec, plugin.capabilities().contains(Capability.CROSS_PROCESS),
+                "--transport=%s cannot cross processes (its peers live in one JVM), so it cannot run between two hosts; give one that can: %s", transport,
+                crossing.isEmpty() ? "none is on the class path" : crossing);
+        InputChecks.check(spec, plugin.available(), "--transport=%s cannot run here: %s", transport, String.join("; ", plugin.reasons()));
+        return plugin;
+    }
+}
