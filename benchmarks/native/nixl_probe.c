@@ -105,10 +105,11 @@ static double seconds(void)
 static void open_agent(struct agent *a, const char *role, size_t total)
 {
     snprintf(a->name, sizeof(a->name), "nixl-probe-%s-%ld", role, (long) getpid());
-    /* as the transport opens its agents: NIXL's progress thread, no listener, no agent lock */
+    /* as the transport opens its agents: NIXL's progress thread, waking at least every 100 us (0 spins
+       a core), no listener, no agent lock */
     struct agent_config config = {
         .progress_thread = true, .listen_thread = false, .listen_port = 0, .thread_sync = SYNC_NONE,
-        .workers = 1, .progress_delay_us = 0, .listen_delay_us = 100000, .telemetry = false};
+        .workers = 1, .progress_delay_us = 100, .listen_delay_us = 100000, .telemetry = false};
     check(nixl_capi_create_configured_agent(a->name, &config, &a->handle), "nixl_capi_create_configured_agent");
     handle_t params;
     check(nixl_capi_create_params(&params), "nixl_capi_create_params");

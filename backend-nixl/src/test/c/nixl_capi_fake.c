@@ -843,6 +843,10 @@ static int send_frame(struct conn *c, const struct frame *f, const void *payload
     if (rc == 0 && payload_len > 0) {
         rc = write_all(c->fd, payload, payload_len);
     }
+    if (rc != 0) {
+        /* a stream that refuses a write is gone, as UCX finds an endpoint failed before the reader sees the end */
+        c->dead = 1;
+    }
     pthread_mutex_unlock(&c->write_lock);
     if (rc == 0) {
         atomic_fetch_add(&s_frames, 1);
@@ -1042,8 +1046,8 @@ static void *read_replies(void *argument)
     }
     pthread_mutex_lock(&a->mu);
     c->dead = 1;
+    /* NIXL keeps the metadata of a peer that died until a post or status call sees the disconnect, and drops it then */
     if (c->peer->valid && !c->peer->dropped) {
-        c->peer->dropped = 1;
         for (req_t *r = a->live; r != NULL; r = r->next_live) {
             if (r->peer == c->peer && r->state == REQ_IN_PROG) {
                 r->state = REQ_ERROR;
@@ -2750,7 +2754,8 @@ API nixl_capi_status_t nixl_capi_post_xfer_req(nixl_capi_agent_t a, nixl_capi_xf
         status = ST_NOTFOUND;
     }
     else if (r->peer->dropped || (r->peer->conn != NULL && r->peer->conn->dead)) {
-        status = ST_BACKEND; /* remote disconnect */
+        status = ST_BACKEND; /* remote disconnect: NIXL drops the peer's metadata */
+        r->peer->dropped = 1;
     }
     if (status != ST_INPROG) {
         pthread_mutex_unlock(&a->mu);
@@ -2837,6 +2842,9 @@ API nixl_capi_status_t nixl_capi_get_xfer_status(nixl_capi_agent_t a, nixl_capi_
             break;
         case REQ_ERROR:
             status = r->error;
+            if (r->peer->conn != NULL && r->peer->conn->dead) {
+                r->peer->dropped = 1; /* remote disconnect seen: NIXL drops the peer's metadata */
+            }
             break;
         case REQ_DONE:
             status = ST_OK;
@@ -3047,12 +3055,8 @@ API nixl_capi_status_t nixl_capi_gen_notif(nixl_capi_agent_t a, const char *remo
         status = p == NULL ? ST_NOTFOUND : p->dropped ? ST_BACKEND : ST_OK;
         pthread_mutex_unlock(&a->mu);
         if (status == ST_OK) {
+            /* a notification to a peer that died fails, but NIXL 1.4.0 keeps its metadata: only a transfer drops it */
             status = deliver_notif(a, p, data, len);
-            if (status != ST_OK) {
-                pthread_mutex_lock(&a->mu);
-                p->dropped = 1;
-                pthread_mutex_unlock(&a->mu);
-            }
         }
     }
     leave(a);

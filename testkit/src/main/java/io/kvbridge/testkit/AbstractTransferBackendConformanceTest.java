@@ -701,9 +701,26 @@ public abstract class AbstractTransferBackendConformanceTest
             outcome.set(TransferStatus.FAILED);
         }
         assertEquals(TransferStatus.FAILED, outcome.get(), "a transfer to a closed peer must fail or be refused");
-        assertEquals(-1, targetMemory.mismatch(targetBefore), "a closed peer's memory changed");
         assertCode(ErrorCode.CLOSED, () -> target.register(Allocation.host(allocate(4096, 3))));
         assertCode(ErrorCode.CLOSED, () -> target.localMetadata());
+        Optional<String> reachable = closedTargetMemoryReachable();
+        assumeTrue(reachable.isEmpty(), () -> "a closed target's memory is not fenced off from late transfers here: " + reachable.orElseThrow());
+        assertEquals(-1, targetMemory.mismatch(targetBefore), "a closed peer's memory changed");
+    }
+
+    /**
+     * Tells whether a target's closed instance leaves its memory reachable by a transfer a peer
+     * posts afterwards. The contract is that it does not: once {@code close()} returned, no byte
+     * lands in memory the instance had registered. A transport that cannot keep that where it runs
+     * (NIXL over UCX's cma writes into another process by address, with no registration to revoke)
+     * returns why, and the memory check is reported as skipped with that reason; the transfer must
+     * still fail or be refused.
+     *
+     * @return empty where a closed target's memory is fenced (the default), else the reason it is not.
+     */
+    protected Optional<String> closedTargetMemoryReachable()
+    {
+        return Optional.empty();
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.kvbridge.backend.nixl;
 
+import io.kvbridge.backend.nixl.ffm.Nixl;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.PluginConfig;
@@ -19,7 +20,9 @@ import java.util.Map;
  * {@value #LIBRARY_PROPERTY} system property, else a search of the usual places),
  * {@code allow-fake} (accept kvbridge's test fake; default: the {@value #ALLOW_FAKE_PROPERTY}
  * property, else false), {@code max-in-flight} (posted, unreleased transfers, 1..1048576, default
- * 16384), {@code progress-thread} (NIXL runs its own progress thread, default true), {@code telemetry} (NIXL
+ * 16384), {@code progress-thread} (NIXL runs its own progress thread, default true),
+ * {@code progress-delay-us} (the longest that thread waits for a UCX event before it polls again,
+ * 0..1000000, default 100; NIXL's 0 keeps one core busy per agent), {@code telemetry} (NIXL
  * records per-request telemetry, and the transport checks each finished transfer's merged descriptor
  * count against the one it reported, default false).
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off: the probe then
@@ -89,12 +92,13 @@ public final class NixlBackendFactory implements TransferBackendFactory
         int maxInFlight = options.intValue("max-in-flight", 16384, 1, 1 << 20);
         boolean progressThread = options.booleanValue("progress-thread", true);
         boolean telemetry = options.booleanValue("telemetry", false);
+        long progressDelayMicros = options.intValue("progress-delay-us", (int) Nixl.DEFAULT_PROGRESS_DELAY_MICROS, 0, 1_000_000);
         options.finish();
         NixlProbe.Result probe = NixlProbe.run(chosenLibrary, chosenAllowFake);
         if (!probe.availability().available()) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the nixl transport cannot run here: " + String.join("; ", probe.availability().reasons()));
         }
-        return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, telemetry, maxInFlight);
+        return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, telemetry, maxInFlight, progressDelayMicros);
     }
 
     private String configuredLibrary()

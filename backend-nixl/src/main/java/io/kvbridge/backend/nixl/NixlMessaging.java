@@ -2,6 +2,7 @@ package io.kvbridge.backend.nixl;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.transport.Inbox;
@@ -23,6 +24,7 @@ final class NixlMessaging
     private final NixlOwner owner;
     private final NixlPeers peers;
     private final Inbox inbox;
+    private final NixlPeerLoss peerLoss;
     private final NotificationSink toInbox;
     // reused: a drain that finds nothing allocates nothing
     private final Drain drain = new Drain();
@@ -46,6 +48,7 @@ final class NixlMessaging
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
         this.peers = requireNonNull(peers, "peers is null");
+        this.peerLoss = new NixlPeerLoss(owner);
     }
 
     void notify(Peer peer, byte[] message)
@@ -57,7 +60,12 @@ final class NixlMessaging
         owner.call(() -> {
             guard.checkOpen();
             peers.checkUsable(nixlPeer);
-            owner.agent().sendNotification(nixlPeer.name(), message);
+            try {
+                owner.agent().sendNotification(nixlPeer.name(), message);
+            }
+            catch (KvBridgeException e) {
+                throw peerLoss.notificationFailure(nixlPeer, e);
+            }
             return null;
         });
     }

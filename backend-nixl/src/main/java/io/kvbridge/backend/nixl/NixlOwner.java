@@ -62,18 +62,19 @@ final class NixlOwner
      * @param library the {@code libnixl_capi.so} to use.
      * @param progressThread whether NIXL runs its own progress thread.
      * @param telemetry whether NIXL records per-request telemetry.
+     * @param progressDelayMicros the longest NIXL's progress thread waits for an event between polls.
      * @param transfers polled between pieces of work.
      * @param nativeShutdown releases everything native, the agent last; run when the loop ends with the agent open.
      * @throws KvBridgeException when the agent cannot be opened; the thread is stopped then.
      */
-    void start(Path library, boolean progressThread, boolean telemetry, NixlTransfers transfers, Runnable nativeShutdown)
+    void start(Path library, boolean progressThread, boolean telemetry, long progressDelayMicros, NixlTransfers transfers, Runnable nativeShutdown)
     {
         this.poller = requireNonNull(transfers, "transfers is null");
         this.shutdown = requireNonNull(nativeShutdown, "nativeShutdown is null");
         thread.start();
         try {
             thread.call(() -> {
-                agent = Nixl.openAgent(library, guard.agentName(), progressThread, telemetry);
+                agent = Nixl.openAgent(library, guard.agentName(), progressThread, telemetry, progressDelayMicros);
                 return null;
             });
         }

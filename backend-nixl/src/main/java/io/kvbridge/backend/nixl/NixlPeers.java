@@ -67,6 +67,10 @@ final class NixlPeers
                 // NIXL dropped it: the old peer and its lists stay unusable, fresh metadata makes a new one
                 lists.releaseAll(known);
                 peers.remove(known.name(), known);
+                if (agent.remoteMetadataLoaded(known.name())) {
+                    // unusable while NIXL still holds it (a refused notification): the fresh blob must not meet the stale one
+                    agent.invalidateRemoteMetadata(known.name());
+                }
                 known = null;
             }
             String loaded;

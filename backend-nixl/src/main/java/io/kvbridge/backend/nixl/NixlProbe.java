@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -77,6 +78,9 @@ final class NixlProbe
     }
 
     // NIXL 1.4.0's UCX plugin warns below this version (ucx_utils.cpp)
+    /** The detail that says whether a closed target's memory is fenced off from its peers' late transfers. */
+    static final String CLOSED_TARGET_FENCE = "closed-target-fence";
+    private static final Set<String> CMA_NAMES = Set.of("cma", "sm", "shm", "all");
     private static final int MIN_UCX_MAJOR = 1;
     private static final int MIN_UCX_MINOR = 19;
 
@@ -183,6 +187,8 @@ final class NixlProbe
                         + "(empty) in its environment, setting it from inside the JVM is too late");
             }
         }
+        details.put(CLOSED_TARGET_FENCE, fake ? "registration (the fake checks the target's registrations as bytes move)"
+                : closedTargetFence(System.getenv("UCX_TLS")));
         if (!facts.loadedUcx().isEmpty()) {
             details.put("ucx-library", facts.loadedUcx().stream().map(LoadedUcx::toString).collect(Collectors.joining(", ")));
         }
@@ -223,6 +229,34 @@ final class NixlProbe
             }
         }
         return Availability.available(capabilities, details);
+    }
+
+    /**
+     * Tells whether a target's close fences its memory off from a peer that still posts to it.
+     * Deregistering revokes what RDMA, TCP and shared-memory segments need on the target, but UCX's
+     * {@code cma} writes into another process on the host by address ({@code process_vm_writev}),
+     * with nothing registered to revoke: over NIXL 1.4.0 a write posted after the target closed was
+     * refused, yet its bytes landed whenever the initiator had not yet seen the target's endpoints
+     * close. UCX may use cma unless {@code UCX_TLS} leaves it out.
+     *
+     * @param ucxTls the value of {@code UCX_TLS}, or null when unset.
+     * @return {@code registration ...} when a closed target's memory is fenced, else {@code none: ...} with the fix.
+     */
+    static String closedTargetFence(String ucxTls)
+    {
+        if (ucxTls != null && !ucxTls.isBlank()) {
+            String value = ucxTls.strip().toLowerCase(Locale.ROOT);
+            boolean excluding = value.startsWith("^");
+            List<String> names = List.of((excluding ? value.substring(1) : value).split(","));
+            // sm and shm name every shared-memory transport, cma among them
+            boolean namesCma = names.stream().map(String::strip).anyMatch(CMA_NAMES::contains);
+            if (excluding ? namesCma : !namesCma) {
+                return "registration (UCX_TLS=" + ucxTls + " leaves out cma, so a closed target's deregistered memory takes no more bytes)";
+            }
+        }
+        return "none: UCX may write with cma (process_vm_writev), which needs no registration on the target, so a write posted after the target "
+                + "closed can still land in its memory while that stays mapped; keep such memory out of reuse until its peers disconnected, or set "
+                + "UCX_TLS=^cma (UCX_TLS=" + (ucxTls == null ? "unset" : ucxTls) + ")";
     }
 
     /**

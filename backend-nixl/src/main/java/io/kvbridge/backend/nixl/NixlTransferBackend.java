@@ -53,8 +53,9 @@ final class NixlTransferBackend extends AbstractTransferBackend
      * @param progressThread whether NIXL runs its own progress thread.
      * @param telemetry whether NIXL records telemetry, against which each transfer's operation count is checked.
      * @param maxInFlight most posted transfers whose handles are not released.
+     * @param progressDelayMicros the longest NIXL's progress thread waits for an event between polls.
      */
-    NixlTransferBackend(Path library, String agentName, boolean progressThread, boolean telemetry, int maxInFlight)
+    NixlTransferBackend(Path library, String agentName, boolean progressThread, boolean telemetry, int maxInFlight, long progressDelayMicros)
     {
         InstanceGuard guard = new InstanceGuard(NixlBackendFactory.NAME, agentName);
         NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
@@ -70,7 +71,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
         messaging = new NixlMessaging(guard, owner, peers, notifications);
         shutdown = new NixlShutdown(owner, transfers, lists, peers, memory);
         try {
-            owner.start(library, progressThread, telemetry, transfers, shutdown);
+            owner.start(library, progressThread, telemetry, progressDelayMicros, transfers, shutdown);
         }
         catch (RuntimeException e) {
             guard.close();

@@ -13,7 +13,6 @@ import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.RunningTransfers;
 import io.kvbridge.transport.TransferTable;
-import io.kvbridge.transport.TransportPeer;
 import java.util.Locale;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -34,13 +33,13 @@ import org.slf4j.LoggerFactory;
 final class NixlTransfers
 {
     static final int MAX_NOTIFICATION_BYTES = 1 << 20;
-    private static final String DROPPED = "NIXL dropped its metadata after a transfer to it failed (the peer disconnected or exited)";
 
     private static final Logger LOG = LoggerFactory.getLogger(NixlTransfers.class);
 
     private final InstanceGuard guard;
     private final NixlOwner owner;
     private final TransferTable<NixlTransfer> table;
+    private final NixlPeerLoss peerLoss;
     private final boolean telemetry;
     // transfers whose merged descriptor count, read from NIXL's telemetry, differed from the one reported
     private volatile long mergeMismatches;
@@ -55,6 +54,7 @@ final class NixlTransfers
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
         this.table = new TransferTable<>(guard.description(), maxInFlight, index -> new NixlTransfer(this, index));
+        this.peerLoss = new NixlPeerLoss(owner);
     }
 
     /** Checks a post on the caller's thread, hands it to the owner and waits until NIXL accepted it. */
@@ -105,7 +105,7 @@ final class NixlTransfers
                         transfer.count, transfer.notification);
             }
             catch (KvBridgeException e) {
-                throw peerFailure(transfer.remote.transportPeer(), e);
+                throw peerLoss.transferFailure(transfer.remote.transportPeer(), e);
             }
             boolean done;
             try {
@@ -115,7 +115,7 @@ final class NixlTransfers
                 if (!agent.releaseRequest(request)) {
                     LOG.warn("NIXL kept a request of {} whose post failed; it is freed with the agent", guard.description());
                 }
-                throw peerFailure(transfer.remote.transportPeer(), e);
+                throw peerLoss.transferFailure(transfer.remote.transportPeer(), e);
             }
             transfer.request = request;
             // finished inside the post: its notification is already on its way
@@ -153,7 +153,7 @@ final class NixlTransfers
                 }
                 catch (KvBridgeException e) {
                     done = true;
-                    failure = peerFailure(transfer.remote.transportPeer(), e);
+                    failure = peerLoss.transferFailure(transfer.remote.transportPeer(), e);
                 }
                 finished = done && finish(transfer, failure);
             }
@@ -212,39 +212,6 @@ final class NixlTransfers
                 i++;
             }
         }
-    }
-
-    /**
-     * Names the peer in a failure NIXL reported for a request to it, and finds out whether NIXL
-     * dropped the peer's metadata, as it does by itself once a peer disconnected. The peer is then
-     * marked unusable, so later calls report {@code PEER_UNKNOWN} naming it before NIXL is asked,
-     * instead of the bare status {@code make_xfer_req} would return. Its other running requests fail
-     * as NIXL reports them. Owner thread only.
-     *
-     * @param peer the request's peer.
-     * @param failure what NIXL reported.
-     * @return the failure to report.
-     */
-    private KvBridgeException peerFailure(TransportPeer peer, KvBridgeException failure)
-    {
-        if (peer.unusableReason() == null) {
-            boolean loaded;
-            try {
-                loaded = owner.agent().remoteMetadataLoaded(peer.name());
-            }
-            catch (KvBridgeException e) {
-                failure.addSuppressed(e);
-                return failure;
-            }
-            if (loaded) {
-                return failure;
-            }
-            peer.markUnusable(DROPPED);
-        }
-        // the request that found the peer gone keeps its own code; requests made afterwards learn the peer is unknown
-        ErrorCode code = failure.code() == ErrorCode.TRANSFER_FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.PEER_UNKNOWN;
-        return new KvBridgeException(code, "peer '" + peer.name() + "': " + peer.unusableReason() + "; disconnect it and connect again with fresh metadata: "
-                + failure.getMessage(), failure);
     }
 
     /**

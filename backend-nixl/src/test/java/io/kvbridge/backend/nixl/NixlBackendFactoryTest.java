@@ -98,9 +98,10 @@ final class NixlBackendFactoryTest
     void everyBadOptionIsReportedAtOnce()
     {
         KvBridgeException e = assertCode(ErrorCode.CONFIG_INVALID,
-                () -> FakeNixl.HEAD.factory().create(Map.of("max-in-flight", "0", "progress-thread", "maybe", "bogus", "1"), () -> "a"));
+                () -> FakeNixl.HEAD.factory().create(Map.of("max-in-flight", "0", "progress-thread", "maybe", "progress-delay-us", "-1", "bogus", "1"), () -> "a"));
         assertTrue(e.getMessage().contains("max-in-flight=0 is outside [1, 1048576]"), e.getMessage());
         assertTrue(e.getMessage().contains("progress-thread=maybe is not a boolean"), e.getMessage());
+        assertTrue(e.getMessage().contains("progress-delay-us=-1 is outside [0, 1000000]"), e.getMessage());
         assertTrue(e.getMessage().contains("unknown option bogus"), e.getMessage());
     }
 

@@ -85,6 +85,45 @@ final class NixlPeerLossTest
         fake.assertNothingLeft(before);
     }
 
+    @ParameterizedTest
+    @MethodSource("dialects")
+    void aRefusedNotificationMakesThePeerUnknownUntilItIsConnectedAgain(FakeNixl fake)
+    {
+        FakeNixl.Stats before = fake.stats();
+        try (Arena arena = Arena.ofShared();
+                TransferBackend initiator = fake.factory().create(fake.options(), () -> "notify-initiator-" + UUID.randomUUID());
+                TransferBackend target = fake.factory().create(fake.options(), () -> "notify-target-" + UUID.randomUUID())) {
+            MemorySegment source = arena.allocate(BLOCKS * BLOCK, 4096);
+            MemorySegment destination = arena.allocate(BLOCKS * BLOCK, 4096);
+            initiator.register(Allocation.host(source));
+            target.register(Allocation.host(destination));
+            Peer peer = initiator.connect(target.localMetadata());
+            PreparedList local = initiator.prepareLocal(blocks(source));
+            PreparedList remote = initiator.prepareRemote(peer, blocks(destination));
+
+            // as NIXL 1.4.0 answers a notification to a peer that died: -2, with the peer's metadata kept
+            fake.failNth("gen_notif", 1, -2);
+            KvBridgeException refused = assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.notify(peer, new byte[] {1}));
+            assertTrue(refused.getMessage().contains(peer.name()) && refused.getMessage().contains("nixl_capi_gen_notif returned -2"), refused.getMessage());
+            KvBridgeException post = assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, null));
+            assertTrue(post.getMessage().contains("refused a notification"), post.getMessage());
+            assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.prepareRemote(peer, blocks(destination)));
+
+            // connecting again while NIXL still holds the old metadata makes a new, usable peer
+            Peer again = initiator.connect(target.localMetadata());
+            PreparedList fresh = initiator.prepareRemote(again, blocks(destination));
+            long handle = initiator.post(TransferOp.WRITE, local, new int[] {2}, fresh, new int[] {2}, 1, null);
+            assertEquals(TransferStatus.DONE, NixlTestSupport.awaitTerminal(initiator, handle, DEADLINE));
+            initiator.release(handle);
+            initiator.notify(again, new byte[] {2});
+            assertEquals(1, initiator.resources().peers());
+        }
+        finally {
+            fake.resetFaults();
+        }
+        fake.assertNothingLeft(before);
+    }
+
     private static DescriptorList blocks(MemorySegment memory)
     {
         DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, BLOCKS);

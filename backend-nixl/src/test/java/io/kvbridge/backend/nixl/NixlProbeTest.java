@@ -144,4 +144,16 @@ final class NixlProbeTest
     {
         return new NixlProbe.Facts(true, FOUND, Optional.of(REAL), Optional.of("1.4.0"), Optional.of(UCX), loaded, Optional.of(""), false);
     }
+
+    @Test
+    void aClosedTargetIsFencedOnlyWhereUcxCannotUseCma()
+    {
+        for (String unfenced : new String[] {null, "", "all", "tcp,cma", "sm,tcp", "shm", "^tcp", "^posix,sysv"}) {
+            assertTrue(NixlProbe.closedTargetFence(unfenced).startsWith("none: UCX may write with cma"), () -> "UCX_TLS=" + unfenced);
+        }
+        for (String fenced : new String[] {"tcp", "^cma", "^ cma", "rc,ud,self", "posix,sysv,tcp", "^sm"}) {
+            assertTrue(NixlProbe.closedTargetFence(fenced).startsWith("registration (UCX_TLS=" + fenced), () -> "UCX_TLS=" + fenced);
+        }
+        assertTrue(NixlProbe.assess(facts(true, FAKE, UCX, "", true)).details().get(NixlProbe.CLOSED_TARGET_FENCE).startsWith("registration"));
+    }
 }

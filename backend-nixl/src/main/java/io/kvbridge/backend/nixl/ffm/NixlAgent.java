@@ -91,8 +91,9 @@ public final class NixlAgent implements AutoCloseable
      * @param name the agent name, unique among peers.
      * @param progressThread whether NIXL runs its own progress thread.
      * @param captureTelemetry whether NIXL records per-request telemetry.
+     * @param progressDelayMicros the longest NIXL's progress thread waits for an event before it polls UCX again.
      */
-    NixlAgent(NixlLibrary nixl, String name, boolean progressThread, boolean captureTelemetry)
+    NixlAgent(NixlLibrary nixl, String name, boolean progressThread, boolean captureTelemetry, long progressDelayMicros)
     {
         this.nixl = requireNonNull(nixl, "nixl is null");
         this.name = requireNonNull(name, "name is null");
@@ -104,7 +105,7 @@ public final class NixlAgent implements AutoCloseable
             // no NIXL lock: the transport already makes every call from this agent's owner thread
             config.set(JAVA_INT, CONFIG.byteOffset(groupElement("thread_sync")), THREAD_SYNC_NONE);
             config.set(JAVA_INT, CONFIG.byteOffset(groupElement("num_workers")), 1);
-            config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("pthr_delay_us")), 0L);
+            config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("pthr_delay_us")), progressDelayMicros);
             config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
             config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("capture_telemetry")), captureTelemetry);
             agent = create((int) nixl.createConfiguredAgent.invokeExact(arena.allocateFrom(name), config, outAddress), "nixl_capi_create_configured_agent",
