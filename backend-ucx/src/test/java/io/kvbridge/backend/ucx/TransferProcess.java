@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * then plays its part. Lines without the prefix (UCX's own output) are ignored by the test.
  *
  * <pre>
- *   java --enable-native-access=ALL-UNNAMED -cp ... TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES [ACCESS]
+ *   java --enable-native-access=ALL-UNNAMED -cp ... TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES [OPTIONS]
  *   ROLE    name of this side (agent name)
  *   ACTION  push     : WRITE every block into the other side once, with a notification
  *           await    : wait for one notification, verify the blocks, report
@@ -40,7 +40,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *           push-loop-serve : push-loop, then serve: the instance stays open after its peer failed
  *   TLS     sm or tcp (tcp runs on loopback)
  *   MEMORY  ucx (allocate()) or own (an arena segment, register()ed)
- *   ACCESS  the transport's access option, granted (the default) or registered
+ *   OPTIONS more transport options, KEY=VALUE,KEY=VALUE, e.g. access=registered,transfer-timeout-ms=1000
  * </pre>
  */
 public final class TransferProcess
@@ -64,12 +64,12 @@ public final class TransferProcess
     public static void main(String[] args) throws Exception
     {
         if (args.length != 6 && args.length != 7) {
-            System.err.println("usage: TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES [ACCESS]");
+            System.err.println("usage: TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES [OPTIONS]");
             System.exit(2);
         }
         TransferProcess process = new TransferProcess(args[0]);
         try {
-            process.run(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), args.length == 7 ? args[6] : "granted");
+            process.run(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), args.length == 7 ? args[6] : "");
         }
         catch (Throwable e) {
             process.say("ERROR " + e.toString().replace('\n', ' '));
@@ -79,15 +79,19 @@ public final class TransferProcess
         System.exit(0);
     }
 
-    private void run(String action, String tls, String memoryMode, int blocks, int blockBytes, String access) throws IOException
+    private void run(String action, String tls, String memoryMode, int blocks, int blockBytes, String options) throws IOException
     {
         Map<String, String> config = new HashMap<>();
         config.put("tls", tls);
-        config.put("access", access);
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
         }
         config.put("keepalive-interval-ms", "500");
+        for (String option : options.split(",")) {
+            if (!option.isEmpty()) {
+                config.put(option.substring(0, option.indexOf('=')), option.substring(option.indexOf('=') + 1));
+            }
+        }
         long bytes = (long) blocks * blockBytes;
         try (Arena arena = Arena.ofShared(); TransferBackend backend = new UcxBackendFactory().create(config, () -> role)) {
             MemorySegment memory;

@@ -64,13 +64,14 @@ final class UcxTwoProcessTest
 
     private ChildJvm start(String role, String action, String tls, String memory) throws Exception
     {
-        return start(role, action, tls, memory, "granted");
+        return start(role, action, tls, memory, "");
     }
 
-    private ChildJvm start(String role, String action, String tls, String memory, String access) throws Exception
+    /** Starts a side with more transport options, {@code KEY=VALUE,KEY=VALUE}. */
+    private ChildJvm start(String role, String action, String tls, String memory, String options) throws Exception
     {
         ChildJvm child = ChildJvm.start(role, TransferProcess.class, role, action, tls, memory, Integer.toString(BLOCKS), Integer.toString(BLOCK_BYTES),
-                access);
+                options);
         children.add(child);
         return child;
     }
@@ -144,8 +145,8 @@ final class UcxTwoProcessTest
     void aPeerKilledWithItsSharedMemoryFifoFullCostsTheSurvivorNoCore() throws Exception
     {
         Assumptions.assumeTrue(Files.isDirectory(Path.of("/proc/self/task")), "needs /proc to read the owner thread's CPU time");
-        ChildJvm producer = start("producer", "push-loop-serve", "sm", "own", "registered");
-        ChildJvm consumer = start("consumer", "serve", "sm", "own", "registered");
+        ChildJvm producer = start("producer", "push-loop-serve", "sm", "own", "access=registered");
+        ChildJvm consumer = start("consumer", "serve", "sm", "own", "access=registered");
         introduce(producer, consumer);
         producer.expect("ROUND 1", STEP);
         consumer.pause();
@@ -167,6 +168,33 @@ final class UcxTwoProcessTest
         producer.send("EXIT");
         producer.expect("CLOSED", STEP);
         assertEquals(0, producer.awaitExit(STEP), producer::transcript);
+    }
+
+    /**
+     * A consumer stopped while the producer pushes: the producer's transfer deadline fails the
+     * write and declares the consumer dead, closing its endpoint by force, and the producer's
+     * instance stays open. The consumer, continued, finds the producer's messages still queued
+     * for it and an endpoint the producer no longer has: it must go on running (not abort inside
+     * UCX) and close and exit normally, as the producer does.
+     */
+    @ParameterizedTest(name = "tls={0}")
+    @ValueSource(strings = {"sm", "tcp"})
+    @org.junit.jupiter.api.Timeout(180)
+    void aStoppedConsumerContinuedAfterTheProducerGaveUpEndsCleanly(String tls) throws Exception
+    {
+        ChildJvm producer = start("producer", "push-loop-serve", tls, "own", "transfer-timeout-ms=1000");
+        ChildJvm consumer = start("consumer", "serve", tls, "own");
+        introduce(producer, consumer);
+        producer.expect("ROUND 1", STEP);
+        consumer.pause();
+        String failure = producer.expect("FAILED", FAILURE_DEADLINE);
+        assertTrue(failure.contains("DEADLINE_EXCEEDED") || failure.contains("TRANSFER_FAILED") || failure.contains("PEER_UNKNOWN"), failure);
+        // the forced close reaches the stopped consumer's sockets or FIFO, which it reads on continuing
+        Thread.sleep(500);
+        consumer.resume();
+        Thread.sleep(2_000);
+        assertTrue(consumer.isAlive(), () -> "the continued consumer died: " + consumer.transcript());
+        finish(producer, consumer);
     }
 
     /** CPU clock ticks (user and system) the child's UCX owner threads used so far. */
