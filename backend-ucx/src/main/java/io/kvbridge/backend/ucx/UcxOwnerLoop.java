@@ -20,7 +20,12 @@ import org.slf4j.LoggerFactory;
  * keeps polling for {@code idle-spin-us} after the last event, then sleeps on the worker's event descriptor and the
  * eventfd that a hand-over signals. Work that waits 5 ms without any event (a stopped or
  * unresponsive peer) is waited for in sleeps on the same descriptors, 1 ms growing to 32 ms, so a
- * stuck peer costs no core. When asked to stop it runs {@link UcxShutdown}.
+ * stuck peer costs no core. The same sleeps serve a worker that UCX cannot arm although it has
+ * found nothing to do for 5 ms: UCX 1.13 keeps an endpoint to a process killed while its
+ * shared-memory FIFO was full queued for discarding until the worker is destroyed (its flush
+ * waits for FIFO room the dead process never makes), and while it is queued every arm fails, so
+ * sleeping only on an armed worker would poll a core for the rest of the instance's life. When
+ * asked to stop it runs {@link UcxShutdown}.
  *
  * <p>Threads: {@link #wake()} and {@link #requestStop()} are for any thread; the rest runs on the
  * owner thread, apart from {@link #awaitStart} on the constructing thread.
@@ -152,6 +157,8 @@ final class UcxOwnerLoop
         long lastEvent = System.nanoTime();
         int waitMillis = 0;
         int rounds = 0;
+        // UCX refused to arm the worker since the last event, although progress found nothing to do
+        boolean unarmable = false;
         while (!stopRequested) {
             if (transfers.busy() && (++rounds & 1023) == 0) {
                 transfers.checkDeadlines();
@@ -170,9 +177,11 @@ final class UcxOwnerLoop
             if (busy) {
                 lastEvent = now;
                 waitMillis = 0;
+                unarmable = false;
                 continue;
             }
-            if (transfers.busy() || messaging.busy() || endpoints.busy() || (activeMessages != null && activeMessages.busy())) {
+            boolean waiting = transfers.busy() || messaging.busy() || endpoints.busy() || (activeMessages != null && activeMessages.busy());
+            if (waiting || unarmable) {
                 if (now - lastEvent < WAIT_SPIN_NANOS) {
                     // waiting for UCX: keep progressing (a peer's answer usually follows within microseconds),
                     // but yield rather than pause: the thread that answers (the target's owner, or an
@@ -182,19 +191,25 @@ final class UcxOwnerLoop
                     Thread.yield();
                     continue;
                 }
-                // nothing moved for milliseconds although work waits: the peer is stopped or slow.
-                // Sleep on the worker's events, ever longer, so that waiting costs no core
+                // nothing moved for milliseconds although work waits (the peer is stopped or slow), or
+                // although UCX says it has events (it holds work it cannot move): sleep, ever longer,
+                // so that waiting costs no core
                 waitMillis = Math.min(Math.max(1, waitMillis * 2), WAIT_SLEEP_MILLIS);
                 transfers.checkDeadlines();
-                sleep(waitMillis, true);
+                unarmable = !sleep(waitMillis, true);
                 continue;
             }
             if (now - lastEvent < spinNanos) {
                 Thread.yield();
                 continue;
             }
-            sleep(SLEEP_MILLIS, false);
-            lastEvent = System.nanoTime();
+            if (sleep(SLEEP_MILLIS, false)) {
+                lastEvent = System.nanoTime();
+            }
+            else {
+                // UCX has events pending: progress again, and sleep as above if that finds nothing
+                unarmable = true;
+            }
         }
     }
 
@@ -216,15 +231,16 @@ final class UcxOwnerLoop
         return true;
     }
 
-    private void sleep(int millis, boolean evenIfPending)
+    /** @return false when UCX could not arm the worker (see {@link UcxWorker#await}). */
+    private boolean sleep(int millis, boolean evenIfPending)
     {
         sleeping = true;
         try {
             // checked after sleeping is set: a hand-over either sees the flag and signals, or is seen here
             if (owner.hasQueued() || stopRequested) {
-                return;
+                return true;
             }
-            worker.await(millis, evenIfPending);
+            return worker.await(millis, evenIfPending);
         }
         finally {
             sleeping = false;

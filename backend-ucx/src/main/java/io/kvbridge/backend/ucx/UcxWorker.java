@@ -158,15 +158,19 @@ final class UcxWorker
      * the worker has events pending (it could not be armed) it returns at once, unless
      * {@code evenIfPending}: then it sleeps on the eventfd alone, for a caller whose last progress
      * found nothing to do although UCX says it has something (work stuck on a stopped peer).
+     *
+     * @return true when the worker was armed, false when UCX had events pending.
      */
-    void await(int timeoutMillis, boolean evenIfPending)
+    boolean await(int timeoutMillis, boolean evenIfPending)
     {
         if (UcpWorker.workerArm(worker)) {
             wakeup.await(workerFd, timeoutMillis);
+            return true;
         }
-        else if (evenIfPending) {
+        if (evenIfPending) {
             wakeup.await(-1, timeoutMillis);
         }
+        return false;
     }
 
     /**

@@ -185,6 +185,18 @@ final class ChildJvm implements AutoCloseable
         process.waitFor(30, TimeUnit.SECONDS);
     }
 
+    /** @return whether the process still runs. */
+    boolean isAlive()
+    {
+        return process.isAlive();
+    }
+
+    /** @return the process id, for reading the child's threads from {@code /proc}. */
+    long pid()
+    {
+        return process.pid();
+    }
+
     String transcript()
     {
         synchronized (transcript) {

@@ -30,15 +30,17 @@ import java.util.concurrent.atomic.AtomicReference;
  * then plays its part. Lines without the prefix (UCX's own output) are ignored by the test.
  *
  * <pre>
- *   java --enable-native-access=ALL-UNNAMED -cp ... TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES
+ *   java --enable-native-access=ALL-UNNAMED -cp ... TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES [OPTIONS]
  *   ROLE    name of this side (agent name)
  *   ACTION  push     : WRITE every block into the other side once, with a notification
  *           await    : wait for one notification, verify the blocks, report
  *           pull     : READ every block from the other side once, with a notification, verify
  *           serve    : stay connected, report notifications, until stdin says EXIT
  *           push-loop / pull-loop : transfer repeatedly until a transfer fails, report how
+ *           push-loop-serve : push-loop, then serve: the instance stays open after its peer failed
  *   TLS     sm or tcp (tcp runs on loopback)
  *   MEMORY  ucx (allocate()) or own (an arena segment, register()ed)
+ *   OPTIONS more transport options, KEY=VALUE,KEY=VALUE, e.g. access=registered,transfer-timeout-ms=1000
  * </pre>
  */
 public final class TransferProcess
@@ -61,13 +63,13 @@ public final class TransferProcess
 
     public static void main(String[] args) throws Exception
     {
-        if (args.length != 6) {
-            System.err.println("usage: TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES");
+        if (args.length != 6 && args.length != 7) {
+            System.err.println("usage: TransferProcess ROLE ACTION TLS MEMORY BLOCKS BLOCK_BYTES [OPTIONS]");
             System.exit(2);
         }
         TransferProcess process = new TransferProcess(args[0]);
         try {
-            process.run(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+            process.run(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]), args.length == 7 ? args[6] : "");
         }
         catch (Throwable e) {
             process.say("ERROR " + e.toString().replace('\n', ' '));
@@ -77,7 +79,7 @@ public final class TransferProcess
         System.exit(0);
     }
 
-    private void run(String action, String tls, String memoryMode, int blocks, int blockBytes) throws IOException
+    private void run(String action, String tls, String memoryMode, int blocks, int blockBytes, String options) throws IOException
     {
         Map<String, String> config = new HashMap<>();
         config.put("tls", tls);
@@ -85,6 +87,11 @@ public final class TransferProcess
             config.put("net-devices", "lo");
         }
         config.put("keepalive-interval-ms", "500");
+        for (String option : options.split(",")) {
+            if (!option.isEmpty()) {
+                config.put(option.substring(0, option.indexOf('=')), option.substring(option.indexOf('=') + 1));
+            }
+        }
         long bytes = (long) blocks * blockBytes;
         try (Arena arena = Arena.ofShared(); TransferBackend backend = new UcxBackendFactory().create(config, () -> role)) {
             MemorySegment memory;
@@ -135,6 +142,10 @@ public final class TransferProcess
                 }
                 case "push-loop" -> loop(backend, TransferOp.WRITE, local, all, remote);
                 case "pull-loop" -> loop(backend, TransferOp.READ, local, all, remote);
+                case "push-loop-serve" -> {
+                    loop(backend, TransferOp.WRITE, local, all, remote);
+                    serve(backend);
+                }
                 default -> throw new IllegalArgumentException("unknown action " + action);
             }
         }

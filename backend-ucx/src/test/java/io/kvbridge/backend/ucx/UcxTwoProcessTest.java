@@ -8,6 +8,9 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.TransferBackend;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -17,7 +20,9 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -35,6 +40,11 @@ final class UcxTwoProcessTest
     private static final Duration FAILURE_DEADLINE = Duration.ofSeconds(15);
     private static final int BLOCKS = 256;
     private static final int BLOCK_BYTES = 64 * 1024;
+    // Linux's clock tick (USER_HZ), the unit of the CPU times in /proc/<pid>/task/<tid>/stat
+    private static final long TICK_MILLIS = 10;
+    // a worker left with a discarded endpoint sleeps in steps of at most 32 ms: well under 1 % of a core
+    // on a quiet machine; the bound leaves room for two loaded shared cores, far below the 90 % of polling
+    private static final double MAX_IDLE_CORE_SHARE = 0.10;
 
     private final List<ChildJvm> children = new ArrayList<>();
 
@@ -54,7 +64,14 @@ final class UcxTwoProcessTest
 
     private ChildJvm start(String role, String action, String tls, String memory) throws Exception
     {
-        ChildJvm child = ChildJvm.start(role, TransferProcess.class, role, action, tls, memory, Integer.toString(BLOCKS), Integer.toString(BLOCK_BYTES));
+        return start(role, action, tls, memory, "");
+    }
+
+    /** Starts a side with more transport options, {@code KEY=VALUE,KEY=VALUE}. */
+    private ChildJvm start(String role, String action, String tls, String memory, String options) throws Exception
+    {
+        ChildJvm child = ChildJvm.start(role, TransferProcess.class, role, action, tls, memory, Integer.toString(BLOCKS), Integer.toString(BLOCK_BYTES),
+                options);
         children.add(child);
         return child;
     }
@@ -114,6 +131,92 @@ final class UcxTwoProcessTest
         assertFailureNamesThePeer(failure);
         survivor.expect("CLOSED", STEP);
         assertEquals(0, survivor.awaitExit(STEP), survivor::transcript);
+    }
+
+    /**
+     * Registered-access writes into caller memory over shared memory are active messages in the
+     * consumer's FIFO; stopped, the consumer lets the FIFO fill, and killed, it never empties it.
+     * UCX 1.13 then keeps the producer's endpoint to it queued for discarding (its flush waits for
+     * FIFO room) until the worker is destroyed, and refuses to arm the worker meanwhile. The
+     * producer's instance stays open after the failure: its owner thread must sleep anyway.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(180)
+    void aPeerKilledWithItsSharedMemoryFifoFullCostsTheSurvivorNoCore() throws Exception
+    {
+        Assumptions.assumeTrue(Files.isDirectory(Path.of("/proc/self/task")), "needs /proc to read the owner thread's CPU time");
+        ChildJvm producer = start("producer", "push-loop-serve", "sm", "own", "access=registered");
+        ChildJvm consumer = start("consumer", "serve", "sm", "own", "access=registered");
+        introduce(producer, consumer);
+        producer.expect("ROUND 1", STEP);
+        consumer.pause();
+        // the write in flight fills the stopped consumer's FIFO
+        Thread.sleep(300);
+        long killed = System.nanoTime();
+        consumer.kill();
+        String failure = producer.expect("FAILED", FAILURE_DEADLINE.plus(Duration.ofSeconds(5)));
+        System.out.println("failure reported " + (System.nanoTime() - killed) / 1_000_000 + " ms after the kill: " + failure);
+        assertFailureNamesThePeer(failure);
+        // UCX discards the dead endpoint after the failure is reported
+        Thread.sleep(500);
+        long startTicks = ownerTicks(producer);
+        long started = System.nanoTime();
+        Thread.sleep(2_000);
+        double share = (double) (ownerTicks(producer) - startTicks) * TICK_MILLIS / ((System.nanoTime() - started) / 1_000_000);
+        System.out.printf(java.util.Locale.ROOT, "the producer's owner thread used %.1f %% of a core while idle after the kill%n", 100 * share);
+        assertTrue(share < MAX_IDLE_CORE_SHARE, () -> String.format(java.util.Locale.ROOT, "the owner thread used %.1f %% of a core", 100 * share));
+        producer.send("EXIT");
+        producer.expect("CLOSED", STEP);
+        assertEquals(0, producer.awaitExit(STEP), producer::transcript);
+    }
+
+    /**
+     * A consumer stopped while the producer pushes: the producer's transfer deadline fails the
+     * write and declares the consumer dead, closing its endpoint by force, and the producer's
+     * instance stays open. The consumer, continued, finds the producer's messages still queued
+     * for it and an endpoint the producer no longer has: it must go on running (not abort inside
+     * UCX) and close and exit normally, as the producer does.
+     */
+    @ParameterizedTest(name = "tls={0}")
+    @ValueSource(strings = {"sm", "tcp"})
+    @org.junit.jupiter.api.Timeout(180)
+    void aStoppedConsumerContinuedAfterTheProducerGaveUpEndsCleanly(String tls) throws Exception
+    {
+        ChildJvm producer = start("producer", "push-loop-serve", tls, "own", "transfer-timeout-ms=1000");
+        ChildJvm consumer = start("consumer", "serve", tls, "own");
+        introduce(producer, consumer);
+        producer.expect("ROUND 1", STEP);
+        consumer.pause();
+        String failure = producer.expect("FAILED", FAILURE_DEADLINE);
+        assertTrue(failure.contains("DEADLINE_EXCEEDED") || failure.contains("TRANSFER_FAILED") || failure.contains("PEER_UNKNOWN"), failure);
+        // the forced close reaches the stopped consumer's sockets or FIFO, which it reads on continuing
+        Thread.sleep(500);
+        consumer.resume();
+        Thread.sleep(2_000);
+        assertTrue(consumer.isAlive(), () -> "the continued consumer died: " + consumer.transcript());
+        finish(producer, consumer);
+    }
+
+    /** CPU clock ticks (user and system) the child's UCX owner threads used so far. */
+    private static long ownerTicks(ChildJvm child) throws IOException
+    {
+        long ticks = 0;
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(child.pid()), "task"))) {
+            for (Path task : tasks.toList()) {
+                try {
+                    if (Files.readString(task.resolve("comm")).startsWith("kvbridge-ucx")) {
+                        String stat = Files.readString(task.resolve("stat"));
+                        // after the parenthesised name: utime is the 14th field of the line, stime the 15th
+                        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                        ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+                    }
+                }
+                catch (IOException e) {
+                    // the thread ended meanwhile
+                }
+            }
+        }
+        return ticks;
     }
 
     @ParameterizedTest(name = "tls={0}")
