@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.IOException;
+import io.kvbridge.examples.Gcc;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +24,7 @@ final class TcpStreamBaselineTest
     @Test
     void oneLoopbackStreamGivesAFigurePerBlockSize()
     {
-        assumeTrue(gccRuns(), "gcc is not installed here");
+        assumeTrue(Gcc.runs(), "gcc is not installed here");
         BaselineResult result = TcpStreamBaseline.measure("gcc", 8L << 20, BLOCKS);
         assertTrue(result.available(), result.reason());
         assertEquals(BLOCKS, List.copyOf(result.gigabytesPerSecond().keySet()), result.toString());
@@ -43,24 +43,9 @@ final class TcpStreamBaselineTest
     @Test
     void aBlockThatDoesNotDivideTheTotalIsTheProgramsRefusal()
     {
-        assumeTrue(gccRuns(), "gcc is not installed here");
+        assumeTrue(Gcc.runs(), "gcc is not installed here");
         BaselineResult result = TcpStreamBaseline.measure("gcc", 1L << 20, List.of(3000L));
         assertFalse(result.available());
         assertTrue(result.reason().contains("block 3000 must divide the total 1048576"), result.reason());
-    }
-
-    private static boolean gccRuns()
-    {
-        try {
-            Process gcc = new ProcessBuilder("gcc", "--version").redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            return gcc.waitFor(30, TimeUnit.SECONDS) && gcc.exitValue() == 0;
-        }
-        catch (IOException e) {
-            return false;
-        }
-        catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
     }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvbridge.examples.Gcc;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvbridge.core.plugin.PluginRegistry;
@@ -85,7 +86,7 @@ final class TwoProcessBenchTest
                     // no compiler: each baseline says so, on the side that would have run it
                     assertTrue(tcp.get("reason").asText().contains("the target started no TCP stream receiver: C compiler"), tcp.toString());
                     assertTrue(memcpy.get("reason").asText().contains("C compiler"), memcpy.toString());
-                    assertTrue(tls.equals("default") || !gccRuns(), tcp.toString());
+                    assertTrue(tls.equals("default") || !Gcc.runs(), tcp.toString());
                 }
                 assertTrue(target.err().contains("granted READ and WRITE of 2 MiB"), target.err());
                 assertTrue(target.err().contains("finished; done"), target.err());
@@ -198,21 +199,6 @@ final class TwoProcessBenchTest
         CliRun run = CliRun.of(args);
         assertEquals(KvBridgeCli.USAGE, run.exitCode(), run.err());
         assertTrue(run.err().lines().findFirst().orElse("").contains(expected), run.err());
-    }
-
-    private static boolean gccRuns()
-    {
-        try {
-            Process gcc = new ProcessBuilder("gcc", "--version").redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            return gcc.waitFor(30, TimeUnit.SECONDS) && gcc.exitValue() == 0;
-        }
-        catch (IOException e) {
-            return false;
-        }
-        catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
     }
 
     private static boolean ucxAvailable()
