@@ -390,7 +390,8 @@ final class DemoCommand implements Callable<Integer>
         check(transport != null, "--backend=%s is not a discovered transport; use one of %s", backend, String.join(", ", transports.keySet()));
         Availability availability = transport.availability();
         check(!processes || availability.capabilities().contains(Capability.CROSS_PROCESS) || !availability.available(),
-                "--processes needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", backend,
+                "%s needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", hosts ? "--hosts" : "--processes",
+                backend,
                 availability.capabilities().stream().map(Enum::name).sorted().toList());
         check(availability.available(), "--backend=%s is not available here: %s", backend, String.join("; ", availability.reasons()));
         return availability;

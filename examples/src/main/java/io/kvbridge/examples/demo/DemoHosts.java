@@ -29,6 +29,7 @@ public final class DemoHosts implements AutoCloseable
     static final String PREFIX = "kvbdemo";
     /** Each producer stage's side channel port: every host has a port space of its own. */
     static final int SIDE_CHANNEL_PORT = 5600;
+    private static final long HEALTHY_NANOS = 30_000_000_000L;
     private static final String ETCD = "etcd";
     private static final String DECODE = "decode";
 
@@ -156,6 +157,39 @@ public final class DemoHosts implements AutoCloseable
         List<Integer> stages = IntStream.range(0, options.consumerPp()).boxed().toList();
         return ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, stages, List.of(), secret, decode().address()), environment(),
                 decode().launcher());
+    }
+
+    /**
+     * Waits until every engine's health is clear, its discovery check included: a cold JVM's first
+     * call to etcd may miss its deadline on a loaded machine, and until the directory's next probe
+     * answers, a handshake would go to the address in the parameters, which leads nowhere here.
+     *
+     * @param engines the started and ready hosts.
+     * @throws DemoFailure when one is still unhealthy after 30 s, naming its problems.
+     */
+    void awaitHealthy(List<? extends DemoHost> engines)
+    {
+        long deadline = System.nanoTime() + HEALTHY_NANOS;
+        for (DemoHost engine : engines) {
+            while (true) {
+                @SuppressWarnings("unchecked")
+                List<String> problems = (List<String>) engine.audit().get("health");
+                if (problems.isEmpty()) {
+                    break;
+                }
+                if (System.nanoTime() - deadline > 0) {
+                    throw new DemoFailure("the " + engine.label() + " is not healthy " + HEALTHY_NANOS / 1_000_000_000L + " s after it started: "
+                            + String.join("; ", problems));
+                }
+                try {
+                    Thread.sleep(100);
+                }
+                catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new DemoFailure("interrupted while waiting for the " + engine.label() + " to reach etcd");
+                }
+            }
+        }
     }
 
     /** UCX over TCP between hosts (shared memory would cross the namespaces), unless the user chose its transports. */

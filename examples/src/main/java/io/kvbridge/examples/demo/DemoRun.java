@@ -159,6 +159,10 @@ public final class DemoRun
             for (DemoHost host : decoders) {
                 host.awaitReady();
             }
+            if (hosts != null) {
+                hosts.awaitHealthy(producers);
+                hosts.awaitHealthy(decoders);
+            }
             return drive(producerCapacity, decoderCapacity, producers, decoders, hosts);
         }
         catch (InterruptedException e) {
