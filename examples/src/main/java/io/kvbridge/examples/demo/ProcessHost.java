@@ -100,6 +100,8 @@ public final class ProcessHost implements DemoHost
         Process process;
         try {
             ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+            // UCX logs to stdout unless told otherwise, and the worker's stdout is its event channel
+            builder.environment().putIfAbsent("UCX_LOG_FILE", "stderr");
             builder.environment().putAll(environment);
             process = builder.start();
         }
@@ -128,7 +130,13 @@ public final class ProcessHost implements DemoHost
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = reader.readLine()) != null) {
-                events.add(WorkerProtocol.parse(line));
+                if (line.startsWith("{")) {
+                    events.add(WorkerProtocol.parse(line));
+                }
+                else {
+                    // not an event (a native library writing to stdout despite being told otherwise): the user sees it, the protocol does not
+                    System.err.println(label() + ": " + line);
+                }
             }
         }
         catch (IOException | DemoFailure e) {

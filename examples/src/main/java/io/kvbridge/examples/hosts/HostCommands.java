@@ -1,5 +1,6 @@
 package io.kvbridge.examples.hosts;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -45,7 +46,7 @@ public final class HostCommands
     {
         Process process;
         try {
-            process = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            process = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
         }
         catch (IOException e) {
             throw new HostCommandException(command, HostCommandException.NO_EXIT_CODE, "cannot start it: " + e.getMessage());

@@ -130,9 +130,9 @@ public final class VirtualHosts implements AutoCloseable
             // made in the switch, its other end moved straight into the host: the root namespace never holds either
             inSwitch(IP, "link", "add", host.switchPort(), "type", "veth", "peer", "name", INTERFACE, "netns", host.namespace());
             inSwitch(IP, "link", "set", host.switchPort(), "master", BRIDGE, "up");
-            in(host, IP, "addr", "add", host.address() + "/24", "dev", INTERFACE);
-            in(host, IP, "link", "set", INTERFACE, "up");
-            in(host, IP, "link", "set", "lo", "up");
+            exec(host, IP, "addr", "add", host.address() + "/24", "dev", INTERFACE);
+            exec(host, IP, "link", "set", INTERFACE, "up");
+            exec(host, IP, "link", "set", "lo", "up");
             hosts.put(name, host);
         }
     }
@@ -268,11 +268,6 @@ public final class VirtualHosts implements AutoCloseable
         List<String> line = new ArrayList<>(List.of(IP, "netns", "exec", switchNamespace));
         line.addAll(List.of(command));
         return HostCommands.run(HostCommands.DEFAULT_DEADLINE, line);
-    }
-
-    private String in(Host host, String... command)
-    {
-        return exec(host, command);
     }
 
     /** Kills what still runs in the hosts and removes every namespace; cables and the bridge go with them. */

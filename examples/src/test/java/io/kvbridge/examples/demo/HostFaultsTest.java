@@ -81,8 +81,9 @@ final class HostFaultsTest
     }
 
     /**
-     * Restarts a host an earlier test left dead, then moves requests until one arrives: a cold JVM's
-     * first handshake through etcd may take longer than the short lease the tests run with.
+     * Restarts a host an earlier test left dead, then moves requests until one arrives in each mode:
+     * a cold JVM's first handshake, READ or WRITE may take longer than the short lease the tests run
+     * with on a loaded machine.
      */
     @BeforeEach
     void serving() throws InterruptedException
@@ -99,7 +100,9 @@ final class HostFaultsTest
             producer.awaitReady();
             hosts.awaitHealthy(List.of(producer));
         }
-        awaitRecovered("the hosts' start");
+        // both paths once, cold paths being slow on a loaded machine: a pull's READ and a push's WRITE
+        awaitRecovered("the hosts' start", TransferMode.PULL);
+        awaitRecovered("the hosts' start", TransferMode.PUSH);
     }
 
     @AfterAll
@@ -138,7 +141,7 @@ final class HostFaultsTest
         }
         assertTrue(inFlight.stream().anyMatch(request -> outcome(request).contains("failed=KVB/")), "a cut cable fails a request: " + decoderEvents.checked);
         // the producer let go of what the decoder could not read, by its lease at the latest
-        awaitRecovered("the cable's restore");
+        awaitRecovered("the cable's restore", TransferMode.PULL);
         assertEndedOnce(List.of(first));
         assertEndedOnce(inFlight);
         assertIdle();
@@ -264,6 +267,9 @@ final class HostFaultsTest
         producer = hosts.startProducer(0, capacity, SECRET);
         producer.awaitReady();
         detection("producer restarted (new epoch)", "the new producer served", restarted, System.nanoTime());
+        // its new entry is in etcd once it reaches etcd; the decoder's directory must reach etcd too, or its
+        // handshakes go to the parameters' address, which leads nowhere here (KVB/HandshakeFailed)
+        hosts.awaitHealthy(List.of(producer, decoder));
         for (int request : stale) {
             long asked = System.nanoTime();
             handOver(request, old.get(request), TransferMode.PULL);
@@ -277,7 +283,6 @@ final class HostFaultsTest
                 .contains(outcome(stale.getFirst())), outcome(stale.getFirst()));
         assertEquals(stale.getLast() + " parity=0 failed=KVB/StaleEpoch", outcome(stale.getLast()));
         long served = System.nanoTime();
-        hosts.awaitHealthy(List.of(producer));
         int request = transfer(TransferMode.PULL);
         detection("producer restarted (new epoch)", "a request of the new one arrived", served, reported.get(request));
         assertEndedOnce(List.of(request));
@@ -412,12 +417,12 @@ final class HostFaultsTest
     }
 
     /** Waits until a request moves again after a fault: the first ones may fail while peers are re-validated. */
-    private static void awaitRecovered(String since) throws InterruptedException
+    private static void awaitRecovered(String since, TransferMode mode) throws InterruptedException
     {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             int request = prefill();
-            receive(request, TransferMode.PULL);
+            receive(request, mode);
             await(() -> reported.containsKey(request) && freed(request), "request " + request + " to end");
             if (outcome(request).equals(request + " parity=0")) {
                 return;
