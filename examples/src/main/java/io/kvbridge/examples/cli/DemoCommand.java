@@ -6,6 +6,7 @@ import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
 import io.kvbridge.examples.demo.DemoFailure;
+import io.kvbridge.examples.demo.DemoHosts;
 import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
@@ -152,6 +153,11 @@ final class DemoCommand implements Callable<Integer>
             description = "Run every producer stage and the decoder in a JVM of its own, talking over loopback side channels (needs a cross-process transport such as ucx).")
     private boolean processes;
 
+    @Option(names = "--hosts",
+            description = "Run every producer stage, the decoder and etcd on a host of its own: Linux network namespaces joined by a switch (needs root and "
+                    + "etcd); implies --processes and --backend ucx over TCP (UCX_TLS=tcp) unless chosen, and the decoder finds the producer through etcd only.")
+    private boolean hosts;
+
     @Option(names = "--device", paramLabel = "N",
             description = "Device of both engines' caches, for a transport that allocates device memory (cuda-ipc); its caches are always in device memory "
                     + "(default: 0). Other transports keep them in host memory.")
@@ -255,7 +261,15 @@ final class DemoCommand implements Callable<Integer>
         check(producerPp * producerTp * consumerPp * consumerTp <= MAX_RANK_PAIRS,
                 "%d producer ranks times %d decoder ranks is more than %d rank pairs, whose handshakes must finish within the side channel's deadline; "
                         + "use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, MAX_RANK_PAIRS);
-        check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes: the meters live in the engine processes");
+        if (hosts) {
+            check(discovery == null, "--discovery cannot be combined with --hosts: the hosts run an etcd of their own");
+            processes = true;
+            if (!spec.commandLine().getParseResult().hasMatchedOption("--backend")) {
+                backend = "ucx";
+            }
+        }
+        check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes%s: the meters live in the engine processes",
+                hosts ? " (implied by --hosts)" : "");
         String location = "";
         if (discovery != null) {
             try {
@@ -294,7 +308,11 @@ final class DemoCommand implements Callable<Integer>
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
                 concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice,
-                location);
+                location, hosts);
+        if (hosts) {
+            // last, since it makes and removes a namespace: every cheaper refusal comes first
+            DemoHosts.unavailability().ifPresent(reason -> check(false, "--hosts cannot run here: %s", reason));
+        }
         long cacheBytes = cacheBytes(options);
         check(cacheBytes <= MAX_CACHE_BYTES, "the caches would take %,d bytes (more than %s) with --concurrency=%d --max-tokens=%d; lower either",
                 cacheBytes, Sizes.format(MAX_CACHE_BYTES), concurrency, maxTokens);
@@ -372,7 +390,8 @@ final class DemoCommand implements Callable<Integer>
         check(transport != null, "--backend=%s is not a discovered transport; use one of %s", backend, String.join(", ", transports.keySet()));
         Availability availability = transport.availability();
         check(!processes || availability.capabilities().contains(Capability.CROSS_PROCESS) || !availability.available(),
-                "--processes needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", backend,
+                "%s needs a transport that reaches other processes, and '%s' cannot (its capabilities: %s); use --backend ucx", hosts ? "--hosts" : "--processes",
+                backend,
                 availability.capabilities().stream().map(Enum::name).sorted().toList());
         check(availability.available(), "--backend=%s is not available here: %s", backend, String.join("; ", availability.reasons()));
         return availability;
@@ -393,6 +412,11 @@ final class DemoCommand implements Callable<Integer>
                 ((Number) audit.get("processes")).intValue() == 1 ? "" : "es");
         out.printf(Locale.ROOT, "  requests completed        %d of %d%n", audit.get("requestsCompleted"), audit.get("requests"));
         out.printf(Locale.ROOT, "  discovery                 %s%n", audit.get("discovery"));
+        Map<String, Object> hosts = (Map<String, Object>) audit.get("hosts");
+        if (!hosts.isEmpty()) {
+            out.printf(Locale.ROOT, "  hosts                     %s%n", String.join(", ", hosts.entrySet().stream().map(host -> host.getKey() + " " + host.getValue())
+                    .toList()));
+        }
         out.printf(Locale.ROOT, "  transfers / bytes         %,d / %,d%n", audit.get("transfers"), audit.get("bytes"));
         long descriptors = ((Number) audit.get("descriptors")).longValue();
         long operations = ((Number) audit.get("operations")).longValue();

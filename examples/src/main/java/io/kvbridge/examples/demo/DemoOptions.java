@@ -27,10 +27,13 @@ import java.util.List;
  * @param cacheDevice the device both engines keep their caches on, allocated by the transport, or
  *     {@link #HOST_CACHES} for caches in host memory.
  * @param discovery the discovery location both engines use ({@code etcd://...}), or empty for none.
+ * @param hosts whether every producer stage, the decoder and etcd run on "hosts" of their own (network
+ *     namespaces, see {@link DemoHosts}); implies {@code processes}, and {@code discovery} is the
+ *     hosts' etcd, set when it starts.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
-        int cacheDevice, String discovery)
+        int cacheDevice, String discovery, boolean hosts)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
@@ -62,6 +65,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         KvBridgeException.checkArgument(idleMillis >= 0 && leaseMillis > 0, "idleMillis=%d must not be negative and leaseMillis=%d must be positive",
                 idleMillis, leaseMillis);
         KvBridgeException.checkArgument(cacheDevice >= HOST_CACHES, "cacheDevice=%d is neither a device index nor HOST_CACHES", cacheDevice);
+        KvBridgeException.checkArgument(!hosts || processes, "hosts=true needs processes=true: every host runs its ranks in a JVM of its own");
     }
 
     /** Options with both caches in host memory, in the default shape. */
@@ -69,7 +73,17 @@ public record DemoOptions(String backend, String mode, String layout, int produc
             int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis)
     {
         this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
-                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES, "");
+                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES, "", false);
+    }
+
+    /**
+     * @param location the discovery location to use instead.
+     * @return these options with another discovery location.
+     */
+    public DemoOptions withDiscovery(String location)
+    {
+        return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts);
     }
 
     /** @return whether the caches are in device memory. */

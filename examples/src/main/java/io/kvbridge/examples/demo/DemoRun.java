@@ -129,8 +129,16 @@ public final class DemoRun
         List<Integer> decoderStages = IntStream.range(0, options.consumerPp()).boxed().toList();
         byte[] secret = new byte[32];
         new SecureRandom().nextBytes(secret);
+        DemoHosts hosts = null;
         try {
-            if (options.processes()) {
+            if (options.hosts()) {
+                hosts = DemoHosts.start(options);
+                for (int stage : producerStages) {
+                    producers.add(hosts.startProducer(stage, producerCapacity, secret));
+                }
+                decoders.add(hosts.startDecoder(decoderCapacity, secret));
+            }
+            else if (options.processes()) {
                 List<SideChannelAddress> addresses = freeLoopbackAddresses(options.producerPp());
                 for (int stage : producerStages) {
                     producers.add(ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, producerCapacity, List.of(stage), addresses, secret)));
@@ -151,7 +159,11 @@ public final class DemoRun
             for (DemoHost host : decoders) {
                 host.awaitReady();
             }
-            return drive(producerCapacity, decoderCapacity, producers, decoders);
+            if (hosts != null) {
+                hosts.awaitHealthy(producers);
+                hosts.awaitHealthy(decoders);
+            }
+            return drive(producerCapacity, decoderCapacity, producers, decoders, hosts);
         }
         catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -163,6 +175,9 @@ public final class DemoRun
             }
             for (DemoHost host : producers) {
                 host.close();
+            }
+            if (hosts != null) {
+                hosts.close();
             }
         }
     }
@@ -286,7 +301,8 @@ public final class DemoRun
     }
 
     @SuppressWarnings("unchecked")
-    private Map<String, Object> drive(int producerCapacity, int decoderCapacity, List<DemoHost> producers, List<DemoHost> decoders) throws InterruptedException
+    private Map<String, Object> drive(int producerCapacity, int decoderCapacity, List<DemoHost> producers, List<DemoHost> decoders, DemoHosts hosts)
+            throws InterruptedException
     {
         DemoModel model = DemoModel.of(options.layout());
         DemoOptions.CacheShape producerShape = options.producerCache();
@@ -319,8 +335,10 @@ public final class DemoRun
                     case "mixed" -> next % 2 == 0 ? TransferMode.PUSH : TransferMode.PULL;
                     default -> TransferMode.PUSH;
                 };
+                // on hosts of their own, the decoder finds the producer through etcd alone
+                TransferParams routed = hosts == null ? params : DemoHosts.withoutAddresses(params);
                 for (DemoHost host : decoders) {
-                    host.receive(next, params, mode, tokens, request.decoderIds);
+                    host.receive(next, routed, mode, tokens, request.decoderIds);
                 }
                 next++;
                 idle = false;
@@ -363,7 +381,9 @@ public final class DemoRun
         audit.put("layout", options.layout());
         audit.put("model", model.identity().model());
         audit.put("processes", options.processes() ? producers.size() + decoders.size() : 1);
-        audit.put("discovery", options.discovery().isEmpty() ? "none (side channel addresses)" : options.discovery());
+        String discovery = hosts == null ? options.discovery() : hosts.options().discovery() + " (only)";
+        audit.put("discovery", discovery.isEmpty() ? "none (side channel addresses)" : discovery);
+        audit.put("hosts", hosts == null ? Map.of() : hosts.describe());
         audit.put("requests", options.requests());
         audit.put("concurrency", options.concurrency());
         audit.put("requestsCompleted", ledger.completed);

@@ -82,8 +82,16 @@ public final class EngineHost implements DemoHost
                 // every instance of the bridge, the ranks' included, works on the caches' device
                 builder.transportConfig(Map.of("device", Integer.toString(options.cacheDevice())));
             }
+            Map<String, Object> extra = new LinkedHashMap<>();
             if (!options.discovery().isEmpty()) {
-                builder.config(JsonWriter.write(Map.of("kv_connector_extra_config", Map.of("discovery", options.discovery())), false, 2));
+                extra.put("discovery", options.discovery());
+            }
+            if (!spec.bindHost().isEmpty()) {
+                // the bridge's own transport instance follows it too (UCX listens on that interface only)
+                extra.put("side_channel_host", spec.bindHost());
+            }
+            if (!extra.isEmpty()) {
+                builder.config(JsonWriter.write(Map.of("kv_connector_extra_config", extra), false, 2));
             }
             opened = builder.build();
             this.bridge = opened;
@@ -96,9 +104,12 @@ public final class EngineHost implements DemoHost
                 // would have freed the blocks by then, and the demo's prefill itself takes no time
                 ConnectorSettings.Builder settings = ConnectorSettings.builder(spec.engineId(), rank).cacheSpec(engine.spec)
                         .leaseDuration(Duration.ofMillis(options.leaseMillis())).registrationTimeout(Duration.ofMillis(2 * options.leaseMillis()));
+                if (!spec.bindHost().isEmpty()) {
+                    settings.sideChannel(spec.bindHost(), 0);
+                }
                 if (spec.prefill()) {
                     if (!spec.stageSideChannels().isEmpty()) {
-                        settings.sideChannel("127.0.0.1", spec.stageSideChannels().get(rank.rank().ppRank()).port())
+                        settings.sideChannel(spec.bindAddress(), spec.stageSideChannels().get(rank.rank().ppRank()).port())
                                 .stageSideChannels(spec.stageSideChannels());
                     }
                     producers.add(bridge.producer(settings.build()));

@@ -17,9 +17,11 @@ import java.util.List;
  *     of their own (this host binds its own stage's), empty when one host runs every stage.
  * @param sideChannelSecret the secret every engine of the run authenticates its side channel with;
  *     it reaches a worker through its stdin, never its command line.
+ * @param bindHost the address the host's side channels and transport bind to, that of its network
+ *     namespace's interface with {@code demo --hosts}; empty for loopback.
  */
 public record HostSpec(String role, DemoOptions options, int capacity, List<Integer> stages, List<SideChannelAddress> stageSideChannels,
-        byte[] sideChannelSecret)
+        byte[] sideChannelSecret, String bindHost)
 {
     /** The producer engine. */
     public static final String PREFILL = "prefill";
@@ -34,12 +36,26 @@ public record HostSpec(String role, DemoOptions options, int capacity, List<Inte
         stages = List.copyOf(stages);
         stageSideChannels = List.copyOf(stageSideChannels);
         sideChannelSecret = sideChannelSecret.clone();
+        requireNonNull(bindHost, "bindHost is null");
         if (!role.equals(PREFILL) && !role.equals(DECODE)) {
             throw new IllegalArgumentException("role=" + role + " is not " + PREFILL + " or " + DECODE);
         }
         if (stages.isEmpty() || stages.stream().anyMatch(stage -> stage < 0 || stage >= (role.equals(PREFILL) ? options.producerPp() : options.consumerPp()))) {
             throw new IllegalArgumentException("stages=" + stages + " are not stages of the " + role + " engine");
         }
+    }
+
+    /** A host on loopback. */
+    public HostSpec(String role, DemoOptions options, int capacity, List<Integer> stages, List<SideChannelAddress> stageSideChannels,
+            byte[] sideChannelSecret)
+    {
+        this(role, options, capacity, stages, stageSideChannels, sideChannelSecret, "");
+    }
+
+    /** @return the address to bind to: {@link #bindHost}, or loopback when it is empty. */
+    public String bindAddress()
+    {
+        return bindHost.isEmpty() ? "127.0.0.1" : bindHost;
     }
 
     /** @return a copy of the secret. */

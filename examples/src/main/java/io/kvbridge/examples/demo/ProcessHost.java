@@ -69,7 +69,22 @@ public final class ProcessHost implements DemoHost
      */
     public static ProcessHost start(HostSpec spec, Map<String, String> environment)
     {
-        List<String> command = new ArrayList<>();
+        return start(spec, environment, List.of());
+    }
+
+    /**
+     * Starts a worker JVM through a launcher that runs it somewhere else, such as {@code ip netns
+     * exec NAMESPACE} for a network namespace. The launcher must exec the JVM rather than fork it,
+     * as {@code ip netns exec} does, so that {@link #process()} is the JVM itself.
+     *
+     * @param spec what the worker runs.
+     * @param environment added to this process's environment.
+     * @param launcher the command line put before the JVM's; empty to start it directly.
+     * @return the host.
+     */
+    public static ProcessHost start(HostSpec spec, Map<String, String> environment, List<String> launcher)
+    {
+        List<String> command = new ArrayList<>(launcher);
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String option : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             // a debugger agent would try to bind the parent's port again
@@ -85,6 +100,8 @@ public final class ProcessHost implements DemoHost
         Process process;
         try {
             ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+            // UCX logs to stdout unless told otherwise, and the worker's stdout is its event channel
+            builder.environment().putIfAbsent("UCX_LOG_FILE", "stderr");
             builder.environment().putAll(environment);
             process = builder.start();
         }
@@ -113,7 +130,13 @@ public final class ProcessHost implements DemoHost
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = reader.readLine()) != null) {
-                events.add(WorkerProtocol.parse(line));
+                if (line.startsWith("{")) {
+                    events.add(WorkerProtocol.parse(line));
+                }
+                else {
+                    // not an event (a native library writing to stdout despite being told otherwise): the user sees it, the protocol does not
+                    System.err.println(label() + ": " + line);
+                }
             }
         }
         catch (IOException | DemoFailure e) {
