@@ -186,16 +186,20 @@ final class UcxTwoProcessTest
     }
 
     /**
-     * The same over TCP fails: on a quiet machine the producer, which closed the consumer's endpoint
-     * by force, dies in UCX 1.13's progress ({@code malloc(): unaligned tcache chunk detected}, or
-     * SIGSEGV in {@code libuct}) within two seconds of the consumer continuing, every time; under
-     * load it passed. Kept here, named and skipped, until the producer survives it.
+     * The same over TCP. With UCX 1.13.1 (Debian's) the producer, which closed the consumer's
+     * endpoint by force, dies inside UCX's progress ({@code malloc(): unaligned tcache chunk
+     * detected}, or SIGSEGV in {@code libuct}) within two seconds of the consumer continuing, in
+     * every run on a quiet machine; with UCX 1.22.0 both sides end cleanly. The children load the
+     * UCX this JVM loads, so the test runs where that is newer than 1.13 and skips with the reason
+     * otherwise.
      */
     @org.junit.jupiter.api.Test
-    @org.junit.jupiter.api.Disabled("over tcp the producer crashes inside UCX 1.13's progress once the consumer it closed by force continues")
     @org.junit.jupiter.api.Timeout(180)
     void aStoppedConsumerContinuedAfterTheProducerGaveUpEndsCleanlyOverTcp() throws Exception
     {
+        String version = io.kvbridge.backend.ucx.ffm.UcpContext.version();
+        org.junit.jupiter.api.Assumptions.assumeFalse(version.startsWith("1.13."), () -> "UCX " + version
+                + " crashes the producer inside its progress once a consumer it closed by force over tcp continues; UCX 1.22.0 does not");
         stoppedConsumerContinuedAfterTheProducerGaveUp("tcp");
     }
 
