@@ -22,6 +22,7 @@ import java.util.stream.IntStream;
  * engine's worker JVM starts through {@code ip netns exec} and binds its side channels and transport
  * to its host's address; the producer's ranks publish themselves in the etcd, and the decoder finds
  * them there only: the parameters it is handed name no producer address ({@link #withoutAddresses}).
+ * The fault tests run several decoders, each on a host and under an engine id of its own.
  */
 public final class DemoHosts implements AutoCloseable
 {
@@ -32,6 +33,8 @@ public final class DemoHosts implements AutoCloseable
     private static final long HEALTHY_NANOS = 30_000_000_000L;
     private static final String ETCD = "etcd";
     private static final String DECODE = "decode";
+    /** The most decode hosts one set of hosts has. */
+    static final int MAX_DECODERS = 8;
 
     private final VirtualHosts hosts;
     private final Path workDir;
@@ -57,7 +60,7 @@ public final class DemoHosts implements AutoCloseable
     }
 
     /**
-     * Makes the hosts and starts etcd on its own.
+     * Makes the hosts, one of them for the decoder, and starts etcd on its own.
      *
      * @param options the demo's options; their discovery location is replaced by the hosts' etcd.
      * @return the hosts, with no engine started yet.
@@ -65,10 +68,27 @@ public final class DemoHosts implements AutoCloseable
      */
     static DemoHosts start(DemoOptions options)
     {
+        return start(options, 1);
+    }
+
+    /**
+     * Makes the hosts and starts etcd on its own.
+     *
+     * @param options the demo's options; their discovery location is replaced by the hosts' etcd.
+     * @param decoders how many decode engines get a host of their own, each with an engine id of its
+     *     own ({@link #decoderEngineId}), from 1 to {@value #MAX_DECODERS}.
+     * @return the hosts, with no engine started yet.
+     * @throws DemoFailure when a host or etcd cannot be started.
+     */
+    static DemoHosts start(DemoOptions options, int decoders)
+    {
+        if (decoders < 1 || decoders > MAX_DECODERS) {
+            throw new IllegalArgumentException("decoders=" + decoders + " is not between 1 and " + MAX_DECODERS);
+        }
         List<String> names = new ArrayList<>();
         names.add(ETCD);
         IntStream.range(0, options.producerPp()).forEach(stage -> names.add(prefillHost(stage)));
-        names.add(DECODE);
+        IntStream.range(0, decoders).forEach(decoder -> names.add(decodeHost(decoder)));
         VirtualHosts hosts;
         try {
             hosts = VirtualHosts.create(PREFIX, names);
@@ -92,6 +112,22 @@ public final class DemoHosts implements AutoCloseable
     private static String prefillHost(int stage)
     {
         return "prefill" + stage;
+    }
+
+    // the first is plain "decode", as with one decoder
+    private static String decodeHost(int decoder)
+    {
+        return decoder == 0 ? DECODE : DECODE + (decoder + 1);
+    }
+
+    /**
+     * @param decoder which decode engine, from 0.
+     * @return its engine id: {@code demo-decode} for the first, as with one decoder, then
+     *     {@code demo-decode2}, ...
+     */
+    static String decoderEngineId(int decoder)
+    {
+        return decoder == 0 ? HostSpec.defaultEngineId(HostSpec.DECODE) : "demo-" + decodeHost(decoder);
     }
 
     /** {@return the options every engine runs with: discovery through the hosts' etcd} */
@@ -118,10 +154,19 @@ public final class DemoHosts implements AutoCloseable
         return hosts.host(prefillHost(stage));
     }
 
-    /** {@return the decoder's host} */
+    /** {@return the (first) decoder's host} */
     VirtualHosts.Host decode()
     {
-        return hosts.host(DECODE);
+        return decode(0);
+    }
+
+    /**
+     * @param decoder which decode engine, from 0.
+     * @return its host.
+     */
+    VirtualHosts.Host decode(int decoder)
+    {
+        return hosts.host(decodeHost(decoder));
     }
 
     /** {@return the side channel of every producer stage, each on its own host} */
@@ -146,7 +191,7 @@ public final class DemoHosts implements AutoCloseable
     }
 
     /**
-     * Starts the decoder's worker JVM, every stage of it, on its host.
+     * Starts the (first) decoder's worker JVM, every stage of it, on its host.
      *
      * @param capacity blocks per region.
      * @param secret the run's side channel secret.
@@ -154,9 +199,23 @@ public final class DemoHosts implements AutoCloseable
      */
     ProcessHost startDecoder(int capacity, byte[] secret)
     {
+        return startDecoder(0, capacity, secret);
+    }
+
+    /**
+     * Starts a decoder's worker JVM, every stage of it, on its host, under its own engine id.
+     *
+     * @param decoder which decode engine, from 0; its host must have been made by {@link #start(DemoOptions, int)}.
+     * @param capacity blocks per region.
+     * @param secret the run's side channel secret.
+     * @return the host, not ready yet.
+     */
+    ProcessHost startDecoder(int decoder, int capacity, byte[] secret)
+    {
+        VirtualHosts.Host host = decode(decoder);
         List<Integer> stages = IntStream.range(0, options.consumerPp()).boxed().toList();
-        return ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, stages, List.of(), secret, decode().address()), environment(),
-                decode().launcher());
+        return ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, stages, List.of(), secret, host.address(), decoderEngineId(decoder)),
+                environment(), host.launcher());
     }
 
     /**

@@ -26,12 +26,14 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Faults between "hosts" ({@link DemoHosts}: network namespaces joined by a switch): a prefill host
- * and a decode host, each engine in a worker JVM started through {@code ip netns exec}, UCX over
- * TCP between them, and a real etcd on a host of its own, through which alone the decoder finds the
- * producer. Each test injects one fault, measures how long the survivor took to notice (printed as
- * {@code detection: ...}), and asserts that every request ended exactly once within its deadline
- * with a typed error or its bytes checked, and that both hosts hold nothing afterwards. Skipped,
- * with the reason, without root, namespaces, UCX or etcd.
+ * and two decode hosts, each engine in a worker JVM started through {@code ip netns exec}, UCX over
+ * TCP between them, and a real etcd on a host of its own, through which alone the decoders find the
+ * producer. The faults strike the first decoder's host (or the producer); the second decoder, an
+ * engine of its own id, is the bystander that must go on being served beside them. Each test injects
+ * one fault, measures how long the survivor took to notice (printed as {@code detection: ...}), and
+ * asserts that every request ended exactly once within its deadline with a typed error or its bytes
+ * checked, and that every host holds nothing afterwards. Skipped, with the reason, without root,
+ * namespaces, UCX or etcd.
  */
 @Tag("hosts")
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -49,11 +51,15 @@ final class HostFaultsTest
     private static int capacity;
     private static BlockPool producerBlocks;
     private static BlockPool decoderBlocks;
+    private static BlockPool bystanderBlocks;
     private static ProcessHost producer;
     private static ProcessHost decoder;
+    /** The second decode engine, on a host of its own, which no fault touches. */
+    private static ProcessHost bystander;
     private static int nextRequest;
     private static final RecordingEvents producerEvents = new RecordingEvents();
     private static final RecordingEvents decoderEvents = new RecordingEvents();
+    private static final RecordingEvents bystanderEvents = new RecordingEvents();
     /** When each request was handed to the decoder, and its deadline. */
     private static final Map<Integer, long[]> started = new LinkedHashMap<>();
     /** When each request's decoder report came. */
@@ -71,13 +77,16 @@ final class HostFaultsTest
         capacity = DemoRun.capacity(options);
         producerBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
         decoderBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
-        hosts = DemoHosts.start(options);
+        bystanderBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
+        hosts = DemoHosts.start(options, 2);
         producer = hosts.startProducer(0, capacity, SECRET);
-        decoder = hosts.startDecoder(capacity, SECRET);
+        decoder = hosts.startDecoder(0, capacity, SECRET);
+        bystander = hosts.startDecoder(1, capacity, SECRET);
         producer.awaitReady();
         decoder.awaitReady();
-        hosts.awaitHealthy(List.of(producer, decoder));
-        System.out.println("hosts " + hosts.describe() + "; producer " + producer.label() + ", decoder " + decoder.label());
+        bystander.awaitReady();
+        hosts.awaitHealthy(List.of(producer, decoder, bystander));
+        System.out.println("hosts " + hosts.describe() + "; producer " + producer.label() + ", decoders " + decoder.label() + " and " + bystander.label());
     }
 
     /**
@@ -94,6 +103,9 @@ final class HostFaultsTest
             decoder.awaitReady();
             hosts.awaitHealthy(List.of(decoder));
         }
+        if (!bystander.process().isAlive()) {
+            throw new AssertionError("the bystander decoder died: " + bystander.label());
+        }
         if (!producer.process().isAlive()) {
             producer.close();
             producer = hosts.startProducer(0, capacity, SECRET);
@@ -103,12 +115,17 @@ final class HostFaultsTest
         // both paths once, cold paths being slow on a loaded machine: a pull's READ and a push's WRITE
         awaitRecovered("the hosts' start", TransferMode.PULL);
         awaitRecovered("the hosts' start", TransferMode.PUSH);
+        if (bystanderEvents.checked.isEmpty()) {
+            // the bystander's first requests: after them, each of its requests must arrive at the first try
+            awaitRecovered(bystander, bystanderBlocks, "the hosts' start", TransferMode.PULL);
+            awaitRecovered(bystander, bystanderBlocks, "the hosts' start", TransferMode.PUSH);
+        }
     }
 
     @AfterAll
     static void stopHosts()
     {
-        for (ProcessHost host : new ProcessHost[] {decoder, producer}) {
+        for (ProcessHost host : new ProcessHost[] {bystander, decoder, producer}) {
             if (host != null) {
                 host.close();
             }
@@ -134,6 +151,10 @@ final class HostFaultsTest
         await(() -> inFlight.stream().allMatch(reported::containsKey) && inFlight.stream().allMatch(HostFaultsTest::freed), "every request in flight to end");
         long detected = inFlight.stream().mapToLong(reported::get).min().orElseThrow();
         detection("cable cut", "the decoder reported its first request in flight", cut, detected);
+        // the other decode host's cable is whole: it is served while the first is cut off
+        long asked = System.nanoTime();
+        List<Integer> beside = List.of(transferToBystander(TransferMode.PULL), transferToBystander(TransferMode.PUSH));
+        detection("cable cut", "the other decode host was served a pull and a push", asked, System.nanoTime());
         hosts.network().restore(hosts.decode());
         for (int request : inFlight) {
             String outcome = outcome(request);
@@ -144,6 +165,7 @@ final class HostFaultsTest
         awaitRecovered("the cable's restore", TransferMode.PULL);
         assertEndedOnce(List.of(first));
         assertEndedOnce(inFlight);
+        assertEndedOnce(beside);
         assertIdle();
     }
 
@@ -220,12 +242,15 @@ final class HostFaultsTest
         assertEquals(List.of("req-" + doomed + " EXPIRED"), producerEvents.freed.stream().filter(line -> line.startsWith("req-" + doomed + " ")).toList());
         assertTrue(freedAt - killed <= TimeUnit.MILLISECONDS.toNanos(LEASE_MILLIS + SLACK_MILLIS), "freed " + (freedAt - killed) / 1_000_000
                 + " ms after the kill, lease " + LEASE_MILLIS + " ms");
+        // the other decoder, a different engine, is served while the first one is dead
+        List<Integer> beside = List.of(transferToBystander(TransferMode.PUSH), transferToBystander(TransferMode.PULL));
         decoder.close();
         decoder = hosts.startDecoder(capacity, SECRET);
         decoder.awaitReady();
         hosts.awaitHealthy(List.of(decoder));
         int after = transfer(TransferMode.PUSH);
         assertEndedOnce(List.of(first, after));
+        assertEndedOnce(beside);
         assertIdle();
     }
 
@@ -242,13 +267,14 @@ final class HostFaultsTest
             detection("etcd stopped (SIGTERM)", "the decoder's health said unreachable", stopped, System.nanoTime());
             during.add(transfer(TransferMode.PULL));
             during.add(transfer(TransferMode.PUSH));
+            during.add(transferToBystander(TransferMode.PULL));
         }
         finally {
             hosts.etcd().start();
         }
         long restarted = System.nanoTime();
-        await(() -> unhealthy(decoder).isEmpty() && unhealthy(producer).isEmpty(), "both sides to reach etcd again");
-        detection("etcd restarted", "both sides' health cleared", restarted, System.nanoTime());
+        await(() -> unhealthy(decoder).isEmpty() && unhealthy(producer).isEmpty() && unhealthy(bystander).isEmpty(), "every host to reach etcd again");
+        detection("etcd restarted", "every host's health cleared", restarted, System.nanoTime());
         assertEndedOnce(before);
         assertEndedOnce(during);
         assertIdle();
@@ -259,8 +285,10 @@ final class HostFaultsTest
     {
         transfer(TransferMode.PULL);
         List<Integer> stale = List.of(prefill(), prefill());
+        int staleBeside = prefill();
         Map<Integer, TransferParams> old = new LinkedHashMap<>();
         stale.forEach(request -> old.put(request, params.remove(request)));
+        old.put(staleBeside, params.remove(staleBeside));
         kill(producer);
         producer.close();
         long restarted = System.nanoTime();
@@ -269,7 +297,7 @@ final class HostFaultsTest
         detection("producer restarted (new epoch)", "the new producer served", restarted, System.nanoTime());
         // its new entry is in etcd once it reaches etcd; the decoder's directory must reach etcd too, or its
         // handshakes go to the parameters' address, which leads nowhere here (KVB/HandshakeFailed)
-        hosts.awaitHealthy(List.of(producer, decoder));
+        hosts.awaitHealthy(List.of(producer, decoder, bystander));
         for (int request : stale) {
             long asked = System.nanoTime();
             handOver(request, old.get(request), TransferMode.PULL);
@@ -285,8 +313,14 @@ final class HostFaultsTest
         long served = System.nanoTime();
         int request = transfer(TransferMode.PULL);
         detection("producer restarted (new epoch)", "a request of the new one arrived", served, reported.get(request));
-        assertEndedOnce(List.of(request));
-        for (int gone : stale) {
+        // the other decoder cached the old producer too: its stale request fails the same ways, and its next one is served
+        handOver(bystander, bystanderBlocks, staleBeside, old.get(staleBeside), TransferMode.PULL);
+        await(() -> reported.containsKey(staleBeside), "the other decoder to report request " + staleBeside);
+        assertTrue(List.of(staleBeside + " parity=0 failed=KVB/StaleEpoch", staleBeside + " parity=0 failed=KVB/PeerUnknown").contains(outcome(staleBeside)),
+                outcome(staleBeside));
+        int besideServed = transferToBystander(TransferMode.PULL);
+        assertEndedOnce(List.of(request, besideServed));
+        for (int gone : List.of(stale.getFirst(), stale.getLast(), staleBeside)) {
             // ended once at the decoder; its blocks died with the old producer, and the new one never heard of it
             assertReportedOnce(gone);
             assertEquals("none", producerOutcome(gone));
@@ -328,18 +362,34 @@ final class HostFaultsTest
 
     private static void handOver(int request, TransferParams given, TransferMode mode)
     {
+        handOver(decoder, decoderBlocks, request, given, mode);
+    }
+
+    private static void handOver(ProcessHost to, BlockPool blocks, int request, TransferParams given, TransferMode mode)
+    {
         long now = System.nanoTime();
         // the decoder's deadline: a push write within two leases, a pull within its transfer deadline (the lease)
         started.put(request, new long[] {now, now + TimeUnit.MILLISECONDS.toNanos(2 * LEASE_MILLIS + SLACK_MILLIS)});
-        decoder.receive(request, DemoHosts.withoutAddresses(given), mode, TOKENS, decoderBlocks.allocate(PROMPT_BLOCKS));
+        to.receive(request, DemoHosts.withoutAddresses(given), mode, TOKENS, blocks.allocate(PROMPT_BLOCKS));
     }
 
-    /** Moves one request end to end and checks it arrived whole. */
+    /** Moves one request end to end to the first decoder and checks it arrived whole. */
     private static int transfer(TransferMode mode) throws InterruptedException
     {
+        return transfer(decoder, decoderBlocks, mode);
+    }
+
+    /** Moves one request end to end to the bystander decoder and checks it arrived whole. */
+    private static int transferToBystander(TransferMode mode) throws InterruptedException
+    {
+        return transfer(bystander, bystanderBlocks, mode);
+    }
+
+    private static int transfer(ProcessHost to, BlockPool blocks, TransferMode mode) throws InterruptedException
+    {
         int request = prefill();
-        receive(request, mode);
-        await(() -> reported.containsKey(request) && freed(request), "request " + request + " to arrive");
+        handOver(to, blocks, request, params.remove(request), mode);
+        await(() -> reported.containsKey(request) && freed(request), "request " + request + " to arrive at the " + to.label());
         assertEquals(request + " parity=0", outcome(request));
         assertEquals("req-" + request + " COMPLETED", producerOutcome(request));
         return request;
@@ -358,21 +408,33 @@ final class HostFaultsTest
         return times[1];
     }
 
-    /** Reads both hosts' reports, stamping when each decoder report came. */
+    /** Reads every host's reports, stamping when each decoder report came. */
     private static void poll()
     {
         int before = decoderEvents.checked.size();
+        int beforeBystander = bystanderEvents.checked.size();
         // a host a test killed reports only that it went away
         if (!killed.contains(decoder)) {
             decoder.poll(decoderEvents);
         }
+        bystander.poll(bystanderEvents);
         if (!killed.contains(producer)) {
             producer.poll(producerEvents);
         }
         long now = System.nanoTime();
-        for (String line : decoderEvents.checked.subList(before, decoderEvents.checked.size())) {
+        List<String> news = new ArrayList<>(decoderEvents.checked.subList(before, decoderEvents.checked.size()));
+        news.addAll(bystanderEvents.checked.subList(beforeBystander, bystanderEvents.checked.size()));
+        for (String line : news) {
             reported.putIfAbsent(Integer.parseInt(line.substring(0, line.indexOf(' '))), now);
         }
+    }
+
+    /** Every decoder report, the first decoder's then the bystander's. */
+    private static List<String> decoderReports()
+    {
+        List<String> all = new ArrayList<>(decoderEvents.checked);
+        all.addAll(bystanderEvents.checked);
+        return all;
     }
 
     private static boolean freed(int request)
@@ -382,7 +444,7 @@ final class HostFaultsTest
 
     private static String outcome(int request)
     {
-        return decoderEvents.checked.stream().filter(line -> line.startsWith(request + " ")).findFirst().orElse("none");
+        return decoderReports().stream().filter(line -> line.startsWith(request + " ")).findFirst().orElse("none");
     }
 
     private static String producerOutcome(int request)
@@ -402,8 +464,9 @@ final class HostFaultsTest
 
     private static void assertReportedOnce(int request)
     {
-        assertEquals(1, decoderEvents.checked.stream().filter(line -> line.startsWith(request + " ")).count(),
-                "request " + request + " reported by the decoder: " + decoderEvents.checked);
+        // once in all: by the decoder it was handed to, never by the other
+        assertEquals(1, decoderReports().stream().filter(line -> line.startsWith(request + " ")).count(),
+                "request " + request + " reported by the decoders: " + decoderReports());
         long[] times = started.get(request);
         assertTrue(reported.get(request) <= times[1], "request " + request + " ended " + (reported.get(request) - times[0]) / 1_000_000
                 + " ms after it was handed over, past its deadline of " + (times[1] - times[0]) / 1_000_000 + " ms");
@@ -419,22 +482,27 @@ final class HostFaultsTest
     /** Waits until a request moves again after a fault: the first ones may fail while peers are re-validated. */
     private static void awaitRecovered(String since, TransferMode mode) throws InterruptedException
     {
+        awaitRecovered(decoder, decoderBlocks, since, mode);
+    }
+
+    private static void awaitRecovered(ProcessHost to, BlockPool blocks, String since, TransferMode mode) throws InterruptedException
+    {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             int request = prefill();
-            receive(request, mode);
+            handOver(to, blocks, request, params.remove(request), mode);
             await(() -> reported.containsKey(request) && freed(request), "request " + request + " to end");
             if (outcome(request).equals(request + " parity=0")) {
                 return;
             }
-            assertTrue(System.nanoTime() < deadline, "no request arrived within 30 s of " + since + ": " + decoderEvents.checked);
+            assertTrue(System.nanoTime() < deadline, "no request arrived at the " + to.label() + " within 30 s of " + since + ": " + decoderReports());
         }
     }
 
-    /** Both hosts hold nothing and are healthy: no requests, leases, grants, transfers or handles. */
+    /** Every host holds nothing and is healthy: no requests, leases, grants, transfers or handles. */
     private static void assertIdle() throws InterruptedException
     {
-        for (ProcessHost host : List.of(producer, decoder)) {
+        for (ProcessHost host : List.of(producer, decoder, bystander)) {
             await(() -> (boolean) host.audit().get("idleOk"), host.label() + " to hold nothing: " + host.audit());
         }
     }
@@ -459,7 +527,7 @@ final class HostFaultsTest
                 return;
             }
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what + " (decoder: " + decoderEvents.checked + ", producer: " + producerEvents.freed + ")");
+                throw new AssertionError("timed out waiting for " + what + " (decoders: " + decoderReports() + ", producer: " + producerEvents.freed + ")");
             }
             Thread.sleep(5);
         }
