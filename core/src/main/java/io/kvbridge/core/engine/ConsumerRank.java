@@ -212,7 +212,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         if (expectedEpoch != TransferParams.UNKNOWN_EPOCH && engine.epoch() != expectedEpoch) {
             // the producer restarted after it issued the parameters: the blocks they name are not held by the process now serving
-            fail(request, ErrorCode.STALE_EPOCH, StaleEpochs.producerRestarted(request.params.engineId(), engine.address(), expectedEpoch,
+            fail(request, ErrorCode.STALE_EPOCH, StaleEpochs.producerRestarted(request.params.engineId(), engine.address(), engine.servedAt(), expectedEpoch,
                     engine.epoch()), true);
             return;
         }

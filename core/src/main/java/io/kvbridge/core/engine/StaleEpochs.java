@@ -28,11 +28,18 @@ final class StaleEpochs
     }
 
     /** The failure of a request whose parameters name a producer epoch its side channel no longer answers with. */
-    static String producerRestarted(String engineId, InetSocketAddress sideChannel, long named, long answered)
+    static String producerRestarted(String engineId, InetSocketAddress asked, InetSocketAddress servedAt, long named, long answered)
     {
-        return "producer " + engineId + " at " + sideChannel.getHostString() + ":" + sideChannel.getPort() + " restarted: the transfer parameters"
+        // where the engine answered: a directory may have located it elsewhere than the parameters' address
+        String where = hostPort(servedAt) + (servedAt.equals(asked) ? "" : " (found through the directory; the parameters name " + hostPort(asked) + ")");
+        return "producer " + engineId + " at " + where + " restarted: the transfer parameters"
                 + " name epoch " + formatEpoch(named) + ", its side channel now answers with epoch " + formatEpoch(answered)
                 + "; nothing was transferred: prefill the request again";
+    }
+
+    private static String hostPort(InetSocketAddress address)
+    {
+        return address.getHostString() + ":" + address.getPort();
     }
 
     /** Why a producer does not write a registration whose consumer's side channel answers with another epoch. */

@@ -23,19 +23,38 @@ import java.util.Set;
  * @param capabilities the capabilities both engines share.
  * @param clockOffset the remote monotonic clock minus ours, from the round trip with the smallest delay.
  * @param sessions the notification session opened with each rank fetched, when sessions were asked for.
+ * @param servedAt where the side channel answered: {@code address}, or what a discovery directory
+ *     located for the engine instead, which is what messages about the engine should name.
  */
 public record RemoteEngine(String engineId, InetSocketAddress address, Map<RankKey, Verified> ranks, Set<PeerCapability> capabilities,
-        ClockOffset clockOffset, Map<RankKey, SessionKey> sessions)
+        ClockOffset clockOffset, Map<RankKey, SessionKey> sessions, InetSocketAddress servedAt)
 {
     /** Validates the values and copies the collections. */
     public RemoteEngine
     {
         requireNonNull(engineId, "engineId is null");
         requireNonNull(address, "address is null");
+        requireNonNull(servedAt, "servedAt is null");
         requireNonNull(clockOffset, "clockOffset is null");
         ranks = Map.copyOf(requireNonNull(ranks, "ranks is null"));
         capabilities = Set.copyOf(requireNonNull(capabilities, "capabilities is null"));
         sessions = Map.copyOf(requireNonNull(sessions, "sessions is null"));
+    }
+
+    /**
+     * An engine that answered at the address it was asked at.
+     *
+     * @param engineId the engine's id.
+     * @param address its side channel.
+     * @param ranks the verified metadata of each rank fetched.
+     * @param capabilities what the engine offers.
+     * @param clockOffset its clock against this one's.
+     * @param sessions the notification session opened with each rank fetched.
+     */
+    public RemoteEngine(String engineId, InetSocketAddress address, Map<RankKey, Verified> ranks, Set<PeerCapability> capabilities,
+            ClockOffset clockOffset, Map<RankKey, SessionKey> sessions)
+    {
+        this(engineId, address, ranks, capabilities, clockOffset, sessions, address);
     }
 
     /**

@@ -339,7 +339,7 @@ public final class RemoteEngines
         }
         Set<PeerCapability> common = PeerCapability.negotiate(localCapabilities, remote, "engine " + engineId);
         // cached under the address asked for, which the caller's keys are made of, wherever the directory found it
-        return new RemoteEngine(engineId, address, ranks, common, offset, sessions);
+        return new RemoteEngine(engineId, address, ranks, common, offset, sessions, target);
     }
 
     private void finish(String key, RemoteEngine engine, Throwable failure, CompletableFuture<RemoteEngine> future)

@@ -22,6 +22,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -123,6 +124,25 @@ final class RemoteEnginesTest
         assertEquals(Set.of(PeerCapability.PULL), engine.capabilities());
         assertTrue(engine.clockOffset().roundTripNanos() > 0);
         assertError(ErrorCode.PEER_UNKNOWN, () -> engine.metadata(new RankKey(0, 1)), "rank pp0:tp1 of engine prefill-0 was not fetched");
+    }
+
+    @Test
+    void anEngineTheLocatorFoundElsewhereIsKeptUnderTheAddressAskedAtAndNamesWhereItServes()
+    {
+        List<RankMetadata> ranks = SideChannelFixtures.engine("prefill-0", 1, 1);
+        SideChannelServer server = server("prefill-0", ranks);
+        // the parameters' address leads nowhere; only the locator knows the side channel
+        InetSocketAddress asked = new InetSocketAddress("127.0.0.1", 1);
+        ModelIdentity local = TestingGeometries.identity(SideChannelFixtures.LAYERS);
+        SideChannelSettings settings = SideChannelFixtures.fast().build();
+        RemoteEngines engines = new RemoteEngines(new SideChannelClient(settings, SideChannelClock.system()),
+                new HandshakeVerifier(local, CompatibilityMode.STRICT, settings.limits()), EnumSet.of(PeerCapability.PULL), TTL, clock, virtualThreads(),
+                evicted::add, null, (engineId, wanted) -> Optional.of(server.address()));
+        RemoteEngine engine = engines.handshake("prefill-0", asked, List.of(new RankKey(0, 0))).join();
+        assertEquals(asked, engine.address());
+        assertEquals(server.address(), engine.servedAt());
+        RemoteEngine direct = engines(virtualThreads()).handshake("prefill-0", server.address(), List.of(new RankKey(0, 0))).join();
+        assertEquals(direct.address(), direct.servedAt());
     }
 
     private static void republish(SideChannelServer server, List<RankMetadata> ranks, long epoch)
