@@ -65,9 +65,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     // worker-confined
     private final Map<String, Held> held = new HashMap<>();
     private final Map<String, String> heldByBase = new HashMap<>();
-    private final Map<String, Stashed> stash = new HashMap<>();
-    // stashed registration keys by the base id they may match, so a finished prefill finds its registrations without a scan
-    private final Map<String, List<String>> stashByBase = new HashMap<>();
+    private final RegistrationStash stash = new RegistrationStash();
     private final Map<String, Long> served = new HashMap<>();
     // requests reported recently: a registration naming one of them arrived too late and is dropped, not stashed
     private final Map<String, Long> ended = new HashMap<>();
@@ -106,10 +104,6 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             this.deadline = deadline;
             this.tracker = tracker;
         }
-    }
-
-    private record Stashed(Messages.Registration registration, String sender, long expiry)
-    {
     }
 
     /** The consumer rank a write goes to, its id of the request, and its epoch that every notification to it names. */
@@ -288,43 +282,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         ended.remove(request.id);
         heldByBase.put(RequestIds.baseId(request.id), request.id);
         nextLeaseCheck = Math.min(nextLeaseCheck, request.deadline);
-        List<String> candidates = stashByBase.get(RequestIds.baseId(request.id));
-        if (candidates == null) {
-            return;
+        for (RegistrationStash.Stashed stashed : stash.takeMatching(request.id)) {
+            startPush(request, stashed.registration(), stashed.sender());
         }
-        for (String key : List.copyOf(candidates)) {
-            Stashed stashed = stash.get(key);
-            if (stashed != null && matches(request.id, stashed.registration())) {
-                unstash(key);
-                startPush(request, stashed.registration(), stashed.sender());
-            }
-        }
-    }
-
-    private static String stashBase(Messages.Registration registration)
-    {
-        return RequestIds.baseId(registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId());
-    }
-
-    private void unstash(String key)
-    {
-        Stashed stashed = stash.remove(key);
-        if (stashed != null) {
-            String base = stashBase(stashed.registration());
-            List<String> keys = stashByBase.get(base);
-            if (keys != null && keys.remove(key) && keys.isEmpty()) {
-                stashByBase.remove(base);
-            }
-        }
-    }
-
-    private static boolean matches(String producerRequestId, Messages.Registration registration)
-    {
-        if (!registration.producerRequestId().isEmpty()) {
-            return registration.producerRequestId().equals(producerRequestId);
-        }
-        return registration.requestId().equals(producerRequestId)
-                || RequestIds.baseId(registration.requestId()).equals(RequestIds.baseId(producerRequestId));
     }
 
     @Override
@@ -401,8 +361,8 @@ final class ProducerRank extends RankWorker implements ProducerConnector
 
     private void registered(Messages.Registration registration, String sender)
     {
-        String key = registrationKey(registration);
-        if (served.containsKey(key) || stash.containsKey(key)) {
+        String key = RegistrationStash.key(registration);
+        if (served.containsKey(key) || stash.contains(key)) {
             LOG.debug("{}: duplicate push registration {} from {} ignored", name, key, sender);
             return;
         }
@@ -423,21 +383,15 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             return;
         }
         if (request == null || request.reason != null) {
-            stash.put(key, new Stashed(registration, sender, now() + stashNanos));
-            stashByBase.computeIfAbsent(stashBase(registration), ignored -> new ArrayList<>(1)).add(key);
+            stash.put(registration, sender, now() + stashNanos);
             return;
         }
         startPush(request, registration, sender);
     }
 
-    private static String registrationKey(Messages.Registration registration)
-    {
-        return registration.requestId() + "|" + registration.engineId() + "|" + registration.ppRank() + "|" + registration.tpRank();
-    }
-
     private void startPush(Held request, Messages.Registration registration, String sender)
     {
-        String key = registrationKey(registration);
+        String key = RegistrationStash.key(registration);
         served.put(key, now() + stashNanos);
         request.registrations.add(key);
         if (!registration.write()) {
@@ -652,17 +606,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         if (now - nextStashCheck >= 0) {
             nextStashCheck = now + Math.min(stashNanos, 1_000_000_000L);
-            List<String> expired = new ArrayList<>();
-            for (Map.Entry<String, Stashed> entry : stash.entrySet()) {
-                if (now - entry.getValue().expiry() >= 0) {
-                    expired.add(entry.getKey());
-                }
-            }
-            for (String key : expired) {
-                Stashed stashed = stash.get(key);
+            for (RegistrationStash.Stashed stashed : stash.takeExpired(now)) {
                 LOG.info("{}: dropped push registration {} of consumer {}: no prefill with that id finished", name,
                         stashed.registration().requestId(), stashed.registration().engineId());
-                unstash(key);
             }
             served.values().removeIf(expiry -> now - expiry >= 0);
             ended.values().removeIf(expiry -> now - expiry >= 0);
