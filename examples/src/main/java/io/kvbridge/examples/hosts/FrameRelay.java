@@ -41,6 +41,7 @@ final class FrameRelay implements AutoCloseable
     private static final String DIRECTION = " received=(\\d+) forwarded=(\\d+) forwarded_bytes=(\\d+) lost=(\\d+) overflowed=(\\d+) failed=(\\d+) truncated=(\\d+) queued=(\\d+)";
     private static final AtomicInteger RELAYS = new AtomicInteger();
     private static Path binary;
+    private static RuntimeException compileFailure;
 
     private final List<String> command;
     private final Process process;
@@ -214,13 +215,29 @@ final class FrameRelay implements AutoCloseable
      * Compiles the relay on first use; later calls return the same binary.
      *
      * @return the binary, in a directory of this JVM's that is deleted when it exits.
-     * @throws HostCommandException when {@code gcc} is missing or fails, naming the command.
+     * @throws HostCommandException when {@code gcc} is missing or fails, naming the command; later
+     *     calls throw the same without trying again.
      */
     static synchronized Path binary()
     {
         if (binary != null) {
             return binary;
         }
+        if (compileFailure != null) {
+            throw compileFailure;
+        }
+        try {
+            binary = compile();
+            return binary;
+        }
+        catch (RuntimeException e) {
+            compileFailure = e;
+            throw e;
+        }
+    }
+
+    private static Path compile()
+    {
         try {
             Path directory = Files.createTempDirectory(DIRECTORY_PREFIX + ProcessHandle.current().pid() + "-");
             Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteTree(directory), "frame-relay-cleanup"));
@@ -242,7 +259,6 @@ final class FrameRelay implements AutoCloseable
                 }
                 throw e;
             }
-            binary = program;
             return program;
         }
         catch (IOException e) {
