@@ -3,6 +3,7 @@ package io.kvbridge.examples.hosts;
 import static java.util.Objects.requireNonNull;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,6 +15,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -22,14 +24,17 @@ import java.util.regex.Pattern;
  * bridge in a "switch" namespace of its own, with an address from a private /24. Nothing changes in
  * the root namespace's network configuration. Each host has {@code lo} up and its end of the cable
  * as {@code eth0}; a host's cable can be cut and restored, and its traffic delayed, dropped or
- * rate-limited, at both ends, so that each direction sees the fault.
+ * rate-limited, at both ends, so that each direction sees the fault. Delay and loss come from
+ * {@code tc netem} where the kernel has it, and otherwise from a frame relay in user space that
+ * takes the cable's place on the bridge ({@link #impair}).
  *
  * <p>Namespace names are {@code <prefix>-<pid>-<n>-<host>} ({@code n} counts the sets this JVM made),
  * so parallel runs never collide; {@link #create} first removes every namespace of the prefix whose
  * JVM is gone, the leftovers of a killed run. {@link #close} kills whatever still runs in the
  * namespaces and deletes them; a shutdown hook does the same when the JVM exits without closing.
  * Needs root (or {@code CAP_SYS_ADMIN} and {@code CAP_NET_ADMIN}) and {@code ip} from iproute2;
- * {@link #unavailability()} says why they cannot be used here.
+ * {@link #unavailability()} says why they cannot be used here, and {@link #impairmentUnavailability()}
+ * why delay and loss cannot.
  */
 public final class VirtualHosts implements AutoCloseable
 {
@@ -44,12 +49,15 @@ public final class VirtualHosts implements AutoCloseable
     private static final Pattern PREFIX = Pattern.compile("[a-z][a-z0-9]{0,11}");
     private static final Pattern ADDRESS_OCTET = Pattern.compile("10\\.77\\.(\\d+)\\.");
     private static final AtomicInteger SETS = new AtomicInteger();
+    private static volatile Optional<String> netemUnavailability;
+    private static volatile Optional<String> relayUnavailability;
 
     private final String prefix;
     private final String switchNamespace;
     private final String subnet;
     private final Map<String, Host> hosts = new LinkedHashMap<>();
     private final List<String> namespaces = new ArrayList<>();
+    private final Map<String, FrameRelay> relays = new LinkedHashMap<>();
     private final Thread cleanup = new Thread(this::removeAll, "virtual-hosts-cleanup");
     private boolean closed;
 
@@ -206,21 +214,79 @@ public final class VirtualHosts implements AutoCloseable
     }
 
     /**
-     * Delays and drops the host's packets both ways ({@code tc qdisc ... netem delay Xms loss Y%} at
-     * both ends of its cable), replacing any earlier impairment.
+     * Delays and drops the host's packets both ways, replacing any earlier impairment: with
+     * {@code tc qdisc ... netem delay Xms loss Y%} at both ends of its cable where the kernel has
+     * netem, and otherwise with a frame relay in user space ({@code frame_relay.c}, compiled with
+     * {@code gcc}): the switch's end of the cable leaves the bridge, a TAP device takes its place,
+     * and the relay passes each frame between the two after the delay, unless it drops it.
+     * {@link #relayCounters} then says what it did. Either way a frame is one packet or one large
+     * TCP segment (GSO), which is lost whole.
      *
      * @param host the host.
-     * @param delayMillis added one-way delay of each direction.
+     * @param delayMillis added one-way delay of each direction, 0 to 60,000.
      * @param lossPercent share of packets dropped in each direction, 0 to 100.
-     * @throws HostCommandException when the kernel has no netem ({@code Specified qdisc kind is unknown}).
+     * @throws HostCommandException when a {@code tc} or {@code ip} command fails, or the relay cannot
+     *     be compiled or started ({@link #impairmentUnavailability()} says so beforehand).
      */
     public void impair(Host host, int delayMillis, double lossPercent)
     {
-        if (delayMillis < 0 || !(lossPercent >= 0 && lossPercent <= 100)) {
-            throw new IllegalArgumentException("delayMillis=" + delayMillis + " must not be negative and lossPercent=" + lossPercent + " must be in [0, 100]");
+        checkImpairment(delayMillis, lossPercent);
+        if (netemUnavailability().isPresent()) {
+            impairByRelay(host, delayMillis, lossPercent);
+            return;
         }
+        stopRelay(host);
         String loss = String.format(Locale.ROOT, "%.3f%%", lossPercent);
         shape(host, "netem", "delay", delayMillis + "ms", "loss", loss);
+    }
+
+    /** {@link #impair} through the frame relay even where the kernel has netem, so that it can be measured anywhere. */
+    void impairByRelay(Host host, int delayMillis, double lossPercent)
+    {
+        checkImpairment(delayMillis, lossPercent);
+        clearImpairment(host);
+        String tap = tap(host);
+        FrameRelay relay = FrameRelay.start(List.of(IP, "netns", "exec", switchNamespace), host.switchPort(), tap, delayMillis, lossPercent);
+        relays.put(host.name(), relay);
+        try {
+            // off the bridge first: with both on it, the relay would loop the bridge's frames back into it
+            inSwitch(IP, "link", "set", host.switchPort(), "nomaster");
+            inSwitch(IP, "link", "set", tap, "master", BRIDGE, "up");
+        }
+        catch (RuntimeException e) {
+            try {
+                stopRelay(host);
+            }
+            catch (RuntimeException again) {
+                e.addSuppressed(again);
+            }
+            throw e;
+        }
+    }
+
+    private static void checkImpairment(int delayMillis, double lossPercent)
+    {
+        if (delayMillis < 0 || delayMillis > 60_000 || !(lossPercent >= 0 && lossPercent <= 100)) {
+            throw new IllegalArgumentException("delayMillis=" + delayMillis + " must be in [0, 60000] and lossPercent=" + lossPercent + " in [0, 100]");
+        }
+    }
+
+    private static String tap(Host host)
+    {
+        return "tap" + host.switchPort().substring("port".length());
+    }
+
+    /**
+     * What the frame relay of a host's cable counted until now.
+     *
+     * @param host the host.
+     * @return the counters, or empty when no relay runs for it (not impaired, or impaired by netem).
+     * @throws HostCommandException when the relay ended on its own or does not answer within 5 s.
+     */
+    public Optional<RelayCounters> relayCounters(Host host)
+    {
+        FrameRelay relay = relays.get(host.name());
+        return relay == null ? Optional.empty() : Optional.of(relay.counters());
     }
 
     /**
@@ -235,6 +301,7 @@ public final class VirtualHosts implements AutoCloseable
         if (megabitsPerSecond < 1) {
             throw new IllegalArgumentException("megabitsPerSecond=" + megabitsPerSecond + " is below 1");
         }
+        stopRelay(host);
         shape(host, "tbf", "rate", megabitsPerSecond + "mbit", "burst", "64kb", "latency", "400ms");
     }
 
@@ -249,18 +316,40 @@ public final class VirtualHosts implements AutoCloseable
     }
 
     /**
-     * Removes a host's delay, loss or rate limit; a host without one is left as it is.
+     * Removes a host's delay, loss or rate limit; a host without one is left as it is. A frame
+     * relay is stopped, its TAP device removed and the cable put back on the bridge.
      *
      * @param host the host.
      */
     public void clearImpairment(Host host)
     {
+        stopRelay(host);
         if (!exec(host, TC, "qdisc", "show", "dev", INTERFACE, "root").contains("qdisc noqueue")) {
             exec(host, TC, "qdisc", "del", "dev", INTERFACE, "root");
         }
         if (!inSwitch(TC, "qdisc", "show", "dev", host.switchPort(), "root").contains("qdisc noqueue")) {
             inSwitch(TC, "qdisc", "del", "dev", host.switchPort(), "root");
         }
+    }
+
+    private void stopRelay(Host host)
+    {
+        FrameRelay relay = relays.remove(host.name());
+        if (relay == null) {
+            return;
+        }
+        relay.close();
+        // the TAP goes with the relay's file descriptor; one still there would loop frames once the cable is back
+        if (inSwitch(IP, "-o", "link", "show").contains(" " + tap(host) + ":")) {
+            inSwitch(IP, "link", "delete", tap(host));
+        }
+        inSwitch(IP, "link", "set", host.switchPort(), "master", BRIDGE, "up");
+    }
+
+    /** {@return the switch's namespace, which holds the bridge and the switch's end of every cable} */
+    public String switchNamespace()
+    {
+        return switchNamespace;
     }
 
     private String inSwitch(String... command)
@@ -284,6 +373,14 @@ public final class VirtualHosts implements AutoCloseable
         catch (IllegalStateException e) {
             // the JVM is shutting down: the hook runs, or already ran, removeAll
         }
+        for (String name : List.copyOf(relays.keySet())) {
+            try {
+                clearImpairment(hosts.get(name));
+            }
+            catch (HostCommandException e) {
+                // the namespaces go next, and every relay, TAP and cable with them
+            }
+        }
         removeAll();
     }
 
@@ -298,14 +395,16 @@ public final class VirtualHosts implements AutoCloseable
 
     /**
      * Removes every namespace {@code <prefix>-<pid>-...} whose JVM ({@code pid}) no longer runs:
-     * what a killed run left behind. Namespaces of live JVMs are left alone; calling it again does
-     * nothing.
+     * what a killed run left behind, frame relays and TAP devices included (they live in the
+     * switch's namespace), and the relay binaries such JVMs compiled. Namespaces of live JVMs are
+     * left alone; calling it again does nothing.
      *
      * @param prefix the prefix {@link #create} was given.
      * @return the namespaces removed.
      */
     public static List<String> removeLeftovers(String prefix)
     {
+        FrameRelay.removeLeftoverDirectories();
         Pattern ours = Pattern.compile(Pattern.quote(prefix) + "-(\\d+)-\\d+-[a-z0-9]+");
         List<String> removed = new ArrayList<>();
         for (String namespace : listNamespaces()) {
@@ -418,24 +517,82 @@ public final class VirtualHosts implements AutoCloseable
     }
 
     /**
-     * Why {@link #impair} cannot work here, or empty when it can: the kernel lacks the netem qdisc
-     * (some VM kernels do). Call it only where {@link #unavailability()} is empty.
+     * Why {@code tc netem} cannot work here, or empty when it can: some VM kernels lack the netem
+     * qdisc, and {@link #impair} then relays frames in user space instead. Probed once per JVM;
+     * call it only where {@link #unavailability()} is empty.
      *
      * @return the reason.
      */
     public static Optional<String> netemUnavailability()
     {
+        Optional<String> reason = netemUnavailability;
+        if (reason == null) {
+            reason = probe(probe -> HostCommands.run(IP, "netns", "exec", probe, TC, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"),
+                    "tc netem is not available here: ");
+            netemUnavailability = reason;
+        }
+        return reason;
+    }
+
+    /**
+     * Why {@link #impair} cannot work here, or empty when it can: neither has the kernel netem nor
+     * can the frame relay run (not root, no {@code /dev/net/tun}, no {@code gcc}, or the relay
+     * refused by the kernel). Probed once per JVM by running the relay on a probe namespace's
+     * cable; call it only where {@link #unavailability()} is empty.
+     *
+     * @return the reason, naming what failed and how to fix it.
+     */
+    public static Optional<String> impairmentUnavailability()
+    {
+        Optional<String> netem = netemUnavailability();
+        if (netem.isEmpty()) {
+            return netem;
+        }
+        return relayUnavailability().map(relay -> netem.orElseThrow() + "; and the frame relay that replaces it cannot run: " + relay);
+    }
+
+    /** Why the frame relay cannot run here, or empty when it can; probed once per JVM. */
+    static Optional<String> relayUnavailability()
+    {
+        Optional<String> reason = relayUnavailability;
+        if (reason == null) {
+            reason = probeRelay();
+            relayUnavailability = reason;
+        }
+        return reason;
+    }
+
+    private static Optional<String> probeRelay()
+    {
+        Optional<String> namespaces = unavailability();
+        if (namespaces.isPresent()) {
+            return namespaces;
+        }
+        if (!Files.exists(Path.of("/dev/net/tun"))) {
+            return Optional.of("/dev/net/tun is missing (load the tun module: modprobe tun)");
+        }
+        return probe(FrameRelay::probe, "");
+    }
+
+    /** Runs a check in a namespace made for it and removed after; the reason is the prefix and the failure. */
+    private static Optional<String> probe(Consumer<String> check, String prefix)
+    {
         String probe = "kvbprobe-" + ProcessHandle.current().pid() + "-" + SETS.incrementAndGet();
         try {
             HostCommands.run(IP, "netns", "add", probe);
-            HostCommands.run(IP, "netns", "exec", probe, TC, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms");
+            check.accept(probe);
             return Optional.empty();
         }
-        catch (HostCommandException e) {
-            return Optional.of("tc netem is not available here: " + e.getMessage());
+        catch (HostCommandException | IllegalStateException | UncheckedIOException e) {
+            return Optional.of(prefix + e.getMessage());
         }
         finally {
-            remove(probe);
+            try {
+                remove(probe);
+            }
+            catch (HostCommandException e) {
+                // never made
+            }
         }
     }
 }

@@ -25,12 +25,23 @@ public final class Namespaces
         assumeTrue(why.isEmpty(), () -> why.orElseThrow());
     }
 
-    /** Skips the calling test unless {@code tc netem} works here (some VM kernels lack it). */
-    public static void assumeNetem()
+    /**
+     * Skips the calling test unless {@link VirtualHosts#impair} works here: through {@code tc netem},
+     * or, where the kernel lacks it, through the frame relay (root, {@code /dev/net/tun}, {@code gcc}).
+     */
+    public static void assumeImpairment()
     {
         assumeNamespaces();
-        Optional<String> why = VirtualHosts.netemUnavailability();
+        Optional<String> why = VirtualHosts.impairmentUnavailability();
         assumeTrue(why.isEmpty(), () -> why.orElseThrow());
+    }
+
+    /** Skips the calling test unless the frame relay runs here, whether or not the kernel has netem. */
+    static void assumeFrameRelay()
+    {
+        assumeNamespaces();
+        Optional<String> why = VirtualHosts.relayUnavailability();
+        assumeTrue(why.isEmpty(), () -> "the frame relay cannot run here: " + why.orElseThrow());
     }
 
     /** Skips the calling test unless the etcd binary is installed. */
