@@ -68,7 +68,10 @@ import org.junit.jupiter.api.Timeout;
  * check the operation count each transfer reports as exactly as its bytes. The target grants all
  * its test memory, for both operations, under {@link #GRANT_KEY}, and every transfer presents that
  * key, so a {@link Capability#GRANTED_ACCESS} transport runs the same tests; what such a transport
- * refuses is {@link AbstractGrantedAccessConformanceTest}'s.
+ * refuses is {@link AbstractGrantedAccessConformanceTest}'s. A subclass that returns true from
+ * {@link #targetInChildProcess()} runs every test with the target in a child JVM, its memory shared
+ * with the test's process at the same address, so the same checks hold for bytes moved between two
+ * processes.
  */
 @Timeout(120)
 public abstract class AbstractTransferBackendConformanceTest extends TransferBackendConformanceFixture
@@ -156,9 +159,8 @@ public abstract class AbstractTransferBackendConformanceTest extends TransferBac
     {
         int blocks = 1024;
         MemorySegment source = allocate((long) blocks * BLOCK_BYTES, 7);
-        MemorySegment destination = allocate((long) blocks * BLOCK_BYTES, 8);
         initiator.register(Allocation.host(source));
-        target.register(Allocation.host(destination));
+        MemorySegment destination = registeredAtTarget((long) blocks * BLOCK_BYTES, 8);
         grantAll(destination);
         Peer peer = initiator.connect(target.localMetadata());
         PreparedList local = initiator.prepareLocal(blocksOf(source, blocks, BLOCK_BYTES));
@@ -576,12 +578,10 @@ public abstract class AbstractTransferBackendConformanceTest extends TransferBac
         // two registrations per side, back to back in memory: a run crossing from one into the other
         // is contiguous but needs one operation per registration
         MemorySegment localPair = allocate(2 * halfBytes, 11);
-        MemorySegment remotePair = allocate(2 * halfBytes, 12);
         assertEquals(localPair.address() + halfBytes, localPair.asSlice(halfBytes).address());
         initiator.register(Allocation.host(localPair.asSlice(0, halfBytes)));
         initiator.register(Allocation.host(localPair.asSlice(halfBytes, halfBytes)));
-        target.register(Allocation.host(remotePair.asSlice(0, halfBytes)));
-        target.register(Allocation.host(remotePair.asSlice(halfBytes, halfBytes)));
+        MemorySegment remotePair = registeredAtTarget(2, halfBytes, 12);
         grantAll(remotePair);
         Peer peer = initiator.connect(target.localMetadata());
         Side crossingLocal = localSide(localPair, 2 * half);

@@ -27,6 +27,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -56,6 +58,12 @@ import org.junit.jupiter.api.Timeout;
  * with a pattern of its own, and the target's memory granted under {@link #GRANT_KEY}; with the
  * helpers the tests share to wait, compare and collect. {@link AbstractTransferBackendConformanceTest}
  * holds the tests.
+ *
+ * <p>The target runs in the test's process unless the subclass asks, with
+ * {@link #targetInChildProcess()}, for it to run in a child JVM: then {@link #target} forwards its
+ * calls there, and the target's test memory is memory the target's transport allocated
+ * ({@code allocate(bytes, HOST, 0)}), mapped in the test's process at the child's address, so the
+ * tests read and write it as their own while the transport moves it between two processes.
  */
 @Timeout(120)
 public abstract class TransferBackendConformanceFixture
@@ -69,6 +77,8 @@ public abstract class TransferBackendConformanceFixture
 
     Arena arena;
     final List<TransferBackend> backends = new ArrayList<>();
+    /** The child process the target runs in, where the subclass asks for one; else null. */
+    private RemoteTarget remoteTarget;
 
     /** The initiating instance. */
     protected TransferBackend initiator;
@@ -130,6 +140,31 @@ public abstract class TransferBackendConformanceFixture
         return backend;
     }
 
+    /**
+     * Tells whether the target runs in a child JVM rather than in the test's process. The child is
+     * started for each test with this JVM's class path, options and {@code kvbridge.*} properties; an
+     * instance of the test class, made there with its no-argument constructor, supplies
+     * {@link #newFactory()} and {@link #config()}. The transport must allocate host memory
+     * ({@code allocate(bytes, HOST, 0)}) in a file it keeps a descriptor of, such as a memfd, and the
+     * test process must be allowed to open the child's descriptors through {@code /proc} (Linux).
+     *
+     * @return false by default: both instances in the test's process.
+     */
+    protected boolean targetInChildProcess()
+    {
+        return false;
+    }
+
+    /**
+     * Returns the pid of the process the target runs in.
+     *
+     * @return the child's pid where {@link #targetInChildProcess()}, else this process's.
+     */
+    protected long targetProcessId()
+    {
+        return remoteTarget == null ? ProcessHandle.current().pid() : remoteTarget.pid();
+    }
+
     @BeforeEach
     void setUpPair()
     {
@@ -137,11 +172,18 @@ public abstract class TransferBackendConformanceFixture
         assertTrue(availability.available(), () -> "transport under test is unavailable: " + availability.reasons());
         arena = Arena.ofShared();
         initiator = newBackend("initiator");
-        target = newBackend("target");
+        if (targetInChildProcess()) {
+            assumeTrue(Files.isDirectory(Path.of("/proc/self/fd")), "a target in a child process shares memory through /proc, which this system lacks");
+            remoteTarget = RemoteTarget.start(getClass(), "target-" + UUID.randomUUID(), deadline());
+            target = remoteTarget.backend();
+            backends.add(target);
+        }
+        else {
+            target = newBackend("target");
+        }
         initiatorMemory = allocate(BLOCKS * (long) BLOCK_BYTES, 1);
-        targetMemory = allocate(BLOCKS * (long) BLOCK_BYTES, 2);
         initiator.register(Allocation.host(initiatorMemory));
-        target.register(Allocation.host(targetMemory));
+        targetMemory = registeredAtTarget(BLOCKS * (long) BLOCK_BYTES, 2);
         grantAll(targetMemory);
         targetPeer = initiator.connect(target.localMetadata());
         initiatorPeer = target.connect(initiator.localMetadata());
@@ -168,10 +210,19 @@ public abstract class TransferBackendConformanceFixture
     @AfterEach
     void tearDownPair()
     {
-        for (TransferBackend backend : backends) {
-            backend.close();
+        try {
+            for (TransferBackend backend : backends) {
+                backend.close();
+            }
+            backends.clear();
         }
-        backends.clear();
+        finally {
+            if (remoteTarget != null) {
+                RemoteTarget ending = remoteTarget;
+                remoteTarget = null;
+                ending.close();
+            }
+        }
         arena.close();
     }
 
@@ -186,6 +237,44 @@ public abstract class TransferBackendConformanceFixture
     {
         MemorySegment segment = arena.allocate(bytes, 4096);
         fill(segment, seed);
+        return segment;
+    }
+
+    /**
+     * Returns host memory registered with the target, filled with a pattern derived from
+     * {@code seed}, that the test reads and writes directly: memory of the test's process, or, for a
+     * target in a child process, memory the target allocated there and mapped here at the same address.
+     *
+     * @param bytes size.
+     * @param seed pattern seed.
+     * @return the memory, freed after the test.
+     */
+    protected MemorySegment registeredAtTarget(long bytes, int seed)
+    {
+        return registeredAtTarget(1, bytes, seed);
+    }
+
+    /**
+     * Returns host memory of {@code registrations} registrations with the target back to back in
+     * memory, each {@code bytesEach} bytes, filled with a pattern derived from {@code seed}, as
+     * {@link #registeredAtTarget(long, int)} does.
+     *
+     * @param registrations how many registrations.
+     * @param bytesEach bytes of each; whole 4096-byte pages when there are several and the target runs in a child process.
+     * @param seed pattern seed.
+     * @return the memory, {@code registrations * bytesEach} bytes, freed after the test.
+     */
+    protected MemorySegment registeredAtTarget(int registrations, long bytesEach, int seed)
+    {
+        if (remoteTarget != null) {
+            MemorySegment shared = remoteTarget.sharedMemory(registrations, bytesEach);
+            fill(shared, seed);
+            return shared;
+        }
+        MemorySegment segment = allocate(registrations * bytesEach, seed);
+        for (int i = 0; i < registrations; i++) {
+            target.register(Allocation.host(segment.asSlice(i * bytesEach, bytesEach)));
+        }
         return segment;
     }
 
