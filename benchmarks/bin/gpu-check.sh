@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The cuda-ipc checks for a machine with an NVIDIA GPU and driver, run from what
 # benchmarks/bin/make-gpu-dist.sh put under dist/gpu (no JDK or Maven needed), in under 8 minutes
-# (each step has its own limit: 120 + 180 + 150 s, 7.5 minutes together):
-#   1. the transport conformance suite on the real driver (CudaIpcRealDriverConformanceTest, one
-#      process) and the two-process test on legacy IPC and VMM exports (CudaIpcTwoProcessTest; the
-#      tests that steer the fake driver skip, naming why);
+# (each step has its own limit: 150 + 150 + 150 s, 7.5 minutes together):
+#   1. the transport conformance suite on the real driver in one process (CudaIpcRealDriverConformanceTest)
+#      and with its target in a child JVM (CudaIpcRealDriverTwoProcessConformanceTest), and the
+#      two-process test on legacy IPC and VMM exports (CudaIpcTwoProcessTest; the tests that steer the
+#      fake driver skip, naming why);
 #   2. kvbridge demo --backend cuda-ipc --processes --requests 200, both caches in device memory;
 #   3. kvbridge bench: the cuda-ipc device rows against cuda_d2d_peak.c, compiled in the same run
 #      (needs gcc and the CUDA toolkit's cuda.h; without them the bench says so and reports no ratio),
@@ -35,15 +36,16 @@ fi
 command -v nvidia-smi >/dev/null && nvidia-smi -L | tee "$OUT/gpus.txt"
 
 echo "== conformance suite on the real driver, and two processes over legacy IPC and VMM exports"
-timeout 120 "$JAVA" "${JOPTS[@]}" -cp "$DIST/test/classes:$DIST/test/deps/*:$DIST/test/runner" GpuCheckRunner \
-    io.kvbridge.backend.cudaipc.CudaIpcRealDriverConformanceTest io.kvbridge.backend.cudaipc.CudaIpcTwoProcessTest 2>&1 | tee "$OUT/conformance.txt"
+timeout 150 "$JAVA" "${JOPTS[@]}" -cp "$DIST/test/classes:$DIST/test/deps/*:$DIST/test/runner" GpuCheckRunner \
+    io.kvbridge.backend.cudaipc.CudaIpcRealDriverConformanceTest io.kvbridge.backend.cudaipc.CudaIpcRealDriverTwoProcessConformanceTest \
+    io.kvbridge.backend.cudaipc.CudaIpcTwoProcessTest 2>&1 | tee "$OUT/conformance.txt"
 [[ "${PIPESTATUS[0]}" == 0 ]] || status=1
 
 echo "== demo, every producer stage and the decoder in a process of its own, caches in device memory"
-timeout 180 "$JAVA" "${JOPTS[@]}" "${CLI[@]}" demo --backend cuda-ipc --processes --requests 200 --idle-seconds 1 2>&1 | tee "$OUT/demo.txt"
+timeout 150 "$JAVA" "${JOPTS[@]}" "${CLI[@]}" demo --backend cuda-ipc --processes --requests 200 --idle-seconds 1 2>&1 | tee "$OUT/demo.txt"
 demo=${PIPESTATUS[0]}
 if [[ "$demo" != 0 ]]; then
-    echo "gpu-check: the demo failed with exit code $demo (124: it ran past its 180 s)" >&2
+    echo "gpu-check: the demo failed with exit code $demo (124: it ran past its 150 s)" >&2
     status=1
 elif ! grep -q 'cache bytes in device' "$OUT/demo.txt"; then
     echo "gpu-check: the demo's audit does not show device caches" >&2
