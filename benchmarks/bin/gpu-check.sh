@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cuda-ipc checks for a machine with an NVIDIA GPU and driver, run from what
-# benchmarks/bin/make-gpu-dist.sh put under dist/gpu (no JDK or Maven needed), in under 8 minutes
+# benchmarks/bin/make-gpu-dist.sh put under dist/gpu, or its archive dist/gpu.tar.xz (no JDK or Maven needed), in under 8 minutes
 # (each step has its own limit: 150 + 150 + 150 s, 7.5 minutes together):
 #   1. the transport conformance suite on the real driver in one process (CudaIpcRealDriverConformanceTest)
 #      and with its target in a child JVM (CudaIpcRealDriverTwoProcessConformanceTest), and the
@@ -19,6 +19,10 @@ DIST="${KVBRIDGE_GPU_DIST:-$ROOT/dist/gpu}"
 JAVA="$DIST/runtime/bin/java"
 OUT="${OUT:-$ROOT/dist/gpu-check-out}"
 mkdir -p "$OUT"
+if [[ ! -x "$JAVA" && -z "${KVBRIDGE_GPU_DIST:-}" && -f "$ROOT/dist/gpu.tar.xz" ]]; then
+    # what was carried here is the archive: unpack it once
+    tar -C "$ROOT/dist" -xJf "$ROOT/dist/gpu.tar.xz" || { echo "gpu-check: cannot unpack $ROOT/dist/gpu.tar.xz" >&2; exit 4; }
+fi
 [[ -x "$JAVA" ]] || { echo "gpu-check: no runtime at $DIST/runtime; run benchmarks/bin/make-gpu-dist.sh first" >&2; exit 4; }
 # shellcheck disable=SC2206
 JOPTS=(--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow ${KVBRIDGE_JAVA_OPTS:-})
@@ -36,7 +40,7 @@ fi
 command -v nvidia-smi >/dev/null && nvidia-smi -L | tee "$OUT/gpus.txt"
 
 echo "== conformance suite on the real driver, and two processes over legacy IPC and VMM exports"
-timeout 150 "$JAVA" "${JOPTS[@]}" -cp "$DIST/test/classes:$DIST/test/deps/*:$DIST/test/runner" GpuCheckRunner \
+timeout 150 "$JAVA" "${JOPTS[@]}" -cp "$DIST/test/classes:$DIST/test/deps/*:$DIST/lib/*:$DIST/test/runner" GpuCheckRunner \
     io.kvbridge.backend.cudaipc.CudaIpcRealDriverConformanceTest io.kvbridge.backend.cudaipc.CudaIpcRealDriverTwoProcessConformanceTest \
     io.kvbridge.backend.cudaipc.CudaIpcTwoProcessTest 2>&1 | tee "$OUT/conformance.txt"
 [[ "${PIPESTATUS[0]}" == 0 ]] || status=1
