@@ -263,6 +263,12 @@ public final class BenchInitiator implements AutoCloseable
         return link.peer();
     }
 
+    /** {@return the target's buffer: {@code device N} or {@code host}} */
+    public String targetMemory()
+    {
+        return remote.kind() == MemoryKind.DEVICE ? "device " + remote.device() : "host";
+    }
+
     /** {@return how the control connection to the target is protected} */
     public ControlSecurity control()
     {

@@ -21,9 +21,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Model.CommandSpec;
@@ -187,35 +185,45 @@ final class BenchRoles
         byte[] secret = secret();
         SideChannelTls tls = tls();
         PluginInfo plugin = crossProcessTransport();
-        boolean transportMemory = plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION);
+        checkDevice(plugin, common.device());
         PrintWriter progress = spec.commandLine().getErr();
         if (role == Role.target) {
-            new BenchTarget(new BenchTarget.Settings(transport, address, common.totalBytes(), transportMemory, common.device(), common.transportOptions(),
-                    deadline, secret, common.compiler(), tls), progress).run();
+            new BenchTarget(new BenchTarget.Settings(transport, address, common.totalBytes(), plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION),
+                    common.device(), common.transportOptions(), deadline, secret, common.compiler(), tls), progress).run();
             return 0;
         }
-        return initiate(common, address, deadline, secret, tls, transportMemory, progress);
+        return initiate(common, address, deadline, secret, tls, plugin, progress);
     }
 
-    private int initiate(Common common, InetSocketAddress address, Duration deadline, byte[] secret, SideChannelTls tls, boolean transportMemory,
+    private int initiate(Common common, InetSocketAddress address, Duration deadline, byte[] secret, SideChannelTls tls, PluginInfo plugin,
             PrintWriter progress)
     {
+        boolean transportMemory = plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION);
         BenchInitiator.Settings settings = new BenchInitiator.Settings(transport, address, common.totalBytes(), common.window(), batch, transportMemory,
                 common.device(), common.transportOptions(), deadline, secret, true, tls);
+        boolean onDevice = common.device() >= 0;
         List<BenchInitiator.Row> rows = new ArrayList<>();
         BaselineResult tcp;
         BaselineResult memcpy;
         String target;
         String agent;
+        String targetMemory;
         ControlSecurity control;
         try (BenchInitiator initiator = new BenchInitiator(settings, progress)) {
             target = initiator.target();
             agent = initiator.agent();
             control = initiator.control();
-            // after connecting, so that an unreachable target is refused at once
-            progress.printf("kvbridge bench initiator: memcpy baseline (%s, single thread, this host) ...%n", common.compiler());
-            progress.flush();
-            memcpy = MemcpyBaseline.measure(common.compiler(), common.totalBytes(), common.blockSizes());
+            targetMemory = initiator.targetMemory();
+            if (onDevice) {
+                // as the one-process bench's device rows: a copy between host buffers is no yardstick for device memory
+                memcpy = BaselineResult.unavailable("this side's buffer is device memory, which a host memcpy says nothing about");
+            }
+            else {
+                // after connecting, so that an unreachable target is refused at once
+                progress.printf("kvbridge bench initiator: memcpy baseline (%s, single thread, this host) ...%n", common.compiler());
+                progress.flush();
+                memcpy = MemcpyBaseline.measure(common.compiler(), common.totalBytes(), common.blockSizes());
+            }
             for (long size : common.blockSizes()) {
                 for (TransferOp op : List.of(TransferOp.READ, TransferOp.WRITE)) {
                     progress.printf("kvbridge bench initiator: %s %s %s, batch %d ...%n", transport, op, Sizes.format(size), batch);
@@ -227,95 +235,31 @@ final class BenchRoles
             progress.flush();
             tcp = initiator.tcpStream(common.compiler(), common.blockSizes());
         }
-        String memory = common.device() >= 0 ? "device " + common.device() : transportMemory ? "transport" : "process";
+        String memory = onDevice ? "device " + common.device() : transportMemory ? "transport" : "process";
+        InitiatorReport report = new InitiatorReport(transport, batch, common, target, agent, control, memory, targetMemory, driver(plugin, onDevice), rows,
+                memcpy, tcp);
         PrintWriter out = spec.commandLine().getOut();
         if (common.json()) {
-            out.println(Json.write(document(common, target, agent, control, memory, rows, memcpy, tcp)));
+            out.println(Json.write(report.document()));
         }
         else {
-            printTable(out, common, target, control, rows, memcpy, tcp);
+            report.print(out);
         }
         out.flush();
         return 0;
     }
 
-    private Map<String, Object> document(Common common, String target, String agent, ControlSecurity control, String memory, List<BenchInitiator.Row> rows,
-            BaselineResult memcpy, BaselineResult tcp)
+    /**
+     * {@return which driver moved device memory, or null for host memory} kvbridge's test fake of the
+     * CUDA driver moves "device" memory with memmove on a thread: its figures say nothing about a GPU.
+     */
+    private static String driver(PluginInfo plugin, boolean onDevice)
     {
-        Map<String, Object> document = new LinkedHashMap<>();
-        document.put("role", "initiator");
-        document.put("transport", transport);
-        document.put("target", target);
-        document.put("agent", agent);
-        document.put("totalBytes", common.totalBytes());
-        document.put("window", common.window());
-        document.put("batch", batch);
-        document.put("blockSizes", common.blockSizes());
-        document.put("transportOptions", common.transportOptions());
-        Map<String, Object> connection = new LinkedHashMap<>();
-        connection.put("tls", control.tls());
-        connection.put("protocol", control.protocol());
-        connection.put("cipherSuite", control.cipherSuite());
-        connection.put("handshakeMillis", control.tls() ? BenchCommand.round(control.handshakeMillis()) : null);
-        connection.put("targetCertificate", control.peerCertificate());
-        connection.put("clientCertificate", control.localCertificate());
-        connection.put("authenticated", control.authenticated());
-        document.put("control", connection);
-        List<Map<String, Object>> measured = new ArrayList<>();
-        for (BenchInitiator.Row row : rows) {
-            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
-            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
-            Map<String, Object> entry = new LinkedHashMap<>();
-            entry.put("op", row.op().name());
-            entry.put("blockBytes", row.blockBytes());
-            entry.put("batch", row.batch());
-            entry.put("transfers", row.transfers());
-            entry.put("memory", memory);
-            entry.put("gbPerSecond", BenchCommand.significant(row.gigabytesPerSecond()));
-            entry.put("prepareMicros", BenchCommand.round(row.prepareMicros()));
-            entry.put("postP50Micros", BenchCommand.round(row.postP50Micros()));
-            entry.put("postP99Micros", BenchCommand.round(row.postP99Micros()));
-            entry.put("transferP50Micros", BenchCommand.round(row.transferP50Micros()));
-            entry.put("transferP99Micros", BenchCommand.round(row.transferP99Micros()));
-            entry.put("ratioToMemcpy", base == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / base));
-            entry.put("tcpGbPerSecond", stream);
-            entry.put("ratioToTcp", stream == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / stream));
-            measured.add(entry);
+        if (!onDevice) {
+            return null;
         }
-        document.put("rows", measured);
-        document.put("baseline", BenchCommand.baselineJson(memcpy));
-        Map<String, Object> stream = BenchCommand.baselineJson(tcp);
-        stream.put("name", "tcp_stream");
-        stream.put("figure", "best of 5 timed passes, one TCP connection from this host to the target's, default socket buffers, TCP_NODELAY");
-        document.put("tcpStream", stream);
-        return document;
-    }
-
-    private void printTable(PrintWriter out, Common common, String target, ControlSecurity control, List<BenchInitiator.Row> rows, BaselineResult memcpy,
-            BaselineResult tcp)
-    {
-        out.printf(Locale.ROOT, "%s between two processes, this initiator and the target at %s: READ and WRITE of %s per block size, %d descriptor%s per post, "
-                + "%d in flight%n", transport, target, Sizes.format(common.totalBytes()), batch, batch == 1 ? "" : "s", common.window());
-        out.printf(Locale.ROOT, "control connection: %s%n%n", control.describe());
-        out.printf(Locale.ROOT, "%-6s %10s %9s %11s %9s %9s %10s %10s %9s %7s%n", "OP", "BLOCK", "GB/s", "prepare us", "post p50", "post p99", "xfer p50",
-                "xfer p99", "x memcpy", "x tcp");
-        for (BenchInitiator.Row row : rows) {
-            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
-            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
-            out.printf(Locale.ROOT, "%-6s %10s %9s %11.1f %9.2f %9.2f %10.1f %10.1f %9s %7s%n", row.op(), Sizes.format(row.blockBytes()),
-                    BenchCommand.readable(row.gigabytesPerSecond()), row.prepareMicros(), row.postP50Micros(), row.postP99Micros(), row.transferP50Micros(),
-                    row.transferP99Micros(), base == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / base),
-                    stream == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / stream));
-        }
-        out.println();
-        BenchCommand.printBaseline(out, "memcpy baseline (single thread, this host, same run)", "memcpy baseline", memcpy, "x memcpy column");
-        BenchCommand.printBaseline(out, "TCP stream baseline (C, one connection from this host to the target's, same run)", "TCP stream baseline", tcp,
-                "x tcp column");
-        out.println();
-        out.printf(Locale.ROOT, "GB/s: total / (first post to last completion) of the fastest of %d timed passes after one untimed; every pass checked "
-                + "(READ: the target fills a pattern of the pass, this side checks; WRITE: this side fills one, the target checks).%n", TransportBench.TIMED_PASSES);
-        out.println("prepare us: building both descriptor lists and prepareLocal + prepareRemote, once per block size; post p50/p99: one post() call; "
-                + "xfer p50/p99: post() to the completion seen by this side's poller (fastest pass).");
+        return "true".equals(plugin.details().get("fake")) ? "fake" : plugin.details().containsKey("driverVersion")
+                ? "CUDA driver " + plugin.details().get("driverVersion") : null;
     }
 
     private byte[] secret()
@@ -371,6 +315,20 @@ final class BenchRoles
         return spec.commandLine().getParseResult().hasMatchedOption(option);
     }
 
+    /** Refuses device memory a transport cannot give this side, as the demo does, before anything is allocated. */
+    private void checkDevice(PluginInfo plugin, int device)
+    {
+        if (device < 0) {
+            return;
+        }
+        InputChecks.check(spec, plugin.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION)),
+                "--device=%d needs a transport that allocates device memory (cuda-ipc); --transport=%s keeps this side's buffer in host memory, so give no"
+                        + " --device", device, transport);
+        String devices = plugin.details().get("devices");
+        int count = devices == null ? Integer.MAX_VALUE : Integer.parseInt(devices);
+        InputChecks.check(spec, device < count, "--device=%d is not a device '%s' sees (it sees %s: 0 to %d)", device, transport, devices, count - 1);
+    }
+
     /** @return the transport, refused unless it was discovered, can run here and reaches peers in other processes. */
     private PluginInfo crossProcessTransport()
     {
@@ -381,10 +339,11 @@ final class BenchRoles
                 .collect(Collectors.joining(", "));
         InputChecks.check(spec, plugin != null, "--transport=%s is not a discovered transport; give one of %s", transport,
                 transports.stream().map(PluginInfo::name).collect(Collectors.joining(", ")));
+        // an unavailable transport reports no capabilities: why it cannot run comes first
+        InputChecks.check(spec, plugin.available(), "--transport=%s cannot run here: %s", transport, String.join("; ", plugin.reasons()));
         InputChecks.check(spec, plugin.capabilities().contains(Capability.CROSS_PROCESS),
                 "--transport=%s cannot cross processes (its peers live in one JVM), so it cannot run between two hosts; give one that can: %s", transport,
                 crossing.isEmpty() ? "none is on the class path" : crossing);
-        InputChecks.check(spec, plugin.available(), "--transport=%s cannot run here: %s", transport, String.join("; ", plugin.reasons()));
         return plugin;
     }
 }
