@@ -11,7 +11,8 @@ import java.util.Locale;
  * @param protocol the TLS protocol ({@code TLSv1.3}), or null over plain TCP.
  * @param cipherSuite the TLS cipher suite, or null over plain TCP.
  * @param handshakeMillis the TLS handshake's time on this side, from the TCP connection to the
- *     handshake's end; 0 over plain TCP.
+ *     handshake's end (for an initiator that connected while the target was still starting, its
+ *     start-up too: the target accepts once its transport and buffer are up); 0 over plain TCP.
  * @param peerCertificate the subject of the certificate the peer showed, or null when it showed none.
  * @param localCertificate whether this side showed a certificate.
  */
