@@ -251,8 +251,7 @@ final class BenchLink implements AutoCloseable
         byte[] frame = readFrame(deadline, "reply");
         if (frame == null) {
             throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the bench target at " + peer
-                    + " closed the control connection before it answered (did it stop, or time out?" + (security.tls() ? tlsHint()
-                            : " a target started with --tls-cert closes a connection without TLS: give this initiator --tls-ca") + ")");
+                    + " closed the control connection before it answered (did it stop, or time out?" + tlsHint() + ")");
         }
         Opened opened;
         try {
@@ -375,7 +374,7 @@ final class BenchLink implements AutoCloseable
         }
         catch (IOException e) {
             throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "cannot write to the bench peer at " + peer + ": " + e.getMessage()
-                    + (security.tls() ? " (" + tlsHint().strip() + ")" : ""), e);
+                    + (initiator ? " (" + tlsHint().strip() + ")" : ""), e);
         }
     }
 
@@ -437,18 +436,23 @@ final class BenchLink implements AutoCloseable
         }
         catch (IOException e) {
             throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the control connection to the bench peer at " + peer + " failed: " + e.getMessage()
-                    + " (did it stop?" + (security.tls() ? tlsHint() : "") + ")", e);
+                    + " (did it stop?" + tlsHint() + ")", e);
         }
     }
 
     /**
-     * In TLS 1.3 a server checks the client's certificate after the client's handshake is done: a
-     * refused initiator learns of it as a failed or closed connection on its first exchange.
+     * What a connection an initiator's target closed or reset may mean: in TLS 1.3 a server checks
+     * the client's certificate after the client's handshake is done, so a refused initiator learns of
+     * it on its first exchange; a TLS target drops a plain initiator's first message, alert or not.
      */
     private String tlsHint()
     {
-        return initiator ? " over TLS, a target with --tls-client-auth require closes the connection after the handshake when this initiator shows"
-                + " no certificate its --tls-ca signed: give --tls-cert and --tls-key" : "";
+        if (!initiator) {
+            return "";
+        }
+        return security.tls() ? " over TLS, a target with --tls-client-auth require closes the connection after the handshake when this initiator"
+                + " shows no certificate its --tls-ca signed: give --tls-cert and --tls-key"
+                : " a target started with --tls-cert closes a connection without TLS: give this initiator --tls-ca";
     }
 
     private KvBridgeException timedOut(String what)
