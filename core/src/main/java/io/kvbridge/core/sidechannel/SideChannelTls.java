@@ -109,8 +109,16 @@ public final class SideChannelTls
         return verifyHostname;
     }
 
-    /** An unbound server socket whose connections speak TLS 1.3 and ask for client certificates as configured. */
-    ServerSocket newServerSocket(String engineId)
+    /**
+     * Creates an unbound server socket whose connections speak TLS 1.3 and ask for client
+     * certificates as configured; each accepted socket's handshake is run with {@link #handshake}.
+     *
+     * @param engineId names the server in the refusal.
+     * @return the socket, to be bound.
+     * @throws KvBridgeException with {@link ErrorCode#CONFIG_INVALID} when there is no certificate to serve with.
+     * @throws IOException when the socket cannot be created.
+     */
+    public ServerSocket newServerSocket(String engineId)
             throws IOException
     {
         KvBridgeException.check(hasKey, ErrorCode.CONFIG_INVALID,
@@ -128,8 +136,16 @@ public final class SideChannelTls
         return socket;
     }
 
-    /** Layers TLS over a connected socket to a peer's side channel; closing the result closes the socket. */
-    SSLSocket overClient(Socket connected, InetSocketAddress address)
+    /**
+     * Layers TLS over a connected socket as its client; closing the result closes the socket. The
+     * handshake is run with {@link #handshake}.
+     *
+     * @param connected the connected socket.
+     * @param address the address it connected to: the host name checked against the server's certificate.
+     * @return the TLS socket, its handshake not begun.
+     * @throws IOException when the socket cannot be layered.
+     */
+    public SSLSocket overClient(Socket connected, InetSocketAddress address)
             throws IOException
     {
         SSLSocket socket = (SSLSocket) context.getSocketFactory().createSocket(connected, address.getHostString(), address.getPort(), true);
@@ -149,8 +165,9 @@ public final class SideChannelTls
      * @param socket the socket, client or server side.
      * @param deadlineNanos on {@link System#nanoTime()}.
      * @throws SocketTimeoutException when the deadline passes.
+     * @throws IOException when the handshake fails ({@link SSLException} for TLS's own failures).
      */
-    static void handshake(SSLSocket socket, long deadlineNanos)
+    public static void handshake(SSLSocket socket, long deadlineNanos)
             throws IOException
     {
         long leftNanos = deadlineNanos - System.nanoTime();
@@ -184,9 +201,12 @@ public final class SideChannelTls
 
     /**
      * Tells whether a frame header is really the start of a TLS record (an alert or a handshake,
-     * version 3.x): what a plain client reads from a TLS server.
+     * version 3.x): what a plain client reads from a TLS server, and a plain server from a TLS client.
+     *
+     * @param frameLength the first four bytes read, big-endian, as a frame length.
+     * @return whether they are a TLS record's header.
      */
-    static boolean looksLikeTlsRecord(long frameLength)
+    public static boolean looksLikeTlsRecord(long frameLength)
     {
         int type = (int) (frameLength >>> 24);
         return (type == 0x15 || type == 0x16) && (frameLength >>> 16 & 0xff) == 0x03;

@@ -4,6 +4,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.core.config.Sizes;
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.core.wire.WireMap;
 import io.kvbridge.core.wire.WireWriter;
 import io.kvbridge.spi.ErrorCode;
@@ -52,9 +53,11 @@ public final class BenchInitiator implements AutoCloseable
      * @param timeout the deadline of each step.
      * @param secret the shared secret of the control connection, or null for none.
      * @param tcpBaseline whether to ask the target for the TCP stream baseline.
+     * @param tls the TLS the control connection uses (what it trusts, and this side's certificate
+     *     for a target that requires one), or null for plain TCP.
      */
     public record Settings(String transport, InetSocketAddress peer, long totalBytes, int window, int batch, boolean transportMemory, int device,
-            Map<String, String> options, Duration timeout, byte[] secret, boolean tcpBaseline)
+            Map<String, String> options, Duration timeout, byte[] secret, boolean tcpBaseline, SideChannelTls tls)
     {
         /** Checks the values and copies the mutable ones. */
         public Settings
@@ -117,7 +120,7 @@ public final class BenchInitiator implements AutoCloseable
         this.settings = requireNonNull(settings, "settings is null");
         this.progress = requireNonNull(progress, "progress is null");
         RANDOM.nextBytes(grantKey);
-        this.link = BenchLink.connect(settings.peer(), settings.timeout(), BenchLink.authenticator(settings.secret()));
+        this.link = BenchLink.connect(settings.peer(), settings.timeout(), BenchLink.authenticator(settings.secret()), settings.tls());
         KvBridge built = null;
         BenchMemory allocated = null;
         try {
@@ -142,8 +145,9 @@ public final class BenchInitiator implements AutoCloseable
             KvBridgeException.check(tcpPort >= 0 && tcpPort <= 65535, ErrorCode.PROTOCOL_ERROR, "target's tcp_port=%d is not a port", tcpPort);
             this.tcpReason = ready.optionalString("tcp_reason", "");
             this.peer = transport.connect(ready.requireBinary("metadata"));
-            say("connected to target %s (agent %s): %s of %s memory granted", link.peer(), BenchLink.bounded(ready.requireString("agent")),
-                    Sizes.format(remote.bytes()), remote.kind() == MemoryKind.DEVICE ? "device " + remote.device() : "host");
+            say("connected to target %s (agent %s): %s of %s memory granted; control connection: %s", link.peer(),
+                    BenchLink.bounded(ready.requireString("agent")), Sizes.format(remote.bytes()),
+                    remote.kind() == MemoryKind.DEVICE ? "device " + remote.device() : "host", link.security().describe());
         }
         catch (RuntimeException e) {
             closeAll(allocated, built, e);
@@ -257,6 +261,18 @@ public final class BenchInitiator implements AutoCloseable
     public String target()
     {
         return link.peer();
+    }
+
+    /** {@return the target's buffer: {@code device N} or {@code host}} */
+    public String targetMemory()
+    {
+        return remote.kind() == MemoryKind.DEVICE ? "device " + remote.device() : "host";
+    }
+
+    /** {@return how the control connection to the target is protected} */
+    public ControlSecurity control()
+    {
+        return link.security();
     }
 
     /** {@return this initiator's transport agent} */

@@ -2,6 +2,7 @@ package io.kvbridge.examples.bench;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.MessageAuthenticator.Direction;
 import io.kvbridge.core.wire.MessageAuthenticator.Opened;
@@ -23,6 +24,10 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Locale;
 import java.util.concurrent.locks.LockSupport;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.SSLSession;
+import javax.net.ssl.SSLSocket;
 
 /**
  * The control connection of a two-host bench: one TCP connection from the initiator to the target,
@@ -32,7 +37,9 @@ import java.util.concurrent.locks.LockSupport;
  * bound to its request's nonce), in a frame of a 4-byte length. Everything read is untrusted: a
  * frame longer than {@link #MAX_FRAME_BYTES} is refused before it is read, the map is decoded within
  * {@link WireLimits#DEFAULT}, and every read has a deadline, so a peer that stops, drips bytes or
- * sends garbage costs a bounded wait and a typed error.
+ * sends garbage costs a bounded wait and a typed error. With {@link SideChannelTls} the connection
+ * runs over TLS 1.3 as the side channel does, its handshake bounded by the same deadlines; a plain
+ * end against a TLS one (either way round) is told so in one line.
  */
 final class BenchLink implements AutoCloseable
 {
@@ -61,15 +68,55 @@ final class BenchLink implements AutoCloseable
     /** For the one reply a receiver can send to a request it could not authenticate: the refusal, which carries no MAC. */
     private final MessageAuthenticator plain = MessageAuthenticator.unauthenticated(WireLimits.DEFAULT);
     private final String peer;
+    /** Whether this end is the initiator, which asks; the target answers. */
+    private final boolean initiator;
+    private final ControlSecurity security;
 
-    BenchLink(Socket socket, MessageAuthenticator authenticator) throws IOException
+    private BenchLink(Socket socket, MessageAuthenticator authenticator, boolean initiator, ControlSecurity security) throws IOException
     {
         this.socket = requireNonNull(socket, "socket is null");
         this.authenticator = requireNonNull(authenticator, "authenticator is null");
+        this.initiator = initiator;
+        this.security = requireNonNull(security, "security is null");
         socket.setTcpNoDelay(true);
         this.in = socket.getInputStream();
         this.out = new BufferedOutputStream(socket.getOutputStream());
-        this.peer = socket.getRemoteSocketAddress() instanceof InetSocketAddress remote ? hostPort(remote) : String.valueOf(socket.getRemoteSocketAddress());
+        this.peer = peerOf(socket);
+    }
+
+    /**
+     * Serves an initiator the target accepted: its TLS handshake first when the target's server
+     * socket speaks TLS.
+     *
+     * @param socket the accepted socket; an {@link SSLSocket} from a TLS server socket.
+     * @param authenticator the envelopes.
+     * @param deadline {@link System#nanoTime()} by which the handshake must be done.
+     * @return the link.
+     * @throws KvBridgeException with {@link ErrorCode#HANDSHAKE_FAILED} when the handshake failed,
+     *     {@link ErrorCode#DEADLINE_EXCEEDED} when it did not end in time; the socket is then closed.
+     */
+    static BenchLink accepted(Socket socket, MessageAuthenticator authenticator, long deadline) throws IOException
+    {
+        if (!(socket instanceof SSLSocket tls)) {
+            return new BenchLink(socket, authenticator, false, ControlSecurity.plain(authenticator.authenticated()));
+        }
+        long start = System.nanoTime();
+        String peer = peerOf(socket);
+        try {
+            SideChannelTls.handshake(tls, deadline);
+            return new BenchLink(tls, authenticator, false, security(tls, authenticator, start));
+        }
+        catch (SocketTimeoutException e) {
+            closeQuietly(tls);
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "the TLS handshake with initiator " + peer
+                    + " did not finish before its deadline (is it an initiator without --tls-ca, or stopped?)", e);
+        }
+        catch (IOException e) {
+            closeQuietly(tls);
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the TLS handshake with initiator " + peer + " failed: " + e.getMessage()
+                    + " (does it connect with TLS, --tls-ca? with --tls-client-auth require, does it show a certificate, --tls-cert and --tls-key,"
+                    + " that this target's --tls-ca signed?)", e);
+        }
     }
 
     /**
@@ -89,12 +136,15 @@ final class BenchLink implements AutoCloseable
      * until the deadline.
      *
      * @param address the target's {@code --listen} address.
-     * @param timeout how long to keep trying.
+     * @param timeout how long to keep trying, the TLS handshake included.
      * @param authenticator the envelopes.
+     * @param tls the TLS to connect with, or null for plain TCP.
      * @return the link.
-     * @throws KvBridgeException with {@link ErrorCode#PEER_UNKNOWN} when nothing accepted within the timeout.
+     * @throws KvBridgeException with {@link ErrorCode#PEER_UNKNOWN} when nothing accepted within the
+     *     timeout, {@link ErrorCode#HANDSHAKE_FAILED} when the TLS handshake failed,
+     *     {@link ErrorCode#DEADLINE_EXCEEDED} when it did not end within the timeout.
      */
-    static BenchLink connect(InetSocketAddress address, Duration timeout, MessageAuthenticator authenticator)
+    static BenchLink connect(InetSocketAddress address, Duration timeout, MessageAuthenticator authenticator, SideChannelTls tls)
     {
         long deadline = System.nanoTime() + timeout.toNanos();
         IOException last = null;
@@ -109,18 +159,76 @@ final class BenchLink implements AutoCloseable
             Socket socket = new Socket();
             try {
                 socket.connect(address, (int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
-                return new BenchLink(socket, authenticator);
             }
             catch (ConnectException | SocketTimeoutException e) {
                 last = e;
                 closeQuietly(socket);
                 LockSupport.parkNanos(Math.min(CONNECT_RETRY_NANOS, Math.max(0, deadline - System.nanoTime())));
+                continue;
             }
             catch (IOException e) {
                 closeQuietly(socket);
                 throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot connect to the bench target at " + hostPort(address) + ": " + e.getMessage(), e);
             }
+            if (tls == null) {
+                try {
+                    return new BenchLink(socket, authenticator, true, ControlSecurity.plain(authenticator.authenticated()));
+                }
+                catch (IOException e) {
+                    closeQuietly(socket);
+                    throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot use the connection to the bench target at " + hostPort(address) + ": "
+                            + e.getMessage(), e);
+                }
+            }
+            return overTls(socket, address, deadline, timeout, authenticator, tls);
         }
+    }
+
+    /** Runs the client's TLS handshake on a connected socket, within what is left of the connect deadline. */
+    private static BenchLink overTls(Socket socket, InetSocketAddress address, long deadline, Duration timeout, MessageAuthenticator authenticator,
+            SideChannelTls tls)
+    {
+        long start = System.nanoTime();
+        Socket open = socket;
+        try {
+            SSLSocket secured = tls.overClient(socket, address);
+            open = secured;
+            SideChannelTls.handshake(secured, deadline);
+            return new BenchLink(secured, authenticator, true, security(secured, authenticator, start));
+        }
+        catch (SocketTimeoutException e) {
+            closeQuietly(open);
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
+                    "the TLS handshake with the bench target at %s did not finish within timeout=%d ms (is it a target started with --tls-cert, and alive?)",
+                    hostPort(address), timeout.toMillis()), e);
+        }
+        catch (SSLException e) {
+            closeQuietly(open);
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                    "the TLS handshake with the bench target at %s failed: %s (does it serve TLS, --tls-cert and --tls-key? is its certificate signed by"
+                            + " --tls-ca and issued for %s, or is --tls-no-verify-hostname meant?)", hostPort(address), e.getMessage(), address.getHostString()), e);
+        }
+        catch (IOException e) {
+            closeQuietly(open);
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                    "the TLS handshake with the bench target at %s failed: %s (a target started without --tls-cert closes a connection that begins"
+                            + " with TLS: start it with --tls-cert and --tls-key, or this initiator without --tls-*)", hostPort(address), e.getMessage()), e);
+        }
+    }
+
+    private static ControlSecurity security(SSLSocket socket, MessageAuthenticator authenticator, long start)
+    {
+        double millis = (System.nanoTime() - start) / 1e6;
+        SSLSession session = socket.getSession();
+        String peerCertificate;
+        try {
+            peerCertificate = session.getPeerPrincipal().getName();
+        }
+        catch (SSLPeerUnverifiedException e) {
+            peerCertificate = null;
+        }
+        return new ControlSecurity(authenticator.authenticated(), session.getProtocol(), session.getCipherSuite(), millis,
+                peerCertificate == null ? null : bounded(peerCertificate), session.getLocalPrincipal() != null);
     }
 
     /**
@@ -143,7 +251,7 @@ final class BenchLink implements AutoCloseable
         byte[] frame = readFrame(deadline, "reply");
         if (frame == null) {
             throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the bench target at " + peer
-                    + " closed the control connection before it answered (did it stop, or time out?)");
+                    + " closed the control connection before it answered (did it stop, or time out?" + tlsHint() + ")");
         }
         Opened opened;
         try {
@@ -250,6 +358,12 @@ final class BenchLink implements AutoCloseable
         return peer;
     }
 
+    /** {@return how this connection is protected} */
+    ControlSecurity security()
+    {
+        return security;
+    }
+
     private void send(byte[] body)
     {
         try {
@@ -259,7 +373,8 @@ final class BenchLink implements AutoCloseable
             out.flush();
         }
         catch (IOException e) {
-            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "cannot write to the bench peer at " + peer + ": " + e.getMessage(), e);
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "cannot write to the bench peer at " + peer + ": " + e.getMessage()
+                    + (initiator ? " (" + tlsHint().strip() + ")" : ""), e);
         }
     }
 
@@ -271,6 +386,13 @@ final class BenchLink implements AutoCloseable
             return null;
         }
         long length = (header[0] & 0xffL) << 24 | (header[1] & 0xffL) << 16 | (header[2] & 0xffL) << 8 | header[3] & 0xffL;
+        if (!security.tls() && SideChannelTls.looksLikeTlsRecord(length)) {
+            throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, initiator
+                    ? "the bench target at " + peer + " answered with TLS, but this initiator connects without it: give it --tls-ca FILE,"
+                            + " the CA that signed the target's --tls-cert"
+                    : "initiator " + peer + " speaks TLS, but this target was started without it: start it with --tls-cert FILE --tls-key FILE,"
+                            + " or the initiator without --tls-*");
+        }
         if (length == 0 || length > MAX_FRAME_BYTES) {
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, String.format(Locale.ROOT,
                     "bench %s frame from %s has length=%d, outside [1, %d]; refused without reading it (is the peer a kvbridge bench?)",
@@ -314,8 +436,23 @@ final class BenchLink implements AutoCloseable
         }
         catch (IOException e) {
             throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the control connection to the bench peer at " + peer + " failed: " + e.getMessage()
-                    + " (did it stop?)", e);
+                    + " (did it stop?" + tlsHint() + ")", e);
         }
+    }
+
+    /**
+     * What a connection an initiator's target closed or reset may mean: in TLS 1.3 a server checks
+     * the client's certificate after the client's handshake is done, so a refused initiator learns of
+     * it on its first exchange; a TLS target drops a plain initiator's first message, alert or not.
+     */
+    private String tlsHint()
+    {
+        if (!initiator) {
+            return "";
+        }
+        return security.tls() ? " over TLS, a target with --tls-client-auth require closes the connection after the handshake when this initiator"
+                + " shows no certificate its --tls-ca signed: give --tls-cert and --tls-key"
+                : " a target started with --tls-cert closes a connection without TLS: give this initiator --tls-ca";
     }
 
     private KvBridgeException timedOut(String what)
@@ -336,6 +473,11 @@ final class BenchLink implements AutoCloseable
     {
         String host = address.getAddress() == null ? address.getHostString() : address.getAddress().getHostAddress();
         return (host.contains(":") ? "[" + host + "]" : host) + ":" + address.getPort();
+    }
+
+    private static String peerOf(Socket socket)
+    {
+        return socket.getRemoteSocketAddress() instanceof InetSocketAddress remote ? hostPort(remote) : String.valueOf(socket.getRemoteSocketAddress());
     }
 
     private static void closeQuietly(Socket socket)

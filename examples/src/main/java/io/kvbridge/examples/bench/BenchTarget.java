@@ -5,6 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.core.config.Durations;
 import io.kvbridge.core.config.Sizes;
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.WireMap;
 import io.kvbridge.core.wire.WireWriter;
@@ -31,12 +32,16 @@ import java.util.Map;
  * that let the initiator READ and WRITE exactly that buffer under the key it sent. The target fills
  * the buffer with the pattern the initiator names before its READs and checks it after its WRITEs,
  * so a transfer that moved the wrong bytes cannot pass. It ends when an initiator says it is done,
- * or when {@code timeout} passes first.
+ * or when {@code timeout} passes first. With TLS the control port serves TLS 1.3 only, each
+ * handshake bounded by the deadline a new connection has to say hello.
  */
 public final class BenchTarget
 {
     private static final int MIN_GRANT_KEY_BYTES = 16;
-    /** How long a new connection may take to say hello: one that says nothing must not hold the target until its timeout. */
+    /**
+     * How long a new connection may take to say hello, its TLS handshake included: one that says
+     * nothing must not hold the target until its timeout.
+     */
     private static final long HELLO_NANOS = 10_000_000_000L;
 
     /**
@@ -51,9 +56,10 @@ public final class BenchTarget
      * @param timeout how long the whole run may take.
      * @param secret the shared secret of the control connection, or null for none.
      * @param compiler the C compiler of the TCP stream baseline's server.
+     * @param tls the control port's TLS, with the certificate it serves, or null for plain TCP.
      */
     public record Settings(String transport, InetSocketAddress listen, long bytes, boolean transportMemory, int device, Map<String, String> options,
-            Duration timeout, byte[] secret, String compiler)
+            Duration timeout, byte[] secret, String compiler, SideChannelTls tls)
     {
         /** Checks the values and copies the mutable ones. */
         public Settings
@@ -65,6 +71,7 @@ public final class BenchTarget
             requireNonNull(timeout, "timeout is null");
             secret = secret == null ? null : secret.clone();
             requireNonNull(compiler, "compiler is null");
+            KvBridgeException.checkArgument(tls == null || tls.hasKey(), "tls has no certificate and key to serve the control port with");
         }
     }
 
@@ -105,15 +112,20 @@ public final class BenchTarget
                 KvBridge bridge = KvBridge.builder().transport(settings.transport()).agentName("bench-target-" + ProcessHandle.current().pid())
                         .transportConfig(config).environment(Map.of("KVBRIDGE_SIDE_CHANNEL_HOST", host)).build();
                 BenchMemory memory = BenchMemory.allocate(bridge.transport(), settings.bytes(), settings.transportMemory(), settings.device())) {
-            say("listening on %s:%d, transport %s, %s of %s memory%s; waiting up to %s for an initiator", host, server.getLocalPort(),
+            say("listening on %s:%d, transport %s, %s of %s memory%s%s; waiting up to %s for an initiator", host, server.getLocalPort(),
                     settings.transport(), Sizes.format(settings.bytes()), memory.onDevice() ? "device " + settings.device() : "host",
-                    authenticator.authenticated() ? ", control messages authenticated" : "", Durations.format(settings.timeout()));
+                    settings.tls() == null ? "" : ", control connection over TLS 1.3" + switch (settings.tls().clientAuth()) {
+                        case REQUIRE -> " (client certificates required)";
+                        case WANT -> " (client certificates asked for)";
+                        case NONE -> "";
+                    }, authenticator.authenticated() ? ", control messages authenticated" : "", Durations.format(settings.timeout()));
             int sessions = 0;
             while (true) {
                 Socket socket = accept(server, deadline);
                 sessions++;
-                try (BenchLink link = new BenchLink(socket, authenticator)) {
-                    if (new Session(link, bridge.transport(), memory, deadline).serve()) {
+                long helloDeadline = Math.min(deadline, System.nanoTime() + HELLO_NANOS);
+                try (BenchLink link = BenchLink.accepted(socket, authenticator, helloDeadline)) {
+                    if (new Session(link, bridge.transport(), memory, deadline, helloDeadline).serve()) {
                         say("initiator %s finished; done", link.peer());
                         return sessions;
                     }
@@ -133,7 +145,7 @@ public final class BenchTarget
     {
         ServerSocket server = null;
         try {
-            server = new ServerSocket();
+            server = settings.tls() == null ? new ServerSocket() : settings.tls().newServerSocket("bench target");
             server.setReuseAddress(true);
             server.bind(settings.listen(), 4);
             return server;
@@ -183,20 +195,22 @@ public final class BenchTarget
         private final TransferBackend transport;
         private final BenchMemory memory;
         private final long deadline;
+        private final long helloDeadline;
         private long used;
 
-        Session(BenchLink link, TransferBackend transport, BenchMemory memory, long deadline)
+        Session(BenchLink link, TransferBackend transport, BenchMemory memory, long deadline, long helloDeadline)
         {
             this.link = link;
             this.transport = transport;
             this.memory = memory;
             this.deadline = deadline;
+            this.helloDeadline = helloDeadline;
         }
 
         /** @return true when the initiator said it was done. */
         boolean serve()
         {
-            BenchLink.Received hello = link.receive(Math.min(deadline, System.nanoTime() + HELLO_NANOS));
+            BenchLink.Received hello = link.receive(helloDeadline);
             if (hello == null) {
                 return false;
             }
@@ -216,8 +230,9 @@ public final class BenchTarget
                     ? TcpStreamBaseline.serve(settings.compiler(), link.localHost(), used) : null) {
                 readGrant = transport.grant(key, TransferOp.READ, whole, new int[] {0}, 1);
                 writeGrant = transport.grant(key, TransferOp.WRITE, whole, new int[] {0}, 1);
-                say("initiator %s (agent %s) connected; granted READ and WRITE of %s under its key%s", link.peer(),
-                        BenchLink.bounded(hello.message().requireString("agent")), Sizes.format(used), readGrant == TransferBackend.NO_GRANT ? " (this transport does not check grants)" : "");
+                say("initiator %s (agent %s) connected; granted READ and WRITE of %s under its key%s; control connection: %s", link.peer(),
+                        BenchLink.bounded(hello.message().requireString("agent")), Sizes.format(used),
+                        readGrant == TransferBackend.NO_GRANT ? " (this transport does not check grants)" : "", link.security().describe());
                 link.reply(new WireWriter().map(10).string("type").string("ready").string("version").integer(BenchLink.VERSION)
                         .string("transport").string(transport.name()).string("agent").string(transport.agentName())
                         .string("metadata").binary(transport.localMetadata())

@@ -3,11 +3,15 @@ package io.kvbridge.examples.cli;
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.PluginKind;
 import io.kvbridge.core.config.Sizes;
+import io.kvbridge.core.config.TlsFiles;
+import io.kvbridge.core.config.TlsLoader;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.examples.bench.BaselineResult;
 import io.kvbridge.examples.bench.BenchInitiator;
 import io.kvbridge.examples.bench.BenchTarget;
+import io.kvbridge.examples.bench.ControlSecurity;
 import io.kvbridge.examples.bench.MemcpyBaseline;
 import io.kvbridge.examples.bench.TransportBench;
 import io.kvbridge.spi.transfer.Capability;
@@ -17,9 +21,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Model.CommandSpec;
@@ -30,7 +32,9 @@ import picocli.CommandLine.Spec;
  * The two-host mode of {@code kvbridge bench}, as NIXL's nixlbench has it: {@code --role target}
  * on one host holds a buffer and answers, {@code --role initiator} on the other READs and WRITEs
  * it and reports prepare, post and transfer times apart. Its options are a mixin of the bench
- * command; everything is checked here, before a socket is opened or memory allocated.
+ * command; everything is checked here, before a socket is opened or memory allocated. The control
+ * connection can run over TLS 1.3 with the side channel's TLS ({@code --tls-*}, named as
+ * {@code kvbridge inspect} names them), beside or without the shared secret.
  */
 final class BenchRoles
 {
@@ -39,6 +43,21 @@ final class BenchRoles
     {
         target,
         initiator,
+    }
+
+    /** Whether the target asks initiators for a certificate, as the side channel's {@code tls.client_auth}. */
+    enum ClientCertificates
+    {
+        none(SideChannelTls.ClientAuth.NONE),
+        want(SideChannelTls.ClientAuth.WANT),
+        require(SideChannelTls.ClientAuth.REQUIRE);
+
+        private final SideChannelTls.ClientAuth auth;
+
+        ClientCertificates(SideChannelTls.ClientAuth auth)
+        {
+            this.auth = auth;
+        }
     }
 
     /** The bench command's own values the roles use too. */
@@ -51,6 +70,11 @@ final class BenchRoles
     private static final Duration MAX_TIMEOUT = Duration.ofHours(24);
     private static final int MAX_SECRET_BYTES = 64 << 10;
     private static final int MAX_BATCH = 1 << 16;
+    private static final List<String> ROLE_OPTIONS = List.of("--listen", "--peer", "--transport", "--batch", "--timeout", "--secret-file", "--tls-cert",
+            "--tls-key", "--tls-ca", "--tls-client-auth", "--tls-no-verify-hostname");
+    /** The loader names the side channel's configuration keys; here they are these options. */
+    private static final Map<String, String> TLS_KEYS = Map.of("cert_file", "--tls-cert", "key_file", "--tls-key", "ca_file", "--tls-ca",
+            "client_auth", "--tls-client-auth");
 
     @Spec(Spec.Target.MIXEE)
     private CommandSpec spec;
@@ -81,6 +105,28 @@ final class BenchRoles
             description = "With --role: a shared secret (16 to 65536 bytes, the same file on both hosts) authenticating every control message.")
     private Path secretFile;
 
+    @Option(names = "--tls-cert", paramLabel = "FILE",
+            description = "With --role target: PEM certificate chain the control port serves TLS 1.3 with (and --tls-key); with --role initiator: the one "
+                    + "shown to a target that requires client certificates.")
+    private Path tlsCert;
+
+    @Option(names = "--tls-key", paramLabel = "FILE", description = "With --role: PKCS#8 PEM private key of --tls-cert (chmod 600).")
+    private Path tlsKey;
+
+    @Option(names = "--tls-ca", paramLabel = "FILE",
+            description = "With --role initiator: PEM bundle of the CA that signed the target's certificate (connects over TLS 1.3); with --role target "
+                    + "and --tls-client-auth: the CA that signs initiators' certificates.")
+    private Path tlsCa;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE",
+            description = "With --role target and --tls-cert: ${COMPLETION-CANDIDATES}; require is mutual TLS, every initiator shows a certificate "
+                    + "--tls-ca signed (default: none).")
+    private ClientCertificates tlsClientAuth;
+
+    @Option(names = "--tls-no-verify-hostname", description = "With --role initiator: accept a target certificate that does not name the --peer host "
+            + "(still signed by --tls-ca).")
+    private boolean tlsNoVerifyHostname;
+
     /** {@return the transport both sides use} */
     String transport()
     {
@@ -103,8 +149,8 @@ final class BenchRoles
     void refuseWithoutRole()
     {
         List<String> given = new ArrayList<>();
-        for (String option : List.of("--listen", "--peer", "--transport", "--batch", "--timeout", "--secret-file")) {
-            if (spec.commandLine().getParseResult().hasMatchedOption(option)) {
+        for (String option : ROLE_OPTIONS) {
+            if (given(option)) {
                 given.add(option);
             }
         }
@@ -124,7 +170,7 @@ final class BenchRoles
         InputChecks.check(spec, role != Role.initiator || peer != null, "--role initiator needs --peer HOST:PORT, the target's --listen address");
         InputChecks.check(spec, role != Role.target || peer == null, "--peer is the initiator's; a target takes --listen HOST:PORT");
         InputChecks.check(spec, role != Role.initiator || listen == null, "--listen is the target's; an initiator takes --peer HOST:PORT");
-        InputChecks.check(spec, role != Role.target || !spec.commandLine().getParseResult().hasMatchedOption("--batch"),
+        InputChecks.check(spec, role != Role.target || !given("--batch"),
                 "--batch is the initiator's: it decides what each post carries");
         InetSocketAddress address = role == Role.target ? InputChecks.address(spec, "--listen", listen, true) : InputChecks.address(spec, "--peer", peer, false);
         Duration deadline = InputChecks.within(spec, "--timeout", timeout == null ? (role == Role.target ? TARGET_TIMEOUT : INITIATOR_TIMEOUT) : timeout,
@@ -137,33 +183,47 @@ final class BenchRoles
         }
         InputChecks.check(spec, common.totalBytes() % Long.BYTES == 0, "--total-bytes=%d is not a multiple of 8 bytes", common.totalBytes());
         byte[] secret = secret();
+        SideChannelTls tls = tls();
         PluginInfo plugin = crossProcessTransport();
-        boolean transportMemory = plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION);
+        checkDevice(plugin, common.device());
         PrintWriter progress = spec.commandLine().getErr();
         if (role == Role.target) {
-            new BenchTarget(new BenchTarget.Settings(transport, address, common.totalBytes(), transportMemory, common.device(), common.transportOptions(),
-                    deadline, secret, common.compiler()), progress).run();
+            new BenchTarget(new BenchTarget.Settings(transport, address, common.totalBytes(), plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION),
+                    common.device(), common.transportOptions(), deadline, secret, common.compiler(), tls), progress).run();
             return 0;
         }
-        return initiate(common, address, deadline, secret, transportMemory, progress);
+        return initiate(common, address, deadline, secret, tls, plugin, progress);
     }
 
-    private int initiate(Common common, InetSocketAddress address, Duration deadline, byte[] secret, boolean transportMemory, PrintWriter progress)
+    private int initiate(Common common, InetSocketAddress address, Duration deadline, byte[] secret, SideChannelTls tls, PluginInfo plugin,
+            PrintWriter progress)
     {
+        boolean transportMemory = plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION);
         BenchInitiator.Settings settings = new BenchInitiator.Settings(transport, address, common.totalBytes(), common.window(), batch, transportMemory,
-                common.device(), common.transportOptions(), deadline, secret, true);
+                common.device(), common.transportOptions(), deadline, secret, true, tls);
+        boolean onDevice = common.device() >= 0;
         List<BenchInitiator.Row> rows = new ArrayList<>();
         BaselineResult tcp;
         BaselineResult memcpy;
         String target;
         String agent;
+        String targetMemory;
+        ControlSecurity control;
         try (BenchInitiator initiator = new BenchInitiator(settings, progress)) {
             target = initiator.target();
             agent = initiator.agent();
-            // after connecting, so that an unreachable target is refused at once
-            progress.printf("kvbridge bench initiator: memcpy baseline (%s, single thread, this host) ...%n", common.compiler());
-            progress.flush();
-            memcpy = MemcpyBaseline.measure(common.compiler(), common.totalBytes(), common.blockSizes());
+            control = initiator.control();
+            targetMemory = initiator.targetMemory();
+            if (onDevice) {
+                // as the one-process bench's device rows: a copy between host buffers is no yardstick for device memory
+                memcpy = BaselineResult.unavailable("this side's buffer is device memory, which a host memcpy says nothing about");
+            }
+            else {
+                // after connecting, so that an unreachable target is refused at once
+                progress.printf("kvbridge bench initiator: memcpy baseline (%s, single thread, this host) ...%n", common.compiler());
+                progress.flush();
+                memcpy = MemcpyBaseline.measure(common.compiler(), common.totalBytes(), common.blockSizes());
+            }
             for (long size : common.blockSizes()) {
                 for (TransferOp op : List.of(TransferOp.READ, TransferOp.WRITE)) {
                     progress.printf("kvbridge bench initiator: %s %s %s, batch %d ...%n", transport, op, Sizes.format(size), batch);
@@ -175,84 +235,31 @@ final class BenchRoles
             progress.flush();
             tcp = initiator.tcpStream(common.compiler(), common.blockSizes());
         }
-        String memory = common.device() >= 0 ? "device " + common.device() : transportMemory ? "transport" : "process";
+        String memory = onDevice ? "device " + common.device() : transportMemory ? "transport" : "process";
+        InitiatorReport report = new InitiatorReport(transport, batch, common, target, agent, control, memory, targetMemory, driver(plugin, onDevice), rows,
+                memcpy, tcp);
         PrintWriter out = spec.commandLine().getOut();
         if (common.json()) {
-            out.println(Json.write(document(common, target, agent, memory, rows, memcpy, tcp)));
+            out.println(Json.write(report.document()));
         }
         else {
-            printTable(out, common, target, rows, memcpy, tcp);
+            report.print(out);
         }
         out.flush();
         return 0;
     }
 
-    private Map<String, Object> document(Common common, String target, String agent, String memory, List<BenchInitiator.Row> rows, BaselineResult memcpy,
-            BaselineResult tcp)
+    /**
+     * {@return which driver moved device memory, or null for host memory} kvbridge's test fake of the
+     * CUDA driver moves "device" memory with memmove on a thread: its figures say nothing about a GPU.
+     */
+    private static String driver(PluginInfo plugin, boolean onDevice)
     {
-        Map<String, Object> document = new LinkedHashMap<>();
-        document.put("role", "initiator");
-        document.put("transport", transport);
-        document.put("target", target);
-        document.put("agent", agent);
-        document.put("totalBytes", common.totalBytes());
-        document.put("window", common.window());
-        document.put("batch", batch);
-        document.put("blockSizes", common.blockSizes());
-        document.put("transportOptions", common.transportOptions());
-        List<Map<String, Object>> measured = new ArrayList<>();
-        for (BenchInitiator.Row row : rows) {
-            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
-            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
-            Map<String, Object> entry = new LinkedHashMap<>();
-            entry.put("op", row.op().name());
-            entry.put("blockBytes", row.blockBytes());
-            entry.put("batch", row.batch());
-            entry.put("transfers", row.transfers());
-            entry.put("memory", memory);
-            entry.put("gbPerSecond", BenchCommand.significant(row.gigabytesPerSecond()));
-            entry.put("prepareMicros", BenchCommand.round(row.prepareMicros()));
-            entry.put("postP50Micros", BenchCommand.round(row.postP50Micros()));
-            entry.put("postP99Micros", BenchCommand.round(row.postP99Micros()));
-            entry.put("transferP50Micros", BenchCommand.round(row.transferP50Micros()));
-            entry.put("transferP99Micros", BenchCommand.round(row.transferP99Micros()));
-            entry.put("ratioToMemcpy", base == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / base));
-            entry.put("tcpGbPerSecond", stream);
-            entry.put("ratioToTcp", stream == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / stream));
-            measured.add(entry);
+        if (!onDevice) {
+            return null;
         }
-        document.put("rows", measured);
-        document.put("baseline", BenchCommand.baselineJson(memcpy));
-        Map<String, Object> stream = BenchCommand.baselineJson(tcp);
-        stream.put("name", "tcp_stream");
-        stream.put("figure", "best of 5 timed passes, one TCP connection from this host to the target's, default socket buffers, TCP_NODELAY");
-        document.put("tcpStream", stream);
-        return document;
-    }
-
-    private void printTable(PrintWriter out, Common common, String target, List<BenchInitiator.Row> rows, BaselineResult memcpy, BaselineResult tcp)
-    {
-        out.printf(Locale.ROOT, "%s between two processes, this initiator and the target at %s: READ and WRITE of %s per block size, %d descriptor%s per post, "
-                + "%d in flight%n%n", transport, target, Sizes.format(common.totalBytes()), batch, batch == 1 ? "" : "s", common.window());
-        out.printf(Locale.ROOT, "%-6s %10s %9s %11s %9s %9s %10s %10s %9s %7s%n", "OP", "BLOCK", "GB/s", "prepare us", "post p50", "post p99", "xfer p50",
-                "xfer p99", "x memcpy", "x tcp");
-        for (BenchInitiator.Row row : rows) {
-            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
-            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
-            out.printf(Locale.ROOT, "%-6s %10s %9s %11.1f %9.2f %9.2f %10.1f %10.1f %9s %7s%n", row.op(), Sizes.format(row.blockBytes()),
-                    BenchCommand.readable(row.gigabytesPerSecond()), row.prepareMicros(), row.postP50Micros(), row.postP99Micros(), row.transferP50Micros(),
-                    row.transferP99Micros(), base == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / base),
-                    stream == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / stream));
-        }
-        out.println();
-        BenchCommand.printBaseline(out, "memcpy baseline (single thread, this host, same run)", "memcpy baseline", memcpy, "x memcpy column");
-        BenchCommand.printBaseline(out, "TCP stream baseline (C, one connection from this host to the target's, same run)", "TCP stream baseline", tcp,
-                "x tcp column");
-        out.println();
-        out.printf(Locale.ROOT, "GB/s: total / (first post to last completion) of the fastest of %d timed passes after one untimed; every pass checked "
-                + "(READ: the target fills a pattern of the pass, this side checks; WRITE: this side fills one, the target checks).%n", TransportBench.TIMED_PASSES);
-        out.println("prepare us: building both descriptor lists and prepareLocal + prepareRemote, once per block size; post p50/p99: one post() call; "
-                + "xfer p50/p99: post() to the completion seen by this side's poller (fastest pass).");
+        return "true".equals(plugin.details().get("fake")) ? "fake" : plugin.details().containsKey("driverVersion")
+                ? "CUDA driver " + plugin.details().get("driverVersion") : null;
     }
 
     private byte[] secret()
@@ -267,6 +274,61 @@ final class BenchRoles
         return secret;
     }
 
+    /**
+     * Loads the control connection's TLS with the side channel's loader, so that the files are
+     * checked as an engine's are (bounded reads, a key only its owner may read), every problem at once.
+     *
+     * @return the TLS, or null when no {@code --tls-*} option is given.
+     */
+    private SideChannelTls tls()
+    {
+        boolean target = role == Role.target;
+        InputChecks.check(spec, !target || !tlsNoVerifyHostname, "--tls-no-verify-hostname is the initiator's: it relaxes the check of the target's certificate");
+        InputChecks.check(spec, target || tlsClientAuth == null,
+                "--tls-client-auth is the target's: it decides whether initiators must show a certificate (an initiator shows one with --tls-cert and --tls-key)");
+        if (tlsCert == null && tlsKey == null && tlsCa == null && tlsClientAuth == null) {
+            InputChecks.check(spec, !tlsNoVerifyHostname, "--tls-no-verify-hostname applies only over TLS: give --tls-ca FILE, the CA that signed the target's certificate");
+            return null;
+        }
+        InputChecks.check(spec, !target || tlsCert != null && tlsKey != null,
+                "--role target serves TLS with --tls-cert FILE and --tls-key FILE; give both (missing: %s)", tlsCert == null && tlsKey == null
+                        ? "--tls-cert, --tls-key" : tlsCert == null ? "--tls-cert" : "--tls-key");
+        List<String> problems = new ArrayList<>();
+        SideChannelTls tls = TlsLoader.load(new TlsFiles(tlsCert, tlsKey, null, null, tlsCa, null, null, tlsClientAuth == null ? null : tlsClientAuth.auth,
+                tlsNoVerifyHostname ? false : null), problems);
+        InputChecks.check(spec, problems.isEmpty(), "TLS options refused: %s", problems.stream().map(BenchRoles::optionNames).collect(Collectors.joining("; ")));
+        return tls;
+    }
+
+    /** {@return a loader's problem with the configuration keys it names written as these options} */
+    private static String optionNames(String problem)
+    {
+        String named = problem.replace("kv_connector_extra_config.tls.", "tls.").replace(" or tls.truststore_file", "");
+        for (Map.Entry<String, String> key : TLS_KEYS.entrySet()) {
+            named = named.replace("tls." + key.getKey(), key.getValue());
+        }
+        return named;
+    }
+
+    private boolean given(String option)
+    {
+        return spec.commandLine().getParseResult().hasMatchedOption(option);
+    }
+
+    /** Refuses device memory a transport cannot give this side, as the demo does, before anything is allocated. */
+    private void checkDevice(PluginInfo plugin, int device)
+    {
+        if (device < 0) {
+            return;
+        }
+        InputChecks.check(spec, plugin.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION)),
+                "--device=%d needs a transport that allocates device memory (cuda-ipc); --transport=%s keeps this side's buffer in host memory, so give no"
+                        + " --device", device, transport);
+        String devices = plugin.details().get("devices");
+        int count = devices == null ? Integer.MAX_VALUE : Integer.parseInt(devices);
+        InputChecks.check(spec, device < count, "--device=%d is not a device '%s' sees (it sees %s: 0 to %d)", device, transport, devices, count - 1);
+    }
+
     /** @return the transport, refused unless it was discovered, can run here and reaches peers in other processes. */
     private PluginInfo crossProcessTransport()
     {
@@ -277,10 +339,11 @@ final class BenchRoles
                 .collect(Collectors.joining(", "));
         InputChecks.check(spec, plugin != null, "--transport=%s is not a discovered transport; give one of %s", transport,
                 transports.stream().map(PluginInfo::name).collect(Collectors.joining(", ")));
+        // an unavailable transport reports no capabilities: why it cannot run comes first
+        InputChecks.check(spec, plugin.available(), "--transport=%s cannot run here: %s", transport, String.join("; ", plugin.reasons()));
         InputChecks.check(spec, plugin.capabilities().contains(Capability.CROSS_PROCESS),
                 "--transport=%s cannot cross processes (its peers live in one JVM), so it cannot run between two hosts; give one that can: %s", transport,
                 crossing.isEmpty() ? "none is on the class path" : crossing);
-        InputChecks.check(spec, plugin.available(), "--transport=%s cannot run here: %s", transport, String.join("; ", plugin.reasons()));
         return plugin;
     }
 }

@@ -13,13 +13,10 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -35,9 +32,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 final class TwoProcessBenchTest
 {
-    private static final Pattern LISTENING = Pattern.compile("listening on 127\\.0\\.0\\.1:(\\d+)");
-    private static final long SECONDS = 60;
-
     @TempDir
     Path directory;
 
@@ -51,9 +45,9 @@ final class TwoProcessBenchTest
         Path compiler = tls.equals("default") ? directory.resolve("no-such-gcc") : Path.of("gcc");
         // both JVMs start at once: the initiator keeps trying to connect until the target listens, within its --timeout
         int port = freePort();
-        try (Child target = Child.start(directory.resolve("target"), environment, "bench", "--role", "target", "--listen", "127.0.0.1:" + port,
+        try (BenchChild target = BenchChild.start(directory.resolve("target"), environment, "bench", "--role", "target", "--listen", "127.0.0.1:" + port,
                 "--total-bytes", "2MiB", "--timeout", "60s", "--cc", compiler.toString())) {
-            try (Child initiator = Child.start(directory.resolve("initiator"), environment, "bench", "--role", "initiator", "--peer", "127.0.0.1:" + port,
+            try (BenchChild initiator = BenchChild.start(directory.resolve("initiator"), environment, "bench", "--role", "initiator", "--peer", "127.0.0.1:" + port,
                     "--total-bytes", "2MiB", "--block-sizes", "256KiB", "--batch", "2", "--json", "--timeout", "20s", "--cc", compiler.toString())) {
                 assertEquals(0, initiator.waitFor(), initiator.describe());
                 assertEquals(0, target.waitFor(), target.describe());
@@ -98,11 +92,11 @@ final class TwoProcessBenchTest
     void aKilledTargetFailsTheInitiatorWithinItsDeadlineWithATypedError() throws Exception
     {
         assumeTrue(ucxAvailable(), "the ucx transport is not available here");
-        try (Child target = Child.start(directory.resolve("target"), Map.of(), "bench", "--role", "target", "--listen", "127.0.0.1:0",
+        try (BenchChild target = BenchChild.start(directory.resolve("target"), Map.of(), "bench", "--role", "target", "--listen", "127.0.0.1:0",
                 "--total-bytes", "16MiB", "--timeout", "60s")) {
             int port = target.port();
             // 4,096 transfers of 4 KiB: the passes run for seconds, so the target dies in the middle of them
-            try (Child initiator = Child.start(directory.resolve("initiator"), Map.of(), "bench", "--role", "initiator", "--peer", "127.0.0.1:" + port,
+            try (BenchChild initiator = BenchChild.start(directory.resolve("initiator"), Map.of(), "bench", "--role", "initiator", "--peer", "127.0.0.1:" + port,
                     "--total-bytes", "16MiB", "--block-sizes", "4KiB", "--timeout", "3s", "--cc", directory.resolve("no-such-gcc").toString())) {
                 initiator.await(Pattern.compile("ucx READ 4 KiB"));
                 target.process.destroyForcibly();
@@ -123,7 +117,7 @@ final class TwoProcessBenchTest
         assumeTrue(ucxAvailable(), "the ucx transport is not available here");
         Path targetSecret = secretFile("target.secret", "the target's secret, 32 bytes..");
         Path initiatorSecret = secretFile("initiator.secret", "another secret of the same size.");
-        try (Child target = Child.start(directory.resolve("target"), Map.of(), "bench", "--role", "target", "--listen", "127.0.0.1:0",
+        try (BenchChild target = BenchChild.start(directory.resolve("target"), Map.of(), "bench", "--role", "target", "--listen", "127.0.0.1:0",
                 "--total-bytes", "1MiB", "--timeout", "60s", "--secret-file", targetSecret.toString())) {
             int port = target.port();
             CliRun run = CliRun.of("bench", "--role", "initiator", "--peer", "127.0.0.1:" + port, "--total-bytes", "1MiB", "--block-sizes", "64KiB",
@@ -205,90 +199,5 @@ final class TwoProcessBenchTest
     {
         return PluginRegistry.discover(TwoProcessBenchTest.class.getClassLoader()).describe().stream()
                 .anyMatch(plugin -> plugin.name().equals("ucx") && plugin.available());
-    }
-
-    /** One command line in a child JVM, running while the test goes on. */
-    private static final class Child implements AutoCloseable
-    {
-        private final Process process;
-        private final Path out;
-        private final Path err;
-        private final List<String> args;
-
-        private Child(Process process, Path out, Path err, List<String> args)
-        {
-            this.process = process;
-            this.out = out;
-            this.err = err;
-            this.args = args;
-        }
-
-        static Child start(Path directory, Map<String, String> environment, String... args) throws IOException
-        {
-            Files.createDirectories(directory);
-            List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-XX:TieredStopAtLevel=1",
-                    "-cp", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")), KvBridgeCli.class.getName()));
-            command.addAll(List.of(args));
-            Path out = directory.resolve("out.txt");
-            Path err = directory.resolve("err.txt");
-            ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
-            // UCX must not install its signal handlers in a JVM
-            builder.environment().put("UCX_ERROR_SIGNALS", "");
-            builder.environment().putAll(environment);
-            return new Child(builder.start(), out, err, List.of(args));
-        }
-
-        /** {@return the port a target printed it listens on} */
-        int port() throws IOException, InterruptedException
-        {
-            return Integer.parseInt(await(LISTENING).group(1));
-        }
-
-        Matcher await(Pattern line) throws IOException, InterruptedException
-        {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
-            while (System.nanoTime() - deadline < 0) {
-                Matcher matcher = line.matcher(err());
-                if (matcher.find()) {
-                    return matcher;
-                }
-                if (!process.isAlive()) {
-                    break;
-                }
-                Thread.sleep(20);
-            }
-            throw new AssertionError("no line " + line + " from " + describe());
-        }
-
-        int waitFor() throws IOException, InterruptedException
-        {
-            if (!process.waitFor(SECONDS, TimeUnit.SECONDS)) {
-                throw new AssertionError("did not end within " + SECONDS + " s: " + describe());
-            }
-            return process.exitValue();
-        }
-
-        String out() throws IOException
-        {
-            return Files.readString(out, StandardCharsets.UTF_8);
-        }
-
-        String err() throws IOException
-        {
-            return Files.readString(err, StandardCharsets.UTF_8);
-        }
-
-        String describe() throws IOException
-        {
-            return "kvbridge " + String.join(" ", args) + "\nstdout: " + out() + "\nstderr: " + err();
-        }
-
-        @Override
-        public void close() throws InterruptedException
-        {
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
-        }
     }
 }

@@ -1,0 +1,124 @@
+package io.kvbridge.examples.cli;
+
+import io.kvbridge.core.config.Sizes;
+import io.kvbridge.examples.bench.BaselineResult;
+import io.kvbridge.examples.bench.BenchInitiator;
+import io.kvbridge.examples.bench.ControlSecurity;
+import io.kvbridge.examples.bench.TransportBench;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * What a two-host bench initiator measured, as a table or as {@code --json}.
+ *
+ * @param transport the transport both sides ran.
+ * @param batch descriptors per post.
+ * @param common the bench command's values.
+ * @param target the target's control address.
+ * @param agent this side's transport agent.
+ * @param control how the control connection was protected.
+ * @param memory this side's buffer: {@code device N}, {@code transport} or {@code process}.
+ * @param targetMemory the target's buffer: {@code device N} or {@code host}.
+ * @param driver the driver that moved device memory ({@code fake} for kvbridge's test fake), or null.
+ * @param rows the figures, per block size and operation.
+ * @param memcpy the memcpy baseline, or why there is none.
+ * @param tcp the TCP stream baseline, or why there is none.
+ */
+record InitiatorReport(String transport, int batch, BenchRoles.Common common, String target, String agent, ControlSecurity control, String memory,
+        String targetMemory, String driver, List<BenchInitiator.Row> rows, BaselineResult memcpy, BaselineResult tcp)
+{
+    /** {@return the report as the {@code --json} document} */
+    Map<String, Object> document()
+    {
+        Map<String, Object> document = new LinkedHashMap<>();
+        document.put("role", "initiator");
+        document.put("transport", transport);
+        document.put("target", target);
+        document.put("agent", agent);
+        document.put("totalBytes", common.totalBytes());
+        document.put("window", common.window());
+        document.put("batch", batch);
+        document.put("blockSizes", common.blockSizes());
+        document.put("transportOptions", common.transportOptions());
+        document.put("memory", memory);
+        document.put("targetMemory", targetMemory);
+        document.put("driver", driver);
+        Map<String, Object> connection = new LinkedHashMap<>();
+        connection.put("tls", control.tls());
+        connection.put("protocol", control.protocol());
+        connection.put("cipherSuite", control.cipherSuite());
+        connection.put("handshakeMillis", control.tls() ? BenchCommand.round(control.handshakeMillis()) : null);
+        connection.put("targetCertificate", control.peerCertificate());
+        connection.put("clientCertificate", control.localCertificate());
+        connection.put("authenticated", control.authenticated());
+        document.put("control", connection);
+        List<Map<String, Object>> measured = new ArrayList<>();
+        for (BenchInitiator.Row row : rows) {
+            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
+            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
+            Map<String, Object> entry = new LinkedHashMap<>();
+            entry.put("op", row.op().name());
+            entry.put("blockBytes", row.blockBytes());
+            entry.put("batch", row.batch());
+            entry.put("transfers", row.transfers());
+            entry.put("memory", memory);
+            entry.put("targetMemory", targetMemory);
+            entry.put("gbPerSecond", BenchCommand.significant(row.gigabytesPerSecond()));
+            entry.put("prepareMicros", BenchCommand.round(row.prepareMicros()));
+            entry.put("postP50Micros", BenchCommand.round(row.postP50Micros()));
+            entry.put("postP99Micros", BenchCommand.round(row.postP99Micros()));
+            entry.put("transferP50Micros", BenchCommand.round(row.transferP50Micros()));
+            entry.put("transferP99Micros", BenchCommand.round(row.transferP99Micros()));
+            entry.put("ratioToMemcpy", base == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / base));
+            entry.put("tcpGbPerSecond", stream);
+            entry.put("ratioToTcp", stream == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / stream));
+            measured.add(entry);
+        }
+        document.put("rows", measured);
+        document.put("baseline", BenchCommand.baselineJson(memcpy));
+        Map<String, Object> stream = BenchCommand.baselineJson(tcp);
+        stream.put("name", "tcp_stream");
+        stream.put("figure", "best of 5 timed passes, one TCP connection from this host to the target's, default socket buffers, TCP_NODELAY");
+        document.put("tcpStream", stream);
+        return document;
+    }
+
+    /**
+     * Prints the report as a table with its baselines and what each column means.
+     *
+     * @param out where it goes.
+     */
+    void print(PrintWriter out)
+    {
+        out.printf(Locale.ROOT, "%s between two processes, this initiator and the target at %s: READ and WRITE of %s per block size, %d descriptor%s per post, "
+                + "%d in flight%n", transport, target, Sizes.format(common.totalBytes()), batch, batch == 1 ? "" : "s", common.window());
+        out.printf(Locale.ROOT, "memory: %s here, %s on the target%s%n", memory.startsWith("device ") ? memory : "host (" + memory + ")",
+                targetMemory, driver == null ? "" : driver.equals("fake")
+                        ? "; driver: kvbridge's test fake of the CUDA driver, which copies with memmove on a thread: these figures say nothing about a GPU"
+                        : "; driver: " + driver);
+        out.printf(Locale.ROOT, "control connection: %s%n%n", control.describe());
+        out.printf(Locale.ROOT, "%-6s %10s %9s %11s %9s %9s %10s %10s %9s %7s%n", "OP", "BLOCK", "GB/s", "prepare us", "post p50", "post p99", "xfer p50",
+                "xfer p99", "x memcpy", "x tcp");
+        for (BenchInitiator.Row row : rows) {
+            Double base = memcpy.gigabytesPerSecond().get(row.blockBytes());
+            Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
+            out.printf(Locale.ROOT, "%-6s %10s %9s %11.1f %9.2f %9.2f %10.1f %10.1f %9s %7s%n", row.op(), Sizes.format(row.blockBytes()),
+                    BenchCommand.readable(row.gigabytesPerSecond()), row.prepareMicros(), row.postP50Micros(), row.postP99Micros(), row.transferP50Micros(),
+                    row.transferP99Micros(), base == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / base),
+                    stream == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / stream));
+        }
+        out.println();
+        BenchCommand.printBaseline(out, "memcpy baseline (single thread, this host, same run)", "memcpy baseline", memcpy, "x memcpy column");
+        BenchCommand.printBaseline(out, "TCP stream baseline (C, one connection from this host to the target's, same run)", "TCP stream baseline", tcp,
+                "x tcp column");
+        out.println();
+        out.printf(Locale.ROOT, "GB/s: total / (first post to last completion) of the fastest of %d timed passes after one untimed; every pass checked "
+                + "(READ: the target fills a pattern of the pass, this side checks; WRITE: this side fills one, the target checks).%n", TransportBench.TIMED_PASSES);
+        out.println("prepare us: building both descriptor lists and prepareLocal + prepareRemote, once per block size; post p50/p99: one post() call; "
+                + "xfer p50/p99: post() to the completion seen by this side's poller (fastest pass).");
+    }
+}
