@@ -20,10 +20,11 @@ cp examples/target/lib/*.jar "$OUT/lib/"
 cp examples/target/kvbridge-examples-*.jar "$OUT/lib/"
 cp -r backend-cuda-ipc/target/test-classes "$OUT/test/classes"
 # in the reactor (-am), so that kvbridge's own jars come from this build, never from whatever ~/.m2 holds
-mvn -B -q -pl backend-cuda-ipc -am -DskipTests package dependency:copy-dependencies -DincludeScope=test -DoutputDirectory="$OUT/test/deps"
+mvn -B -q -pl backend-cuda-ipc -am -DskipTests package dependency:copy-dependencies -DincludeScope=test -DexcludeArtifactIds=assertj-core,byte-buddy -DoutputDirectory="$OUT/test/deps"
 # the launcher that runs JUnit without Maven
 mvn -B -q -pl backend-cuda-ipc dependency:copy -Dartifact=org.junit.platform:junit-platform-launcher:1.14.1 -DoutputDirectory="$OUT/test/deps"
-# the test class path is test/deps then lib: a jar the command line already carries is not carried twice
+# the test class path is test/deps then lib: a jar the command line already carries is not carried twice (assertj and
+# byte-buddy, which only the JUnit test kit pulls in, are left out: nothing the check runs uses them)
 for jar in "$OUT"/test/deps/*.jar; do
     if [[ -e "$OUT/lib/$(basename "$jar")" ]]; then
         rm "$jar"
