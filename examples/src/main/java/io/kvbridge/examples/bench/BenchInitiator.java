@@ -257,6 +257,30 @@ public final class BenchInitiator implements AutoCloseable
         return TcpStreamBaseline.measureTo(compiler, targetHost, tcpPort, settings.totalBytes(), new ArrayList<>(blockSizes));
     }
 
+    /**
+     * Runs the UCX probe's initiator against the probe target the target starts when asked, with
+     * this run's block sizes, total, window and batch, or says why there is none.
+     *
+     * @param compiler the C compiler command.
+     * @param blockSizes the block sizes.
+     * @return the figures, or the reason there are none.
+     * @throws KvBridgeException the control connection's errors, as every request's.
+     */
+    public UcxProbeBaseline.TwoHosts ucxProbe(String compiler, List<Long> blockSizes)
+    {
+        if (!settings.transport().equals(UcxProbeBaseline.TRANSPORT)) {
+            return UcxProbeBaseline.TwoHosts.unavailable("the C probe is the baseline of the ucx transport, and this run's is " + settings.transport());
+        }
+        WireMap ready = link.call(new WireWriter().map(1).string("type").string("probe").toByteArray(), "probe_ready", settings.timeout());
+        int port = ready.requireInt("port");
+        KvBridgeException.check(port >= 0 && port <= 65535, ErrorCode.PROTOCOL_ERROR, "target's probe port=%d is not a port", port);
+        if (port == 0) {
+            return UcxProbeBaseline.TwoHosts.unavailable("the target started no UCX probe: " + BenchLink.bounded(ready.optionalString("reason", "no reason given")));
+        }
+        return UcxProbeBaseline.measureTo(compiler, targetHost, port, settings.totalBytes(), new ArrayList<>(blockSizes), settings.transportMemory(),
+                settings.window(), settings.batch(), link.localHost(), settings.options());
+    }
+
     /** {@return the target's control address, for reports} */
     public String target()
     {

@@ -45,8 +45,8 @@ final class BenchLink implements AutoCloseable
 {
     /** Largest frame accepted: the biggest message carries a transport's metadata, a few KiB for UCX. */
     static final int MAX_FRAME_BYTES = 1 << 20;
-    /** The protocol's version; both sides must speak the same one. */
-    static final int VERSION = 1;
+    /** The protocol's version; both sides must speak the same one (2: the {@code probe} request). */
+    static final int VERSION = 2;
     private static final long CONNECT_RETRY_NANOS = 50_000_000L;
     private static final int MAX_ERROR_CHARS = 1_024;
 

@@ -31,7 +31,9 @@ import java.util.Map;
  * with one registered buffer, a control port that serves one initiator at a time, and the grants
  * that let the initiator READ and WRITE exactly that buffer under the key it sent. The target fills
  * the buffer with the pattern the initiator names before its READs and checks it after its WRITEs,
- * so a transfer that moved the wrong bytes cannot pass. It ends when an initiator says it is done,
+ * so a transfer that moved the wrong bytes cannot pass. Asked, it starts the C baselines' serving
+ * ends for the initiator: the TCP stream's receiver (in the hello) and, for {@code ucx}, the UCX
+ * probe's target (a {@code probe} request, after the transfers). It ends when an initiator says it is done,
  * or when {@code timeout} passes first. With TLS the control port serves TLS 1.3 only, each
  * handshake bounded by the deadline a new connection has to say hello.
  */
@@ -55,7 +57,7 @@ public final class BenchTarget
      * @param options the transport's options.
      * @param timeout how long the whole run may take.
      * @param secret the shared secret of the control connection, or null for none.
-     * @param compiler the C compiler of the TCP stream baseline's server.
+     * @param compiler the C compiler of the TCP stream's and the UCX probe's serving ends.
      * @param tls the control port's TLS, with the certificate it serves, or null for plain TCP.
      */
     public record Settings(String transport, InetSocketAddress listen, long bytes, boolean transportMemory, int device, Map<String, String> options,
@@ -197,6 +199,8 @@ public final class BenchTarget
         private final long deadline;
         private final long helloDeadline;
         private long used;
+        // the UCX probe's target while the initiator runs the probe against it
+        private BaselineServer probe;
 
         Session(BenchLink link, TransferBackend transport, BenchMemory memory, long deadline, long helloDeadline)
         {
@@ -226,7 +230,7 @@ public final class BenchTarget
                     .add(memory.allocation().address(), used).build());
             long readGrant = TransferBackend.NO_GRANT;
             long writeGrant = TransferBackend.NO_GRANT;
-            try (TcpStreamBaseline.Server tcp = hello.message().optionalBoolean("tcp", false)
+            try (BaselineServer tcp = hello.message().optionalBoolean("tcp", false)
                     ? TcpStreamBaseline.serve(settings.compiler(), link.localHost(), used) : null) {
                 readGrant = transport.grant(key, TransferOp.READ, whole, new int[] {0}, 1);
                 writeGrant = transport.grant(key, TransferOp.WRITE, whole, new int[] {0}, 1);
@@ -243,6 +247,9 @@ public final class BenchTarget
                 return answer();
             }
             finally {
+                if (probe != null) {
+                    probe.close();
+                }
                 transport.revoke(readGrant);
                 transport.revoke(writeGrant);
                 transport.releasePrepared(whole);
@@ -286,17 +293,39 @@ public final class BenchTarget
                         long mismatch = memory.firstMismatch(request.message().requireLong("seed"), used);
                         link.reply(new WireWriter().map(2).string("type").string("checked").string("mismatch").integer(mismatch).toByteArray(), request);
                     }
+                    case "probe" -> {
+                        startProbe();
+                        link.reply(new WireWriter().map(3).string("type").string("probe_ready").string("port").integer(probe.port())
+                                .string("reason").string(probe.reason()).toByteArray(), request);
+                    }
                     case "done" -> {
                         link.reply(new WireWriter().map(1).string("type").string("bye").toByteArray(), request);
                         return true;
                     }
                     default -> {
                         KvBridgeException refused = new KvBridgeException(ErrorCode.PROTOCOL_ERROR,
-                                "unknown request type=" + BenchLink.bounded(request.type()) + " (expected: fill, check or done)");
+                                "unknown request type=" + BenchLink.bounded(request.type()) + " (expected: fill, check, probe or done)");
                         link.refuse(refused, request);
                         throw refused;
                     }
                 }
+            }
+        }
+
+        /** Starts the UCX probe's target on the control address, on memory of the buffer's kind; a second request replaces the first's. */
+        private void startProbe()
+        {
+            if (probe != null) {
+                probe.close();
+            }
+            probe = transport.name().equals(UcxProbeBaseline.TRANSPORT)
+                    ? UcxProbeBaseline.serve(settings.compiler(), link.localHost(), used, settings.transportMemory(), settings.options())
+                    : BaselineServer.unavailable("the UCX probe is the baseline of the ucx transport, and this target runs " + transport.name());
+            if (probe.available()) {
+                say("UCX C probe target for initiator %s listening on port %d (%s)", link.peer(), probe.port(), UcxProbeBaseline.transports());
+            }
+            else {
+                say("no UCX C probe target for initiator %s: %s", link.peer(), probe.reason());
             }
         }
     }

@@ -100,42 +100,62 @@ final class CompiledBaseline
      */
     static BaselineResult measure(Program program, String compiler, List<String> arguments, List<Long> blockSizes, Map<String, String> environment)
     {
+        return measureEach(program, compiler, arguments, blockSizes, environment, List.of(program.line())).getFirst();
+    }
+
+    /**
+     * Compiles and runs a program that prints several series, such as one per operation, in one run.
+     *
+     * @param lines one pattern per series, as {@link Program#line()}: group 1 the block bytes, group 2 the GB/s.
+     * @return one result per pattern, in their order; when the run failed, each says why.
+     */
+    static List<BaselineResult> measureEach(Program program, String compiler, List<String> arguments, List<Long> blockSizes, Map<String, String> environment,
+            List<Pattern> lines)
+    {
         requireNonNull(environment, "environment is null");
         requireNonNull(program, "program is null");
         requireNonNull(compiler, "compiler is null");
         requireNonNull(arguments, "arguments is null");
         requireNonNull(blockSizes, "blockSizes is null");
+        requireNonNull(lines, "lines is null");
         Path directory = null;
         try {
             directory = Files.createTempDirectory("kvbridge-baseline");
             Compiled compiled = compile(program, compiler, directory);
             if (compiled.binary() == null) {
-                return BaselineResult.unavailable(compiled.reason());
+                return unavailable(lines, compiled.reason());
             }
             List<String> command = new ArrayList<>();
             command.add(compiled.binary().toString());
             command.addAll(arguments);
             Run measured = run(command, directory.resolve("run.log"), program.runSeconds(), environment);
             if (measured == null || measured.exitCode() != 0) {
-                return BaselineResult.unavailable(program.binaryName() + " failed"
+                return unavailable(lines, program.binaryName() + " failed"
                         + (measured == null ? " to start" : " with exit code " + measured.exitCode() + ": " + measured.output().strip()));
             }
-            Map<Long, Double> figures = new LinkedHashMap<>();
-            Matcher matcher = program.line().matcher(measured.output());
-            while (matcher.find()) {
-                figures.put(Long.parseLong(matcher.group(1)), Double.parseDouble(matcher.group(2)));
+            List<BaselineResult> results = new ArrayList<>();
+            for (Pattern line : lines) {
+                Map<Long, Double> figures = new LinkedHashMap<>();
+                Matcher matcher = line.matcher(measured.output());
+                while (matcher.find()) {
+                    figures.put(Long.parseLong(matcher.group(1)), Double.parseDouble(matcher.group(2)));
+                }
+                results.add(figures.keySet().containsAll(blockSizes) ? new BaselineResult(figures, "")
+                        : BaselineResult.unavailable(program.binaryName() + " printed no figure for some block sizes: " + measured.output().strip()));
             }
-            if (!figures.keySet().containsAll(blockSizes)) {
-                return BaselineResult.unavailable(program.binaryName() + " printed no figure for some block sizes: " + measured.output().strip());
-            }
-            return new BaselineResult(figures, "");
+            return results;
         }
         catch (IOException e) {
-            return BaselineResult.unavailable("could not prepare the " + program.label() + ": " + e.getMessage());
+            return unavailable(lines, "could not prepare the " + program.label() + ": " + e.getMessage());
         }
         finally {
             deleteQuietly(directory);
         }
+    }
+
+    private static List<BaselineResult> unavailable(List<Pattern> lines, String reason)
+    {
+        return lines.stream().map(line -> BaselineResult.unavailable(reason)).toList();
     }
 
     /**
@@ -209,6 +229,16 @@ final class CompiledBaseline
      */
     static Started start(Program program, String compiler, List<String> arguments, StringBuilder reason)
     {
+        return start(program, compiler, arguments, Map.of(), reason);
+    }
+
+    /**
+     * Compiles a program and starts it in the background with extra environment variables.
+     *
+     * @param environment added to this process's environment for the run (not the compile).
+     */
+    static Started start(Program program, String compiler, List<String> arguments, Map<String, String> environment, StringBuilder reason)
+    {
         Path directory = null;
         try {
             directory = Files.createTempDirectory("kvbridge-baseline");
@@ -222,7 +252,9 @@ final class CompiledBaseline
             command.add(compiled.binary().toString());
             command.addAll(arguments);
             Path log = directory.resolve("run.log");
-            Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+            builder.environment().putAll(environment);
+            Process process = builder.start();
             return new Started(process, log, directory);
         }
         catch (IOException e) {

@@ -2,10 +2,9 @@ package io.kvbridge.examples.bench;
 
 import static java.util.Objects.requireNonNull;
 
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.regex.Matcher;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
@@ -35,52 +34,6 @@ public final class TcpStreamBaseline
             Pattern.compile("tcp_stream send block=(\\d+) total=\\d+ passes=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s"), "TCP stream baseline", "", 600);
 
     private static final Pattern LISTENING = Pattern.compile("tcp_stream listening port=(\\d+)");
-    private static final long LISTEN_MILLIS = 60_000;
-
-    /**
-     * The receiving end of a stream between two hosts, running in the background until the sender
-     * is done or it is closed. Either it listens ({@link #available()}, on {@link #port()}) or
-     * {@link #reason()} says why not.
-     */
-    public static final class Server implements AutoCloseable
-    {
-        private final CompiledBaseline.Started started;
-        private final int port;
-        private final String reason;
-
-        private Server(CompiledBaseline.Started started, int port, String reason)
-        {
-            this.started = started;
-            this.port = port;
-            this.reason = reason;
-        }
-
-        /** {@return whether the receiver listens} */
-        public boolean available()
-        {
-            return reason.isEmpty();
-        }
-
-        /** {@return the port it listens on; 0 when it does not} */
-        public int port()
-        {
-            return port;
-        }
-
-        /** {@return why it does not listen; empty when it does} */
-        public String reason()
-        {
-            return reason;
-        }
-
-        @Override
-        public void close()
-        {
-            if (started != null) {
-                started.close();
-            }
-        }
-    }
 
     private TcpStreamBaseline()
     {
@@ -113,27 +66,10 @@ public final class TcpStreamBaseline
      * @param totalBytes bytes the sender sends per block size; its header must say the same.
      * @return the receiver.
      */
-    public static Server serve(String compiler, String host, long totalBytes)
+    public static BaselineServer serve(String compiler, String host, long totalBytes)
     {
-        StringBuilder reason = new StringBuilder();
-        String bracketed = host.contains(":") ? "[" + host + "]" : host;
-        CompiledBaseline.Started started = CompiledBaseline.start(PROGRAM, compiler, List.of("--serve=" + bracketed + ":0", Long.toString(totalBytes)), reason);
-        if (started == null) {
-            return new Server(null, 0, reason.toString());
-        }
-        try {
-            Matcher listening = started.await(LISTENING, LISTEN_MILLIS);
-            if (listening == null) {
-                String output = started.output();
-                started.close();
-                return new Server(null, 0, "tcp_stream did not listen on " + host + ": " + (output.isEmpty() ? "no output" : output));
-            }
-            return new Server(started, Integer.parseInt(listening.group(1)), "");
-        }
-        catch (IOException e) {
-            started.close();
-            return new Server(null, 0, "tcp_stream's output could not be read: " + e.getMessage());
-        }
+        return BaselineServer.start(PROGRAM, compiler, List.of("--serve=" + BaselineServer.hostPort(host, 0), Long.toString(totalBytes)), Map.of(), LISTENING,
+                host);
     }
 
     /**
@@ -150,8 +86,7 @@ public final class TcpStreamBaseline
     public static BaselineResult measureTo(String compiler, String host, int port, long totalBytes, List<Long> blockSizes)
     {
         requireNonNull(blockSizes, "blockSizes is null");
-        String bracketed = host.contains(":") ? "[" + host + "]" : host;
-        List<String> arguments = new ArrayList<>(List.of("--connect=" + bracketed + ":" + port, Long.toString(totalBytes)));
+        List<String> arguments = new ArrayList<>(List.of("--connect=" + BaselineServer.hostPort(host, port), Long.toString(totalBytes)));
         blockSizes.forEach(size -> arguments.add(Long.toString(size)));
         arguments.add("--passes=" + TIMED_PASSES);
         return CompiledBaseline.measure(PROGRAM, compiler, arguments, blockSizes);

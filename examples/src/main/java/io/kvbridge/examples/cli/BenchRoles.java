@@ -14,6 +14,7 @@ import io.kvbridge.examples.bench.BenchTarget;
 import io.kvbridge.examples.bench.ControlSecurity;
 import io.kvbridge.examples.bench.MemcpyBaseline;
 import io.kvbridge.examples.bench.TransportBench;
+import io.kvbridge.examples.bench.UcxProbeBaseline;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.io.PrintWriter;
@@ -205,6 +206,7 @@ final class BenchRoles
         List<BenchInitiator.Row> rows = new ArrayList<>();
         BaselineResult tcp;
         BaselineResult memcpy;
+        UcxProbeBaseline.TwoHosts probe;
         String target;
         String agent;
         String targetMemory;
@@ -234,10 +236,16 @@ final class BenchRoles
             progress.printf("kvbridge bench initiator: one TCP stream to the target (%s, two processes) ...%n", common.compiler());
             progress.flush();
             tcp = initiator.tcpStream(common.compiler(), common.blockSizes());
+            if (transport.equals(UcxProbeBaseline.TRANSPORT)) {
+                progress.printf("kvbridge bench initiator: UCX C probe to the target (%s, get and put, %s) ...%n", common.compiler(),
+                        UcxProbeBaseline.transports());
+                progress.flush();
+            }
+            probe = initiator.ucxProbe(common.compiler(), common.blockSizes());
         }
         String memory = onDevice ? "device " + common.device() : transportMemory ? "transport" : "process";
         InitiatorReport report = new InitiatorReport(transport, batch, common, target, agent, control, memory, targetMemory, driver(plugin, onDevice), rows,
-                memcpy, tcp);
+                memcpy, tcp, probe);
         PrintWriter out = spec.commandLine().getOut();
         if (common.json()) {
             out.println(Json.write(report.document()));
