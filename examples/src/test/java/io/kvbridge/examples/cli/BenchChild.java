@@ -48,18 +48,11 @@ final class BenchChild implements AutoCloseable
     static BenchChild start(Path directory, Map<String, String> environment, List<String> jvmArgs, String... args) throws IOException
     {
         Files.createDirectories(directory);
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-XX:TieredStopAtLevel=1"));
-        command.addAll(jvmArgs);
-        command.addAll(List.of("-cp", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")), KvBridgeCli.class.getName()));
-        command.addAll(List.of(args));
-        Path out = directory.resolve("out.txt");
-        Path err = directory.resolve("err.txt");
-        ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
-        // UCX must not install its signal handlers in a JVM
-        builder.environment().put("UCX_ERROR_SIGNALS", "");
+        List<String> options = new ArrayList<>(List.of("-XX:TieredStopAtLevel=1"));
+        options.addAll(jvmArgs);
+        ProcessBuilder builder = ChildCli.builder(directory, options, args);
         builder.environment().putAll(environment);
-        return new BenchChild(builder.start(), out, err, List.of(args));
+        return new BenchChild(builder.start(), directory.resolve("out.txt"), directory.resolve("err.txt"), List.of(args));
     }
 
     /** {@return the port a target printed it listens on} */

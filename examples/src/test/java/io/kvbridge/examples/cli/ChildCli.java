@@ -26,6 +26,29 @@ final class ChildCli
     }
 
     /**
+     * The command line as a child JVM of this test's class path, not started yet, its stdout and
+     * stderr going to {@code out.txt} and {@code err.txt} in {@code directory}.
+     *
+     * @param directory where the streams are kept.
+     * @param jvmOptions JVM options besides native access.
+     * @param args the command line's arguments.
+     * @return the builder, its environment this process's without UCX's signal handlers.
+     */
+    static ProcessBuilder builder(Path directory, List<String> jvmOptions, String... args)
+    {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
+        command.addAll(jvmOptions);
+        command.addAll(List.of("-cp", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")), KvBridgeCli.class.getName()));
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(directory.resolve("out.txt").toFile())
+                .redirectError(directory.resolve("err.txt").toFile());
+        // UCX (under nixl and ucx) must not install its signal handlers in a JVM
+        builder.environment().put("UCX_ERROR_SIGNALS", "");
+        return builder;
+    }
+
+    /**
      * Runs the command line with extra JVM options and waits for it.
      *
      * @param directory where the streams are kept.
@@ -35,17 +58,9 @@ final class ChildCli
      */
     static Run run(Path directory, List<String> jvmOptions, String... args) throws IOException, InterruptedException
     {
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
-        command.addAll(jvmOptions);
-        command.addAll(List.of("-cp", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")), KvBridgeCli.class.getName()));
-        command.addAll(List.of(args));
         Path out = directory.resolve("out.txt");
         Path err = directory.resolve("err.txt");
-        ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
-        // UCX (under nixl and ucx) must not install its signal handlers in a JVM
-        builder.environment().put("UCX_ERROR_SIGNALS", "");
-        Process process = builder.start();
+        Process process = builder(directory, jvmOptions, args).start();
         if (!process.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             throw new AssertionError("kvbridge " + String.join(" ", args) + " did not end within " + DEADLINE_SECONDS + " s: "
