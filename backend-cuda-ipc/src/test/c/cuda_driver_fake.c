@@ -91,7 +91,7 @@ static int contexts[64];
 static int primary_refs[64];
 
 /* test steering, see kvbfake_control */
-static atomic_int no_device, ipc_supported = 1, fail_copies, fail_opens, fail_allocs, copy_delay_us, vmm_supported = 1, batch_supported = 1;
+static atomic_int no_device, ipc_supported = 1, fail_copies, fail_opens, fail_allocs, copy_delay_us, vmm_supported = 1, batch_supported = 1, fail_batches;
 static atomic_long copies_done, copy_calls, batch_calls, batch_copies;
 
 typedef struct { int magic, version, pid, pad; uint64_t size; char name[40]; } ipc_payload;
@@ -932,6 +932,11 @@ static CUresult memcpy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes
         }
         if (order == 2) return E_NOT_SUPPORTED;
     }
+    if (take_one(&fail_batches)) {
+        /* an injected refusal, as the driver refuses a copy it cannot queue: nothing is queued */
+        if (failIdx != NULL) *failIdx = count - 1;
+        return E_INVALID_VALUE;
+    }
     op *items = malloc(count * sizeof(op));
     if (items == NULL) return E_OUT_OF_MEMORY;
     for (size_t i = 0; i < count; i++) {
@@ -1001,7 +1006,8 @@ API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion
  * fail_copies (the next N copies fail: the event after them reports CUDA_ERROR_ILLEGAL_ADDRESS),
  * fail_opens (the next N IPC opens or imports fail with CUDA_ERROR_MAP_FAILED), fail_allocs (the next
  * N allocations fail with CUDA_ERROR_OUT_OF_MEMORY), copy_delay_us (each copy first sleeps),
- * batch_supported (0: cuGetProcAddress finds no cuMemcpyBatchAsync, as on a driver older than 12.8).
+ * batch_supported (0: cuGetProcAddress finds no cuMemcpyBatchAsync, as on a driver older than 12.8), fail_batches
+ * (the next N valid batch calls are refused with CUDA_ERROR_INVALID_VALUE, failIdx naming their last copy).
  * Returns 0, or -1 for an unknown key.
  */
 API int kvbfake_control(const char *key, long long value)
@@ -1016,6 +1022,7 @@ API int kvbfake_control(const char *key, long long value)
     else if (strcmp(key, "fail_allocs") == 0) atomic_store(&fail_allocs, (int) value);
     else if (strcmp(key, "copy_delay_us") == 0) atomic_store(&copy_delay_us, (int) value);
     else if (strcmp(key, "batch_supported") == 0) atomic_store(&batch_supported, (int) value);
+    else if (strcmp(key, "fail_batches") == 0) atomic_store(&fail_batches, (int) value);
     else return -1;
     return 0;
 }
