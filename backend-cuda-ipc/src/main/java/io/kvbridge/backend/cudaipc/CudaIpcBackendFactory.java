@@ -118,7 +118,8 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
         if (allocation.equals("vmm") && !probe.vmmFd()) {
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=vmm but the device cannot export VMM memory as POSIX fds; use auto or legacy");
         }
-        return new CudaIpcTransferBackend(context.agentName(), device, streams, batch.equals("off") ? 0 : batchSize, maxInFlight, timeoutMillis, allocation, probe.vmmFd());
+        return new CudaIpcTransferBackend(context.agentName(), device, streams, batch.equals("off") ? 0 : batchSize, maxInFlight, timeoutMillis, allocation,
+                probe.vmmFd());
     }
 
     private boolean allowFake()

@@ -131,8 +131,9 @@ final class CudaIpcEngine
         }
         int[] version = new int[1];
         int rc = CudaDriver.cuDriverGetVersion(version);
-        CudaMemcpyBatch.EntryPoint batch = batchSize == 0 ? new CudaMemcpyBatch.EntryPoint(MemorySegment.NULL, 0, "off (option batch=off): one cuMemcpyAsync per coalesced run")
-                : rc != 0 ? new CudaMemcpyBatch.EntryPoint(MemorySegment.NULL, 0, "none: cuDriverGetVersion returned " + rc + "; one cuMemcpyAsync per coalesced run")
+        String single = "; one cuMemcpyAsync per coalesced run";
+        CudaMemcpyBatch.EntryPoint batch = batchSize == 0 ? new CudaMemcpyBatch.EntryPoint(MemorySegment.NULL, 0, "off (option batch=off)" + single)
+                : rc != 0 ? new CudaMemcpyBatch.EntryPoint(MemorySegment.NULL, 0, "none: cuDriverGetVersion returned " + rc + single)
                 : CudaMemcpyBatch.find(version[0]);
         issuer = new CopyIssuer(batch, Math.max(batchSize, 2));
         LOG.debug("{}: copies are issued with {}", guard.description(), issuer.describe());

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.kvbridge.backend.cudaipc.ffm.CudaDriver;
 import io.kvbridge.backend.cudaipc.ffm.CudaLayouts;
 import io.kvbridge.backend.cudaipc.ffm.CudaMemcpyBatch;
+import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.Availability;
@@ -19,6 +20,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.testkit.KvBridgeAssertions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -198,6 +200,15 @@ final class CudaIpcBatchCopyTest
         assertTrue(off.initiator.copyPath().startsWith("off"), off.initiator.copyPath());
         assertEquals(new Calls(0, 0, DESCRIPTORS), writeAll(off));
         assertMoved(off);
+    }
+
+    @Test
+    void batchOptionsAreChecked()
+    {
+        KvBridgeAssertionsText.assertMessage(KvBridgeAssertions.assertCode(ErrorCode.CONFIG_INVALID, () -> backend(Map.of("batch", "on"))),
+                "batch=on is not auto");
+        KvBridgeAssertions.assertCode(ErrorCode.CONFIG_INVALID, () -> backend(Map.of("batch-size", "1")));
+        KvBridgeAssertions.assertCode(ErrorCode.CONFIG_INVALID, () -> backend(Map.of("batch-size", "65537")));
     }
 
     @Test

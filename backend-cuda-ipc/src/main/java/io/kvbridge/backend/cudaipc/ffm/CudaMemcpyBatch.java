@@ -77,6 +77,9 @@ public final class CudaMemcpyBatch
     public static EntryPoint find(int driverVersion)
     {
         String fallback = "; one cuMemcpyAsync per coalesced run";
+        if (driverVersion <= 0) {
+            return absent("none: the driver's version is unknown (cuDriverGetVersion failed)" + fallback);
+        }
         if (driverVersion < FIRST_VERSION) {
             return absent("none: the driver supports CUDA " + version(driverVersion) + ", the batch call came with " + version(FIRST_VERSION) + fallback);
         }
