@@ -49,10 +49,11 @@ typedef struct {
     struct { unsigned char compressionType, gpuDirectRDMACapable; unsigned short usage; unsigned char reserved[4]; } allocFlags;
 } CUmemAllocationProp;
 typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
+typedef struct { int srcAccessOrder; CUmemLocation srcLocHint, dstLocHint; unsigned int flags; } CUmemcpyAttributes;
 
 enum {
     OK = 0, E_INVALID_VALUE = 1, E_OUT_OF_MEMORY = 2, E_NOT_INITIALIZED = 3, E_NO_DEVICE = 100, E_INVALID_DEVICE = 101,
-    E_INVALID_CONTEXT = 201, E_MAP_FAILED = 205, E_INVALID_HANDLE = 400, E_NOT_READY = 600, E_ILLEGAL_ADDRESS = 700,
+    E_INVALID_CONTEXT = 201, E_MAP_FAILED = 205, E_INVALID_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600, E_ILLEGAL_ADDRESS = 700,
     E_HOST_ALREADY_REGISTERED = 712, E_HOST_NOT_REGISTERED = 713, E_NOT_SUPPORTED = 801, E_UNKNOWN = 999
 };
 
@@ -90,8 +91,8 @@ static int contexts[64];
 static int primary_refs[64];
 
 /* test steering, see kvbfake_control */
-static atomic_int no_device, ipc_supported = 1, fail_copies, fail_opens, fail_allocs, copy_delay_us, vmm_supported = 1;
-static atomic_long copies_done, copy_calls;
+static atomic_int no_device, ipc_supported = 1, fail_copies, fail_opens, fail_allocs, copy_delay_us, vmm_supported = 1, batch_supported = 1, fail_batches;
+static atomic_long copies_done, copy_calls, batch_calls, batch_copies;
 
 typedef struct { int magic, version, pid, pad; uint64_t size; char name[40]; } ipc_payload;
 
@@ -252,6 +253,7 @@ API CUresult cuGetErrorName(CUresult error, const char **name)
         case E_INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; break;
         case E_MAP_FAILED: *name = "CUDA_ERROR_MAP_FAILED"; break;
         case E_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; break;
+        case E_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
         case E_NOT_READY: *name = "CUDA_ERROR_NOT_READY"; break;
         case E_ILLEGAL_ADDRESS: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
         case E_HOST_ALREADY_REGISTERED: *name = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"; break;
@@ -779,11 +781,13 @@ static void *stream_worker(void *argument)
     }
 }
 
-static CUresult enqueue(stream *s, op item)
+/* queues n ops at once, in order, so that no other call's work lands between them */
+static CUresult enqueue_many(stream *s, const op *items, size_t n)
 {
     pthread_mutex_lock(&s->mutex);
-    if (s->count == s->capacity) {
-        size_t capacity = s->capacity * 2;
+    if (s->count + n > s->capacity) {
+        size_t capacity = s->capacity;
+        while (capacity < s->count + n) capacity *= 2;
         op *ops = malloc(capacity * sizeof(op));
         if (ops == NULL) {
             pthread_mutex_unlock(&s->mutex);
@@ -795,11 +799,16 @@ static CUresult enqueue(stream *s, op item)
         s->head = 0;
         s->capacity = capacity;
     }
-    s->ops[(s->head + s->count) % s->capacity] = item;
-    s->count++;
+    for (size_t k = 0; k < n; k++) s->ops[(s->head + s->count + k) % s->capacity] = items[k];
+    s->count += n;
     pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->mutex);
     return OK;
+}
+
+static CUresult enqueue(stream *s, op item)
+{
+    return enqueue_many(s, &item, 1);
 }
 
 API CUresult cuStreamCreate(void **handle, unsigned int flags)
@@ -892,13 +901,113 @@ API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void 
     return enqueue(s, item);
 }
 
+/* ------------------------------------------------------------------ batch copies */
+
+#define NO_COPY ((size_t) -1)
+
+/*
+ * cuMemcpyBatchAsync as the header documents it: every argument checked before anything is queued
+ * (count > 0, no null array, 1 <= numAttrs <= count, attrsIdxs starting at 0 and increasing below
+ * count, a valid srcAccessOrder per attribute, the legacy NULL stream refused), then the copies run
+ * on the stream's worker like single copies, so injected copy failures apply to them. The driver runs
+ * them in no particular order; the fake runs them in order. CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL
+ * (sources read before the call returns) is not implemented and answered CUDA_ERROR_NOT_SUPPORTED.
+ * failIdx (the CUDA 12.8 ABI only) names the refused copy, or is SIZE_MAX for an error of no copy.
+ */
+static CUresult memcpy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                             size_t numAttrs, size_t *failIdx, void *stream_handle)
+{
+    if (failIdx != NULL) *failIdx = NO_COPY;
+    NEED_CONTEXT();
+    stream *s = stream_handle;
+    if (s == NULL || dsts == NULL || srcs == NULL || sizes == NULL || attrs == NULL || attrsIdxs == NULL) return E_INVALID_VALUE;
+    if (count == 0 || numAttrs == 0 || numAttrs > count || attrsIdxs[0] != 0) return E_INVALID_VALUE;
+    for (size_t k = 0; k < numAttrs; k++) {
+        if (k > 0 && attrsIdxs[k] <= attrsIdxs[k - 1]) return E_INVALID_VALUE;
+        if (attrsIdxs[k] >= count) return E_INVALID_VALUE;
+        int order = attrs[k].srcAccessOrder;
+        if (order < 1 || order > 3 || (attrs[k].flags & ~1u) != 0) return E_INVALID_VALUE;
+        if (attrs[k].srcLocHint.type < 0 || attrs[k].srcLocHint.type > 4 || attrs[k].dstLocHint.type < 0 || attrs[k].dstLocHint.type > 4) {
+            return E_INVALID_VALUE;
+        }
+        if (order == 2) return E_NOT_SUPPORTED;
+    }
+    if (take_one(&fail_batches)) {
+        /* an injected refusal, as the driver refuses a copy it cannot queue: nothing is queued */
+        if (failIdx != NULL) *failIdx = count - 1;
+        return E_INVALID_VALUE;
+    }
+    op *items = malloc(count * sizeof(op));
+    if (items == NULL) return E_OUT_OF_MEMORY;
+    for (size_t i = 0; i < count; i++) {
+        if (dsts[i] == 0 || srcs[i] == 0) {
+            free(items);
+            if (failIdx != NULL) *failIdx = i;
+            return E_INVALID_VALUE;
+        }
+        op item = { 0, dsts[i], srcs[i], sizes[i], NULL, 0 };
+        items[i] = item;
+    }
+    CUresult rc = enqueue_many(s, items, count);
+    free(items);
+    if (rc == OK) {
+        atomic_fetch_add(&batch_calls, 1);
+        atomic_fetch_add(&batch_copies, (long) count);
+    }
+    return rc;
+}
+
+/* CUDA 12.8 and 12.9 */
+API CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                size_t numAttrs, size_t *failIdx, void *stream_handle)
+{
+    return memcpy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, stream_handle);
+}
+
+/* CUDA 13.0: no failIdx */
+API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                   size_t numAttrs, void *stream_handle)
+{
+    return memcpy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, stream_handle);
+}
+
+/*
+ * The versioned entry point for a base name and CUDA version, as the driver answers it: a version
+ * above the driver's is CUDA_ERROR_INVALID_VALUE; an unknown symbol, or one newer than the version
+ * asked for, is CUDA_SUCCESS with a NULL pointer and the status saying which. The fake answers only
+ * for cuMemcpyBatchAsync (steered off with batch_supported=0, as a driver without it answers).
+ */
+API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, unsigned long long flags, int *symbolStatus)
+{
+    if (symbol == NULL || pfn == NULL || (flags & ~3ull) != 0 || cudaVersion <= 0 || cudaVersion > driver_version) return E_INVALID_VALUE;
+    *pfn = NULL;
+    int status = 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+    if (strcmp(symbol, "cuMemcpyBatchAsync") == 0 && atomic_load(&batch_supported) && driver_version >= 12080) {
+        if (cudaVersion >= 13000) {
+            *pfn = (void *) cuMemcpyBatchAsync_v2;
+            status = 0;
+        }
+        else if (cudaVersion >= 12080) {
+            *pfn = (void *) cuMemcpyBatchAsync;
+            status = 0;
+        }
+        else {
+            status = 2; /* CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT */
+        }
+    }
+    if (symbolStatus != NULL) *symbolStatus = status;
+    return OK;
+}
+
 /* ------------------------------------------------------------------ test steering (fake only) */
 
 /*
  * Keys: no_device (cuInit answers CUDA_ERROR_NO_DEVICE), driver_version, ipc_supported, vmm_supported,
  * fail_copies (the next N copies fail: the event after them reports CUDA_ERROR_ILLEGAL_ADDRESS),
  * fail_opens (the next N IPC opens or imports fail with CUDA_ERROR_MAP_FAILED), fail_allocs (the next
- * N allocations fail with CUDA_ERROR_OUT_OF_MEMORY), copy_delay_us (each copy first sleeps).
+ * N allocations fail with CUDA_ERROR_OUT_OF_MEMORY), copy_delay_us (each copy first sleeps),
+ * batch_supported (0: cuGetProcAddress finds no cuMemcpyBatchAsync, as on a driver older than 12.8), fail_batches
+ * (the next N valid batch calls are refused with CUDA_ERROR_INVALID_VALUE, failIdx naming their last copy).
  * Returns 0, or -1 for an unknown key.
  */
 API int kvbfake_control(const char *key, long long value)
@@ -912,6 +1021,8 @@ API int kvbfake_control(const char *key, long long value)
     else if (strcmp(key, "fail_opens") == 0) atomic_store(&fail_opens, (int) value);
     else if (strcmp(key, "fail_allocs") == 0) atomic_store(&fail_allocs, (int) value);
     else if (strcmp(key, "copy_delay_us") == 0) atomic_store(&copy_delay_us, (int) value);
+    else if (strcmp(key, "batch_supported") == 0) atomic_store(&batch_supported, (int) value);
+    else if (strcmp(key, "fail_batches") == 0) atomic_store(&fail_batches, (int) value);
     else return -1;
     return 0;
 }
@@ -919,13 +1030,16 @@ API int kvbfake_control(const char *key, long long value)
 /*
  * Counters: peer_handles (opened IPC handles plus imported VMM allocations still held), device_allocations
  * (cuMemAlloc and cuMemCreate allocations alive), mappings, reservations, host_registrations,
- * copies (copies that moved bytes), copy_calls (cuMemcpyAsync calls). Returns -1 for an unknown key.
+ * copies (copies that moved bytes), copy_calls (cuMemcpyAsync calls), batch_calls (cuMemcpyBatchAsync calls that
+ * queued their copies), batch_copies (copies those calls queued). Returns -1 for an unknown key.
  */
 API long long kvbfake_stat(const char *key)
 {
     if (key == NULL) return -1;
     if (strcmp(key, "copies") == 0) return atomic_load(&copies_done);
     if (strcmp(key, "copy_calls") == 0) return atomic_load(&copy_calls);
+    if (strcmp(key, "batch_calls") == 0) return atomic_load(&batch_calls);
+    if (strcmp(key, "batch_copies") == 0) return atomic_load(&batch_copies);
     long long count = 0;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < MAX_ENTRIES; i++) {

@@ -17,7 +17,10 @@ import java.util.Map;
  * driver, a device and IPC support are found; it never pretends otherwise.
  *
  * <p>Options: {@code device} (the device ordinal the instance's context is on, default 0),
- * {@code streams} (copy streams, 1..64, default 4), {@code allocation} ({@code auto}, {@code vmm} or
+ * {@code streams} (copy streams, 1..64, default 4), {@code batch} ({@code auto}: a transfer of
+ * more than one coalesced copy goes as {@code cuMemcpyBatchAsync} calls where the driver has it;
+ * {@code off}: one {@code cuMemcpyAsync} per copy), {@code batch-size} (copies per batch call,
+ * 2..65536, default 1024), {@code allocation} ({@code auto}, {@code vmm} or
  * {@code legacy}: what {@code allocate(DEVICE)} uses, default auto = VMM where the device exports
  * POSIX fds), {@code max-in-flight} (1..1048576, default 16384), {@code transfer-timeout-ms}
  * (copies not done by then fail the transfer, default 30000), {@code allow-fake} (accept kvbridge's
@@ -35,6 +38,10 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
     public static final String ENABLED_PROPERTY = "kvbridge.cuda-ipc.enabled";
     /** System property that lets the transport run on kvbridge's test fake of the driver. */
     public static final String ALLOW_FAKE_PROPERTY = "kvbridge.cuda-ipc.allow-fake";
+
+    /** Copies per {@code cuMemcpyBatchAsync} call unless {@code batch-size} says otherwise. */
+    static final int DEFAULT_BATCH_SIZE = 1024;
+    static final int MAX_BATCH_SIZE = 65536;
 
     private final Boolean allowFake;
 
@@ -86,11 +93,17 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
         PluginConfig options = new PluginConfig(NAME, config);
         int device = options.intValue("device", 0, 0, 1023);
         int streams = options.intValue("streams", 4, 1, 64);
+        String batch = options.stringValue("batch", "auto");
+        int batchSize = options.intValue("batch-size", DEFAULT_BATCH_SIZE, 2, MAX_BATCH_SIZE);
         String allocation = options.stringValue("allocation", "auto");
         int maxInFlight = options.intValue("max-in-flight", 16384, 1, 1 << 20);
         int timeoutMillis = options.intValue("transfer-timeout-ms", 30_000, 1, 3_600_000);
         boolean chosenAllowFake = options.booleanValue("allow-fake", allowFake());
         options.finish();
+        if (!List.of("auto", "off").contains(batch)) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option batch=" + batch + " is not auto (cuMemcpyBatchAsync where the driver "
+                    + "has it) or off (one cuMemcpyAsync per coalesced run)");
+        }
         if (!List.of("auto", "vmm", "legacy").contains(allocation)) {
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=" + allocation + " is not auto, vmm or legacy");
         }
@@ -105,7 +118,8 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
         if (allocation.equals("vmm") && !probe.vmmFd()) {
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=vmm but the device cannot export VMM memory as POSIX fds; use auto or legacy");
         }
-        return new CudaIpcTransferBackend(context.agentName(), device, streams, maxInFlight, timeoutMillis, allocation, probe.vmmFd());
+        return new CudaIpcTransferBackend(context.agentName(), device, streams, batch.equals("off") ? 0 : batchSize, maxInFlight, timeoutMillis, allocation,
+                probe.vmmFd());
     }
 
     private boolean allowFake()

@@ -3,6 +3,7 @@ package io.kvbridge.backend.cudaipc;
 import static io.kvbridge.backend.cudaipc.ffm.CudaLayouts.CUDA_ERROR_NOT_READY;
 
 import io.kvbridge.backend.cudaipc.ffm.CudaDriver;
+import io.kvbridge.backend.cudaipc.ffm.CudaMemcpyBatch;
 import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -13,6 +14,7 @@ import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.RunningTransfers;
 import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -24,8 +26,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The owner thread of one {@code cuda-ipc} instance and what it does: it makes the device's primary
- * context current once and then makes every driver call; it issues each transfer's copies with
- * {@code cuMemcpyAsync} on one of the instance's streams and records an event after the last;
+ * context current once and then makes every driver call; it issues each transfer's copies on one of
+ * the instance's streams ({@link CopyIssuer}: batches where the driver has {@code cuMemcpyBatchAsync},
+ * else one {@code cuMemcpyAsync} per copy) and records an event after the last;
  * between pieces of work it polls the events with {@code cuEventQuery}, parking at most 50 µs while
  * copies run and up to 100 ms when idle (woken by every hand-over), never spinning.
  *
@@ -48,6 +51,7 @@ final class CudaIpcEngine
     private final InstanceGuard guard;
     private final int device;
     private final int streamCount;
+    private final int batchSize;
     private final long transferTimeoutNanos;
     private final OwnerThread thread;
     private volatile boolean parked;
@@ -59,6 +63,7 @@ final class CudaIpcEngine
     private ControlChannel control;
     private long context;
     private long[] streams = new long[0];
+    private CopyIssuer issuer;
     private int nextStream;
     private boolean stopRequested;
     private final RunningTransfers<CudaIpcTransfer> running = new RunningTransfers<>();
@@ -73,11 +78,15 @@ final class CudaIpcEngine
     private Runnable shutdown;
     final Posix.Errno errno = new Posix.Errno(Arena.ofAuto());
 
-    CudaIpcEngine(InstanceGuard guard, int device, int streamCount, long transferTimeoutNanos, int capacity)
+    /**
+     * @param batchSize copies per batch call, or 0 for one {@code cuMemcpyAsync} per copy always.
+     */
+    CudaIpcEngine(InstanceGuard guard, int device, int streamCount, int batchSize, long transferTimeoutNanos, int capacity)
     {
         this.guard = guard;
         this.device = device;
         this.streamCount = streamCount;
+        this.batchSize = batchSize;
         this.transferTimeoutNanos = transferTimeoutNanos;
         this.thread = new OwnerThread("kvbridge-cuda-ipc-" + guard.agentName(), guard.description(), capacity, this::loop, this::wake);
     }
@@ -120,10 +129,28 @@ final class CudaIpcEngine
             CudaDriver.check(CudaDriver.cuStreamCreate(out), "cuStreamCreate", "stream " + i + " of device " + device);
             streams[i] = out[0];
         }
+        int[] version = new int[1];
+        int rc = CudaDriver.cuDriverGetVersion(version);
+        String single = "; one cuMemcpyAsync per coalesced run";
+        CudaMemcpyBatch.EntryPoint batch = batchSize == 0 ? new CudaMemcpyBatch.EntryPoint(MemorySegment.NULL, 0, "off (option batch=off)" + single)
+                : rc != 0 ? new CudaMemcpyBatch.EntryPoint(MemorySegment.NULL, 0, "none: cuDriverGetVersion returned " + rc + single)
+                : CudaMemcpyBatch.find(version[0]);
+        issuer = new CopyIssuer(batch, Math.max(batchSize, 2));
+        LOG.debug("{}: copies are issued with {}", guard.description(), issuer.describe());
+    }
+
+    /** @return how this instance issues copies: the batch entry point or why it has none. */
+    String copyPath()
+    {
+        return issuer == null ? "not started" : issuer.describe();
     }
 
     private void closeContext()
     {
+        if (issuer != null) {
+            issuer.close();
+            issuer = null;
+        }
         if (hostCopyEvent != 0) {
             CudaDriver.cuEventDestroy(hostCopyEvent);
             hostCopyEvent = 0;
@@ -235,21 +262,8 @@ final class CudaIpcEngine
         }
         long stream = streams[nextStream];
         nextStream = nextStream + 1 == streams.length ? 0 : nextStream + 1;
-        transfer.copyFailure = null;
         transfer.reached = false;
-        var copies = transfer.copies;
-        CudaIpcList remote = transfer.remote;
-        boolean write = transfer.op == TransferOp.WRITE;
-        for (int i = 0; i < copies.size(); i++) {
-            long local = copies.localAddress(i);
-            long far = copies.remoteAddress(i) + remote.region(copies.remoteRegion(i)).delta();
-            int rc = CudaDriver.cuMemcpyAsync(write ? far : local, write ? local : far, copies.length(i), stream);
-            if (rc != 0) {
-                transfer.copyFailure = CudaDriver.failure(ErrorCode.TRANSFER_FAILED, rc, "cuMemcpyAsync", "queueing copy " + i + " of " + copies.size()
-                        + " (" + copies.length(i) + " bytes) to peer '" + peer.name() + "'; nothing is announced to the peer");
-                break;
-            }
-        }
+        transfer.copyFailure = issuer.issue(transfer, stream);
         int rc = CudaDriver.cuEventRecord(transfer.event, stream);
         if (rc != 0) {
             // without an event the copies' end cannot be seen: keep the peer's mappings until close

@@ -7,6 +7,7 @@ import static io.kvbridge.backend.cudaipc.ffm.CudaLayouts.CU_DEVICE_ATTRIBUTE_UN
 import static io.kvbridge.backend.cudaipc.ffm.CudaLayouts.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED;
 
 import io.kvbridge.backend.cudaipc.ffm.CudaDriver;
+import io.kvbridge.backend.cudaipc.ffm.CudaMemcpyBatch;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.transport.NativeLibrary;
@@ -75,6 +76,7 @@ final class CudaIpcProbe
             return unavailable("the NVIDIA driver supports CUDA " + details.get("driverVersion") + " (cuDriverGetVersion=" + value[0] + "), older than the "
                     + "CUDA 12.0 (" + MINIMUM_DRIVER_VERSION + ") the transport needs; install a newer NVIDIA driver", details);
         }
+        int driverVersion = rc == 0 ? value[0] : 0;
         rc = CudaDriver.cuInit(0);
         if (rc == CUDA_ERROR_NO_DEVICE) {
             return unavailable("no CUDA device: cuInit returned 100 (CUDA_ERROR_NO_DEVICE); run on a machine with an NVIDIA GPU, and check that "
@@ -90,6 +92,8 @@ final class CudaIpcProbe
             return unavailable("the CUDA driver sees no device (cuDeviceGetCount rc=" + rc + ", count=" + devices + "); check CUDA_VISIBLE_DEVICES", details);
         }
         details.put("device0", CudaDriver.cuDeviceGetName(0));
+        // which entry point a transfer of several copies uses (the option batch=off turns it off per instance)
+        details.put("batchCopy", CudaMemcpyBatch.find(driverVersion).detail());
         boolean unified = attribute(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) == 1;
         boolean legacy = attribute(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED) == 1;
         boolean vmmFd = attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) == 1

@@ -65,10 +65,11 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final boolean vmmSupported;
     private final String localKey;
 
-    CudaIpcTransferBackend(String agentName, int device, int streams, int maxInFlight, long transferTimeoutMillis, String allocationMode, boolean vmmSupported)
+    CudaIpcTransferBackend(String agentName, int device, int streams, int batchSize, int maxInFlight, long transferTimeoutMillis, String allocationMode,
+            boolean vmmSupported)
     {
         InstanceGuard guard = new InstanceGuard(CudaIpcBackendFactory.NAME, agentName);
-        CudaIpcEngine owner = new CudaIpcEngine(guard, device, streams, TimeUnit.MILLISECONDS.toNanos(transferTimeoutMillis), maxInFlight + 64);
+        CudaIpcEngine owner = new CudaIpcEngine(guard, device, streams, batchSize, TimeUnit.MILLISECONDS.toNanos(transferTimeoutMillis), maxInFlight + 64);
         TransferTable<CudaIpcTransfer> table = new TransferTable<>(guard.description(), maxInFlight, index -> new CudaIpcTransfer(index, owner));
         Inbox notifications = new Inbox();
         super(guard, table, notifications);
@@ -433,6 +434,13 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         for (LocalRegistration registration : registrations.clear()) {
             LocalMemory.release(registration, engine.errno);
         }
+    }
+
+    /** @return how the instance issues copies: the batch entry point, or why single copies. */
+    String copyPath()
+    {
+        guard.checkOpen();
+        return engine.call(engine::copyPath);
     }
 
     Export exportOf(Allocation allocation)

@@ -23,6 +23,12 @@ import java.util.Map;
  * 12 location.id          int
  * 16 win32HandleMetaData  void*
  * 24 allocFlags {u8 compressionType, u8 gpuDirectRDMACapable, u16 usage, u8 reserved[4]}
+ *
+ * CUmemcpyAttributes (24 bytes)
+ *  0 srcAccessOrder int
+ *  4 srcLocHint {type int, id int}
+ * 12 dstLocHint {type int, id int}
+ * 20 flags          unsigned int
  * </pre>
  */
 public final class CudaLayouts
@@ -36,6 +42,8 @@ public final class CudaLayouts
             MemoryLayout.structLayout(JAVA_BYTE.withName("compressionType"), JAVA_BYTE.withName("gpuDirectRDMACapable"), JAVA_SHORT.withName("usage"),
                     MemoryLayout.sequenceLayout(4, JAVA_BYTE).withName("reserved")).withName("allocFlags"));
     public static final StructLayout ACCESS_DESC = MemoryLayout.structLayout(MEM_LOCATION.withName("location"), JAVA_INT.withName("flags"));
+    public static final StructLayout MEMCPY_ATTRIBUTES = MemoryLayout.structLayout(JAVA_INT.withName("srcAccessOrder"),
+            MEM_LOCATION.withName("srcLocHint"), MEM_LOCATION.withName("dstLocHint"), JAVA_INT.withName("flags"));
     public static final StructLayout IPC_MEM_HANDLE = MemoryLayout.structLayout(MemoryLayout.sequenceLayout(64, JAVA_BYTE).withName("reserved"));
 
     public static final int CUDA_SUCCESS = 0;
@@ -43,6 +51,7 @@ public final class CudaLayouts
     public static final int CUDA_ERROR_NOT_INITIALIZED = 3;
     public static final int CUDA_ERROR_NO_DEVICE = 100;
     public static final int CUDA_ERROR_INVALID_CONTEXT = 201;
+    public static final int CUDA_ERROR_NOT_FOUND = 500;
     public static final int CUDA_ERROR_NOT_READY = 600;
     public static final int CUDA_ERROR_ILLEGAL_ADDRESS = 700;
     public static final int CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
@@ -62,12 +71,19 @@ public final class CudaLayouts
     public static final int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
     public static final int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
     public static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+    public static final int CU_MEM_LOCATION_TYPE_HOST = 2;
     public static final int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
     public static final int CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
     public static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
     public static final int CU_MEMHOSTREGISTER_PORTABLE = 1;
     public static final int CU_STREAM_NON_BLOCKING = 1;
     public static final int CU_EVENT_DISABLE_TIMING = 2;
+    public static final int CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1;
+    public static final int CU_MEMCPY_FLAG_DEFAULT = 0;
+    public static final int CU_GET_PROC_ADDRESS_DEFAULT = 0;
+    public static final int CU_GET_PROC_ADDRESS_SUCCESS = 0;
+    public static final int CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1;
+    public static final int CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2;
 
     private CudaLayouts()
     {
@@ -91,10 +107,19 @@ public final class CudaLayouts
         facts.put("offsetof(CUmemAllocationProp,allocFlags)", offset(ALLOCATION_PROP, "allocFlags"));
         facts.put("sizeof(CUmemAccessDesc)", ACCESS_DESC.byteSize());
         facts.put("offsetof(CUmemAccessDesc,flags)", offset(ACCESS_DESC, "flags"));
+        facts.put("sizeof(CUmemcpyAttributes)", MEMCPY_ATTRIBUTES.byteSize());
+        facts.put("offsetof(CUmemcpyAttributes,srcAccessOrder)", offset(MEMCPY_ATTRIBUTES, "srcAccessOrder"));
+        facts.put("offsetof(CUmemcpyAttributes,srcLocHint)", offset(MEMCPY_ATTRIBUTES, "srcLocHint"));
+        facts.put("offsetof(CUmemcpyAttributes,dstLocHint)", offset(MEMCPY_ATTRIBUTES, "dstLocHint"));
+        facts.put("offsetof(CUmemcpyAttributes,flags)", offset(MEMCPY_ATTRIBUTES, "flags"));
         facts.put("sizeof(CUdeviceptr)", 8L);
+        facts.put("sizeof(size_t)", 8L);
+        facts.put("sizeof(CUdriverProcAddressQueryResult)", 4L);
+        facts.put("sizeof(cuuint64_t)", 8L);
         facts.put("sizeof(CUmemGenericAllocationHandle)", 8L);
         facts.put("sizeof(CUresult)", 4L);
         facts.put("CUDA_ERROR_NO_DEVICE", (long) CUDA_ERROR_NO_DEVICE);
+        facts.put("CUDA_ERROR_NOT_FOUND", (long) CUDA_ERROR_NOT_FOUND);
         facts.put("CUDA_ERROR_NOT_READY", (long) CUDA_ERROR_NOT_READY);
         facts.put("CUDA_ERROR_ILLEGAL_ADDRESS", (long) CUDA_ERROR_ILLEGAL_ADDRESS);
         facts.put("CUDA_ERROR_INVALID_CONTEXT", (long) CUDA_ERROR_INVALID_CONTEXT);
@@ -112,12 +137,19 @@ public final class CudaLayouts
         facts.put("CU_MEM_ALLOCATION_TYPE_PINNED", (long) CU_MEM_ALLOCATION_TYPE_PINNED);
         facts.put("CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR", (long) CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
         facts.put("CU_MEM_LOCATION_TYPE_DEVICE", (long) CU_MEM_LOCATION_TYPE_DEVICE);
+        facts.put("CU_MEM_LOCATION_TYPE_HOST", (long) CU_MEM_LOCATION_TYPE_HOST);
         facts.put("CU_MEM_ACCESS_FLAGS_PROT_READWRITE", (long) CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
         facts.put("CU_MEM_ALLOC_GRANULARITY_RECOMMENDED", (long) CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
         facts.put("CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS", (long) CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
         facts.put("CU_MEMHOSTREGISTER_PORTABLE", (long) CU_MEMHOSTREGISTER_PORTABLE);
         facts.put("CU_STREAM_NON_BLOCKING", (long) CU_STREAM_NON_BLOCKING);
         facts.put("CU_EVENT_DISABLE_TIMING", (long) CU_EVENT_DISABLE_TIMING);
+        facts.put("CU_MEMCPY_SRC_ACCESS_ORDER_STREAM", (long) CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
+        facts.put("CU_MEMCPY_FLAG_DEFAULT", (long) CU_MEMCPY_FLAG_DEFAULT);
+        facts.put("CU_GET_PROC_ADDRESS_DEFAULT", (long) CU_GET_PROC_ADDRESS_DEFAULT);
+        facts.put("CU_GET_PROC_ADDRESS_SUCCESS", (long) CU_GET_PROC_ADDRESS_SUCCESS);
+        facts.put("CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND", (long) CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+        facts.put("CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT", (long) CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
         return facts;
     }
 
