@@ -143,13 +143,17 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         return overrides;
     }
 
-    /** Tells whether {@link #tls} lets UCX load its shared-memory transports (UCX warns about settings of unloaded ones). */
+    /**
+     * Tells whether {@link #tls}, or {@code UCX_TLS} when the option is not set, lets UCX load its
+     * shared-memory transports (UCX warns about settings of unloaded ones).
+     */
     boolean mayUseSharedMemory()
     {
-        if (tls.isEmpty() || tls.startsWith("^")) {
+        String lanes = tls.isEmpty() ? System.getenv().getOrDefault("UCX_TLS", "") : tls;
+        if (lanes.isEmpty() || lanes.startsWith("^")) {
             return true;
         }
-        for (String name : tls.split(",")) {
+        for (String name : lanes.split(",")) {
             if (Set.of("sm", "shm", "posix", "sysv", "mm", "all").contains(name.trim())) {
                 return true;
             }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,7 +32,8 @@ final class UcxOptionsTest
         assertTrue(options.granted());
         // the process's UCX_TLS decides the lanes when the option does not
         assertEquals(UcxOptions.onlyTcp(System.getenv().getOrDefault("UCX_TLS", "")) ? UcxOptions.TCP_EAGER_MAX : 0, options.eagerMaxBytes());
-        assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "1000ms"), options.ucxOverrides());
+        assertEquals(options.mayUseSharedMemory() ? Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "1000ms") : Map.of("KEEPALIVE_INTERVAL", "1000ms"),
+                options.ucxOverrides());
     }
 
     @Test
@@ -50,6 +52,17 @@ final class UcxOptionsTest
         // tcp alone loads no shared-memory transport: UCX would warn about MM_ERROR_HANDLING
         assertEquals(Map.of("KEEPALIVE_INTERVAL", "250ms", "TLS", "tcp", "NET_DEVICES", "lo", "RNDV_THRESH", "8192", "ZCOPY_THRESH", "16384"),
                 options.ucxOverrides());
+    }
+
+    @Test
+    void withoutTheTlsOptionTheEnvironmentsLanesDecideOnSharedMemory()
+    {
+        // UCX_TLS of this JVM: unset or naming shared memory, the setting is applied; tcp alone, it is not
+        String lanes = System.getenv().getOrDefault("UCX_TLS", "");
+        boolean shared = lanes.isEmpty() || lanes.startsWith("^") || java.util.Arrays.stream(lanes.split(","))
+                .anyMatch(name -> Set.of("sm", "shm", "posix", "sysv", "mm", "all").contains(name.trim()));
+        assertEquals(shared, UcxOptions.parse(Map.of()).mayUseSharedMemory());
+        assertEquals(shared, UcxOptions.parse(Map.of()).ucxOverrides().containsKey("MM_ERROR_HANDLING"));
     }
 
     @Test
