@@ -1007,13 +1007,26 @@ API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion
  * fail_opens (the next N IPC opens or imports fail with CUDA_ERROR_MAP_FAILED), fail_allocs (the next
  * N allocations fail with CUDA_ERROR_OUT_OF_MEMORY), copy_delay_us (each copy first sleeps),
  * batch_supported (0: cuGetProcAddress finds no cuMemcpyBatchAsync, as on a driver older than 12.8), fail_batches
- * (the next N valid batch calls are refused with CUDA_ERROR_INVALID_VALUE, failIdx naming their last copy).
+ * (the next N valid batch calls are refused with CUDA_ERROR_INVALID_VALUE, failIdx naming their last copy),
+ * reset (any value: every key above back to its value at load, so a test cannot leave one behind).
  * Returns 0, or -1 for an unknown key.
  */
 API int kvbfake_control(const char *key, long long value)
 {
     if (key == NULL) return -1;
-    if (strcmp(key, "no_device") == 0) atomic_store(&no_device, (int) value);
+    if (strcmp(key, "reset") == 0) {
+        atomic_store(&no_device, 0);
+        driver_version = 13000;
+        atomic_store(&ipc_supported, 1);
+        atomic_store(&vmm_supported, 1);
+        atomic_store(&fail_copies, 0);
+        atomic_store(&fail_opens, 0);
+        atomic_store(&fail_allocs, 0);
+        atomic_store(&copy_delay_us, 0);
+        atomic_store(&batch_supported, 1);
+        atomic_store(&fail_batches, 0);
+    }
+    else if (strcmp(key, "no_device") == 0) atomic_store(&no_device, (int) value);
     else if (strcmp(key, "driver_version") == 0) driver_version = (int) value;
     else if (strcmp(key, "ipc_supported") == 0) atomic_store(&ipc_supported, (int) value);
     else if (strcmp(key, "vmm_supported") == 0) atomic_store(&vmm_supported, (int) value);

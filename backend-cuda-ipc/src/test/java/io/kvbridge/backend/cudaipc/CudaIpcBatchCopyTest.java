@@ -65,10 +65,7 @@ final class CudaIpcBatchCopyTest
     void tearDown()
     {
         backends.forEach(TransferBackend::close);
-        FakeCuda.set("batch_supported", 1);
-        FakeCuda.set("driver_version", 13000);
-        FakeCuda.set("fail_copies", 0);
-        FakeCuda.set("fail_batches", 0);
+        FakeCuda.reset();
         if (arena != null) {
             arena.close();
         }

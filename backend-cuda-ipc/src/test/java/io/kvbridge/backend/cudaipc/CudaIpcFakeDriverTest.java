@@ -58,10 +58,7 @@ final class CudaIpcFakeDriverTest
     void tearDown()
     {
         backends.forEach(TransferBackend::close);
-        FakeCuda.set("no_device", 0);
-        FakeCuda.set("ipc_supported", 1);
-        FakeCuda.set("driver_version", 13000);
-        FakeCuda.set("fail_copies", 0);
+        FakeCuda.reset();
         if (arena != null) {
             arena.close();
         }

@@ -49,6 +49,12 @@ final class FakeCuda
         }
     }
 
+    /** Puts every steering key back to its value at load: what a test changed does not reach the next. */
+    static void reset()
+    {
+        set("reset", 0);
+    }
+
     static long stat(String key)
     {
         bind();
