@@ -98,8 +98,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         int maxInFlight = options.intValue(MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, 1, MAX_MAX_IN_FLIGHT);
         Map<String, String> extra = extraConfig(options);
         boolean granted = granted(options);
-        String lanes = tls.isEmpty() ? System.getenv().getOrDefault("UCX_TLS", "") : tls;
-        int eagerMax = options.intValue(EAGER_MAX, onlyTcp(lanes) ? TCP_EAGER_MAX : 0, 0, MAX_EAGER_MAX);
+        int eagerMax = options.intValue(EAGER_MAX, onlyTcp(lanes(tls)) ? TCP_EAGER_MAX : 0, 0, MAX_EAGER_MAX);
         options.finish();
         return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra, granted,
                 eagerMax);
@@ -149,7 +148,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
      */
     boolean mayUseSharedMemory()
     {
-        String lanes = tls.isEmpty() ? System.getenv().getOrDefault("UCX_TLS", "") : tls;
+        String lanes = lanes(tls);
         if (lanes.isEmpty() || lanes.startsWith("^")) {
             return true;
         }
@@ -159,6 +158,12 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
             }
         }
         return false;
+    }
+
+    /** {@return the lanes UCX is given: the tls option, or this process's {@code UCX_TLS} when the option is not set} */
+    private static String lanes(String tls)
+    {
+        return tls.isEmpty() ? System.getenv().getOrDefault("UCX_TLS", "") : tls;
     }
 
     /**
