@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
  * keeps polling for {@code idle-spin-us} after the last event, then sleeps on the worker's event descriptor and the
  * eventfd that a hand-over signals. Work that waits 5 ms without any event (a stopped or
  * unresponsive peer) is waited for in sleeps on the same descriptors, 1 ms growing to 32 ms, so a
- * stuck peer costs no core. The same sleeps serve a worker that UCX cannot arm although it has
+ * stuck peer costs no core; until that work ends, an event is followed by the short idle spin only,
+ * since the next one is as likely to be a heartbeat as the peer's answer. The same sleeps serve a worker that UCX cannot arm although it has
  * found nothing to do for 5 ms: UCX 1.13 keeps an endpoint to a process killed while its
  * shared-memory FIFO was full queued for discarding until the worker is destroyed (its flush
  * waits for FIFO room the dead process never makes), and while it is queued every arm fails, so
@@ -159,6 +160,10 @@ final class UcxOwnerLoop
         int rounds = 0;
         // UCX refused to arm the worker since the last event, although progress found nothing to do
         boolean unarmable = false;
+        // work has waited WAIT_SPIN_NANOS without an event (a stopped peer) and still waits: the events
+        // that trickle in meanwhile (a heartbeat handed over, a keepalive) are followed by the short
+        // idle spin, not by another 5 ms of polling each
+        boolean stalled = false;
         while (!stopRequested) {
             if (transfers.busy() && (++rounds & 1023) == 0) {
                 transfers.checkDeadlines();
@@ -181,8 +186,9 @@ final class UcxOwnerLoop
                 continue;
             }
             boolean waiting = transfers.busy() || messaging.busy() || endpoints.busy() || (activeMessages != null && activeMessages.busy());
+            stalled &= waiting;
             if (waiting || unarmable) {
-                if (now - lastEvent < WAIT_SPIN_NANOS) {
+                if (now - lastEvent < (stalled ? spinNanos : WAIT_SPIN_NANOS)) {
                     // waiting for UCX: keep progressing (a peer's answer usually follows within microseconds),
                     // but yield rather than pause: the thread that answers (the target's owner, or an
                     // engine thread) may need this core, and a pausing poller keeps it until the
@@ -195,6 +201,7 @@ final class UcxOwnerLoop
                 // although UCX says it has events (it holds work it cannot move): sleep, ever longer,
                 // so that waiting costs no core
                 waitMillis = Math.min(Math.max(1, waitMillis * 2), WAIT_SLEEP_MILLIS);
+                stalled = waiting;
                 transfers.checkDeadlines();
                 unarmable = !sleep(waitMillis, true);
                 continue;
