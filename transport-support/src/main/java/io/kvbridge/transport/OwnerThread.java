@@ -178,6 +178,19 @@ public final class OwnerThread
      */
     public void execute(OwnerWork work)
     {
+        execute(work, OwnerWork.SPIN_NANOS);
+    }
+
+    /**
+     * Hands work over and waits as {@link #execute(OwnerWork)} does, spinning for a given time
+     * before the caller parks (see {@link OwnerWork#await(long)}).
+     *
+     * @param work prepared by nobody else right now; reusable once this returns.
+     * @param spinNanos how long the caller spins, yielding, before it parks.
+     * @throws KvBridgeException {@code CLOSED} when the owner has stopped.
+     */
+    public void execute(OwnerWork work, long spinNanos)
+    {
         if (isOwner()) {
             work.prepare(null);
             run(work);
@@ -186,7 +199,7 @@ public final class OwnerThread
         }
         work.prepare(Thread.currentThread());
         handOver(work);
-        work.await();
+        work.await(spinNanos);
     }
 
     /**

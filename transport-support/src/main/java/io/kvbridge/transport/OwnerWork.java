@@ -8,7 +8,8 @@ import java.util.concurrent.locks.LockSupport;
  */
 public abstract class OwnerWork
 {
-    private static final long SPIN_NANOS = 20_000;
+    /** How long {@link #await()} spins before it parks: most work takes less than parking and waking costs. */
+    public static final long SPIN_NANOS = 20_000;
 
     private volatile boolean done;
     private volatile Thread waiter;
@@ -71,12 +72,22 @@ public abstract class OwnerWork
 
     /**
      * Waits until the owner is done, keeping the interrupt flag; rethrows what the work threw. It
-     * spins briefly first, yielding, so the owner gets the core if it shares this one: most work
-     * takes microseconds, less than parking and waking costs.
+     * spins for {@link #SPIN_NANOS} first, yielding, so the owner gets the core if it shares this one.
      */
     public final void await()
     {
-        long spinUntil = System.nanoTime() + SPIN_NANOS;
+        await(SPIN_NANOS);
+    }
+
+    /**
+     * Waits as {@link #await()} does, spinning longer or shorter first: for work known to take longer
+     * than {@link #SPIN_NANOS} and to be waited for in a loop, where every park adds a wake-up.
+     *
+     * @param spinNanos how long to spin, yielding, before parking.
+     */
+    public final void await(long spinNanos)
+    {
+        long spinUntil = System.nanoTime() + spinNanos;
         while (!done && System.nanoTime() < spinUntil) {
             Thread.yield();
         }

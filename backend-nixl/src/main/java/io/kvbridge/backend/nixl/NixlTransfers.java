@@ -82,7 +82,7 @@ final class NixlTransfers
         transfer.notification = notification;
         transfer.operations = StrideRuns.merged(local.runs(), localIndices, remote.runs(), remoteIndices, count);
         try {
-            owner.execute(transfer);
+            owner.post(transfer);
         }
         catch (RuntimeException e) {
             table.abandon(transfer);
