@@ -145,6 +145,18 @@ public final class Nixl
                 }
             }
         }
+        // a plugin that loads may still refuse to start: NIXL 1.4.0's UCX plugin refuses a UCX built
+        // without multi-threading, which only creating a backend shows
+        MemorySegment backend = arena.allocate(ADDRESS);
+        status = (int) nixl.createBackend.invokeExact(agent, arena.allocateFrom("UCX"), params.get(JAVA_LONG, 0), backend);
+        if (status != NixlStatus.SUCCESS) {
+            problems.add("NIXL's UCX plugin loads but cannot start a backend (nixl_capi_create_backend returned " + status + " "
+                    + NixlStatus.name(status) + "); NIXL's own log names why: a UCX built without multi-threading (configure --enable-mt) "
+                    + "reads \"UCX library does not support multi-threading\"");
+        }
+        else {
+            int backendDestroyed = (int) nixl.destroyBackend.invokeExact(backend.get(JAVA_LONG, 0));
+        }
         // best effort: a probe that cannot free a list has still answered
         int listDestroyed = (int) nixl.destroyMemList.invokeExact(list);
         int paramsDestroyed = (int) nixl.destroyParams.invokeExact(params.get(JAVA_LONG, 0));

@@ -134,6 +134,19 @@ final class FfmNixlAgentTest
     }
 
     @Test
+    void aUcxPluginThatCannotStartABackendIsAProblemOfTheListing()
+    {
+        // as NIXL 1.4.0's UCX plugin answers on a UCX built without multi-threading
+        FakeNixl.HEAD.failNth("create_backend", 1, -2);
+        NixlPluginReport plugins = Nixl.plugins(FakeNixl.HEAD.library(), true);
+        assertEquals(List.of("UCX"), plugins.plugins());
+        assertEquals(1, plugins.problems().size(), plugins.problems()::toString);
+        assertTrue(plugins.problems().getFirst().contains("cannot start a backend (nixl_capi_create_backend returned -2")
+                && plugins.problems().getFirst().contains("--enable-mt"), plugins.problems()::toString);
+        assertTrue(Nixl.plugins(FakeNixl.HEAD.library(), true).problems().isEmpty(), "the next listing starts its backend");
+    }
+
+    @Test
     void libraryWithoutTheCApiIsRefusedNamingWhatIsMissing()
     {
         Path libm = Path.of("/lib/x86_64-linux-gnu/libm.so.6");
