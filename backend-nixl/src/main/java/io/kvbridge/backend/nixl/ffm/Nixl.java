@@ -2,6 +2,7 @@ package io.kvbridge.backend.nixl.ffm;
 
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.util.Objects.requireNonNull;
@@ -81,6 +82,10 @@ public final class Nixl
             MemorySegment size = arena.allocate(JAVA_LONG);
             MemorySegment config = arena.allocate(NixlAgent.CONFIG);
             config.set(JAVA_LONG, NixlAgent.CONFIG.byteOffset(groupElement("lthr_delay_us")), 100_000L);
+            // as the transport opens its agents by default: the backend started below must meet what they need
+            config.set(JAVA_BOOLEAN, NixlAgent.CONFIG.byteOffset(groupElement("enable_prog_thread")), true);
+            config.set(JAVA_LONG, NixlAgent.CONFIG.byteOffset(groupElement("pthr_delay_us")), DEFAULT_PROGRESS_DELAY_MICROS);
+            config.set(JAVA_INT, NixlAgent.CONFIG.byteOffset(groupElement("num_workers")), 1);
             String name = "kvbridge-probe-" + ProcessHandle.current().pid() + "-" + PROBE_AGENTS.incrementAndGet();
             int status = (int) nixl.createConfiguredAgent.invokeExact(arena.allocateFrom(name), config, out);
             if (status != NixlStatus.SUCCESS) {
@@ -146,13 +151,13 @@ public final class Nixl
             }
         }
         // a plugin that loads may still refuse to start: NIXL 1.4.0's UCX plugin refuses a UCX built
-        // without multi-threading, which only creating a backend shows
+        // without multi-threading for an agent with a progress thread, which only creating a backend shows
         MemorySegment backend = arena.allocate(ADDRESS);
         status = (int) nixl.createBackend.invokeExact(agent, arena.allocateFrom("UCX"), params.get(JAVA_LONG, 0), backend);
         if (status != NixlStatus.SUCCESS) {
             problems.add("NIXL's UCX plugin loads but cannot start a backend (nixl_capi_create_backend returned " + status + " "
-                    + NixlStatus.name(status) + "); NIXL's own log names why: a UCX built without multi-threading (configure --enable-mt) "
-                    + "reads \"UCX library does not support multi-threading\"");
+                    + NixlStatus.name(status) + ") for an agent with NIXL's progress thread, as the transport opens them; NIXL's own log names "
+                    + "why: a UCX built without multi-threading (configure --enable-mt) reads \"UCX library does not support multi-threading\"");
         }
         else {
             int backendDestroyed = (int) nixl.destroyBackend.invokeExact(backend.get(JAVA_LONG, 0));
