@@ -7,16 +7,15 @@ import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
-import io.kvbridge.transport.OwnerWork;
 import io.kvbridge.transport.PostChecks;
 
 /**
  * Notifications of one {@code nixl} instance: sent through NIXL on the owner thread, and received
- * by draining NIXL's notification map there into the inbox, from which the caller's thread takes
- * them one at a time, so a sink that throws leaves the rest queued.
+ * by the owner, which drains NIXL's notification map into the inbox between rounds of work (NIXL's C
+ * API has nothing to wait on), waking the thread given to {@code wakeOnProgress}; callers take them
+ * from the inbox one at a time, so a sink that throws leaves the rest queued.
  *
- * <p>Threads: any; the native calls run on the owner thread, and the reused drain work is handed
- * over by one caller at a time (under its own monitor).
+ * <p>Threads: any; the native calls run on the owner thread.
  */
 final class NixlMessaging
 {
@@ -26,20 +25,6 @@ final class NixlMessaging
     private final Inbox inbox;
     private final NixlPeerLoss peerLoss;
     private final NotificationSink toInbox;
-    // reused: a drain that finds nothing allocates nothing
-    private final Drain drain = new Drain();
-
-    /** Moves what NIXL received into the inbox; on the owner thread. */
-    private final class Drain extends OwnerWork
-    {
-        @Override
-        protected void runOnOwner()
-        {
-            if (!guard.isClosed()) {
-                owner.agent().drainNotifications(toInbox);
-            }
-        }
-    }
 
     NixlMessaging(InstanceGuard guard, NixlOwner owner, NixlPeers peers, Inbox inbox)
     {
@@ -70,15 +55,18 @@ final class NixlMessaging
         });
     }
 
+    /**
+     * Moves what NIXL received into the inbox, which wakes its waiter; owner thread only.
+     *
+     * @return whether anything arrived.
+     */
+    boolean receive()
+    {
+        return !guard.isClosed() && owner.agent().drainNotifications(toInbox) > 0;
+    }
+
     int drain(NotificationSink sink)
     {
-        requireNonNull(sink, "sink is null");
-        if (!guard.isClosed()) {
-            // one hand-over of the reused work at a time; callers rarely drain concurrently
-            synchronized (drain) {
-                owner.execute(drain);
-            }
-        }
-        return inbox.drain(sink);
+        return inbox.drain(requireNonNull(sink, "sink is null"));
     }
 }

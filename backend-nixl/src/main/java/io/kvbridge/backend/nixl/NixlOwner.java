@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,8 +20,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The owner loop of one {@code nixl} instance: the one thread that opens the NIXL agent and makes
  * every native call (NIXL's default agent takes no lock), running the work callers hand over and,
- * between pieces of work, polling the running requests. It spins briefly when idle, then parks,
- * at most 20 µs while requests run.
+ * between pieces of work, polling the running requests and NIXL's notifications. It spins briefly
+ * when nothing happens, then parks: 20 µs between polls while requests run; idle, 100 µs doubling
+ * to 2 ms while no notification arrives, since NIXL's C API offers nothing to wait on.
  *
  * <p>Threads: the agent, the stop flag, the poller and the shutdown belong to the owner thread
  * (the last two are set before it starts); {@code parked} is what producers read to wake it.
@@ -32,7 +34,10 @@ final class NixlOwner
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
     private static final long POLL_INTERVAL_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
     private static final long POST_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
-    private static final long IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    // an idle owner still polls NIXL for notifications (its C API has nothing to wait on): parks from
+    // the shortest to the longest while nothing arrives, which bounds how late an idle instance sees one
+    private static final long MIN_IDLE_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
+    private static final long MAX_IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
     // bounded, so a stream of calls never starves the polling of running requests
     private static final int WORK_PER_ROUND = 64;
 
@@ -43,6 +48,7 @@ final class NixlOwner
     private NixlAgent agent;
     private boolean stopRequested;
     private NixlTransfers poller;
+    private BooleanSupplier receiver;
     private Runnable shutdown;
 
     /**
@@ -65,12 +71,15 @@ final class NixlOwner
      * @param telemetry whether NIXL records per-request telemetry.
      * @param progressDelayMicros the longest NIXL's progress thread waits for an event between polls.
      * @param transfers polled between pieces of work.
+     * @param receive moves what NIXL received into the inbox, between pieces of work; true when anything arrived.
      * @param nativeShutdown releases everything native, the agent last; run when the loop ends with the agent open.
      * @throws KvBridgeException when the agent cannot be opened; the thread is stopped then.
      */
-    void start(Path library, boolean progressThread, boolean telemetry, long progressDelayMicros, NixlTransfers transfers, Runnable nativeShutdown)
+    void start(Path library, boolean progressThread, boolean telemetry, long progressDelayMicros, NixlTransfers transfers, BooleanSupplier receive,
+            Runnable nativeShutdown)
     {
         this.poller = requireNonNull(transfers, "transfers is null");
+        this.receiver = requireNonNull(receive, "receive is null");
         this.shutdown = requireNonNull(nativeShutdown, "nativeShutdown is null");
         thread.start();
         try {
@@ -89,16 +98,23 @@ final class NixlOwner
     {
         try {
             long idleSince = 0;
+            long idleWait = MIN_IDLE_WAIT_NANOS;
             while (!stopRequested) {
                 boolean progressed = thread.runQueued(WORK_PER_ROUND) > 0;
                 if (stopRequested) {
                     break;
                 }
-                if (poller.busy()) {
+                boolean busy = poller.busy();
+                if (busy) {
                     progressed |= poller.pollRunning();
+                }
+                // the agent opens in the first piece of work, and closes in the last
+                if (agent != null) {
+                    progressed |= receiver.getAsBoolean();
                 }
                 if (progressed) {
                     idleSince = 0;
+                    idleWait = MIN_IDLE_WAIT_NANOS;
                     continue;
                 }
                 long now = System.nanoTime();
@@ -111,7 +127,10 @@ final class NixlOwner
                 }
                 parked = true;
                 if (!thread.hasQueued()) {
-                    LockSupport.parkNanos(this, poller.busy() ? POLL_INTERVAL_NANOS : IDLE_WAIT_NANOS);
+                    LockSupport.parkNanos(this, busy ? POLL_INTERVAL_NANOS : idleWait);
+                    if (!busy) {
+                        idleWait = Math.min(2 * idleWait, MAX_IDLE_WAIT_NANOS);
+                    }
                 }
                 parked = false;
             }

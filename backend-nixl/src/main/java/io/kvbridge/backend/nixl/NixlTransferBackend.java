@@ -59,8 +59,8 @@ final class NixlTransferBackend extends AbstractTransferBackend
     {
         InstanceGuard guard = new InstanceGuard(NixlBackendFactory.NAME, agentName);
         NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
-        NixlTransfers nixlTransfers = new NixlTransfers(guard, nixlOwner, maxInFlight, telemetry);
         Inbox notifications = new Inbox();
+        NixlTransfers nixlTransfers = new NixlTransfers(guard, nixlOwner, maxInFlight, telemetry, notifications::wake);
         super(guard, nixlTransfers.table(), notifications);
         owner = nixlOwner;
         transfers = nixlTransfers;
@@ -71,7 +71,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
         messaging = new NixlMessaging(guard, owner, peers, notifications);
         shutdown = new NixlShutdown(owner, transfers, lists, peers, memory);
         try {
-            owner.start(library, progressThread, telemetry, progressDelayMicros, transfers, shutdown);
+            owner.start(library, progressThread, telemetry, progressDelayMicros, transfers, messaging::receive, shutdown);
         }
         catch (RuntimeException e) {
             guard.close();
@@ -139,18 +139,11 @@ final class NixlTransferBackend extends AbstractTransferBackend
         messaging.notify(peer, message);
     }
 
-    /** Drains NIXL's notifications into the inbox on the owner thread first. */
+    /** Takes what the owner thread moved from NIXL into the inbox. */
     @Override
     public int drainNotifications(NotificationSink sink)
     {
         return messaging.drain(sink);
-    }
-
-    /** NIXL reports completions only when polled, so no wake-up is promised; callers poll on a timer. */
-    @Override
-    public boolean wakeOnProgress(Thread waiter)
-    {
-        return false;
     }
 
     @Override

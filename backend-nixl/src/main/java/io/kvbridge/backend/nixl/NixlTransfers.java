@@ -41,6 +41,8 @@ final class NixlTransfers
     private final TransferTable<NixlTransfer> table;
     private final NixlPeerLoss peerLoss;
     private final boolean telemetry;
+    // wakes the thread waiting for progress: run after every transfer ends
+    private final Runnable ended;
     // transfers whose merged descriptor count, read from NIXL's telemetry, differed from the one reported
     private volatile long mergeMismatches;
     private volatile String lastMergeMismatch;
@@ -48,8 +50,9 @@ final class NixlTransfers
     // owner thread only: transfers whose NIXL request was posted and not released
     private final RunningTransfers<NixlTransfer> running = new RunningTransfers<>();
 
-    NixlTransfers(InstanceGuard guard, NixlOwner owner, int maxInFlight, boolean telemetry)
+    NixlTransfers(InstanceGuard guard, NixlOwner owner, int maxInFlight, boolean telemetry, Runnable ended)
     {
+        this.ended = requireNonNull(ended, "ended is null");
         this.telemetry = telemetry;
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
@@ -272,6 +275,7 @@ final class NixlTransfers
         transfer.releasePending = false;
         transfer.pendingFailure = null;
         table.finish(transfer, failure);
+        ended.run();
         return true;
     }
 
