@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * every native call (NIXL's default agent takes no lock), running the work callers hand over and,
  * between pieces of work, polling the running requests and NIXL's notifications. It spins briefly
  * when nothing happens, then parks: 20 µs between polls while requests run; idle, 100 µs doubling
- * to 2 ms while no notification arrives, since NIXL's C API offers nothing to wait on.
+ * to 10 ms while no notification arrives, since NIXL's C API offers nothing to wait on.
  *
  * <p>Threads: the agent, the stop flag, the poller and the shutdown belong to the owner thread
  * (the last two are set before it starts); {@code parked} is what producers read to wake it.
@@ -37,7 +37,7 @@ final class NixlOwner
     // an idle owner still polls NIXL for notifications (its C API has nothing to wait on): parks from
     // the shortest to the longest while nothing arrives, which bounds how late an idle instance sees one
     private static final long MIN_IDLE_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
-    private static final long MAX_IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+    private static final long MAX_IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     // bounded, so a stream of calls never starves the polling of running requests
     private static final int WORK_PER_ROUND = 64;
 
