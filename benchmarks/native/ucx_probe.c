@@ -389,6 +389,15 @@ static int resolve(const char *spec, struct sockaddr_storage *address, socklen_t
     return 0;
 }
 
+/* resolves an option's HOST:PORT, or ends the run naming the option (usage error) */
+static void resolve_option(const char *option, const char *spec, struct sockaddr_storage *address, socklen_t *length)
+{
+    if (resolve(spec, address, length) != 0) {
+        fprintf(stderr, "ucx_probe: %s=%s is not HOST:PORT of a resolvable host\n", option, spec);
+        exit(1);
+    }
+}
+
 static void deadlines(int socket, int tcp)
 {
     struct timeval timeout = {.tv_sec = SOCKET_TIMEOUT_SECONDS};
@@ -405,10 +414,7 @@ static void accept_initiator(const char *spec, size_t total)
 {
     struct sockaddr_storage address;
     socklen_t length;
-    if (resolve(spec, &address, &length) != 0) {
-        fprintf(stderr, "ucx_probe: --serve=%s is not HOST:PORT of a resolvable host\n", spec);
-        exit(1);
-    }
+    resolve_option("--serve", spec, &address, &length);
     int listener = socket(address.ss_family, SOCK_STREAM, 0);
     int on = 1;
     if (listener < 0 || setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0
@@ -448,10 +454,7 @@ static void connect_target(const char *spec, size_t total)
 {
     struct sockaddr_storage address;
     socklen_t length;
-    if (resolve(spec, &address, &length) != 0) {
-        fprintf(stderr, "ucx_probe: --connect=%s is not HOST:PORT of a resolvable host\n", spec);
-        exit(1);
-    }
+    resolve_option("--connect", spec, &address, &length);
     int connection = socket(address.ss_family, SOCK_STREAM, 0);
     if (connection < 0) {
         fail("socket", strerror(errno));

@@ -13,7 +13,7 @@ import io.kvbridge.transport.PostChecks;
  * Notifications of one {@code nixl} instance: sent through NIXL on the owner thread, and received
  * by the owner, which drains NIXL's notification map into the inbox between rounds of work (NIXL's C
  * API has nothing to wait on), waking the thread given to {@code wakeOnProgress}; callers take them
- * from the inbox one at a time, so a sink that throws leaves the rest queued.
+ * from the inbox through the toolkit's {@code drainNotifications}.
  *
  * <p>Threads: any; the native calls run on the owner thread.
  */
@@ -22,14 +22,12 @@ final class NixlMessaging
     private final InstanceGuard guard;
     private final NixlOwner owner;
     private final NixlPeers peers;
-    private final Inbox inbox;
     private final NixlPeerLoss peerLoss;
     private final NotificationSink toInbox;
 
     NixlMessaging(InstanceGuard guard, NixlOwner owner, NixlPeers peers, Inbox inbox)
     {
-        this.inbox = requireNonNull(inbox, "inbox is null");
-        this.toInbox = inbox::add;
+        this.toInbox = requireNonNull(inbox, "inbox is null")::add;
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
         this.peers = requireNonNull(peers, "peers is null");
@@ -65,8 +63,4 @@ final class NixlMessaging
         return !guard.isClosed() && owner.agent().drainNotifications(toInbox) > 0;
     }
 
-    int drain(NotificationSink sink)
-    {
-        return inbox.drain(requireNonNull(sink, "sink is null"));
-    }
 }

@@ -3,7 +3,6 @@ package io.kvbridge.backend.nixl;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
@@ -137,13 +136,6 @@ final class NixlTransferBackend extends AbstractTransferBackend
     public void notify(Peer peer, byte[] message)
     {
         messaging.notify(peer, message);
-    }
-
-    /** Takes what the owner thread moved from NIXL into the inbox. */
-    @Override
-    public int drainNotifications(NotificationSink sink)
-    {
-        return messaging.drain(sink);
     }
 
     @Override

@@ -157,7 +157,7 @@ public final class Nixl
         if (status != NixlStatus.SUCCESS) {
             problems.add("NIXL's UCX plugin loads but cannot start a backend (nixl_capi_create_backend returned " + status + " "
                     + NixlStatus.name(status) + ") for an agent with NIXL's progress thread, as the transport opens them; NIXL's own log names "
-                    + "why: a UCX built without multi-threading (configure --enable-mt) reads \"UCX library does not support multi-threading\"");
+                    + "why: a UCX built without multi-threading (UCX's --enable-mt) reads \"UCX library does not support multi-threading\"");
         }
         else {
             int backendDestroyed = (int) nixl.destroyBackend.invokeExact(backend.get(JAVA_LONG, 0));

@@ -139,7 +139,7 @@ public final class NixlAgent implements AutoCloseable
             if (status != NixlStatus.SUCCESS) {
                 throw NixlStatus.error("nixl_capi_create_backend", status, SETUP, nixl.level, "creating the UCX backend of agent " + name
                         + "; check that NIXL_PLUGIN_DIR names the folder holding libplugin_UCX.so, that UCX loads, and that it was built with "
-                        + "multi-threading (configure --enable-mt; NIXL's own log then reads \"UCX library does not support multi-threading\")");
+                        + "multi-threading (UCX's --enable-mt; NIXL's own log then reads \"UCX library does not support multi-threading\")");
             }
             backend = outAddress.get(JAVA_LONG, 0);
         }
