@@ -10,6 +10,7 @@ import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Streams prepared blocks through one transport instance: {@code batch} consecutive blocks per
@@ -18,11 +19,21 @@ import java.util.Locale;
  * nixlbench separates post from transfer time. Every transfer has a deadline: one that is not
  * done in time is released (which cancels it) and fails the stream with
  * {@link ErrorCode#DEADLINE_EXCEEDED}, so a peer that stopped answering costs a bounded wait.
+ * Between polls the poller yields while transfers are ending, then parks until the transport's
+ * wake-up ({@link TransferBackend#wakeOnProgress}) where the transport has one.
  *
  * <p>The arrays are allocated once per stream; a pass allocates nothing per transfer.
  */
 final class TransferStream
 {
+    /**
+     * How long after the last completion the poller keeps yielding instead of parking: while small
+     * transfers end every few microseconds, a park and its wake-up would cost more than they save.
+     */
+    static final long YIELD_NANOS = 100_000;
+    /** The longest park: a wake-up from the transport ends it at once; this bounds the deadline checks. */
+    static final long PARK_NANOS = 1_000_000;
+
     private final TransferBackend transport;
     private final TransferOp op;
     private final int window;
@@ -88,6 +99,10 @@ final class TransferStream
         int posted = 0;
         int completed = 0;
         long start = System.nanoTime();
+        // as an engine's worker does, the poller parks on the transport's wake-ups where it has them: a poller that
+        // only yields keeps taking a core from the owner and copy threads that move the data
+        boolean parks = transport.wakeOnProgress(Thread.currentThread());
+        long lastProgress = start;
         try {
             while (completed < transfers) {
                 for (int slot = 0; slot < window && posted < transfers; slot++) {
@@ -131,16 +146,26 @@ final class TransferStream
                         }
                     }
                 }
-                if (!progressed) {
-                    // a parked poller wakes no sooner than the kernel's timer slack (50 us by default), which would
-                    // be what a small block measures; yielding gives the core to a copy or owner thread that needs it
-                    // and otherwise polls again at once
+                long now = System.nanoTime();
+                if (progressed) {
+                    lastProgress = now;
+                }
+                else if (parks && now - lastProgress > YIELD_NANOS) {
+                    LockSupport.parkNanos(PARK_NANOS);
+                }
+                else {
+                    // without wake-ups a timed park ends no sooner than the kernel's timer slack (50 us by default), which
+                    // would be what a small block measures; yielding gives the core to a thread that needs it and otherwise
+                    // polls again at once
                     Thread.yield();
                 }
             }
             return System.nanoTime() - start;
         }
         finally {
+            if (parks) {
+                transport.wakeOnProgress(null);
+            }
             releaseRunning();
         }
     }

@@ -493,7 +493,8 @@ final class BenchCommand implements Callable<Integer>
             out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
         }
         out.println();
-        out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, one block per transfer, %d in flight, polled; "
+        out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, one block per transfer, %d in flight, polled "
+                + "(yielding while transfers end, else parked until the transport's wake-up, as an engine waits); "
                 + "one untimed pass, then the best of %d timed; total / (first post to last completion), destination checked after each.%n", window,
                 TransportBench.TIMED_PASSES);
         out.println("x memcpy: against memcpy_stream.c, one thread copying the same total in the same blocks, best of 5.");
