@@ -87,12 +87,8 @@ final class TransferStreamTest
     @Test
     void parksOnTheTransportsWakeUpsUntilLateTransfersEndAndGivesThemBack()
     {
-        Waking transport = new Waking(producerEngine.transport(), true, TimeUnit.MILLISECONDS.toNanos(20));
-        TransferStream stream = new TransferStream(transport, TransferOp.WRITE, BLOCKS, 1, 4, TimeUnit.SECONDS.toNanos(30), KEY);
+        Waking transport = passOver(true, TimeUnit.MILLISECONDS.toNanos(20));
 
-        stream.pass(local, remote);
-
-        assertEquals(-1, source.mismatch(destination), "every block arrived");
         assertEquals(List.of(Thread.currentThread().getName(), "null"), transport.waiters, "the poller asked for wake-ups, then gave them back");
         assertTrue(transport.parkedWhenWoken.get() > 0, "the poller was parked when a late transfer ended: " + transport.parkedWhenWoken);
     }
@@ -112,13 +108,18 @@ final class TransferStreamTest
     @Test
     void pollsOnWhereTheTransportWakesNobody()
     {
-        Waking transport = new Waking(producerEngine.transport(), false, TimeUnit.MILLISECONDS.toNanos(5));
-        TransferStream stream = new TransferStream(transport, TransferOp.WRITE, BLOCKS, 1, 4, TimeUnit.SECONDS.toNanos(30), KEY);
+        Waking transport = passOver(false, TimeUnit.MILLISECONDS.toNanos(5));
 
-        stream.pass(local, remote);
-
-        assertEquals(-1, source.mismatch(destination), "every block arrived");
         assertEquals(List.of(Thread.currentThread().getName()), transport.waiters, "asked once, refused, never asked to stop");
+    }
+
+    /** Streams every block once over a {@link Waking} transport and checks that each arrived. */
+    private Waking passOver(boolean wakes, long delayNanos)
+    {
+        Waking transport = new Waking(producerEngine.transport(), wakes, delayNanos);
+        new TransferStream(transport, TransferOp.WRITE, BLOCKS, 1, 4, TimeUnit.SECONDS.toNanos(30), KEY).pass(local, remote);
+        assertEquals(-1, source.mismatch(destination), "every block arrived");
+        return transport;
     }
 
     /**
