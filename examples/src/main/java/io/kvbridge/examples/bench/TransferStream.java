@@ -121,7 +121,7 @@ final class TransferStream
                         posted++;
                     }
                 }
-                boolean progressed = false;
+                int completedBefore = completed;
                 for (int slot = 0; slot < window; slot++) {
                     if (busy[slot]) {
                         TransferStatus status = transport.status(slotHandles[slot]);
@@ -137,7 +137,7 @@ final class TransferStream
                                         cause == null ? status : cause.getMessage()), cause);
                             }
                             completed++;
-                            progressed = true;
+                            lastProgress = now;
                         }
                         else if (now - slotPosted[slot] > timeoutNanos) {
                             throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
@@ -146,18 +146,16 @@ final class TransferStream
                         }
                     }
                 }
-                long now = System.nanoTime();
-                if (progressed) {
-                    lastProgress = now;
-                }
-                else if (parks && now - lastProgress > YIELD_NANOS) {
-                    LockSupport.parkNanos(PARK_NANOS);
-                }
-                else {
-                    // without wake-ups a timed park ends no sooner than the kernel's timer slack (50 us by default), which
-                    // would be what a small block measures; yielding gives the core to a thread that needs it and otherwise
-                    // polls again at once
-                    Thread.yield();
+                if (completed == completedBefore) {
+                    if (parks && System.nanoTime() - lastProgress > YIELD_NANOS) {
+                        LockSupport.parkNanos(PARK_NANOS);
+                    }
+                    else {
+                        // without wake-ups a timed park ends no sooner than the kernel's timer slack (50 us by default), which
+                        // would be what a small block measures; yielding gives the core to a thread that needs it and otherwise
+                        // polls again at once
+                        Thread.yield();
+                    }
                 }
             }
             return System.nanoTime() - start;

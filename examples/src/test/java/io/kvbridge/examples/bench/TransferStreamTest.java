@@ -23,7 +23,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -134,7 +134,7 @@ final class TransferStreamTest
         final AtomicInteger parkedWhenWoken = new AtomicInteger();
         private final boolean wakes;
         private final long delayNanos;
-        private final Map<Long, Long> doneAt = new ConcurrentHashMap<>();
+        private final Set<Long> done = ConcurrentHashMap.newKeySet();
         private volatile Thread waiter;
 
         Waking(TransferBackend delegate, boolean wakes, long delayNanos)
@@ -163,7 +163,7 @@ final class TransferStreamTest
                         Thread.onSpinWait();
                     }
                     LockSupport.parkNanos(delayNanos);
-                    doneAt.put(handle, System.nanoTime());
+                    done.add(handle);
                     Thread woken = waiter;
                     if (woken != null) {
                         if (woken.getState() == Thread.State.TIMED_WAITING || woken.getState() == Thread.State.WAITING) {
@@ -180,7 +180,7 @@ final class TransferStreamTest
         public TransferStatus status(long handle)
         {
             TransferStatus status = delegate().status(handle);
-            return status == TransferStatus.DONE && !doneAt.containsKey(handle) ? TransferStatus.IN_PROGRESS : status;
+            return status == TransferStatus.DONE && !done.contains(handle) ? TransferStatus.IN_PROGRESS : status;
         }
     }
 }
