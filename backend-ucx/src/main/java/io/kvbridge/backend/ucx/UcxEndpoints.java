@@ -67,7 +67,9 @@ final class UcxEndpoints
      * request that unpacking its remote keys sends. Returning earlier would let the caller close
      * the peer while it still owes that answer: UCX 1.13 aborts a process that destroys its worker
      * with such an answer unsent (an assertion in {@code ucp_request_send_state_ff}). It also
-     * makes an unreachable peer fail here rather than at the first transfer.
+     * makes an unreachable peer fail here rather than at the first transfer. A granted instance
+     * unpacks no keys: over shared memory its endpoint needs no answer, so a stopped peer is found
+     * by the first transfer's deadline instead.
      */
     private void awaitAnswer(Setup setup)
     {
@@ -210,6 +212,10 @@ final class UcxEndpoints
 
     private void refreshRegions(UcxPeer peer, UcxMetadata metadata)
     {
+        if (!options.granted() && metadata.regions().stream().anyMatch(region -> region.packedKey().length == 0)) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "peer '" + metadata.agentName() + "' uses access=granted and publishes no remote keys,"
+                    + " so this instance's access=registered (one-sided puts and gets) cannot reach it; set access=granted on this instance too");
+        }
         UcxRemoteRegion[] old = peer.regions;
         UcxRemoteRegion[] next = new UcxRemoteRegion[metadata.regions().size()];
         boolean[] kept = new boolean[old.length];
@@ -223,14 +229,15 @@ final class UcxEndpoints
                     }
                 }
                 if (next[i] == null) {
-                    next[i] = new UcxRemoteRegion(region, UcpEndpoint.rkeyUnpack(peer.endpoint, region.packedKey()));
+                    // a granted instance reaches peers through their grants: it unpacks no key
+                    next[i] = new UcxRemoteRegion(region, options.granted() ? 0 : UcpEndpoint.rkeyUnpack(peer.endpoint, region.packedKey()));
                 }
             }
         }
         catch (KvBridgeException e) {
             for (int i = 0; i < next.length; i++) {
                 if (next[i] != null && !Arrays.asList(old).contains(next[i])) {
-                    UcpEndpoint.rkeyDestroy(next[i].rkey);
+                    destroyKey(next[i]);
                 }
             }
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "peer '" + metadata.agentName() + "' sent a remote key UCX cannot unpack: "
@@ -262,7 +269,9 @@ final class UcxEndpoints
     {
         if (!region.destroyed) {
             region.destroyed = true;
-            UcpEndpoint.rkeyDestroy(region.rkey);
+            if (region.rkey != 0) {
+                UcpEndpoint.rkeyDestroy(region.rkey);
+            }
         }
     }
 

@@ -24,8 +24,11 @@ final class UcxMemory
     static final long MAX_ALLOCATION_BYTES = 1L << 62;
     private static final SecureRandom STARTS = new SecureRandom();
 
+    private static final byte[] NO_KEY = new byte[0];
+
     private final UcxWorker worker;
     private final boolean staggerAllocations;
+    private final boolean publishKeys;
     private final AllocationStagger stagger = new AllocationStagger(STARTS.nextInt(AllocationStagger.OFFSETS));
     private final Registrations<UcxRegistration> registrations;
 
@@ -34,10 +37,15 @@ final class UcxMemory
     // owner thread only: deregistered while issued transfers still read or write them
     private final List<UcxRegistration> unmapWhenIdle = new ArrayList<>();
 
-    UcxMemory(String owner, UcxWorker worker, boolean staggerAllocations)
+    /**
+     * @param publishKeys whether peers get remote keys for one-sided access ({@code access=registered});
+     *         a granted instance packs none, so that no peer can address its memory past the grants.
+     */
+    UcxMemory(String owner, UcxWorker worker, boolean staggerAllocations, boolean publishKeys)
     {
         this.worker = worker;
         this.staggerAllocations = staggerAllocations;
+        this.publishKeys = publishKeys;
         this.registrations = new Registrations<>(owner);
     }
 
@@ -85,7 +93,7 @@ final class UcxMemory
     private void add(Allocation allocation, long memh, boolean transportOwned)
     {
         try {
-            registrations.add(new UcxRegistration(allocation, memh, UcpContext.rkeyPack(worker.context(), memh), transportOwned));
+            registrations.add(new UcxRegistration(allocation, memh, publishKeys ? UcpContext.rkeyPack(worker.context(), memh) : NO_KEY, transportOwned));
         }
         catch (KvBridgeException e) {
             UcpContext.memUnmap(worker.context(), memh);

@@ -20,7 +20,8 @@ import java.util.Locale;
 
 /**
  * What one UCX transport instance tells its peers: who it is, its worker address, and every
- * registered host range with the packed remote key that lets a peer address it. Decoding treats
+ * registered host range with the packed remote key that lets a peer address it (empty from an
+ * {@code access=granted} instance, which no peer addresses one-sided). Decoding treats
  * the bytes as untrusted: every length is bounded, every range checked, nothing is left over.
  *
  * <pre>
@@ -59,7 +60,7 @@ record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, List
      *
      * @param address first byte, in the owner's address space.
      * @param length bytes.
-     * @param packedKey the range's packed remote key.
+     * @param packedKey the range's packed remote key; empty where the owner grants access instead.
      */
     record Region(long address, long length, byte[] packedKey)
     {
@@ -152,8 +153,8 @@ record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, List
                     throw malformed("region %d: address=0x%x length=%d is not a valid range", i, address, length);
                 }
                 int keyLength = Short.toUnsignedInt(in.getShort());
-                if (keyLength == 0 || keyLength > MAX_PACKED_KEY_BYTES) {
-                    throw malformed("region %d: packed key length=%d is outside [1, %d]", i, keyLength, MAX_PACKED_KEY_BYTES);
+                if (keyLength > MAX_PACKED_KEY_BYTES) {
+                    throw malformed("region %d: packed key length=%d is outside [0, %d]", i, keyLength, MAX_PACKED_KEY_BYTES);
                 }
                 byte[] key = new byte[keyLength];
                 in.get(key);

@@ -70,7 +70,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
         UcxWorker ucxWorker = new UcxWorker(agentName, options);
         UcxOwnerLoop ownerLoop = new UcxOwnerLoop(agentName, guard.description(), options, ucxWorker);
         OwnerThread ownerThread = ownerLoop.owner();
-        UcxMemory ucxMemory = new UcxMemory(guard.description(), ucxWorker, options.staggerAllocations());
+        UcxMemory ucxMemory = new UcxMemory(guard.description(), ucxWorker, options.staggerAllocations(), !options.granted());
         UcxEndpoints ucxEndpoints = new UcxEndpoints(guard, options, ucxWorker, ownerThread);
         UcxMessaging ucxMessaging = new UcxMessaging(agentName, id, ucxWorker, ucxEndpoints, notifications);
         UcxTransfers ucxTransfers = new UcxTransfers(guard.description(), id, options, ucxWorker, ucxMemory, ucxEndpoints, ucxMessaging, notifications,

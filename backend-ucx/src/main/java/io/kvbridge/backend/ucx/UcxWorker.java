@@ -58,8 +58,10 @@ final class UcxWorker
         wakeup = new WakeupFd();
         long config = UcpContext.configRead(options.ucxOverrides());
         try {
-            context = UcpContext.init(config, UcpContext.FEATURE_TAG | UcpContext.FEATURE_RMA | UcpContext.FEATURE_AM
-                    | UcpContext.FEATURE_WAKEUP, agentName);
+            // without RMA, UCX installs no handlers for the puts and gets it emulates over active
+            // messages, which write and read any address a peer names: a granted instance needs none
+            long rma = options.granted() ? 0 : UcpContext.FEATURE_RMA;
+            context = UcpContext.init(config, UcpContext.FEATURE_TAG | rma | UcpContext.FEATURE_AM | UcpContext.FEATURE_WAKEUP, agentName);
         }
         catch (KvBridgeException e) {
             if (!options.tls().isEmpty() || !options.netDevices().isEmpty() || !options.extraConfig().isEmpty()) {

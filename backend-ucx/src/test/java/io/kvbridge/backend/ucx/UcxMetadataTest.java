@@ -70,7 +70,17 @@ final class UcxMetadataTest
         assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, List.of(new UcxMetadata.Region(-5, 16, new byte[] {1}))).encode(), "not a valid range");
         assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, List.of(new UcxMetadata.Region(Long.MAX_VALUE - 4, 16, new byte[] {1}))).encode(),
                 "not a valid range");
-        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, List.of(new UcxMetadata.Region(0x1000, 16, new byte[0]))).encode(), "packed key length=0");
+        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1},
+                List.of(new UcxMetadata.Region(0x1000, 16, new byte[UcxMetadata.MAX_PACKED_KEY_BYTES + 1]))).encode(), "packed key length=16385");
+    }
+
+    @Test
+    void aGrantedInstancesRegionsCarryNoKey()
+    {
+        UcxMetadata granted = new UcxMetadata(1, "a", new byte[] {1}, List.of(new UcxMetadata.Region(0x1000, 16, new byte[0])));
+        UcxMetadata.Region decoded = UcxMetadata.decode(granted.encode()).regions().getFirst();
+        assertTrue(decoded.sameAs(granted.regions().getFirst()), decoded::toString);
+        assertEquals(0, decoded.packedKey().length);
     }
 
     @Test

@@ -6,9 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -242,32 +251,77 @@ final class UcxTwoProcessTest
         return ticks;
     }
 
-    @ParameterizedTest(name = "tls={0}")
-    @ValueSource(strings = {"sm", "tcp"})
+    @ParameterizedTest(name = "tls={0}, access={1}")
+    @CsvSource({"sm, registered", "tcp, granted", "tcp, registered"})
     @org.junit.jupiter.api.Timeout(180)
-    void connectingToAPeerThatAnswersNothingFailsInTimeAndCloseStillReturns(String tls) throws Exception
+    void connectingToAPeerThatAnswersNothingFailsInTimeAndCloseStillReturns(String tls, String access) throws Exception
     {
         // the stopped peer keeps its sockets and shared memory, so UCX's connection setup starts and never ends
-        ChildJvm stopped = start("stopped", "serve", tls, "own");
+        ChildJvm stopped = start("stopped", "serve", tls, "own", "access=" + access);
         byte[] metadata = Base64.getDecoder().decode(stopped.expect("METADATA", STEP).substring("METADATA ".length()));
         stopped.pause();
-        Map<String, String> config = new HashMap<>(Map.of("tls", tls, "connect-timeout-ms", "500", "close-timeout-ms", "500"));
-        if (tls.equals("tcp")) {
-            config.put("net-devices", "lo");
-        }
-        TransferBackend backend = new UcxBackendFactory().create(config, () -> "caller");
+        TransferBackend backend = new UcxBackendFactory().create(callerConfig(tls, access), () -> "caller");
         long started = System.nanoTime();
         KvBridgeException e = assertCode(ErrorCode.PEER_UNKNOWN, () -> backend.connect(metadata));
         long failedMillis = (System.nanoTime() - started) / 1_000_000;
         assertTrue(failedMillis >= 500 && failedMillis < 10_000, () -> "connect failed after " + failedMillis + " ms: " + e.getMessage());
         assertTrue(e.getMessage().contains("'stopped'") && e.getMessage().contains("connect-timeout-ms"), e::getMessage);
         assertEquals(0, backend.resources().peers());
+        assertClosesInTime(backend);
+        stopped.resume();
+    }
+
+    /**
+     * Over shared memory a granted endpoint needs no answer to be set up (no remote keys are
+     * unpacked), so connecting to a stopped peer returns; the first transfer then fails by its
+     * deadline, and close still returns.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(180)
+    void aGrantedTransferToAPeerThatAnswersNothingOverSharedMemoryFailsByItsDeadline() throws Exception
+    {
+        ChildJvm stopped = start("stopped", "serve", "sm", "own");
+        byte[] metadata = Base64.getDecoder().decode(stopped.expect("METADATA", STEP).substring("METADATA ".length()));
+        String[] region = stopped.expect("REGION", STEP).split(" ");
+        stopped.pause();
+        Map<String, String> config = callerConfig("sm", "granted");
+        config.put("transfer-timeout-ms", "500");
+        TransferBackend backend = new UcxBackendFactory().create(config, () -> "caller");
+        try (Arena memory = Arena.ofShared()) {
+            MemorySegment source = memory.allocate(BLOCK_BYTES, 4096);
+            backend.register(Allocation.host(source));
+            Peer peer = backend.connect(metadata);
+            DescriptorList remoteBlock = DescriptorList.builder(MemoryKind.HOST, 0, 1).add(Long.parseLong(region[1]), BLOCK_BYTES).build();
+            long started = System.nanoTime();
+            long handle = backend.post(TransferOp.WRITE, backend.prepareLocal(DescriptorList.builder(MemoryKind.HOST, 0, 1).add(source.address(), BLOCK_BYTES).build()),
+                    new int[] {0}, backend.prepareRemote(peer, remoteBlock), new int[] {0}, 1, null, "any-key".getBytes(StandardCharsets.UTF_8));
+            assertEquals(TransferStatus.FAILED, UcxInstancesTest.awaitTerminal(backend, handle));
+            long failedMillis = (System.nanoTime() - started) / 1_000_000;
+            KvBridgeException failure = backend.failure(handle).orElseThrow();
+            assertEquals(ErrorCode.DEADLINE_EXCEEDED, failure.code(), failure::getMessage);
+            assertTrue(failedMillis >= 500 && failedMillis < 10_000, () -> "failed after " + failedMillis + " ms");
+            backend.release(handle);
+            assertClosesInTime(backend);
+        }
+        stopped.resume();
+    }
+
+    private static Map<String, String> callerConfig(String tls, String access)
+    {
+        Map<String, String> config = new HashMap<>(Map.of("tls", tls, "access", access, "connect-timeout-ms", "500", "close-timeout-ms", "500"));
+        if (tls.equals("tcp")) {
+            config.put("net-devices", "lo");
+        }
+        return config;
+    }
+
+    private static void assertClosesInTime(TransferBackend backend)
+    {
         long closing = System.nanoTime();
         backend.close();
         long closeMillis = (System.nanoTime() - closing) / 1_000_000;
         assertTrue(closeMillis < 10_000, () -> "close took " + closeMillis + " ms");
         assertEquals(BackendResources.NONE, backend.resources());
-        stopped.resume();
     }
 
     private static void assertFailureNamesThePeer(String failure)

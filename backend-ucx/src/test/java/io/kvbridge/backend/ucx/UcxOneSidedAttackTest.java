@@ -1,0 +1,156 @@
+package io.kvbridge.backend.ucx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * A peer that skips the active messages and uses UCX's one-sided puts and gets against an
+ * {@code access=granted} instance, as {@code access=registered} does, with the victim's extent
+ * widened in its copy of the metadata and either the key the victim published or one the attacker
+ * packed from its own memory. Granted instances open UCX without RMA, publish no remote keys and
+ * leave UCX's TCP put off, so none of these reaches a byte: every attempt fails, no victim byte
+ * changes, no READ brings a byte back, and a granted peer is served afterwards.
+ */
+@Timeout(120)
+final class UcxOneSidedAttackTest extends UcxInstancesTest
+{
+    private static final int BLOCK = 64 * 1024;
+    private static final int REGISTERED_BLOCKS = 8;
+    private static final int ALL_BLOCKS = 12;
+    private static final byte SENTINEL = (byte) 0x5A;
+    private static final byte ATTACK = (byte) 0x66;
+    private static final byte[] WRITE_KEY = "write-key-of-request-1".getBytes(StandardCharsets.UTF_8);
+
+    private UcxTransferBackend backend(String tls, String name, Map<String, String> options)
+    {
+        Map<String, String> config = new HashMap<>(options);
+        config.put("tls", tls);
+        if (tls.equals("tcp")) {
+            config.put("net-devices", "lo");
+        }
+        String agent = name + "-" + UUID.randomUUID();
+        UcxTransferBackend backend = (UcxTransferBackend) new UcxBackendFactory().create(config, () -> agent);
+        backends.add(backend);
+        return backend;
+    }
+
+    private static DescriptorList blocks(long base, int... blocks)
+    {
+        DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, blocks.length);
+        for (int block : blocks) {
+            builder.add(base + (long) block * BLOCK, BLOCK);
+        }
+        return builder.build();
+    }
+
+    private static byte victimByte(int block)
+    {
+        return (byte) (block < REGISTERED_BLOCKS ? 0x10 + block : SENTINEL);
+    }
+
+    @ParameterizedTest(name = "tls={0}, key={1}")
+    @CsvSource({"sm, published", "sm, forged", "tcp, published", "tcp, forged"})
+    void oneSidedAccessReachesNothingOfAGrantedInstance(String tls, String keySource)
+    {
+        UcxTransferBackend victim = backend(tls, "victim", Map.of());
+        UcxHostilePeerTest.assumeLane(victim, tls);
+        MemorySegment victimMemory = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);
+        for (int block = 0; block < ALL_BLOCKS; block++) {
+            victimMemory.asSlice((long) block * BLOCK, BLOCK).fill(victimByte(block));
+        }
+        victim.register(Allocation.host(victimMemory.asSlice(0, (long) REGISTERED_BLOCKS * BLOCK)));
+        long base = victimMemory.address();
+        victim.grant(WRITE_KEY, TransferOp.WRITE, victim.prepareLocal(blocks(base, 2, 3)), new int[] {0, 1}, 2);
+
+        // one-sided puts that reach no target complete only by the deadline
+        UcxTransferBackend attacker = backend(tls, "attacker", Map.of("access", "registered", "transfer-timeout-ms", "2000"));
+        MemorySegment attackerMemory = arena.allocate(2L * BLOCK, 4096);
+        attackerMemory.fill(ATTACK);
+        attacker.register(Allocation.host(attackerMemory));
+        PreparedList own = attacker.prepareLocal(blocks(attackerMemory.address(), 0, 1));
+        UcxMetadata real = UcxMetadata.decode(victim.localMetadata());
+        UcxMetadata.Region region = real.regions().getFirst();
+        byte[] key = keySource.equals("published") ? region.packedKey() : UcxMetadata.decode(attacker.localMetadata()).regions().getFirst().packedKey();
+        UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(),
+                List.of(new UcxMetadata.Region(region.address(), (long) ALL_BLOCKS * BLOCK, key)));
+
+        List<String> outcomes = new ArrayList<>();
+        int[][] targets = {{8, 9}, {0, 1}, {2, 3}};
+        for (TransferOp op : TransferOp.values()) {
+            for (int[] target : targets) {
+                outcomes.add(op + " of blocks " + target[0] + "-" + target[1] + ": " + attempt(attacker, forged, op, own, blocks(base, target)));
+                for (int block = 0; block < ALL_BLOCKS; block++) {
+                    assertBlock(victimMemory, block, victimByte(block), "victim block " + block + " after " + outcomes.getLast());
+                }
+                assertBlock(attackerMemory, 0, ATTACK, "attacker buffer after " + outcomes.getLast());
+                assertBlock(attackerMemory, 1, ATTACK, "attacker buffer after " + outcomes.getLast());
+            }
+        }
+        // what each attempt met, for the report: the victim's lanes, and how every access failed
+        System.out.println("tls=" + tls + ", key " + keySource + ", victim lanes " + victim.transports() + ":\n  " + String.join("\n  ", outcomes));
+        for (String outcome : outcomes) {
+            assertNotEquals(-1, outcome.indexOf("refused"), outcome);
+        }
+
+        // the victim still serves a granted peer
+        UcxTransferBackend legitimate = backend(tls, "legitimate", Map.of());
+        MemorySegment legitimateMemory = arena.allocate(2L * BLOCK, 4096);
+        legitimateMemory.fill((byte) 0x77);
+        legitimate.register(Allocation.host(legitimateMemory));
+        Peer toVictim = legitimate.connect(victim.localMetadata());
+        long handle = legitimate.post(TransferOp.WRITE, legitimate.prepareLocal(blocks(legitimateMemory.address(), 0, 1)), new int[] {0, 1},
+                legitimate.prepareRemote(toVictim, blocks(base, 2, 3)), new int[] {0, 1}, 2, null, WRITE_KEY);
+        assertEquals(TransferStatus.DONE, awaitTerminal(legitimate, handle), () -> "granted WRITE: " + legitimate.failure(handle));
+        assertBlock(victimMemory, 2, (byte) 0x77, "granted block 2");
+        assertBlock(victimMemory, 3, (byte) 0x77, "granted block 3");
+    }
+
+    /** {@return how one one-sided access ended: "refused (...)" unless it reported success} */
+    private static String attempt(TransferBackend attacker, UcxMetadata forged, TransferOp op, PreparedList own, DescriptorList remote)
+    {
+        long handle;
+        try {
+            Peer peer = attacker.connect(forged.encode());
+            handle = attacker.post(op, own, new int[] {0, 1}, attacker.prepareRemote(peer, remote), new int[] {0, 1}, 2, null, null);
+        }
+        catch (KvBridgeException e) {
+            return "refused (" + e.code() + " before posting: " + e.getMessage() + ")";
+        }
+        TransferStatus status = awaitTerminal(attacker, handle);
+        String outcome = status == TransferStatus.DONE ? "DONE" : "refused (" + status + ": " + attacker.failure(handle).map(Throwable::getMessage).orElse("") + ")";
+        attacker.release(handle);
+        return outcome;
+    }
+
+    private static void assertBlock(MemorySegment memory, int block, byte expected, String what)
+    {
+        MemorySegment slice = memory.asSlice((long) block * BLOCK, BLOCK);
+        for (long i = 0; i < BLOCK; i++) {
+            if (slice.get(ValueLayout.JAVA_BYTE, i) != expected) {
+                fail(what + ": byte " + i + " is " + slice.get(ValueLayout.JAVA_BYTE, i) + ", expected " + expected);
+            }
+        }
+    }
+}
