@@ -282,6 +282,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     + " of rank " + geometry.rank() + ": they would be left stale");
         }
         request.stages = stages.toArray(Stage[]::new);
+        heartbeatsBegin(request);
+    }
+
+    /** Heartbeats are due from now on where the request names its producer's request: the next scan sends them. */
+    private void heartbeatsBegin(ReceivingRequest request)
+    {
+        if (request.stages != null && !request.producerRequestId.isEmpty()) {
+            nextScan = Math.min(nextScan, request.nextHeartbeat);
+        }
     }
 
     /**
@@ -513,6 +522,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         request.tracker.progress(request.writersDone.size(), request.writers.size());
         if (request.producerRequestId.isEmpty()) {
             request.producerRequestId = done.producerRequestId();
+            heartbeatsBegin(request);
         }
         if (request.writersDone.size() < request.writers.size()) {
             return;
@@ -641,6 +651,12 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     }
 
     @Override
+    long nextTimerNanos()
+    {
+        return nextScan;
+    }
+
+    @Override
     void tick(long now)
     {
         if (now - nextScan < 0) {
@@ -662,7 +678,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 fail(request, ErrorCode.DEADLINE_EXCEEDED, what, true, request.posted ? 0 : LayoutRules.ALL_GROUPS);
                 continue;
             }
-            if (request.stages != null && !request.producerRequestId.isEmpty() && now - request.nextHeartbeat >= 0) {
+            boolean beats = request.stages != null && !request.producerRequestId.isEmpty();
+            if (beats && now - request.nextHeartbeat >= 0) {
                 request.nextHeartbeat = now + request.heartbeatNanos;
                 if (heartbeats == null) {
                     heartbeats = new HashMap<>();
@@ -676,7 +693,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     }
                 }
             }
-            next = Math.min(next, Math.min(request.deadline, request.nextHeartbeat));
+            // a heartbeat that does not apply yet is not a timer: counting it would make every scan due at once
+            next = Math.min(next, beats ? Math.min(request.deadline, request.nextHeartbeat) : request.deadline);
         }
         nextScan = next;
         if (heartbeats != null) {

@@ -579,6 +579,12 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     }
 
     @Override
+    long nextTimerNanos()
+    {
+        return nextLeaseCheck == Long.MAX_VALUE || nextStashCheck - nextLeaseCheck < 0 ? nextStashCheck : nextLeaseCheck;
+    }
+
+    @Override
     void tick(long now)
     {
         if (now - nextLeaseCheck >= 0) {

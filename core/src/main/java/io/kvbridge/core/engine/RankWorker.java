@@ -55,9 +55,12 @@ abstract class RankWorker
     private static final Logger LOG = LoggerFactory.getLogger(RankWorker.class);
     private static final long ACTIVE_PARK_NANOS = 50_000;
     private static final long IDLE_PARK_NANOS = 500_000;
-    // a transport that wakes the worker ends its parks itself: this only paces the timers (leases,
-    // deadlines, heartbeats), so a rank waiting on a stopped peer wakes 50 times a second, not 2,000
-    private static final long WOKEN_PARK_NANOS = 20_000_000;
+    // a transport that wakes the worker ends its parks itself, and so do commands: the worker then
+    // parks until its next timer (leases, deadlines, heartbeats, eviction), for at most this long, so a
+    // rank waiting on a stopped peer wakes for its timers and a few times a second, not 50 or 2,000
+    private static final long WOKEN_PARK_MAX_NANOS = 100_000_000;
+    // while released handles wait to be retried, or a timer stays due, which nothing signals
+    private static final long RETRY_PARK_NANOS = 20_000_000;
     // after any work the worker polls at the active rate for a while: the next message of a
     // conversation (write after registration, acknowledgement after write) usually follows within it
     private static final long BUSY_WINDOW_NANOS = 5_000_000;
@@ -248,9 +251,30 @@ abstract class RankWorker
             }
             // a transport that wakes the worker needs no fast polling; the idle rate still drives the timers
             boolean pollFast = !transportWakes && now - lastWorkNanos < BUSY_WINDOW_NANOS;
-            LockSupport.parkNanos(transportWakes ? WOKEN_PARK_NANOS : pollFast ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
+            LockSupport.parkNanos(transportWakes ? wokenParkNanos() : pollFast ? ACTIVE_PARK_NANOS : IDLE_PARK_NANOS);
         }
         shutdown();
+    }
+
+    /** How long a worker whose transport wakes it parks: until its earliest timer is due, within bounds. */
+    private long wokenParkNanos()
+    {
+        long now = now();
+        long park = auditRetained > 0 ? RETRY_PARK_NANOS : WOKEN_PARK_MAX_NANOS;
+        park = untilDue(park, now, nextTimerNanos());
+        park = untilDue(park, now, auditEarliestDeadline);
+        park = untilDue(park, now, nextEvictionCheck);
+        return Math.max(park, ACTIVE_PARK_NANOS);
+    }
+
+    private static long untilDue(long park, long now, long due)
+    {
+        if (due == Long.MAX_VALUE) {
+            return park;
+        }
+        long left = due - now;
+        // still due after this round's tick: the role chose to wait, so retry at the old pace rather than spin
+        return left <= 0 ? Math.min(park, RETRY_PARK_NANOS) : Math.min(left, park);
     }
 
     /**
@@ -594,6 +618,9 @@ abstract class RankWorker
     abstract void releasedLate(Transfer transfer);
 
     abstract void tick(long now);
+
+    /** {@return when {@link #tick} next has something to do, on the services' clock; Long.MAX_VALUE for nothing} */
+    abstract long nextTimerNanos();
 
     abstract void publishAudit();
 
