@@ -3,9 +3,12 @@ package io.kvbridge.core.engine;
 import static io.kvbridge.core.engine.EngineHarness.stepUntil;
 import static io.kvbridge.core.engine.TestCache.ids;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.FreedRequest;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.local.LocalBackendFactory;
 import io.kvbridge.core.sidechannel.ManualClock;
 import io.kvbridge.spi.geometry.Rank;
@@ -158,6 +161,34 @@ final class LeaseTest
             steps(producer, 5);
             assertEquals(List.of(), producer.poll());
             assertEquals(0, producer.audit().leasesHeld());
+        }
+    }
+
+    /**
+     * The timers a waking worker parks until: a producer's next lease check or stash sweep, and a
+     * push consumer's registration deadline while it does not know the producer's request yet, so
+     * has no heartbeat to send (counting that heartbeat made every scan due at once).
+     */
+    @Test
+    void theNextTimerIsTheEarliestThatCanFire()
+    {
+        try (EngineHarness harness = new EngineHarness(new LocalBackendFactory(), clock)) {
+            ProducerRank producer = harness.producer("p", harness.cache(TestCache.Shape.of(1, 16, false), Rank.single()), false, b -> b);
+            ConsumerRank consumer = harness.consumer("d", harness.cache(TestCache.Shape.of(1, 16, false), Rank.single()), false,
+                    b -> b.registrationTimeout(Duration.ofSeconds(60)));
+            TransferParams params = producer.prefillFinished("p-1", ids(1));
+            stepUntil(() -> producer.audit().leasesHeld() == 1, "held", producer);
+            long producerLeft = producer.nextTimerNanos() - clock.monotonicNanos();
+            assertTrue(producerLeft > 0 && producerLeft <= TimeUnit.SECONDS.toNanos(1), () -> "producer's next timer in " + producerLeft + " ns");
+
+            // pushed before the producer names its request: no heartbeat applies until its write says which
+            consumer.blocksAllocated("d-1", params.withRequestId(""), TransferMode.PUSH, ids(5));
+            stepUntil(() -> consumer.registered("d-1"), "registered", consumer);
+            clock.advance(Duration.ofSeconds(10));
+            consumer.step();
+            long consumerLeft = consumer.nextTimerNanos() - clock.monotonicNanos();
+            assertTrue(consumerLeft > TimeUnit.SECONDS.toNanos(40) && consumerLeft <= TimeUnit.SECONDS.toNanos(50),
+                    () -> "consumer's next timer in " + consumerLeft + " ns, expected the registration deadline about 50 s ahead");
         }
     }
 }
