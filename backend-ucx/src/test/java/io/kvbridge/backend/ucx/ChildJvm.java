@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -66,6 +67,23 @@ final class ChildJvm implements AutoCloseable
      */
     static ChildJvm start(String name, List<String> jvmOptions, Class<?> mainClass, String... args) throws IOException
     {
+        return start(name, jvmOptions, Map.of(), mainClass, args);
+    }
+
+    /**
+     * Starts {@code mainClass} in a new JVM with the given JVM options and environment additions.
+     *
+     * @param name label for messages.
+     * @param jvmOptions options placed before the class path.
+     * @param environment added to this process's environment, e.g. {@code UCX_LOG_LEVEL}.
+     * @param mainClass class with a main method on the test class path.
+     * @param args program arguments.
+     * @return the running child.
+     * @throws IOException when the JVM cannot be started.
+     */
+    static ChildJvm start(String name, List<String> jvmOptions, Map<String, String> environment, Class<?> mainClass, String... args)
+            throws IOException
+    {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions);
@@ -75,6 +93,7 @@ final class ChildJvm implements AutoCloseable
         command.add(mainClass.getName());
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().putAll(environment);
         return new ChildJvm(name, builder.start());
     }
 

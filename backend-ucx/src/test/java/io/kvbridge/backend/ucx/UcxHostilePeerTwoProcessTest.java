@@ -113,6 +113,67 @@ final class UcxHostilePeerTwoProcessTest
         }
     }
 
+    /**
+     * A peer in this process running {@code access=registered} (one-sided puts and gets) against the
+     * granted victim in its own JVM, with the victim's extent widened and a remote key packed from its
+     * own memory (the victim publishes none): between processes UCX's shared-memory lane for caller
+     * memory is {@code cma}, which a victim opened with RMA let such a peer use. Every access fails
+     * by the attacker's deadline, and the victim's blocks are as they were.
+     */
+    @ParameterizedTest(name = "tls={0}")
+    @ValueSource(strings = {"sm", "tcp"})
+    void aOneSidedAttackerInAnotherProcessReachesNothing(String tls) throws Exception
+    {
+        Map<String, String> config = new HashMap<>(Map.of("tls", tls, "access", "registered", "transfer-timeout-ms", "2000"));
+        if (tls.equals("tcp")) {
+            config.put("net-devices", "lo");
+        }
+        // UCX warns on the victim's stdout, mid-line, of each emulated put it has no handler for
+        Map<String, String> quiet = Map.of("UCX_LOG_LEVEL", "error");
+        try (ChildJvm victim = ChildJvm.start("victim", List.of("--enable-native-access=ALL-UNNAMED"), quiet, HostileVictimProcess.class, "victim", tls);
+                Arena arena = Arena.ofShared();
+                TransferBackend attacker = new UcxBackendFactory().create(config, () -> "attacker")) {
+            byte[] metadata = Base64.getDecoder().decode(victim.expect("METADATA", STEP).substring("METADATA ".length()));
+            long base = Long.parseLong(victim.expect("REGION", STEP).substring("REGION ".length()).trim());
+            MemorySegment own = arena.allocate(BLOCK, 4096);
+            own.fill(ATTACK);
+            attacker.register(Allocation.host(own));
+            UcxHostilePeerTest.assumeLane((UcxTransferBackend) attacker, tls);
+            UcxMetadata real = UcxMetadata.decode(metadata);
+            UcxMetadata.Region region = real.regions().getFirst();
+            assertEquals(0, region.packedKey().length, "a granted victim publishes no remote key");
+            byte[] forgedKey = UcxMetadata.decode(attacker.localMetadata()).regions().getFirst().packedKey();
+            UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(),
+                    List.of(new UcxMetadata.Region(region.address(), (long) ALL_BLOCKS * BLOCK, forgedKey)));
+            PreparedList local = attacker.prepareLocal(blocks(own.address(), 0));
+            // a transfer past its deadline marks the peer dead, so each attempt connects again
+            for (int block : new int[] {10, 4, 1}) {
+                Peer lying = attacker.connect(forged.encode());
+                failsByTheDeadline(attacker, TransferOp.WRITE, local, attacker.prepareRemote(lying, blocks(base, block)), "WRITE of block " + block);
+            }
+            for (int block : new int[] {9, 2}) {
+                Peer lying = attacker.connect(forged.encode());
+                failsByTheDeadline(attacker, TransferOp.READ, local, attacker.prepareRemote(lying, blocks(base, block)), "READ of block " + block);
+            }
+            for (long i = 0; i < BLOCK; i++) {
+                assertEquals(ATTACK, own.get(ValueLayout.JAVA_BYTE, i), "no READ brought the attacker a byte");
+            }
+            victim.send("BLOCKS");
+            assertEquals("BLOCKS 5a,5a,42,42,5a,5a,5a,5a,5a,5a,5a,5a", victim.expect("BLOCKS", STEP), "no victim block changed");
+            victim.send("EXIT");
+            assertEquals(0, victim.awaitExit(STEP), "the victim ends normally");
+        }
+    }
+
+    private static void failsByTheDeadline(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, String what)
+    {
+        long handle = attacker.post(op, local, new int[] {0}, remote, new int[] {0}, 1, null, null);
+        assertEquals(TransferStatus.FAILED, UcxInstancesTest.awaitTerminal(attacker, handle), what + ": should have failed");
+        var failure = attacker.failure(handle).orElseThrow();
+        assertEquals(ErrorCode.DEADLINE_EXCEEDED, failure.code(), () -> what + ": " + failure.getMessage());
+        attacker.release(handle);
+    }
+
     private static DescriptorList blocks(long base, int block)
     {
         return DescriptorList.builder(MemoryKind.HOST, 0, 1).add(base + (long) block * BLOCK, BLOCK).build();

@@ -48,7 +48,7 @@ import org.slf4j.LoggerFactory;
  * <p>The worker loop: run queued commands, drain notifications, poll posted transfers (done, failed,
  * or past their deadline), retry handle releases that failed, run the role's timers; then park
  * briefly. A transport that wakes the worker when a transfer ends or a notification arrives lets it
- * park at the idle rate throughout; otherwise it polls faster while work is recent.
+ * park until its next timer is due; otherwise it polls faster while work is recent.
  */
 abstract class RankWorker
 {
