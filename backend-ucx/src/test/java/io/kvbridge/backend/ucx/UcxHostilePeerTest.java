@@ -63,6 +63,12 @@ final class UcxHostilePeerTest extends UcxInstancesTest
 
     private UcxTransferBackend backend(String tls, String name, Map<String, String> options)
     {
+        return open(backends, tls, name, options);
+    }
+
+    /** Opens an instance over {@code tls} (TCP on loopback) under a unique agent name, closed with the test's others. */
+    static UcxTransferBackend open(List<TransferBackend> into, String tls, String name, Map<String, String> options)
+    {
         Map<String, String> config = new HashMap<>(options);
         config.put("tls", tls);
         if (tls.equals("tcp")) {
@@ -70,7 +76,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         }
         String agent = name + "-" + UUID.randomUUID();
         UcxTransferBackend backend = (UcxTransferBackend) new UcxBackendFactory().create(config, () -> agent);
-        backends.add(backend);
+        into.add(backend);
         return backend;
     }
 
@@ -82,7 +88,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         assumeTrue(lane, () -> "UCX selected no " + tls + " lane on this host (it selected: " + transports + ")");
     }
 
-    private static DescriptorList blocks(long base, int... blocks)
+    static DescriptorList blocks(long base, int... blocks)
     {
         DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, blocks.length);
         for (int block : blocks) {

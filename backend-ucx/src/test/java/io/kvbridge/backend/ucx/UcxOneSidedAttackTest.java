@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
-import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
@@ -17,10 +16,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -45,24 +42,12 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
 
     private UcxTransferBackend backend(String tls, String name, Map<String, String> options)
     {
-        Map<String, String> config = new HashMap<>(options);
-        config.put("tls", tls);
-        if (tls.equals("tcp")) {
-            config.put("net-devices", "lo");
-        }
-        String agent = name + "-" + UUID.randomUUID();
-        UcxTransferBackend backend = (UcxTransferBackend) new UcxBackendFactory().create(config, () -> agent);
-        backends.add(backend);
-        return backend;
+        return UcxHostilePeerTest.open(backends, tls, name, options);
     }
 
     private static DescriptorList blocks(long base, int... blocks)
     {
-        DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, blocks.length);
-        for (int block : blocks) {
-            builder.add(base + (long) block * BLOCK, BLOCK);
-        }
-        return builder.build();
+        return UcxHostilePeerTest.blocks(base, blocks);
     }
 
     private static byte victimByte(int block)

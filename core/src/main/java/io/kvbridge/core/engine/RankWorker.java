@@ -55,12 +55,6 @@ abstract class RankWorker
     private static final Logger LOG = LoggerFactory.getLogger(RankWorker.class);
     private static final long ACTIVE_PARK_NANOS = 50_000;
     private static final long IDLE_PARK_NANOS = 500_000;
-    // a transport that wakes the worker ends its parks itself, and so do commands: the worker then
-    // parks until its next timer (leases, deadlines, heartbeats, eviction), for at most this long, so a
-    // rank waiting on a stopped peer wakes for its timers and a few times a second, not 50 or 2,000
-    private static final long WOKEN_PARK_MAX_NANOS = 100_000_000;
-    // while released handles wait to be retried, or a timer stays due, which nothing signals
-    private static final long RETRY_PARK_NANOS = 20_000_000;
     // after any work the worker polls at the active rate for a while: the next message of a
     // conversation (write after registration, acknowledgement after write) usually follows within it
     private static final long BUSY_WINDOW_NANOS = 5_000_000;
@@ -256,25 +250,10 @@ abstract class RankWorker
         shutdown();
     }
 
-    /** How long a worker whose transport wakes it parks: until its earliest timer is due, within bounds. */
+    /** How long a worker whose transport wakes it parks: until its earliest timer is due ({@link WokenPark}). */
     private long wokenParkNanos()
     {
-        long now = now();
-        long park = auditRetained > 0 ? RETRY_PARK_NANOS : WOKEN_PARK_MAX_NANOS;
-        park = untilDue(park, now, nextTimerNanos());
-        park = untilDue(park, now, auditEarliestDeadline);
-        park = untilDue(park, now, nextEvictionCheck);
-        return Math.max(park, ACTIVE_PARK_NANOS);
-    }
-
-    private static long untilDue(long park, long now, long due)
-    {
-        if (due == Long.MAX_VALUE) {
-            return park;
-        }
-        long left = due - now;
-        // still due after this round's tick: the role chose to wait, so retry at the old pace rather than spin
-        return left <= 0 ? Math.min(park, RETRY_PARK_NANOS) : Math.min(left, park);
+        return WokenPark.nanos(now(), auditRetained > 0, nextTimerNanos(), auditEarliestDeadline, nextEvictionCheck, ACTIVE_PARK_NANOS);
     }
 
     /**
