@@ -19,8 +19,8 @@ import org.slf4j.LoggerFactory;
  * flight (a peer's emulated RMA needs this side to progress), yielding the core between polls,
  * keeps polling for {@code idle-spin-us} after the last event, then sleeps on the worker's event descriptor and the
  * eventfd that a hand-over signals. Work that waits 5 ms without any event (a stopped or
- * unresponsive peer) is waited for in sleeps on the same descriptors, 1 ms growing to 32 ms, so a
- * stuck peer costs no core; until that work ends, an event is followed by the short idle spin only,
+ * unresponsive peer) is waited for in sleeps on the same descriptors, 1 ms growing to 128 ms on an
+ * armed worker (32 ms on one UCX could not arm), so a stuck peer costs no core; until that work ends, an event is followed by the short idle spin only,
  * since the next one is as likely to be a heartbeat as the peer's answer. The same sleeps serve a worker that UCX cannot arm although it has
  * found nothing to do for 5 ms: UCX 1.13 keeps an endpoint to a process killed while its
  * shared-memory FIFO was full queued for discarding until the worker is destroyed (its flush
@@ -37,9 +37,13 @@ final class UcxOwnerLoop
 
     private static final int PROGRESS_BURST = 32;
     private static final int SLEEP_MILLIS = 100;
-    // the longest sleep while work waits for a peer that stopped answering: bounds how late a
-    // transport without wake-up events notices progress, at a few dozen wake-ups a second
+    // the longest sleep while work waits for a peer that stopped answering and UCX could not arm
+    // the worker: bounds how late progress without a wake-up event is noticed, at a few dozen
+    // wake-ups a second
     private static final int WAIT_SLEEP_MILLIS = 32;
+    // the same on an armed worker, whose events and hand-overs end the sleep: this only paces the
+    // transfers' deadlines and UCX's keepalive, which runs inside progress
+    private static final int ARMED_WAIT_SLEEP_MILLIS = 128;
     // how long work may wait without any event before the loop stops spinning for it
     private static final long WAIT_SPIN_NANOS = 5_000_000;
     // hand-overs run per round at most, so a stream of calls never starves polling
@@ -200,7 +204,7 @@ final class UcxOwnerLoop
                 // nothing moved for milliseconds although work waits (the peer is stopped or slow), or
                 // although UCX says it has events (it holds work it cannot move): sleep, ever longer,
                 // so that waiting costs no core
-                waitMillis = Math.min(Math.max(1, waitMillis * 2), WAIT_SLEEP_MILLIS);
+                waitMillis = Math.min(Math.max(1, waitMillis * 2), unarmable ? WAIT_SLEEP_MILLIS : ARMED_WAIT_SLEEP_MILLIS);
                 stalled = waiting;
                 transfers.checkDeadlines();
                 unarmable = !sleep(waitMillis, true);
