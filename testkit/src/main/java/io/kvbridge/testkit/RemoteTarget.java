@@ -18,6 +18,10 @@ final class RemoteTarget implements AutoCloseable
     /** Allocations tried before giving up on memory that can be mapped here at its own address. */
     private static final int ATTEMPTS = 8;
     private static final long PAGE_BYTES = 4096;
+    // kept in the child after an attempt that collided here, so that the next one lies well below the
+    // colliding mapping instead of one allocation further down inside it (a 45 MB mapping here once
+    // took all eight 1 MiB attempts); untouched, it costs address space, not memory
+    private static final long SPACER_BYTES = 64L << 20;
 
     private final TargetProcessLink link;
     private final RemoteTransferBackend backend;
@@ -70,8 +74,8 @@ final class RemoteTarget implements AutoCloseable
     /**
      * Returns host memory of {@code registrations} back-to-back allocations of the target, each its
      * own registration, mapped here at the child's addresses. Allocations whose addresses are taken
-     * here, or that do not lie back to back, are kept while the next ones are tried (so the next lie
-     * elsewhere), then given back.
+     * here, or that do not lie back to back, are kept while the next ones are tried, each followed
+     * by a 64 MiB spacer (so the next lie elsewhere), then given back.
      *
      * @param registrations how many registrations; at least 1.
      * @param bytesEach bytes of each; a multiple of 4096 when there are several, so that they can lie back to back.
@@ -99,6 +103,7 @@ final class RemoteTarget implements AutoCloseable
                 }
                 unused.addAll(group);
                 tried.add(describe(group) + ": " + refusal);
+                unused.add(backend.allocateShared(SPACER_BYTES));
             }
         }
         finally {
