@@ -20,8 +20,9 @@ import org.slf4j.LoggerFactory;
  * keeps polling for {@code idle-spin-us} after the last event, then sleeps on the worker's event descriptor and the
  * eventfd that a hand-over signals. Work that waits 5 ms without any event (a stopped or
  * unresponsive peer) is waited for in sleeps on the same descriptors, 1 ms growing to 128 ms on an
- * armed worker (32 ms on one UCX could not arm), so a stuck peer costs no core; until that work ends, an event is followed by the short idle spin only,
- * since the next one is as likely to be a heartbeat as the peer's answer. The same sleeps serve a worker that UCX cannot arm although it has
+ * armed worker (32 ms on one UCX could not arm), so a stuck peer costs no core; until that work
+ * ends, an event is followed by the short idle spin only, since the next one is as likely to be a
+ * heartbeat as the peer's answer. The same sleeps serve a worker that UCX cannot arm although it has
  * found nothing to do for 5 ms: UCX 1.13 keeps an endpoint to a process killed while its
  * shared-memory FIFO was full queued for discarding until the worker is destroyed (its flush
  * waits for FIFO room the dead process never makes), and while it is queued every arm fails, so

@@ -41,6 +41,9 @@ final class ChildJvm implements AutoCloseable
                 new InputStreamReader(process.getErrorStream(), StandardCharsets.UTF_8)), false));
     }
 
+    /** The JVM options a child gets by default: the transport binds UCX through the FFM API. */
+    static final List<String> NATIVE_ACCESS = List.of("--enable-native-access=ALL-UNNAMED");
+
     /**
      * Starts {@code mainClass} with arguments in a new JVM with native access enabled.
      *
@@ -52,7 +55,7 @@ final class ChildJvm implements AutoCloseable
      */
     static ChildJvm start(String name, Class<?> mainClass, String... args) throws IOException
     {
-        return start(name, List.of("--enable-native-access=ALL-UNNAMED"), mainClass, args);
+        return start(name, NATIVE_ACCESS, mainClass, args);
     }
 
     /**

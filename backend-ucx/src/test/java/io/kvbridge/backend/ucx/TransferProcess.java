@@ -247,7 +247,7 @@ public final class TransferProcess
         out.println(PREFIX + line);
     }
 
-    private static DescriptorList blocksOf(long address, int blocks, int blockBytes)
+    static DescriptorList blocksOf(long address, int blocks, int blockBytes)
     {
         DescriptorList.Builder builder = DescriptorList.builder(MemoryKind.HOST, 0, blocks);
         for (int b = 0; b < blocks; b++) {

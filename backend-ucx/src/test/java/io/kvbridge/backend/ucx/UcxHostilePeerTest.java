@@ -45,13 +45,13 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(120)
 final class UcxHostilePeerTest extends UcxInstancesTest
 {
-    private static final int BLOCK = 64 * 1024;
-    private static final int REGISTERED_BLOCKS = 8;
-    private static final int ALL_BLOCKS = 12;
-    private static final byte SENTINEL = (byte) 0x5A;
-    private static final byte ATTACK = (byte) 0x66;
+    static final int BLOCK = 64 * 1024;
+    static final int REGISTERED_BLOCKS = 8;
+    static final int ALL_BLOCKS = 12;
+    static final byte SENTINEL = (byte) 0x5A;
+    static final byte ATTACK = (byte) 0x66;
     private static final long DEADLINE_NANOS = 30_000_000_000L;
-    private static final byte[] WRITE_KEY = "write-key-of-request-1".getBytes(StandardCharsets.UTF_8);
+    static final byte[] WRITE_KEY = "write-key-of-request-1".getBytes(StandardCharsets.UTF_8);
     private static final byte[] READ_KEY = "read-key-of-request-2".getBytes(StandardCharsets.UTF_8);
     private static final byte[] WRONG_KEY = "guessed-key".getBytes(StandardCharsets.UTF_8);
 
@@ -129,7 +129,13 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         initiator.release(handle);
     }
 
-    private static void assertBytes(MemorySegment memory, int block, byte expected, String what)
+    /** {@return what the victim's block holds before any attack: its number in registered blocks, else the sentinel} */
+    static byte victimByte(int block)
+    {
+        return (byte) (block < REGISTERED_BLOCKS ? 0x10 + block : SENTINEL);
+    }
+
+    static void assertBytes(MemorySegment memory, int block, byte expected, String what)
     {
         MemorySegment slice = memory.asSlice((long) block * BLOCK, BLOCK);
         for (long i = 0; i < BLOCK; i++) {
@@ -139,7 +145,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         }
     }
 
-    private static void fillBlock(MemorySegment memory, int block, byte value)
+    static void fillBlock(MemorySegment memory, int block, byte value)
     {
         memory.asSlice((long) block * BLOCK, BLOCK).fill(value);
     }
@@ -153,7 +159,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         UcxTransferBackend attacker = backend(tls, "attacker");
         MemorySegment victimMemory = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);
         for (int block = 0; block < ALL_BLOCKS; block++) {
-            fillBlock(victimMemory, block, (byte) (block < REGISTERED_BLOCKS ? 0x10 + block : SENTINEL));
+            fillBlock(victimMemory, block, victimByte(block));
         }
         victim.register(Allocation.host(victimMemory.asSlice(0, (long) REGISTERED_BLOCKS * BLOCK)));
         long base = victimMemory.address();
@@ -197,7 +203,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         // the attacker's own buffer received nothing, and no victim byte changed
         for (int block = 0; block < ALL_BLOCKS; block++) {
             assertBytes(attackerMemory, block, ATTACK, "attacker buffer after refused READs");
-            assertBytes(victimMemory, block, (byte) (block < REGISTERED_BLOCKS ? 0x10 + block : SENTINEL), "victim after refused accesses");
+            assertBytes(victimMemory, block, victimByte(block), "victim after refused accesses");
         }
 
         // (e) the write grant works while it lives (the check above could see a change), then not after revoke;

@@ -130,7 +130,7 @@ final class UcxHostilePeerTwoProcessTest
         }
         // UCX warns on the victim's stdout, mid-line, of each emulated put it has no handler for
         Map<String, String> quiet = Map.of("UCX_LOG_LEVEL", "error");
-        try (ChildJvm victim = ChildJvm.start("victim", List.of("--enable-native-access=ALL-UNNAMED"), quiet, HostileVictimProcess.class, "victim", tls);
+        try (ChildJvm victim = ChildJvm.start("victim", ChildJvm.NATIVE_ACCESS, quiet, HostileVictimProcess.class, "victim", tls);
                 Arena arena = Arena.ofShared();
                 TransferBackend attacker = new UcxBackendFactory().create(config, () -> "attacker")) {
             byte[] metadata = Base64.getDecoder().decode(victim.expect("METADATA", STEP).substring("METADATA ".length()));
@@ -149,11 +149,13 @@ final class UcxHostilePeerTwoProcessTest
             // a transfer past its deadline marks the peer dead, so each attempt connects again
             for (int block : new int[] {10, 4, 1}) {
                 Peer lying = attacker.connect(forged.encode());
-                failsByTheDeadline(attacker, TransferOp.WRITE, local, attacker.prepareRemote(lying, blocks(base, block)), "WRITE of block " + block);
+                fails(attacker, TransferOp.WRITE, local, attacker.prepareRemote(lying, blocks(base, block)), null, ErrorCode.DEADLINE_EXCEEDED,
+                        "WRITE of block " + block);
             }
             for (int block : new int[] {9, 2}) {
                 Peer lying = attacker.connect(forged.encode());
-                failsByTheDeadline(attacker, TransferOp.READ, local, attacker.prepareRemote(lying, blocks(base, block)), "READ of block " + block);
+                fails(attacker, TransferOp.READ, local, attacker.prepareRemote(lying, blocks(base, block)), null, ErrorCode.DEADLINE_EXCEEDED,
+                        "READ of block " + block);
             }
             for (long i = 0; i < BLOCK; i++) {
                 assertEquals(ATTACK, own.get(ValueLayout.JAVA_BYTE, i), "no READ brought the attacker a byte");
@@ -165,15 +167,6 @@ final class UcxHostilePeerTwoProcessTest
         }
     }
 
-    private static void failsByTheDeadline(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, String what)
-    {
-        long handle = attacker.post(op, local, new int[] {0}, remote, new int[] {0}, 1, null, null);
-        assertEquals(TransferStatus.FAILED, UcxInstancesTest.awaitTerminal(attacker, handle), what + ": should have failed");
-        var failure = attacker.failure(handle).orElseThrow();
-        assertEquals(ErrorCode.DEADLINE_EXCEEDED, failure.code(), () -> what + ": " + failure.getMessage());
-        attacker.release(handle);
-    }
-
     private static DescriptorList blocks(long base, int block)
     {
         return DescriptorList.builder(MemoryKind.HOST, 0, 1).add(base + (long) block * BLOCK, BLOCK).build();
@@ -181,11 +174,17 @@ final class UcxHostilePeerTwoProcessTest
 
     private static void refused(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, byte[] key, String what)
     {
+        fails(attacker, op, local, remote, key, ErrorCode.NOT_GRANTED, what);
+    }
+
+    /** Posts one block and expects the transfer to fail with {@code code}. */
+    private static void fails(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, byte[] key, ErrorCode code, String what)
+    {
         long handle = attacker.post(op, local, new int[] {0}, remote, new int[] {0}, 1, null, key);
         TransferStatus status = UcxInstancesTest.awaitTerminal(attacker, handle);
-        assertEquals(TransferStatus.FAILED, status, what + ": should have been refused");
+        assertEquals(TransferStatus.FAILED, status, what + ": should have failed");
         var failure = attacker.failure(handle).orElseThrow();
-        assertEquals(ErrorCode.NOT_GRANTED, failure.code(), () -> what + ": " + failure.getMessage());
+        assertEquals(code, failure.code(), () -> what + ": " + failure.getMessage());
         attacker.release(handle);
     }
 

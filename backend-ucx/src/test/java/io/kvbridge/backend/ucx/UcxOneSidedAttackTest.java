@@ -1,8 +1,15 @@
 package io.kvbridge.backend.ucx;
 
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.ALL_BLOCKS;
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.ATTACK;
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.BLOCK;
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.REGISTERED_BLOCKS;
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.WRITE_KEY;
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.assertBytes;
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.fillBlock;
+import static io.kvbridge.backend.ucx.UcxHostilePeerTest.victimByte;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
@@ -13,8 +20,6 @@ import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,20 +31,13 @@ import org.junit.jupiter.params.provider.CsvSource;
  * A peer that skips the active messages and uses UCX's one-sided puts and gets against an
  * {@code access=granted} instance, as {@code access=registered} does, with the victim's extent
  * widened in its copy of the metadata and either the key the victim published or one the attacker
- * packed from its own memory. Granted instances open UCX without RMA, publish no remote keys and
- * leave UCX's TCP put off, so none of these reaches a byte: every attempt fails, no victim byte
- * changes, no READ brings a byte back, and a granted peer is served afterwards.
+ * packed from its own memory. Granted instances open UCX without RMA and publish no remote keys,
+ * so none of these reaches a byte: every attempt fails, no victim byte changes, no READ brings a
+ * byte back, and a granted peer is served afterwards.
  */
 @Timeout(120)
 final class UcxOneSidedAttackTest extends UcxInstancesTest
 {
-    private static final int BLOCK = 64 * 1024;
-    private static final int REGISTERED_BLOCKS = 8;
-    private static final int ALL_BLOCKS = 12;
-    private static final byte SENTINEL = (byte) 0x5A;
-    private static final byte ATTACK = (byte) 0x66;
-    private static final byte[] WRITE_KEY = "write-key-of-request-1".getBytes(StandardCharsets.UTF_8);
-
     private UcxTransferBackend backend(String tls, String name, Map<String, String> options)
     {
         return UcxHostilePeerTest.open(backends, tls, name, options);
@@ -50,11 +48,6 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
         return UcxHostilePeerTest.blocks(base, blocks);
     }
 
-    private static byte victimByte(int block)
-    {
-        return (byte) (block < REGISTERED_BLOCKS ? 0x10 + block : SENTINEL);
-    }
-
     @ParameterizedTest(name = "tls={0}, key={1}")
     @CsvSource({"sm, published", "sm, forged", "tcp, published", "tcp, forged"})
     void oneSidedAccessReachesNothingOfAGrantedInstance(String tls, String keySource)
@@ -63,7 +56,7 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
         UcxHostilePeerTest.assumeLane(victim, tls);
         MemorySegment victimMemory = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);
         for (int block = 0; block < ALL_BLOCKS; block++) {
-            victimMemory.asSlice((long) block * BLOCK, BLOCK).fill(victimByte(block));
+            fillBlock(victimMemory, block, victimByte(block));
         }
         victim.register(Allocation.host(victimMemory.asSlice(0, (long) REGISTERED_BLOCKS * BLOCK)));
         long base = victimMemory.address();
@@ -87,10 +80,10 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
             for (int[] target : targets) {
                 outcomes.add(op + " of blocks " + target[0] + "-" + target[1] + ": " + attempt(attacker, forged, op, own, blocks(base, target)));
                 for (int block = 0; block < ALL_BLOCKS; block++) {
-                    assertBlock(victimMemory, block, victimByte(block), "victim block " + block + " after " + outcomes.getLast());
+                    assertBytes(victimMemory, block, victimByte(block), "victim block " + block + " after " + outcomes.getLast());
                 }
-                assertBlock(attackerMemory, 0, ATTACK, "attacker buffer after " + outcomes.getLast());
-                assertBlock(attackerMemory, 1, ATTACK, "attacker buffer after " + outcomes.getLast());
+                assertBytes(attackerMemory, 0, ATTACK, "attacker buffer after " + outcomes.getLast());
+                assertBytes(attackerMemory, 1, ATTACK, "attacker buffer after " + outcomes.getLast());
             }
         }
         // what each attempt met, for the report: the victim's lanes, and how every access failed
@@ -108,8 +101,8 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
         long handle = legitimate.post(TransferOp.WRITE, legitimate.prepareLocal(blocks(legitimateMemory.address(), 0, 1)), new int[] {0, 1},
                 legitimate.prepareRemote(toVictim, blocks(base, 2, 3)), new int[] {0, 1}, 2, null, WRITE_KEY);
         assertEquals(TransferStatus.DONE, awaitTerminal(legitimate, handle), () -> "granted WRITE: " + legitimate.failure(handle));
-        assertBlock(victimMemory, 2, (byte) 0x77, "granted block 2");
-        assertBlock(victimMemory, 3, (byte) 0x77, "granted block 3");
+        assertBytes(victimMemory, 2, (byte) 0x77, "granted block 2");
+        assertBytes(victimMemory, 3, (byte) 0x77, "granted block 3");
     }
 
     /** {@return how one one-sided access ended: "refused (...)" unless it reported success} */
@@ -127,15 +120,5 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
         String outcome = status == TransferStatus.DONE ? "DONE" : "refused (" + status + ": " + attacker.failure(handle).map(Throwable::getMessage).orElse("") + ")";
         attacker.release(handle);
         return outcome;
-    }
-
-    private static void assertBlock(MemorySegment memory, int block, byte expected, String what)
-    {
-        MemorySegment slice = memory.asSlice((long) block * BLOCK, BLOCK);
-        for (long i = 0; i < BLOCK; i++) {
-            if (slice.get(ValueLayout.JAVA_BYTE, i) != expected) {
-                fail(what + ": byte " + i + " is " + slice.get(ValueLayout.JAVA_BYTE, i) + ", expected " + expected);
-            }
-        }
     }
 }

@@ -102,8 +102,13 @@ final class UcxTransferBackendTest extends UcxInstancesTest
 
     private Pair pair(String tls, String... producerOptions)
     {
+        return pair(tls, new String[0], producerOptions);
+    }
+
+    private Pair pair(String tls, String[] consumerOptions, String... producerOptions)
+    {
         TransferBackend producer = backend(tls, producerOptions);
-        TransferBackend consumer = backend(tls);
+        TransferBackend consumer = backend(tls, consumerOptions);
         MemorySegment source = registered(producer, 1);
         MemorySegment destination = registered(consumer, 0);
         grantAll(consumer, destination.address());
@@ -300,15 +305,11 @@ final class UcxTransferBackendTest extends UcxInstancesTest
     void aTransferToAPeerThatWentAwayFailsInTime(String access)
     {
         // the consumer never connects back, so it cannot say goodbye
-        TransferBackend producer = backend("sm", "transfer-timeout-ms", "300", "access", access);
-        TransferBackend consumer = backend("sm", "access", access);
-        MemorySegment source = registered(producer, 1);
-        MemorySegment destination = registered(consumer, 0);
-        grantAll(consumer, destination.address());
-        Peer peer = producer.connect(consumer.localMetadata());
-        PreparedList local = producer.prepareLocal(blocksOf(source.address(), BLOCKS));
-        PreparedList remote = producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS));
-        consumer.close();
+        Pair pair = pair("sm", new String[] {"access", access}, "transfer-timeout-ms", "300", "access", access);
+        TransferBackend producer = pair.producer();
+        PreparedList local = pair.local();
+        PreparedList remote = pair.remote();
+        pair.consumer().close();
         long started = System.nanoTime();
         long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null, KEY);
         assertEquals(TransferStatus.FAILED, awaitTerminal(producer, handle));

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
-import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
@@ -291,10 +290,10 @@ final class UcxTwoProcessTest
             MemorySegment source = memory.allocate(BLOCK_BYTES, 4096);
             backend.register(Allocation.host(source));
             Peer peer = backend.connect(metadata);
-            DescriptorList remoteBlock = DescriptorList.builder(MemoryKind.HOST, 0, 1).add(Long.parseLong(region[1]), BLOCK_BYTES).build();
+            DescriptorList remoteBlock = TransferProcess.blocksOf(Long.parseLong(region[1]), 1, BLOCK_BYTES);
             long started = System.nanoTime();
-            long handle = backend.post(TransferOp.WRITE, backend.prepareLocal(DescriptorList.builder(MemoryKind.HOST, 0, 1).add(source.address(), BLOCK_BYTES).build()),
-                    new int[] {0}, backend.prepareRemote(peer, remoteBlock), new int[] {0}, 1, null, "any-key".getBytes(StandardCharsets.UTF_8));
+            long handle = backend.post(TransferOp.WRITE, backend.prepareLocal(TransferProcess.blocksOf(source.address(), 1, BLOCK_BYTES)), new int[] {0},
+                    backend.prepareRemote(peer, remoteBlock), new int[] {0}, 1, null, "any-key".getBytes(StandardCharsets.UTF_8));
             assertEquals(TransferStatus.FAILED, UcxInstancesTest.awaitTerminal(backend, handle));
             long failedMillis = (System.nanoTime() - started) / 1_000_000;
             KvBridgeException failure = backend.failure(handle).orElseThrow();

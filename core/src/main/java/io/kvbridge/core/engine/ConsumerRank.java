@@ -14,20 +14,14 @@ import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.planner.BlockSelection;
-import io.kvbridge.core.planner.TpPlan;
-import io.kvbridge.core.planner.TransferEntry;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
 import io.kvbridge.core.engine.ReceivingRequest.Writer;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
-import io.kvbridge.core.wire.PeerCapability;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.geometry.LayerSpec;
-import io.kvbridge.spi.geometry.ModelCacheSpec;
-import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
@@ -64,6 +58,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private final ConcurrentLinkedQueue<ReceiveFailure> failed = new ConcurrentLinkedQueue<>();
     private final ConcurrentHashMap<String, RequestTracker> trackers = new ConcurrentHashMap<>();
     private final LayoutRules rules;
+    private final StagePlanner stagePlanner;
 
     // worker-confined
     private final Map<String, ReceivingRequest> requests = new HashMap<>();
@@ -80,6 +75,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         super(services, settings, "consumer");
         this.logicalCapacity = ProducerRank.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
+        this.stagePlanner = new StagePlanner(name, geometry, settings.cacheSpec(), rules, remoteCache);
         this.localBlocks = new BlockSelection(geometry.groups().size());
         this.remoteBlocks = new BlockSelection(geometry.groups().size());
         start(startWorker);
@@ -159,12 +155,6 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         return request != null && request.posted;
     }
 
-    /** The producer tensor-parallel ranks a rank addresses in every stage; they depend on the sizes only. */
-    private List<Integer> targets(int producerTp)
-    {
-        return TpPlan.compute(geometry.rank().tpRank(), geometry.rank().tpSize(), producerTp, 1, true).handshakeTargets();
-    }
-
     private void begin(ReceivingRequest request)
     {
         requests.put(request.id, request);
@@ -177,7 +167,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         TransferParams params = request.params;
         List<Integer> targets;
         try {
-            targets = targets(params.tpSize());
+            targets = stagePlanner.targets(params.tpSize());
         }
         catch (KvBridgeException e) {
             fail(request, e.code(), e.getMessage(), true);
@@ -221,7 +211,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         try {
-            plan(request);
+            request.stages = stagePlanner.plan(request.params, request.mode, request.engines);
+            heartbeatsBegin(request);
             if (request.mode == TransferMode.PULL) {
                 pull(request);
             }
@@ -234,87 +225,12 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
     }
 
-    private void plan(ReceivingRequest request)
-    {
-        TransferParams params = request.params;
-        List<Integer> targets = targets(params.tpSize());
-        PeerCapability wanted = request.mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL;
-        Set<String> uncovered = new LinkedHashSet<>();
-        for (Region region : geometry.regions()) {
-            uncovered.addAll(region.members());
-        }
-        List<Stage> stages = new ArrayList<>(params.ppSize());
-        for (int stage = 0; stage < params.ppSize(); stage++) {
-            String key = remoteKey(params.engineId(), params.sideChannels().get(stage));
-            RemoteEngine engine = request.engines.get(key);
-            KvBridgeException.check(engine.capabilities().contains(wanted), ErrorCode.UNSUPPORTED,
-                    "producer %s and this consumer share capabilities %s, not %s", params.engineId(), PeerCapability.wireNames(engine.capabilities()),
-                    wanted.wireName());
-            for (int target : targets) {
-                // the layout's own check, before any list of the peer is prepared or a transfer posted
-                RankKey rank = new RankKey(stage, target);
-                rules.checkPeer(engine.metadata(rank).geometry(), "producer " + params.engineId() + " rank " + rank, name);
-            }
-            CacheGeometry producer = engine.metadata(new RankKey(stage, targets.getFirst())).geometry();
-            KvBridgeException.check(producer.rank().tpSize() == params.tpSize() && producer.rank().ppSize() == params.ppSize(),
-                    ErrorCode.GEOMETRY_INCOMPATIBLE, "producer %s advertises rank %s but the transfer parameters say tpSize=%d ppSize=%d",
-                    params.engineId(), producer.rank(), params.tpSize(), params.ppSize());
-            List<TransferPlan> plans = remoteCache.plans(key + "|pp" + stage, geometry, producer);
-            if (plans.isEmpty()) {
-                // this producer stage owns none of this rank's layers: it neither writes nor expects this rank
-                continue;
-            }
-            for (TransferPlan plan : plans) {
-                for (TransferEntry entry : plan.entries()) {
-                    if (entry.layer().isEmpty()) {
-                        uncovered.removeAll(entry.local().members());
-                    }
-                    else {
-                        uncovered.remove(entry.layer());
-                    }
-                }
-            }
-            int consumers = plans.getFirst().tpPlan().localConsumers() * decoderStagesSharing(producer);
-            stages.add(new Stage(stage, key, engine, targets, plans, consumers));
-        }
-        if (!uncovered.isEmpty()) {
-            throw new KvBridgeException(ErrorCode.ROUTING_FAILED, "no stage of producer " + params.engineId() + " serves local layers " + uncovered
-                    + " of rank " + geometry.rank() + ": they would be left stale");
-        }
-        request.stages = stages.toArray(Stage[]::new);
-        heartbeatsBegin(request);
-    }
-
     /** Heartbeats are due from now on where the request names its producer's request: the next scan sends them. */
     private void heartbeatsBegin(ReceivingRequest request)
     {
-        if (request.stages != null && !request.producerRequestId.isEmpty()) {
+        if (request.heartbeats()) {
             nextScan = Math.min(nextScan, request.nextHeartbeat);
         }
-    }
-
-    /**
-     * How many stages of this consumer engine hold layers of a producer stage: every rank of each
-     * addresses the producer rank, which waits for all of them. One without pipeline stages here;
-     * otherwise counted from this engine's cache spec (checked present at start).
-     */
-    private int decoderStagesSharing(CacheGeometry producer)
-    {
-        ModelCacheSpec spec = settings.cacheSpec();
-        if (spec == null || spec.ppSize() == 1) {
-            return 1;
-        }
-        Set<String> producerLayers = PlanFactory.held(producer);
-        int sharing = 0;
-        for (int stage = 0; stage < spec.ppSize(); stage++) {
-            for (LayerSpec layer : spec.layersOfStage(stage)) {
-                if (producerLayers.contains(layer.name())) {
-                    sharing++;
-                    break;
-                }
-            }
-        }
-        return sharing;
     }
 
     private void pull(ReceivingRequest request)
@@ -678,7 +594,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 fail(request, ErrorCode.DEADLINE_EXCEEDED, what, true, request.posted ? 0 : LayoutRules.ALL_GROUPS);
                 continue;
             }
-            boolean beats = request.stages != null && !request.producerRequestId.isEmpty();
+            boolean beats = request.heartbeats();
             if (beats && now - request.nextHeartbeat >= 0) {
                 request.nextHeartbeat = now + request.heartbeatNanos;
                 if (heartbeats == null) {

@@ -87,6 +87,12 @@ final class ReceivingRequest
         return groups;
     }
 
+    /** {@return whether heartbeats apply: the request is planned and names its producer's request} */
+    boolean heartbeats()
+    {
+        return stages != null && !producerRequestId.isEmpty();
+    }
+
     /**
      * Marks what a failure leaves undefined: {@code groups} (what the failing part would have
      * written), every group an in-flight transfer of the request writes (it is cancelled, so possibly
