@@ -1,0 +1,70 @@
+package io.kvbridge.backend.tcp;
+
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.transfer.Availability;
+import io.kvbridge.spi.transfer.BackendContext;
+import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferBackendFactory;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Factory of the {@code tcp} transport: blocks move over one TCP connection per peer and direction,
+ * in kvbridge's own framing, and the target checks every run against its grants before a byte
+ * lands or leaves. It needs no native library, so it is available wherever Java can open a socket.
+ *
+ * <p>Options: {@code host} (listen address; default the side channel's, else {@code 127.0.0.1}),
+ * {@code port} (0), {@code advertise-host}, {@code connect-timeout-ms} (10000),
+ * {@code transfer-timeout-ms} (0: none), {@code close-timeout-ms} (2000), {@code keepalive-s} (5),
+ * {@code idle-spin-us} (200), {@code max-in-flight} (65536), {@code socket-buffer-bytes} (0:
+ * the system's); see the module README.
+ */
+public final class TcpBackendFactory implements TransferBackendFactory
+{
+    /** The transport's name. */
+    public static final String NAME = "tcp";
+
+    /** Creates the factory; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}. */
+    public TcpBackendFactory()
+    {
+    }
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
+    }
+
+    /** Below {@code ucx} (10), above {@code local} (0): reaches other processes and hosts, without RDMA. */
+    @Override
+    public int priority()
+    {
+        return 5;
+    }
+
+    @Override
+    public Availability probe()
+    {
+        Map<String, String> details = new LinkedHashMap<>();
+        details.put("data", "kvbridge's own frames over one TCP connection per peer; the target checks every run against its grants");
+        details.put("listen", "the side channel's address by default (option host)");
+        boolean nativeAccess = TcpBackendFactory.class.getModule().isNativeAccessEnabled();
+        details.put("native-access", nativeAccess ? "enabled" : "not enabled (pass --enable-native-access=ALL-UNNAMED to silence the JDK warning)");
+        return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.CROSS_HOST,
+                Capability.PEER_FAILURE_DETECTION, Capability.COALESCING, Capability.GRANTED_ACCESS), details);
+    }
+
+    @Override
+    public TransferBackend create(Map<String, String> config, BackendContext context)
+    {
+        return new TcpTransferBackend(context.agentName(), TcpOptions.parse(config, context));
+    }
+}

@@ -1,0 +1,427 @@
+package io.kvbridge.backend.tcp;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.BackendResources;
+import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.Peer;
+import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.transport.AbstractTransferBackend;
+import io.kvbridge.transport.Coverage;
+import io.kvbridge.transport.Grants;
+import io.kvbridge.transport.Inbox;
+import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.OwnerThread;
+import io.kvbridge.transport.PostChecks;
+import io.kvbridge.transport.PreparedLists;
+import io.kvbridge.transport.RegionCover;
+import io.kvbridge.transport.Registration;
+import io.kvbridge.transport.Registrations;
+import io.kvbridge.transport.TransferTable;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The {@code tcp} transport: one listener per instance, one connection to each peer it connects
+ * to, and one owner thread ({@link TcpOwnerLoop}) that reads and writes every socket. This class
+ * checks arguments and hands work over; the connections do the protocol
+ * ({@link InitiatorConnection}, {@link TargetConnection}).
+ *
+ * <p>Threads: any thread may call any method; fields are final and thread-safe, or the owner's.
+ */
+final class TcpTransferBackend extends AbstractTransferBackend
+{
+    private static final SecureRandom IDS = new SecureRandom();
+    private static final Registration[] NO_REGISTRATIONS = new Registration[0];
+
+    private final TcpOptions options;
+    private final long instanceId;
+    private final String advertisedHost;
+    private final Registrations<TcpRegistration> registrations;
+    private final PreparedLists<TcpPreparedList> lists;
+    private final TransferTable<TcpTransfer> transfers;
+    private final Grants grants;
+    private final TcpOwnerLoop loop;
+    private final OwnerThread owner;
+    private final Map<Long, TcpPeer> peers = new HashMap<>();
+    private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
+
+    TcpTransferBackend(String agentName, TcpOptions options)
+    {
+        InstanceGuard guard = new InstanceGuard(TcpBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
+        TransferTable<TcpTransfer> table = new TransferTable<>(guard.description(), options.maxInFlight(), TcpTransfer::new);
+        Inbox inbox = new Inbox();
+        super(guard, table, inbox);
+        this.options = options;
+        this.instanceId = IDS.nextLong();
+        this.advertisedHost = advertised(options);
+        this.registrations = new Registrations<>(guard.description());
+        this.lists = new PreparedLists<>(guard);
+        this.transfers = table;
+        this.grants = new Grants(guard.description());
+        this.loop = new TcpOwnerLoop(guard.description(), agentName, instanceId, options, registrations, grants, inbox, table);
+        this.owner = loop.owner();
+        owner.start();
+    }
+
+    private static String advertised(TcpOptions options)
+    {
+        if (!options.advertiseHost().isEmpty()) {
+            return options.advertiseHost();
+        }
+        try {
+            InetAddress bound = InetAddress.getByName(options.host());
+            if (!bound.isAnyLocalAddress()) {
+                return options.host();
+            }
+            return InetAddress.getLocalHost().getHostAddress();
+        }
+        catch (UnknownHostException e) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "tcp host=" + options.host() + " cannot be resolved: " + e.getMessage()
+                    + "; give an address, or advertise-host for peers", e);
+        }
+    }
+
+    /** {@return the port this instance accepts connections on} */
+    int port()
+    {
+        return loop.port();
+    }
+
+    @Override
+    public void register(Allocation allocation)
+    {
+        requireNonNull(allocation, "allocation is null");
+        guard.checkOpen();
+        checkHost(allocation.kind(), allocation.device(), "register");
+        registrations.add(new TcpRegistration(allocation));
+    }
+
+    @Override
+    public void deregister(Allocation allocation)
+    {
+        requireNonNull(allocation, "allocation is null");
+        guard.checkOpen();
+        registrations.remove(allocation);
+    }
+
+    private static void checkHost(MemoryKind kind, int device, String what)
+    {
+        if (kind != MemoryKind.HOST || device != 0) {
+            throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, String.format(Locale.ROOT,
+                    "tcp moves host memory only, asked to %s %s memory of device %d; stage device memory through host memory or use a device transport",
+                    what, kind, device));
+        }
+    }
+
+    @Override
+    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
+    {
+        guard.checkOpen();
+        long address = registrations.checkHostCopy(destination, offset, source);
+        MemorySegment.ofAddress(address).reinterpret(source.byteSize()).copyFrom(source);
+    }
+
+    @Override
+    public void copyToHost(Allocation source, long offset, MemorySegment destination)
+    {
+        guard.checkOpen();
+        long address = registrations.checkHostCopy(source, offset, destination);
+        destination.copyFrom(MemorySegment.ofAddress(address).reinterpret(destination.byteSize()));
+    }
+
+    @Override
+    public byte[] localMetadata()
+    {
+        guard.checkOpen();
+        List<TcpMetadata.Region> regions = new ArrayList<>();
+        for (TcpRegistration registration : registrations.all()) {
+            regions.add(new TcpMetadata.Region(registration.allocation().address(), registration.allocation().bytes()));
+        }
+        return new TcpMetadata(instanceId, guard.agentName(), advertisedHost, loop.port(), regions).encode();
+    }
+
+    @Override
+    public Peer connect(byte[] peerMetadata)
+    {
+        guard.checkOpen();
+        TcpMetadata metadata = TcpMetadata.decode(peerMetadata);
+        synchronized (peers) {
+            TcpPeer known = peers.get(metadata.instanceId());
+            if (known != null && known.unusableReason() == null) {
+                known.refresh(metadata.regions());
+                return known;
+            }
+            TcpPeer peer = new TcpPeer(guard, metadata);
+            InetSocketAddress address = new InetSocketAddress(metadata.host(), metadata.port());
+            if (address.isUnresolved()) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peer.name() + "' advertises host " + metadata.host()
+                        + ", which does not resolve here");
+            }
+            InitiatorConnection connection = owner.call(() -> loop.open(peer, address));
+            peer.connection = connection;
+            String failure;
+            try {
+                failure = connection.awaitReady(TimeUnit.MILLISECONDS.toNanos(options.connectTimeoutMillis()));
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                failure = "connect() was interrupted";
+            }
+            if (failure != null) {
+                String reason = failure;
+                closeConnection(connection, reason);
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, String.format(Locale.ROOT, "cannot connect to peer '%s' at %s: %s", peer.name(),
+                        peer.address, reason));
+            }
+            peers.put(metadata.instanceId(), peer);
+            return peer;
+        }
+    }
+
+    private void closeConnection(TcpConnection connection, String reason)
+    {
+        try {
+            owner.call(() -> {
+                loop.close(connection, reason);
+                return null;
+            });
+        }
+        catch (KvBridgeException e) {
+            // the owner stopped: its connections are closed already
+        }
+    }
+
+    @Override
+    public void disconnect(Peer peer)
+    {
+        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
+        guard.checkOpen();
+        tcpPeer.markUnusable("it was disconnected");
+        synchronized (peers) {
+            peers.remove(tcpPeer.instanceId, tcpPeer);
+        }
+        InitiatorConnection connection = tcpPeer.connection;
+        if (connection != null) {
+            closeConnection(connection, "it was disconnected");
+        }
+        lists.releaseAll(tcpPeer);
+    }
+
+    @Override
+    public PreparedList prepareLocal(DescriptorList descriptors)
+    {
+        requireNonNull(descriptors, "descriptors is null");
+        guard.checkOpen();
+        checkHost(descriptors.kind(), descriptors.device(), "prepare");
+        Coverage coverage = registrations.cover(descriptors);
+        return lists.add(new TcpPreparedList(guard, null, descriptors.addresses(), descriptors.lengths(), coverage.registrationIds(),
+                coverage.registrations()));
+    }
+
+    @Override
+    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    {
+        requireNonNull(descriptors, "descriptors is null");
+        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
+        guard.checkOpen();
+        String unusable = tcpPeer.unusableReason();
+        if (unusable != null) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + tcpPeer.name() + "' cannot be used: " + unusable + "; connect() again");
+        }
+        if (descriptors.kind() != MemoryKind.HOST) {
+            throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "peer '" + tcpPeer.name() + "' advertises host memory only, got "
+                    + descriptors.kind() + " descriptors");
+        }
+        List<TcpMetadata.Region> regions = tcpPeer.regions();
+        long[] addresses = descriptors.addresses();
+        long[] lengths = descriptors.lengths();
+        RegionCover<TcpMetadata.Region> cover = RegionCover.of(addresses, lengths, TcpPeer.regionsOf(regions),
+                (i, address, length) -> new KvBridgeException(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, String.format(Locale.ROOT,
+                        "descriptor %d (address=0x%x, length=%d) lies outside the %d regions peer '%s' advertised; if the peer registered "
+                                + "more memory, connect() again with its new metadata", i, address, length, regions.size(), tcpPeer.name())));
+        return lists.add(new TcpPreparedList(guard, tcpPeer, addresses, lengths, cover.regionIds(), NO_REGISTRATIONS));
+    }
+
+    @Override
+    public void releasePrepared(PreparedList list)
+    {
+        lists.release(guard.own(list, TcpPreparedList.class));
+    }
+
+    @Override
+    public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+    {
+        TcpPreparedList list = guard.own(local, TcpPreparedList.class);
+        guard.checkOpen();
+        long handle = grants.grant(key, access, list, indices, count);
+        grantKeys.put(handle, key.clone());
+        return handle;
+    }
+
+    /**
+     * Waits up to {@code close-timeout-ms} for accesses admitted under the grant; peers still
+     * reading or writing then are cut off (their connections closed) before this returns.
+     */
+    @Override
+    public void revoke(long grant)
+    {
+        byte[] key = grantKeys.remove(grant);
+        if (key == null) {
+            return;
+        }
+        if (!grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()))) {
+            try {
+                owner.call(() -> {
+                    loop.cutOff(key);
+                    return null;
+                });
+            }
+            catch (KvBridgeException e) {
+                // the owner stopped: no connection is read any more
+            }
+        }
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
+    {
+        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
+    {
+        PostChecks.present(op, localIndices, remoteIndices);
+        guard.checkOpen();
+        TcpPreparedList local = guard.own(localList, TcpPreparedList.class);
+        TcpPreparedList remote = guard.own(remoteList, TcpPreparedList.class);
+        PostChecks.check(local, localIndices, remote, remoteIndices, count);
+        PostChecks.notification(notification, TcpWire.MAX_NOTIFICATION_BYTES);
+        KvBridgeException.checkArgument(grantKey == null || grantKey.length <= TcpWire.MAX_KEY, "grant key of %d bytes exceeds %d",
+                grantKey == null ? 0 : grantKey.length, TcpWire.MAX_KEY);
+        PostChecks.usable(local, remote);
+        TcpTransfer transfer = transfers.acquire();
+        try {
+            transfer.prepare(this);
+            PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+            if (transfer.copies.size() > TcpWire.MAX_RUNS) {
+                throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "a transfer of " + transfer.copies.size() + " runs exceeds " + TcpWire.MAX_RUNS
+                        + "; post it as several transfers");
+            }
+            transfer.op = op;
+            transfer.localList = local;
+            transfer.peer = (TcpPeer) remote.transportPeer();
+            transfer.notification.set(notification);
+            int keyLength = grantKey == null ? 0 : grantKey.length;
+            if (keyLength > 0) {
+                System.arraycopy(grantKey, 0, transfer.grantKey, 0, keyLength);
+            }
+            transfer.grantKeyLength = keyLength;
+            transfer.deadlineNanos = options.transferTimeoutMillis() == 0 ? 0
+                    : (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(options.transferTimeoutMillis())) | 1;
+        }
+        catch (RuntimeException e) {
+            transfers.abandon(transfer);
+            throw e;
+        }
+        long handle = transfer.handle();
+        owner.submit(transfer);
+        return handle;
+    }
+
+    /** A posted transfer on the owner thread. */
+    void start(TcpTransfer transfer)
+    {
+        loop.start(transfer);
+    }
+
+    /** The owner stopped before it reached a posted transfer. */
+    void abandoned(TcpTransfer transfer, RuntimeException cause)
+    {
+        transfers.finish(transfer, cause instanceof KvBridgeException known ? known
+                : new KvBridgeException(ErrorCode.TRANSFER_FAILED, "the transfer was never started: " + cause, cause));
+    }
+
+    /** A running transfer was released: the owner stops touching its memory before this returns. */
+    @Override
+    protected void cancelRunning()
+    {
+        try {
+            owner.call(() -> {
+                loop.sweep(System.nanoTime());
+                return null;
+            });
+        }
+        catch (KvBridgeException e) {
+            // the owner stopped: nothing touches memory any more
+        }
+    }
+
+    @Override
+    public void notify(Peer peer, byte[] message)
+    {
+        requireNonNull(message, "message is null");
+        guard.checkOpen();
+        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
+        PostChecks.notification(message, TcpWire.MAX_NOTIFICATION_BYTES);
+        byte[] copy = message.clone();
+        owner.call(() -> {
+            InitiatorConnection connection = tcpPeer.connection;
+            String unusable = tcpPeer.unusableReason();
+            if (unusable != null || connection == null || connection.closed()) {
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + tcpPeer.name() + "' cannot be used: "
+                        + (unusable != null ? unusable : "it is not connected") + "; notification not sent");
+            }
+            connection.notification(copy, copy.length);
+            connection.flush();
+            return null;
+        });
+    }
+
+    @Override
+    protected BackendResources held(int unreleased)
+    {
+        int connected;
+        synchronized (peers) {
+            connected = peers.size();
+        }
+        return new BackendResources(registrations.size(), lists.size(), connected, unreleased);
+    }
+
+    @Override
+    protected Optional<String> workerProblem()
+    {
+        return owner.problem().or(grants::problem).or(loop::problem);
+    }
+
+    @Override
+    protected void closeInstance()
+    {
+        loop.stop();
+        owner.join(options.closeTimeoutMillis() + 5_000L);
+        registrations.clear();
+        synchronized (peers) {
+            peers.values().forEach(peer -> peer.markUnusable("this transport was closed"));
+            peers.clear();
+        }
+        lists.releaseAll(null);
+    }
+}
