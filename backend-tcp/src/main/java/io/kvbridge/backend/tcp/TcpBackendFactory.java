@@ -18,7 +18,7 @@ import java.util.Map;
  * <p>Options: {@code host} (listen address; default the side channel's, else {@code 127.0.0.1}),
  * {@code port} (0), {@code advertise-host}, {@code connect-timeout-ms} (10000),
  * {@code transfer-timeout-ms} (0: none), {@code close-timeout-ms} (2000), {@code keepalive-s} (5),
- * {@code idle-spin-us} (200), {@code max-in-flight} (65536), {@code socket-buffer-bytes} (0:
+ * {@code idle-spin-us} (50), {@code max-in-flight} (65536), {@code socket-buffer-bytes} (0:
  * the system's); see the module README.
  */
 public final class TcpBackendFactory implements TransferBackendFactory

@@ -14,7 +14,7 @@ import java.util.Map;
  * @param transferTimeoutMillis a transfer still moving after this long fails; 0 for none.
  * @param closeTimeoutMillis how long a revoke waits for admitted accesses before cutting their peers off.
  * @param keepaliveSeconds idle seconds before TCP keepalive probes a silent peer; 0 for none.
- * @param idleSpinMicros how long the owner keeps polling after its last event before it sleeps.
+ * @param idleSpinMicros how long the owner keeps polling (yielding the CPU between polls) after its last event before it sleeps.
  * @param maxInFlight transfers posted and not finished or not released at once.
  * @param socketBufferBytes send and receive buffer of each socket; 0 for the system's (autotuned).
  */
@@ -34,7 +34,7 @@ record TcpOptions(String host, int port, String advertiseHost, int connectTimeou
         int transferTimeout = options.intValue("transfer-timeout-ms", 0, 0, 3_600_000);
         int closeTimeout = options.intValue("close-timeout-ms", 2_000, 1, 600_000);
         int keepalive = options.intValue("keepalive-s", 5, 0, 3_600);
-        int spin = options.intValue("idle-spin-us", 200, 0, 100_000);
+        int spin = options.intValue("idle-spin-us", 50, 0, 100_000);
         int maxInFlight = options.intValue("max-in-flight", 65536, 1, 1 << 24);
         int buffer = options.intValue("socket-buffer-bytes", 0, 0, 1 << 30);
         if (host.isBlank()) {

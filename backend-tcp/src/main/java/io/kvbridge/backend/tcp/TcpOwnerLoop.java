@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The owner thread's loop: one selector over the listener and every connection, posts and calls
  * run between rounds, and a sweep that ends released and overdue transfers and drops peers that
- * connect and say nothing. It spins {@code idle-spin-us} after its last event, then sleeps in the
+ * connect and say nothing. It polls, yielding, {@code idle-spin-us} after its last event, then sleeps in the
  * selector, which a hand-over wakes only while it sleeps.
  *
  * <p>Threads: the owner thread, except the constructor, {@link #wake}, {@link #stop} and the
@@ -165,7 +165,8 @@ final class TcpOwnerLoop
                     continue;
                 }
                 if (now - lastBusy < spinNanos) {
-                    Thread.onSpinWait();
+                    // yield, not spin: on a machine with fewer cores than busy threads a spinning owner keeps the poster off the CPU
+                    Thread.yield();
                     continue;
                 }
                 sleeping = true;

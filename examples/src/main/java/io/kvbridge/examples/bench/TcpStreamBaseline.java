@@ -8,12 +8,13 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * The wire's speed next to the {@code ucx} transport: {@code tcp_stream.c} (packaged with the
+ * The wire's speed next to the transports that move bytes over TCP ({@code tcp}, and {@code ucx}
+ * with {@code UCX_TLS=tcp}): {@code tcp_stream.c} (packaged with the
  * command line) is compiled and run as two forked processes moving the same total in the same block
  * sizes over one TCP connection on 127.0.0.1, with the kernel's default socket buffers and
- * {@code TCP_NODELAY} as UCX's tcp transport sets it. With {@code UCX_TLS=tcp} the transport's ratio
- * to it says how much of one TCP stream the transport uses; over shared memory it only says how the
- * two compare.
+ * {@code TCP_NODELAY} as both transports set it. A {@code tcp} row's ratio to it, and a {@code ucx}
+ * row's with {@code UCX_TLS=tcp}, says how much of one TCP stream the transport uses; a {@code ucx}
+ * row over shared memory only says how the two compare.
  *
  * <p>Per block size: one untimed pass, then {@value #TIMED_PASSES} timed, and the best is the figure,
  * as for the other baselines.
@@ -24,8 +25,8 @@ import java.util.regex.Pattern;
  */
 public final class TcpStreamBaseline
 {
-    /** The transport this baseline is compared with. */
-    public static final String TRANSPORT = "ucx";
+    /** The transports this baseline is compared with; it is measured once, before the first of them. */
+    public static final List<String> TRANSPORTS = List.of("tcp", "ucx");
 
     /** Timed passes per block size. */
     public static final int TIMED_PASSES = 5;
