@@ -38,7 +38,8 @@ final class FrameReader
     }
 
     private static final int HEADER_READ = 4096;
-    private static final int BUDGET = 4 << 20;
+    /** Bytes one {@link #read()} takes from the socket before it lets the owner serve other connections. */
+    static final int BUDGET = 4 << 20;
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
     // owner thread only: every connection drops unwanted bytes into the same scratch
     private static final ByteBuffer SCRATCH = ByteBuffer.allocateDirect(64 * 1024);
@@ -50,10 +51,13 @@ final class FrameReader
 
     private final SocketChannel channel;
     private final Handler handler;
+    private final int budgetPerRead;
     private final ByteBuffer in = ByteBuffer.allocateDirect(64 * 1024).order(ByteOrder.LITTLE_ENDIAN);
     private final MemorySegment staged = MemorySegment.ofBuffer(in);
     private final ByteBuffer body = ByteBuffer.allocateDirect(TcpWire.MAX_READ_RUNS * TcpWire.READ_RUN_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     private int state = HEADER;
+    // bytes this read() may still take from the socket
+    private int budget;
     private TcpRegistration memory;
     private long address;
     private long remaining;
@@ -62,8 +66,14 @@ final class FrameReader
 
     FrameReader(SocketChannel channel, Handler handler)
     {
+        this(channel, handler, BUDGET);
+    }
+
+    FrameReader(SocketChannel channel, Handler handler, int budgetPerRead)
+    {
         this.channel = channel;
         this.handler = handler;
+        this.budgetPerRead = budgetPerRead;
         in.limit(0);
     }
 
@@ -116,54 +126,28 @@ final class FrameReader
     }
 
     /**
-     * Reads what the socket has, handing whole frames to the handler.
+     * Reads what the socket has, handing whole frames to the handler, until the socket has no more
+     * or this call took its budget ({@link #BUDGET}) from it; then it still hands over every whole frame already
+     * staged, because nothing would call it again for bytes that are no longer in the socket.
      *
      * @return false at the end of the stream.
      * @throws IOException when the connection failed.
      */
     boolean read() throws IOException
     {
-        int budget = BUDGET;
-        while (!closed && budget > 0) {
-            switch (state) {
-                case HEADER -> {
-                    int result = header();
-                    if (result < 0) {
-                        return false;
-                    }
-                    if (result == 0) {
-                        return true;
-                    }
-                }
-                case MEMORY -> {
-                    int moved = intoMemory();
-                    if (moved < 0) {
-                        return false;
-                    }
-                    if (moved == 0) {
-                        return true;
-                    }
-                    budget -= moved;
-                }
-                case DISCARD -> {
-                    int moved = dropped();
-                    if (moved < 0) {
-                        return false;
-                    }
-                    if (moved == 0) {
-                        return true;
-                    }
-                    budget -= moved;
-                }
-                default -> {
-                    int moved = intoBody();
-                    if (moved < 0) {
-                        return false;
-                    }
-                    if (moved == 0) {
-                        return true;
-                    }
-                }
+        budget = budgetPerRead;
+        while (!closed) {
+            int moved = switch (state) {
+                case HEADER -> header();
+                case MEMORY -> intoMemory();
+                case DISCARD -> dropped();
+                default -> intoBody();
+            };
+            if (moved < 0) {
+                return false;
+            }
+            if (moved == 0) {
+                return true;
             }
         }
         return true;
@@ -205,6 +189,9 @@ final class FrameReader
     /** {@return 1 when at least {@code need} bytes are staged after reading, 0 when the socket had too few, -1 at the end} */
     private int fill(int need) throws IOException
     {
+        if (budget <= 0) {
+            return 0;
+        }
         in.compact();
         in.limit(Math.max(HEADER_READ, need));
         int read = channel.read(in);
@@ -212,6 +199,7 @@ final class FrameReader
         if (read < 0) {
             return -1;
         }
+        budget -= read;
         return in.remaining() >= need && read > 0 ? 1 : 0;
     }
 
@@ -224,12 +212,16 @@ final class FrameReader
             advance(staged);
             return staged;
         }
+        if (budget <= 0) {
+            return 0;
+        }
         ByteBuffer window = memory.window(address, remaining);
         int start = window.position();
         int read = channel.read(window);
         if (read < 0) {
             return -1;
         }
+        budget -= read;
         advance(window.position() - start);
         return read;
     }
@@ -242,9 +234,13 @@ final class FrameReader
             advance(staged);
             return staged;
         }
+        if (budget <= 0) {
+            return 0;
+        }
         SCRATCH.clear().limit((int) Math.min(SCRATCH.capacity(), remaining));
         int read = channel.read(SCRATCH);
         if (read > 0) {
+            budget -= read;
             advance(read);
         }
         return read;
@@ -261,8 +257,12 @@ final class FrameReader
             advance(staged);
             return staged;
         }
+        if (budget <= 0) {
+            return 0;
+        }
         int read = channel.read(body);
         if (read > 0) {
+            budget -= read;
             advance(read);
         }
         return read;
