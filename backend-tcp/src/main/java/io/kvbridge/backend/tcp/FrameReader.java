@@ -35,6 +35,9 @@ final class FrameReader
 
         /** The payload asked for has all arrived. */
         void bodyDone(ByteBuffer body);
+
+        /** A frame of a type this protocol does not have: nothing after its type byte can be read. */
+        void unknownFrame(byte type);
     }
 
     private static final int HEADER_READ = 4096;
@@ -170,8 +173,8 @@ final class FrameReader
         byte type = in.get(in.position());
         int length = TcpWire.headerBytes(type);
         if (length == 0) {
-            // the handler cannot make sense of it: it closes the connection
-            handler.header(type, in, in.position());
+            // only the type byte is known to be there: the handler is told the type, not handed a header
+            handler.unknownFrame(type);
             return 1;
         }
         if (in.remaining() < length) {

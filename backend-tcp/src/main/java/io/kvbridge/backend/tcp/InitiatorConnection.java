@@ -268,8 +268,8 @@ final class InitiatorConnection extends TcpConnection
                 return;
             }
             if (transfer.notification.present()) {
+                // written at the end of this read, with the notifications of other answers read with it
                 notification(transfer.notification.bytes(), transfer.notification.length());
-                flush();
             }
             loop.finish(transfer, null);
             return;

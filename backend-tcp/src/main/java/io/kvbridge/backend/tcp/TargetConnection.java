@@ -23,6 +23,10 @@ final class TargetConnection extends TcpConnection
     private static final byte WRITE_RUN = 1;
     private static final byte READ_LIST = 2;
     private static final byte NOTIFICATION = 3;
+    /** Answer bytes queued unwritten at which this side stops reading the peer's requests. */
+    static final int BACKLOG_BYTES = 4 << 20;
+    /** READs checked and queued unsent at which this side stops reading: each holds its run list and its grant. */
+    static final int BACKLOG_READS = 4096;
 
     private final long acceptedNanos;
     private String peerName;
@@ -56,6 +60,17 @@ final class TargetConnection extends TcpConnection
     long acceptedNanos()
     {
         return acceptedNanos;
+    }
+
+    /**
+     * A peer that sends requests but does not read the answers or READ data is not read from until
+     * it does, so what it makes this side queue stays bounded. The initiator's side always reads:
+     * stopping it could leave both sides waiting for the other to read.
+     */
+    @Override
+    boolean backlogged()
+    {
+        return writer.controlBacklog() > BACKLOG_BYTES || writer.queued() > BACKLOG_READS;
     }
 
     @Override
@@ -238,9 +253,8 @@ final class TargetConnection extends TcpConnection
             if (exchange.received == exchange.runCount) {
                 receiving = null;
                 if (exchange.result == TcpWire.RESULT_OK) {
-                    // its data and answer go out behind what is queued; the entry is held until then
+                    // its data and answer go out behind what is queued, at the read's flush; the entry is held until then
                     writer.add(exchange, exchange.handle);
-                    flush();
                 }
                 else {
                     answer(exchange);
@@ -296,12 +310,12 @@ final class TargetConnection extends TcpConnection
         }
     }
 
+    /** Queues the answer; the read that made it flushes once at its end, so answers read together leave in one write. */
     private void answer(TcpExchange exchange)
     {
         encodeResult(writer.control(TcpWire.RESULT_BYTES), exchange);
         writer.controlAdded(TcpWire.RESULT_BYTES);
         release(exchange);
-        flush();
     }
 
     static void encodeResult(ByteBuffer out, TcpExchange exchange)

@@ -19,8 +19,6 @@ import org.slf4j.LoggerFactory;
 abstract class TcpConnection implements FrameReader.Handler
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
-    /** Control bytes queued unwritten at which a connection stops reading requests until its peer reads answers. */
-    static final int BACKLOG_BYTES = 4 << 20;
 
     final TcpOwnerLoop loop;
     final SocketChannel channel;
@@ -51,7 +49,11 @@ abstract class TcpConnection implements FrameReader.Handler
         return closedReason != null;
     }
 
-    /** Reads what arrived; closes the connection at the end of the stream or on failure. */
+    /**
+     * Reads what arrived; closes the connection at the end of the stream or on failure. A peer's
+     * bytes must never stop the owner thread, which serves every other peer too: whatever a frame
+     * makes this side throw closes that peer's connection as a protocol violation, not the owner.
+     */
     final void readable()
     {
         try {
@@ -64,7 +66,19 @@ abstract class TcpConnection implements FrameReader.Handler
             close("reading failed: " + e.getMessage());
             return;
         }
+        catch (RuntimeException e) {
+            // the violation is logged, rate-limited; the trace only at debug, since a peer could repeat it at will
+            LOG.debug("{}: the frames of '{}' made this side fail", loop.description(), peerName(), e);
+            violation("its frames made this side fail: " + e);
+            return;
+        }
         flush();
+    }
+
+    @Override
+    public final void unknownFrame(byte type)
+    {
+        violation("frame type " + type + ", which this protocol does not have");
     }
 
     /** Writes what is queued; asks for a writable event when the socket is full. */
@@ -75,8 +89,7 @@ abstract class TcpConnection implements FrameReader.Handler
         }
         try {
             boolean all = writer.flush();
-            // a peer that sends requests but does not read the answers is not read from until it does
-            int wanted = all || writer.controlBacklog() <= BACKLOG_BYTES ? SelectionKey.OP_READ : 0;
+            int wanted = all || !backlogged() ? SelectionKey.OP_READ : 0;
             interest(all ? wanted : wanted | SelectionKey.OP_WRITE);
         }
         catch (IOException e) {
@@ -89,6 +102,12 @@ abstract class TcpConnection implements FrameReader.Handler
         if (key != null && key.isValid() && key.interestOps() != ops) {
             key.interestOps(ops);
         }
+    }
+
+    /** {@return true when this side stops reading until what it queued for the peer was written} */
+    boolean backlogged()
+    {
+        return false;
     }
 
     /** Closes the connection once: what it carried ends ({@link #ended}), the socket is closed. */

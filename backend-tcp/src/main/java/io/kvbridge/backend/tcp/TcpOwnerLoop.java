@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import jdk.net.ExtendedSocketOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,6 +54,8 @@ final class TcpOwnerLoop
     private final ServerSocketChannel server;
     private final int port;
     private final OwnerThread owner;
+    // one instance: a method reference written in the loop would be a new object every round
+    private final Consumer<SelectionKey> onReady = this::ready;
     private volatile boolean sleeping;
     private volatile boolean stop;
     private volatile long malformed;
@@ -153,7 +156,7 @@ final class TcpOwnerLoop
         try {
             while (!stop) {
                 int ran = owner.runQueued(256);
-                int events = selector.selectNow(this::ready);
+                int events = selector.selectNow(onReady);
                 long now = System.nanoTime();
                 if (now - nextSweep >= 0) {
                     sweep(now);
@@ -172,7 +175,7 @@ final class TcpOwnerLoop
                 sleeping = true;
                 if (!owner.hasQueued() && !stop) {
                     long millis = busy() ? Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextSweep - now)) : IDLE_SLEEP_MILLIS;
-                    if (selector.select(this::ready, millis) > 0) {
+                    if (selector.select(onReady, millis) > 0) {
                         lastBusy = System.nanoTime();
                     }
                 }

@@ -36,6 +36,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The {@code tcp} transport: one listener per instance, one connection to each peer it connects
@@ -406,10 +408,18 @@ final class TcpTransferBackend extends AbstractTransferBackend
         return new BackendResources(registrations.size(), lists.size(), connected, unreleased);
     }
 
+    /** Every problem at once: refused accesses must not hide protocol violations, nor either a stopped owner. */
     @Override
     protected Optional<String> workerProblem()
     {
-        return owner.problem().or(grants::problem).or(loop::problem);
+        String problems = Stream.of(owner.problem(), grants.problem(), loop.problem()).flatMap(Optional::stream).collect(Collectors.joining("; "));
+        return problems.isEmpty() ? Optional.empty() : Optional.of(problems);
+    }
+
+    /** {@return the grants this instance checks peers against} */
+    Grants grants()
+    {
+        return grants;
     }
 
     @Override

@@ -113,5 +113,11 @@ final class FrameReaderTest
         {
             frames++;
         }
+
+        @Override
+        public void unknownFrame(byte type)
+        {
+            throw new AssertionError("every frame written is a WRITE, read type " + type);
+        }
     }
 }
