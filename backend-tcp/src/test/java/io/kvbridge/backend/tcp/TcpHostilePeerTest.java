@@ -1,11 +1,18 @@
 package io.kvbridge.backend.tcp;
 
+import static io.kvbridge.backend.tcp.RawTcpPeer.bytes;
+import static io.kvbridge.backend.tcp.RawTcpPeer.filled;
+import static io.kvbridge.backend.tcp.RawTcpPeer.frame;
+import static io.kvbridge.backend.tcp.RawTcpPeer.hello;
+import static io.kvbridge.backend.tcp.RawTcpPeer.readFrame;
+import static io.kvbridge.backend.tcp.RawTcpPeer.writeFrame;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.kvbridge.backend.tcp.RawTcpPeer.Answer;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.DescriptorList;
@@ -16,17 +23,13 @@ import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.transport.Grants;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -34,6 +37,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -46,7 +50,8 @@ import org.junit.jupiter.api.Timeout;
  * sentinel, and grants two blocks for WRITE and two others for READ. Every refused access comes back
  * as a RESULT with its code and no DATA before it; every protocol violation closes the attacker's
  * connection; no victim byte changes beyond what a grant allowed; the victim names the attacker in
- * its problem; and a legitimate peer is served afterwards.
+ * its problem; a peer that never reads its answers cannot make the victim queue without bound; and
+ * a legitimate peer is served afterwards.
  */
 @Timeout(60)
 final class TcpHostilePeerTest
@@ -114,7 +119,7 @@ final class TcpHostilePeerTest
     @Test
     void aWriteWithoutAKeyOrUnderAWrongKeyIsDropped() throws IOException
     {
-        Raw raw = new Raw("attacker-keys").hello();
+        RawTcpPeer raw = raw("attacker-keys").hello();
         for (byte[] key : List.of(NO_KEY, WRONG_KEY, Arrays.copyOf(WRITE_KEY, WRITE_KEY.length - 1), READ_KEY)) {
             Answer answer = write(raw, key, at(2), BLOCK, ATTACK);
             if (key == READ_KEY) {
@@ -134,7 +139,7 @@ final class TcpHostilePeerTest
     @Test
     void aWriteUnderTheRightKeyLandsOnlyInsideItsGrant() throws IOException
     {
-        Raw raw = new Raw("attacker-extents").hello();
+        RawTcpPeer raw = raw("attacker-extents").hello();
         long[][] outside = {
             {at(0), BLOCK}, // registered, not granted
             {at(4), BLOCK}, // granted, but for READ
@@ -168,7 +173,7 @@ final class TcpHostilePeerTest
         assertRefused(raw, raw.answer(handle), TcpWire.RESULT_OUTSIDE, TransferOp.WRITE, 0, outside(TransferOp.WRITE, at(1), BLOCK, WRITE_KEY));
 
         // a length no one can send: refused from its header (counted at once), its bytes dropped as they come
-        Raw liar = new Raw("attacker-endless").hello();
+        RawTcpPeer liar = raw("attacker-endless").hello();
         liar.send(writeFrame(WRITE_KEY, 0, 1, nextHandle++, at(2), Long.MAX_VALUE));
         liar.payload(BLOCK, (byte) 0x22);
         refusals++;
@@ -186,7 +191,7 @@ final class TcpHostilePeerTest
     @Test
     void aReadOutsideItsGrantReturnsNoByte() throws IOException
     {
-        Raw raw = new Raw("attacker-reads").hello();
+        RawTcpPeer raw = raw("attacker-reads").hello();
         long[][] outside = {
             {at(6), BLOCK}, // registered, not granted
             {at(2), BLOCK}, // granted, but for WRITE
@@ -225,7 +230,7 @@ final class TcpHostilePeerTest
     @Test
     void aRevokedGrantsKeyReachesNothing() throws IOException
     {
-        Raw raw = new Raw("attacker-late").hello();
+        RawTcpPeer raw = raw("attacker-late").hello();
         assertEquals(TcpWire.RESULT_OK, write(raw, WRITE_KEY, at(2), BLOCK, ATTACK).result(), "a WRITE while the grant lives");
         expected.asSlice(2L * BLOCK, BLOCK).fill(ATTACK);
         victim.revoke(writeGrant);
@@ -248,7 +253,7 @@ final class TcpHostilePeerTest
     void aRevokeCutsOffAWriterThatStalls() throws IOException
     {
         victim(Map.of("close-timeout-ms", "300"));
-        Raw raw = new Raw("attacker-stall").hello();
+        RawTcpPeer raw = raw("attacker-stall").hello();
         raw.send(writeFrame(WRITE_KEY, 0, 1, nextHandle++, at(2), BLOCK));
         raw.payload(BLOCK / 2, ATTACK);
         expected.asSlice(2L * BLOCK, BLOCK / 2).fill(ATTACK);
@@ -298,7 +303,7 @@ final class TcpHostilePeerTest
 
         // hellos: the peer is unidentified until its hello is taken, and no answer comes to a broken one
         for (int[] hello : new int[][] {{0x12345678, TcpWire.VERSION, 5}, {TcpWire.MAGIC, 2, 5}, {TcpWire.MAGIC, TcpWire.VERSION, 0}}) {
-            Raw raw = new Raw("attacker-hello");
+            RawTcpPeer raw = raw("attacker-hello");
             raw.send(hello("attacker-hello".substring(0, hello[2]), metadata.instanceId(), hello[0], (byte) hello[1]));
             String what = String.format(Locale.ROOT, "a hello of magic 0x%x, version %d, name of %d bytes", hello[0], hello[1], hello[2]);
             assertClosedAndCounted(raw, "an unidentified peer at /127.0.0.1:" + raw.socket.getLocalPort() + ": " + what);
@@ -306,16 +311,16 @@ final class TcpHostilePeerTest
 
         // closed without a violation: stale metadata, and a peer that stops mid-frame (its admitted
         // WRITE landed what came, inside the grant, and let the grant go)
-        Raw stale = new Raw("attacker-stale");
+        RawTcpPeer stale = raw("attacker-stale");
         stale.send(hello(stale.name, metadata.instanceId() + 1, TcpWire.MAGIC, TcpWire.VERSION));
         ByteBuffer ack = stale.receive(TcpWire.ACK_BYTES);
         assertEquals(TcpWire.ACK_WRONG_INSTANCE, ack.get(5), "the answer to a hello naming another instance");
         assertClosedAndCounted(stale, null);
-        Raw truncated = new Raw("attacker-truncated").hello();
+        RawTcpPeer truncated = raw("attacker-truncated").hello();
         truncated.send(writeFrame(WRITE_KEY, 0, 1, handle, at(2), BLOCK).limit(60));
         truncated.socket.shutdownOutput();
         assertClosedAndCounted(truncated, null);
-        Raw cut = new Raw("attacker-cut").hello();
+        RawTcpPeer cut = raw("attacker-cut").hello();
         cut.send(writeFrame(WRITE_KEY, 0, 1, handle, at(2), BLOCK));
         cut.payload(1000, ATTACK);
         cut.socket.shutdownOutput();
@@ -337,10 +342,10 @@ final class TcpHostilePeerTest
     @Test
     void anUnknownFrameTypeAloneIsCutOffLikeAnyOther() throws IOException
     {
-        Raw probe = new Raw("attacker-probe");
+        RawTcpPeer probe = raw("attacker-probe");
         probe.send(hello(probe.name, 1, TcpWire.MAGIC, TcpWire.VERSION));
         assertEquals(metadata.instanceId(), probe.receive(TcpWire.ACK_BYTES).getLong(8), "the instance id in the answer to a stale hello");
-        Raw raw = new Raw("attacker-lone-byte").hello();
+        RawTcpPeer raw = raw("attacker-lone-byte").hello();
         raw.send(ByteBuffer.wrap(new byte[] {9}));
         assertEquals(0, raw.closedByVictim(), "bytes from the victim to a peer that broke the protocol");
         // a failing owner thread closes its sockets before it records why: wait for the report
@@ -352,24 +357,76 @@ final class TcpHostilePeerTest
     void aFloodOfSilentConnectionsDoesNotShutOutALegitimatePeer() throws IOException
     {
         int flood = TcpOwnerLoop.MAX_UNIDENTIFIED + 44;
-        List<Raw> silent = new ArrayList<>();
+        List<RawTcpPeer> silent = new ArrayList<>();
         for (int i = 0; i < flood; i++) {
-            silent.add(new Raw("silent-" + i));
+            silent.add(raw("silent-" + i));
         }
         assertLegitimatePeerServed();
         // the oldest of them were dropped to make room; the newest still wait for their hello
         for (int i = 0; i < flood - TcpOwnerLoop.MAX_UNIDENTIFIED; i++) {
             assertEquals(0, silent.get(i).closedByVictim(), "bytes to a silent peer");
         }
-        Raw newest = silent.getLast();
+        RawTcpPeer newest = silent.getLast();
         newest.socket.setSoTimeout(200);
         assertThrows(SocketTimeoutException.class, () -> newest.in.read(), "the newest silent connection was dropped");
         assertTrue(victim.problem().isEmpty(), () -> "silent peers reported: " + victim.problem());
     }
 
+    /**
+     * A peer that sends granted READs and never reads its socket must not make the victim queue
+     * without bound: once the answers back up, the victim stops reading that peer, so its writes
+     * stall far short of what it meant to send, while other peers are still served.
+     */
+    @Test
+    @Timeout(30)
+    void aPeerThatNeverReadsItsAnswersIsNoLongerRead() throws Exception
+    {
+        // 58 MB of requests: far more than the victim's bound plus what the sockets can buffer
+        int reads = 400_000;
+        int frameBytes = TcpWire.READ_BYTES + TcpWire.READ_RUN_BYTES;
+        long total = (long) reads * frameBytes;
+        RawTcpPeer raw = raw("attacker-backlog").hello();
+        // the attacker's own buffer is not under test: kept small, what it got out is what the victim took
+        raw.socket.setSendBufferSize(64 * 1024);
+        long address = at(4);
+        AtomicLong sent = new AtomicLong();
+        Thread writer = Thread.ofPlatform().daemon().name("attacker-backlog").start(() -> {
+            // batches of frames, counted as each one is taken whole: a stalled write blocks for good
+            ByteBuffer batch = ByteBuffer.allocate(256 * frameBytes);
+            try {
+                for (int i = 0; i < reads;) {
+                    batch.clear();
+                    for (; i < reads && batch.hasRemaining(); i++) {
+                        batch.put(readFrame(READ_KEY, 0, 1, 0x10000 + i, address, BLOCK));
+                    }
+                    raw.send(batch.flip());
+                    sent.addAndGet(batch.limit());
+                }
+            }
+            catch (IOException e) {
+                // the socket was closed under a stalled write
+            }
+        });
+        // the victim must stop taking bytes: wait until the writes make no progress for a second
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        long last = -1;
+        while (writer.isAlive() && sent.get() != last && System.nanoTime() < deadline) {
+            last = sent.get();
+            writer.join(Duration.ofSeconds(1));
+        }
+        long out = sent.get();
+        assertTrue(writer.isAlive() && out < total / 2,
+                () -> "a peer that reads no answer got out " + out + " of " + total + " bytes of READ requests");
+        raw.close();
+        writer.join(Duration.ofSeconds(5));
+        assertMemory("after a peer that read no answer");
+        assertLegitimatePeerServed();
+        assertTrue(victim.problem().isEmpty(), () -> "victim problem: " + victim.problem());
+    }
+
     // ---- what the victim must have done ----
 
-    private void assertRefused(Raw raw, Answer answer, byte code, TransferOp op, int run, String reason)
+    private void assertRefused(RawTcpPeer raw, Answer answer, byte code, TransferOp op, int run, String reason)
     {
         assertEquals(code, answer.result(), () -> raw.name + ": result of " + reason);
         assertEquals(op.ordinal(), answer.op(), () -> raw.name + ": op of the answer to " + reason);
@@ -399,13 +456,13 @@ final class TcpHostilePeerTest
 
     private void assertViolation(String label, String what, ByteBuffer... frames) throws IOException
     {
-        Raw raw = new Raw("attacker-" + label).hello();
+        RawTcpPeer raw = raw("attacker-" + label).hello();
         raw.send(frames);
         assertClosedAndCounted(raw, raw.name + ": " + what);
     }
 
     /** The victim closed the connection without a byte; it counted one more violation, naming {@code latest}, or none when null. */
-    private void assertClosedAndCounted(Raw raw, String latest)
+    private void assertClosedAndCounted(RawTcpPeer raw, String latest)
     {
         assertEquals(0, raw.closedByVictim(), () -> raw.name + ": bytes from the victim to a peer it closed");
         assertMemory(raw.name);
@@ -478,7 +535,7 @@ final class TcpHostilePeerTest
     // ---- the attacker's side of the wire ----
 
     /** One WRITE of one run of {@code length} bytes of {@code value}. */
-    private Answer write(Raw raw, byte[] key, long address, long length, byte value) throws IOException
+    private Answer write(RawTcpPeer raw, byte[] key, long address, long length, byte value) throws IOException
     {
         long handle = nextHandle++;
         raw.send(writeFrame(key, 0, 1, handle, address, length));
@@ -487,138 +544,11 @@ final class TcpHostilePeerTest
     }
 
     /** One READ of runs given as address, length pairs, in one frame. */
-    private Answer read(Raw raw, byte[] key, long... runs) throws IOException
+    private Answer read(RawTcpPeer raw, byte[] key, long... runs) throws IOException
     {
         long handle = nextHandle++;
         raw.send(readFrame(key, 0, runs.length / 2, handle, runs));
         return raw.answer(handle);
-    }
-
-    /** A request header: type, version, key length, the key at {@link TcpWire#KEY_AT}; little-endian, 128 bytes. */
-    private static ByteBuffer frame(byte type, byte[] key)
-    {
-        return ByteBuffer.allocate(TcpWire.WRITE_BYTES).order(ByteOrder.LITTLE_ENDIAN).put(0, type).put(1, TcpWire.VERSION).put(2, (byte) key.length)
-                .put(TcpWire.KEY_AT, key);
-    }
-
-    private static ByteBuffer writeFrame(byte[] key, int run, int runCount, long handle, long address, long length)
-    {
-        return frame(TcpWire.WRITE, key).putInt(4, run).putInt(8, runCount).putLong(16, handle).putLong(24, address).putLong(32, length);
-    }
-
-    /** A READ frame listing the runs given as address, length pairs. */
-    private static ByteBuffer readFrame(byte[] key, int first, int runCount, long handle, long... runs)
-    {
-        ByteBuffer frame = ByteBuffer.allocate(TcpWire.READ_BYTES + runs.length * 8).order(ByteOrder.LITTLE_ENDIAN).put(frame(TcpWire.READ, key))
-                .putInt(4, first).putInt(8, runs.length / 2).putInt(12, runCount).putLong(16, handle);
-        for (long value : runs) {
-            frame.putLong(value);
-        }
-        return frame.flip();
-    }
-
-    private static ByteBuffer hello(String name, long to, int magic, byte version)
-    {
-        byte[] bytes = bytes(name);
-        return ByteBuffer.allocate(TcpWire.HELLO_BYTES + bytes.length).order(ByteOrder.LITTLE_ENDIAN).putInt(magic).put(version).put((byte) bytes.length)
-                .putShort((short) 0).putLong(0x4141).putLong(to).putLong(0).put(bytes).flip();
-    }
-
-    private record Answer(byte result, int op, int run, byte[] data)
-    {
-    }
-
-    /** A blocking socket on loopback that speaks the frames by hand; reads time out rather than hang. */
-    private final class Raw
-    {
-        final String name;
-        final Socket socket = new Socket();
-        final InputStream in;
-        final OutputStream out;
-
-        Raw(String name) throws IOException
-        {
-            this.name = name;
-            opened.add(socket);
-            socket.setTcpNoDelay(true);
-            socket.setSoTimeout(10_000);
-            socket.connect(new InetSocketAddress("127.0.0.1", metadata.port()), 10_000);
-            in = socket.getInputStream();
-            out = socket.getOutputStream();
-        }
-
-        /** Says hello as this name to the victim's instance; the victim must accept it. */
-        Raw hello() throws IOException
-        {
-            send(TcpHostilePeerTest.hello(name, metadata.instanceId(), TcpWire.MAGIC, TcpWire.VERSION));
-            ByteBuffer ack = receive(TcpWire.ACK_BYTES);
-            assertEquals(TcpWire.MAGIC, ack.getInt(0), "ack magic");
-            assertEquals(TcpWire.ACK_OK, ack.get(5), "ack result");
-            assertEquals(metadata.instanceId(), ack.getLong(8), "ack instance");
-            return this;
-        }
-
-        void send(ByteBuffer... frames) throws IOException
-        {
-            for (ByteBuffer frame : frames) {
-                out.write(frame.array(), frame.arrayOffset() + frame.position(), frame.remaining());
-            }
-        }
-
-        void payload(long length, byte value) throws IOException
-        {
-            byte[] chunk = filled((int) Math.min(length, BLOCK), value);
-            for (long left = length; left > 0; left -= chunk.length) {
-                out.write(chunk, 0, (int) Math.min(chunk.length, left));
-            }
-        }
-
-        ByteBuffer receive(int bytes) throws IOException
-        {
-            byte[] read = in.readNBytes(bytes);
-            assertEquals(bytes, read.length, () -> name + ": the victim closed the connection");
-            return ByteBuffer.wrap(read).order(ByteOrder.LITTLE_ENDIAN);
-        }
-
-        /** The RESULT for {@code handle}, with the bytes of every DATA frame that came before it. */
-        Answer answer(long handle) throws IOException
-        {
-            byte[] data = new byte[0];
-            while (true) {
-                byte type = receive(1).get(0);
-                if (type == TcpWire.DATA) {
-                    ByteBuffer header = receive(TcpWire.DATA_BYTES - 1);
-                    long length = header.getLong(15);
-                    assertTrue(length > 0 && length <= 16L * BLOCK, () -> name + ": DATA of " + length + " bytes");
-                    byte[] more = receive((int) length).array();
-                    data = Arrays.copyOf(data, data.length + more.length);
-                    System.arraycopy(more, 0, data, data.length - more.length, more.length);
-                    continue;
-                }
-                assertEquals(TcpWire.RESULT, type, () -> name + ": frame type " + type + " from the victim");
-                ByteBuffer result = receive(TcpWire.RESULT_BYTES - 1);
-                assertEquals(handle, result.getLong(7), () -> name + ": the answer's transfer");
-                return new Answer(result.get(1), result.get(2), result.getInt(3), data);
-            }
-        }
-
-        /** {@return the bytes that came before the victim closed the connection}; fails if it stays open. */
-        int closedByVictim()
-        {
-            int bytes = 0;
-            try {
-                while (in.read() >= 0) {
-                    bytes++;
-                }
-            }
-            catch (SocketTimeoutException e) {
-                fail(name + ": the victim kept the connection open");
-            }
-            catch (IOException e) {
-                // reset by the victim: closed too
-            }
-            return bytes;
-        }
     }
 
     // ---- set-up helpers ----
@@ -631,6 +561,14 @@ final class TcpHostilePeerTest
         TcpTransferBackend backend = (TcpTransferBackend) new TcpBackendFactory().create(config, () -> agent);
         opened.add(backend);
         return backend;
+    }
+
+    /** A raw peer connected to the victim, closed after the test. */
+    private RawTcpPeer raw(String name) throws IOException
+    {
+        RawTcpPeer raw = new RawTcpPeer(name, metadata);
+        opened.add(raw);
+        return raw;
     }
 
     private long at(int block)
@@ -646,17 +584,4 @@ final class TcpHostilePeerTest
         }
         return builder.build();
     }
-
-    private static byte[] filled(int length, byte value)
-    {
-        byte[] bytes = new byte[length];
-        Arrays.fill(bytes, value);
-        return bytes;
-    }
-
-    private static byte[] bytes(String text)
-    {
-        return text.getBytes(StandardCharsets.UTF_8);
-    }
-
 }
