@@ -33,6 +33,8 @@ final class InitiatorConnection extends TcpConnection
     private int headFrames;
     private boolean headCancelSent;
     private TcpTransfer dataFor;
+    // the DATA frame being read is a READ's last run and answers it
+    private boolean dataAnswers;
 
     InitiatorConnection(TcpOwnerLoop loop, SocketChannel channel, TcpPeer peer)
     {
@@ -233,48 +235,71 @@ final class InitiatorConnection extends TcpConnection
         TcpTransfer transfer = awaiting[awaitingHead];
         boolean live = transfer.handle() == handle && !transfer.ended;
         if (type == TcpWire.DATA) {
-            int run = in.getInt(at + 4);
-            long length = in.getLong(at + 16);
-            if (!live) {
-                if (length <= 0) {
-                    violation("DATA of " + length + " bytes");
-                    return;
-                }
-                reader.discard(length);
-                return;
-            }
-            var copies = transfer.copies;
-            if (transfer.op != TransferOp.READ || run != transfer.arrived || run >= copies.size() || length != copies.length(run)) {
-                violation(String.format(Locale.ROOT, "DATA of run %d (%d bytes) while the transfer waits for run %d of %d", run, length,
-                        transfer.arrived, copies.size()));
-                return;
-            }
-            dataFor = transfer;
-            reader.toMemory(transfer.localList.memory(copies.localRegion(run)), copies.localAddress(run), length, transfer);
+            data(transfer, live, in, at);
             return;
         }
-        awaiting[awaitingHead] = null;
-        awaitingHead = (awaitingHead + 1) & (awaiting.length - 1);
-        awaitingCount--;
+        popAwaiting();
         if (!live) {
             return;
         }
         byte result = in.get(at + 2);
         if (result == TcpWire.RESULT_OK) {
-            if (transfer.op == TransferOp.READ && transfer.arrived != transfer.copies.size()) {
+            if (transfer.op == TransferOp.READ) {
+                // a READ that succeeded is answered by its last DATA frame
                 loop.finish(transfer, new KvBridgeException(ErrorCode.TRANSFER_FAILED, String.format(Locale.ROOT,
-                        "peer '%s' answered a READ of %d runs after %d of them", peer.name(), transfer.copies.size(), transfer.arrived)));
-                violation("an answer before the READ's data");
+                        "peer '%s' answered a READ of %d runs with a RESULT after %d of them", peer.name(), transfer.copies.size(), transfer.arrived)));
+                violation("a RESULT answering a READ that succeeded");
                 return;
             }
-            if (transfer.notification.present()) {
-                // written at the end of this read, with the notifications of other answers read with it
-                notification(transfer.notification.bytes(), transfer.notification.length());
-            }
-            loop.finish(transfer, null);
+            done(transfer);
             return;
         }
         loop.finish(transfer, refused(transfer, result, in.getInt(at + 4), in.getLong(at + 16), in.getLong(at + 24)));
+    }
+
+    /** A READ's run arrives, into its descriptors, or dropped when the transfer no longer waits for it. */
+    private void data(TcpTransfer transfer, boolean live, ByteBuffer in, int at)
+    {
+        byte flag = in.get(at + 2);
+        int run = in.getInt(at + 4);
+        long length = in.getLong(at + 16);
+        if ((flag != 0 && flag != TcpWire.DATA_LAST) || length <= 0) {
+            violation(String.format(Locale.ROOT, "DATA of %d bytes with flag %d", length, flag));
+            return;
+        }
+        dataAnswers = flag == TcpWire.DATA_LAST;
+        if (!live) {
+            reader.discard(length);
+            return;
+        }
+        var copies = transfer.copies;
+        if (transfer.op != TransferOp.READ || run != transfer.arrived || run >= copies.size() || length != copies.length(run)
+                || dataAnswers != (run == copies.size() - 1)) {
+            violation(String.format(Locale.ROOT, "DATA of run %d (%d bytes, %s) while the transfer waits for run %d of %d", run, length,
+                    dataAnswers ? "last" : "not last", transfer.arrived, copies.size()));
+            return;
+        }
+        dataFor = transfer;
+        reader.toMemory(transfer.localList.memory(copies.localRegion(run)), copies.localAddress(run), length, transfer);
+    }
+
+    /** The oldest transfer waiting got its answer: it waits no more. {@return its handle then} */
+    private long popAwaiting()
+    {
+        long handle = awaitingHandles[awaitingHead];
+        awaiting[awaitingHead] = null;
+        awaitingHead = (awaitingHead + 1) & (awaiting.length - 1);
+        awaitingCount--;
+        return handle;
+    }
+
+    /** A transfer ended DONE: its notification follows, written at the end of this read with those of other answers. */
+    private void done(TcpTransfer transfer)
+    {
+        if (transfer.notification.present()) {
+            notification(transfer.notification.bytes(), transfer.notification.length());
+        }
+        loop.finish(transfer, null);
     }
 
     private KvBridgeException refused(TcpTransfer transfer, byte result, int run, long address, long length)
@@ -295,6 +320,15 @@ final class InitiatorConnection extends TcpConnection
         if (dataFor != null) {
             dataFor.arrived++;
             dataFor = null;
+        }
+        if (dataAnswers) {
+            // released or overdue while its last run arrived: it ended already, and this answer is dropped
+            dataAnswers = false;
+            TcpTransfer transfer = awaiting[awaitingHead];
+            long handle = popAwaiting();
+            if (transfer.handle() == handle && !transfer.ended) {
+                done(transfer);
+            }
         }
     }
 

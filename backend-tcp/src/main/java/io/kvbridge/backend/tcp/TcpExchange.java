@@ -84,9 +84,14 @@ final class TcpExchange implements FrameWriter.Source
     {
         ByteBuffer frame = writer.frame();
         if (sent < runs) {
-            frame.put(TcpWire.DATA).put(TcpWire.VERSION).putShort((short) 0).putInt(sent).putLong(handle).putLong(lengths[sent]);
+            // the last run's frame answers the READ: a checked READ is sent whole, or its connection closes
+            byte last = sent == runs - 1 ? TcpWire.DATA_LAST : 0;
+            frame.put(TcpWire.DATA).put(TcpWire.VERSION).put(last).put((byte) 0).putInt(sent).putLong(handle).putLong(lengths[sent]);
             writer.payload(memories[sent], addresses[sent], lengths[sent], this);
             sent++;
+            if (last != 0) {
+                sent++;
+            }
             return true;
         }
         if (sent == runs) {

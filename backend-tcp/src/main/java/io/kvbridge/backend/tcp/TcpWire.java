@@ -15,16 +15,20 @@ import io.kvbridge.spi.transfer.TransferBackend;
  *   CANCEL  16: type, version, -, handle i64 at 8: the rest of that transfer's frames will not come
  *   NOTIFY  16: type, version, -, length i32 at 4, -; then length bytes
  * target to initiator
- *   DATA    24: type, version, -, run i32 at 4, handle i64, length i64; then length bytes
+ *   DATA    24: type, version, last, -, run i32, handle i64, length i64; then length bytes
+ *               (last = 1 on a READ's last run: the READ succeeded, and no RESULT follows)
  *   RESULT  32: type, version, result, op, run i32, handle i64, address i64, length i64
  * </pre>
  *
  * <p>Answers come in the order requests were made on a connection: the target works through its
- * stream in order and queues each transfer's data and answer behind the ones before.
+ * stream in order and queues each transfer's data and answer behind the ones before. A READ that
+ * succeeds is answered by the flag on its last DATA frame, which saves a write and a TCP segment
+ * per READ; a refused one by a RESULT and no DATA.
  */
 final class TcpWire
 {
-    static final byte VERSION = 1;
+    // 2: a READ's last DATA frame carries its success, instead of a RESULT of its own
+    static final byte VERSION = 2;
 
     static final byte WRITE = 1;
     static final byte READ = 2;
@@ -52,6 +56,9 @@ final class TcpWire
     static final byte RESULT_NO_GRANT = 1;
     static final byte RESULT_OUTSIDE = 2;
     static final byte RESULT_FAILED = 3;
+
+    /** Byte 2 of a DATA frame on a READ's last run: the READ is answered, DONE. */
+    static final byte DATA_LAST = 1;
 
     // the handshake: the initiator's hello, the target's answer
     static final int MAGIC = 0x5442564b; // "KVBT"

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.kvbridge.spi.transfer.TransferOp;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -83,7 +84,10 @@ final class RawTcpPeer implements AutoCloseable
         return ByteBuffer.wrap(read).order(ByteOrder.LITTLE_ENDIAN);
     }
 
-    /** The RESULT for {@code handle}, with the bytes of every DATA frame that came before it. */
+    /**
+     * The answer for {@code handle}: its RESULT, with the bytes of every DATA frame before it, or for
+     * a READ that succeeded, the bytes of its DATA frames up to the one flagged last.
+     */
     Answer answer(long handle) throws IOException
     {
         byte[] data = new byte[0];
@@ -96,6 +100,10 @@ final class RawTcpPeer implements AutoCloseable
                 byte[] more = receive((int) length).array();
                 data = Arrays.copyOf(data, data.length + more.length);
                 System.arraycopy(more, 0, data, data.length - more.length, more.length);
+                if (header.get(1) == TcpWire.DATA_LAST) {
+                    assertEquals(handle, header.getLong(7), () -> name + ": the answer's transfer");
+                    return new Answer(TcpWire.RESULT_OK, TransferOp.READ.ordinal(), header.getInt(3), data);
+                }
                 continue;
             }
             assertEquals(TcpWire.RESULT, type, () -> name + ": frame type " + type + " from the victim");

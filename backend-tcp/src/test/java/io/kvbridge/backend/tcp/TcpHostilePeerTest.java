@@ -281,8 +281,9 @@ final class TcpHostilePeerTest
     {
         long handle = 0x1234;
         assertViolation("unknown-type", "frame type 9, which this protocol does not have", frame((byte) 9, NO_KEY));
-        ByteBuffer wrongVersion = writeFrame(WRITE_KEY, 0, 1, handle, at(2), BLOCK).put(1, (byte) 2);
-        assertViolation("wrong-version", "a frame of version 2", wrongVersion);
+        byte otherVersion = (byte) (TcpWire.VERSION + 1);
+        ByteBuffer wrongVersion = writeFrame(WRITE_KEY, 0, 1, handle, at(2), BLOCK).put(1, otherVersion);
+        assertViolation("wrong-version", "a frame of version " + otherVersion, wrongVersion);
         assertViolation("no-runs", "READ of runs 0+1 of 0, key of 21 bytes", readFrame(READ_KEY, 0, 0, handle, at(4), BLOCK));
         assertViolation("empty-read", "READ of runs 0+0 of 1, key of 21 bytes", readFrame(READ_KEY, 0, 1, handle));
         assertViolation("too-many-runs", "READ of runs 0+1 of " + (TcpWire.MAX_RUNS + 1) + ", key of 21 bytes",
@@ -302,7 +303,7 @@ final class TcpHostilePeerTest
                 writeFrame(WRITE_KEY, 0, 1, 0x52, at(2), BLOCK));
 
         // hellos: the peer is unidentified until its hello is taken, and no answer comes to a broken one
-        for (int[] hello : new int[][] {{0x12345678, TcpWire.VERSION, 5}, {TcpWire.MAGIC, 2, 5}, {TcpWire.MAGIC, TcpWire.VERSION, 0}}) {
+        for (int[] hello : new int[][] {{0x12345678, TcpWire.VERSION, 5}, {TcpWire.MAGIC, TcpWire.VERSION + 1, 5}, {TcpWire.MAGIC, TcpWire.VERSION, 0}}) {
             RawTcpPeer raw = raw("attacker-hello");
             raw.send(hello("attacker-hello".substring(0, hello[2]), metadata.instanceId(), hello[0], (byte) hello[1]));
             String what = String.format(Locale.ROOT, "a hello of magic 0x%x, version %d, name of %d bytes", hello[0], hello[1], hello[2]);
