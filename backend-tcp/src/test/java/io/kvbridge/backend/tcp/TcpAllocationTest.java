@@ -39,8 +39,8 @@ final class TcpAllocationTest
     private static final int BLOCKS = 64;
     private static final int TRANSFERS = 20_000;
     private static final byte[] KEY = "steady".getBytes(StandardCharsets.UTF_8);
-    /** The poster's and the receiving owner's bound per transfer: far below one object (16 bytes or more). */
-    private static final double MAX_BYTES_PER_TRANSFER = 2;
+    /** The poster's and the receiving owner's bound per transfer: a quarter of the smallest object (16 bytes), for what the JIT leaves behind. */
+    private static final double MAX_BYTES_PER_TRANSFER = 4;
     /** The sending owner's: the JDK's two records per gathering write, and nothing of ours. */
     private static final double MAX_SENDER_BYTES_PER_TRANSFER = 48;
     private static final com.sun.management.ThreadMXBean THREADS = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
