@@ -6,6 +6,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.testkit.ChildJvm;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -38,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class TcpPeerProcess
 {
-    static final String PREFIX = "KVB ";
+    static final String PREFIX = ChildJvm.PREFIX;
     /** The key the target grants its range under; the test presents it. */
     static final byte[] KEY = "tcp-two-process-test".getBytes(StandardCharsets.UTF_8);
 

@@ -14,6 +14,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.testkit.ChildJvm;
 import java.lang.management.ManagementFactory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -59,13 +60,16 @@ final class TcpTwoProcessTest
     private static final Duration CLOSE_BOUND = Duration.ofSeconds(10);
     // the owner sleeps in its selector between 10 ms sweeps: near 1 % of a core; room for two loaded shared cores
     private static final double MAX_WAITING_CORE_SHARE = 0.25;
+    // a light child: it shares the machine with this JVM, which measures its own CPU time
+    private static final List<String> CHILD_OPTIONS = List.of("--enable-native-access=ALL-UNNAMED", "-Xmx128m", "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1");
 
-    private final List<TcpChildJvm> children = new ArrayList<>();
+    private final List<ChildJvm> children = new ArrayList<>();
     private Arena arena;
     private TransferBackend backend;
 
     /** The initiator's view of the child: its peer, its blocks, the initiator's own blocks. */
-    private record Link(TcpChildJvm child, byte[] metadata, Peer peer, PreparedList local, PreparedList remote, MemorySegment memory,
+    private record Link(ChildJvm child, byte[] metadata, Peer peer, PreparedList local, PreparedList remote, MemorySegment memory,
             long remoteAddress)
     {
     }
@@ -82,7 +86,7 @@ final class TcpTwoProcessTest
             }
         }
         finally {
-            for (TcpChildJvm child : children) {
+            for (ChildJvm child : children) {
                 child.close();
             }
         }
@@ -94,7 +98,8 @@ final class TcpTwoProcessTest
      */
     private Link link(String targetFill, Map<String, String> options) throws Exception
     {
-        TcpChildJvm child = TcpChildJvm.start(TARGET, TcpPeerProcess.class, TARGET, Integer.toString(BLOCKS), Integer.toString(BLOCK_BYTES), targetFill);
+        ChildJvm child = ChildJvm.start(TARGET, CHILD_OPTIONS, TcpPeerProcess.class, TARGET, Integer.toString(BLOCKS), Integer.toString(BLOCK_BYTES),
+                targetFill);
         children.add(child);
         byte[] metadata = Base64.getDecoder().decode(child.expect("METADATA", STEP).substring("METADATA ".length()));
         String[] region = child.expect("REGION", STEP).split(" ");
@@ -419,7 +424,7 @@ final class TcpTwoProcessTest
     }
 
     /** Lets the target close and exit; it must have received no notification the test did not expect yet. */
-    private static void finish(TcpChildJvm child) throws InterruptedException
+    private static void finish(ChildJvm child) throws InterruptedException
     {
         child.send("EXIT");
         List<String> before = new ArrayList<>();

@@ -9,6 +9,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.testkit.ChildJvm;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -45,7 +46,7 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class TransferProcess
 {
-    static final String PREFIX = "KVB ";
+    static final String PREFIX = ChildJvm.PREFIX;
     private static final long DEADLINE_NANOS = 60_000_000_000L;
     // each side grants its whole range both ways under this key, and presents it
     private static final byte[] KEY = "two-process-test".getBytes(StandardCharsets.UTF_8);

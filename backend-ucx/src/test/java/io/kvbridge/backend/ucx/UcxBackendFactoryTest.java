@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.testkit.ChildJvm;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
