@@ -254,6 +254,8 @@ final class InitiatorConnection extends TcpConnection
             done(transfer);
             return;
         }
+        // answered before its payload is all out: the rest goes as zeros, since its memory is the caller's again once it ends
+        writer.stopReading(transfer);
         loop.finish(transfer, refused(transfer, result, in.getInt(at + 4), in.getLong(at + 16), in.getLong(at + 24)));
     }
 
@@ -296,6 +298,7 @@ final class InitiatorConnection extends TcpConnection
     /** A transfer ended DONE: its notification follows, written at the end of this read with those of other answers. */
     private void done(TcpTransfer transfer)
     {
+        writer.stopReading(transfer);
         if (transfer.notification.present()) {
             notification(transfer.notification.bytes(), transfer.notification.length());
         }

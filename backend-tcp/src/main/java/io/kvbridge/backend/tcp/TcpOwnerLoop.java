@@ -442,8 +442,8 @@ final class TcpOwnerLoop
     {
         long count = malformed;
         return count == 0 ? Optional.empty() : Optional.of(String.format(Locale.ROOT,
-                "%s closed %d connections of peers that broke the protocol, the latest %s; check which process connects to port %d", description, count,
-                lastMalformed, port));
+                "%s closed %d connections of peers that broke the protocol, the latest %s; check that peer's process and its kvbridge version",
+                description, count, lastMalformed));
     }
 
     long malformedCount()
