@@ -189,6 +189,38 @@ public final class Registrations<R extends Registration>
     }
 
     /**
+     * Copies host memory into a registered allocation the process can address directly (host memory,
+     * or device memory a transport backs with host memory), after {@link #checkHostCopy}: what
+     * {@link io.kvbridge.spi.transfer.TransferBackend#copyFromHost} is for such a transport.
+     *
+     * @param source the host bytes; all of them are copied.
+     * @param destination the registered allocation.
+     * @param offset where the copy starts in it.
+     * @throws KvBridgeException as {@link #checkHostCopy}, before any byte moves.
+     */
+    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
+    {
+        long address = checkHostCopy(destination, offset, source);
+        MemorySegment.ofAddress(address).reinterpret(source.byteSize()).copyFrom(source);
+    }
+
+    /**
+     * Copies from a registered allocation the process can address directly into host memory, after
+     * {@link #checkHostCopy}: what {@link io.kvbridge.spi.transfer.TransferBackend#copyToHost} is for
+     * such a transport.
+     *
+     * @param source the registered allocation.
+     * @param offset where the copy starts in it.
+     * @param destination the host memory; it is filled whole.
+     * @throws KvBridgeException as {@link #checkHostCopy}, before any byte moves.
+     */
+    public void copyToHost(Allocation source, long offset, MemorySegment destination)
+    {
+        long address = checkHostCopy(source, offset, destination);
+        destination.copyFrom(MemorySegment.ofAddress(address).reinterpret(destination.byteSize()));
+    }
+
+    /**
      * Finds the registration of every descriptor of a list, as {@code prepareLocal} must before it
      * accepts the list.
      *

@@ -106,16 +106,14 @@ final class LocalTransferBackend extends AbstractTransferBackend
     public void copyFromHost(MemorySegment source, Allocation destination, long offset)
     {
         guard.checkOpen();
-        long address = registrations.checkHostCopy(destination, offset, source);
-        MemorySegment.ofAddress(address).reinterpret(source.byteSize()).copyFrom(source);
+        registrations.copyFromHost(source, destination, offset);
     }
 
     @Override
     public void copyToHost(Allocation source, long offset, MemorySegment destination)
     {
         guard.checkOpen();
-        long address = registrations.checkHostCopy(source, offset, destination);
-        destination.copyFrom(MemorySegment.ofAddress(address).reinterpret(destination.byteSize()));
+        registrations.copyToHost(source, offset, destination);
     }
 
     @Override

@@ -38,8 +38,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code kvbridge bench}: WRITE throughput and per-transfer latency of every available transport per
  * block size, next to baselines measured in the same run: a single-thread memcpy of the same stream
- * for every transport, for {@code ucx} a C program putting the same stream through UCX directly and
- * one plain TCP stream on loopback carrying it, and
+ * for every transport, for {@code ucx} a C program putting the same stream through UCX directly, for
+ * {@code tcp} and {@code ucx} one plain TCP stream on loopback carrying it, and
  * for a transport that allocates device memory (cuda-ipc) device rows next to a C program copying
  * the same stream device to device with {@code cuMemcpyAsync}, plus the issue cost of one transfer
  * of 5,120 descriptors. With {@code --role target|initiator} it runs between two processes, on two
@@ -47,7 +47,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline "
-                + "(for ucx, against a C program using UCX directly and one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device). "
+                + "(for ucx, against a C program using UCX directly; for tcp and ucx, against one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device). "
                 + "With --role target|initiator: READ and WRITE between two processes, on two hosts or one, prepare, post and transfer times apart, "
                 + "against one TCP stream between them.")
 final class BenchCommand implements Callable<Integer>
