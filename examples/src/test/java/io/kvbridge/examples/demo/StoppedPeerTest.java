@@ -18,11 +18,13 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * A peer stopped ({@code kill -STOP}) or killed ({@code kill -9}) with a request in flight, between
- * a producer and a decoder process over real UCX: the survivor reports the request within its
+ * a producer and a decoder process over real UCX, and over the {@code tcp} transport: the survivor reports the request within its
  * deadline (the lease, or the transfer or registration deadline the demo derives from it), uses
  * under 5 % of a core while it waits (its process's CPU time, read from the kernel), and a stopped
  * peer that continues reports its side of the request once; afterwards both sides serve a new
@@ -71,8 +73,13 @@ final class StoppedPeerTest
 
         Pair(String mode, Map<String, String> environment)
         {
+            this("ucx", mode, environment);
+        }
+
+        Pair(String backend, String mode, Map<String, String> environment)
+        {
             // room for every request of a test: the pools never take blocks back
-            options = new DemoOptions("ucx", mode, "hma", 1, 1, 1, 1, 8, 8, TOKENS, 1, 0, true, LEASE_MILLIS);
+            options = new DemoOptions(backend, mode, "hma", 1, 1, 1, 1, 8, 8, TOKENS, 1, 0, true, LEASE_MILLIS);
             int capacity = DemoRun.capacity(options);
             producerBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
             decoderBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
@@ -80,7 +87,7 @@ final class StoppedPeerTest
             decoder = ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, List.of(0), List.of(), SECRET), environment);
             producer.awaitReady();
             decoder.awaitReady();
-            System.out.println("producer " + producer.label() + ", decoder " + decoder.label() + ", UCX environment " + environment);
+            System.out.println("producer " + producer.label() + ", decoder " + decoder.label() + ", over " + options.backend() + ", environment " + environment);
         }
 
         /** Moves one request end to end and checks it arrived whole. */
@@ -172,15 +179,18 @@ final class StoppedPeerTest
     }
 
     /**
-     * Push over UCX's default transports, as {@code demo --processes} runs: the decoder stopped with
+     * Push over UCX's default transports, as {@code demo --processes} runs, and over {@code tcp}: the decoder stopped with
      * a write in flight, then the producer stopped while the decoder waits for its write, then the
      * decoder killed with a write in flight; the pair serves a new request after each stop.
      */
-    @Test
-    void pushSurvivesAStoppedDecoderAStoppedProducerAndAKilledDecoder() throws Exception
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx", "tcp"})
+    void pushSurvivesAStoppedDecoderAStoppedProducerAndAKilledDecoder(String backend) throws Exception
     {
-        Ucx.assumeAvailable();
-        try (Pair pair = new Pair("push", Map.of())) {
+        if (backend.equals("ucx")) {
+            Ucx.assumeAvailable();
+        }
+        try (Pair pair = new Pair(backend, "push", Map.of())) {
             pair.warmUp(TransferMode.PUSH);
             pair.transfer(0, TransferMode.PUSH);
 
@@ -190,7 +200,7 @@ final class StoppedPeerTest
             pair.producer.prefill(1, TOKENS, pair.producerBlocks.allocate(PROMPT_BLOCKS));
             pair.producer.params(1);
             Wait wait = waitFor(pair.producer, () -> pair.producerEvents.freed.contains("req-1 EXPIRED"), pair, "the producer to free request 1");
-            report("stopped decoder, push, default transports: the producer reported", wait);
+            report("stopped decoder, push over " + backend + ": the producer reported", wait);
             assertInTime(wait, LEASE_MILLIS, "the producer's lease", Share.WHOLE_PROCESS);
             signal(pair.decoder, "CONT");
             await(() -> pair.poll() && pair.decoderEvents.checked.size() == 2, "the continued decoder to report request 1");
@@ -201,7 +211,7 @@ final class StoppedPeerTest
             registerEarly(pair, 3);
             signal(pair.producer, "STOP");
             wait = waitFor(pair.decoder, () -> pair.decoderEvents.checked.size() == 4, pair, "the decoder to give up request 3");
-            report("stopped producer, push, default transports: the decoder reported", wait);
+            report("stopped producer, push over " + backend + ": the decoder reported", wait);
             assertInTime(wait, REGISTRATION_MILLIS, "the decoder's registration deadline", Share.WHOLE_PROCESS);
             assertEquals("3 parity=0 failed=KVB/DeadlineExceeded", pair.decoderEvents.checked.get(3));
             signal(pair.producer, "CONT");
@@ -216,7 +226,7 @@ final class StoppedPeerTest
             Thread.sleep(200);
             signal(pair.decoder, "KILL");
             wait = waitFor(pair.producer, () -> pair.producerEvents.freed.contains("req-5 EXPIRED"), pair, "the producer to free request 5");
-            report("killed decoder, push, default transports: the producer reported", wait);
+            report("killed decoder, push over " + backend + ": the producer reported", wait);
             assertInTime(wait, LEASE_MILLIS, "the producer's lease", Share.NONE);
             assertTrue(pair.decoder.process().waitFor(10, TimeUnit.SECONDS), "the decoder did not die");
             assertEquals(List.of("req-0 COMPLETED", "req-1 EXPIRED", "req-2 COMPLETED", "req-4 COMPLETED", "req-5 EXPIRED"), pair.producerEvents.freed);
@@ -226,22 +236,26 @@ final class StoppedPeerTest
 
     /**
      * Pull over TCP, where a READ from a stopped producer stays in flight: the producer stopped,
-     * then killed, each with a READ in flight.
+     * then killed, each with a READ in flight; over {@code ucx} with {@code UCX_TLS=tcp} and over
+     * the {@code tcp} transport.
      */
-    @Test
-    void pullSurvivesAStoppedAndAKilledProducer() throws Exception
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx", "tcp"})
+    void pullSurvivesAStoppedAndAKilledProducer(String backend) throws Exception
     {
-        Ucx.assumeAvailable();
-        try (Pair pair = new Pair("pull", TCP)) {
+        if (backend.equals("ucx")) {
+            Ucx.assumeAvailable();
+        }
+        try (Pair pair = new Pair(backend, "pull", backend.equals("ucx") ? TCP : Map.of())) {
             pair.warmUp(TransferMode.PULL);
             pair.transfer(0, TransferMode.PULL);
 
             // the process's first long wait compiles its waiting paths (UCX's owner loop, its sleep and arm), once
             Wait wait = stopProducerDuringPull(pair, 1);
-            report("stopped producer, pull over tcp: the decoder reported", wait);
+            report("stopped producer, pull over tcp (" + backend + "): the decoder reported", wait);
             assertInTime(wait, LEASE_MILLIS, "the decoder's transfer deadline (the producer's lease)", Share.LESS_COMPILER);
             wait = stopProducerDuringPull(pair, 3);
-            report("stopped producer again, pull over tcp: the decoder reported", wait);
+            report("stopped producer again, pull over tcp (" + backend + "): the decoder reported", wait);
             assertInTime(wait, LEASE_MILLIS, "the decoder's transfer deadline (the producer's lease)", Share.WHOLE_PROCESS);
             pair.assertIdle();
 
@@ -252,7 +266,7 @@ final class StoppedPeerTest
             Thread.sleep(200);
             signal(pair.producer, "KILL");
             wait = waitFor(pair.decoder, () -> pair.decoderEvents.checked.size() == 6, pair, "the decoder to give up request 5");
-            report("killed producer, pull over tcp: the decoder reported", wait);
+            report("killed producer, pull over tcp (" + backend + "): the decoder reported", wait);
             assertInTime(wait, LEASE_MILLIS, "the decoder's transfer deadline (the producer's lease)", Share.NONE);
             assertTrue(pair.decoderEvents.checked.get(5).startsWith("5 parity=0 failed="), pair.decoderEvents.checked.toString());
             awaitIdle(pair.decoder);
