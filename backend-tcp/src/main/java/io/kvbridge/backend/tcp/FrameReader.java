@@ -130,8 +130,8 @@ final class FrameReader
 
     /**
      * Reads what the socket has, handing whole frames to the handler, until the socket has no more
-     * or this call took its budget ({@link #BUDGET}) from it; then it still hands over every whole frame already
-     * staged, because nothing would call it again for bytes that are no longer in the socket.
+     * or this call took its budget ({@link #BUDGET}) from it; then it still hands over every whole
+     * frame already staged, because nothing would call it again for bytes no longer in the socket.
      *
      * @return false at the end of the stream.
      * @throws IOException when the connection failed.
@@ -192,17 +192,13 @@ final class FrameReader
     /** {@return 1 when at least {@code need} bytes are staged after reading, 0 when the socket had too few, -1 at the end} */
     private int fill(int need) throws IOException
     {
-        if (budget <= 0) {
-            return 0;
-        }
         in.compact();
         in.limit(Math.max(HEADER_READ, need));
-        int read = channel.read(in);
+        int read = budgeted(in);
         in.flip();
         if (read < 0) {
             return -1;
         }
-        budget -= read;
         return in.remaining() >= need && read > 0 ? 1 : 0;
     }
 
@@ -215,16 +211,12 @@ final class FrameReader
             advance(staged);
             return staged;
         }
-        if (budget <= 0) {
-            return 0;
-        }
         ByteBuffer window = memory.window(address, remaining);
         int start = window.position();
-        int read = channel.read(window);
+        int read = budgeted(window);
         if (read < 0) {
             return -1;
         }
-        budget -= read;
         advance(window.position() - start);
         return read;
     }
@@ -237,13 +229,9 @@ final class FrameReader
             advance(staged);
             return staged;
         }
-        if (budget <= 0) {
-            return 0;
-        }
         SCRATCH.clear().limit((int) Math.min(SCRATCH.capacity(), remaining));
-        int read = channel.read(SCRATCH);
+        int read = budgeted(SCRATCH);
         if (read > 0) {
-            budget -= read;
             advance(read);
         }
         return read;
@@ -260,13 +248,22 @@ final class FrameReader
             advance(staged);
             return staged;
         }
+        int read = budgeted(body);
+        if (read > 0) {
+            advance(read);
+        }
+        return read;
+    }
+
+    /** {@return bytes read from the socket into {@code into}, 0 once this read() spent its budget, -1 at the end} */
+    private int budgeted(ByteBuffer into) throws IOException
+    {
         if (budget <= 0) {
             return 0;
         }
-        int read = channel.read(body);
+        int read = channel.read(into);
         if (read > 0) {
             budget -= read;
-            advance(read);
         }
         return read;
     }

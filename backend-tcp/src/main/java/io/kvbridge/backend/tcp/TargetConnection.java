@@ -313,15 +313,10 @@ final class TargetConnection extends TcpConnection
     /** Queues the answer; the read that made it flushes once at its end, so answers read together leave in one write. */
     private void answer(TcpExchange exchange)
     {
-        encodeResult(writer.control(TcpWire.RESULT_BYTES), exchange);
+        writer.control(TcpWire.RESULT_BYTES).put(TcpWire.RESULT).put(TcpWire.VERSION).put(exchange.result).put((byte) exchange.op.ordinal())
+                .putInt(exchange.refusedRun).putLong(exchange.handle).putLong(exchange.refusedAddress).putLong(exchange.refusedLength);
         writer.controlAdded(TcpWire.RESULT_BYTES);
         release(exchange);
-    }
-
-    static void encodeResult(ByteBuffer out, TcpExchange exchange)
-    {
-        out.put(TcpWire.RESULT).put(TcpWire.VERSION).put(exchange.result).put((byte) exchange.op.ordinal()).putInt(exchange.refusedRun)
-                .putLong(exchange.handle).putLong(exchange.refusedAddress).putLong(exchange.refusedLength);
     }
 
     /** Ends an exchange: its grant entry is let go, and it returns to the pool. */

@@ -9,7 +9,7 @@ import java.util.Arrays;
 /**
  * A peer's transfer as its target sees it: the runs received so far, the grant entry its key
  * admitted (held until the last byte landed or left), and the first refusal. A checked READ is
- * also the source of its DATA frames and answer. Reused through the connection's pool: arrays only
+ * also the source of its DATA frames, the last of which answers it. Reused through the connection's pool: arrays only
  * grow.
  *
  * <p>Threads: the owner thread only.
@@ -79,27 +79,18 @@ final class TcpExchange implements FrameWriter.Source
         runs++;
     }
 
+    /** Only a READ whose every run was checked is queued: its DATA frames, the last one flagged as its answer. */
     @Override
     public boolean nextFrame(FrameWriter writer, long queuedHandle)
     {
-        ByteBuffer frame = writer.frame();
-        if (sent < runs) {
-            // the last run's frame answers the READ: a checked READ is sent whole, or its connection closes
-            byte last = sent == runs - 1 ? TcpWire.DATA_LAST : 0;
-            frame.put(TcpWire.DATA).put(TcpWire.VERSION).put(last).put((byte) 0).putInt(sent).putLong(handle).putLong(lengths[sent]);
-            writer.payload(memories[sent], addresses[sent], lengths[sent], this);
-            sent++;
-            if (last != 0) {
-                sent++;
-            }
-            return true;
-        }
         if (sent == runs) {
-            TargetConnection.encodeResult(frame, this);
-            sent++;
-            return true;
+            return false;
         }
-        return false;
+        byte last = sent == runs - 1 ? TcpWire.DATA_LAST : 0;
+        writer.frame().put(TcpWire.DATA).put(TcpWire.VERSION).put(last).put((byte) 0).putInt(sent).putLong(handle).putLong(lengths[sent]);
+        writer.payload(memories[sent], addresses[sent], lengths[sent], this);
+        sent++;
+        return true;
     }
 
     @Override

@@ -9,9 +9,9 @@ import java.util.regex.Pattern;
 
 /**
  * The wire's speed next to the transports that move bytes over TCP ({@code tcp}, and {@code ucx}
- * with {@code UCX_TLS=tcp}): {@code tcp_stream.c} (packaged with the
- * command line) is compiled and run as two forked processes moving the same total in the same block
- * sizes over one TCP connection on 127.0.0.1, with the kernel's default socket buffers and
+ * with {@code UCX_TLS=tcp}): {@code tcp_stream.c} (packaged with the command line) is compiled and
+ * run as two forked processes moving the same total in the same block sizes over one TCP
+ * connection on 127.0.0.1, with the kernel's default socket buffers and
  * {@code TCP_NODELAY} as both transports set it. A {@code tcp} row's ratio to it, and a {@code ucx}
  * row's with {@code UCX_TLS=tcp}, says how much of one TCP stream the transport uses; a {@code ucx}
  * row over shared memory only says how the two compare.
