@@ -57,9 +57,27 @@ final class UcxEndpoints
     /** Connects a peer or refreshes a connected one, and waits for UCX's setup; a caller thread. */
     UcxPeer connect(UcxMetadata metadata)
     {
+        checkTcpSegment(metadata);
         Setup setup = owner.call(() -> startSetup(connectOnOwner(metadata)));
         awaitAnswer(setup);
         return setup.peer();
+    }
+
+    /**
+     * Refuses a peer whose UCX tcp transport receives pieces of another size than this instance's.
+     * UCX sends a message in pieces as large as the sender's own receive segment and does not check
+     * the receiver's: a larger piece overruns the receiver's buffer. Both sides must use one size.
+     */
+    private void checkTcpSegment(UcxMetadata metadata)
+    {
+        int theirs = metadata.tcpSegmentBytes();
+        int ours = options.tcpSegmentBytes();
+        if (theirs != 0 && ours != 0 && theirs != ours) {
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "peer '" + metadata.agentName() + "' uses UCX tcp segments of " + theirs
+                    + " bytes and " + guard.description() + " of " + ours + ": UCX does not check that a peer can take the pieces it sends;"
+                    + " give both sides the same " + UcxOptions.TCP_SEGMENT + " option (default " + UcxOptions.DEFAULT_TCP_SEGMENT + ", or "
+                    + UcxOptions.TCP_SEGMENT_ENVIRONMENT + " where the option is not given)");
+        }
     }
 
     /**

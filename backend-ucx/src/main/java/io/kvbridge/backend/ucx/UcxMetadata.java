@@ -25,9 +25,10 @@ import java.util.Locale;
  * the bytes as untrusted: every length is bounded, every range checked, nothing is left over.
  *
  * <pre>
- *   int     magic 0x4B565543 ("KVUC")     short version (1)
+ *   int     magic 0x4B565543 ("KVUC")     short version (2)
  *   long    instance id                   short name length, name (UTF-8)
  *   int     worker address length         worker address bytes
+ *   int     tcp segment (bytes; 0 where the instance leaves TCP out)
  *   int     region count
  *   region: long address, long length, short packed key length, packed key bytes
  * </pre>
@@ -36,15 +37,17 @@ import java.util.Locale;
  * @param instanceId random id of the instance, unique per incarnation.
  * @param agentName the instance's agent name.
  * @param workerAddress the UCP worker address.
+ * @param tcpSegmentBytes the instance's UCX tcp receive segment ({@link UcxOptions#tcpSegmentBytes()}).
  * @param regions registered ranges sorted by address, without overlaps.
  */
-record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, List<Region> regions)
+record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, int tcpSegmentBytes, List<Region> regions)
 {
     static final int MAGIC = 0x4B565543;
-    static final short VERSION = 1;
+    static final short VERSION = 2;
     static final int MAX_NAME_BYTES = 1024;
     static final int MAX_WORKER_ADDRESS_BYTES = 64 * 1024;
     static final int MAX_REGIONS = 1 << 20;
+    static final int MAX_TCP_SEGMENT_BYTES = 64 * 1024 * 1024;
     static final int MAX_PACKED_KEY_BYTES = 16 * 1024;
 
     /** Validates and copies. */
@@ -94,6 +97,7 @@ record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, List
             out.write(name);
             out.writeInt(workerAddress.length);
             out.write(workerAddress);
+            out.writeInt(tcpSegmentBytes);
             out.writeInt(regions.size());
             for (Region region : regions) {
                 out.writeLong(region.address());
@@ -140,6 +144,10 @@ record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, List
             }
             byte[] workerAddress = new byte[addressLength];
             in.get(workerAddress);
+            int tcpSegment = in.getInt();
+            if (tcpSegment < 0 || tcpSegment > MAX_TCP_SEGMENT_BYTES) {
+                throw malformed("tcp segment=%d is outside [0, %d]", tcpSegment, MAX_TCP_SEGMENT_BYTES);
+            }
             int regionCount = in.getInt();
             // each region takes at least 18 bytes: a count beyond what remains is a lie
             if (regionCount < 0 || regionCount > MAX_REGIONS || (long) regionCount * 18 > in.remaining()) {
@@ -170,7 +178,7 @@ record UcxMetadata(long instanceId, String agentName, byte[] workerAddress, List
                     throw malformed("regions at 0x%x and 0x%x overlap", previous.address(), regions.get(i).address());
                 }
             }
-            return new UcxMetadata(instanceId, agentName, workerAddress, regions);
+            return new UcxMetadata(instanceId, agentName, workerAddress, tcpSegment, regions);
         }
         catch (BufferUnderflowException e) {
             throw malformed("truncated after %d of %d bytes", in.position(), bytes.length);

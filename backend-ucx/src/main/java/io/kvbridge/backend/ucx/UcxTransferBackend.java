@@ -154,7 +154,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
         for (UcxRegistration registration : memory.registrations().all()) {
             regions.add(new UcxMetadata.Region(registration.allocation().address(), registration.allocation().bytes(), registration.packedKey));
         }
-        return new UcxMetadata(instanceId, guard.agentName(), worker.workerAddress(), regions).encode();
+        return new UcxMetadata(instanceId, guard.agentName(), worker.workerAddress(), options.tcpSegmentBytes(), regions).encode();
     }
 
     @Override

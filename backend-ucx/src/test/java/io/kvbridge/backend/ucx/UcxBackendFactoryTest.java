@@ -1,6 +1,7 @@
 package io.kvbridge.backend.ucx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -79,6 +80,25 @@ final class UcxBackendFactoryTest
         try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo"), () -> "agent")) {
             assertEquals("ucx", backend.name());
             assertEquals("tcp/lo", ((UcxTransferBackend) backend).transports());
+        }
+    }
+
+    @Test
+    void everySettingTheInstanceGivesUcxIsTakenByIt() throws Exception
+    {
+        // UCX warns about each setting no component took (the tcp segment is one of the instance's own)
+        try (ChildJvm child = ChildJvm.start("instance", ChildJvm.NATIVE_ACCESS, InstanceProcess.class, "tls=tcp", "net-devices=lo")) {
+            assertEquals("OPEN tcp/lo", child.expect("OPEN", STEP));
+            child.expect("CLOSED", STEP);
+            assertEquals(0, child.awaitExit(STEP));
+            assertFalse(child.transcript().contains("invalid configuration"), child::transcript);
+        }
+        // the other side of the check: a name that UCX matches with its transport's prefix, as the environment spells it, is not taken
+        try (ChildJvm child = ChildJvm.start("instance", ChildJvm.NATIVE_ACCESS, InstanceProcess.class, "tls=tcp", "net-devices=lo",
+                "ucx-config=TCP_TX_SEG_SIZE=8192")) {
+            child.expect("CLOSED", STEP);
+            assertEquals(0, child.awaitExit(STEP));
+            assertTrue(child.transcript().contains("invalid configuration: TCP_TX_SEG_SIZE=8192"), child::transcript);
         }
     }
 

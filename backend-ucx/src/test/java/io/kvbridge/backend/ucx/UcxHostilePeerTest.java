@@ -194,7 +194,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         // (d) forged metadata: the attacker's copy of the victim's region now covers the unregistered blocks
         UcxMetadata real = UcxMetadata.decode(victim.localMetadata());
         UcxMetadata.Region region = real.regions().getFirst();
-        UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(),
+        UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(), real.tcpSegmentBytes(),
                 List.of(new UcxMetadata.Region(region.address(), (long) ALL_BLOCKS * BLOCK, region.packedKey())));
         Peer forgedPeer = attacker.connect(forged.encode());
         assertRefused(attacker, TransferOp.WRITE, two, attacker.prepareRemote(forgedPeer, blocks(base, 8, 9)), WRITE_KEY, "WRITE into unregistered memory");
@@ -335,14 +335,9 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     /** A bare UCX context for active messages on the lane asked for, outside any kvbridge instance. */
     private static long rawContext(String tls, String name)
     {
-        Map<String, String> overrides = new HashMap<>(Map.of("TLS", tls));
-        if (tls.equals("tcp")) {
-            overrides.put("NET_DEVICES", "lo");
-        }
-        else {
-            overrides.put("MM_ERROR_HANDLING", "y");
-        }
-        long config = UcpContext.configRead(overrides);
+        // the settings of an instance on that lane: UCX aborts a receiver sent tcp pieces larger than its own segment
+        Map<String, String> options = tls.equals("tcp") ? Map.of("tls", tls, "net-devices", "lo") : Map.of("tls", tls);
+        long config = UcpContext.configRead(UcxOptions.parse(options).ucxOverrides());
         try {
             return UcpContext.init(config, UcpContext.FEATURE_AM, name);
         }
@@ -354,7 +349,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     /**
      * A process that learns a transfer's public handle (its number in {@code status()} calls) but
      * sees none of its messages cannot answer it: the handle on the wire differs in 32 keyed bits.
-     * The target is a bare UCX worker that receives the WRITE and never answers (it has no handler),
+     * The target is a bare UCX worker that receives the WRITE and never answers (its handler drops it),
      * standing in for a peer that is slow to answer; it then sends a forged RESULT naming the
      * public handle. The transfer must not end DONE; it fails by its deadline, having written
      * nothing anyone checked.
@@ -376,8 +371,11 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         long context = rawContext(tls, "silent-target");
         long worker = UcpWorker.workerCreate(context, "silent-target");
         try (Arena scratch = Arena.ofConfined()) {
+            // UCX 1.13 dereferences a worker's handler table for an eager message in one piece, and a
+            // worker without any handler crashes there (the whole WRITE is one piece of a 512 KiB tcp segment)
+            UcpAm.setHandler(worker, UcxActiveMessages.AM_WRITE, UcpAm.stub((id, header, headerLength, data, length, param) -> UcpStatus.OK, arena));
             UcxMetadata real = UcxMetadata.decode(shape.localMetadata());
-            UcxMetadata silent = new UcxMetadata(real.instanceId() + 1, "silent-target", UcpWorker.workerAddress(worker), real.regions());
+            UcxMetadata silent = new UcxMetadata(real.instanceId() + 1, "silent-target", UcpWorker.workerAddress(worker), real.tcpSegmentBytes(), real.regions());
             // the bare worker must progress for UCX's connection setup to finish: on a thread of its
             // own until connect() returns, then on this one (never both at once)
             var connected = new java.util.concurrent.atomic.AtomicBoolean();

@@ -85,7 +85,7 @@ final class UcxHostilePeerTwoProcessTest
             // a lie about the extent: the metadata rewritten to cover all twelve blocks
             UcxMetadata real = UcxMetadata.decode(metadata);
             UcxMetadata.Region region = real.regions().getFirst();
-            UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(),
+            UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(), real.tcpSegmentBytes(),
                     List.of(new UcxMetadata.Region(region.address(), (long) ALL_BLOCKS * BLOCK, region.packedKey())));
             attacker.disconnect(toVictim);
             Peer lying = attacker.connect(forged.encode());
@@ -144,7 +144,7 @@ final class UcxHostilePeerTwoProcessTest
             UcxMetadata.Region region = real.regions().getFirst();
             assertEquals(0, region.packedKey().length, "a granted victim publishes no remote key");
             byte[] forgedKey = UcxMetadata.decode(attacker.localMetadata()).regions().getFirst().packedKey();
-            UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(),
+            UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(), real.tcpSegmentBytes(),
                     List.of(new UcxMetadata.Region(region.address(), (long) ALL_BLOCKS * BLOCK, forgedKey)));
             PreparedList local = attacker.prepareLocal(blocks(own.address(), 0));
             // a transfer past its deadline marks the peer dead, so each attempt connects again

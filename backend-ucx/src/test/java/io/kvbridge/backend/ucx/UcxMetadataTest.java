@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(30)
 final class UcxMetadataTest
 {
-    private static final UcxMetadata SAMPLE = new UcxMetadata(42L, "decode-0", new byte[] {1, 2, 3},
+    private static final UcxMetadata SAMPLE = new UcxMetadata(42L, "decode-0", new byte[] {1, 2, 3}, 524288,
             List.of(new UcxMetadata.Region(0x20000, 4096, new byte[] {9, 9}), new UcxMetadata.Region(0x10000, 8192, new byte[] {7})));
 
     @Test
@@ -27,6 +27,7 @@ final class UcxMetadataTest
         assertEquals(42L, decoded.instanceId());
         assertEquals("decode-0", decoded.agentName());
         assertArrayEquals(new byte[] {1, 2, 3}, decoded.workerAddress());
+        assertEquals(524288, decoded.tcpSegmentBytes());
         assertEquals(0x10000, decoded.regions().get(0).address());
         assertEquals(8192, decoded.regions().get(0).length());
         assertArrayEquals(new byte[] {7}, decoded.regions().get(0).packedKey());
@@ -65,19 +66,19 @@ final class UcxMetadataTest
     @Test
     void overlappingAndInvalidRegionsAreRefused()
     {
-        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1},
+        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, 0,
                 List.of(new UcxMetadata.Region(0x1000, 8192, new byte[] {1}), new UcxMetadata.Region(0x2000, 16, new byte[] {1}))).encode(), "overlap");
-        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, List.of(new UcxMetadata.Region(-5, 16, new byte[] {1}))).encode(), "not a valid range");
-        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, List.of(new UcxMetadata.Region(Long.MAX_VALUE - 4, 16, new byte[] {1}))).encode(),
+        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, 0, List.of(new UcxMetadata.Region(-5, 16, new byte[] {1}))).encode(), "not a valid range");
+        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, 0, List.of(new UcxMetadata.Region(Long.MAX_VALUE - 4, 16, new byte[] {1}))).encode(),
                 "not a valid range");
-        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1},
+        assertProtocolError(new UcxMetadata(1, "a", new byte[] {1}, 0,
                 List.of(new UcxMetadata.Region(0x1000, 16, new byte[UcxMetadata.MAX_PACKED_KEY_BYTES + 1]))).encode(), "packed key length=16385");
     }
 
     @Test
     void aGrantedInstancesRegionsCarryNoKey()
     {
-        UcxMetadata granted = new UcxMetadata(1, "a", new byte[] {1}, List.of(new UcxMetadata.Region(0x1000, 16, new byte[0])));
+        UcxMetadata granted = new UcxMetadata(1, "a", new byte[] {1}, 0, List.of(new UcxMetadata.Region(0x1000, 16, new byte[0])));
         UcxMetadata.Region decoded = UcxMetadata.decode(granted.encode()).regions().getFirst();
         assertTrue(decoded.sameAs(granted.regions().getFirst()), decoded::toString);
         assertEquals(0, decoded.packedKey().length);
@@ -87,12 +88,15 @@ final class UcxMetadataTest
     void absurdCountsAreRefusedBeforeAllocating()
     {
         ByteBuffer bytes = ByteBuffer.allocate(64);
-        bytes.putInt(UcxMetadata.MAGIC).putShort(UcxMetadata.VERSION).putLong(1).putShort((short) 1).put((byte) 'a').putInt(1).put((byte) 1);
+        bytes.putInt(UcxMetadata.MAGIC).putShort(UcxMetadata.VERSION).putLong(1).putShort((short) 1).put((byte) 'a').putInt(1).put((byte) 1).putInt(0);
         bytes.putInt(Integer.MAX_VALUE);
         assertProtocolError(Arrays.copyOf(bytes.array(), bytes.position()), "region count=");
         ByteBuffer address = ByteBuffer.allocate(32);
         address.putInt(UcxMetadata.MAGIC).putShort(UcxMetadata.VERSION).putLong(1).putShort((short) 1).put((byte) 'a').putInt(-1);
         assertProtocolError(Arrays.copyOf(address.array(), address.position()), "worker address length=-1");
+        ByteBuffer segment = ByteBuffer.allocate(32);
+        segment.putInt(UcxMetadata.MAGIC).putShort(UcxMetadata.VERSION).putLong(1).putShort((short) 1).put((byte) 'a').putInt(1).put((byte) 1).putInt(-7);
+        assertProtocolError(Arrays.copyOf(segment.array(), segment.position()), "tcp segment=-7");
     }
 
     @Test
@@ -100,7 +104,7 @@ final class UcxMetadataTest
     {
         ByteBuffer bytes = ByteBuffer.allocate(64);
         bytes.putInt(UcxMetadata.MAGIC).putShort(UcxMetadata.VERSION).putLong(1).putShort((short) 2).put((byte) 0xC3).put((byte) 0x28)
-                .putInt(1).put((byte) 1).putInt(0);
+                .putInt(1).put((byte) 1).putInt(0).putInt(0);
         assertProtocolError(Arrays.copyOf(bytes.array(), bytes.position()), "UTF-8");
     }
 

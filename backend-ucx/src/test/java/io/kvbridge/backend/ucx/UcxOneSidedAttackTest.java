@@ -71,7 +71,7 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
         UcxMetadata real = UcxMetadata.decode(victim.localMetadata());
         UcxMetadata.Region region = real.regions().getFirst();
         byte[] key = keySource.equals("published") ? region.packedKey() : UcxMetadata.decode(attacker.localMetadata()).regions().getFirst().packedKey();
-        UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(),
+        UcxMetadata forged = new UcxMetadata(real.instanceId(), real.agentName(), real.workerAddress(), real.tcpSegmentBytes(),
                 List.of(new UcxMetadata.Region(region.address(), (long) ALL_BLOCKS * BLOCK, key)));
 
         List<String> outcomes = new ArrayList<>();

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -31,8 +32,14 @@ final class UcxOptionsTest
         assertTrue(options.granted());
         // the process's UCX_TLS decides the lanes when the option does not
         assertEquals(UcxOptions.onlyTcp(System.getenv().getOrDefault("UCX_TLS", "")) ? UcxOptions.TCP_EAGER_MAX : 0, options.eagerMaxBytes());
-        assertEquals(options.mayUseSharedMemory() ? Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "1000ms") : Map.of("KEEPALIVE_INTERVAL", "1000ms"),
-                options.ucxOverrides());
+        Map<String, String> expected = new java.util.HashMap<>(Map.of("KEEPALIVE_INTERVAL", "1000ms"));
+        if (options.mayUseSharedMemory()) {
+            expected.put("MM_ERROR_HANDLING", "y");
+        }
+        if (UcxOptions.mayUseTcp(System.getenv().getOrDefault("UCX_TLS", "")) && System.getenv("UCX_TCP_RX_SEG_SIZE") == null) {
+            expected.put("RX_SEG_SIZE", "524288");
+        }
+        assertEquals(expected, options.ucxOverrides());
     }
 
     @Test
@@ -49,8 +56,8 @@ final class UcxOptionsTest
         assertTrue(UcxOptions.parse(Map.of("access", "granted")).granted());
         assertFalse(UcxOptions.parse(Map.of("access", "registered")).granted());
         // tcp alone loads no shared-memory transport: UCX would warn about MM_ERROR_HANDLING
-        assertEquals(Map.of("KEEPALIVE_INTERVAL", "250ms", "TLS", "tcp", "NET_DEVICES", "lo", "RNDV_THRESH", "8192", "ZCOPY_THRESH", "16384"),
-                options.ucxOverrides());
+        assertEquals(Map.of("KEEPALIVE_INTERVAL", "250ms", "TLS", "tcp", "NET_DEVICES", "lo", "RX_SEG_SIZE", "524288", "RNDV_THRESH", "8192",
+                "ZCOPY_THRESH", "16384"), options.ucxOverrides());
     }
 
     @Test
@@ -71,6 +78,33 @@ final class UcxOptionsTest
         assertTrue(UcxOptions.parse(Map.of("tls", "^tcp")).mayUseSharedMemory());
         assertFalse(UcxOptions.parse(Map.of("tls", "tcp")).mayUseSharedMemory());
         assertFalse(UcxOptions.parse(Map.of("tls", "rc,ud")).mayUseSharedMemory());
+    }
+
+    @Test
+    void theTcpSegmentIsSetWhereTcpMayLoadUnderTheNameUcxMatches()
+    {
+        assumeTrue(System.getenv("UCX_TCP_RX_SEG_SIZE") == null, "UCX_TCP_RX_SEG_SIZE is set in this environment");
+        assertEquals(524288, UcxOptions.parse(Map.of("tls", "tcp")).tcpSegmentBytes());
+        assertEquals(524288, UcxOptions.parse(Map.of("tls", "sm,tcp")).tcpSegmentBytes());
+        assertEquals(524288, UcxOptions.parse(Map.of("tls", "all")).tcpSegmentBytes());
+        assertEquals(524288, UcxOptions.parse(Map.of("tls", "^sm")).tcpSegmentBytes());
+        assertEquals("524288", UcxOptions.parse(Map.of("tls", "tcp")).ucxOverrides().get("RX_SEG_SIZE"));
+        assertEquals("1048576", UcxOptions.parse(Map.of("tls", "tcp", "tcp-segment", "1048576")).ucxOverrides().get("RX_SEG_SIZE"));
+        // lanes without tcp leave UCX's setting alone, since UCX warns about settings no transport takes
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "sm")).tcpSegmentBytes());
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "^tcp")).tcpSegmentBytes());
+        assertEquals(0, UcxOptions.parse(Map.of("tls", "rc,sm", "tcp-segment", "65536")).tcpSegmentBytes());
+        assertFalse(UcxOptions.parse(Map.of("tls", "sm")).ucxOverrides().containsKey("RX_SEG_SIZE"));
+        for (String bad : new String[] {"4096", "67108865", "512K"}) {
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", "tcp", "tcp-segment", bad)));
+            assertEquals(ErrorCode.CONFIG_INVALID, e.code());
+            assertTrue(e.getMessage().contains("tcp-segment"), e.getMessage());
+        }
+        // through ucx-config the setting would bypass what peers are told
+        for (String name : new String[] {"RX_SEG_SIZE", "TCP_RX_SEG_SIZE", "UCX_TCP_RX_SEG_SIZE"}) {
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", "tcp", "ucx-config", name + "=65536")));
+            assertTrue(e.getMessage().contains("use the tcp-segment option"), e.getMessage());
+        }
     }
 
     @Test

@@ -259,6 +259,25 @@ final class UcxTransferBackendTest extends UcxInstancesTest
     }
 
     @Test
+    void peersWithDifferentTcpSegmentsAreRefusedEitherWay()
+    {
+        TransferBackend standard = backend("tcp");
+        TransferBackend larger = backend("tcp", "tcp-segment", "1048576");
+        for (TransferBackend[] pair : new TransferBackend[][] {{standard, larger}, {larger, standard}}) {
+            KvBridgeException e = assertCode(ErrorCode.CONFIG_INVALID, () -> pair[0].connect(pair[1].localMetadata()));
+            assertTrue(e.getMessage().contains("segments of " + (pair[1] == larger ? 1048576 : 524288) + " bytes"), e.getMessage());
+            assertTrue(e.getMessage().contains("the same tcp-segment option"), e.getMessage());
+            assertEquals(0, pair[0].resources().peers());
+        }
+        // the same setting on both sides connects; an instance that leaves TCP out publishes no segment
+        TransferBackend alsoLarger = backend("tcp", "tcp-segment", "1048576");
+        larger.connect(alsoLarger.localMetadata());
+        assertEquals(1, larger.resources().peers());
+        assertEquals(0, UcxMetadata.decode(backend("sm").localMetadata()).tcpSegmentBytes());
+        assertEquals(UcxOptions.parse(Map.of("tls", "tcp")).tcpSegmentBytes(), UcxMetadata.decode(standard.localMetadata()).tcpSegmentBytes());
+    }
+
+    @Test
     void oversizedNotificationsAreRefused()
     {
         Pair pair = pair("sm");
