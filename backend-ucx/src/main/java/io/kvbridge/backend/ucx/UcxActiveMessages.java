@@ -90,10 +90,10 @@ final class UcxActiveMessages implements UcpAm.Handler
     void open(UcxTransfers owningTransfers)
     {
         this.transfers = owningTransfers;
-        MemorySegment stub = UcpAm.stub(this, arena);
-        for (int id = AM_WRITE; id <= AM_RESULT; id++) {
-            UcpAm.setHandler(worker.worker(), id, stub);
-        }
+        // every id, not only ours: UCX 1.13 reads a message's entry in the worker's handler table
+        // before checking the id against the table's length, and a peer's message with an id past
+        // it (30000 measured) crashed the process; this handler drops and counts unknown ids
+        UcpAm.setHandlers(worker.worker(), 0, UcpAm.MAX_ID, UcpAm.stub(this, arena));
     }
 
     /** Frees the upcall stub; after the worker is destroyed. */

@@ -283,7 +283,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     /**
      * Sends headers no kvbridge instance sends from a bare UCX worker of this thread: too short, a
      * wrong version, a key length past the header, a run length that disagrees with the data, a
-     * run index past the run count, an unknown message id. {@return how many were sent}
+     * run index past the run count, message ids that are not kvbridge's. {@return how many were sent}
      */
     private static int sendMalformed(String tls, byte[] victimAddress, long target)
     {
@@ -312,7 +312,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
             // a READ request whose run list length disagrees with its count
             headers.add(scratch.allocate(UcxActiveMessages.READ_KEY));
             ids.add(UcxActiveMessages.AM_READ);
-            // an unknown id: UCX itself drops messages for ids without a handler, so the id is one of ours with a garbage header
+            // one of our ids with a garbage header
             headers.add(scratch.allocate(3));
             ids.add(UcxActiveMessages.AM_RESULT);
             for (int i = 0; i < headers.size(); i++) {
@@ -320,11 +320,17 @@ final class UcxHostilePeerTest extends UcxInstancesTest
                 long request = UcpAm.sendNbx(endpoint, ids.get(i), header.address(), header.byteSize(), data.address(), BLOCK, param.address());
                 awaitRequest(worker, request);
             }
+            // ids that are not ours, up to the highest, in messages of one piece: one past UCX's
+            // handler table (30000) crashed the whole process
+            int[] foreign = {0, 1000, 30000, UcpAm.MAX_ID};
+            for (int id : foreign) {
+                awaitRequest(worker, UcpAm.sendNbx(endpoint, id, data.address(), 8, data.address(), 64, param.address()));
+            }
             long flush = UcpEndpoint.epFlushNbx(endpoint, UcpWorker.newRequestParam(scratch));
             awaitRequest(worker, flush);
             long close = UcpEndpoint.epCloseNbx(endpoint, false, 0);
             awaitRequest(worker, close);
-            return headers.size();
+            return headers.size() + foreign.length;
         }
         finally {
             UcpWorker.workerDestroy(worker);

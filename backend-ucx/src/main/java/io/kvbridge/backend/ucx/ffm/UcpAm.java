@@ -46,6 +46,8 @@ public final class UcpAm
     private static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
     private static final int OP_ATTR_FIELD_MEMH = 1 << 8;
 
+    /** Active message ids are 16 bits on the wire. */
+    public static final int MAX_ID = 0xFFFF;
     // every address of the process: reads and copies at raw addresses without a segment per message
     @SuppressWarnings("restricted")
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
@@ -108,15 +110,31 @@ public final class UcpAm
      */
     public static void setHandler(long worker, int id, MemorySegment stub)
     {
+        setHandlers(worker, id, id, stub);
+    }
+
+    /**
+     * Installs a stub as the handler of every message id from {@code firstId} to {@code lastId}, the
+     * last first, so that UCX sizes its handler table once; each handler's {@code arg} is its id.
+     *
+     * @param worker the worker.
+     * @param firstId the lowest id.
+     * @param lastId the highest id, at most {@link #MAX_ID}.
+     * @param stub from {@link #stub}.
+     */
+    public static void setHandlers(long worker, int firstId, int lastId, MemorySegment stub)
+    {
         Scratch.run(() -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment param = arena.allocate(UcpLayouts.AM_HANDLER_PARAM);
                 param.set(JAVA_LONG, UcpLayouts.AM_HANDLER_PARAM_FIELD_MASK, HANDLER_FIELD_ID | HANDLER_FIELD_FLAGS | HANDLER_FIELD_CB | HANDLER_FIELD_ARG);
-                param.set(JAVA_INT, UcpLayouts.AM_HANDLER_PARAM_ID, id);
                 param.set(JAVA_INT, UcpLayouts.AM_HANDLER_PARAM_FLAGS, AM_FLAG_WHOLE_MSG);
                 param.set(JAVA_LONG, UcpLayouts.AM_HANDLER_PARAM_CB, stub.address());
-                param.set(JAVA_LONG, UcpLayouts.AM_HANDLER_PARAM_ARG, id);
-                UcpStatus.check((byte) UcpNative.UCP_WORKER_SET_AM_RECV_HANDLER.invokeExact(worker, param.address()), "ucp_worker_set_am_recv_handler");
+                for (int id = lastId; id >= firstId; id--) {
+                    param.set(JAVA_INT, UcpLayouts.AM_HANDLER_PARAM_ID, id);
+                    param.set(JAVA_LONG, UcpLayouts.AM_HANDLER_PARAM_ARG, id);
+                    UcpStatus.check((byte) UcpNative.UCP_WORKER_SET_AM_RECV_HANDLER.invokeExact(worker, param.address()), "ucp_worker_set_am_recv_handler");
+                }
             }
         });
     }
