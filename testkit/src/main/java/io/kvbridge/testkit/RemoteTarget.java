@@ -16,11 +16,10 @@ import java.util.List;
 final class RemoteTarget implements AutoCloseable
 {
     /** Allocations tried before giving up on memory that can be mapped here at its own address. */
-    private static final int ATTEMPTS = 8;
+    private static final int ATTEMPTS = 16;
     private static final long PAGE_BYTES = 4096;
-    // kept in the child after an attempt that collided here, so that the next one lies well below the
-    // colliding mapping instead of one allocation further down inside it (a 45 MB mapping here once
-    // took all eight 1 MiB attempts); untouched, it costs address space, not memory
+    // the spacer kept in the child after an attempt whose collision here cannot be located, or
+    // whose allocations did not lie back to back; untouched, a spacer costs address space, not memory
     private static final long SPACER_BYTES = 64L << 20;
 
     private final TargetProcessLink link;
@@ -75,7 +74,7 @@ final class RemoteTarget implements AutoCloseable
      * Returns host memory of {@code registrations} back-to-back allocations of the target, each its
      * own registration, mapped here at the child's addresses. Allocations whose addresses are taken
      * here, or that do not lie back to back, are kept while the next ones are tried, each followed
-     * by a 64 MiB spacer (so the next lie elsewhere), then given back.
+     * by a spacer (so the next lie elsewhere, see {@link #spacerBytes}), then given back.
      *
      * @param registrations how many registrations; at least 1.
      * @param bytesEach bytes of each; a multiple of 4096 when there are several, so that they can lie back to back.
@@ -103,7 +102,7 @@ final class RemoteTarget implements AutoCloseable
                 }
                 unused.addAll(group);
                 tried.add(describe(group) + ": " + refusal);
-                unused.add(backend.allocateShared(SPACER_BYTES));
+                unused.add(backend.allocateShared(spacerBytes(group, bytesEach, attempt)));
             }
         }
         finally {
@@ -113,6 +112,22 @@ final class RemoteTarget implements AutoCloseable
         }
         throw new IllegalStateException("no memory the target process (pid " + pid() + ") allocated could be mapped here at its own address in " + ATTEMPTS
                 + " attempts: " + tried + "; the two processes' address spaces overlap there, so rerun, or give the test JVM fewer mappings");
+    }
+
+    /**
+     * The child's mappings grow downwards, each in the highest hole below that has room. A spacer
+     * that reaches from the group down to the start of the mapping here that it collided with makes
+     * the next group lie below that mapping, when the hole under the group is that large; when it
+     * is not, the spacer lands elsewhere and the next group a step lower in the same mapping, so
+     * each further attempt halves the spacer until one fits the hole. A spacer of one fixed size left
+     * eight attempts 1 MiB apart inside one 45 MB mapping of the test JVM.
+     */
+    private static long spacerBytes(List<SharedAllocation> group, long bytesEach, int attempt)
+    {
+        long first = group.getFirst().allocation().address();
+        long span = group.getLast().allocation().address() + bytesEach - first;
+        long below = (first - SharedMappings.lowestStartOverlapping(first, span)) >> Math.min(attempt, 40);
+        return below > 0 ? (below + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES : SPACER_BYTES;
     }
 
     private static boolean backToBack(List<SharedAllocation> group, long bytesEach)

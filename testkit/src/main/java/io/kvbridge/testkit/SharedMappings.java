@@ -196,8 +196,37 @@ final class SharedMappings
         }
     }
 
+    /**
+     * {@return the lowest start of this process's mappings that overlap {@code [address, address + bytes)},
+     * or {@code address} when none does or the mappings cannot be read}
+     */
+    static long lowestStartOverlapping(long address, long bytes)
+    {
+        long lowest = address;
+        try {
+            for (String line : mapsOverlapping(address, bytes)) {
+                long start = Long.parseUnsignedLong(line.substring(0, line.indexOf('-')), 16);
+                lowest = Long.compareUnsigned(start, lowest) < 0 ? start : lowest;
+            }
+        }
+        catch (UncheckedIOException e) {
+            // unknown: the caller then spaces by a fixed size
+        }
+        return lowest;
+    }
+
     /** Lists this process's mappings that overlap a range, for a message saying why it was taken. */
     static List<String> mappingsOverlapping(long address, long bytes)
+    {
+        try {
+            return mapsOverlapping(address, bytes);
+        }
+        catch (UncheckedIOException e) {
+            return List.of("(reading /proc/self/maps failed: " + e.getCause().getMessage() + ")");
+        }
+    }
+
+    private static List<String> mapsOverlapping(long address, long bytes)
     {
         List<String> overlapping = new ArrayList<>();
         try {
@@ -211,7 +240,7 @@ final class SharedMappings
             }
         }
         catch (IOException e) {
-            overlapping.add("(reading /proc/self/maps failed: " + e.getMessage() + ")");
+            throw new UncheckedIOException(e);
         }
         return overlapping;
     }
