@@ -1046,8 +1046,9 @@ static void *read_replies(void *argument)
     }
     pthread_mutex_lock(&a->mu);
     c->dead = 1;
-    /* NIXL keeps the metadata of a peer that died until a post or status call sees the disconnect, and drops it then */
-    if (c->peer->valid && !c->peer->dropped) {
+    /* NIXL keeps the metadata of a peer that died until a post or status call sees the disconnect, and drops it then;
+     * the requests still running on it fail either way, also when a failed write let a status call drop the peer first */
+    if (c->peer->valid) {
         for (req_t *r = a->live; r != NULL; r = r->next_live) {
             if (r->peer == c->peer && r->state == REQ_IN_PROG) {
                 r->state = REQ_ERROR;
@@ -2854,6 +2855,13 @@ API nixl_capi_status_t nixl_capi_get_xfer_status(nixl_capi_agent_t a, nixl_capi_
                 r->state = REQ_ERROR;
                 r->error = ST_NOTFOUND;
                 status = ST_NOTFOUND;
+            }
+            else if (!r->data_done && r->peer->conn != NULL && r->peer->conn->dead) {
+                /* UCX fails what is still outstanding on an endpoint that failed */
+                r->state = REQ_ERROR;
+                r->error = ST_BACKEND;
+                r->peer->dropped = 1;
+                status = ST_BACKEND;
             }
             else if (r->polls_left > 0) {
                 r->polls_left--;
