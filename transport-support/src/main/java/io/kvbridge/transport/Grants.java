@@ -163,9 +163,11 @@ public final class Grants
             }
             entry = grant.entry;
             entry.remove(grant);
+            // remembered from the first of a key's grants revoked: a request's grants go one by one,
+            // and an access that finds some gone came late as much as one that finds none
+            revokedKeys.put(java.nio.ByteBuffer.wrap(entry.key), Boolean.TRUE);
             if (entry.grants.length == 0) {
                 delete(entry);
-                revokedKeys.put(java.nio.ByteBuffer.wrap(entry.key), Boolean.TRUE);
             }
         }
         return entry.awaitIdle(timeoutNanos);
@@ -209,9 +211,9 @@ public final class Grants
     }
 
     /**
-     * Counts an access refused because no live grant has its key: one under a key revoked lately
-     * is a peer that came after its request ended and is counted apart ({@link #lateRefusals}),
-     * anything else as {@link #refused}.
+     * Counts an access refused because no live grant has its key, or none of its live grants covers
+     * the range: one under a key revoked lately (any of its grants) is a peer that came after its
+     * request ended and is counted apart ({@link #lateRefusals}), anything else as {@link #refused}.
      *
      * @param peer the peer's name, as it introduced itself.
      * @param key a buffer holding the key the peer presented.

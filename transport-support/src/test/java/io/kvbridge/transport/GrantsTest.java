@@ -165,6 +165,30 @@ class GrantsTest
     }
 
     @Test
+    void anAccessThatFindsSomeOfItsKeysGrantsRevokedIsLateToo()
+    {
+        // a request's grants (one per list of regions) are revoked one by one; an admitted access
+        // whose range lay in one already gone is as late as one that finds the key gone
+        Grants grants = new Grants("tcp 'producer'");
+        long first = grants.grant(key("req-1"), TransferOp.READ, new Blocks(), new int[] {0}, 1);
+        grants.grant(key("req-1"), TransferOp.READ, new Blocks(), new int[] {1}, 1);
+        Grants.Entry entry = grants.admit(key("req-1"), 5);
+        assertNotNull(entry);
+        grants.revoke(first, 0);
+        assertFalse(entry.covers(TransferOp.READ, BASE, BLOCK), "the revoked grant's block");
+        assertTrue(entry.covers(TransferOp.READ, BASE + BLOCK, BLOCK), "the live grant's block");
+        grants.refusedKey("slow-consumer", key("req-1"), 5, "READ of 4096 bytes under a key of 5 bytes: outside its grant for READ");
+        entry.done(grants);
+        assertEquals(1, grants.lateRefusals());
+        assertEquals(0, grants.refusals());
+        assertTrue(grants.problem().isEmpty(), () -> "problem: " + grants.problem());
+        // a key none of whose grants went is no excuse for a range outside them
+        grants.grant(key("req-2"), TransferOp.READ, new Blocks(), new int[] {2}, 1);
+        grants.refusedKey("mallory", key("req-2"), 5, "READ outside its grant");
+        assertEquals(1, grants.refusals());
+    }
+
+    @Test
     void badKeysAndIndicesAreRefused()
     {
         Grants grants = new Grants("test 'agent'");

@@ -293,7 +293,8 @@ final class TargetConnection extends TcpConnection
                 exchange.keyLength == 0 ? "no key" : "a key of " + exchange.keyLength + " bytes",
                 result == TcpWire.RESULT_NO_GRANT ? "no live grant has that key"
                         : result == TcpWire.RESULT_OUTSIDE ? "outside its grant for " + exchange.op : "the granted memory is no longer registered");
-        if (result == TcpWire.RESULT_NO_GRANT) {
+        if (result == TcpWire.RESULT_NO_GRANT || result == TcpWire.RESULT_OUTSIDE) {
+            // outside: the range may have been granted until the request's grants began to go
             loop.grants().refusedKey(peerName, exchange.key, exchange.keyLength, reason);
         }
         else {

@@ -236,8 +236,9 @@ final class UcxActiveMessages implements UcpAm.Handler
                 keyLength == 0 ? "no key" : "a key of " + keyLength + " bytes", result == RESULT_NO_GRANT ? "no live grant has that key"
                         : "outside its grant for " + exchange.op);
         String peer = endpoints.nameOf(exchange.sender, exchange.replyEp);
-        if (result == RESULT_NO_GRANT) {
-            // keyBuffer still holds the key the refusal is about
+        if (result == RESULT_NO_GRANT || result == RESULT_OUTSIDE) {
+            // keyBuffer still holds the key the refusal is about; outside: the range may have been
+            // granted until the request's grants began to go
             grants.refusedKey(peer, keyBuffer, keyLength, reason);
         }
         else {
