@@ -277,7 +277,8 @@ final class LocalTransferBackend extends AbstractTransferBackend
             }
         }
         if (refusal != null) {
-            if (entry == null && key != null) {
+            if (key != null) {
+                // outside a live grant too: the range may have been granted until the request's grants began to go
                 grants.refusedKey(initiator, key, key.length, access + " " + refusal);
             }
             else {
