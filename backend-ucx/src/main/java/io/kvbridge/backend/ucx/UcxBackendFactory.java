@@ -114,7 +114,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
                     return Availability.unavailable(List.of(cause.get()), details);
                 }
                 details.put("version", UcpContext.version());
-                long config = UcpContext.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, 1, Map.of(), true, 0, 0).ucxOverrides());
+                long config = UcpContext.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, 1, Map.of(), true, 0, 0).ucxOverrides(), UcxOptions.UCX_SPELLINGS);
                 long context;
                 try {
                     context = UcpContext.init(config, UcpContext.FEATURE_TAG | UcpContext.FEATURE_RMA | UcpContext.FEATURE_WAKEUP, "kvbridge-probe");

@@ -75,11 +75,14 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
      */
     static final int DEFAULT_TCP_SEGMENT = 512 * 1024;
     /**
-     * The tcp transport's own name for its receive segment. UCX matches settings given through
+     * The tcp transport's own name for its receive segment. UCX 1.13 matches settings given through
      * {@code ucp_config_modify} against each transport's table without the transport's prefix, so
-     * {@code TCP_RX_SEG_SIZE}, as the environment spells it, would be ignored there.
+     * {@code TCP_RX_SEG_SIZE}, as the environment spells it, would be ignored there; UCX 1.22
+     * refuses this name and takes that one ({@link #UCX_SPELLINGS}).
      */
     static final String UCX_TCP_SEGMENT = "RX_SEG_SIZE";
+    /** For a name of {@link #ucxOverrides()} that one UCX version refuses, the spelling another takes. */
+    static final Map<String, String> UCX_SPELLINGS = Map.of(UCX_TCP_SEGMENT, "TCP_" + UCX_TCP_SEGMENT);
     static final String TCP_SEGMENT_ENVIRONMENT = "UCX_TCP_RX_SEG_SIZE";
     static final int MIN_TCP_SEGMENT = 8 * 1024;
     static final int MAX_TCP_SEGMENT = 64 * 1024 * 1024;

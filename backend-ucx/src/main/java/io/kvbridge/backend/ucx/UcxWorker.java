@@ -56,7 +56,7 @@ final class UcxWorker
         amParam = UcpWorker.newRequestParam(arena);
         tagInfo = UcpWorker.newTagInfo(arena);
         wakeup = new WakeupFd();
-        long config = UcpContext.configRead(options.ucxOverrides());
+        long config = UcpContext.configRead(options.ucxOverrides(), UcxOptions.UCX_SPELLINGS);
         try {
             // without RMA, UCX installs no handlers for the puts and gets it emulates over active
             // messages, which write and read any address a peer names: a granted instance needs none

@@ -343,7 +343,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     {
         // the settings of an instance on that lane: UCX aborts a receiver sent tcp pieces larger than its own segment
         Map<String, String> options = tls.equals("tcp") ? Map.of("tls", tls, "net-devices", "lo") : Map.of("tls", tls);
-        long config = UcpContext.configRead(UcxOptions.parse(options).ucxOverrides());
+        long config = UcpContext.configRead(UcxOptions.parse(options).ucxOverrides(), UcxOptions.UCX_SPELLINGS);
         try {
             return UcpContext.init(config, UcpContext.FEATURE_AM, name);
         }

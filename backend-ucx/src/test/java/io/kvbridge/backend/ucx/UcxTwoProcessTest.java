@@ -4,6 +4,7 @@ import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.backend.ucx.ffm.UcpContext;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
@@ -26,6 +27,7 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -262,10 +264,18 @@ final class UcxTwoProcessTest
         stopped.pause();
         TransferBackend backend = new UcxBackendFactory().create(callerConfig(tls, access), () -> "caller");
         long started = System.nanoTime();
-        KvBridgeException e = assertCode(ErrorCode.PEER_UNKNOWN, () -> backend.connect(metadata));
-        long failedMillis = (System.nanoTime() - started) / 1_000_000;
-        assertTrue(failedMillis >= 500 && failedMillis < 10_000, () -> "connect failed after " + failedMillis + " ms: " + e.getMessage());
-        assertTrue(e.getMessage().contains("'stopped'") && e.getMessage().contains("connect-timeout-ms"), e::getMessage);
+        if (tls.equals("sm") && !UcpContext.version().startsWith("1.13.")) {
+            // UCX 1.22 unpacks a shared-memory peer's keys without its answer (1.13 waits for it): connecting returns
+            Peer peer = backend.connect(metadata);
+            assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(10), "connect to a stopped peer took over 10 s");
+            backend.disconnect(peer);
+        }
+        else {
+            KvBridgeException e = assertCode(ErrorCode.PEER_UNKNOWN, () -> backend.connect(metadata));
+            long failedMillis = (System.nanoTime() - started) / 1_000_000;
+            assertTrue(failedMillis >= 500 && failedMillis < 10_000, () -> "connect failed after " + failedMillis + " ms: " + e.getMessage());
+            assertTrue(e.getMessage().contains("'stopped'") && e.getMessage().contains("connect-timeout-ms"), e::getMessage);
+        }
         assertEquals(0, backend.resources().peers());
         assertClosesInTime(backend);
         stopped.resume();

@@ -91,6 +91,22 @@ public final class UcpContext
      */
     public static long configRead(Map<String, String> overrides)
     {
+        return configRead(overrides, Map.of());
+    }
+
+    /**
+     * Reads the configuration as {@link #configRead(Map)} does, trying another spelling of a name
+     * UCX refuses. UCX's versions match a transport's own settings differently: 1.13 takes them
+     * without the transport's prefix ({@code RX_SEG_SIZE}) and accepts, then ignores, the prefixed
+     * spelling; 1.22 refuses the bare name and takes the prefixed one ({@code TCP_RX_SEG_SIZE}).
+     *
+     * @param overrides UCX configuration names without the {@code UCX_} prefix, with values.
+     * @param otherSpellings for a name of {@code overrides}, the spelling tried when UCX refuses it.
+     * @return the configuration handle; release it with {@link #configRelease}.
+     * @throws KvBridgeException {@code CONFIG_INVALID} naming an override UCX refused in every spelling.
+     */
+    public static long configRead(Map<String, String> overrides, Map<String, String> otherSpellings)
+    {
         long config = Scratch.with(scratch -> {
             MemorySegment out = scratch.allocate(ADDRESS);
             UcpStatus.check((byte) UcpNative.UCP_CONFIG_READ.invokeExact(0L, 0L, out.address()), "ucp_config_read");
@@ -98,12 +114,18 @@ public final class UcpContext
         });
         return Scratch.with(scratch -> {
             for (Map.Entry<String, String> override : overrides.entrySet()) {
-                byte status = (byte) UcpNative.UCP_CONFIG_MODIFY.invokeExact(config,
-                        scratch.allocateFrom(override.getKey()).address(), scratch.allocateFrom(override.getValue()).address());
+                String name = override.getKey();
+                MemorySegment value = scratch.allocateFrom(override.getValue());
+                byte status = (byte) UcpNative.UCP_CONFIG_MODIFY.invokeExact(config, scratch.allocateFrom(name).address(), value.address());
+                String other = otherSpellings.get(name);
+                if (status != UcpStatus.OK && other != null) {
+                    name = name + " (and " + other + ")";
+                    status = (byte) UcpNative.UCP_CONFIG_MODIFY.invokeExact(config, scratch.allocateFrom(other).address(), value.address());
+                }
                 if (status != UcpStatus.OK) {
                     configRelease(config);
                     throw new KvBridgeException(ErrorCode.CONFIG_INVALID, String.format(Locale.ROOT,
-                            "UCX refused %s=%s: %s; check the name and value against 'ucx_info -c'", override.getKey(), override.getValue(), UcpStatus.statusString(status)));
+                            "UCX refused %s=%s: %s; check the name and value against 'ucx_info -c'", name, override.getValue(), UcpStatus.statusString(status)));
                 }
             }
             return config;
