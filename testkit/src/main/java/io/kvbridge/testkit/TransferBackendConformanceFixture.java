@@ -382,7 +382,16 @@ public abstract class TransferBackendConformanceFixture
         return values;
     }
 
-    static void assertBlock(MemorySegment actual, int actualBlock, MemorySegment expected, int expectedBlock, String what)
+    /**
+     * Asserts that a block of one segment equals a block of another, {@link #BLOCK_BYTES} each.
+     *
+     * @param actual the segment checked.
+     * @param actualBlock its block.
+     * @param expected the segment it should equal.
+     * @param expectedBlock that segment's block.
+     * @param what the transfer, for the message.
+     */
+    protected static void assertBlock(MemorySegment actual, int actualBlock, MemorySegment expected, int expectedBlock, String what)
     {
         long mismatch = MemorySegment.mismatch(actual, (long) actualBlock * BLOCK_BYTES, (long) (actualBlock + 1) * BLOCK_BYTES,
                 expected, (long) expectedBlock * BLOCK_BYTES, (long) (expectedBlock + 1) * BLOCK_BYTES);

@@ -20,7 +20,9 @@ import java.util.Optional;
  * </ol>
  *
  * <p><b>Threading.</b> Every method may be called from any thread. Implementations serialise their
- * native work on one owner thread; {@link #post} never waits for data to move.
+ * native work (on an owner thread, or under a lock); {@link #post} returns once the transfer has
+ * started and never waits for a peer. A library may move the bytes inside the post itself (NIXL's
+ * UCX backend does for a write within one host), and then the post returns after them.
  *
  * <p><b>Checking.</b> Every descriptor of a prepared list lies inside an allocation registered on
  * the side that owns it, checked before any byte moves; otherwise {@code DESCRIPTOR_OUT_OF_RANGE}

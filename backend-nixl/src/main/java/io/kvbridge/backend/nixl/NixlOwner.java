@@ -11,21 +11,29 @@ import io.kvbridge.transport.OwnerWork;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The owner loop of one {@code nixl} instance: the one thread that opens the NIXL agent and makes
- * every native call (NIXL's default agent takes no lock), running the work callers hand over and,
- * between pieces of work, polling the running requests and NIXL's notifications. It spins briefly
- * when nothing happens, then parks: 20 µs between polls while requests run; idle, 100 µs doubling
- * to 10 ms while no notification arrives, since NIXL's C API offers nothing to wait on.
+ * The owner loop of one {@code nixl} instance: the thread that opens the NIXL agent, runs the work
+ * callers hand over and, between pieces of work, polls the running requests and NIXL's
+ * notifications. It spins briefly when nothing happens, then parks: 20 µs between polls while
+ * requests run; idle, 100 µs doubling to 10 ms while no notification arrives, since NIXL's C API
+ * offers nothing to wait on.
  *
- * <p>Threads: the agent, the stop flag, the poller and the shutdown belong to the owner thread
- * (the last two are set before it starts); {@code parked} is what producers read to wake it.
+ * <p>NIXL's default agent takes no lock, so every native call is made under the agent lock: the
+ * owner holds it for each round of its loop, and a poster that finds it free makes and posts its
+ * request itself ({@link #tryEnter()}), as NIXL's own C probe posts from the thread that moves the
+ * bytes, instead of handing the post over and waiting for the owner to wake and run it.
+ *
+ * <p>Threads: the agent and the stop flag are guarded by the agent lock; the poller and the
+ * shutdown are set before the owner starts; {@code parked} and {@code posted} are what posters read
+ * and write to wake the owner.
  */
 final class NixlOwner
 {
@@ -34,6 +42,9 @@ final class NixlOwner
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
     private static final long POLL_INTERVAL_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
     private static final long POST_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    // a poster tries this long for the agent lock, which the owner holds for a round of polls at most,
+    // before it hands its post over instead
+    private static final long ENTER_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(5);
     // an idle owner still polls NIXL for notifications (its C API has nothing to wait on): parks from
     // the shortest to the longest while nothing arrives, which bounds how late an idle instance sees one
     private static final long MIN_IDLE_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
@@ -43,7 +54,13 @@ final class NixlOwner
 
     private final InstanceGuard guard;
     private final OwnerThread thread;
+    // held by whichever thread calls into NIXL: the owner for each round, a poster for its post
+    private final ReentrantLock agentLock = new ReentrantLock();
     private volatile boolean parked;
+    // a poster made a request since the owner's last round: it must be polled, so the owner does not park long
+    private volatile boolean posted;
+    // posters spinning for the agent lock in tryEnter
+    private final AtomicInteger entering = new AtomicInteger();
 
     private NixlAgent agent;
     private boolean stopRequested;
@@ -84,7 +101,7 @@ final class NixlOwner
         thread.start();
         try {
             thread.call(() -> {
-                agent = Nixl.openAgent(library, guard.agentName(), progressThread, telemetry, progressDelayMicros);
+                agent = Nixl.openAgent(library, guard.agentName(), progressThread, telemetry, progressDelayMicros, agentLock);
                 return null;
             });
         }
@@ -99,18 +116,32 @@ final class NixlOwner
         try {
             long idleSince = 0;
             long idleWait = MIN_IDLE_WAIT_NANOS;
-            while (!stopRequested) {
-                boolean progressed = thread.runQueued(WORK_PER_ROUND) > 0;
-                if (stopRequested) {
-                    break;
+            while (true) {
+                if (entering.get() > 0) {
+                    // bounded: a poster waits a few microseconds at most, then hands its post over
+                    Thread.onSpinWait();
+                    continue;
                 }
-                boolean busy = poller.busy();
-                if (busy) {
-                    progressed |= poller.pollRunning();
+                boolean progressed;
+                boolean busy;
+                agentLock.lock();
+                try {
+                    posted = false;
+                    progressed = thread.runQueued(WORK_PER_ROUND) > 0;
+                    if (stopRequested) {
+                        break;
+                    }
+                    busy = poller.busy();
+                    if (busy) {
+                        progressed |= poller.pollRunning();
+                    }
+                    // the agent opens in the first piece of work, and closes in the last
+                    if (agent != null) {
+                        progressed |= receiver.getAsBoolean();
+                    }
                 }
-                // the agent opens in the first piece of work, and closes in the last
-                if (agent != null) {
-                    progressed |= receiver.getAsBoolean();
+                finally {
+                    agentLock.unlock();
                 }
                 if (progressed) {
                     idleSince = 0;
@@ -126,7 +157,7 @@ final class NixlOwner
                     continue;
                 }
                 parked = true;
-                if (!thread.hasQueued()) {
+                if (!thread.hasQueued() && !posted) {
                     LockSupport.parkNanos(this, busy ? POLL_INTERVAL_NANOS : idleWait);
                     if (!busy) {
                         idleWait = Math.min(2 * idleWait, MAX_IDLE_WAIT_NANOS);
@@ -136,13 +167,17 @@ final class NixlOwner
             }
         }
         finally {
-            if (agent != null) {
-                try {
+            agentLock.lock();
+            try {
+                if (agent != null) {
                     shutdown.run();
                 }
-                catch (RuntimeException e) {
-                    LOG.warn("closing the NIXL agent of {} failed", guard.description(), e);
-                }
+            }
+            catch (RuntimeException e) {
+                LOG.warn("closing the NIXL agent of {} failed", guard.description(), e);
+            }
+            finally {
+                agentLock.unlock();
             }
         }
     }
@@ -155,7 +190,7 @@ final class NixlOwner
     }
 
     /**
-     * Returns the agent; owner thread only.
+     * Returns the agent; under the agent lock only (the owner's work, or a poster that entered).
      *
      * @throws KvBridgeException {@code CLOSED} once the agent was closed.
      */
@@ -168,7 +203,7 @@ final class NixlOwner
         return open;
     }
 
-    /** Closes the agent, last step of the shutdown; owner thread only. */
+    /** Closes the agent, last step of the shutdown; owner thread only, under the agent lock. */
     void closeAgent()
     {
         NixlAgent closing = agent;
@@ -182,6 +217,53 @@ final class NixlOwner
     void execute(OwnerWork work)
     {
         thread.execute(work);
+    }
+
+    /**
+     * Takes the agent lock for a post made on the caller's thread, when the owner leaves it free
+     * within a few microseconds. The caller then acts as the owner until {@link #exit()}: it may
+     * call into NIXL and change what the owner's polls read, and nothing else.
+     *
+     * @return true when the lock is held; false to hand the post over with {@link #post(OwnerWork)}.
+     */
+    boolean tryEnter()
+    {
+        if (agentLock.tryLock()) {
+            return true;
+        }
+        // the owner starts no round while a poster waits, so the lock comes free within a round
+        entering.incrementAndGet();
+        try {
+            long start = System.nanoTime();
+            do {
+                Thread.onSpinWait();
+                if (agentLock.tryLock()) {
+                    return true;
+                }
+            }
+            while (System.nanoTime() - start < ENTER_SPIN_NANOS);
+            return false;
+        }
+        finally {
+            entering.decrementAndGet();
+        }
+    }
+
+    /**
+     * Releases the agent lock after {@link #tryEnter()}, and wakes the owner when a request was
+     * left running (one that ended inside its post, as NIXL's UCX backend ends a write over {@code
+     * cma}, needs no poll, so the owner is not woken for it).
+     *
+     * @param running whether the caller left a request for the owner to poll.
+     */
+    void exit(boolean running)
+    {
+        agentLock.unlock();
+        if (running) {
+            // written before parked is read, as the owner writes parked before it reads posted: one of the two sees the other
+            posted = true;
+            wake();
+        }
     }
 
     /**
@@ -201,7 +283,7 @@ final class NixlOwner
         return thread.call(action);
     }
 
-    /** Asks the loop to end after the current piece of work; owner thread only. */
+    /** Asks the loop to end after the current piece of work; owner thread only, under the agent lock. */
     void requestStop()
     {
         stopRequested = true;

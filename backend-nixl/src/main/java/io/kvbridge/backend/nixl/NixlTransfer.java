@@ -6,12 +6,13 @@ import io.kvbridge.transport.TransferSlot;
 
 /**
  * One transfer slot of a {@code nixl} instance. Slots are reused and posted without allocating: the
- * poster fills the arguments and hands the slot itself to the owner thread, which makes and posts
- * the NIXL request while the poster waits (NIXL may refuse a request synchronously).
+ * poster fills the arguments and makes and posts the NIXL request itself under the agent lock, or
+ * hands the slot to the owner thread, which does so while the poster waits (NIXL may refuse a
+ * request synchronously).
  *
- * <p>Threads: the post arguments are written by the poster before the hand-over and read by the
- * owner while the poster waits; the native request and the pending release belong to the owner
- * thread alone; the lists stay referenced while the request runs and are dropped when it ends.
+ * <p>Threads: the post arguments are written by the poster before the post and read by whoever
+ * makes the request; the native request and the pending release are guarded by the agent lock;
+ * the lists stay referenced while the request runs and are dropped when it ends.
  */
 final class NixlTransfer extends TransferSlot
 {
@@ -28,7 +29,7 @@ final class NixlTransfer extends TransferSlot
     // the descriptors NIXL makes of the pairs after merging, computed when the post is checked
     int operations;
 
-    // owner thread only: the NIXL request, 0 when none
+    // under the agent lock: the NIXL request, 0 when none
     long request;
     // NIXL could not release the request yet: the outcome waits until it can
     boolean releasePending;
@@ -43,7 +44,7 @@ final class NixlTransfer extends TransferSlot
     @Override
     protected void runOnOwner()
     {
-        transfers.postOnOwner(this);
+        transfers.makeAndPost(this);
     }
 
     /** Drops what only the post needed; the lists stay while the request runs. */

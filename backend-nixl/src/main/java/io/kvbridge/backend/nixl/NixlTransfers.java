@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The transfers of one {@code nixl} instance: posting (checked on the caller's thread, made and
- * posted on the owner thread), polling running requests until NIXL reports them complete, and
+ * posted under the agent lock: by the caller when the owner leaves it free, else by the owner),
+ * polling running requests until NIXL reports them complete, and
  * releasing each NIXL request as soon as its transfer ends.
  *
  * <p>With UCX the notification attached to a transfer leaves only when the initiator sees the data
@@ -28,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * destroyed at once; its outcome stays in the slot until the caller releases the handle, and a
  * handle released while its request runs cancels the request at the next poll.
  *
- * <p>Threads: the table is thread-safe; the running list belongs to the owner thread.
+ * <p>Threads: the table is thread-safe; the running list is guarded by the agent lock (what is
+ * marked "owner thread only" runs under it).
  */
 final class NixlTransfers
 {
@@ -47,7 +49,7 @@ final class NixlTransfers
     private volatile long mergeMismatches;
     private volatile String lastMergeMismatch;
 
-    // owner thread only: transfers whose NIXL request was posted and not released
+    // under the agent lock: transfers whose NIXL request was posted and not released
     private final RunningTransfers<NixlTransfer> running = new RunningTransfers<>();
 
     NixlTransfers(InstanceGuard guard, NixlOwner owner, int maxInFlight, boolean telemetry, Runnable ended)
@@ -85,7 +87,18 @@ final class NixlTransfers
         transfer.notification = notification;
         transfer.operations = StrideRuns.merged(local.runs(), localIndices, remote.runs(), remoteIndices, count);
         try {
-            owner.post(transfer);
+            if (owner.tryEnter()) {
+                boolean running = false;
+                try {
+                    running = makeAndPost(transfer);
+                }
+                finally {
+                    owner.exit(running);
+                }
+            }
+            else {
+                owner.post(transfer);
+            }
         }
         catch (RuntimeException e) {
             table.abandon(transfer);
@@ -94,12 +107,17 @@ final class NixlTransfers
         return transfer.handle();
     }
 
-    /** Makes and posts the NIXL request of a slot; on the owner thread while the poster waits. */
-    void postOnOwner(NixlTransfer transfer)
+    /**
+     * Makes and posts the NIXL request of a slot, under the agent lock: on the poster's thread when
+     * it entered, else on the owner thread while the poster waits.
+     *
+     * @return true when the request runs on, to be polled; false when it finished inside the post.
+     */
+    boolean makeAndPost(NixlTransfer transfer)
     {
         try {
             guard.checkOpen();
-            // checked again here: lists, peers and registrations change only on this thread
+            // checked again here: lists, peers and registrations change only under the agent lock
             PostChecks.usable(transfer.local, transfer.remote);
             NixlAgent agent = owner.agent();
             long request;
@@ -122,9 +140,11 @@ final class NixlTransfers
             }
             transfer.request = request;
             // finished inside the post: its notification is already on its way
-            if (!done || !finish(transfer, null)) {
-                running.add(transfer);
+            if (done && finish(transfer, null)) {
+                return false;
             }
+            running.add(transfer);
+            return true;
         }
         finally {
             transfer.clearArguments();

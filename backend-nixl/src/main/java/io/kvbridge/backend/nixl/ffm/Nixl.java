@@ -22,6 +22,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Entry point of the binding: loads a {@code libnixl_capi.so} once per file, reports what it is,
@@ -209,11 +210,28 @@ public final class Nixl
      */
     public static NixlAgent openAgent(Path library, String name, boolean progressThread, boolean telemetry, long progressDelayMicros)
     {
+        return openAgent(library, name, progressThread, telemetry, progressDelayMicros, null);
+    }
+
+    /**
+     * Opens an agent that any thread may call while it holds the given lock.
+     *
+     * @param library the {@code libnixl_capi.so} to load.
+     * @param name agent name, unique among peers.
+     * @param progressThread whether NIXL runs its own progress thread.
+     * @param telemetry whether NIXL records per-request telemetry ({@link NixlAgent#mergedDescriptors}).
+     * @param progressDelayMicros NIXL's {@code pthr_delay_us}: 0 makes its progress thread poll without pause.
+     * @param lock held by every caller of the agent, the opener included; null to confine it to the calling thread.
+     * @return the agent.
+     * @throws KvBridgeException {@code BACKEND_UNAVAILABLE} when the library or its UCX backend is unusable.
+     */
+    public static NixlAgent openAgent(Path library, String name, boolean progressThread, boolean telemetry, long progressDelayMicros, ReentrantLock lock)
+    {
         Object loaded = load(library);
         if (!(loaded instanceof NixlLibrary nixl)) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, (String) loaded);
         }
-        return new NixlAgent(nixl, name, progressThread, telemetry, progressDelayMicros);
+        return new NixlAgent(nixl, name, progressThread, telemetry, progressDelayMicros, lock);
     }
 
     /** Returns the loaded library, or why it could not be loaded. */

@@ -20,15 +20,16 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.Locale;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One NIXL agent with its UCX backend, bound through FFM. Native handles travel as {@code long}
  * addresses; every failing status arrives as a {@link KvBridgeException} naming the C function,
  * the status and the values involved.
  *
- * <p>Threads: confined to the thread that created it. NIXL's agent takes no lock of its own here,
- * so a call from any other thread is refused before it reaches NIXL (and the scratch memory lives
- * in a confined arena besides).
+ * <p>Threads: NIXL's agent takes no lock of its own here, so one thread at a time calls it: the
+ * holder of the lock the agent was opened with, or, opened without one, the thread that opened it.
+ * A call from any other thread is refused before it reaches NIXL.
  */
 public final class NixlAgent implements AutoCloseable
 {
@@ -66,8 +67,11 @@ public final class NixlAgent implements AutoCloseable
 
     private final NixlLibrary nixl;
     private final String name;
-    private final Thread owner = Thread.currentThread();
-    private final Arena arena = Arena.ofConfined();
+    private final Thread opener = Thread.currentThread();
+    // null: confined to the opener
+    private final ReentrantLock lock;
+    // shared, as the lock's holder may be any thread; the lock keeps its use to one thread at a time
+    private final Arena arena = Arena.ofShared();
     private final MemorySegment outAddress = arena.allocate(ADDRESS);
     private final MemorySegment outData = arena.allocate(ADDRESS);
     private final MemorySegment outLong = arena.allocate(JAVA_LONG);
@@ -92,9 +96,11 @@ public final class NixlAgent implements AutoCloseable
      * @param progressThread whether NIXL runs its own progress thread.
      * @param captureTelemetry whether NIXL records per-request telemetry.
      * @param progressDelayMicros the longest NIXL's progress thread waits for an event before it polls UCX again.
+     * @param lock held by whichever thread calls the agent; null to confine it to the calling thread.
      */
-    NixlAgent(NixlLibrary nixl, String name, boolean progressThread, boolean captureTelemetry, long progressDelayMicros)
+    NixlAgent(NixlLibrary nixl, String name, boolean progressThread, boolean captureTelemetry, long progressDelayMicros, ReentrantLock lock)
     {
+        this.lock = lock;
         this.nixl = requireNonNull(nixl, "nixl is null");
         this.name = requireNonNull(name, "name is null");
         try {
@@ -102,7 +108,7 @@ public final class NixlAgent implements AutoCloseable
             config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("enable_prog_thread")), progressThread);
             config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("enable_listen_thread")), false);
             config.set(JAVA_INT, CONFIG.byteOffset(groupElement("listen_port")), 0);
-            // no NIXL lock: the transport already makes every call from this agent's owner thread
+            // no NIXL lock: the caller already makes one call at a time (see the class comment)
             config.set(JAVA_INT, CONFIG.byteOffset(groupElement("thread_sync")), THREAD_SYNC_NONE);
             config.set(JAVA_INT, CONFIG.byteOffset(groupElement("num_workers")), 1);
             config.set(JAVA_LONG, CONFIG.byteOffset(groupElement("pthr_delay_us")), progressDelayMicros);
@@ -162,9 +168,9 @@ public final class NixlAgent implements AutoCloseable
 
     private void checkOpen()
     {
-        if (Thread.currentThread() != owner) {
-            throw new IllegalStateException("NIXL agent " + name + " is confined to thread " + owner.getName() + ", called from "
-                    + Thread.currentThread().getName());
+        if (lock == null ? Thread.currentThread() != opener : !lock.isHeldByCurrentThread()) {
+            throw new IllegalStateException("NIXL agent " + name + " was called from thread " + Thread.currentThread().getName() + (lock == null
+                    ? ", but is confined to thread " + opener.getName() : " without holding its lock"));
         }
         if (closed) {
             throw new KvBridgeException(ErrorCode.CLOSED, "NIXL agent " + name + " is closed");

@@ -17,7 +17,7 @@ import java.lang.foreign.MemorySegment;
  * without data, and the notification map received ones are drained through. Strings and bytes NIXL
  * lends (senders, messages) are copied before the next call.
  *
- * <p>Threads: the agent's; its scratch memory lives in the agent's confined arena.
+ * <p>Threads: the agent's (one at a time); its scratch memory lives in the agent's arena.
  */
 final class NixlNotifications
 {
