@@ -117,14 +117,14 @@ final class NixlOwner
             long idleSince = 0;
             long idleWait = MIN_IDLE_WAIT_NANOS;
             while (true) {
-                if (entering.get() > 0) {
-                    // bounded: a poster waits a few microseconds at most, then hands its post over
+                // a poster waits a few microseconds at most, then hands its post over, and holds the lock for one
+                // post: the owner spins rather than block on the lock, which would park it and allocate a queue node
+                if (entering.get() > 0 || !agentLock.tryLock()) {
                     Thread.onSpinWait();
                     continue;
                 }
                 boolean progressed;
                 boolean busy;
-                agentLock.lock();
                 try {
                     posted = false;
                     progressed = thread.runQueued(WORK_PER_ROUND) > 0;
