@@ -116,13 +116,25 @@ final class NixlOwner
         try {
             long idleSince = 0;
             long idleWait = MIN_IDLE_WAIT_NANOS;
+            long lockedOutSince = 0;
             while (true) {
                 // a poster waits a few microseconds at most, then hands its post over, and holds the lock for one
-                // post: the owner spins rather than block on the lock, which would park it and allocate a queue node
+                // post: the owner spins rather than block on the lock, which would park it until woken and allocate
+                // a queue node, and polls between short parks once a post outlasts the spin (one that moves its bytes)
                 if (entering.get() > 0 || !agentLock.tryLock()) {
-                    Thread.onSpinWait();
+                    long now = System.nanoTime();
+                    if (lockedOutSince == 0) {
+                        lockedOutSince = now;
+                    }
+                    if (now - lockedOutSince < SPIN_NANOS) {
+                        Thread.onSpinWait();
+                    }
+                    else {
+                        LockSupport.parkNanos(this, POLL_INTERVAL_NANOS);
+                    }
                     continue;
                 }
+                lockedOutSince = 0;
                 boolean progressed;
                 boolean busy;
                 try {
@@ -221,7 +233,7 @@ final class NixlOwner
 
     /**
      * Takes the agent lock for a post made on the caller's thread, when the owner leaves it free
-     * within a few microseconds. The caller then acts as the owner until {@link #exit()}: it may
+     * within a few microseconds. The caller then acts as the owner until {@link #exit(boolean)}: it may
      * call into NIXL and change what the owner's polls read, and nothing else.
      *
      * @return true when the lock is held; false to hand the post over with {@link #post(OwnerWork)}.
