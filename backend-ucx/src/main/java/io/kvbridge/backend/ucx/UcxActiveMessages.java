@@ -235,15 +235,9 @@ final class UcxActiveMessages implements UcpAm.Handler
         String reason = String.format(Locale.ROOT, "%s of %d bytes at 0x%x under %s: %s", exchange.op, length, address,
                 keyLength == 0 ? "no key" : "a key of " + keyLength + " bytes", result == RESULT_NO_GRANT ? "no live grant has that key"
                         : "outside its grant for " + exchange.op);
-        String peer = endpoints.nameOf(exchange.sender, exchange.replyEp);
-        if (result == RESULT_NO_GRANT || result == RESULT_OUTSIDE) {
-            // keyBuffer still holds the key the refusal is about; outside: the range may have been
-            // granted until the request's grants began to go
-            grants.refusedKey(peer, keyBuffer, keyLength, reason);
-        }
-        else {
-            grants.refused(peer, reason);
-        }
+        // keyBuffer still holds the key the refusal is about; a range outside every live grant may
+        // have been granted until the request's grants began to go, so both results can be late
+        grants.refusedKey(endpoints.nameOf(exchange.sender, exchange.replyEp), keyBuffer, keyLength, reason);
     }
 
     // ---- target of a READ ----

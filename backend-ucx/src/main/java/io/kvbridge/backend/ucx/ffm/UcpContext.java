@@ -83,22 +83,11 @@ public final class UcpContext
     }
 
     /**
-     * Reads the configuration from the {@code UCX_*} environment, then applies overrides.
-     *
-     * @param overrides UCX configuration names without the {@code UCX_} prefix, with values.
-     * @return the configuration handle; release it with {@link #configRelease}.
-     * @throws KvBridgeException {@code CONFIG_INVALID} naming an override UCX refused.
-     */
-    public static long configRead(Map<String, String> overrides)
-    {
-        return configRead(overrides, Map.of());
-    }
-
-    /**
-     * Reads the configuration as {@link #configRead(Map)} does, trying another spelling of a name
-     * UCX refuses. UCX's versions match a transport's own settings differently: 1.13 takes them
-     * without the transport's prefix ({@code RX_SEG_SIZE}) and accepts, then ignores, the prefixed
-     * spelling; 1.22 refuses the bare name and takes the prefixed one ({@code TCP_RX_SEG_SIZE}).
+     * Reads the configuration from the {@code UCX_*} environment, then applies overrides, trying
+     * another spelling of a name UCX refuses. UCX's versions match a transport's own settings
+     * differently: 1.13 takes them without the transport's prefix ({@code RX_SEG_SIZE}) and accepts,
+     * then ignores, the prefixed spelling; 1.22 refuses the bare name and takes the prefixed one
+     * ({@code TCP_RX_SEG_SIZE}).
      *
      * @param overrides UCX configuration names without the {@code UCX_} prefix, with values.
      * @param otherSpellings for a name of {@code overrides}, the spelling tried when UCX refuses it.
