@@ -248,4 +248,18 @@ final class Admission
             return established.size();
         }
     }
+
+    /** @return established connections waiting for their next request: the ones a newly established connection may displace. */
+    int idleCount()
+    {
+        synchronized (lock) {
+            int idle = 0;
+            for (Connection connection : established) {
+                if (connection.idleSinceNanos >= 0) {
+                    idle++;
+                }
+            }
+            return idle;
+        }
+    }
 }

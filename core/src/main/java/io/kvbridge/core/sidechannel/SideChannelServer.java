@@ -305,6 +305,12 @@ public final class SideChannelServer implements AutoCloseable
         return admission.establishedCount();
     }
 
+    /** {@return established connections waiting for their next request} */
+    public int idleConnections()
+    {
+        return admission.idleCount();
+    }
+
     /** {@return requests answered with a payload} */
     public long requestsServed()
     {
