@@ -25,7 +25,8 @@ import java.util.Set;
  * <p>Options: {@code tls} and {@code net-devices} (UCX_TLS and UCX_NET_DEVICES for this instance
  * only; when neither {@code net-devices} nor UCX_NET_DEVICES names devices, the instance uses the
  * network interface of the side channel's bind address and RDMA ports only, and {@code net-devices=all}
- * widens it), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
+ * widens it; with a loopback side channel and neither {@code tls} nor UCX_TLS set, UCX's tcp transport is
+ * left out), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
  * limit), {@code connect-timeout-ms} (default 10000), {@code close-timeout-ms} (default 2000), {@code idle-spin-us} (default 500) and
  * {@code ucx-config} ({@code NAME=VALUE;...}, further UCX settings), {@code access} ({@code granted}, the default:
  * peers reach only what a live grant covers; {@code registered}: one-sided RMA into all registered memory).
@@ -90,7 +91,11 @@ public final class UcxBackendFactory implements TransferBackendFactory
         }
         String devices = UcxNetDevices.choose(options.netDevices(), System.getenv(UcxNetDevices.ENVIRONMENT), context.sideChannelHost(),
                 availability.details().getOrDefault("transports", ""));
-        return new UcxTransferBackend(context.agentName(), options.withNetDevices(devices));
+        options = options.withNetDevices(devices);
+        if (UcxNetDevices.onlyThisHost(options.tls(), System.getenv(UcxOptions.TLS_ENVIRONMENT), context.sideChannelHost())) {
+            options = options.withoutTcp();
+        }
+        return new UcxTransferBackend(context.agentName(), options);
     }
 
     /** Probes once per class loader: loading UCX and listing its resources does not change while the JVM runs. */

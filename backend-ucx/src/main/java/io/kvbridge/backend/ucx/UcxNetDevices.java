@@ -60,6 +60,32 @@ final class UcxNetDevices
     }
 
     /**
+     * Tells whether an instance should leave UCX's tcp transport out: its side channel serves
+     * loopback only, so every peer that can learn its metadata is on this host and reaches it over
+     * shared memory, and neither the {@code tls} option nor {@code UCX_TLS} chose the transports.
+     * UCX's tcp transport would then only open a listening socket whose wire protocol lets any local
+     * process write wherever a put request names ({@code uct_tcp_ep_handle_put_req} checks no
+     * address; {@code UcxTcpWireAttackTest} measures it).
+     *
+     * @param tls the {@code tls} option; empty when not given.
+     * @param environment the value of {@code UCX_TLS}; null when unset.
+     * @param sideChannelHost the side channel's bind address, when the caller said.
+     * @return true to open UCX without its tcp transport.
+     */
+    static boolean onlyThisHost(String tls, String environment, Optional<String> sideChannelHost)
+    {
+        if (!tls.isEmpty() || (environment != null && !environment.isBlank()) || sideChannelHost.isEmpty()) {
+            return false;
+        }
+        try {
+            return InetAddress.getByName(sideChannelHost.get()).isLoopbackAddress();
+        }
+        catch (UnknownHostException e) {
+            return false;
+        }
+    }
+
+    /**
      * Finds the network interface an address belongs to.
      *
      * @param host a host name or address.

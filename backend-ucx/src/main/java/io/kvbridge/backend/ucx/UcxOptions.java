@@ -58,6 +58,10 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     static final String STAGGER_ALLOCATIONS = "stagger-allocations";
     static final String MAX_IN_FLIGHT = "max-in-flight";
     static final String UCX_CONFIG = "ucx-config";
+    /** UCX's environment variable for the transports, the default of {@code tls}. */
+    static final String TLS_ENVIRONMENT = "UCX_TLS";
+    /** Every UCX transport but tcp. */
+    static final String WITHOUT_TCP = "^tcp";
     static final String ACCESS = "access";
     static final String EAGER_MAX = "eager-max";
     /**
@@ -142,6 +146,18 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     {
         return new UcxOptions(tls, devices, keepaliveIntervalMillis, transferTimeoutMillis, connectTimeoutMillis, closeTimeoutMillis, idleSpinMicros,
                 staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes, tcpSegmentBytes);
+    }
+
+    /**
+     * Returns these options with UCX's tcp transport left out ({@code ^tcp}) and no tcp segment,
+     * for an instance whose peers are all on this host ({@link UcxNetDevices#onlyThisHost}).
+     *
+     * @return the copy.
+     */
+    UcxOptions withoutTcp()
+    {
+        return new UcxOptions(WITHOUT_TCP, netDevices, keepaliveIntervalMillis, transferTimeoutMillis, connectTimeoutMillis, closeTimeoutMillis, idleSpinMicros,
+                staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes, 0);
     }
 
     /**
@@ -258,7 +274,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     /** {@return the lanes UCX is given: the tls option, or this process's {@code UCX_TLS} when the option is not set} */
     private static String lanes(String tls)
     {
-        return tls.isEmpty() ? System.getenv().getOrDefault("UCX_TLS", "") : tls;
+        return tls.isEmpty() ? System.getenv().getOrDefault(TLS_ENVIRONMENT, "") : tls;
     }
 
     /**

@@ -8,6 +8,9 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The native state of one instance: its UCP context and single-threaded worker, the worker's event
@@ -20,6 +23,9 @@ import java.lang.foreign.MemorySegment;
  */
 final class UcxWorker
 {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxWorker.class);
+    private static final AtomicBoolean TCP_WARNED = new AtomicBoolean();
+
     private final String agentName;
     private final UcxOptions options;
 
@@ -77,6 +83,12 @@ final class UcxWorker
         version = UcpContext.version();
         deviceMemory = (UcpContext.memoryTypes(context) & UcpContext.MEMORY_TYPE_CUDA_BIT) != 0;
         transports = UcxResources.transports(UcpContext.contextInfo(context));
+        if (transports.contains("tcp/") && TCP_WARNED.compareAndSet(false, true)) {
+            // once per process: an engine opens one instance per rank and layer group, all alike
+            LOG.warn("ucx instance {} opened UCX's tcp transport ({}; said once per process): any process that reaches its TCP port can write wherever UCX's tcp wire "
+                    + "protocol names, with no grant and no key; keep that port on a network only serving hosts reach, leave tcp out of tls "
+                    + "where peers share this host, or use the tcp transport where TCP is the only lane", agentName, transports);
+        }
         worker = UcpWorker.workerCreate(context, agentName);
         workerFd = UcpWorker.workerEventFd(worker);
         workerAddress = UcpWorker.workerAddress(worker);

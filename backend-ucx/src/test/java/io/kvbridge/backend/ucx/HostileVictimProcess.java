@@ -2,6 +2,7 @@ package io.kvbridge.backend.ucx;
 
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
@@ -25,7 +26,7 @@ import java.util.StringJoiner;
  * {@code PROBLEM} with its health problem, and ends on {@code EXIT}.
  *
  * <pre>
- *   java ... HostileVictimProcess NAME TLS
+ *   java ... HostileVictimProcess NAME TLS|loopback-defaults
  * </pre>
  */
 public final class HostileVictimProcess
@@ -37,6 +38,8 @@ public final class HostileVictimProcess
     static final byte READABLE = (byte) 0x42;
     static final byte[] WRITE_KEY = "victim-write-key".getBytes(StandardCharsets.UTF_8);
     static final byte[] READ_KEY = "victim-read-key".getBytes(StandardCharsets.UTF_8);
+    /** In place of TLS: no transports chosen, and a side channel on 127.0.0.1, as an engine on one host opens it. */
+    static final String LOOPBACK_DEFAULTS = "loopback-defaults";
 
     private HostileVictimProcess()
     {
@@ -46,11 +49,18 @@ public final class HostileVictimProcess
     {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Map<String, String> config = new HashMap<>(Map.of("tls", args[1], "keepalive-interval-ms", "500"));
+        Map<String, String> config = new HashMap<>(Map.of("keepalive-interval-ms", "500"));
+        BackendContext context = () -> args[0];
+        if (args[1].equals(LOOPBACK_DEFAULTS)) {
+            context = new SideChannelContext(args[0], "127.0.0.1");
+        }
+        else {
+            config.put("tls", args[1]);
+        }
         if (args[1].equals("tcp")) {
             config.put("net-devices", "lo");
         }
-        try (Arena arena = Arena.ofShared(); TransferBackend victim = new UcxBackendFactory().create(config, () -> args[0])) {
+        try (Arena arena = Arena.ofShared(); TransferBackend victim = new UcxBackendFactory().create(config, context)) {
             MemorySegment memory = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);
             memory.fill(SENTINEL);
             memory.asSlice(2L * BLOCK, 2L * BLOCK).fill(READABLE);

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
 import java.io.IOException;
 import java.net.Inet4Address;
@@ -16,7 +15,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
@@ -30,16 +28,6 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(120)
 final class UcxListenersTest
 {
-    /** What the core hands the transport: the side channel's bind address. */
-    private record SideChannelContext(String agentName, String host) implements BackendContext
-    {
-        @Override
-        public Optional<String> sideChannelHost()
-        {
-            return Optional.of(host);
-        }
-    }
-
     @BeforeAll
     static void requireUcxAndProc()
     {
@@ -63,6 +51,25 @@ final class UcxListenersTest
     }
 
     @Test
+    void aLoopbackSideChannelWithNoTransportsChosenLeavesUcxsTcpTransportOut() throws IOException
+    {
+        assumeTrue(System.getenv(UcxOptions.TLS_ENVIRONMENT) == null, "UCX_TLS is set in the environment and decides the transports");
+        Set<String> before = listeners();
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of(), new SideChannelContext("listeners", "127.0.0.1"))) {
+            String transports = ((UcxTransferBackend) backend).transports();
+            assertFalse(transports.contains("tcp/"), "every peer of a loopback side channel is on this host, yet UCX opened " + transports);
+            assertFalse(transports.isEmpty(), "UCX opened no transport at all");
+            Set<String> opened = new HashSet<>(listeners());
+            opened.removeAll(before);
+            assertTrue(opened.isEmpty(), "UCX listens on " + opened + " with tcp left out");
+        }
+        // the user's choice wins: the tcp transport named is opened
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp,sm"), new SideChannelContext("listeners", "127.0.0.1"))) {
+            assertTrue(((UcxTransferBackend) backend).transports().contains("tcp/lo"), ((UcxTransferBackend) backend).transports());
+        }
+    }
+
+    @Test
     void netDevicesAllWidensToEveryInterface() throws IOException
     {
         List<String> external = externalAddresses();
@@ -79,8 +86,19 @@ final class UcxListenersTest
     /** @return {@code address:port} of every TCP socket this process listens on. */
     private static Set<String> listeners() throws IOException
     {
+        return listeners("self");
+    }
+
+    /**
+     * Reads the TCP sockets a process listens on.
+     *
+     * @param process {@code self}, or a process id of this user.
+     * @return {@code address:port} of each.
+     */
+    static Set<String> listeners(String process) throws IOException
+    {
         Set<String> inodes = new HashSet<>();
-        try (Stream<Path> descriptors = Files.list(Path.of("/proc/self/fd"))) {
+        try (Stream<Path> descriptors = Files.list(Path.of("/proc", process, "fd"))) {
             for (Path descriptor : descriptors.toList()) {
                 try {
                     String target = Files.readSymbolicLink(descriptor).toString();

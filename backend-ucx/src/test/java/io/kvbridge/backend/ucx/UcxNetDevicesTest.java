@@ -1,6 +1,8 @@
 package io.kvbridge.backend.ucx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.net.Inet4Address;
@@ -46,6 +48,22 @@ final class UcxNetDevicesTest
         assertEquals("", UcxNetDevices.choose("", null, Optional.of("0.0.0.0"), RESOURCES));
         assertEquals("", UcxNetDevices.choose("", null, Optional.of("::"), RESOURCES));
         assertEquals("", UcxNetDevices.choose("", null, Optional.empty(), RESOURCES));
+    }
+
+    @Test
+    void onlyALoopbackSideChannelWithNoTransportsChosenLeavesTcpOut()
+    {
+        assertTrue(UcxNetDevices.onlyThisHost("", null, Optional.of("127.0.0.1")));
+        assertTrue(UcxNetDevices.onlyThisHost("", " ", Optional.of("::1")));
+        assertTrue(UcxNetDevices.onlyThisHost("", null, Optional.of("localhost")));
+        // the user's choice of transports, in the option or in the environment, wins
+        assertFalse(UcxNetDevices.onlyThisHost("tcp", null, Optional.of("127.0.0.1")));
+        assertFalse(UcxNetDevices.onlyThisHost("", "tcp,sm", Optional.of("127.0.0.1")));
+        // peers may be on other hosts, or nobody said
+        assertFalse(UcxNetDevices.onlyThisHost("", null, Optional.of("0.0.0.0")));
+        assertFalse(UcxNetDevices.onlyThisHost("", null, Optional.of("198.51.100.7")));
+        assertFalse(UcxNetDevices.onlyThisHost("", null, Optional.of("no-such-host.invalid")));
+        assertFalse(UcxNetDevices.onlyThisHost("", null, Optional.empty()));
     }
 
     @Test

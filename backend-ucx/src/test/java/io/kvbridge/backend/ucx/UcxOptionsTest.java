@@ -71,6 +71,13 @@ final class UcxOptionsTest
     }
 
     @Test
+    void optionsWithoutTcpAskForEveryTransportButTcpAndSetNoTcpSegment()
+    {
+        Map<String, String> overrides = UcxOptions.parse(Map.of("tls", "tcp,sm", "keepalive-interval-ms", "250")).withoutTcp().ucxOverrides();
+        assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "250ms", "TLS", "^tcp"), overrides);
+    }
+
+    @Test
     void sharedMemoryIsDetectedInTransportLists()
     {
         assertTrue(UcxOptions.parse(Map.of("tls", "sm")).mayUseSharedMemory());
