@@ -1,11 +1,8 @@
 package io.kvbridge.backend.ucx;
 
-import java.net.InetAddress;
-import java.net.NetworkInterface;
-import java.net.SocketException;
-import java.net.UnknownHostException;
 import java.util.ArrayList;
 import java.util.List;
+import io.kvbridge.transport.SideChannelInterface;
 import java.util.Optional;
 
 /**
@@ -44,7 +41,7 @@ final class UcxNetDevices
         if (!configured.isEmpty() || (environment != null && !environment.isBlank()) || sideChannelHost.isEmpty()) {
             return configured;
         }
-        Optional<String> device = interfaceOf(sideChannelHost.get());
+        Optional<String> device = SideChannelInterface.of(sideChannelHost.get());
         if (device.isEmpty()) {
             return "";
         }
@@ -74,59 +71,6 @@ final class UcxNetDevices
      */
     static boolean onlyThisHost(String tls, String environment, Optional<String> sideChannelHost)
     {
-        if (!tls.isEmpty() || (environment != null && !environment.isBlank()) || sideChannelHost.isEmpty()) {
-            return false;
-        }
-        try {
-            return InetAddress.getByName(sideChannelHost.get()).isLoopbackAddress();
-        }
-        catch (UnknownHostException e) {
-            return false;
-        }
-    }
-
-    /**
-     * Finds the network interface an address belongs to.
-     *
-     * @param host a host name or address.
-     * @return the interface's name, e.g. {@code lo} for any loopback address; empty for the wildcard
-     *     address, an unknown host, or an address on no local interface.
-     */
-    static Optional<String> interfaceOf(String host)
-    {
-        InetAddress address;
-        try {
-            address = InetAddress.getByName(host);
-        }
-        catch (UnknownHostException e) {
-            return Optional.empty();
-        }
-        if (address.isAnyLocalAddress()) {
-            return Optional.empty();
-        }
-        try {
-            NetworkInterface found = NetworkInterface.getByInetAddress(address);
-            if (found == null && address.isLoopbackAddress()) {
-                // 127.0.0.2 and the like are on the loopback interface without being listed as its addresses
-                found = NetworkInterface.networkInterfaces().filter(UcxNetDevices::loopback).findFirst().orElse(null);
-            }
-            while (found != null && found.getParent() != null) {
-                found = found.getParent();
-            }
-            return Optional.ofNullable(found).map(NetworkInterface::getName);
-        }
-        catch (SocketException e) {
-            return Optional.empty();
-        }
-    }
-
-    private static boolean loopback(NetworkInterface candidate)
-    {
-        try {
-            return candidate.isLoopback();
-        }
-        catch (SocketException e) {
-            return false;
-        }
+        return tls.isEmpty() && (environment == null || environment.isBlank()) && SideChannelInterface.loopback(sideChannelHost);
     }
 }

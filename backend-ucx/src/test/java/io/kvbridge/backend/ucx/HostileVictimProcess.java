@@ -6,6 +6,7 @@ import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.testkit.SideChannelContext;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;

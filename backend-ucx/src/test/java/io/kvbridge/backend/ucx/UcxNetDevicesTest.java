@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvbridge.transport.SideChannelInterface;
 import java.net.Inet4Address;
 import java.net.NetworkInterface;
 import java.net.SocketException;
@@ -70,7 +71,7 @@ final class UcxNetDevicesTest
     void anAddressOnNoLocalInterfaceLeavesUcxsChoice()
     {
         // TEST-NET-2 (RFC 5737): assigned to no host
-        assertEquals(Optional.empty(), UcxNetDevices.interfaceOf("198.51.100.7"));
+        assertEquals(Optional.empty(), SideChannelInterface.of("198.51.100.7"));
         assertEquals("", UcxNetDevices.choose("", null, Optional.of("198.51.100.7"), RESOURCES));
     }
 

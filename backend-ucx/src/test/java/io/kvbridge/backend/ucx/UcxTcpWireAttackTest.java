@@ -15,7 +15,9 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.testkit.SideChannelContext;
 import io.kvbridge.testkit.ChildJvm;
+import io.kvbridge.testkit.TcpListeners;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
@@ -69,7 +71,7 @@ final class UcxTcpWireAttackTest
         try (ChildJvm victim = ChildJvm.start("victim", HostileVictimProcess.class, "victim", "tcp")) {
             victim.expect("METADATA", STEP);
             long base = Long.parseLong(victim.expect("REGION", STEP).substring("REGION ".length()).trim());
-            Set<String> ports = UcxListenersTest.listeners(Long.toString(victim.pid()));
+            Set<String> ports = TcpListeners.of(Long.toString(victim.pid()));
             assertFalse(ports.isEmpty(), "the victim opened UCX's tcp transport but listens on nothing");
             for (String port : ports) {
                 putRequest(port, base + (long) TARGET_BLOCK * BLOCK);
@@ -114,7 +116,7 @@ final class UcxTcpWireAttackTest
                 TransferBackend peer = new UcxBackendFactory().create(Map.of(), new SideChannelContext("peer", "127.0.0.1"))) {
             byte[] metadata = Base64.getDecoder().decode(victim.expect("METADATA", STEP).substring("METADATA ".length()));
             long base = Long.parseLong(victim.expect("REGION", STEP).substring("REGION ".length()).trim());
-            assertEquals(Set.of(), UcxListenersTest.listeners(Long.toString(victim.pid())), "the victim listens on TCP ports");
+            assertEquals(Set.of(), TcpListeners.of(Long.toString(victim.pid())), "the victim listens on TCP ports");
 
             MemorySegment own = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);
             own.fill(ATTACK);
