@@ -98,7 +98,9 @@ public final class NixlBackendFactory implements TransferBackendFactory
         if (!probe.availability().available()) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the nixl transport cannot run here: " + String.join("; ", probe.availability().reasons()));
         }
-        return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, telemetry, maxInFlight, progressDelayMicros);
+        String ucxConfig = NixlUcxSettings.of(context.sideChannelHost(), System.getenv(NixlUcxSettings.NET_DEVICES_ENVIRONMENT));
+        return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, telemetry, maxInFlight, progressDelayMicros,
+                ucxConfig);
     }
 
     private String configuredLibrary()

@@ -87,13 +87,14 @@ final class NixlOwner
      * @param progressThread whether NIXL runs its own progress thread.
      * @param telemetry whether NIXL records per-request telemetry.
      * @param progressDelayMicros the longest NIXL's progress thread waits for an event between polls.
+     * @param ucxConfig UCX settings for NIXL's UCX backend; empty for none.
      * @param transfers polled between pieces of work.
      * @param receive moves what NIXL received into the inbox, between pieces of work; true when anything arrived.
      * @param nativeShutdown releases everything native, the agent last; run when the loop ends with the agent open.
      * @throws KvBridgeException when the agent cannot be opened; the thread is stopped then.
      */
-    void start(Path library, boolean progressThread, boolean telemetry, long progressDelayMicros, NixlTransfers transfers, BooleanSupplier receive,
-            Runnable nativeShutdown)
+    void start(Path library, boolean progressThread, boolean telemetry, long progressDelayMicros, String ucxConfig, NixlTransfers transfers,
+            BooleanSupplier receive, Runnable nativeShutdown)
     {
         this.poller = requireNonNull(transfers, "transfers is null");
         this.receiver = requireNonNull(receive, "receive is null");
@@ -101,7 +102,7 @@ final class NixlOwner
         thread.start();
         try {
             thread.call(() -> {
-                agent = Nixl.openAgent(library, guard.agentName(), progressThread, telemetry, progressDelayMicros, agentLock);
+                agent = Nixl.openAgent(library, guard.agentName(), progressThread, telemetry, progressDelayMicros, ucxConfig, agentLock);
                 return null;
             });
         }

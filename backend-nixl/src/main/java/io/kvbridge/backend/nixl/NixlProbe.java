@@ -19,6 +19,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 
 /**
@@ -28,6 +29,10 @@ import java.util.stream.Collectors;
  */
 final class NixlProbe
 {
+    // listing a library's plugins opens an agent and a UCX backend, with UCX's listening sockets on
+    // every device while it lives, and its answer does not change while the process runs: once per library
+    private static final Map<Path, NixlPluginReport> PLUGINS = new ConcurrentHashMap<>();
+
     private static final int MAX_SEARCHED_SHOWN = 6;
 
     /**
@@ -119,7 +124,7 @@ final class NixlProbe
         boolean loadedUsable = library.map(report -> report.loaded() && (!report.stub() || withoutPlugins.fake())).orElse(false);
         // a stub aborts on any call, and a real NIXL may load UCX while listing plugins
         if (loadedUsable && withoutPlugins.ucxMayLoad()) {
-            plugins = Optional.of(Nixl.plugins(location.library().get(), true));
+            plugins = Optional.of(PLUGINS.computeIfAbsent(location.library().get(), path -> Nixl.plugins(path, true)));
         }
         // listing the plugins loaded NIXL's UCX plugin, and with it whichever libucp the dynamic linker found
         List<LoadedUcx> loadedUcx = plugins.isPresent() ? LoadedUcx.inThisProcess() : List.of();

@@ -53,8 +53,10 @@ final class NixlTransferBackend extends AbstractTransferBackend
      * @param telemetry whether NIXL records telemetry, against which each transfer's operation count is checked.
      * @param maxInFlight most posted transfers whose handles are not released.
      * @param progressDelayMicros the longest NIXL's progress thread waits for an event between polls.
+     * @param ucxConfig UCX settings for NIXL's UCX backend ({@link NixlUcxSettings}); empty for none.
      */
-    NixlTransferBackend(Path library, String agentName, boolean progressThread, boolean telemetry, int maxInFlight, long progressDelayMicros)
+    NixlTransferBackend(Path library, String agentName, boolean progressThread, boolean telemetry, int maxInFlight, long progressDelayMicros,
+            String ucxConfig)
     {
         InstanceGuard guard = new InstanceGuard(NixlBackendFactory.NAME, agentName);
         NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
@@ -70,7 +72,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
         messaging = new NixlMessaging(guard, owner, peers, notifications);
         shutdown = new NixlShutdown(owner, transfers, lists, peers, memory);
         try {
-            owner.start(library, progressThread, telemetry, progressDelayMicros, transfers, messaging::receive, shutdown);
+            owner.start(library, progressThread, telemetry, progressDelayMicros, ucxConfig, transfers, messaging::receive, shutdown);
         }
         catch (RuntimeException e) {
             guard.close();

@@ -157,8 +157,7 @@ public final class Nixl
         status = (int) nixl.createBackend.invokeExact(agent, arena.allocateFrom("UCX"), params.get(JAVA_LONG, 0), backend);
         if (status != NixlStatus.SUCCESS) {
             problems.add("NIXL's UCX plugin loads but cannot start a backend (nixl_capi_create_backend returned " + status + " "
-                    + NixlStatus.name(status) + ") for an agent with NIXL's progress thread, as the transport opens them; NIXL's own log names "
-                    + "why: a UCX built without multi-threading (UCX's --enable-mt) reads \"UCX library does not support multi-threading\"");
+                    + NixlStatus.name(status) + ") for an agent with NIXL's progress thread, as the transport opens them; " + backendStartCauses());
         }
         else {
             int backendDestroyed = (int) nixl.destroyBackend.invokeExact(backend.get(JAVA_LONG, 0));
@@ -166,6 +165,21 @@ public final class Nixl
         // best effort: a probe that cannot free a list has still answered
         int listDestroyed = (int) nixl.destroyMemList.invokeExact(list);
         int paramsDestroyed = (int) nixl.destroyParams.invokeExact(params.get(JAVA_LONG, 0));
+    }
+
+    /**
+     * Names the causes seen of NIXL's UCX plugin refusing to start a backend, which NIXL's C API
+     * reports only as {@code ERROR_BACKEND}; NIXL's own log on stderr says which it was.
+     *
+     * @return the causes, each with what NIXL logs for it and the fix.
+     */
+    static String backendStartCauses()
+    {
+        String tls = System.getenv("UCX_TLS");
+        return "NIXL's own log names why: a UCX built without multi-threading (UCX's --enable-mt) reads \"UCX library does not support "
+                + "multi-threading\"; a UCX_TLS that leaves out every transport able to report a failed peer, which NIXL's UCX backend asks for, "
+                + "reads \"no active messages transport ... no peer failure handler\" (measured with UCX 1.22.0: shared memory, cma and self "
+                + "alone are refused; keep tcp in UCX_TLS" + (tls == null ? "" : ", here UCX_TLS=" + tls) + ")";
     }
 
     /**
@@ -210,7 +224,7 @@ public final class Nixl
      */
     public static NixlAgent openAgent(Path library, String name, boolean progressThread, boolean telemetry, long progressDelayMicros)
     {
-        return openAgent(library, name, progressThread, telemetry, progressDelayMicros, null);
+        return openAgent(library, name, progressThread, telemetry, progressDelayMicros, "", null);
     }
 
     /**
@@ -221,17 +235,20 @@ public final class Nixl
      * @param progressThread whether NIXL runs its own progress thread.
      * @param telemetry whether NIXL records per-request telemetry ({@link NixlAgent#mergedDescriptors}).
      * @param progressDelayMicros NIXL's {@code pthr_delay_us}: 0 makes its progress thread poll without pause.
+     * @param ucxConfig UCX settings for NIXL's UCX backend ({@code NAME=VALUE,...}, names without
+     *     {@code UCX_}; NIXL's {@code engine_config}); empty for none. The environment's wins.
      * @param lock held by every caller of the agent, the opener included; null to confine it to the calling thread.
      * @return the agent.
      * @throws KvBridgeException {@code BACKEND_UNAVAILABLE} when the library or its UCX backend is unusable.
      */
-    public static NixlAgent openAgent(Path library, String name, boolean progressThread, boolean telemetry, long progressDelayMicros, ReentrantLock lock)
+    public static NixlAgent openAgent(Path library, String name, boolean progressThread, boolean telemetry, long progressDelayMicros, String ucxConfig,
+            ReentrantLock lock)
     {
         Object loaded = load(library);
         if (!(loaded instanceof NixlLibrary nixl)) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, (String) loaded);
         }
-        return new NixlAgent(nixl, name, progressThread, telemetry, progressDelayMicros, lock);
+        return new NixlAgent(nixl, name, progressThread, telemetry, progressDelayMicros, ucxConfig, lock);
     }
 
     /** Returns the loaded library, or why it could not be loaded. */

@@ -96,9 +96,11 @@ public final class NixlAgent implements AutoCloseable
      * @param progressThread whether NIXL runs its own progress thread.
      * @param captureTelemetry whether NIXL records per-request telemetry.
      * @param progressDelayMicros the longest NIXL's progress thread waits for an event before it polls UCX again.
+     * @param ucxConfig UCX settings for the UCX backend ({@code NAME=VALUE,...}); empty for none.
      * @param lock held by whichever thread calls the agent; null to confine it to the calling thread.
      */
-    NixlAgent(NixlLibrary nixl, String name, boolean progressThread, boolean captureTelemetry, long progressDelayMicros, ReentrantLock lock)
+    NixlAgent(NixlLibrary nixl, String name, boolean progressThread, boolean captureTelemetry, long progressDelayMicros, String ucxConfig,
+            ReentrantLock lock)
     {
         this.lock = lock;
         this.nixl = requireNonNull(nixl, "nixl is null");
@@ -116,7 +118,7 @@ public final class NixlAgent implements AutoCloseable
             config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("capture_telemetry")), captureTelemetry);
             agent = create((int) nixl.createConfiguredAgent.invokeExact(arena.allocateFrom(name), config, outAddress), "nixl_capi_create_configured_agent",
                     SETUP, "creating agent name=" + name);
-            createBackend();
+            createBackend(requireNonNull(ucxConfig, "ucxConfig is null"));
             hint = create((int) nixl.createOptArgs.invokeExact(outAddress), "nixl_capi_create_opt_args", INTERNAL, "creating the backend hint");
             check((int) nixl.optArgsAddBackend.invokeExact(hint, backend), "nixl_capi_opt_args_add_backend", INTERNAL, "hinting the UCX backend");
             requestOptions = create((int) nixl.createOptArgs.invokeExact(outAddress), "nixl_capi_create_opt_args", INTERNAL, "creating request options");
@@ -135,17 +137,21 @@ public final class NixlAgent implements AutoCloseable
         }
     }
 
-    private void createBackend() throws Throwable
+    private void createBackend(String ucxConfig) throws Throwable
     {
         long params = create((int) nixl.createParams.invokeExact(outAddress), "nixl_capi_create_params", INTERNAL, "creating UCX parameters");
         try {
             check((int) nixl.paramsAdd.invokeExact(params, arena.allocateFrom("num_workers"), arena.allocateFrom("1")), "nixl_capi_params_add", INTERNAL,
                     "setting num_workers=1");
+            if (!ucxConfig.isEmpty()) {
+                check((int) nixl.paramsAdd.invokeExact(params, arena.allocateFrom("engine_config"), arena.allocateFrom(ucxConfig)), "nixl_capi_params_add",
+                        INTERNAL, "setting engine_config=" + ucxConfig);
+            }
             int status = (int) nixl.createBackend.invokeExact(agent, arena.allocateFrom("UCX"), params, outAddress);
             if (status != NixlStatus.SUCCESS) {
                 throw NixlStatus.error("nixl_capi_create_backend", status, SETUP, nixl.level, "creating the UCX backend of agent " + name
-                        + "; check that NIXL_PLUGIN_DIR names the folder holding libplugin_UCX.so, that UCX loads, and that it was built with "
-                        + "multi-threading (UCX's --enable-mt; NIXL's own log then reads \"UCX library does not support multi-threading\")");
+                        + (ucxConfig.isEmpty() ? "" : " with UCX settings " + ucxConfig)
+                        + "; check that NIXL_PLUGIN_DIR names the folder holding libplugin_UCX.so and that UCX loads; " + Nixl.backendStartCauses());
             }
             backend = outAddress.get(JAVA_LONG, 0);
         }

@@ -1,0 +1,42 @@
+package io.kvbridge.backend.nixl;
+
+import io.kvbridge.transport.SideChannelInterface;
+import java.util.Optional;
+
+/**
+ * The UCX settings an instance gives NIXL's UCX backend (its {@code engine_config}). NIXL's UCX
+ * opens its tcp transport on every network device, each with a listening socket (measured with
+ * NIXL 1.4.0: on 127.0.0.1 and on the host's external address), and UCX's tcp transport copies the
+ * bytes of a put request that reaches such a socket to whatever address the request names, from
+ * any process, with no key (measured with the {@code ucx} transport's {@code UcxTcpWireAttackTest}).
+ * NIXL's UCX backend cannot leave tcp out, since on one host it is the transport that reports a
+ * failed peer (measured with UCX 1.22.0). So when the side channel serves loopback, where every peer
+ * is on this host, the backend's network devices are narrowed to the loopback interface; otherwise
+ * UCX keeps its choice, since an external side channel's interface alone would drop the RDMA
+ * devices NIXL reaches other hosts by.
+ */
+final class NixlUcxSettings
+{
+    /** UCX's environment variable for the devices, which wins over any setting here. */
+    static final String NET_DEVICES_ENVIRONMENT = "UCX_NET_DEVICES";
+
+    private NixlUcxSettings()
+    {
+    }
+
+    /**
+     * Chooses the settings.
+     *
+     * @param sideChannelHost the side channel's bind address, when the caller said.
+     * @param netDevicesEnvironment the value of {@code UCX_NET_DEVICES}; null when unset.
+     * @return {@code NET_DEVICES=lo} (the loopback interface's name) for a loopback side channel,
+     *     else empty.
+     */
+    static String of(Optional<String> sideChannelHost, String netDevicesEnvironment)
+    {
+        if ((netDevicesEnvironment != null && !netDevicesEnvironment.isBlank()) || !SideChannelInterface.loopback(sideChannelHost)) {
+            return "";
+        }
+        return SideChannelInterface.of(sideChannelHost.get()).map(device -> "NET_DEVICES=" + device).orElse("");
+    }
+}
