@@ -9,8 +9,10 @@ import java.util.Optional;
  * NIXL 1.4.0: on 127.0.0.1 and on the host's external address), and UCX's tcp transport copies the
  * bytes of a put request that reaches such a socket to whatever address the request names, from
  * any process, with no key (measured with the {@code ucx} transport's {@code UcxTcpWireAttackTest}).
- * NIXL's UCX backend cannot leave tcp out, since on one host it is the transport that reports a
- * failed peer (measured with UCX 1.22.0). So when the side channel serves loopback, where every peer
+ * Tcp stays, unlike in the {@code ucx} transport: without it NIXL's backend either refused to start
+ * (no shared-memory transport reports a failed peer unless {@code UCX_MM_ERROR_HANDLING=y}, which
+ * NIXL does not set) or, with that set, its progress thread spun at a full core and {@code close()}
+ * hung (UCX 1.22.0; see the module README). So when the side channel serves loopback, where every peer
  * is on this host, the backend's network devices are narrowed to the loopback interface; otherwise
  * UCX keeps its choice, since an external side channel's interface alone would drop the RDMA
  * devices NIXL reaches other hosts by.
