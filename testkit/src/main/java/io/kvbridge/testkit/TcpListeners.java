@@ -28,6 +28,7 @@ public final class TcpListeners
      *
      * @param process {@code self}, or a process id of this user.
      * @return {@code address:port} of each.
+     * @throws IOException when the process's descriptors or the kernel's tables cannot be read.
      */
     public static Set<String> of(String process) throws IOException
     {
@@ -94,6 +95,7 @@ public final class TcpListeners
      * Lists this host's IPv4 addresses on interfaces that are up and not loopback.
      *
      * @return the addresses, e.g. {@code 192.0.2.2}; empty on a host with none.
+     * @throws SocketException when the interfaces cannot be listed.
      */
     public static List<String> externalAddresses() throws SocketException
     {
