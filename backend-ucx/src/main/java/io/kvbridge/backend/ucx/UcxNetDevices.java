@@ -1,8 +1,8 @@
 package io.kvbridge.backend.ucx;
 
+import io.kvbridge.transport.SideChannelInterface;
 import java.util.ArrayList;
 import java.util.List;
-import io.kvbridge.transport.SideChannelInterface;
 import java.util.Optional;
 
 /**
