@@ -85,9 +85,10 @@ final class UcxWorker
         transports = UcxResources.transports(UcpContext.contextInfo(context));
         if (transports.contains("tcp/") && TCP_WARNED.compareAndSet(false, true)) {
             // once per process: an engine opens one instance per rank and layer group, all alike
-            LOG.warn("ucx instance {} opened UCX's tcp transport ({}; said once per process): any process that reaches its TCP port can write wherever UCX's tcp wire "
-                    + "protocol names, with no grant and no key; keep that port on a network only serving hosts reach, leave tcp out of tls "
-                    + "where peers share this host, or use the tcp transport where TCP is the only lane", agentName, transports);
+            LOG.warn("ucx instance {} opened UCX's tcp transport ({}; said once per process): any process that reaches its TCP port "
+                    + "can write wherever UCX's tcp wire protocol names, with no grant and no key; keep that port on a network only serving "
+                    + "hosts reach, leave tcp out of tls where peers share this host, or use the tcp transport where TCP is the only lane",
+                    agentName, transports);
         }
         worker = UcpWorker.workerCreate(context, agentName);
         workerFd = UcpWorker.workerEventFd(worker);
