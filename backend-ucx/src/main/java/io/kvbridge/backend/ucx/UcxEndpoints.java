@@ -98,7 +98,7 @@ final class UcxEndpoints
         catch (TimeoutException e) {
             String reason = "it did not answer UCX's connection setup within " + options.connectTimeoutMillis() + " ms";
             if (owner.call(() -> abandonSetup(setup, reason))) {
-                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + peer + "' with tls=" + UcxWorker.describe(options.tls())
+                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + peer + "' with tls=" + options.describeTls()
                         + ": " + reason + "; check that it is running and reachable, or raise " + UcxOptions.CONNECT_TIMEOUT_MS);
             }
             // the setup ended while the caller timed out: report how it ended
@@ -133,7 +133,7 @@ final class UcxEndpoints
         }
         catch (KvBridgeException e) {
             throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + metadata.agentName() + "' with tls="
-                    + UcxWorker.describe(options.tls()) + ": " + e.getMessage()
+                    + options.describeTls() + ": " + e.getMessage()
                     + "; check that it is running and that both sides share a UCX transport (see ucx_info -d)", e);
         }
         peersByToken.put(token, peer);
@@ -195,7 +195,7 @@ final class UcxEndpoints
         unlist(peer);
         markFailed(peer, reason);
         setup.answered().completeExceptionally(new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + peer.name() + "' with tls="
-                + UcxWorker.describe(options.tls()) + ": " + reason + "; check that it is running and that both sides share a UCX transport (see ucx_info -d)"));
+                + options.describeTls() + ": " + reason + "; check that it is running and that both sides share a UCX transport (see ucx_info -d)"));
     }
 
     /** Gives up a connect() still waiting for its peer; false when the setup ended meanwhile, either way. */

@@ -160,6 +160,16 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
                 staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes, 0);
     }
 
+    /** {@return the transports for messages: UCX's default, or the value, with why when tcp was left out by default} */
+    String describeTls()
+    {
+        if (tls.equals(WITHOUT_TCP)) {
+            return WITHOUT_TCP + " (tcp is left out when the side channel serves loopback and neither tls nor UCX_TLS is set; "
+                    + "set tls, e.g. tls=tcp,sm, for peers on this host that cannot share memory with this one)";
+        }
+        return tls.isEmpty() ? "(UCX default)" : tls;
+    }
+
     /**
      * Returns the UCX settings this instance applies over the environment, in order.
      *

@@ -71,7 +71,7 @@ final class UcxWorker
         }
         catch (KvBridgeException e) {
             if (!options.tls().isEmpty() || !options.netDevices().isEmpty() || !options.extraConfig().isEmpty()) {
-                throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "UCX could not start with tls=" + describe(options.tls()) + " net-devices="
+                throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "UCX could not start with tls=" + options.describeTls() + " net-devices="
                         + describe(options.netDevices()) + " ucx-config=" + options.extraConfig() + ": " + e.getMessage()
                         + "; list what this host offers with ucx_info -d", e);
             }

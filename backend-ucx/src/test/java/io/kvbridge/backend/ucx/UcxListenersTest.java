@@ -1,9 +1,13 @@
 package io.kvbridge.backend.ucx;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.testkit.SideChannelContext;
 import io.kvbridge.testkit.TcpListeners;
@@ -64,6 +68,19 @@ final class UcxListenersTest
         // the user's choice wins: the tcp transport named is opened
         try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp,sm"), new SideChannelContext("listeners", "127.0.0.1"))) {
             assertTrue(((UcxTransferBackend) backend).transports().contains("tcp/lo"), ((UcxTransferBackend) backend).transports());
+        }
+    }
+
+    @Test
+    void aPeerReachableOnlyOverTcpIsRefusedNamingWhyTcpWasLeftOut()
+    {
+        assumeTrue(System.getenv(UcxOptions.TLS_ENVIRONMENT) == null, "UCX_TLS is set in the environment and decides the transports");
+        try (TransferBackend defaults = new UcxBackendFactory().create(Map.of("connect-timeout-ms", "2000"), new SideChannelContext("defaults", "127.0.0.1"));
+                TransferBackend tcpOnly = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo"), () -> "tcp-only")) {
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> defaults.connect(tcpOnly.localMetadata()));
+            assertEquals(ErrorCode.PEER_UNKNOWN, e.code(), e::getMessage);
+            assertTrue(e.getMessage().contains("tls=^tcp (tcp is left out when the side channel serves loopback") && e.getMessage().contains("tls=tcp,sm"),
+                    e.getMessage());
         }
     }
 
