@@ -11,6 +11,9 @@ import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Factory of the {@code nixl} transport: NIXL (its C API, {@code libnixl_capi.so}) bound through
@@ -30,6 +33,9 @@ import java.util.Map;
  */
 public final class NixlBackendFactory implements TransferBackendFactory
 {
+    private static final Logger LOG = LoggerFactory.getLogger(NixlBackendFactory.class);
+    private static final AtomicBoolean UCX_WARNED = new AtomicBoolean();
+
     /** The transport's name. */
     public static final String NAME = "nixl";
     /** System property naming {@code libnixl_capi.so} or its directory. */
@@ -98,7 +104,15 @@ public final class NixlBackendFactory implements TransferBackendFactory
         if (!probe.availability().available()) {
             throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the nixl transport cannot run here: " + String.join("; ", probe.availability().reasons()));
         }
-        String ucxConfig = NixlUcxSettings.of(context.sideChannelHost(), System.getenv(NixlUcxSettings.NET_DEVICES_ENVIRONMENT));
+        String netDevices = System.getenv(NixlUcxSettings.NET_DEVICES_ENVIRONMENT);
+        String ucxConfig = NixlUcxSettings.of(context.sideChannelHost(), netDevices);
+        if (probe.realNixl() && ucxConfig.isEmpty() && netDevices == null && UCX_WARNED.compareAndSet(false, true)) {
+            // once per process: an engine opens one instance per rank and layer group, all alike
+            LOG.warn("nixl instance {}: NIXL's UCX listens on every network device (said once per process), and UCX's tcp transport "
+                    + "behind those sockets writes wherever a put request says, for anyone who reaches them; keep this host on a network "
+                    + "only serving hosts reach, bind the side channel to loopback where every peer is on this host, or set "
+                    + "UCX_NET_DEVICES", context.agentName());
+        }
         return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, telemetry, maxInFlight, progressDelayMicros,
                 ucxConfig);
     }

@@ -33,6 +33,8 @@ final class NixlProbe
     // every device while it lives, and its answer does not change while the process runs: once per library
     private static final Map<Path, NixlPluginReport> PLUGINS = new ConcurrentHashMap<>();
 
+    private static final String IMPLEMENTATION = "implementation";
+    private static final String REAL_NIXL = "NIXL";
     private static final int MAX_SEARCHED_SHOWN = 6;
 
     /**
@@ -80,6 +82,11 @@ final class NixlProbe
      */
     record Result(Availability availability, Optional<Path> library)
     {
+        /** {@return whether the library found is NIXL itself, not the test fake or a stub} */
+        boolean realNixl()
+        {
+            return REAL_NIXL.equals(availability.details().get(IMPLEMENTATION));
+        }
     }
 
     // NIXL 1.4.0's UCX plugin warns below this version (ucx_utils.cpp)
@@ -162,7 +169,7 @@ final class NixlProbe
         reasons.addAll(library.problems());
         boolean fake = facts.fake();
         if (fake) {
-            details.put("implementation", "kvbridge test fake, not NIXL (" + library.fakeIdentity().get() + ")");
+            details.put(IMPLEMENTATION, "kvbridge test fake, not NIXL (" + library.fakeIdentity().get() + ")");
             // the key every transport bound to a test fake sets, so that figures measured on it are labelled
             details.put("fake", "true");
             if (!facts.allowFake()) {
@@ -172,12 +179,12 @@ final class NixlProbe
             }
         }
         else if (library.stub()) {
-            details.put("implementation", "stub");
+            details.put(IMPLEMENTATION, "stub");
             reasons.add(path + " is a stub of NIXL's C API (nixl_capi_is_stub() returned true) that could not reach a real NIXL; "
                     + "point " + NixlBackendFactory.LIBRARY_PROPERTY + " at the libnixl_capi.so of a NIXL installation");
         }
         else if (library.loaded()) {
-            details.put("implementation", "NIXL");
+            details.put(IMPLEMENTATION, REAL_NIXL);
         }
         library.apiLevel().ifPresent(level -> details.put("c-api", level.description()));
         details.put("nixl-version", facts.version().orElse(fake ? "none (fake)" : "unknown (the C API reports none and no nixl.pc was found next to the library)"));
