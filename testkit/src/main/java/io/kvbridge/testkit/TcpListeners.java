@@ -6,10 +6,8 @@ import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
 
@@ -46,26 +44,21 @@ public final class TcpListeners
                 }
             }
         }
-        Map<String, String> listening = new HashMap<>();
+        Set<String> own = new HashSet<>();
         for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
             Path path = Path.of(table);
             if (!Files.isReadable(path)) {
                 continue;
             }
-            for (String line : Files.readAllLines(path).subList(1, Files.readAllLines(path).size())) {
+            List<String> lines = Files.readAllLines(path);
+            for (String line : lines.subList(1, lines.size())) {
                 String[] fields = line.trim().split("\\s+");
                 // sl local_address rem_address st ... inode; st 0A is LISTEN
-                if (fields.length > 9 && fields[3].equals("0A")) {
-                    listening.put(fields[9], decode(fields[1]));
+                if (fields.length > 9 && fields[3].equals("0A") && inodes.contains(fields[9])) {
+                    own.add(decode(fields[1]));
                 }
             }
         }
-        Set<String> own = new HashSet<>();
-        listening.forEach((inode, address) -> {
-            if (inodes.contains(inode)) {
-                own.add(address);
-            }
-        });
         return own;
     }
 

@@ -106,7 +106,7 @@ public final class NixlBackendFactory implements TransferBackendFactory
         }
         String netDevices = System.getenv(NixlUcxSettings.NET_DEVICES_ENVIRONMENT);
         String ucxConfig = NixlUcxSettings.of(context.sideChannelHost(), netDevices);
-        if (probe.realNixl() && ucxConfig.isEmpty() && netDevices == null && UCX_WARNED.compareAndSet(false, true)) {
+        if (probe.realNixl() && ucxConfig.isEmpty() && !NixlUcxSettings.devicesChosen(netDevices) && UCX_WARNED.compareAndSet(false, true)) {
             // once per process: an engine opens one instance per rank and layer group, all alike
             LOG.warn("nixl instance {}: NIXL's UCX listens on every network device (said once per process), and UCX's tcp transport "
                     + "behind those sockets writes wherever a put request says, for anyone who reaches them; keep this host on a network "

@@ -27,6 +27,17 @@ final class NixlUcxSettings
     }
 
     /**
+     * Tells whether the environment chose UCX's network devices.
+     *
+     * @param netDevicesEnvironment the value of {@code UCX_NET_DEVICES}; null when unset.
+     * @return true when it names any; a blank value names none.
+     */
+    static boolean devicesChosen(String netDevicesEnvironment)
+    {
+        return netDevicesEnvironment != null && !netDevicesEnvironment.isBlank();
+    }
+
+    /**
      * Chooses the settings.
      *
      * @param sideChannelHost the side channel's bind address, when the caller said.
@@ -36,7 +47,7 @@ final class NixlUcxSettings
      */
     static String of(Optional<String> sideChannelHost, String netDevicesEnvironment)
     {
-        if ((netDevicesEnvironment != null && !netDevicesEnvironment.isBlank()) || !SideChannelInterface.loopback(sideChannelHost)) {
+        if (devicesChosen(netDevicesEnvironment) || !SideChannelInterface.loopback(sideChannelHost)) {
             return "";
         }
         return SideChannelInterface.of(sideChannelHost.get()).map(device -> "NET_DEVICES=" + device).orElse("");

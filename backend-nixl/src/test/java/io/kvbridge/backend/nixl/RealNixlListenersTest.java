@@ -42,7 +42,7 @@ final class RealNixlListenersTest
     @Test
     void aLoopbackSideChannelKeepsNixlsUcxListeningOnLoopbackOnly() throws IOException
     {
-        Set<String> opened = openedBy(Map.of(), new SideChannelContext("listeners-loopback", "127.0.0.1"));
+        Set<String> opened = openedBy(new SideChannelContext("listeners-loopback", "127.0.0.1"));
         assertFalse(opened.isEmpty(), "NIXL's UCX opened no listening socket");
         for (String address : opened) {
             assertTrue(address.startsWith("127.0.0.1:"), "NIXL's UCX listens on " + address + " with a loopback side channel; all: " + opened);
@@ -54,18 +54,18 @@ final class RealNixlListenersTest
     {
         List<String> external = TcpListeners.externalAddresses();
         assumeTrue(!external.isEmpty(), "this host has no external IPv4 interface that is up");
-        Set<String> opened = openedBy(Map.of(), () -> "listeners-default");
+        Set<String> opened = openedBy(() -> "listeners-default");
         assertTrue(opened.stream().anyMatch(address -> external.contains(address.substring(0, address.lastIndexOf(':')))),
                 "NIXL's UCX left to itself should listen on one of " + external + " too; listening on " + opened);
     }
 
-    private static Set<String> openedBy(Map<String, String> config, BackendContext context) throws IOException
+    private static Set<String> openedBy(BackendContext context) throws IOException
     {
         NixlBackendFactory factory = new NixlBackendFactory(null, false);
         // the probe opens a backend of its own once: done before the count
         assumeTrue(factory.probe().available(), "no usable NIXL");
         Set<String> before = TcpListeners.of("self");
-        try (TransferBackend backend = factory.create(config, context)) {
+        try (TransferBackend backend = factory.create(Map.of(), context)) {
             Set<String> opened = new HashSet<>(TcpListeners.of("self"));
             opened.removeAll(before);
             return opened;

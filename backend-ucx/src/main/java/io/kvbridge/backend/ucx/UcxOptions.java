@@ -167,7 +167,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
             return WITHOUT_TCP + " (tcp is left out when the side channel serves loopback and neither tls nor UCX_TLS is set; "
                     + "set tls, e.g. tls=tcp,sm, for peers on this host that cannot share memory with this one)";
         }
-        return tls.isEmpty() ? "(UCX default)" : tls;
+        return UcxWorker.describe(tls);
     }
 
     /**
