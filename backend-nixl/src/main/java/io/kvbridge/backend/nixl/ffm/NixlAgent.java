@@ -3,7 +3,6 @@ package io.kvbridge.backend.nixl.ffm;
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.util.Objects.requireNonNull;
@@ -59,7 +58,6 @@ public final class NixlAgent implements AutoCloseable
     private static final Meaning REGISTER_HOST = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.MEMORY_KIND_UNSUPPORTED, false);
     private static final Meaning REGISTER_DEVICE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.MEMORY_KIND_UNSUPPORTED, ErrorCode.MEMORY_KIND_UNSUPPORTED, false);
     private static final Meaning DEREGISTER = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.NOT_REGISTERED, true);
-    private static final Meaning LOAD = new Meaning(ErrorCode.PROTOCOL_ERROR, ErrorCode.PROTOCOL_ERROR, ErrorCode.PEER_UNKNOWN, false);
     private static final Meaning PREPARE_LOCAL = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.DESCRIPTOR_OUT_OF_RANGE, true);
     private static final Meaning PREPARE_REMOTE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, true);
     private static final Meaning MAKE = new Meaning(ErrorCode.INVALID_ARGUMENT, ErrorCode.NATIVE_ERROR, ErrorCode.PEER_UNKNOWN, false);
@@ -73,10 +71,9 @@ public final class NixlAgent implements AutoCloseable
     // shared, as the lock's holder may be any thread; the lock keeps its use to one thread at a time
     private final Arena arena = Arena.ofShared();
     private final MemorySegment outAddress = arena.allocate(ADDRESS);
-    private final MemorySegment outData = arena.allocate(ADDRESS);
-    private final MemorySegment outLong = arena.allocate(JAVA_LONG);
     // nixl_capi_xfer_telemetry_s: five uint64_t, the descriptor count after merging last
     private final MemorySegment telemetry = arena.allocate(TELEMETRY_BYTES, Long.BYTES);
+    private final NixlPeerMetadata metadata;
     private MemorySegment localIndices = arena.allocate(JAVA_INT, 64);
     private MemorySegment remoteIndices = arena.allocate(JAVA_INT, 64);
 
@@ -105,6 +102,7 @@ public final class NixlAgent implements AutoCloseable
         this.lock = lock;
         this.nixl = requireNonNull(nixl, "nixl is null");
         this.name = requireNonNull(name, "name is null");
+        this.metadata = new NixlPeerMetadata(nixl, name, arena);
         try {
             MemorySegment config = arena.allocate(CONFIG);
             config.set(JAVA_BOOLEAN, CONFIG.byteOffset(groupElement("enable_prog_thread")), progressThread);
@@ -254,19 +252,7 @@ public final class NixlAgent implements AutoCloseable
     public byte[] localMetadata()
     {
         checkOpen();
-        try {
-            check((int) nixl.getLocalMd.invokeExact(agent, outData, outLong), "nixl_capi_get_local_md", INTERNAL, "reading the metadata of agent " + name);
-        }
-        catch (Throwable t) {
-            throw NixlLibrary.rethrow(t);
-        }
-        MemorySegment data = outData.get(ADDRESS, 0);
-        try {
-            return NixlMemory.bytes(data, outLong.get(JAVA_LONG, 0));
-        }
-        finally {
-            NixlLibrary.free(data);
-        }
+        return metadata.local(agent);
     }
 
     /**
@@ -278,30 +264,7 @@ public final class NixlAgent implements AutoCloseable
     public String loadRemoteMetadata(byte[] blob)
     {
         checkOpen();
-        if (blob.length == 0) {
-            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "the peer's NIXL metadata is empty; pass the bytes its localMetadata() returned");
-        }
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment data = call.allocate(blob.length);
-            MemorySegment.copy(blob, 0, data, JAVA_BYTE, 0, blob.length);
-            int status = (int) nixl.loadRemoteMd.invokeExact(agent, data, (long) blob.length, outAddress);
-            if (status == NixlStatus.INVALID_PARAM) {
-                throw NixlStatus.error("nixl_capi_load_remote_md", status, LOAD, nixl.level, "loading " + blob.length
-                        + " bytes of peer metadata: NIXL refuses an agent's own metadata, so connect to another instance");
-            }
-            check(status, "nixl_capi_load_remote_md", LOAD, "loading " + blob.length
-                    + " bytes of peer metadata: it is corrupt, shares no backend with agent " + name + ", or the peer restarted with new connection info");
-            MemorySegment peer = outAddress.get(ADDRESS, 0);
-            try {
-                return NixlMemory.string(peer);
-            }
-            finally {
-                NixlLibrary.free(peer);
-            }
-        }
-        catch (Throwable t) {
-            throw NixlLibrary.rethrow(t);
-        }
+        return metadata.load(agent, blob);
     }
 
     /**
@@ -313,17 +276,7 @@ public final class NixlAgent implements AutoCloseable
     public boolean remoteMetadataLoaded(String peer)
     {
         checkOpen();
-        try (Arena call = Arena.ofConfined()) {
-            int status = (int) nixl.checkRemoteMd.invokeExact(agent, call.allocateFrom(peer), 0L);
-            if (status == NixlStatus.NOT_FOUND || status == NixlStatus.BACKEND) {
-                return false;
-            }
-            check(status, "nixl_capi_check_remote_md", INTERNAL, "checking metadata of peer " + peer);
-            return true;
-        }
-        catch (Throwable t) {
-            throw NixlLibrary.rethrow(t);
-        }
+        return metadata.loaded(agent, peer);
     }
 
     /**
@@ -335,17 +288,7 @@ public final class NixlAgent implements AutoCloseable
     public boolean invalidateRemoteMetadata(String peer)
     {
         checkOpen();
-        try (Arena call = Arena.ofConfined()) {
-            int status = (int) nixl.invalidateRemoteMd.invokeExact(agent, call.allocateFrom(peer));
-            if (status == NixlStatus.NOT_FOUND || (status == NixlStatus.BACKEND && nixl.level == NixlApiLevel.V1_4)) {
-                return false;
-            }
-            check(status, "nixl_capi_invalidate_remote_md", INTERNAL, "forgetting peer " + peer);
-            return true;
-        }
-        catch (Throwable t) {
-            throw NixlLibrary.rethrow(t);
-        }
+        return metadata.invalidate(agent, peer);
     }
 
     /**
