@@ -6,15 +6,19 @@
  * prepared as lists of TOTAL / BLOCK descriptors and one request names every block (merging off,
  * so NIXL issues one operation per block, as the transport's stream posts one block per transfer).
  * A pass posts that request once and polls it to completion; GB/s = TOTAL / (post to completion).
+ * With --request-per-block a pass instead makes, posts, polls, releases and destroys one request per
+ * block in turn, as the transport does for a stream of one-block transfers, so the difference
+ * between the two modes is NIXL's own cost per request.
  * One untimed pass comes first, then BATCHES timed ones; the mean and the best are printed. The
  * destination is zeroed before each block size and compared with the source's pattern after it,
  * so lost bytes fail the run. UCX settings come from the environment (UCX_TLS, ...); run it with
  * UCX_ERROR_SIGNALS= as the JVM runs NIXL.
  *
- * Usage: nixl_probe write|read TOTAL BLOCK [BLOCK ...] [--batches=N]
+ * Usage: nixl_probe write|read TOTAL BLOCK [BLOCK ...] [--batches=N] [--request-per-block]
  * Build: gcc -O2 -o nixl_probe nixl_probe.c -L<dir> -lnixl_capi -Wl,-rpath,<dir>
  * Prints one line per block size:
- *   nixl_probe write block=4096 total=268435456 batches=5 mean 1.234 GB/s best 1.456 GB/s */
+ *   nixl_probe write block=4096 total=268435456 batches=5 mean 1.234 GB/s best 1.456 GB/s
+ * (with --request-per-block the line starts "nixl_probe write per-block ...") */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdint.h>
@@ -151,6 +155,31 @@ static handle_t prepare(struct agent *initiator, const char *owner, unsigned cha
     return handle;
 }
 
+static handle_t make(struct agent *initiator, int write, handle_t local, handle_t remote, const int *indices, int count, handle_t options)
+{
+    handle_t request;
+    check(nixl_capi_make_xfer_req(initiator->handle, write ? OP_WRITE : OP_READ, local, indices, (size_t) count, remote, indices, (size_t) count,
+                  &request, options),
+            "nixl_capi_make_xfer_req");
+    return request;
+}
+
+/* posts a request (NULL options: as it was made) and polls it to completion */
+static void complete(struct agent *initiator, handle_t request)
+{
+    status_t status = nixl_capi_post_xfer_req(initiator->handle, request, NULL);
+    while (status == IN_PROGRESS) {
+        status = nixl_capi_get_xfer_status(initiator->handle, request);
+    }
+    check(status, "nixl_capi_post_xfer_req / nixl_capi_get_xfer_status");
+}
+
+static void release(struct agent *initiator, handle_t request)
+{
+    check(nixl_capi_release_xfer_req(initiator->handle, request), "nixl_capi_release_xfer_req");
+    check(nixl_capi_destroy_xfer_req(request), "nixl_capi_destroy_xfer_req");
+}
+
 static void fill(unsigned char *region, size_t total, size_t block)
 {
     for (size_t i = 0; i < total; i++) {
@@ -161,7 +190,7 @@ static void fill(unsigned char *region, size_t total, size_t block)
 int main(int argc, char **argv)
 {
     if (argc < 4 || (strcmp(argv[1], "write") != 0 && strcmp(argv[1], "read") != 0)) {
-        fprintf(stderr, "usage: nixl_probe write|read TOTAL BLOCK [BLOCK ...] [--batches=N]\n");
+        fprintf(stderr, "usage: nixl_probe write|read TOTAL BLOCK [BLOCK ...] [--batches=N] [--request-per-block]\n");
         return 2;
     }
     alarm(RUN_LIMIT_SECONDS);
@@ -170,9 +199,13 @@ int main(int argc, char **argv)
     size_t blocks[MAX_BLOCK_SIZES];
     int block_count = 0;
     int batches = 5;
+    bool per_block = false;
     for (int i = 3; i < argc; i++) {
         if (strncmp(argv[i], "--batches=", 10) == 0) {
             batches = atoi(argv[i] + 10);
+        }
+        else if (strcmp(argv[i], "--request-per-block") == 0) {
+            per_block = true;
         }
         else if (block_count < MAX_BLOCK_SIZES) {
             blocks[block_count++] = strtoull(argv[i], NULL, 10);
@@ -214,23 +247,28 @@ int main(int argc, char **argv)
             indices[i] = i;
         }
         handle_t options;
+        handle_t whole = NULL;
         check(nixl_capi_create_opt_args(&options), "nixl_capi_create_opt_args");
         check(nixl_capi_opt_args_add_backend(options, initiator.backend), "nixl_capi_opt_args_add_backend");
         check(nixl_capi_opt_args_set_skip_desc_merge(options, true), "nixl_capi_opt_args_set_skip_desc_merge");
-        handle_t request;
-        check(nixl_capi_make_xfer_req(initiator.handle, write ? OP_WRITE : OP_READ, local, indices, (size_t) count, remote,
-                      indices, (size_t) count, &request, options),
-                "nixl_capi_make_xfer_req");
         double best = 0;
         double sum = 0;
         for (int pass = 0; pass <= batches; pass++) {
             double started = seconds();
-            /* NULL options: a finished request is posted again as it was made */
-            status_t status = nixl_capi_post_xfer_req(initiator.handle, request, NULL);
-            while (status == IN_PROGRESS) {
-                status = nixl_capi_get_xfer_status(initiator.handle, request);
+            if (per_block) {
+                for (int i = 0; i < count; i++) {
+                    handle_t request = make(&initiator, write, local, remote, indices + i, 1, options);
+                    complete(&initiator, request);
+                    release(&initiator, request);
+                }
             }
-            check(status, "nixl_capi_post_xfer_req / nixl_capi_get_xfer_status");
+            else {
+                if (pass == 0) {
+                    whole = make(&initiator, write, local, remote, indices, count, options);
+                }
+                /* a finished request is posted again as it was made */
+                complete(&initiator, whole);
+            }
             double rate = (double) total / (seconds() - started) / 1e9;
             if (pass > 0) {
                 sum += rate;
@@ -241,13 +279,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "nixl_probe: block=%zu: the destination differs from the source after the passes\n", block);
             return 1;
         }
-        check(nixl_capi_release_xfer_req(initiator.handle, request), "nixl_capi_release_xfer_req");
-        check(nixl_capi_destroy_xfer_req(request), "nixl_capi_destroy_xfer_req");
+        if (!per_block) {
+            release(&initiator, whole);
+        }
         check(nixl_capi_destroy_opt_args(options), "nixl_capi_destroy_opt_args");
         check(nixl_capi_release_xfer_dlist_handle(initiator.handle, local), "nixl_capi_release_xfer_dlist_handle");
         check(nixl_capi_release_xfer_dlist_handle(initiator.handle, remote), "nixl_capi_release_xfer_dlist_handle");
         free(indices);
-        printf("nixl_probe %s block=%zu total=%zu batches=%d mean %.3f GB/s best %.3f GB/s\n", argv[1], block, total, batches, sum / batches, best);
+        printf("nixl_probe %s%s block=%zu total=%zu batches=%d mean %.3f GB/s best %.3f GB/s\n", argv[1], per_block ? " per-block" : "", block, total,
+                batches, sum / batches, best);
         fflush(stdout);
     }
     check(nixl_capi_invalidate_remote_md(initiator.handle, target.name), "nixl_capi_invalidate_remote_md");
