@@ -13,8 +13,10 @@ import java.util.regex.Pattern;
  * command line), linked to the {@code libnixl_capi.so} the transport binds ({@value #LIBRARY_PROPERTY}
  * when set, else the linker's search path), runs two agents in one process, as the bench runs two
  * instances, and writes the same total in the same block sizes: one request naming every block,
- * unmerged, posted once per pass. Against kvbridge's test fake of the library its figures are the
- * fake's, and the bench labels them so.
+ * unmerged, posted once per pass. With one request per block (its {@code --request-per-block}) it
+ * makes, posts and releases a request per block instead, as the transport posts one block per
+ * transfer, so the two figures together show NIXL's own cost per request. Against kvbridge's test
+ * fake of the library its figures are the fake's, and the bench labels them so.
  */
 public final class NixlProbeBaseline
 {
@@ -26,6 +28,8 @@ public final class NixlProbeBaseline
     public static final int TIMED_PASSES = 5;
 
     private static final Pattern LINE = Pattern.compile("nixl_probe write block=(\\d+) total=\\d+ batches=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s");
+    private static final Pattern PER_BLOCK_LINE = Pattern.compile(
+            "nixl_probe write per-block block=(\\d+) total=\\d+ batches=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s");
 
     private NixlProbeBaseline()
     {
@@ -38,9 +42,10 @@ public final class NixlProbeBaseline
      * @param compiler the C compiler command, normally {@code gcc}.
      * @param totalBytes bytes written per block size.
      * @param blockSizes the block sizes.
+     * @param requestPerBlock one request per block instead of one per pass.
      * @return the figures, or the reason there are none.
      */
-    public static BaselineResult measure(String compiler, long totalBytes, List<Long> blockSizes)
+    public static BaselineResult measure(String compiler, long totalBytes, List<Long> blockSizes, boolean requestPerBlock)
     {
         requireNonNull(blockSizes, "blockSizes is null");
         List<String> libraries = new ArrayList<>();
@@ -49,10 +54,14 @@ public final class NixlProbeBaseline
             libraries.addAll(List.of("-L" + directory, "-Wl,-rpath," + directory));
         }
         libraries.add("-lnixl_capi");
-        CompiledBaseline.Program program = new CompiledBaseline.Program("nixl_probe.c", libraries, LINE, "NIXL probe baseline", "", 600);
+        CompiledBaseline.Program program = new CompiledBaseline.Program("nixl_probe.c", libraries, requestPerBlock ? PER_BLOCK_LINE : LINE,
+                requestPerBlock ? "NIXL per-block probe baseline" : "NIXL probe baseline", "", 600);
         List<String> arguments = new ArrayList<>(List.of("write", Long.toString(totalBytes)));
         blockSizes.forEach(size -> arguments.add(Long.toString(size)));
         arguments.add("--batches=" + TIMED_PASSES);
+        if (requestPerBlock) {
+            arguments.add("--request-per-block");
+        }
         // NIXL's UCX installs signal handlers the probe does not want either; the JVM already runs with it empty
         return CompiledBaseline.measure(program, compiler, arguments, blockSizes, Map.of("UCX_ERROR_SIGNALS", ""));
     }

@@ -130,6 +130,7 @@ final class BenchCommand implements Callable<Integer>
         BaselineResult baseline = MemcpyBaseline.measure(compiler, totalBytes, blockSizes);
         BaselineResult probe = BaselineResult.unavailable("the " + UcxProbeBaseline.TRANSPORT + " transport is not available here");
         BaselineResult nixlProbe = BaselineResult.unavailable("the " + NixlProbeBaseline.TRANSPORT + " transport is not available here");
+        BaselineResult nixlPerBlock = nixlProbe;
         BaselineResult tcpStream = BaselineResult.unavailable("neither the " + String.join(" nor the ", TcpStreamBaseline.TRANSPORTS)
                 + " transport is available here");
         boolean tcpStreamMeasured = false;
@@ -166,11 +167,15 @@ final class BenchCommand implements Callable<Integer>
             if (plugin.name().equals(NixlProbeBaseline.TRANSPORT)) {
                 progress.printf("kvbridge bench: NIXL C probe (%s, two agents in one process) ...%n", compiler);
                 progress.flush();
-                nixlProbe = NixlProbeBaseline.measure(compiler, totalBytes, blockSizes);
+                nixlProbe = NixlProbeBaseline.measure(compiler, totalBytes, blockSizes, false);
+                progress.printf("kvbridge bench: NIXL C probe, one request per block ...%n");
+                progress.flush();
+                nixlPerBlock = NixlProbeBaseline.measure(compiler, totalBytes, blockSizes, true);
             }
             BaselineResult ownProbe = plugin.name().equals(UcxProbeBaseline.TRANSPORT) ? probe
                     : plugin.name().equals(NixlProbeBaseline.TRANSPORT) ? nixlProbe : null;
             BaselineResult ownTcp = overTcp ? tcpStream : null;
+            BaselineResult ownPerBlock = plugin.name().equals(NixlProbeBaseline.TRANSPORT) ? nixlPerBlock : null;
             Map<Long, Double> points = new LinkedHashMap<>();
             try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window, transportMemory, optionsOf(plugin.name()))) {
                 for (long size : blockSizes) {
@@ -195,6 +200,11 @@ final class BenchCommand implements Callable<Integer>
                     row.put("ratioToMemcpy", memcpy == null ? null : significant(result.gigabytesPerSecond() / memcpy));
                     row.put("probeGbPerSecond", probed);
                     row.put("ratioToProbe", probed == null ? null : significant(result.gigabytesPerSecond() / probed));
+                    if (ownPerBlock != null) {
+                        Double perBlock = ownPerBlock.gigabytesPerSecond().get(size);
+                        row.put("perBlockProbeGbPerSecond", perBlock);
+                        row.put("ratioToPerBlockProbe", perBlock == null ? null : significant(result.gigabytesPerSecond() / perBlock));
+                    }
                     row.put("tcpGbPerSecond", tcp);
                     row.put("ratioToTcp", tcp == null ? null : significant(result.gigabytesPerSecond() / tcp));
                     rows.add(row);
@@ -241,7 +251,8 @@ final class BenchCommand implements Callable<Integer>
             document.put("rows", rows);
             document.put("baseline", baselineJson(baseline));
             document.put("probe", probeJson(probe, probeMemory));
-            document.put("nixlProbe", nixlProbeJson(nixlProbe));
+            document.put("nixlProbe", nixlProbeJson(nixlProbe, false));
+            document.put("nixlProbePerBlock", nixlProbeJson(nixlPerBlock, true));
             document.put("tcpStream", tcpStreamJson(tcpStream));
             document.put("deviceBaseline", deviceBaselineJson(device));
             document.put("issueCost", device.issueCosts);
@@ -250,7 +261,7 @@ final class BenchCommand implements Callable<Integer>
             out.println(Json.write(document));
         }
         else {
-            printTable(out, totalBytes, rows, baseline, probe, nixlProbe, tcpStream, skipped);
+            printTable(out, totalBytes, rows, baseline, probe, List.of(nixlProbe, nixlPerBlock), tcpStream, skipped);
             printDevice(out, device);
         }
         out.flush();
@@ -442,12 +453,13 @@ final class BenchCommand implements Callable<Integer>
         return document;
     }
 
-    private static Map<String, Object> nixlProbeJson(BaselineResult probe)
+    private static Map<String, Object> nixlProbeJson(BaselineResult probe, boolean requestPerBlock)
     {
         Map<String, Object> document = baselineJson(probe);
         document.put("name", "nixl_probe");
         document.put("transport", NixlProbeBaseline.TRANSPORT);
-        document.put("figure", "best of " + NixlProbeBaseline.TIMED_PASSES + " timed passes, one unmerged request of every block per pass");
+        document.put("figure", "best of " + NixlProbeBaseline.TIMED_PASSES + " timed passes, " + (requestPerBlock
+                ? "one request made, posted and released per block, in turn" : "one unmerged request of every block per pass"));
         return document;
     }
 
@@ -474,7 +486,7 @@ final class BenchCommand implements Callable<Integer>
     }
 
     private void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, BaselineResult baseline, BaselineResult probe,
-            BaselineResult nixlProbe, BaselineResult tcpStream, List<Map<String, Object>> skipped)
+            List<BaselineResult> nixlProbes, BaselineResult tcpStream, List<Map<String, Object>> skipped)
     {
         out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
         out.printf(Locale.ROOT, "%-18s %10s %9s %10s %10s %10s %11s %9s %7s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe",
@@ -491,7 +503,13 @@ final class BenchCommand implements Callable<Integer>
         out.println();
         printBaseline(out, "memcpy baseline (single thread, same run)", "memcpy baseline", baseline, "ratio column");
         printBaseline(out, "UCX probe baseline (C, two processes, same run, " + UcxProbeBaseline.transports() + ")", "UCX probe baseline", probe, "probe columns");
-        printBaseline(out, "NIXL probe baseline (C, two agents in one process, same run)", "NIXL probe baseline", nixlProbe, "probe columns of nixl");
+        printBaseline(out, "NIXL probe baseline (C, two agents in one process, same run)", "NIXL probe baseline", nixlProbes.get(0), "probe columns of nixl");
+        printBaseline(out, "NIXL probe, one request per block (C, same run)", "NIXL per-block probe", nixlProbes.get(1), "no column");
+        for (Map<String, Object> row : rows) {
+            if (row.get("ratioToPerBlockProbe") != null) {
+                out.printf(Locale.ROOT, "  nixl %s: %s x the per-block probe%n", Sizes.format((Long) row.get("blockBytes")), readable(row.get("ratioToPerBlockProbe")));
+            }
+        }
         printBaseline(out, "TCP stream baseline (C, one connection on 127.0.0.1, two processes, same run)", "TCP stream baseline", tcpStream, "x tcp column");
         for (Map<String, Object> skip : skipped) {
             out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
@@ -506,7 +524,9 @@ final class BenchCommand implements Callable<Integer>
                 + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",
                 UcxProbeBaseline.TIMED_PASSES);
         out.printf(Locale.ROOT, "  For nixl: nixl_probe.c, two agents in one process calling libnixl_capi directly, one request naming every block "
-                + "(merging off), posted once per pass; best of %d timed passes.%n", NixlProbeBaseline.TIMED_PASSES);
+                + "(merging off), posted once per pass; best of %d timed passes. With one request per block (--request-per-block), the same "
+                + "probe makes, posts and releases one request per block in turn, as the transport posts: the gap between the two probes is NIXL's "
+                + "own cost per request.%n", NixlProbeBaseline.TIMED_PASSES);
         out.printf(Locale.ROOT, "x tcp: the tcp and ucx rows against tcp_stream.c, two forked processes sending the same total in the same blocks over one TCP "
                 + "connection on 127.0.0.1 (default socket buffers, TCP_NODELAY); best of %d timed passes; the wire tcp, and ucx with UCX_TLS=tcp, should fill.%n",
                 TcpStreamBaseline.TIMED_PASSES);

@@ -46,12 +46,16 @@ final class NixlFakeBenchTest
             return;
         }
         assertEquals(2, probe.get("rows").size(), probe.toString());
+        JsonNode perBlock = result.get("nixlProbePerBlock");
+        assertTrue(perBlock.get("available").asBoolean(), perBlock.toString());
+        assertEquals(2, perBlock.get("rows").size(), perBlock.toString());
         Set<Long> sizes = new HashSet<>();
         for (JsonNode row : result.get("rows")) {
             if (row.get("transport").asText().equals("nixl")) {
                 sizes.add(row.get("blockBytes").asLong());
                 assertEquals("fake", row.get("driver").asText(), row.toString());
                 assertTrue(row.get("probeGbPerSecond").asDouble() > 0 && row.get("ratioToProbe").asDouble() > 0, row.toString());
+                assertTrue(row.get("perBlockProbeGbPerSecond").asDouble() > 0 && row.get("ratioToPerBlockProbe").asDouble() > 0, row.toString());
             }
         }
         assertEquals(Set.of(65536L, 1048576L), sizes, run.out());
