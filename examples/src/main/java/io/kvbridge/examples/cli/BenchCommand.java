@@ -47,7 +47,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline "
-                + "(for ucx, against a C program using UCX directly; for tcp and ucx, against one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device). "
+                + "(for ucx, against a C program using UCX directly; for nixl, against a C program using NIXL's C API directly, one request per pass "
+                + "and one per block; for tcp and ucx, against one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device). "
                 + "With --role target|initiator: READ and WRITE between two processes, on two hosts or one, prepare, post and transfer times apart, "
                 + "against one TCP stream between them.")
 final class BenchCommand implements Callable<Integer>
