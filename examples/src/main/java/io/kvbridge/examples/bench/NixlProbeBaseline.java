@@ -27,9 +27,7 @@ public final class NixlProbeBaseline
     /** Timed passes per block size. */
     public static final int TIMED_PASSES = 5;
 
-    private static final Pattern LINE = Pattern.compile("nixl_probe write block=(\\d+) total=\\d+ batches=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s");
-    private static final Pattern PER_BLOCK_LINE = Pattern.compile(
-            "nixl_probe write per-block block=(\\d+) total=\\d+ batches=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s");
+    private static final String LINE = "nixl_probe write%s block=(\\d+) total=\\d+ batches=\\d+ mean [0-9.]+ GB/s best ([0-9.]+) GB/s";
 
     private NixlProbeBaseline()
     {
@@ -54,7 +52,9 @@ public final class NixlProbeBaseline
             libraries.addAll(List.of("-L" + directory, "-Wl,-rpath," + directory));
         }
         libraries.add("-lnixl_capi");
-        CompiledBaseline.Program program = new CompiledBaseline.Program("nixl_probe.c", libraries, requestPerBlock ? PER_BLOCK_LINE : LINE,
+        // the probe names its mode in each line, so a line of the other mode is never read as this one's
+        Pattern line = Pattern.compile(String.format(LINE, requestPerBlock ? " per-block" : ""));
+        CompiledBaseline.Program program = new CompiledBaseline.Program("nixl_probe.c", libraries, line,
                 requestPerBlock ? "NIXL per-block probe baseline" : "NIXL probe baseline", "", 600);
         List<String> arguments = new ArrayList<>(List.of("write", Long.toString(totalBytes)));
         blockSizes.forEach(size -> arguments.add(Long.toString(size)));

@@ -262,7 +262,7 @@ final class BenchCommand implements Callable<Integer>
             out.println(Json.write(document));
         }
         else {
-            printTable(out, totalBytes, rows, baseline, probe, List.of(nixlProbe, nixlPerBlock), tcpStream, skipped);
+            printTable(out, totalBytes, rows, baseline, probe, nixlProbe, nixlPerBlock, tcpStream, skipped);
             printDevice(out, device);
         }
         out.flush();
@@ -487,7 +487,7 @@ final class BenchCommand implements Callable<Integer>
     }
 
     private void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, BaselineResult baseline, BaselineResult probe,
-            List<BaselineResult> nixlProbes, BaselineResult tcpStream, List<Map<String, Object>> skipped)
+            BaselineResult nixlProbe, BaselineResult nixlPerBlock, BaselineResult tcpStream, List<Map<String, Object>> skipped)
     {
         out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
         out.printf(Locale.ROOT, "%-18s %10s %9s %10s %10s %10s %11s %9s %7s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe",
@@ -504,11 +504,12 @@ final class BenchCommand implements Callable<Integer>
         out.println();
         printBaseline(out, "memcpy baseline (single thread, same run)", "memcpy baseline", baseline, "ratio column");
         printBaseline(out, "UCX probe baseline (C, two processes, same run, " + UcxProbeBaseline.transports() + ")", "UCX probe baseline", probe, "probe columns");
-        printBaseline(out, "NIXL probe baseline (C, two agents in one process, same run)", "NIXL probe baseline", nixlProbes.get(0), "probe columns of nixl");
-        printBaseline(out, "NIXL probe, one request per block (C, same run)", "NIXL per-block probe", nixlProbes.get(1), "no column");
+        printBaseline(out, "NIXL probe baseline (C, two agents in one process, same run)", "NIXL probe baseline", nixlProbe, "probe columns of nixl");
+        printBaseline(out, "NIXL probe, one request per block (C, same run)", "NIXL per-block probe", nixlPerBlock, "no column");
         for (Map<String, Object> row : rows) {
             if (row.get("ratioToPerBlockProbe") != null) {
-                out.printf(Locale.ROOT, "  nixl %s: %s x the per-block probe%n", Sizes.format((Long) row.get("blockBytes")), readable(row.get("ratioToPerBlockProbe")));
+                out.printf(Locale.ROOT, "  %s %s: %s x the per-block probe%n", row.get("transport"), Sizes.format((Long) row.get("blockBytes")),
+                        readable(row.get("ratioToPerBlockProbe")));
             }
         }
         printBaseline(out, "TCP stream baseline (C, one connection on 127.0.0.1, two processes, same run)", "TCP stream baseline", tcpStream, "x tcp column");
