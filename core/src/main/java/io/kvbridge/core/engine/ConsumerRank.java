@@ -514,7 +514,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         if (request.ended) {
             return;
         }
-        request.invalidate(groups, transfers);
+        request.invalidate(groups | transfers.groupsWritten(request));
         request.ended = true;
         request.failure = code;
         request.failureMessage = message;

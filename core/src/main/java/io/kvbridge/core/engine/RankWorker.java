@@ -22,7 +22,6 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -31,7 +30,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -90,10 +88,31 @@ abstract class RankWorker
     private boolean transportWakes;
 
     // worker-confined state
-    final List<Transfer> transfers = new ArrayList<>();
-    private final RetainedHandles retained;
-    // built once: the worker retries releases every round
+    final InFlightTransfers transfers;
+    // built once: the worker polls and retries releases every round
     private final java.util.function.Consumer<Transfer> lateRelease = this::releasedLate;
+    private final InFlightTransfers.Outcome outcome = new InFlightTransfers.Outcome()
+    {
+        @Override
+        public void done(Transfer transfer)
+        {
+            transferDone(transfer);
+        }
+
+        @Override
+        public void failed(Transfer transfer, ErrorCode code, String message)
+        {
+            transferFailed(transfer, code, message);
+        }
+
+        // a transport that cannot stop one transfer alone (UCX) closes its peer's endpoint for it, and a peer that failed
+        // one transfer may be gone: the next request to that side channel connects afresh instead of failing on a dead peer
+        @Override
+        public void peerMayBeGone(Transfer transfer)
+        {
+            peerFailed(transfer.remoteKey);
+        }
+    };
     private long nextEvictionCheck;
     private long lastWorkNanos;
     int[] scratchA = new int[256];
@@ -124,7 +143,7 @@ abstract class RankWorker
         this.sessions = new PeerSessions(name, metrics);
         this.remoteCache = new RemoteCache(name, transport, sessions, planFactory);
         this.grants = new RequestGrants(name, transport, geometry);
-        this.retained = new RetainedHandles(name, transport);
+        this.transfers = new InFlightTransfers(name, transport, metrics, settings.transferTimeout());
         List<Allocation> registered = new ArrayList<>();
         SideChannelServer acquired = null;
         try {
@@ -270,16 +289,16 @@ abstract class RankWorker
             worked = runCommands();
             worked |= transport.drainNotifications(this::received) > 0;
             long now = now();
-            pollTransfers(now);
-            retained.retry(lateRelease);
+            transfers.poll(now, outcome);
+            transfers.retained().retry(lateRelease);
             tick(now);
             if (now - nextEvictionCheck >= 0) {
                 nextEvictionCheck = now + EVICTION_CHECK_NANOS;
                 remotes.evictIdle();
             }
             auditTransfers = transfers.size();
-            auditRetained = retained.size();
-            auditEarliestDeadline = earliestDeadline(now);
+            auditRetained = transfers.retained().size();
+            auditEarliestDeadline = transfers.earliestDeadline(now + NO_DEADLINE_AHEAD_NANOS);
             publishAudit();
         }
         catch (RuntimeException e) {
@@ -314,98 +333,10 @@ abstract class RankWorker
         }
     }
 
-    private void pollTransfers(long now)
-    {
-        for (int i = 0; i < transfers.size(); i++) {
-            Transfer transfer = transfers.get(i);
-            TransferStatus status;
-            String failure = null;
-            try {
-                status = transport.status(transfer.handle);
-                if (status == TransferStatus.FAILED) {
-                    failure = transport.failure(transfer.handle).map(Throwable::getMessage).orElse("the transport reported the transfer failed");
-                }
-            }
-            catch (KvBridgeException e) {
-                status = TransferStatus.FAILED;
-                failure = e.getMessage();
-            }
-            if (status == TransferStatus.IN_PROGRESS && now - transfer.deadlineNanos < 0) {
-                continue;
-            }
-            transfers.set(i, transfers.getLast());
-            transfers.removeLast();
-            i--;
-            if (status == TransferStatus.DONE) {
-                metrics.transferDone(now - transfer.postedNanos, transfer.postDurationNanos, transfer.bytes, transfer.descriptors, transfer.operations);
-                retained.release(transfer);
-                transferDone(transfer);
-            }
-            else {
-                metrics.transferFailed();
-                reconnectLater(transfer);
-                ErrorCode code = status == TransferStatus.FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.DEADLINE_EXCEEDED;
-                String message = status == TransferStatus.FAILED ? failure
-                        : "transfer stalled: still in progress " + TimeUnit.NANOSECONDS.toMillis(now - transfer.postedNanos)
-                                + " ms after it was posted (its limit: " + TimeUnit.NANOSECONDS.toMillis(transfer.deadlineNanos - transfer.postedNanos)
-                                + " ms, transferTimeout=" + settings.transferTimeout() + " or the producer's lease if shorter)";
-                retained.release(transfer);
-                transferFailed(transfer, code, message);
-            }
-        }
-    }
-
-    private long earliestDeadline(long now)
-    {
-        if (transfers.isEmpty()) {
-            return now + NO_DEADLINE_AHEAD_NANOS;
-        }
-        long earliest = transfers.getFirst().deadlineNanos;
-        for (int i = 1; i < transfers.size(); i++) {
-            long deadline = transfers.get(i).deadlineNanos;
-            if (deadline - earliest < 0) {
-                earliest = deadline;
-            }
-        }
-        return earliest;
-    }
-
     /** Cancels every in-flight transfer of an owner (no data is moved after this). */
     final void cancelTransfers(Object owner)
     {
-        for (int i = 0; i < transfers.size(); i++) {
-            Transfer transfer = transfers.get(i);
-            if (transfer.owner == owner) {
-                transfers.set(i, transfers.getLast());
-                transfers.removeLast();
-                i--;
-                if (inProgress(transfer)) {
-                    reconnectLater(transfer);
-                }
-                retained.release(transfer);
-            }
-        }
-    }
-
-    private boolean inProgress(Transfer transfer)
-    {
-        try {
-            return transport.status(transfer.handle) == TransferStatus.IN_PROGRESS;
-        }
-        catch (KvBridgeException e) {
-            return false;
-        }
-    }
-
-    /**
-     * A transfer failed, or was stopped while it ran: a transport that cannot stop one transfer
-     * alone (UCX) closes its peer's endpoint for it, and a peer that failed one transfer may be
-     * gone. The remote side channel's peers and lists are dropped once this round is over, so the
-     * next request connects afresh instead of failing on a dead peer.
-     */
-    private void reconnectLater(Transfer transfer)
-    {
-        peerFailed(transfer.remoteKey);
+        transfers.cancel(owner, outcome);
     }
 
     /**
@@ -422,12 +353,7 @@ abstract class RankWorker
 
     final boolean hasTransfers(Object owner)
     {
-        for (Transfer transfer : transfers) {
-            if (transfer.owner == owner) {
-                return true;
-            }
-        }
-        return retained.holds(owner);
+        return transfers.holds(owner);
     }
 
     /**
@@ -549,7 +475,7 @@ abstract class RankWorker
         }
         enqueue(() -> {
             pendingProbe.set(null);
-            fresh.complete(retained.report(now()));
+            fresh.complete(transfers.retained().report(now()));
         });
         return fresh;
     }
@@ -630,15 +556,9 @@ abstract class RankWorker
             return;
         }
         shutDown = true;
-        for (Transfer transfer : transfers) {
-            retained.release(transfer);
-        }
-        transfers.clear();
-        for (int attempt = 0; attempt < 3 && retained.size() > 0; attempt++) {
-            retained.retry(lateRelease);
-        }
-        if (retained.size() > 0) {
-            LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, retained.size());
+        int stillRetained = transfers.releaseAll(lateRelease);
+        if (stillRetained > 0) {
+            LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, stillRetained);
         }
         remoteCache.releaseAll();
         // out of the directory first, so that consumers stop finding a rank about to go

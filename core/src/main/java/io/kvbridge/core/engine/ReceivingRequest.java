@@ -95,17 +95,13 @@ final class ReceivingRequest
 
     /**
      * Marks what a failure leaves undefined: {@code groups} (what the failing part would have
-     * written), every group an in-flight transfer of the request writes (it is cancelled, so possibly
-     * half written) and, in push, every group of a writer that has not reported its data in place.
+     * written, and every group an in-flight transfer of the request writes: it is cancelled, so
+     * possibly half written) and, in push, every group of a writer that has not reported its data in
+     * place.
      */
-    void invalidate(long groups, List<Transfer> inFlight)
+    void invalidate(long groups)
     {
         invalidGroups |= groups;
-        for (Transfer transfer : inFlight) {
-            if (transfer.owner == this) {
-                invalidGroups |= transfer.groups;
-            }
-        }
         for (Map.Entry<String, Writer> writer : writers.entrySet()) {
             if (!writersDone.containsKey(writer.getKey())) {
                 invalidGroups |= writer.getValue().groups();

@@ -1,0 +1,213 @@
+package io.kvbridge.core.engine;
+
+import static java.util.Objects.requireNonNull;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferStatus;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * The transfers a rank's worker posted and polls until they end or pass their deadline, and the
+ * handles whose release failed and is retried ({@link RetainedHandles}). Worker thread only.
+ */
+final class InFlightTransfers
+{
+    /** What the rank does with a transfer that ended; its handle is released (or retained) by then. */
+    interface Outcome
+    {
+        void done(Transfer transfer);
+
+        /**
+         * A transfer failed, passed its deadline, or was cancelled while it still ran.
+         *
+         * @param code {@link ErrorCode#TRANSFER_FAILED}, or {@link ErrorCode#DEADLINE_EXCEEDED} for a stalled transfer.
+         * @param message what happened, with the values.
+         */
+        void failed(Transfer transfer, ErrorCode code, String message);
+
+        /** A transfer failed, passed its deadline or was cancelled while it ran: its peer may be gone. */
+        void peerMayBeGone(Transfer transfer);
+    }
+
+    private final List<Transfer> transfers = new ArrayList<>();
+    private final TransferBackend transport;
+    private final TransferMetrics metrics;
+    private final RetainedHandles retained;
+    private final Duration transferTimeout;
+
+    InFlightTransfers(String name, TransferBackend transport, TransferMetrics metrics, Duration transferTimeout)
+    {
+        this.transport = requireNonNull(transport, "transport is null");
+        this.metrics = requireNonNull(metrics, "metrics is null");
+        this.transferTimeout = requireNonNull(transferTimeout, "transferTimeout is null");
+        this.retained = new RetainedHandles(name, transport);
+    }
+
+    void add(Transfer transfer)
+    {
+        transfers.add(transfer);
+    }
+
+    int size()
+    {
+        return transfers.size();
+    }
+
+    boolean isEmpty()
+    {
+        return transfers.isEmpty();
+    }
+
+    /** {@return the handles whose release failed and is retried} */
+    RetainedHandles retained()
+    {
+        return retained;
+    }
+
+    /**
+     * Polls every transfer once: a finished one is released and handed to {@code outcome}, as is one
+     * still running past its deadline (which the release cancels).
+     */
+    void poll(long now, Outcome outcome)
+    {
+        for (int i = 0; i < transfers.size(); i++) {
+            Transfer transfer = transfers.get(i);
+            TransferStatus status;
+            String failure = null;
+            try {
+                status = transport.status(transfer.handle);
+                if (status == TransferStatus.FAILED) {
+                    KvBridgeException cause = transport.failure(transfer.handle).orElse(null);
+                    failure = cause != null ? cause.getMessage() : "the transport reported the transfer failed";
+                }
+            }
+            catch (KvBridgeException e) {
+                status = TransferStatus.FAILED;
+                failure = e.getMessage();
+            }
+            if (status == TransferStatus.IN_PROGRESS && now - transfer.deadlineNanos < 0) {
+                continue;
+            }
+            removeAt(i);
+            i--;
+            if (status == TransferStatus.DONE) {
+                metrics.transferDone(now - transfer.postedNanos, transfer.postDurationNanos, transfer.bytes, transfer.descriptors, transfer.operations);
+                retained.release(transfer);
+                outcome.done(transfer);
+            }
+            else {
+                metrics.transferFailed();
+                outcome.peerMayBeGone(transfer);
+                ErrorCode code = status == TransferStatus.FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.DEADLINE_EXCEEDED;
+                String message = status == TransferStatus.FAILED ? failure : stalled(transfer, now);
+                retained.release(transfer);
+                outcome.failed(transfer, code, message);
+            }
+        }
+    }
+
+    private String stalled(Transfer transfer, long now)
+    {
+        return "transfer stalled: still in progress " + TimeUnit.NANOSECONDS.toMillis(now - transfer.postedNanos) + " ms after it was posted (its limit: "
+                + TimeUnit.NANOSECONDS.toMillis(transfer.deadlineNanos - transfer.postedNanos) + " ms, transferTimeout=" + transferTimeout
+                + " or the producer's lease if shorter)";
+    }
+
+    /**
+     * {@return the earliest deadline of the transfers in flight, or {@code none} when there is none}
+     */
+    long earliestDeadline(long none)
+    {
+        if (transfers.isEmpty()) {
+            return none;
+        }
+        long earliest = transfers.getFirst().deadlineNanos;
+        for (int i = 1; i < transfers.size(); i++) {
+            long deadline = transfers.get(i).deadlineNanos;
+            if (deadline - earliest < 0) {
+                earliest = deadline;
+            }
+        }
+        return earliest;
+    }
+
+    /** Cancels every in-flight transfer of an owner (no data is moved after this). */
+    void cancel(Object owner, Outcome outcome)
+    {
+        for (int i = 0; i < transfers.size(); i++) {
+            Transfer transfer = transfers.get(i);
+            if (transfer.owner == owner) {
+                removeAt(i);
+                i--;
+                if (inProgress(transfer)) {
+                    outcome.peerMayBeGone(transfer);
+                }
+                retained.release(transfer);
+            }
+        }
+    }
+
+    private boolean inProgress(Transfer transfer)
+    {
+        try {
+            return transport.status(transfer.handle) == TransferStatus.IN_PROGRESS;
+        }
+        catch (KvBridgeException e) {
+            return false;
+        }
+    }
+
+    /** {@return whether a transfer of {@code owner} is in flight or its handle retained} */
+    boolean holds(Object owner)
+    {
+        for (int i = 0; i < transfers.size(); i++) {
+            if (transfers.get(i).owner == owner) {
+                return true;
+            }
+        }
+        return retained.holds(owner);
+    }
+
+    /** {@return the cache groups the in-flight transfers of {@code owner} write, as a mask} */
+    long groupsWritten(Object owner)
+    {
+        long groups = 0;
+        for (int i = 0; i < transfers.size(); i++) {
+            Transfer transfer = transfers.get(i);
+            if (transfer.owner == owner) {
+                groups |= transfer.groups;
+            }
+        }
+        return groups;
+    }
+
+    /**
+     * Releases every transfer at shutdown, retrying failed releases a few times.
+     *
+     * @param releasedLate told of each transfer whose retried release succeeded.
+     * @return the handles still retained, which the transport's close releases.
+     */
+    int releaseAll(Consumer<Transfer> releasedLate)
+    {
+        for (Transfer transfer : transfers) {
+            retained.release(transfer);
+        }
+        transfers.clear();
+        for (int attempt = 0; attempt < 3 && retained.size() > 0; attempt++) {
+            retained.retry(releasedLate);
+        }
+        return retained.size();
+    }
+
+    private void removeAt(int i)
+    {
+        transfers.set(i, transfers.getLast());
+        transfers.removeLast();
+    }
+}
