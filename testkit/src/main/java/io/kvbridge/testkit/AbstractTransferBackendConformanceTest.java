@@ -13,7 +13,6 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
-import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.DescriptorList;
@@ -23,20 +22,13 @@ import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.UUID;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -45,8 +37,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -74,7 +64,7 @@ import org.junit.jupiter.api.Timeout;
  * processes.
  */
 @Timeout(120)
-public abstract class AbstractTransferBackendConformanceTest extends TransferBackendConformanceFixture
+public abstract class AbstractTransferBackendConformanceTest extends AbstractCoalescingConformanceTest
 {
     /** For a transport's one-class subclass. */
     protected AbstractTransferBackendConformanceTest()
@@ -521,91 +511,6 @@ public abstract class AbstractTransferBackendConformanceTest extends TransferBac
     }
 
     @Test
-    void operationCountIsOnePerPairOrUnknownAndGoesWithTheHandle()
-    {
-        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
-        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        int[] run = indices(0, 1, 2, 3);
-        long handle = post(TransferOp.WRITE, local, run, remote, run, run.length, null);
-        int operations = initiator.operations(handle);
-        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
-        assertEquals(operations, initiator.operations(handle), "the count does not change while the handle lives");
-        initiator.release(handle);
-        if (coalesces()) {
-            assertEquals(1, operations, "four pairs contiguous on both sides in one registration each are one operation");
-        }
-        else {
-            assertTrue(operations == -1 || operations == run.length, "without COALESCING: one operation per pair, or -1; got " + operations);
-        }
-        assertCode(ErrorCode.HANDLE_UNKNOWN, () -> initiator.operations(handle));
-    }
-
-    @Test
-    void coalescingMergesRunsContiguousOnBothSides()
-    {
-        assumeCoalescing();
-        Side local = localSide(initiatorMemory, BLOCKS);
-        Side remote = remoteSide(targetPeer, targetMemory, BLOCKS);
-        // runs 0-7 -> 8-15 and 20-22 -> 40-42, then a single pair
-        moveAndCheck(TransferOp.WRITE, local, indices(0, 1, 2, 3, 4, 5, 6, 7, 20, 21, 22, 30), remote,
-                indices(8, 9, 10, 11, 12, 13, 14, 15, 40, 41, 42, 50), 3);
-        moveAndCheck(TransferOp.READ, local, indices(0, 1, 2, 3, 10), remote, indices(60, 61, 62, 63, 5), 2);
-        int[] all = new int[BLOCKS];
-        for (int b = 0; b < BLOCKS; b++) {
-            all[b] = b;
-        }
-        moveAndCheck(TransferOp.WRITE, local, all, remote, all, 1);
-    }
-
-    @Test
-    void coalescingKeepsGapsOnEitherSide()
-    {
-        assumeCoalescing();
-        Side local = localSide(initiatorMemory, BLOCKS);
-        Side remote = remoteSide(targetPeer, targetMemory, BLOCKS);
-        // contiguous locally with remote gaps, then remote-contiguous with local gaps: nothing merges
-        moveAndCheck(TransferOp.WRITE, local, indices(0, 1, 2, 3, 10, 12, 14), remote, indices(10, 12, 14, 16, 30, 31, 32), 7);
-        // one remote block read into two consecutive local blocks
-        moveAndCheck(TransferOp.READ, local, indices(5, 6), remote, indices(9, 9), 2);
-    }
-
-    @Test
-    void coalescingStopsAtRegistrationBoundaries()
-    {
-        assumeCoalescing();
-        int half = 8;
-        long halfBytes = (long) half * BLOCK_BYTES;
-        // two registrations per side, back to back in memory: a run crossing from one into the other
-        // is contiguous but needs one operation per registration
-        MemorySegment localPair = allocate(2 * halfBytes, 11);
-        assertEquals(localPair.address() + halfBytes, localPair.asSlice(halfBytes).address());
-        initiator.register(Allocation.host(localPair.asSlice(0, halfBytes)));
-        initiator.register(Allocation.host(localPair.asSlice(halfBytes, halfBytes)));
-        MemorySegment remotePair = registeredAtTarget(2, halfBytes, 12);
-        grantAll(remotePair);
-        Peer peer = initiator.connect(target.localMetadata());
-        Side crossingLocal = localSide(localPair, 2 * half);
-        Side crossingRemote = remoteSide(peer, remotePair, 2 * half);
-        Side local = localSide(initiatorMemory, BLOCKS);
-        Side remote = remoteSide(peer, targetMemory, BLOCKS);
-        moveAndCheck(TransferOp.WRITE, crossingLocal, indices(6, 7, 8, 9), remote, indices(0, 1, 2, 3), 2);
-        moveAndCheck(TransferOp.WRITE, local, indices(0, 1, 2, 3), crossingRemote, indices(6, 7, 8, 9), 2);
-        moveAndCheck(TransferOp.WRITE, crossingLocal, indices(4, 5, 6, 7, 8, 9, 10, 11), crossingRemote, indices(4, 5, 6, 7, 8, 9, 10, 11), 2);
-        moveAndCheck(TransferOp.READ, crossingLocal, indices(6, 7, 8, 9), crossingRemote, indices(5, 6, 7, 8), 3);
-    }
-
-    @Test
-    void coalescingNeverMergesBackwards()
-    {
-        assumeCoalescing();
-        Side local = localSide(initiatorMemory, BLOCKS);
-        Side remote = remoteSide(targetPeer, targetMemory, BLOCKS);
-        moveAndCheck(TransferOp.WRITE, local, indices(7, 6, 5, 4), remote, indices(7, 6, 5, 4), 4);
-        moveAndCheck(TransferOp.WRITE, local, indices(3, 2, 1, 0), remote, indices(20, 21, 22, 23), 4);
-        moveAndCheck(TransferOp.READ, local, indices(30, 31, 32), remote, indices(42, 41, 40), 3);
-    }
-
-    @Test
     void pairsOfDifferentLengthsInsideAContiguousRunAreRejected()
     {
         long base = initiatorMemory.address();
@@ -625,62 +530,6 @@ public abstract class AbstractTransferBackendConformanceTest extends TransferBac
         sleepBriefly();
         assertEquals(-1, targetMemory.mismatch(targetBefore), "a refused post moved bytes");
         assertEquals(0, target.drainNotifications((sender, bytes) -> fail("a refused post notified")));
-    }
-
-    private boolean coalesces()
-    {
-        return newFactory().probe().capabilities().contains(Capability.COALESCING);
-    }
-
-    private void assumeCoalescing()
-    {
-        assumeTrue(coalesces(), "the transport does not declare COALESCING");
-    }
-
-    /** One side of a transfer: memory spanning its descriptors, the descriptors, and their prepared list. */
-    private record Side(MemorySegment memory, DescriptorList descriptors, PreparedList list)
-    {
-    }
-
-    private Side localSide(MemorySegment memory, int blocks)
-    {
-        DescriptorList descriptors = blocksOf(memory, blocks, BLOCK_BYTES);
-        return new Side(memory, descriptors, initiator.prepareLocal(descriptors));
-    }
-
-    private Side remoteSide(Peer peer, MemorySegment memory, int blocks)
-    {
-        DescriptorList descriptors = blocksOf(memory, blocks, BLOCK_BYTES);
-        return new Side(memory, descriptors, initiator.prepareRemote(peer, descriptors));
-    }
-
-    /**
-     * Moves the pairs and checks every byte of both sides against the pairs applied one by one to a
-     * snapshot, and the operation count the initiator reported right after the post.
-     */
-    private void moveAndCheck(TransferOp op, Side local, int[] localIndices, Side remote, int[] remoteIndices, int expectedOperations)
-    {
-        boolean write = op == TransferOp.WRITE;
-        Side source = write ? local : remote;
-        Side destination = write ? remote : local;
-        int[] sourceIndices = write ? localIndices : remoteIndices;
-        int[] destinationIndices = write ? remoteIndices : localIndices;
-        MemorySegment sourceBefore = snapshot(source.memory());
-        MemorySegment expected = snapshot(destination.memory());
-        for (int i = 0; i < localIndices.length; i++) {
-            MemorySegment.copy(sourceBefore, source.descriptors().address(sourceIndices[i]) - source.memory().address(), expected,
-                    destination.descriptors().address(destinationIndices[i]) - destination.memory().address(),
-                    source.descriptors().length(sourceIndices[i]));
-        }
-        long handle = post(op, local.list(), localIndices, remote.list(), remoteIndices, localIndices.length, null);
-        int operations = initiator.operations(handle);
-        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
-        initiator.release(handle);
-        String pairs = op + " of local " + Arrays.toString(localIndices) + " and remote " + Arrays.toString(remoteIndices);
-        assertEquals(expectedOperations, operations, () -> pairs + ": operations issued");
-        long wrong = destination.memory().mismatch(expected);
-        assertEquals(-1, wrong, () -> pairs + ": destination byte " + wrong + " differs from what the pairs move");
-        assertEquals(-1, source.memory().mismatch(sourceBefore), () -> pairs + ": the source changed");
     }
 
     private static void sleepBriefly()
