@@ -12,7 +12,9 @@
  *   NIXL_FAKE_MERGE=runs|address      merge index runs as NIXL 1.4.0 does (default) or as 0.10.1..1.3 did
  *   NIXL_FAKE_FAULTS=fn:nth:status,...  fail the nth next call of fn with status
  * Faults with special names: service_stall (the target stops serving at its nth data frame),
- * drop_peer (the nth in-process copy finds its peer gone).
+ * drop_peer (the nth in-process copy finds its peer gone), destroy_agent_stall (the nth
+ * destroy_agent blocks `status` milliseconds first, as NIXL 1.4.0's did not return while its UCX
+ * progress thread spun in ucp_worker_arm under UCX_MM_ERROR_HANDLING=y).
  *
  * Build: gcc -std=c11 -shared -fPIC -pthread -fvisibility=hidden -Wl,-soname,libnixl_capi.so
  * Add -DFAKE_API_1_4 for the 96-symbol variant of NIXL 0.10.1 .. 1.4 (1.4 statuses by default).
@@ -1283,6 +1285,12 @@ static void free_request_contents(req_t *r)
 API nixl_capi_status_t nixl_capi_destroy_agent(nixl_capi_agent_t a)
 {
     CHECK_AGENT(a);
+    int stall_ms;
+    if (fault_hit("destroy_agent_stall", &stall_ms) && stall_ms > 0) {
+        struct timespec stall = {.tv_sec = stall_ms / 1000, .tv_nsec = (long) (stall_ms % 1000) * 1000000L};
+        while (nanosleep(&stall, &stall) != 0 && errno == EINTR) {
+        }
+    }
     enter(a);
     pthread_mutex_lock(&g_lock);
     for (agent_t **p = &g_agents; *p != NULL; p = &(*p)->next_agent) {

@@ -4,7 +4,9 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import java.util.Locale;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -230,6 +232,50 @@ public final class OwnerThread
         Call<T> call = new Call<>(action);
         execute(call);
         return call.result;
+    }
+
+    /**
+     * Runs an action on the owner thread as {@link #call(Supplier)} does, waiting no longer than a
+     * timeout: for shutdown work whose native calls may never return. On the owner thread itself the
+     * action runs at once, unbounded.
+     *
+     * @param <T> the result type.
+     * @param action what to run.
+     * @param timeoutNanos how long to wait for it.
+     * @param what names the action in the error, such as {@code "the native shutdown"}.
+     * @return its result.
+     * @throws KvBridgeException {@code DEADLINE_EXCEEDED} naming where the owner thread is when it
+     *     has not finished in time (the action may still finish later); what the action threw; or
+     *     {@code CLOSED} when the owner has stopped.
+     */
+    public <T> T call(Supplier<T> action, long timeoutNanos, String what)
+    {
+        if (isOwner()) {
+            return action.get();
+        }
+        Call<T> call = new Call<>(action);
+        long deadline = System.nanoTime() + timeoutNanos;
+        call.prepare(Thread.currentThread());
+        handOver(call);
+        if (!call.awaitUntil(deadline)) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, String.format(Locale.ROOT,
+                    "%s: %s did not finish within %d ms; its owner thread %s is still in %s (a native call that has not returned); "
+                            + "the instance is given up and what that call holds stays with the process",
+                    description, what, TimeUnit.NANOSECONDS.toMillis(timeoutNanos), thread.getName(), whereOwnerIs()));
+        }
+        return call.result;
+    }
+
+    private String whereOwnerIs()
+    {
+        StackTraceElement[] stack = thread.getStackTrace();
+        for (StackTraceElement frame : stack) {
+            // the first frame of the project's own: the binding call that waits on the library
+            if (frame.getClassName().startsWith("io.kvbridge.")) {
+                return frame.toString();
+            }
+        }
+        return stack.length > 0 ? stack[0].toString() : "no Java frame (state " + thread.getState() + ")";
     }
 
     private void handOver(OwnerWork work)

@@ -87,13 +87,40 @@ public abstract class OwnerWork
      */
     public final void await(long spinNanos)
     {
+        awaitUntil(spinNanos, false, 0);
+    }
+
+    /**
+     * Waits as {@link #await()} does, but no longer than until a deadline: for cold-path work whose
+     * native call may never return (a library stuck in its own shutdown).
+     *
+     * @param deadlineNanos {@link System#nanoTime()} after which the caller stops waiting.
+     * @return true when the work is done (what it threw is rethrown); false when the deadline passed
+     *     first: the work may still run, so its caller must not hand it over again.
+     */
+    public final boolean awaitUntil(long deadlineNanos)
+    {
+        return awaitUntil(SPIN_NANOS, true, deadlineNanos);
+    }
+
+    private boolean awaitUntil(long spinNanos, boolean bounded, long deadlineNanos)
+    {
         long spinUntil = System.nanoTime() + spinNanos;
         while (!done && System.nanoTime() < spinUntil) {
             Thread.yield();
         }
         boolean interrupted = false;
         while (!done) {
-            LockSupport.park(this);
+            if (bounded) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                LockSupport.parkNanos(this, left);
+            }
+            else {
+                LockSupport.park(this);
+            }
             if (Thread.interrupted()) {
                 interrupted = true;
             }
@@ -101,8 +128,12 @@ public abstract class OwnerWork
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
+        if (!done) {
+            return false;
+        }
         if (thrown != null) {
             throw thrown;
         }
+        return true;
     }
 }

@@ -126,4 +126,37 @@ final class OwnerThreadTest
         String problem = owner.problem().orElseThrow();
         assertTrue(problem.contains("native worker broke") && problem.contains("test transport 'a'"), problem);
     }
+
+    @Test
+    void aCallThatOutlastsItsTimeoutFailsNamingWhereTheOwnerIsAndTheOwnerGoesOn() throws InterruptedException
+    {
+        startParkingLoop();
+        CountDownLatch stuck = new CountDownLatch(1);
+        long started = System.nanoTime();
+        KvBridgeException late = assertThrows(KvBridgeException.class, () -> owner.call(() -> {
+            awaitQuietly(stuck);
+            return "finished late";
+        }, TimeUnit.MILLISECONDS.toNanos(200), "the native shutdown"));
+        assertEquals(ErrorCode.DEADLINE_EXCEEDED, late.code());
+        long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+        assertTrue(waitedMillis >= 200 && waitedMillis < 5_000, "waited " + waitedMillis + " ms for a 200 ms timeout");
+        String message = late.getMessage();
+        assertTrue(message.contains("test transport 'a'") && message.contains("the native shutdown") && message.contains("200 ms")
+                && message.contains("test-owner") && message.contains("awaitQuietly"), message);
+        // the stuck action ends later; the owner then serves calls again
+        stuck.countDown();
+        assertEquals(7, owner.call(() -> 7, TimeUnit.SECONDS.toNanos(10), "a call"));
+        stop = true;
+        assertTrue(owner.join(10_000));
+    }
+
+    private static void awaitQuietly(CountDownLatch latch)
+    {
+        try {
+            latch.await(30, TimeUnit.SECONDS);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 }

@@ -27,7 +27,9 @@ import org.slf4j.LoggerFactory;
  * {@code progress-delay-us} (the longest that thread waits for a UCX event before it polls again,
  * 0..1000000, default 100; NIXL's 0 keeps one core busy per agent), {@code telemetry} (NIXL
  * records per-request telemetry, and the transport checks each finished transfer's merged descriptor
- * count against the one it reported, default false).
+ * count against the one it reported, default false), {@code close-timeout-ms} (how long
+ * {@code close()} waits for NIXL's own shutdown before it gives the instance up with
+ * {@code DEADLINE_EXCEEDED}, 100..600000, default 30000).
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off: the probe then
  * reports it unavailable without locating or loading anything ({@link NixlAvailability}).
  */
@@ -99,6 +101,7 @@ public final class NixlBackendFactory implements TransferBackendFactory
         boolean progressThread = options.booleanValue("progress-thread", true);
         boolean telemetry = options.booleanValue("telemetry", false);
         long progressDelayMicros = options.intValue("progress-delay-us", (int) Nixl.DEFAULT_PROGRESS_DELAY_MICROS, 0, 1_000_000);
+        long closeTimeoutMillis = options.intValue("close-timeout-ms", (int) NixlShutdown.CLOSE_TIMEOUT_MILLIS, 100, 600_000);
         options.finish();
         NixlProbe.Result probe = NixlProbe.run(chosenLibrary, chosenAllowFake);
         if (!probe.availability().available()) {
@@ -114,7 +117,7 @@ public final class NixlBackendFactory implements TransferBackendFactory
                     + "UCX_NET_DEVICES", context.agentName());
         }
         return new NixlTransferBackend(probe.library().orElseThrow(), context.agentName(), progressThread, telemetry, maxInFlight, progressDelayMicros,
-                ucxConfig);
+                ucxConfig, closeTimeoutMillis);
     }
 
     private String configuredLibrary()

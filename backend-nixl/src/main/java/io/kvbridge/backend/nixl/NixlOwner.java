@@ -296,6 +296,12 @@ final class NixlOwner
         return thread.call(action);
     }
 
+    /** Runs an action on the owner thread, waiting at most a timeout ({@link OwnerThread#call(Supplier, long, String)}). */
+    <T> T call(Supplier<T> action, long timeoutNanos, String what)
+    {
+        return thread.call(action, timeoutNanos, what);
+    }
+
     /** Asks the loop to end after the current piece of work; owner thread only, under the agent lock. */
     void requestStop()
     {

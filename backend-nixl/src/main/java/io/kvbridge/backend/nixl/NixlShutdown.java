@@ -16,15 +16,20 @@ import java.util.concurrent.TimeUnit;
 final class NixlShutdown implements Runnable
 {
     static final long CANCEL_NANOS = TimeUnit.SECONDS.toNanos(10);
+    /** How long {@code close()} waits for the whole shutdown by default ({@code close-timeout-ms}). */
+    static final long CLOSE_TIMEOUT_MILLIS = 30_000;
 
     private final NixlOwner owner;
     private final NixlTransfers transfers;
     private final NixlLists lists;
     private final NixlPeers peers;
     private final NixlMemoryRegistry memory;
+    // requests get at most half the close deadline, so the releases and the agent's destruction have the rest
+    private final long cancelNanos;
 
-    NixlShutdown(NixlOwner owner, NixlTransfers transfers, NixlLists lists, NixlPeers peers, NixlMemoryRegistry memory)
+    NixlShutdown(NixlOwner owner, NixlTransfers transfers, NixlLists lists, NixlPeers peers, NixlMemoryRegistry memory, long closeTimeoutNanos)
     {
+        this.cancelNanos = Math.min(CANCEL_NANOS, closeTimeoutNanos / 2);
         this.owner = requireNonNull(owner, "owner is null");
         this.transfers = requireNonNull(transfers, "transfers is null");
         this.lists = requireNonNull(lists, "lists is null");
@@ -35,7 +40,7 @@ final class NixlShutdown implements Runnable
     @Override
     public void run()
     {
-        RuntimeException first = attempt(null, () -> transfers.cancelAll(System.nanoTime() + CANCEL_NANOS));
+        RuntimeException first = attempt(null, () -> transfers.cancelAll(System.nanoTime() + cancelNanos));
         first = merge(first, lists.closeAll());
         first = merge(first, peers.closeAll());
         first = merge(first, memory.closeAll());

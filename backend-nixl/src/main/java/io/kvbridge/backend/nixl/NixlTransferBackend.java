@@ -1,5 +1,7 @@
 package io.kvbridge.backend.nixl;
 
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
@@ -43,6 +45,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
     private final NixlTransfers transfers;
     private final NixlMessaging messaging;
     private final NixlShutdown shutdown;
+    private final long closeTimeoutNanos;
 
     /**
      * Starts the owner thread and opens the NIXL agent on it.
@@ -54,9 +57,10 @@ final class NixlTransferBackend extends AbstractTransferBackend
      * @param maxInFlight most posted transfers whose handles are not released.
      * @param progressDelayMicros the longest NIXL's progress thread waits for an event between polls.
      * @param ucxConfig UCX settings for NIXL's UCX backend ({@link NixlUcxSettings}); empty for none.
+     * @param closeTimeoutMillis how long {@code close()} waits for NIXL's own shutdown before it gives the instance up.
      */
     NixlTransferBackend(Path library, String agentName, boolean progressThread, boolean telemetry, int maxInFlight, long progressDelayMicros,
-            String ucxConfig)
+            String ucxConfig, long closeTimeoutMillis)
     {
         InstanceGuard guard = new InstanceGuard(NixlBackendFactory.NAME, agentName);
         NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
@@ -70,7 +74,8 @@ final class NixlTransferBackend extends AbstractTransferBackend
         memory = new NixlMemoryRegistry(guard, owner, registrations, transfers, lists);
         peers = new NixlPeers(guard, owner, memory, transfers, lists);
         messaging = new NixlMessaging(guard, owner, peers, notifications);
-        shutdown = new NixlShutdown(owner, transfers, lists, peers, memory);
+        closeTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis);
+        shutdown = new NixlShutdown(owner, transfers, lists, peers, memory, closeTimeoutNanos);
         try {
             owner.start(library, progressThread, telemetry, progressDelayMicros, ucxConfig, transfers, messaging::receive, shutdown);
         }
@@ -152,6 +157,12 @@ final class NixlTransferBackend extends AbstractTransferBackend
         return owner.problem().or(transfers::mergeProblem);
     }
 
+    /**
+     * Runs the native shutdown on the owner thread and stops it, waiting at most the close timeout
+     * for NIXL: NIXL 1.4.0's agent destruction was seen not to return (its UCX progress thread
+     * spinning in {@code ucp_worker_arm} with {@code UCX_MM_ERROR_HANDLING=y}), and a close that
+     * waited for it would hang its caller for good.
+     */
     @Override
     protected void closeInstance()
     {
@@ -165,12 +176,19 @@ final class NixlTransferBackend extends AbstractTransferBackend
                     owner.requestStop();
                 }
                 return null;
-            });
+            }, closeTimeoutNanos, "closing NIXL (cancelling its requests, releasing lists, peers and registrations, destroying the agent)");
+        }
+        catch (KvBridgeException e) {
+            if (e.code() == ErrorCode.DEADLINE_EXCEEDED) {
+                // the owner is inside a NIXL call that has not returned: stopping it would wait as long
+                throw e;
+            }
+            failure = e;
         }
         catch (RuntimeException e) {
             failure = e;
         }
-        owner.stop(TimeUnit.NANOSECONDS.toMillis(NixlShutdown.CANCEL_NANOS) + 5_000);
+        owner.stop(TimeUnit.NANOSECONDS.toMillis(closeTimeoutNanos) + 5_000);
         if (failure != null && !NixlShutdown.closedError(failure)) {
             throw failure;
         }
