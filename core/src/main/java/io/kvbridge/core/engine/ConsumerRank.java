@@ -73,7 +73,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                         + "decoder ranks address them; pass it with ConnectorSettings.Builder.cacheSpec", settings.geometry().rank(),
                 settings.geometry().rank().ppSize());
         super(services, settings, "consumer");
-        this.logicalCapacity = ProducerRank.logicalCapacities(geometry);
+        this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
         this.stagePlanner = new StagePlanner(name, geometry, settings.cacheSpec(), rules, remoteCache);
         this.localBlocks = new BlockSelection(geometry.groups().size());
@@ -85,7 +85,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     public void blocksAllocated(String requestId, TransferParams params, TransferMode mode, BlockIds blocks)
     {
         checkOpen();
-        ProducerRank.checkId(requestId);
+        CallerInputs.checkId(requestId);
         requireNonNull(params, "params is null");
         requireNonNull(mode, "mode is null");
         requireNonNull(blocks, "blocks is null");
@@ -93,12 +93,12 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         KvBridgeException.checkArgument(params.modes().contains(mode), "mode=%s is not served by producer %s (modes=%s)", mode, params.engineId(),
                 params.modes());
         if (mode == TransferMode.PULL) {
-            ProducerRank.checkId(params.requestId());
+            CallerInputs.checkId(params.requestId());
         }
         else if (!params.requestId().isEmpty()) {
-            ProducerRank.checkId(params.requestId());
+            CallerInputs.checkId(params.requestId());
         }
-        ProducerRank.checkBlocks(blocks, logicalCapacity, "consumer");
+        CallerInputs.checkBlocks(blocks, logicalCapacity, "consumer");
         rules.checkServed(blocks, "consumer", name);
         RequestTracker tracker = new RequestTracker(Long.MAX_VALUE, blocks.total());
         ReceivingRequest request = new ReceivingRequest(requestId, params, mode, blocks, rules, tracker);

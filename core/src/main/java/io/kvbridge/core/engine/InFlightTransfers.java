@@ -21,6 +21,7 @@ final class InFlightTransfers
     /** What the rank does with a transfer that ended; its handle is released (or retained) by then. */
     interface Outcome
     {
+        /** A transfer finished: the transport reported its bytes in place. */
         void done(Transfer transfer);
 
         /**

@@ -21,15 +21,12 @@ import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -126,50 +123,11 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             epochs[stage] = own ? epoch : TransferParams.UNKNOWN_EPOCH;
         }
         this.stageEpochs = List.of(epochs);
-        this.logicalCapacity = logicalCapacities(geometry);
+        this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
         this.consumerBlocks = new BlockSelection(geometry.groups().size());
         this.producerBlocks = new BlockSelection(geometry.groups().size());
         start(startWorker);
-    }
-
-    /** Per group, the number of logical blocks every region the group addresses can hold. */
-    static int[] logicalCapacities(CacheGeometry geometry)
-    {
-        int[] capacity = new int[geometry.groups().size()];
-        Arrays.fill(capacity, Integer.MAX_VALUE);
-        for (Region region : geometry.regions()) {
-            int logical = region.capacity() / geometry.kernelBlocksPerLogical();
-            for (int g = 0; g < capacity.length; g++) {
-                if (region.groupId() < 0 || region.groupId() == g) {
-                    capacity[g] = Math.min(capacity[g], logical);
-                }
-            }
-        }
-        return capacity;
-    }
-
-    static void checkBlocks(BlockIds blocks, int[] logicalCapacity, String side)
-    {
-        KvBridgeException.checkArgument(blocks.groupCount() == logicalCapacity.length,
-                "%s block ids have %d groups but the cache has %d (expected: one list per cache group, empty when unused)",
-                side, blocks.groupCount(), logicalCapacity.length);
-        for (int g = 0; g < logicalCapacity.length; g++) {
-            for (int i = 0; i < blocks.size(g); i++) {
-                int id = blocks.get(g, i);
-                if (id >= logicalCapacity[g]) {
-                    throw new KvBridgeException(ErrorCode.BLOCK_OUT_OF_RANGE, String.format(Locale.ROOT,
-                            "%s block id=%d of group %d is outside the cache: every region of that group holds %d logical blocks", side, id, g,
-                            logicalCapacity[g]));
-                }
-            }
-        }
-    }
-
-    static void checkId(String requestId)
-    {
-        String problem = RequestIds.problem(requestId);
-        KvBridgeException.checkArgument(problem == null, "%s", problem);
     }
 
     @Override
@@ -183,9 +141,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     public TransferParams prefillFinished(String requestId, BlockIds blocks, long callerNowNanos, long callerDeadlineNanos)
     {
         checkOpen();
-        checkId(requestId);
+        CallerInputs.checkId(requestId);
         requireNonNull(blocks, "blocks is null");
-        checkBlocks(blocks, logicalCapacity, "producer");
+        CallerInputs.checkBlocks(blocks, logicalCapacity, "producer");
         rules.checkServed(blocks, "producer", name);
         // clocks of other processes are not comparable: only the remaining duration is carried over
         long finished = now();
