@@ -91,7 +91,8 @@ static int contexts[64];
 static int primary_refs[64];
 
 /* test steering, see kvbfake_control */
-static atomic_int no_device, ipc_supported = 1, fail_copies, fail_opens, fail_allocs, copy_delay_us, vmm_supported = 1, batch_supported = 1, fail_batches;
+static atomic_int no_device, ipc_supported = 1, fail_copies, fail_opens, fail_allocs, copy_delay_us, vmm_supported = 1, batch_supported = 1, fail_batches,
+    queue_limit;
 static atomic_long copies_done, copy_calls, batch_calls, batch_copies;
 
 typedef struct { int magic, version, pid, pad; uint64_t size; char name[40]; } ipc_payload;
@@ -757,6 +758,8 @@ static void *stream_worker(void *argument)
         op next = s->ops[s->head];
         s->head = (s->head + 1) % s->capacity;
         s->count--;
+        /* an issuing call may wait for room (queue_limit) */
+        pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->mutex);
         if (next.type == 0) {
             int delay = atomic_load(&copy_delay_us);
@@ -785,6 +788,10 @@ static void *stream_worker(void *argument)
 static CUresult enqueue_many(stream *s, const op *items, size_t n)
 {
     pthread_mutex_lock(&s->mutex);
+    /* a real driver's asynchronous calls block while the device's work queue is full: with a hung device, for good */
+    for (int limit = atomic_load(&queue_limit); limit > 0 && s->count > 0 && s->count + n > (size_t) limit; limit = atomic_load(&queue_limit)) {
+        pthread_cond_wait(&s->cond, &s->mutex);
+    }
     if (s->count + n > s->capacity) {
         size_t capacity = s->capacity;
         while (capacity < s->count + n) capacity *= 2;
@@ -801,7 +808,8 @@ static CUresult enqueue_many(stream *s, const op *items, size_t n)
     }
     for (size_t k = 0; k < n; k++) s->ops[(s->head + s->count + k) % s->capacity] = items[k];
     s->count += n;
-    pthread_cond_signal(&s->cond);
+    /* the worker and callers waiting for room share the condition */
+    pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mutex);
     return OK;
 }
@@ -838,7 +846,7 @@ API CUresult cuStreamDestroy_v2(void *handle)
     /* the real driver returns at once and finishes the queued work; the fake finishes it first */
     pthread_mutex_lock(&s->mutex);
     s->stop = 1;
-    pthread_cond_signal(&s->cond);
+    pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mutex);
     pthread_join(s->thread, NULL);
     free(s->ops);
@@ -1008,7 +1016,8 @@ API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion
  * N allocations fail with CUDA_ERROR_OUT_OF_MEMORY), copy_delay_us (each copy first sleeps),
  * batch_supported (0: cuGetProcAddress finds no cuMemcpyBatchAsync, as on a driver older than 12.8), fail_batches
  * (the next N valid batch calls are refused with CUDA_ERROR_INVALID_VALUE, failIdx naming their last copy),
- * reset (any value: every key above back to its value at load, so a test cannot leave one behind).
+ * queue_limit (a stream holding that many queued operations makes the next asynchronous call wait for room,
+ * as a real driver's launch queue does; 0: unbounded), reset (any value: every key above back to its value at load, so a test cannot leave one behind).
  * Returns 0, or -1 for an unknown key.
  */
 API int kvbfake_control(const char *key, long long value)
@@ -1025,6 +1034,7 @@ API int kvbfake_control(const char *key, long long value)
         atomic_store(&copy_delay_us, 0);
         atomic_store(&batch_supported, 1);
         atomic_store(&fail_batches, 0);
+        atomic_store(&queue_limit, 0);
     }
     else if (strcmp(key, "no_device") == 0) atomic_store(&no_device, (int) value);
     else if (strcmp(key, "driver_version") == 0) driver_version = (int) value;
@@ -1036,6 +1046,7 @@ API int kvbfake_control(const char *key, long long value)
     else if (strcmp(key, "copy_delay_us") == 0) atomic_store(&copy_delay_us, (int) value);
     else if (strcmp(key, "batch_supported") == 0) atomic_store(&batch_supported, (int) value);
     else if (strcmp(key, "fail_batches") == 0) atomic_store(&fail_batches, (int) value);
+    else if (strcmp(key, "queue_limit") == 0) atomic_store(&queue_limit, (int) value);
     else return -1;
     return 0;
 }

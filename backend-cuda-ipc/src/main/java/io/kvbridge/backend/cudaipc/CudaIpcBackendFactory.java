@@ -23,7 +23,10 @@ import java.util.Map;
  * 2..65536, default 1024), {@code allocation} ({@code auto}, {@code vmm} or
  * {@code legacy}: what {@code allocate(DEVICE)} uses, default auto = VMM where the device exports
  * POSIX fds), {@code max-in-flight} (1..1048576, default 16384), {@code transfer-timeout-ms}
- * (copies not done by then fail the transfer, default 30000), {@code allow-fake} (accept kvbridge's
+ * (copies not done by then fail the transfer, default 30000), {@code close-timeout-ms} (how long
+ * {@code close()} waits for the copy loop to take its stop, 100..600000, default 30000; a loop
+ * inside a driver call that does not return fails the close with {@code DEADLINE_EXCEEDED}),
+ * {@code allow-fake} (accept kvbridge's
  * test fake of the driver; default: the {@value #ALLOW_FAKE_PROPERTY} property, else false).
  * {@code -D}{@value #LIBRARY_PROPERTY} names the driver file or its directory;
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off before anything loads.
@@ -98,6 +101,7 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
         String allocation = options.stringValue("allocation", "auto");
         int maxInFlight = options.intValue("max-in-flight", 16384, 1, 1 << 20);
         int timeoutMillis = options.intValue("transfer-timeout-ms", 30_000, 1, 3_600_000);
+        int closeTimeoutMillis = options.intValue("close-timeout-ms", 30_000, 100, 600_000);
         boolean chosenAllowFake = options.booleanValue("allow-fake", allowFake());
         options.finish();
         if (!List.of("auto", "off").contains(batch)) {
@@ -119,7 +123,7 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=vmm but the device cannot export VMM memory as POSIX fds; use auto or legacy");
         }
         return new CudaIpcTransferBackend(context.agentName(), device, streams, batch.equals("off") ? 0 : batchSize, maxInFlight, timeoutMillis, allocation,
-                probe.vmmFd());
+                probe.vmmFd(), closeTimeoutMillis);
     }
 
     private boolean allowFake()

@@ -54,6 +54,7 @@ final class CudaIpcEngine
     private final int batchSize;
     private final long transferTimeoutNanos;
     private final OwnerThread thread;
+    private final long closeTimeoutNanos;
     private volatile boolean parked;
     private volatile String stickyError;
 
@@ -80,9 +81,11 @@ final class CudaIpcEngine
 
     /**
      * @param batchSize copies per batch call, or 0 for one {@code cuMemcpyAsync} per copy always.
+     * @param closeTimeoutNanos how long {@link #stop()} waits for the owner to take the stop.
      */
-    CudaIpcEngine(InstanceGuard guard, int device, int streamCount, int batchSize, long transferTimeoutNanos, int capacity)
+    CudaIpcEngine(InstanceGuard guard, int device, int streamCount, int batchSize, long transferTimeoutNanos, int capacity, long closeTimeoutNanos)
     {
+        this.closeTimeoutNanos = closeTimeoutNanos;
         this.guard = guard;
         this.device = device;
         this.streamCount = streamCount;
@@ -499,17 +502,26 @@ final class CudaIpcEngine
         return thread.call(action);
     }
 
-    /** Ends the loop after draining, and waits for the thread. */
+    /**
+     * Ends the loop after draining, and waits for the thread; each wait is bounded, since a driver
+     * call of a hung device may not return.
+     *
+     * @throws KvBridgeException {@code DEADLINE_EXCEEDED} when the owner did not take the request to
+     *     stop in time: it is inside a driver call, and what it holds stays with it.
+     */
     void stop()
     {
         try {
             thread.call(() -> {
                 stopRequested = true;
                 return null;
-            });
+            }, closeTimeoutNanos, "asking the copy loop to stop");
         }
-        catch (KvBridgeException alreadyStopped) {
-            // the loop has ended
+        catch (KvBridgeException e) {
+            if (e.code() == ErrorCode.DEADLINE_EXCEEDED) {
+                throw e;
+            }
+            // CLOSED: the loop has ended
         }
         thread.join(TimeUnit.SECONDS.toMillis(30));
     }

@@ -66,10 +66,11 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final String localKey;
 
     CudaIpcTransferBackend(String agentName, int device, int streams, int batchSize, int maxInFlight, long transferTimeoutMillis, String allocationMode,
-            boolean vmmSupported)
+            boolean vmmSupported, long closeTimeoutMillis)
     {
         InstanceGuard guard = new InstanceGuard(CudaIpcBackendFactory.NAME, agentName);
-        CudaIpcEngine owner = new CudaIpcEngine(guard, device, streams, batchSize, TimeUnit.MILLISECONDS.toNanos(transferTimeoutMillis), maxInFlight + 64);
+        CudaIpcEngine owner = new CudaIpcEngine(guard, device, streams, batchSize, TimeUnit.MILLISECONDS.toNanos(transferTimeoutMillis), maxInFlight + 64,
+                TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis));
         TransferTable<CudaIpcTransfer> table = new TransferTable<>(guard.description(), maxInFlight, index -> new CudaIpcTransfer(index, owner));
         Inbox notifications = new Inbox();
         super(guard, table, notifications);
@@ -421,7 +422,14 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         }
         lists.releaseAll(null);
         // the owner drains running copies, then releases the native state and the context
-        engine.stop();
+        try {
+            engine.stop();
+        }
+        catch (KvBridgeException stuck) {
+            // the owner is inside a driver call: the peers and exports stay with it, the control channel still closes
+            control.close();
+            throw stuck;
+        }
         control.close();
         peers.clear();
         exported.clear();
