@@ -10,7 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 
 /**
  * The transfers a rank's worker posted and polls until they end or pass their deadline, and the
@@ -34,6 +33,9 @@ final class InFlightTransfers
 
         /** A transfer failed, passed its deadline or was cancelled while it ran: its peer may be gone. */
         void peerMayBeGone(Transfer transfer);
+
+        /** A transfer whose release failed earlier was released now. */
+        void releasedLate(Transfer transfer);
     }
 
     private final List<Transfer> transfers = new ArrayList<>();
@@ -65,10 +67,22 @@ final class InFlightTransfers
         return transfers.isEmpty();
     }
 
-    /** {@return the handles whose release failed and is retried} */
-    RetainedHandles retained()
+    /** Retries every release that failed; each transfer released now goes to {@code outcome}. */
+    void retryReleases(Outcome outcome)
     {
-        return retained;
+        retained.retry(outcome);
+    }
+
+    /** {@return the handles whose release failed and is retried} */
+    int retainedCount()
+    {
+        return retained.size();
+    }
+
+    /** {@return a health report of the retained handles, answered now} */
+    RankWorker.HealthReport retainedReport(long now)
+    {
+        return retained.report(now);
     }
 
     /**
@@ -191,17 +205,17 @@ final class InFlightTransfers
     /**
      * Releases every transfer at shutdown, retrying failed releases a few times.
      *
-     * @param releasedLate told of each transfer whose retried release succeeded.
+     * @param outcome told of each transfer whose retried release succeeded.
      * @return the handles still retained, which the transport's close releases.
      */
-    int releaseAll(Consumer<Transfer> releasedLate)
+    int releaseAll(Outcome outcome)
     {
         for (Transfer transfer : transfers) {
             retained.release(transfer);
         }
         transfers.clear();
         for (int attempt = 0; attempt < 3 && retained.size() > 0; attempt++) {
-            retained.retry(releasedLate);
+            retained.retry(outcome);
         }
         return retained.size();
     }

@@ -90,7 +90,6 @@ abstract class RankWorker
     // worker-confined state
     final InFlightTransfers transfers;
     // built once: the worker polls and retries releases every round
-    private final java.util.function.Consumer<Transfer> lateRelease = this::releasedLate;
     private final InFlightTransfers.Outcome outcome = new InFlightTransfers.Outcome()
     {
         @Override
@@ -111,6 +110,12 @@ abstract class RankWorker
         public void peerMayBeGone(Transfer transfer)
         {
             peerFailed(transfer.remoteKey);
+        }
+
+        @Override
+        public void releasedLate(Transfer transfer)
+        {
+            RankWorker.this.releasedLate(transfer);
         }
     };
     private long nextEvictionCheck;
@@ -290,14 +295,14 @@ abstract class RankWorker
             worked |= transport.drainNotifications(this::received) > 0;
             long now = now();
             transfers.poll(now, outcome);
-            transfers.retained().retry(lateRelease);
+            transfers.retryReleases(outcome);
             tick(now);
             if (now - nextEvictionCheck >= 0) {
                 nextEvictionCheck = now + EVICTION_CHECK_NANOS;
                 remotes.evictIdle();
             }
             auditTransfers = transfers.size();
-            auditRetained = transfers.retained().size();
+            auditRetained = transfers.retainedCount();
             auditEarliestDeadline = transfers.earliestDeadline(now + NO_DEADLINE_AHEAD_NANOS);
             publishAudit();
         }
@@ -475,7 +480,7 @@ abstract class RankWorker
         }
         enqueue(() -> {
             pendingProbe.set(null);
-            fresh.complete(transfers.retained().report(now()));
+            fresh.complete(transfers.retainedReport(now()));
         });
         return fresh;
     }
@@ -556,7 +561,7 @@ abstract class RankWorker
             return;
         }
         shutDown = true;
-        int stillRetained = transfers.releaseAll(lateRelease);
+        int stillRetained = transfers.releaseAll(outcome);
         if (stillRetained > 0) {
             LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, stillRetained);
         }

@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.StringJoiner;
-import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,8 +46,8 @@ final class RetainedHandles
         }
     }
 
-    /** Retries every retained release; each transfer released now goes to {@code releasedLate}. */
-    void retry(Consumer<Transfer> releasedLate)
+    /** Retries every retained release; each transfer released now goes to {@code outcome}. */
+    void retry(InFlightTransfers.Outcome outcome)
     {
         for (Iterator<Transfer> it = retained.iterator(); it.hasNext(); ) {
             Transfer transfer = it.next();
@@ -67,7 +66,7 @@ final class RetainedHandles
                 transfer.mark.close();
             }
             it.remove();
-            releasedLate.accept(transfer);
+            outcome.releasedLate(transfer);
         }
     }
 
