@@ -78,7 +78,8 @@ final class KvBridgeModule extends AbstractModule
     {
         // the bridge's own instance follows the side channel its connectors bind by default
         String host = bridgeSettings.config().sideChannelHost();
-        BackendContext context = new EngineBackendContext(bridgeSettings.agentName(), host == null ? ConnectorSettings.DEFAULT_BIND_HOST : host);
+        BackendContext context = EngineBackendContext.of(bridgeSettings.agentName(), host == null ? ConnectorSettings.DEFAULT_BIND_HOST : host,
+                bridgeSettings.sideChannelSecret(), selected.name());
         return selected.factory().create(bridgeSettings.transportConfig(selected.name()), context);
     }
 
@@ -86,7 +87,8 @@ final class KvBridgeModule extends AbstractModule
     @Singleton
     RankTransports rankTransports(DiscoveredTransport selected, BridgeSettings bridgeSettings)
     {
-        return new RankTransports(selected.factory(), bridgeSettings.transportConfig(selected.name()), bridgeSettings.agentName());
+        return new RankTransports(selected.factory(), bridgeSettings.transportConfig(selected.name()), bridgeSettings.agentName(),
+                bridgeSettings.sideChannelSecret());
     }
 
     @Provides

@@ -25,4 +25,20 @@ public interface BackendContext
     {
         return Optional.empty();
     }
+
+    /**
+     * Returns a key for authenticating this transport's own connections between engines that share
+     * the side channel's secret, such as a control socket or a data port's hello. It is derived from
+     * the secret and the transport's name, so that no two transports share a key and the secret
+     * itself never reaches a plugin; every instance of one transport in engines with the same secret
+     * gets the same key.
+     *
+     * @return a fresh copy of the 32-byte key; empty when the engine runs without a shared secret,
+     *     and the transport must then rely on what the operating system proves (for example the
+     *     peer's user id on a Unix socket).
+     */
+    default Optional<byte[]> connectionKey()
+    {
+        return Optional.empty();
+    }
 }

@@ -11,13 +11,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Creates each connector's own transport instance from the bridge's selected factory, with the
  * bridge's options, named {@code <agent prefix>-<role>-pp<p>-tp<t>-<n>} so that peers and logs can
- * tell the ranks apart, and told the address the connector's side channel binds to.
+ * tell the ranks apart, and told the address the connector's side channel binds to and its
+ * connection key.
  */
 public final class RankTransports
 {
     private final TransferBackendFactory factory;
     private final Map<String, String> config;
     private final String agentPrefix;
+    private final byte[] secret;
     private final AtomicInteger instances = new AtomicInteger();
 
     /**
@@ -26,9 +28,11 @@ public final class RankTransports
      * @param factory the selected transport's factory.
      * @param config options for every instance.
      * @param agentPrefix agent names of the instances start with it.
+     * @param secret the engine's shared secret, which each instance's connection key derives from; empty for none.
      */
-    public RankTransports(TransferBackendFactory factory, Map<String, String> config, String agentPrefix)
+    public RankTransports(TransferBackendFactory factory, Map<String, String> config, String agentPrefix, byte[] secret)
     {
+        this.secret = requireNonNull(secret, "secret is null").clone();
         this.factory = requireNonNull(factory, "factory is null");
         this.config = Map.copyOf(requireNonNull(config, "config is null"));
         this.agentPrefix = requireNonNull(agentPrefix, "agentPrefix is null");
@@ -44,6 +48,6 @@ public final class RankTransports
     {
         String agent = agentPrefix + "-" + role + "-pp" + settings.geometry().rank().ppRank() + "-tp" + settings.geometry().rank().tpRank() + "-"
                 + instances.incrementAndGet();
-        return factory.create(config, new EngineBackendContext(agent, settings.bindHost()));
+        return factory.create(config, EngineBackendContext.of(agent, settings.bindHost(), secret, factory.name()));
     }
 }

@@ -44,7 +44,7 @@ final class EngineHarness implements AutoCloseable
     {
         this.factory = factory;
         RankTransports transports = new RankTransports(factory, Map.of("simulate-device", "true"), "test-" + ProcessHandle.current().pid() + "-"
-                + System.identityHashCode(this));
+                + System.identityHashCode(this), sideChannel.secret());
         this.services = new EngineServices(transports, clock, sideChannel, registry, SummarySchedule.onOwnThread(Duration.ZERO));
     }
 

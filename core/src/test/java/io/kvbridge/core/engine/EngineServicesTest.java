@@ -35,7 +35,7 @@ final class EngineServicesTest
 {
     private static EngineServices services(SummarySchedule schedule)
     {
-        return new EngineServices(new RankTransports(new LocalBackendFactory(), Map.of(), "summary"), SideChannelClock.system(),
+        return new EngineServices(new RankTransports(new LocalBackendFactory(), Map.of(), "summary", new byte[0]), SideChannelClock.system(),
                 SideChannelSettings.builder().build(), new SimpleMeterRegistry(), schedule);
     }
 
