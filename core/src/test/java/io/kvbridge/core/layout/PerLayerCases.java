@@ -1,6 +1,5 @@
 package io.kvbridge.core.layout;
 
-import io.kvbridge.core.wire.WireRoundTrip;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
@@ -12,15 +11,15 @@ import io.kvbridge.spi.layout.CacheMemory;
 import io.kvbridge.spi.layout.LayerView;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.testkit.AbstractCacheLayoutConformanceTest;
-import io.kvbridge.testkit.GeometryWireFormat;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 
 /**
  * Inputs the per-layer layout is checked with, in both block orders: a TP2 rank of a 4-layer model
  * with a full-attention and a sliding-window group, the second stage of a PP2 engine with two kernel
- * blocks per scheduler block, and layer views with padded strides.
+ * blocks per scheduler block, and layer views with padded strides. The wire round trip is the
+ * suite's default: kvbridge-core's own format, found on this class path as an outside layout's
+ * tests find it.
  */
 abstract class PerLayerCases extends AbstractCacheLayoutConformanceTest
 {
@@ -31,12 +30,6 @@ abstract class PerLayerCases extends AbstractCacheLayoutConformanceTest
     protected CacheLayoutFactory newFactory()
     {
         return new PerLayerCacheLayoutFactory();
-    }
-
-    @Override
-    protected Optional<GeometryWireFormat> wireFormat()
-    {
-        return Optional.of(new WireRoundTrip());
     }
 
     static ModelCacheSpec spec(int layers, int kernelBlocksPerLogical, List<Integer> stages)

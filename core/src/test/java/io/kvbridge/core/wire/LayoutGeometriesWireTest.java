@@ -43,12 +43,11 @@ final class LayoutGeometriesWireTest
         ServiceLoader.load(CacheLayoutFactory.class).forEach(factory -> factories.put(factory.name(), factory));
         assertEquals(List.of("hma", "mla", "per-layer"), List.copyOf(factories.keySet()), "a layout without wire round-trip inputs here");
         Map<String, List<Input>> inputs = Map.of("per-layer", perLayerInputs(), "hma", hmaInputs(), "mla", mlaInputs());
-        WireRoundTrip wire = new WireRoundTrip();
         int checked = 0;
         for (Map.Entry<String, CacheLayoutFactory> entry : factories.entrySet()) {
             for (Input input : inputs.get(entry.getKey())) {
                 CacheGeometry geometry = entry.getValue().create(input.config()).describe(input.spec(), input.memory(), input.rank());
-                assertEquals(geometry, wire.roundTrip(geometry), entry.getKey() + ": " + input.name());
+                assertEquals(geometry, GeometryRoundTrip.roundTrip(geometry), entry.getKey() + ": " + input.name());
                 checked++;
             }
         }
@@ -63,7 +62,7 @@ final class LayoutGeometriesWireTest
                 .describe(packed.spec(), packed.memory(), packed.rank());
         assertEquals(1, geometry.regions().size());
         assertTrue(geometry.regions().getFirst().packed());
-        assertEquals(geometry.regions().getFirst().packedMembers(), new WireRoundTrip().roundTrip(geometry).regions().getFirst().packedMembers());
+        assertEquals(geometry.regions().getFirst().packedMembers(), GeometryRoundTrip.roundTrip(geometry).regions().getFirst().packedMembers());
         CacheGeometry pooled = new io.kvbridge.layout.hma.HmaCacheLayoutFactory().create(Map.of())
                 .describe(hmaInputs().getFirst().spec(), hmaInputs().getFirst().memory(), Rank.single());
         assertFalse(pooled.regions().stream().noneMatch(region -> region.groupId() == -1 && region.members().size() > 1),

@@ -1,18 +1,27 @@
 package io.kvbridge.core.wire;
 
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.testkit.GeometryWireFormat;
 import java.util.EnumSet;
 
 /**
  * The whole path a geometry takes to a peer: rank metadata, handshake payload, bytes, then the
- * verifier's checks and decoding on the other side.
+ * verifier's checks and decoding on the other side. Public so that a cache layout written outside
+ * this project can check, with {@code kvbridge-core} on its test class path, that nothing its
+ * geometry says is lost on the wire: the testkit's layout conformance suite finds it there.
  */
-public final class WireRoundTrip
-        implements GeometryWireFormat
+public final class GeometryRoundTrip
 {
-    @Override
-    public CacheGeometry roundTrip(CacheGeometry geometry)
+    private GeometryRoundTrip()
+    {
+    }
+
+    /**
+     * Encodes a geometry as a peer's handshake would carry it and decodes the bytes again.
+     *
+     * @param geometry to send.
+     * @return what a peer receives.
+     */
+    public static CacheGeometry roundTrip(CacheGeometry geometry)
     {
         RankMetadata metadata = new RankMetadata("round-trip", RankMetadata.newEpoch(), "local", new byte[] {7}, EnumSet.of(PeerCapability.PULL), geometry);
         byte[] bytes = HandshakePayload.of(metadata).encode();
