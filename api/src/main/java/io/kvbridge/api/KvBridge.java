@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.function.LongSupplier;
@@ -455,17 +456,38 @@ public interface KvBridge extends AutoCloseable
          * Builds the bridge with the runtime found on the class path.
          *
          * @return the bridge.
-         * @throws KvBridgeException {@code PLUGIN_UNKNOWN} when kvbridge-core is missing;
+         * @throws KvBridgeException {@code PLUGIN_UNKNOWN} when kvbridge-core is missing, or cannot load its
+         *     dependencies (on the module path: launched without {@code --add-modules ALL-MODULE-PATH});
          *     {@code CONFIG_INVALID} when the {@link #meterRegistry meter registry} is not a Micrometer one,
          *     or the configuration document, the environment or the secret file has a problem (all named).
          */
         public KvBridge build()
         {
-            KvBridgeRuntime runtime = ServiceLoader.load(KvBridgeRuntime.class, KvBridge.class.getClassLoader())
-                    .findFirst()
-                    .orElseThrow(() -> new KvBridgeException(ErrorCode.PLUGIN_UNKNOWN,
-                            "no kvbridge runtime on the class path: add the kvbridge-core jar next to kvbridge-api"));
-            return runtime.start(this);
+            try {
+                KvBridgeRuntime runtime = ServiceLoader.load(KvBridgeRuntime.class, KvBridge.class.getClassLoader())
+                        .findFirst()
+                        .orElseThrow(() -> new KvBridgeException(ErrorCode.PLUGIN_UNKNOWN,
+                                "no kvbridge runtime on the class path: add the kvbridge-core jar next to kvbridge-api"));
+                return runtime.start(this);
+            }
+            catch (NoClassDefFoundError | ServiceConfigurationError e) {
+                throw unresolvedRuntime(e);
+            }
+        }
+
+        /**
+         * kvbridge-core is an automatic module that requires nothing by name, so on the module path
+         * the JDK leaves its dependencies (SLF4J, Guice, ...) unresolved unless the launch adds them,
+         * and the first class it needs fails to load deep inside the runtime's start-up.
+         */
+        private static KvBridgeException unresolvedRuntime(Throwable e)
+        {
+            boolean modulePath = KvBridge.class.getModule().isNamed();
+            String fix = modulePath
+                    ? "on the module path the JDK resolves only modules that something requires, and kvbridge-core (an automatic module) "
+                            + "requires none by name: add --add-modules ALL-MODULE-PATH to the java command (or name the missing module)"
+                    : "put every jar kvbridge-core depends on (its Maven runtime dependencies) on the class path";
+            return new KvBridgeException(ErrorCode.PLUGIN_UNKNOWN, "the kvbridge runtime could not load what it needs (" + e.getMessage() + "): " + fix, e);
         }
     }
 }

@@ -94,6 +94,18 @@ class ReadmeConsumerIT
         expectHealthy(ProcessRun.run(command, project, Map.of(), RUN_SECONDS));
     }
 
+    @Test
+    void modulePathWithoutItsDependenciesSaysHowToAddThem()
+            throws IOException, InterruptedException
+    {
+        List<String> command = new ArrayList<>(javaWithReadmeFlags("module path"));
+        command.addAll(List.of("-p", classes() + java.io.File.pathSeparator + runtimeClasspath(), "-m", MODULE + "/" + MAIN));
+        ProcessRun.Result run = ProcessRun.run(command, project, Map.of(), RUN_SECONDS);
+        assertFalse(run.exitCode() == 0, () -> "the embedding started without core's dependencies in the module graph:\n" + run.output());
+        assertTrue(run.output().contains("KVB/PluginUnknown") && run.output().contains("add --add-modules ALL-MODULE-PATH"),
+                () -> "the failure does not name the missing flag:\n" + run.output());
+    }
+
     private static void expectHealthy(ProcessRun.Result run)
     {
         assertEquals(0, run.exitCode(), () -> "the README's embedding failed:\n" + run.output());
