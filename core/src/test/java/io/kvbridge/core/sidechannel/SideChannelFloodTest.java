@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * Handshakes while an attacker without the secret holds many connections to the side channel and
  * renews them continuously. CI runs it with {@value #DEFAULT_SOCKETS} attacker sockets and bounds
  * the p99 by {@value #DEFAULT_MAX_P99_MILLIS} ms, since CI shares two cores with everything else;
- * the measurement in BENCHMARKS.md sets {@code -Dkvbridge.flood.sockets=1000
+ * the measurement in benchmarks/results/wire.md sets {@code -Dkvbridge.flood.sockets=1000
  * -Dkvbridge.flood.maxP99Millis=100}.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
