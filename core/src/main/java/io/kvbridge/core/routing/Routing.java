@@ -114,14 +114,20 @@ public final class Routing
     /**
      * Pairs every layer the local rank holds with the peer region holding it.
      *
+     * <p>Two things are paired here, not refused: blocks of unequal size (the plan moves each block as
+     * the peer's sub-blocks, head by head where heads are outermost), and a packed row meeting a
+     * plain region or a row of another shape (the row narrows to the layer's page, an ordinary
+     * strided view). Whether the pages' bytes then agree is checked when the plan is built
+     * ({@code GEOMETRY_INCOMPATIBLE} naming both regions' {@code blockBytes}).
+     *
      * @param layers the model's layers in model order.
      * @param local this rank's geometry.
      * @param remote the peer rank's geometry.
      * @return one entry per local layer, in local region order then member order.
      * @throws io.kvbridge.spi.KvBridgeException {@code ROUTING_FAILED} when a local layer is
-     *     unknown to the model or missing on the peer, {@code GEOMETRY_INCOMPATIBLE} when block sizes
-     *     differ, a region advertises another group than its layer's, or packed and non-packed
-     *     regions meet.
+     *     unknown to the model or missing on the peer, {@code GEOMETRY_INCOMPATIBLE} when a region
+     *     advertises another group than its layer's, or the sides hold different parts of a layer
+     *     (joint K/V against one plane).
      */
     public static List<TransferEntry> byLayerName(List<LayerSpec> layers, CacheGeometry local, CacheGeometry remote)
     {
