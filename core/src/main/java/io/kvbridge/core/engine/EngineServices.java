@@ -68,6 +68,8 @@ public final class EngineServices implements AutoCloseable
         final int port;
         // this incarnation of the engine's ranks here: drawn with the server, so a restart draws anew
         final long epoch = RankMetadata.newEpoch();
+        // the keys this incarnation's producer ranks grant pulls under, drawn with the epoch
+        final PullKeys pullKeys = PullKeys.fresh();
         int users;
 
         SharedServer(SideChannelServer server, String bindHost, int port)
@@ -226,6 +228,14 @@ public final class EngineServices implements AutoCloseable
         SharedServer shared = servers.get(engineId);
         KvBridgeException.check(shared != null, ErrorCode.CLOSED, "engine %s serves no side channel in this bridge", engineId);
         return shared.epoch;
+    }
+
+    /** Returns where the pull keys of the engine's side channel in this bridge come from; drawn anew with its epoch. */
+    synchronized PullKeys pullKeys(String engineId)
+    {
+        SharedServer shared = servers.get(engineId);
+        KvBridgeException.check(shared != null, ErrorCode.CLOSED, "engine %s serves no side channel in this bridge", engineId);
+        return shared.pullKeys;
     }
 
     synchronized void releaseServer(String engineId)
