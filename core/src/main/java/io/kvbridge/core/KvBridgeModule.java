@@ -95,7 +95,8 @@ final class KvBridgeModule extends AbstractModule
     @Singleton
     SideChannelSettings sideChannelSettings(BridgeSettings bridgeSettings)
     {
-        return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).tls(bridgeSettings.sideChannelTls()).build();
+        return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).tls(bridgeSettings.sideChannelTls())
+                .allowUnauthenticated(bridgeSettings.allowUnauthenticated()).build();
     }
 
     @Provides

@@ -205,6 +205,7 @@ public final class EngineServices implements AutoCloseable
                 throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "bindHost=" + settings.bindHost() + " cannot be resolved: " + e.getMessage(), e);
             }
             SideChannelSettings engineSettings = sideChannelSettings.toBuilder().bindAddress(bind).port(settings.port()).build();
+            refuseUnauthenticated(settings.engineId(), settings.bindHost(), engineSettings);
             shared = new SharedServer(SideChannelServer.startEmpty(settings.engineId(), engineSettings, clock), settings.bindHost(), settings.port());
             servers.put(settings.engineId(), shared);
             LOG.info("engine {} serves its side channel on {} with epoch {}", settings.engineId(), shared.server.address(),
@@ -217,6 +218,23 @@ public final class EngineServices implements AutoCloseable
         }
         shared.users++;
         return shared.server;
+    }
+
+    /**
+     * Refuses a side channel that other hosts reach but that proves nothing about its peers, unless
+     * the configuration allows it by name: such a channel lets any process that reaches the port
+     * read the engine's geometry, open notification sessions and free the requests it holds.
+     */
+    static void refuseUnauthenticated(String engineId, String bindHost, SideChannelSettings settings)
+    {
+        if (settings.authenticatesPeers() || settings.bindAddress().isLoopbackAddress() || settings.allowUnauthenticated()) {
+            return;
+        }
+        throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "engine " + engineId + " would serve its side channel on " + bindHost
+                + " (not loopback) without authenticating its peers, so any process that reaches it could read its cache geometry and free"
+                + " its requests: configure a shared secret (secret_file, KVBRIDGE_SECRET_FILE, KvBridge.Builder.sideChannelSecret) or TLS"
+                + " with client_auth=require, or run unauthenticated on purpose with side_channel_allow_unauthenticated=true"
+                + " (KVBRIDGE_SIDE_CHANNEL_ALLOW_UNAUTHENTICATED, KvBridge.Builder.allowUnauthenticatedSideChannel)");
     }
 
     /**
