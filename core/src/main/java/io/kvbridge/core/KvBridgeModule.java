@@ -113,7 +113,8 @@ final class KvBridgeModule extends AbstractModule
             config = config.with(leaseTtl, config.requestTimeout(), config.maxEntryBytes());
         }
         LOG.info("discovery through {} (lease {})", config.location(), config.leaseTtl());
-        return new Discovery(Directories.open(config, KvBridgeModule.class.getClassLoader()), sideChannelSettings.limits());
+        return new Discovery(Directories.open(config, KvBridgeModule.class.getClassLoader()), sideChannelSettings.limits(),
+                sideChannelSettings.secret());
     }
 
     @Provides
