@@ -68,12 +68,13 @@ public final class EngineServices implements AutoCloseable
         final int port;
         // this incarnation of the engine's ranks here: drawn with the server, so a restart draws anew
         final long epoch = RankMetadata.newEpoch();
-        // the keys this incarnation's producer ranks grant pulls under, drawn with the epoch
-        final PullKeys pullKeys = PullKeys.fresh();
+        // the keys this incarnation's producer ranks grant pulls under, shared by its ranks
+        final PullKeys pullKeys;
         int users;
 
-        SharedServer(SideChannelServer server, String bindHost, int port)
+        SharedServer(SideChannelServer server, String bindHost, int port, SideChannelClock clock)
         {
+            this.pullKeys = new PullKeys(clock::monotonicNanos);
             this.server = server;
             this.bindHost = bindHost;
             this.port = port;
@@ -206,7 +207,8 @@ public final class EngineServices implements AutoCloseable
             }
             SideChannelSettings engineSettings = sideChannelSettings.toBuilder().bindAddress(bind).port(settings.port()).build();
             refuseUnauthenticated(settings.engineId(), settings.bindHost(), engineSettings);
-            shared = new SharedServer(SideChannelServer.startEmpty(settings.engineId(), engineSettings, clock), settings.bindHost(), settings.port());
+            shared = new SharedServer(SideChannelServer.startEmpty(settings.engineId(), engineSettings, clock), settings.bindHost(), settings.port(),
+                    clock);
             servers.put(settings.engineId(), shared);
             LOG.info("engine {} serves its side channel on {} with epoch {}", settings.engineId(), shared.server.address(),
                     RankMetadata.formatEpoch(shared.epoch));
@@ -248,7 +250,7 @@ public final class EngineServices implements AutoCloseable
         return shared.epoch;
     }
 
-    /** Returns where the pull keys of the engine's side channel in this bridge come from; drawn anew with its epoch. */
+    /** Returns the pull keys of the engine's side channel in this bridge, which its ranks share; a restart starts an empty table. */
     synchronized PullKeys pullKeys(String engineId)
     {
         SharedServer shared = servers.get(engineId);

@@ -163,7 +163,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         trackers.put(requestId, tracker);
         Held request = new Held(requestId, ids, finished, deadline, tracker);
         // only the parameters carry the key: whoever they were not handed to cannot read the request
-        PullKey pullKey = settings.modes().contains(TransferMode.PULL) ? pullKeys.of(requestId) : PullKey.NONE;
+        PullKey pullKey = settings.modes().contains(TransferMode.PULL) ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
         // before the parameters leave: a consumer may read before this rank's worker runs the hold
         request.grants = grantPulls(requestId, pullKey, ids);
         enqueue(() -> hold(request, blocks.isEmpty()));

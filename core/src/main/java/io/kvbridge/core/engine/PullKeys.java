@@ -1,63 +1,89 @@
 package io.kvbridge.core.engine;
 
-import static java.nio.charset.StandardCharsets.UTF_8;
+import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.api.PullKey;
-import java.security.GeneralSecurityException;
 import java.security.SecureRandom;
-import java.util.Arrays;
-import javax.crypto.Mac;
-import javax.crypto.spec.SecretKeySpec;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.function.LongSupplier;
 
 /**
- * Where the pull keys of one incarnation of an engine's side channel come from: an HMAC-SHA256,
- * under 32 bytes drawn from {@link SecureRandom} when the side channel started, of the producer's
- * request id, cut to {@link PullKey#BYTES}. Every rank that side channel serves here grants a request
- * under the same key without talking to the others (each returns its own parameters, any of which
- * the router may forward), and nobody outside this process can derive a key from a request id: the
- * secret never leaves it and a restart draws another. Parameters issued before a restart therefore
- * read nothing from the process that replaced it.
+ * The pull keys of the requests of one engine's side channel in this process: {@link PullKey#BYTES}
+ * bytes drawn from {@link SecureRandom} per request id. Every rank that side channel serves reports
+ * the request separately and returns parameters of its own, any of which the router may forward,
+ * so the ranks take the key the first of them drew: it is kept while they report the request (for
+ * a retention from each one's report, the request's lease), then forgotten, and a request id used
+ * again later gets a new key. Nothing about a key follows from the request id or anything published;
+ * it leaves the process only in the parameters.
  *
- * <p>Thread-safe.
+ * <p>Thread-safe: one lock, taken once per reported request.
  */
 final class PullKeys
 {
     private static final SecureRandom RANDOM = new SecureRandom();
-    private static final String ALGORITHM = "HmacSHA256";
-    private static final byte[] DOMAIN = "kvbridge pull grant\0".getBytes(UTF_8);
+    // sweeps for expired keys when the table has grown past this since the last sweep
+    private static final int MIN_SWEEP = 64;
 
-    private final SecretKeySpec secret;
+    private final LongSupplier monotonicNanos;
+    private final Map<String, Drawn> drawn = new HashMap<>();
+    private int nextSweep = MIN_SWEEP;
 
-    private PullKeys(byte[] secret)
+    private record Drawn(PullKey key, long expiresNanos)
     {
-        this.secret = new SecretKeySpec(secret, ALGORITHM);
-    }
-
-    /** {@return keys under a secret drawn now} */
-    static PullKeys fresh()
-    {
-        byte[] secret = new byte[32];
-        RANDOM.nextBytes(secret);
-        return new PullKeys(secret);
     }
 
     /**
-     * Returns the key a request is granted under.
+     * Creates an empty table.
+     *
+     * @param monotonicNanos the clock of the retention.
+     */
+    PullKeys(LongSupplier monotonicNanos)
+    {
+        this.monotonicNanos = requireNonNull(monotonicNanos, "monotonicNanos is null");
+    }
+
+    /**
+     * Returns the key a request is granted under: the one another rank drew for it within the
+     * retention, else a fresh one.
      *
      * @param producerRequestId the producer's id of the request.
+     * @param retentionNanos how long other ranks may still ask for the same key: the request's lease.
      * @return its key.
      */
-    PullKey of(String producerRequestId)
+    synchronized PullKey of(String producerRequestId, long retentionNanos)
     {
-        try {
-            Mac mac = Mac.getInstance(ALGORITHM);
-            mac.init(secret);
-            mac.update(DOMAIN);
-            byte[] full = mac.doFinal(producerRequestId.getBytes(UTF_8));
-            return PullKey.of(Arrays.copyOf(full, PullKey.BYTES));
+        long now = monotonicNanos.getAsLong();
+        if (drawn.size() >= nextSweep) {
+            sweep(now);
         }
-        catch (GeneralSecurityException e) {
-            throw new IllegalStateException("every Java platform provides " + ALGORITHM, e);
+        Drawn current = drawn.get(producerRequestId);
+        PullKey key = current != null && current.expiresNanos - now > 0 ? current.key : fresh();
+        drawn.put(producerRequestId, new Drawn(key, now + Math.max(1, retentionNanos)));
+        return key;
+    }
+
+    private void sweep(long now)
+    {
+        for (Iterator<Drawn> it = drawn.values().iterator(); it.hasNext(); ) {
+            if (it.next().expiresNanos - now <= 0) {
+                it.remove();
+            }
         }
+        nextSweep = Math.max(MIN_SWEEP, 2 * drawn.size());
+    }
+
+    /** {@return keys kept, for tests} */
+    synchronized int size()
+    {
+        return drawn.size();
+    }
+
+    private static PullKey fresh()
+    {
+        byte[] key = new byte[PullKey.BYTES];
+        RANDOM.nextBytes(key);
+        return PullKey.of(key);
     }
 }

@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
  * released at once (the transport keeps the ranges). A transport that does not check grants
  * answers {@link TransferBackend#NO_GRANT} to a first empty grant and is never asked again.
  *
- * <p>Keys: a pull grant is named by the request's {@link PullKeys pull key}, which only its
- * parameters carry, so a consumer the router handed them reaches its blocks while they are held and
+ * <p>Keys: a pull grant is named by the request's {@link PullKeys pull key}, 16 random bytes drawn
+ * for the request that only its parameters carry, so a consumer the router handed them reaches its blocks while they are held and
  * nobody else does, whatever they know of the request; a push grant by 16 random bytes that travel
  * only in the consumer's registration to the producer ranks that write.
  *
