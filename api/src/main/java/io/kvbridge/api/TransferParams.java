@@ -183,7 +183,8 @@ public record TransferParams(
      * @param other another stage's parameters of the same engine, side channels and request.
      * @return the copy, with every epoch and pull key either names.
      * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} when the two describe other
-     *     engines, side channels or requests, or name two epochs for one stage (it restarted between them).
+     *     engines, side channels or requests, or name two epochs or two pull keys for one stage (it
+     *     restarted between them).
      */
     public TransferParams withEpochsOf(TransferParams other)
     {
@@ -205,7 +206,8 @@ public record TransferParams(
             PullKey mine = pullKeys.get(stage);
             PullKey theirs = other.pullKeys.get(stage);
             checkArgument(mine.isNone() || theirs.isNone() || mine.equals(theirs),
-                    "stage %d of engine %s is named with two pull keys: it restarted between the two prefillFinished calls", stage, engineId);
+                    "stage %d of engine %s is named with two pull keys: it restarted between the two prefillFinished calls, or these are"
+                            + " parameters of two requests under one id", stage, engineId);
             keys[stage] = mine.isNone() ? theirs : mine;
         }
         return new TransferParams(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, List.of(merged),
