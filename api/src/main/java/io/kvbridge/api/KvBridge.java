@@ -162,6 +162,7 @@ public interface KvBridge extends AutoCloseable
         private final Map<String, String> transportConfig = new LinkedHashMap<>();
         private byte[] sideChannelSecret = new byte[0];
         private TlsFiles sideChannelTls;
+        private boolean allowUnauthenticatedSideChannel;
         private LongSupplier monotonicClock;
         private InstantSource wallClock;
         private Object meterRegistry;
@@ -216,7 +217,9 @@ public interface KvBridge extends AutoCloseable
         /**
          * Sets the shared secret that authenticates every side channel message (HMAC-SHA256 with
          * nonce and timestamp); every engine that talks to this one must use the same secret. Without
-         * one (the default) the side channel accepts anything that reaches its port and warns so.
+         * one (the default) the side channel accepts anything that reaches its port: an engine then
+         * serves loopback only, unless {@link #allowUnauthenticatedSideChannel} or TLS with client
+         * certificates says otherwise.
          *
          * @param secret at least 16 random bytes, or empty for none; copied.
          * @return this builder.
@@ -225,6 +228,24 @@ public interface KvBridge extends AutoCloseable
         {
             this.sideChannelSecret = requireNonNull(secret, "secret is null").clone();
             explicit.add("sideChannelSecret");
+            return this;
+        }
+
+        /**
+         * Lets the engine serve its side channel on an address other hosts reach (not loopback)
+         * without a {@link #sideChannelSecret secret} or {@link #sideChannelTls TLS} that requires
+         * client certificates. By default such an engine refuses to start ({@code KVB/ConfigInvalid}),
+         * because then any process that reaches the port can read its cache geometry and send
+         * completions that free requests it holds; allow it only on a network where every such
+         * process is trusted. Configuration key {@code side_channel_allow_unauthenticated}.
+         *
+         * @param allow whether to allow it.
+         * @return this builder.
+         */
+        public Builder allowUnauthenticatedSideChannel(boolean allow)
+        {
+            this.allowUnauthenticatedSideChannel = allow;
+            explicit.add("allowUnauthenticatedSideChannel");
             return this;
         }
 
@@ -395,8 +416,8 @@ public interface KvBridge extends AutoCloseable
          * Tells whether a setting was given by a call on this builder, which then overrides the
          * configuration document and the environment.
          *
-         * @param setting {@code transport}, {@code agentName}, {@code transportConfig}, {@code sideChannelSecret} or
-         *     {@code sideChannelTls}.
+         * @param setting {@code transport}, {@code agentName}, {@code transportConfig}, {@code sideChannelSecret},
+         *     {@code sideChannelTls} or {@code allowUnauthenticatedSideChannel}.
          * @return whether its method was called.
          */
         public boolean isExplicit(String setting)
@@ -420,6 +441,12 @@ public interface KvBridge extends AutoCloseable
         public byte[] sideChannelSecret()
         {
             return sideChannelSecret.clone();
+        }
+
+        /** {@return what {@link #allowUnauthenticatedSideChannel} set; false by default} */
+        public boolean allowsUnauthenticatedSideChannel()
+        {
+            return allowUnauthenticatedSideChannel;
         }
 
         /** {@return the TLS files set with {@link #sideChannelTls}, empty when none were} */

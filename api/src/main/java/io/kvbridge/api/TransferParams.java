@@ -39,6 +39,12 @@ import java.util.Set;
  *     {@code STALE_EPOCH} instead of reading a restarted peer's memory). {@link #UNKNOWN_EPOCH} for a
  *     stage whose epoch the issuing process does not know (a stage served by another process; see
  *     {@link #withEpochsOf}); stages with one side channel name one epoch.
+ * @param pullKeys the key each stage granted the request's blocks under for pulling consumers, index =
+ *     {@code ppRank}: secret, drawn by the process serving the stage, so that only a holder of these
+ *     parameters reads the request; {@link PullKey#NONE} for a stage whose key the issuing process
+ *     does not know (a stage served by another process, merged in by {@link #withEpochsOf}) or that
+ *     grants no pulls. A consumer pulls only from stages whose key it is given; stages with one side
+ *     channel name one key. {@link #toString()} does not show them.
  *
  * @see TransferParamsJson the JSON form a router carries
  */
@@ -52,7 +58,8 @@ public record TransferParams(
         Set<TransferMode> modes,
         long leaseMillis,
         long finishedNanos,
-        List<Long> epochs)
+        List<Long> epochs,
+        List<PullKey> pullKeys)
 {
     /** {@link #finishedNanos} of parameters that do not say when the prefill finished. */
     public static final long UNKNOWN_TIME = Long.MIN_VALUE;
@@ -84,6 +91,36 @@ public record TransferParams(
                     "stages %d and %d share side channel %s but name epochs %s and %s (expected: one process, one epoch)", first, stage,
                     sideChannels.get(stage), formatEpoch(epochs.get(first)), formatEpoch(epochs.get(stage)));
         }
+        pullKeys = List.copyOf(requireNonNull(pullKeys, "pullKeys is null"));
+        checkArgument(pullKeys.size() == ppSize, "%d pull keys given for ppSize=%d (expected: one per pipeline stage, PullKey.NONE when not known)",
+                pullKeys.size(), ppSize);
+        for (int stage = 1; stage < ppSize; stage++) {
+            int first = sideChannels.indexOf(sideChannels.get(stage));
+            checkArgument(pullKeys.get(first).equals(pullKeys.get(stage)), "stages %d and %d share side channel %s but name different pull keys"
+                    + " (expected: one process, one key)", first, stage, sideChannels.get(stage));
+        }
+    }
+
+    /**
+     * Creates parameters that name no pull key, as a producer that serves no pulls or predates pull
+     * keys would: a consumer cannot pull with them.
+     *
+     * @param engineId the producer engine's id.
+     * @param requestId the producer's id of the request, or empty.
+     * @param sideChannels side channel of each producer pipeline stage.
+     * @param tpSize producer tensor-parallel size.
+     * @param ppSize producer pipeline-parallel size.
+     * @param blockIds the producer's block ids per cache group.
+     * @param modes the transfer modes the producer serves.
+     * @param leaseMillis the producer's lease in milliseconds.
+     * @param finishedNanos when the prefill finished on the producer's clock, or {@link #UNKNOWN_TIME}.
+     * @param epochs the epoch of each stage's side channel.
+     */
+    public TransferParams(String engineId, String requestId, List<SideChannelAddress> sideChannels, int tpSize, int ppSize, BlockIds blockIds,
+            Set<TransferMode> modes, long leaseMillis, long finishedNanos, List<Long> epochs)
+    {
+        this(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs,
+                Collections.nCopies(Math.max(ppSize, 0), PullKey.NONE));
     }
 
     /**
@@ -133,18 +170,21 @@ public record TransferParams(
      */
     public TransferParams withRequestId(String producerRequestId)
     {
-        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs);
+        return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs,
+                pullKeys);
     }
 
     /**
-     * Returns a copy that also names the epochs another stage's parameters for the same request
-     * know: pipeline stages in separate processes each know their own epoch only, so a router that
-     * collects every stage's {@code prefillFinished} result merges them to have every stage checked.
+     * Returns a copy that also names the epochs and pull keys another stage's parameters for the
+     * same request know: pipeline stages in separate processes each know their own epoch and key
+     * only, so a router that collects every stage's {@code prefillFinished} result merges them to
+     * have every stage checked, and to let a consumer pull from every stage.
      *
      * @param other another stage's parameters of the same engine, side channels and request.
-     * @return the copy, with every epoch either names.
+     * @return the copy, with every epoch and pull key either names.
      * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} when the two describe other
-     *     engines, side channels or requests, or name two epochs for one stage (it restarted between them).
+     *     engines, side channels or requests, or name two epochs or two pull keys for one stage (it
+     *     restarted between them).
      */
     public TransferParams withEpochsOf(TransferParams other)
     {
@@ -161,7 +201,37 @@ public record TransferParams(
                     formatEpoch(mine), formatEpoch(theirs));
             merged[stage] = mine != UNKNOWN_EPOCH ? mine : theirs;
         }
-        return new TransferParams(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, List.of(merged));
+        PullKey[] keys = new PullKey[ppSize];
+        for (int stage = 0; stage < ppSize; stage++) {
+            PullKey mine = pullKeys.get(stage);
+            PullKey theirs = other.pullKeys.get(stage);
+            checkArgument(mine.isNone() || theirs.isNone() || mine.equals(theirs),
+                    "stage %d of engine %s is named with two pull keys: it restarted between the two prefillFinished calls, or these are"
+                            + " parameters of two requests under one id", stage, engineId);
+            keys[stage] = mine.isNone() ? theirs : mine;
+        }
+        return new TransferParams(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, List.of(merged),
+                List.of(keys));
+    }
+
+    /**
+     * Returns the pull key of a stage.
+     *
+     * @param ppRank the stage.
+     * @return its key, or {@link PullKey#NONE}.
+     */
+    public PullKey pullKey(int ppRank)
+    {
+        return pullKeys.get(ppRank);
+    }
+
+    /** {@return the parameters as text for logs and messages; pull keys show only whether they are known} */
+    @Override
+    public String toString()
+    {
+        return "TransferParams[engineId=" + engineId + ", requestId=" + requestId + ", sideChannels=" + sideChannels + ", tpSize=" + tpSize
+                + ", ppSize=" + ppSize + ", blockIds=" + blockIds + ", modes=" + modes + ", leaseMillis=" + leaseMillis + ", finishedNanos="
+                + finishedNanos + ", epochs=" + epochs.stream().map(TransferParams::formatEpoch).toList() + ", pullKeys=" + pullKeys + "]";
     }
 
     /**

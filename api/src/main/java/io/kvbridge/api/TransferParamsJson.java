@@ -26,18 +26,23 @@ import java.util.Set;
  *  "remote_block_ids": [[1, 2, 3], [7, 8]],
  *  "remote_host": "10.0.0.5", "remote_port": 5600, "tp_size": 2, "pp_size": 1,
  *  "transfer_mode": "push",
- *  "kvbridge": {"version": 2, "side_channels": [{"host": "10.0.0.5", "port": 5600, "epoch": "9f86d081884c7d65"}],
+ *  "kvbridge": {"version": 3, "side_channels": [{"host": "10.0.0.5", "port": 5600, "epoch": "9f86d081884c7d65",
+ *                                               "pull_key": "5e884898da28047151d0e56f8dc62927"}],
  *               "modes": ["push"], "lease_ms": 30000, "finished_ns": 81234567890}}
  * }</pre>
  *
  * <p>{@code remote_host} and {@code remote_port} are pipeline stage 0's side channel;
  * {@code transfer_mode} is written only when the producer serves one mode. What vLLM has no name for
  * is under {@code kvbridge}: every stage's side channel with the epoch of the process serving it
- * (absent when the producer does not know it), the modes, the lease and when the prefill finished (on
+ * and the key it granted the request's blocks under for pulling consumers (each absent when the
+ * producer does not know it; a key is {@value PullKey#BYTES} bytes in exactly
+ * {@code 2 * PullKey.BYTES} lower-case hex digits, and the document is as secret as the key: whoever
+ * holds it may read the request while it is held), the modes, the lease and when the prefill finished (on
  * the producer's clock, for the hand-over metric). An epoch is 16 hex digits in a string, not a
  * number: it is 64 random bits, which a router in JavaScript would round as a JSON number.
  *
- * <p>Version 1 documents, written before engines had epochs, are refused rather than read without
+ * <p>Version 2 documents, written before pull keys, are read without keys: a consumer can push with
+ * them, and pulling fails naming the request. Version 1 documents, written before engines had epochs, are refused rather than read without
  * epochs: their producers' handshakes are refused by this release anyway (wire version 3), and
  * reading them would give up the one check that keeps a decoder from reading a restarted producer's
  * memory. Reading ignores other top-level keys
@@ -53,7 +58,7 @@ import java.util.Set;
 public final class TransferParamsJson
 {
     /** The version of the {@code kvbridge} object this codec writes and the highest it reads. */
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     /** The longest document read. */
     public static final int MAX_CHARS = 16 << 20;
     /** The most cache groups read. */
@@ -109,6 +114,9 @@ public final class TransferParamsJson
             stage.put("port", address.port());
             if (params.epoch(i) != TransferParams.UNKNOWN_EPOCH) {
                 stage.put("epoch", TransferParams.formatEpoch(params.epoch(i)));
+            }
+            if (!params.pullKey(i).isNone()) {
+                stage.put("pull_key", params.pullKey(i).hex());
             }
             stages.add(stage);
         }
@@ -206,7 +214,8 @@ public final class TransferParamsJson
         }
         required(own, "version", version == 0 ? null : version);
         List<Long> epochs = new ArrayList<>();
-        List<SideChannelAddress> stages = stages(own, host, port, ppSize, epochs);
+        List<PullKey> pullKeys = new ArrayList<>();
+        List<SideChannelAddress> stages = stages(own, host, port, ppSize, epochs, pullKeys);
         Set<TransferMode> modes = EnumSet.noneOf(TransferMode.class);
         own.array("modes", 2).ifPresentOrElse(list -> {
             for (Object mode : list) {
@@ -229,7 +238,7 @@ public final class TransferParamsJson
             throw invalid(problems);
         }
         try {
-            return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished, epochs);
+            return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished, epochs, pullKeys);
         }
         catch (KvBridgeException e) {
             String reason = e.getMessage().substring(e.code().id().length() + 2);
@@ -280,7 +289,7 @@ public final class TransferParamsJson
         return BlockIds.of(ids);
     }
 
-    private static List<SideChannelAddress> stages(JsonFields own, String host, long port, long ppSize, List<Long> epochs)
+    private static List<SideChannelAddress> stages(JsonFields own, String host, long port, long ppSize, List<Long> epochs, List<PullKey> pullKeys)
     {
         List<?> list = own.array("side_channels", MAX_STAGES).orElse(null);
         if (list == null) {
@@ -297,7 +306,7 @@ public final class TransferParamsJson
             }
             @SuppressWarnings("unchecked")
             JsonFields stage = own.nested(own.pathOf("side_channels") + "[" + i + "]", (Map<String, ?>) entry);
-            stage.refuseUnknown(Set.of("host", "port", "epoch"));
+            stage.refuseUnknown(Set.of("host", "port", "epoch", "pull_key"));
             String stageHost = stage.string("host", MAX_HOST_LENGTH).orElse(null);
             long stagePort = stage.integer("port", 1, 65_535).orElse(0);
             if (stageHost == null || stageHost.isEmpty() || stagePort == 0) {
@@ -306,6 +315,7 @@ public final class TransferParamsJson
             }
             stages.add(new SideChannelAddress(stageHost, (int) stagePort));
             epochs.add(stage.string("epoch", 64).map(text -> epoch(stage, text)).orElse(TransferParams.UNKNOWN_EPOCH));
+            pullKeys.add(stage.string("pull_key", 4 * PullKey.BYTES).map(text -> pullKey(stage, text)).orElse(PullKey.NONE));
         }
         if (stages.size() != list.size()) {
             return List.of();
@@ -332,6 +342,19 @@ public final class TransferParamsJson
         stage.problem("epoch", "is \"" + text + "\" (expected: 16 lower-case hex digits, not all zero, as the producer wrote it;"
                 + " omit it when not known)");
         return TransferParams.UNKNOWN_EPOCH;
+    }
+
+    private static PullKey pullKey(JsonFields stage, String text)
+    {
+        try {
+            return PullKey.parse(text);
+        }
+        catch (KvBridgeException e) {
+            // the text is not echoed: a router that mangled a key still must not log it
+            stage.problem("pull_key", "is " + text.length() + " characters (expected: " + 2 * PullKey.BYTES + " lower-case hex digits, as the"
+                    + " producer wrote it; omit it when not known)");
+            return PullKey.NONE;
+        }
     }
 
     private static TransferMode mode(JsonFields fields, String key, String name)

@@ -19,7 +19,7 @@ final class TransferParamsJsonTest
     private static final TransferParams TWO_STAGES = new TransferParams("prefill-0", "req-1",
             List.of(new SideChannelAddress("10.0.0.5", 5600), new SideChannelAddress("10.0.0.6", 5601)), 2, 2,
             BlockIds.of(new int[] {1, 2, 3}, new int[] {7, Integer.MAX_VALUE}), EnumSet.of(TransferMode.PUSH), 30_000, -81_234_567_890L,
-            List.of(0x9f86d081884c7d65L, TransferParams.UNKNOWN_EPOCH));
+            List.of(0x9f86d081884c7d65L, TransferParams.UNKNOWN_EPOCH), List.of(PullKey.of(key(0x5e)), PullKey.NONE));
 
     @Test
     void writesVllmNamesAndReadsThemBack()
@@ -27,9 +27,73 @@ final class TransferParamsJsonTest
         String json = TransferParamsJson.write(TWO_STAGES);
         assertEquals("{\"do_remote_prefill\": true, \"do_remote_decode\": false, \"remote_engine_id\": \"prefill-0\", \"remote_request_id\": \"req-1\","
                 + " \"remote_block_ids\": [[1, 2, 3], [7, 2147483647]], \"remote_host\": \"10.0.0.5\", \"remote_port\": 5600, \"tp_size\": 2,"
-                + " \"pp_size\": 2, \"transfer_mode\": \"push\", \"kvbridge\": {\"version\": 2, \"side_channels\": [{\"host\": \"10.0.0.5\", \"port\": 5600,"
-                + " \"epoch\": \"9f86d081884c7d65\"}, {\"host\": \"10.0.0.6\", \"port\": 5601}], \"modes\": [\"push\"], \"lease_ms\": 30000, \"finished_ns\": -81234567890}}", json);
+                + " \"pp_size\": 2, \"transfer_mode\": \"push\", \"kvbridge\": {\"version\": 3, \"side_channels\": [{\"host\": \"10.0.0.5\", \"port\": 5600,"
+                + " \"epoch\": \"9f86d081884c7d65\", \"pull_key\": \"5e5f606162636465666768696a6b6c6d\"}, {\"host\": \"10.0.0.6\", \"port\": 5601}], \"modes\": [\"push\"], \"lease_ms\": 30000, \"finished_ns\": -81234567890}}", json);
         assertEquals(TWO_STAGES, TransferParamsJson.read(json));
+    }
+
+    private static byte[] key(int first)
+    {
+        byte[] key = new byte[PullKey.BYTES];
+        for (int i = 0; i < key.length; i++) {
+            key[i] = (byte) (first + i);
+        }
+        return key;
+    }
+
+    @Test
+    void aPullKeyOfAnotherLengthOrFormIsRefusedWithoutEchoingIt()
+    {
+        for (String bad : List.of("5e5f606162636465666768696a6b6c", "5e5f606162636465666768696a6b6c6d6e", "5E5F606162636465666768696A6B6C6D",
+                "zz5f606162636465666768696a6b6c6d")) {
+            Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> stage = ((List<Map<String, Object>>) ((Map<String, Object>) map.get("kvbridge")).get("side_channels")).getFirst();
+            stage.put("pull_key", bad);
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
+            assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
+            assertTrue(e.getMessage().contains("kvbridge.side_channels[0].pull_key is " + bad.length() + " characters (expected: 32 lower-case hex"
+                    + " digits"), e.getMessage());
+            assertTrue(!e.getMessage().contains(bad), e.getMessage());
+        }
+    }
+
+    @Test
+    void versionTwoParametersAreReadWithoutPullKeys()
+    {
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> own = (Map<String, Object>) map.get("kvbridge");
+        own.put("version", 2);
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> stages = (List<Map<String, Object>>) own.get("side_channels");
+        stages.getFirst().remove("pull_key");
+        TransferParams read = TransferParamsJson.fromMap(map);
+        assertEquals(List.of(PullKey.NONE, PullKey.NONE), read.pullKeys());
+        assertEquals(TWO_STAGES.epochs(), read.epochs());
+    }
+
+    @Test
+    void textFormsNeverShowAPullKey()
+    {
+        String text = TWO_STAGES.toString();
+        assertTrue(text.contains("pullKeys=[PullKey[redacted], PullKey[none]]") && !text.contains("5e5f6061"), text);
+        assertEquals("PullKey[redacted]", PullKey.of(key(1)).toString());
+        assertThrows(KvBridgeException.class, () -> PullKey.of(new byte[PullKey.BYTES - 1]));
+    }
+
+    @Test
+    void mergingStagesMergesTheirPullKeysAndRefusesTwoKeysForOneStage()
+    {
+        List<SideChannelAddress> stages = List.of(new SideChannelAddress("h", 1), new SideChannelAddress("h", 2));
+        TransferParams first = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(1L, 0L), List.of(PullKey.of(key(1)), PullKey.NONE));
+        TransferParams second = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(0L, 2L), List.of(PullKey.NONE, PullKey.of(key(2))));
+        assertEquals(List.of(PullKey.of(key(1)), PullKey.of(key(2))), first.withEpochsOf(second).pullKeys());
+        TransferParams restarted = new TransferParams("p", "r", stages, 1, 2, BlockIds.of(new int[] {4}), Set.of(TransferMode.PULL), 5,
+                TransferParams.UNKNOWN_TIME, List.of(1L, 0L), List.of(PullKey.of(key(3)), PullKey.NONE));
+        assertThrows(KvBridgeException.class, () -> first.withEpochsOf(restarted));
     }
 
     @Test
@@ -74,13 +138,13 @@ final class TransferParamsJsonTest
         Map<String, Object> own = (Map<String, Object>) map.get("kvbridge");
         own.put("lease_msec", 5);
         own.put("modes", List.of("push", "both"));
-        own.put("version", 3);
+        own.put("version", 4);
         KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
         assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
         for (String problem : List.of("(7 problems)", "do_remote_decode is true: kvbridge does not read blocks back from the decoder",
                 "remote_engine_id is missing", "tp_size must be an integer, not the string \"2\"",
                 "remote_block_ids group 0 position 1 is the integer -1 (expected: an integer in [0, 2147483647])",
-                "unknown key kvbridge.lease_msec (did you mean lease_ms?)", "kvbridge.version=3 is newer than this kvbridge reads (2)",
+                "unknown key kvbridge.lease_msec (did you mean lease_ms?)", "kvbridge.version=4 is newer than this kvbridge reads (3)",
                 "kvbridge.modes holds \"both\" (expected: \"push\" or \"pull\")")) {
             assertTrue(e.getMessage().contains(problem), problem + " in " + e.getMessage());
         }

@@ -20,9 +20,11 @@ import java.util.Map;
  * @param config the configuration document and environment, for the connectors' settings, the
  *     role, the layout and the per-transport options.
  * @param sideChannelTls TLS of the side channels, null for plain TCP.
+ * @param allowUnauthenticated whether a side channel may serve an address other hosts reach without
+ *     authenticating its peers.
  */
 record BridgeSettings(String transport, String agentName, Map<String, String> transportConfig, byte[] sideChannelSecret, Duration summaryInterval,
-        BridgeConfig config, SideChannelTls sideChannelTls)
+        BridgeConfig config, SideChannelTls sideChannelTls, boolean allowUnauthenticated)
 {
     /** How often a bridge built through {@code KvBridge.builder()} logs its transfer summary. */
     static final Duration SUMMARY_INTERVAL = Duration.ofSeconds(10);
@@ -41,7 +43,7 @@ record BridgeSettings(String transport, String agentName, Map<String, String> tr
     /** Settings without a configuration document. */
     BridgeSettings(String transport, String agentName, Map<String, String> transportConfig, byte[] sideChannelSecret, Duration summaryInterval)
     {
-        this(transport, agentName, transportConfig, sideChannelSecret, summaryInterval, BridgeConfig.EMPTY, null);
+        this(transport, agentName, transportConfig, sideChannelSecret, summaryInterval, BridgeConfig.EMPTY, null, false);
     }
 
     /**

@@ -63,9 +63,11 @@ public final class CoreKvBridgeRuntime implements KvBridgeRuntime
                     given.requireClientCertificates() ? SideChannelTls.ClientAuth.REQUIRE : SideChannelTls.ClientAuth.NONE, null)), problems);
             new Configuration.Resolved(config, secret, problems, tls).orThrow();
         }
+        boolean allowUnauthenticated = builder.isExplicit("allowUnauthenticatedSideChannel") || config.allowUnauthenticated() == null
+                ? builder.allowsUnauthenticatedSideChannel() : config.allowUnauthenticated();
         EmbedderServices embedder = EmbedderServices.from(builder);
-        return start(new BridgeSettings(transport, agentName, builder.transportConfig(), secret, BridgeSettings.SUMMARY_INTERVAL, config, tls),
-                registry, embedder);
+        return start(new BridgeSettings(transport, agentName, builder.transportConfig(), secret, BridgeSettings.SUMMARY_INTERVAL, config, tls,
+                allowUnauthenticated), registry, embedder);
     }
 
     static KvBridge start(BridgeSettings settings, PluginRegistry registry, EmbedderServices embedder)

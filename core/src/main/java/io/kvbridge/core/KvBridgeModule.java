@@ -95,7 +95,8 @@ final class KvBridgeModule extends AbstractModule
     @Singleton
     SideChannelSettings sideChannelSettings(BridgeSettings bridgeSettings)
     {
-        return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).tls(bridgeSettings.sideChannelTls()).build();
+        return SideChannelSettings.builder().secret(bridgeSettings.sideChannelSecret()).tls(bridgeSettings.sideChannelTls())
+                .allowUnauthenticated(bridgeSettings.allowUnauthenticated()).build();
     }
 
     @Provides
@@ -112,7 +113,8 @@ final class KvBridgeModule extends AbstractModule
             config = config.with(leaseTtl, config.requestTimeout(), config.maxEntryBytes());
         }
         LOG.info("discovery through {} (lease {})", config.location(), config.leaseTtl());
-        return new Discovery(Directories.open(config, KvBridgeModule.class.getClassLoader()), sideChannelSettings.limits());
+        return new Discovery(Directories.open(config, KvBridgeModule.class.getClassLoader()), sideChannelSettings.limits(),
+                sideChannelSettings.secret());
     }
 
     @Provides

@@ -36,6 +36,8 @@ import java.util.TreeMap;
  * @param discovery the discovery directory's location, such as {@code etcd://10.0.0.1:2379,10.0.0.2:2379}.
  * @param discoveryLeaseTtl how long the directory keeps a rank's entry after its engine's last keep-alive.
  * @param tls the side channel's TLS files and modes; {@link TlsFiles#EMPTY} when none are given.
+ * @param allowUnauthenticated whether the side channel may serve an address other hosts reach without
+ *     a secret or TLS requiring client certificates.
  */
 public record BridgeConfig(
         Role role,
@@ -56,11 +58,12 @@ public record BridgeConfig(
         Map<String, String> layoutOptions,
         String discovery,
         Duration discoveryLeaseTtl,
-        TlsFiles tls)
+        TlsFiles tls,
+        Boolean allowUnauthenticated)
 {
     /** Nothing given. */
     public static final BridgeConfig EMPTY = new BridgeConfig(null, null, null, Map.of(), null, null, null, null, null, null, null, null, null,
-            null, null, Map.of(), null, null, TlsFiles.EMPTY);
+            null, null, Map.of(), null, null, TlsFiles.EMPTY, null);
 
     /** Which connectors an engine runs; vLLM's {@code kv_role}. */
     public enum Role
@@ -140,7 +143,8 @@ public record BridgeConfig(
                 pick(advertisedHost, other.advertisedHost), pick(secretFile, other.secretFile), pick(failurePolicy, other.failurePolicy),
                 pick(leaseDuration, other.leaseDuration), pick(transferTimeout, other.transferTimeout),
                 pick(registrationTimeout, other.registrationTimeout), pick(modes, other.modes), pick(layout, other.layout), layoutMerged,
-                pick(discovery, other.discovery), pick(discoveryLeaseTtl, other.discoveryLeaseTtl), tls.overriddenBy(other.tls));
+                pick(discovery, other.discovery), pick(discoveryLeaseTtl, other.discoveryLeaseTtl), tls.overriddenBy(other.tls),
+                pick(allowUnauthenticated, other.allowUnauthenticated));
     }
 
     /**

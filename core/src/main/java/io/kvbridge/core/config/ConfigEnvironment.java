@@ -32,6 +32,7 @@ public final class ConfigEnvironment
             "KVBRIDGE_AGENT_NAME", "kv_connector_extra_config.agent_name",
             "KVBRIDGE_SIDE_CHANNEL_HOST", "kv_connector_extra_config.side_channel_host",
             "KVBRIDGE_SIDE_CHANNEL_PORT", "kv_connector_extra_config.side_channel_port",
+            "KVBRIDGE_SIDE_CHANNEL_ALLOW_UNAUTHENTICATED", "kv_connector_extra_config.side_channel_allow_unauthenticated (true, false)",
             "KVBRIDGE_ADVERTISED_HOST", "kv_connector_extra_config.advertised_host",
             "KVBRIDGE_SECRET_FILE", "kv_connector_extra_config.secret_file",
             "KVBRIDGE_FAILURE_POLICY", "kv_load_failure_policy",
@@ -104,7 +105,8 @@ public final class ConfigEnvironment
                         env.get("KVBRIDGE_TLS_KEYSTORE_PASSWORD_FILE", ConfigEnvironment::path), env.get("KVBRIDGE_TLS_CA_FILE", ConfigEnvironment::path),
                         env.get("KVBRIDGE_TLS_TRUSTSTORE_FILE", ConfigEnvironment::path),
                         env.get("KVBRIDGE_TLS_TRUSTSTORE_PASSWORD_FILE", ConfigEnvironment::path),
-                        env.get("KVBRIDGE_TLS_CLIENT_AUTH", TlsFiles::clientAuth), env.get("KVBRIDGE_TLS_VERIFY_HOSTNAME", TlsFiles::bool)));
+                        env.get("KVBRIDGE_TLS_CLIENT_AUTH", TlsFiles::clientAuth), env.get("KVBRIDGE_TLS_VERIFY_HOSTNAME", TlsFiles::bool)),
+                env.get("KVBRIDGE_SIDE_CHANNEL_ALLOW_UNAUTHENTICATED", TlsFiles::bool));
     }
 
     /**

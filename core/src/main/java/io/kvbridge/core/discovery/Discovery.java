@@ -13,11 +13,15 @@ import io.kvbridge.spi.discovery.DirectoryHealth;
 import io.kvbridge.spi.discovery.EngineDirectory;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,9 +29,15 @@ import org.slf4j.LoggerFactory;
  * A bridge's discovery, or none: publishes each rank's {@link PublishedRank entry} while the rank
  * is open, and locates a producer's side channel by engine id for the handshakes. An engine located
  * once is watched from then on, so the directory's cache answers its later handshakes without a
- * round trip to the store, and keeps answering while the store is unreachable. Entries are decoded
- * with the checks side-channel replies get; one that fails them is not used (the handshake goes to
- * the address it was given) and is logged.
+ * round trip to the store, and keeps answering while the store is unreachable.
+ *
+ * <p>An entry is a hint, since whoever can write the store can write one. With a shared secret
+ * every entry is signed ({@link EntrySigner}) and one whose MAC fails is not used; without one
+ * nothing can be verified, so an entry is used only where it agrees with the address the caller
+ * was given (the router's parameters), and discovery then never redirects a handshake. Entries are
+ * also decoded with the checks side-channel replies get. A handshake that fails at a located address
+ * goes to the address given ({@link #failed}). Each refused entry and each failed located address
+ * is counted and logged once, not per request ({@link #refusedEntries()}).
  *
  * <p>The notification session of each handshake is still opened over the side channel: its key
  * derives from fresh nonces of both sides, which a published entry cannot carry.
@@ -37,6 +47,8 @@ public final class Discovery
 {
     /** A bridge without discovery. */
     public static final Discovery NONE = new Discovery(null, WireLimits.DEFAULT);
+    // distinct refusals remembered for logging once; past it the memory starts again
+    private static final int MAX_REPORTED = 4_096;
 
     private static final Logger LOG = LoggerFactory.getLogger(Discovery.class);
     // engines watched at most; past it they are read without a watch (each handshake asks the store)
@@ -44,14 +56,29 @@ public final class Discovery
 
     private final EngineDirectory directory;
     private final WireLimits limits;
+    // null without a shared secret: entries are then unverifiable
+    private final EntrySigner signer;
+    private final AtomicLong refused = new AtomicLong();
     private final Object lock = new Object();
     // guarded by lock
     private final Map<String, EngineDirectory.Subscription> watched = new HashMap<>();
     private final Map<String, Decoded> decoded = new HashMap<>();
+    private final Set<String> reported = new HashSet<>();
 
-    /** An engine's entries as decoded, with the entries they were decoded from. */
+    /** An engine's usable entries as decoded (refused ones left out), with the entries they were decoded from. */
     private record Decoded(List<DirectoryEntry> source, Map<RankKey, PublishedRank> ranks)
     {
+    }
+
+    /**
+     * Wraps a directory without a shared secret: entries are published unsigned and never redirect a handshake.
+     *
+     * @param directory the directory, closed with this; null for none.
+     * @param limits bounds every decoder enforces on what is read from it.
+     */
+    public Discovery(EngineDirectory directory, WireLimits limits)
+    {
+        this(directory, limits, new byte[0]);
     }
 
     /**
@@ -59,11 +86,14 @@ public final class Discovery
      *
      * @param directory the directory, closed with this; null for none.
      * @param limits bounds every decoder enforces on what is read from it.
+     * @param secret the side channel's shared secret, which signs what is published and must have
+     *     signed what is used; empty for none.
      */
-    public Discovery(EngineDirectory directory, WireLimits limits)
+    public Discovery(EngineDirectory directory, WireLimits limits, byte[] secret)
     {
         this.directory = directory;
         this.limits = requireNonNull(limits, "limits is null");
+        this.signer = EntrySigner.of(requireNonNull(secret, "secret is null"));
     }
 
     /** {@return whether a directory is configured} */
@@ -85,12 +115,13 @@ public final class Discovery
         if (directory == null) {
             return () -> { };
         }
-        return directory.publish(PublishedRank.entry(host, port, metadata));
+        return directory.publish(PublishedRank.entry(host, port, metadata, signer));
     }
 
     @Override
-    public Optional<InetSocketAddress> locate(String engineId, Collection<RankKey> ranks)
+    public Optional<InetSocketAddress> locate(String engineId, Collection<RankKey> ranks, InetSocketAddress given)
     {
+        requireNonNull(given, "given is null");
         if (directory == null) {
             return Optional.empty();
         }
@@ -100,7 +131,8 @@ public final class Discovery
             known = decode(engineId, directory.resolve(engineId));
         }
         catch (KvBridgeException e) {
-            LOG.warn("discovery found no side channel of engine {} (using the address given): {}", engineId, e.getMessage());
+            logOnce("resolve|" + engineId + "|" + e.getMessage(), "discovery found no side channel of engine " + engineId + " (using the address"
+                    + " given): " + e.getMessage());
             return Optional.empty();
         }
         InetSocketAddress found = null;
@@ -112,7 +144,68 @@ public final class Discovery
             }
             found = published.sideChannel();
         }
-        return found == null ? Optional.empty() : Optional.of(new InetSocketAddress(found.getHostString(), found.getPort()));
+        if (found == null) {
+            return Optional.empty();
+        }
+        if (signer == null && !sameAddress(found, given)) {
+            // nothing proves who wrote it: a forged entry would send the handshake, and the transfer, to its writer
+            String named = found.getHostString() + ":" + found.getPort();
+            String routed = given.getHostString() + ":" + given.getPort();
+            report("unverified|" + engineId + "|" + named + "|" + routed, "discovery entry of engine " + engineId + " names side channel " + named
+                    + " but the router's parameters name " + routed + "; without a shared secret the entry cannot be verified, so it is not used"
+                    + " (configure a secret to let discovery redirect handshakes)");
+            return Optional.empty();
+        }
+        return Optional.of(new InetSocketAddress(found.getHostString(), found.getPort()));
+    }
+
+    @Override
+    public void failed(String engineId, InetSocketAddress located, String reason)
+    {
+        report("failed|" + engineId + "|" + located.getHostString() + ":" + located.getPort(), "discovery located engine " + engineId + " at "
+                + located.getHostString() + ":" + located.getPort() + " but the handshake there failed (" + reason
+                + "); using the address the router's parameters name (a stale entry, or one its engine did not write)");
+    }
+
+    /** {@return entries refused (unsigned, wrongly signed, malformed, or unverifiable and disagreeing) and located addresses that failed, each counted once} */
+    public long refusedEntries()
+    {
+        return refused.get();
+    }
+
+    private static boolean sameAddress(InetSocketAddress found, InetSocketAddress given)
+    {
+        if (found.getPort() != given.getPort()) {
+            return false;
+        }
+        if (found.getHostString().equalsIgnoreCase(given.getHostString())) {
+            return true;
+        }
+        InetSocketAddress resolved = new InetSocketAddress(found.getHostString(), found.getPort());
+        return !resolved.isUnresolved() && !given.isUnresolved() && resolved.getAddress().equals(given.getAddress());
+    }
+
+    /** Counts and logs a refusal the first time it is seen. */
+    private void report(String key, String message)
+    {
+        if (logOnce(key, message)) {
+            refused.incrementAndGet();
+        }
+    }
+
+    /** Logs a problem the first time it is seen, and tells whether it was new. */
+    private boolean logOnce(String key, String message)
+    {
+        synchronized (lock) {
+            if (reported.size() >= MAX_REPORTED) {
+                reported.clear();
+            }
+            if (!reported.add(key)) {
+                return false;
+            }
+        }
+        LOG.warn(message);
+        return true;
     }
 
     private void watch(String engineId)
@@ -147,7 +240,14 @@ public final class Discovery
         }
         Map<RankKey, PublishedRank> ranks = new HashMap<>();
         for (DirectoryEntry entry : entries) {
-            ranks.put(new RankKey(entry.ppRank(), entry.tpRank()), PublishedRank.decode(entry, limits));
+            try {
+                ranks.put(new RankKey(entry.ppRank(), entry.tpRank()), PublishedRank.decode(entry, limits, signer));
+            }
+            catch (KvBridgeException e) {
+                // left out, so a handshake needing the rank goes to the address it was given
+                report("entry|" + entry.engineId() + "|" + entry.ppRank() + "|" + entry.tpRank() + "|" + Arrays.hashCode(entry.value()),
+                        e.getMessage() + "; the handshake goes to the address the router's parameters name");
+            }
         }
         Map<RankKey, PublishedRank> copy = Map.copyOf(ranks);
         synchronized (lock) {
@@ -165,9 +265,11 @@ public final class Discovery
     /** {@return the {@code discovery} health check, when a directory is configured} */
     public Optional<Health.Check> check()
     {
-        return health().map(health -> health.reachable() ? Health.Check.passed("discovery", health.describe())
-                : Health.Check.failed("discovery", health.describe() + "; cached entries are served meanwhile: check that the store runs and"
-                        + " is reachable from this host"));
+        long refusals = refused.get();
+        String refusedNote = refusals == 0 ? "" : "; " + refusals + " entries or located addresses refused (see the log)";
+        return health().map(health -> health.reachable() ? Health.Check.passed("discovery", health.describe() + refusedNote)
+                : Health.Check.failed("discovery", health.describe() + refusedNote + "; cached entries are served meanwhile: check that the store"
+                        + " runs and is reachable from this host"));
     }
 
     /** Stops the watches and closes the directory, which withdraws what this bridge published. */

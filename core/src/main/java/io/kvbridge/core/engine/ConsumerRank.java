@@ -6,6 +6,7 @@ import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.PullKey;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.RequestState;
@@ -248,7 +249,18 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         long leaseNanos = TimeUnit.MILLISECONDS.toNanos(request.params.leaseMillis());
-        byte[] pullKey = RequestGrants.pullKey(producerId);
+        byte[][] pullKeys = new byte[request.stages.length][];
+        for (int s = 0; s < request.stages.length; s++) {
+            PullKey key = request.params.pullKey(request.stages[s].ppRank());
+            if (key.isNone()) {
+                fail(request, ErrorCode.NOT_GRANTED, "cannot pull request " + producerId + " from producer " + request.params.engineId()
+                        + " stage " + request.stages[s].ppRank() + ": its parameters carry no pull key for that stage (written by a producer"
+                        + " that serves no pulls or predates pull keys, or a router dropped the key or did not merge every stage's parameters"
+                        + " with TransferParams.withEpochsOf); hand the consumer the parameters the producer returned, or push", true);
+                return;
+            }
+            pullKeys[s] = key.bytes();
+        }
         int[][] producerIds = new int[request.params.blockIds().groupCount()][];
         for (int g = 0; g < producerIds.length; g++) {
             producerIds[g] = request.params.blockIds().group(g);
@@ -282,7 +294,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
                     boolean attach = !split && notified.add(source);
                     try {
-                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, pullKey, stage.remoteKey(),
+                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, pullKeys[s], stage.remoteKey(),
                                 leaseNanos).groups = groups;
                         request.transfersPosted++;
                     }

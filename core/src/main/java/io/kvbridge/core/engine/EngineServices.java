@@ -68,10 +68,13 @@ public final class EngineServices implements AutoCloseable
         final int port;
         // this incarnation of the engine's ranks here: drawn with the server, so a restart draws anew
         final long epoch = RankMetadata.newEpoch();
+        // the keys this incarnation's producer ranks grant pulls under, shared by its ranks
+        final PullKeys pullKeys;
         int users;
 
-        SharedServer(SideChannelServer server, String bindHost, int port)
+        SharedServer(SideChannelServer server, String bindHost, int port, SideChannelClock clock)
         {
+            this.pullKeys = new PullKeys(clock::monotonicNanos);
             this.server = server;
             this.bindHost = bindHost;
             this.port = port;
@@ -203,7 +206,9 @@ public final class EngineServices implements AutoCloseable
                 throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "bindHost=" + settings.bindHost() + " cannot be resolved: " + e.getMessage(), e);
             }
             SideChannelSettings engineSettings = sideChannelSettings.toBuilder().bindAddress(bind).port(settings.port()).build();
-            shared = new SharedServer(SideChannelServer.startEmpty(settings.engineId(), engineSettings, clock), settings.bindHost(), settings.port());
+            refuseUnauthenticated(settings.engineId(), settings.bindHost(), engineSettings);
+            shared = new SharedServer(SideChannelServer.startEmpty(settings.engineId(), engineSettings, clock), settings.bindHost(), settings.port(),
+                    clock);
             servers.put(settings.engineId(), shared);
             LOG.info("engine {} serves its side channel on {} with epoch {}", settings.engineId(), shared.server.address(),
                     RankMetadata.formatEpoch(shared.epoch));
@@ -218,6 +223,23 @@ public final class EngineServices implements AutoCloseable
     }
 
     /**
+     * Refuses a side channel that other hosts reach but that proves nothing about its peers, unless
+     * the configuration allows it by name: such a channel lets any process that reaches the port
+     * read the engine's geometry, open notification sessions and free the requests it holds.
+     */
+    static void refuseUnauthenticated(String engineId, String bindHost, SideChannelSettings settings)
+    {
+        if (settings.authenticatesPeers() || settings.bindAddress().isLoopbackAddress() || settings.allowUnauthenticated()) {
+            return;
+        }
+        throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "engine " + engineId + " would serve its side channel on " + bindHost
+                + " (not loopback) without authenticating its peers, so any process that reaches it could read its cache geometry and free"
+                + " its requests: configure a shared secret (secret_file, KVBRIDGE_SECRET_FILE, KvBridge.Builder.sideChannelSecret) or TLS"
+                + " with client_auth=require, or run unauthenticated on purpose with side_channel_allow_unauthenticated=true"
+                + " (KVBRIDGE_SIDE_CHANNEL_ALLOW_UNAUTHENTICATED, KvBridge.Builder.allowUnauthenticatedSideChannel)");
+    }
+
+    /**
      * Returns the epoch of the engine's side channel in this bridge: every rank it serves here
      * advertises it; it is drawn anew when the side channel starts again after its last rank closed.
      */
@@ -226,6 +248,14 @@ public final class EngineServices implements AutoCloseable
         SharedServer shared = servers.get(engineId);
         KvBridgeException.check(shared != null, ErrorCode.CLOSED, "engine %s serves no side channel in this bridge", engineId);
         return shared.epoch;
+    }
+
+    /** Returns the pull keys of the engine's side channel in this bridge, which its ranks share; a restart starts an empty table. */
+    synchronized PullKeys pullKeys(String engineId)
+    {
+        SharedServer shared = servers.get(engineId);
+        KvBridgeException.check(shared != null, ErrorCode.CLOSED, "engine %s serves no side channel in this bridge", engineId);
+        return shared.pullKeys;
     }
 
     synchronized void releaseServer(String engineId)

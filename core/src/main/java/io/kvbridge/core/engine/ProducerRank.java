@@ -8,6 +8,7 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.PullKey;
 import io.kvbridge.api.RequestState;
 import io.kvbridge.api.RequestView;
 import io.kvbridge.api.RequestIds;
@@ -53,6 +54,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private final long stashNanos;
     private final List<SideChannelAddress> stageAddresses;
     private final List<Long> stageEpochs;
+    // true for the stages this process's side channel serves: their pull keys are this rank's
+    private final boolean[] ownStages;
+    private final PullKeys pullKeys;
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
     private final ConcurrentLinkedQueue<FreedRequest> freed = new ConcurrentLinkedQueue<>();
@@ -118,11 +122,13 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                 ? Collections.nCopies(geometry.rank().ppSize(), ownAddress) : settings.stageSideChannels();
         // this process knows the epoch of the stages its own side channel serves; another process's stages are named unknown
         Long[] epochs = new Long[stageAddresses.size()];
+        this.ownStages = new boolean[epochs.length];
         for (int stage = 0; stage < epochs.length; stage++) {
-            boolean own = stageAddresses.get(stage).equals(stageAddresses.get(geometry.rank().ppRank()));
-            epochs[stage] = own ? epoch : TransferParams.UNKNOWN_EPOCH;
+            ownStages[stage] = stageAddresses.get(stage).equals(stageAddresses.get(geometry.rank().ppRank()));
+            epochs[stage] = ownStages[stage] ? epoch : TransferParams.UNKNOWN_EPOCH;
         }
         this.stageEpochs = List.of(epochs);
+        this.pullKeys = services.pullKeys(settings.engineId());
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
         this.consumerBlocks = new BlockSelection(geometry.groups().size());
@@ -156,20 +162,26 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         RequestTracker tracker = new RequestTracker(deadline, blocks.total());
         trackers.put(requestId, tracker);
         Held request = new Held(requestId, ids, finished, deadline, tracker);
+        // only the parameters carry the key: whoever they were not handed to cannot read the request
+        PullKey pullKey = settings.modes().contains(TransferMode.PULL) ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
         // before the parameters leave: a consumer may read before this rank's worker runs the hold
-        request.grants = grantPulls(requestId, ids);
+        request.grants = grantPulls(requestId, pullKey, ids);
         enqueue(() -> hold(request, blocks.isEmpty()));
+        PullKey[] keys = new PullKey[ownStages.length];
+        for (int stage = 0; stage < keys.length; stage++) {
+            keys[stage] = ownStages[stage] ? pullKey : PullKey.NONE;
+        }
         return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stageEpochs);
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stageEpochs, List.of(keys));
     }
 
-    private long[] grantPulls(String requestId, int[][] ids)
+    private long[] grantPulls(String requestId, PullKey pullKey, int[][] ids)
     {
-        if (!settings.modes().contains(TransferMode.PULL)) {
+        if (pullKey.isNone()) {
             return NO_GRANTS;
         }
         try {
-            return grants.grant(RequestGrants.pullKey(requestId), TransferOp.READ, ids);
+            return grants.grant(pullKey.bytes(), TransferOp.READ, ids);
         }
         catch (KvBridgeException e) {
             // a consumer's READ is then refused and fails the request there: nothing is exposed

@@ -1,6 +1,5 @@
 package io.kvbridge.core.engine;
 
-import static java.nio.charset.StandardCharsets.UTF_8;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
@@ -11,8 +10,6 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -31,9 +28,10 @@ import org.slf4j.LoggerFactory;
  * released at once (the transport keeps the ranges). A transport that does not check grants
  * answers {@link TransferBackend#NO_GRANT} to a first empty grant and is never asked again.
  *
- * <p>Keys: a pull grant is named by the producer's request id (hashed to fit), so a consumer that
- * the router told the request reaches its blocks while they are held; a push grant by 16 random
- * bytes that travel only in the consumer's registration to the producer ranks that write.
+ * <p>Keys: a pull grant is named by the request's {@link PullKeys pull key}, 16 random bytes drawn
+ * for the request that only its parameters carry, so a consumer the router handed them reaches its blocks while they are held and
+ * nobody else does, whatever they know of the request; a push grant by 16 random bytes that travel
+ * only in the consumer's registration to the producer ranks that write.
  *
  * <p>Threads: any (a producer grants on the thread that reports the prefill, before its parameters
  * leave); one lock.
@@ -41,9 +39,10 @@ import org.slf4j.LoggerFactory;
 final class RequestGrants
 {
     private static final Logger LOG = LoggerFactory.getLogger(RequestGrants.class);
-    private static final byte[] PULL_DOMAIN = "kvbridge pull grant\0".getBytes(UTF_8);
     private static final int PUSH_KEY_BYTES = 16;
     private static final SecureRandom RANDOM = new SecureRandom();
+    // what the first empty grant is made under: it grants nothing, and nobody can present it anyway
+    private static final byte[] PROBE_KEY = pushKey();
     private static final long[] NONE = new long[0];
 
     private final String name;
@@ -60,19 +59,6 @@ final class RequestGrants
         this.name = requireNonNull(name, "name is null");
         this.transport = requireNonNull(transport, "transport is null");
         this.geometry = requireNonNull(geometry, "geometry is null");
-    }
-
-    /** {@return the key of a pull grant of a producer's request} */
-    static byte[] pullKey(String producerRequestId)
-    {
-        try {
-            MessageDigest digest = MessageDigest.getInstance("SHA-256");
-            digest.update(PULL_DOMAIN);
-            return digest.digest(producerRequestId.getBytes(UTF_8));
-        }
-        catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JDK has SHA-256", e);
-        }
     }
 
     /** {@return a fresh key for a push grant} */
@@ -205,7 +191,7 @@ final class RequestGrants
             PreparedList probe = transport.prepareLocal(DescriptorList.builder(first.memoryKind(), first.device(), 1)
                     .add(first.base(), first.blockBytes()).build());
             try {
-                long handle = transport.grant(pullKey(""), TransferOp.READ, probe, new int[0], 0);
+                long handle = transport.grant(PROBE_KEY, TransferOp.READ, probe, new int[0], 0);
                 checked = handle != TransferBackend.NO_GRANT;
                 transport.revoke(handle);
             }

@@ -250,7 +250,7 @@ public final class RemoteEngines
             return running.handle((engine, failure) -> null).thenCompose(ignored -> handshake(key, engineId, address, wanted, expectedEpoch));
         }
         try {
-            executor.execute(() -> run(key, engineId, address, missing, started));
+            executor.execute(() -> run(key, engineId, address, missing, expectedEpoch, started));
         }
         catch (RejectedExecutionException e) {
             finish(key, null, new KvBridgeException(ErrorCode.CLOSED, "the handshake executor refused the handshake with engine " + engineId, e),
@@ -259,7 +259,8 @@ public final class RemoteEngines
         return started.copy();
     }
 
-    private void run(String key, String engineId, InetSocketAddress address, List<RankKey> missing, CompletableFuture<RemoteEngine> future)
+    private void run(String key, String engineId, InetSocketAddress address, List<RankKey> missing, long expectedEpoch,
+            CompletableFuture<RemoteEngine> future)
     {
         RemoteEngine previous;
         synchronized (lock) {
@@ -267,7 +268,7 @@ public final class RemoteEngines
             previous = entry == null ? null : entry.engine;
         }
         try {
-            finish(key, perform(engineId, address, missing, previous), null, future);
+            finish(key, located(engineId, address, missing, previous, expectedEpoch), null, future);
         }
         catch (KvBridgeException e) {
             finish(key, null, new KvBridgeException(e.code(), String.format(Locale.ROOT, "handshake with engine %s at %s failed: %s",
@@ -279,15 +280,38 @@ public final class RemoteEngines
         }
     }
 
-    private RemoteEngine perform(String engineId, InetSocketAddress address, List<RankKey> missing, RemoteEngine previous)
+    /**
+     * Shakes hands where the locator says the engine serves now, and at the address given when the
+     * locator knows none, the handshake there fails or answers with another epoch than the caller
+     * expects: a directory entry is a hint, and a stale or forged one must not fail a request whose
+     * parameters name the engine's address.
+     */
+    private RemoteEngine located(String engineId, InetSocketAddress address, List<RankKey> missing, RemoteEngine previous, long expectedEpoch)
+    {
+        InetSocketAddress target = locator.locate(engineId, missing, address).orElse(address);
+        if (!target.equals(address)) {
+            try {
+                RemoteEngine found = perform(engineId, address, target, missing, previous);
+                if (expectedEpoch == RankMetadata.UNKNOWN_EPOCH || found.epoch() == expectedEpoch) {
+                    return found;
+                }
+                locator.failed(engineId, target, "the side channel there answered with epoch " + RankMetadata.formatEpoch(found.epoch())
+                        + ", not the expected " + RankMetadata.formatEpoch(expectedEpoch));
+            }
+            catch (KvBridgeException e) {
+                locator.failed(engineId, target, withoutCode(e));
+            }
+        }
+        return perform(engineId, address, address, missing, previous);
+    }
+
+    private RemoteEngine perform(String engineId, InetSocketAddress address, InetSocketAddress target, List<RankKey> missing, RemoteEngine previous)
     {
         Map<RankKey, Verified> ranks = new HashMap<>(previous == null ? Map.of() : previous.ranks());
         long epoch = RankMetadata.UNKNOWN_EPOCH;
         Map<RankKey, SessionKey> sessions = new HashMap<>(previous == null ? Map.of() : previous.sessions());
         ClockOffset offset = previous == null ? null : previous.clockOffset();
         SideChannelClient.SessionRequest session = localAgent == null ? null : new SideChannelClient.SessionRequest(localAgent, SessionKey.newNonce());
-        // the directory knows where the engine serves now; the address given is the fallback
-        InetSocketAddress target = locator.locate(engineId, missing).orElse(address);
         for (SideChannelClient.Fetched fetched : client.fetch(target, missing, session)) {
             Verified verified = verifier.verify(fetched.payload());
             String replied = verified.metadata().engineId();
@@ -315,7 +339,7 @@ public final class RemoteEngines
                 all.addAll(missing);
                 LOG.info("engine {} at {} restarted: epoch {} before, {} now; fetching ranks {} again", engineId, address,
                         RankMetadata.formatEpoch(previous.epoch()), RankMetadata.formatEpoch(answered), all);
-                return perform(engineId, address, new ArrayList<>(all), null);
+                return perform(engineId, address, target, new ArrayList<>(all), null);
             }
             for (Verified other : ranks.values()) {
                 Rank otherRank = other.metadata().rank();

@@ -231,8 +231,11 @@ public final class SideChannelServer implements AutoCloseable
                     engineId, settings.bindAddress().getHostAddress(), settings.port(), e.getMessage()), e);
         }
         SideChannelServer server = new SideChannelServer(engineId, new ConcurrentHashMap<>(payloads), settings, clock, serverSocket);
-        boolean clientsProven = settings.tls() != null && settings.tls().clientAuth() == SideChannelTls.ClientAuth.REQUIRE;
-        if (!server.authenticator.authenticated() && !clientsProven) {
+        if (!settings.authenticatesPeers() && settings.bindAddress().isLoopbackAddress()) {
+            LOG.info("side channel of engine {} on {} is unauthenticated: only processes on this host reach it, and any of them can read the"
+                    + " engine's cache geometry and send it requests", engineId, server.address());
+        }
+        else if (!settings.authenticatesPeers()) {
             LOG.warn("side channel of engine {} on {} is unauthenticated: any process that reaches this port can read the engine's cache geometry"
                     + " and send it requests; configure a shared secret on all engines to authenticate every message", engineId, server.address());
         }

@@ -36,6 +36,9 @@ import java.util.Objects;
  * @param maxPendingPerAddress of those, how many one source address may hold; its newer one displaces
  *     its oldest, so one address cannot crowd out the others.
  * @param tls TLS 1.3 below the framing, for the server and the client; null for plain TCP.
+ * @param allowUnauthenticated whether an engine may serve its side channel on an address other
+ *     hosts reach although it proves nothing about its peers (no secret, no TLS requiring client
+ *     certificates); without it such an engine refuses to start ({@link #authenticatesPeers}).
  */
 public record SideChannelSettings(
         InetAddress bindAddress,
@@ -55,7 +58,8 @@ public record SideChannelSettings(
         Duration firstRequestTimeout,
         int maxPendingConnections,
         int maxPendingPerAddress,
-        SideChannelTls tls)
+        SideChannelTls tls,
+        boolean allowUnauthenticated)
 {
     /** Default of {@code maxHandshakeBytes}: 64 MiB, several times what 64 ranks of a large model advertise. */
     public static final long DEFAULT_MAX_HANDSHAKE_BYTES = 64L << 20;
@@ -84,6 +88,18 @@ public record SideChannelSettings(
         check(secret.length == 0 || secret.length >= MessageAuthenticator.MIN_SECRET_BYTES,
                 "side channel secret of %d bytes is too short (expected: at least %d random bytes, or none)",
                 secret.length, MessageAuthenticator.MIN_SECRET_BYTES);
+    }
+
+    /**
+     * Tells whether the side channel proves who its peers are: a shared secret authenticates every
+     * message, or TLS requires a certificate of every client. Without either, whoever reaches the port
+     * reads the geometry, opens notification sessions and sends completions that free held requests.
+     *
+     * @return whether it does.
+     */
+    public boolean authenticatesPeers()
+    {
+        return secret.length > 0 || (tls != null && tls.clientAuth() == SideChannelTls.ClientAuth.REQUIRE);
     }
 
     private static void positive(String name, Duration value)
@@ -160,6 +176,7 @@ public record SideChannelSettings(
         builder.maxPendingConnections = maxPendingConnections;
         builder.maxPendingPerAddress = maxPendingPerAddress;
         builder.tls = tls;
+        builder.allowUnauthenticated = allowUnauthenticated;
         return builder;
     }
 
@@ -174,7 +191,7 @@ public record SideChannelSettings(
                 && authenticationWindow.equals(other.authenticationWindow) && maxRememberedNonces == other.maxRememberedNonces
                 && maxHandshakeBytes == other.maxHandshakeBytes && firstRequestTimeout.equals(other.firstRequestTimeout)
                 && maxPendingConnections == other.maxPendingConnections && maxPendingPerAddress == other.maxPendingPerAddress
-                && Objects.equals(tls, other.tls);
+                && Objects.equals(tls, other.tls) && allowUnauthenticated == other.allowUnauthenticated;
     }
 
     @Override
@@ -182,7 +199,7 @@ public record SideChannelSettings(
     {
         return Objects.hash(bindAddress, port, connectTimeout, readTimeout, handshakeTimeout, idleConnectionTimeout, maxConnections,
                 engineTtl, limits, compatibility, Arrays.hashCode(secret), authenticationWindow, maxRememberedNonces, maxHandshakeBytes,
-                firstRequestTimeout, maxPendingConnections, maxPendingPerAddress, tls);
+                firstRequestTimeout, maxPendingConnections, maxPendingPerAddress, tls, allowUnauthenticated);
     }
 
     @Override
@@ -195,7 +212,8 @@ public record SideChannelSettings(
                 + ", authenticated=" + (secret.length > 0) + ", authenticationWindow=" + authenticationWindow
                 + ", maxRememberedNonces=" + maxRememberedNonces + ", maxHandshakeBytes=" + maxHandshakeBytes + ", firstRequestTimeout="
                 + firstRequestTimeout + ", maxPendingConnections=" + maxPendingConnections + ", maxPendingPerAddress=" + maxPendingPerAddress
-                + ", tls=" + (tls == null ? "off" : "TLSv1.3 clientAuth=" + tls.clientAuth() + " verifyHostname=" + tls.verifyHostname()) + "]";
+                + ", tls=" + (tls == null ? "off" : "TLSv1.3 clientAuth=" + tls.clientAuth() + " verifyHostname=" + tls.verifyHostname())
+                + ", allowUnauthenticated=" + allowUnauthenticated + "]";
     }
 
     /** Collects settings; every value starts at its default. */
@@ -219,6 +237,7 @@ public record SideChannelSettings(
         private int maxPendingConnections = 256;
         private int maxPendingPerAddress = 32;
         private SideChannelTls tls;
+        private boolean allowUnauthenticated;
 
         private Builder()
         {
@@ -442,6 +461,20 @@ public record SideChannelSettings(
         }
 
         /**
+         * Lets an engine serve its side channel on an address other hosts reach without a secret or
+         * TLS requiring client certificates; by default it refuses to start so. For networks where
+         * every process that can reach the port is trusted.
+         *
+         * @param allow whether to allow it.
+         * @return this builder.
+         */
+        public Builder allowUnauthenticated(boolean allow)
+        {
+            this.allowUnauthenticated = allow;
+            return this;
+        }
+
+        /**
          * Builds the validated settings.
          *
          * @return the settings.
@@ -451,7 +484,7 @@ public record SideChannelSettings(
         {
             return new SideChannelSettings(bindAddress, port, connectTimeout, readTimeout, handshakeTimeout, idleConnectionTimeout,
                     maxConnections, engineTtl, limits, compatibility, secret, authenticationWindow, maxRememberedNonces, maxHandshakeBytes,
-                    firstRequestTimeout, maxPendingConnections, maxPendingPerAddress, tls);
+                    firstRequestTimeout, maxPendingConnections, maxPendingPerAddress, tls, allowUnauthenticated);
         }
     }
 }

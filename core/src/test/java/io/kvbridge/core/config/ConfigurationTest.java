@@ -43,7 +43,8 @@ final class ConfigurationTest
         assertEquals(List.of(), problems);
         assertEquals(new BridgeConfig(BridgeConfig.Role.PRODUCER, "prefill-0", "ucx", Map.of("ucx", Map.of("max-in-flight", "64"), "local",
                 Map.of("copy-threads", "2")), "prefill-0-host-a", "0.0.0.0", 5600, "10.0.0.5", Path.of("/etc/kvbridge/secret"), FailurePolicy.FAIL,
-                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(60), EnumSet.allOf(TransferMode.class), "hma", Map.of(), null, null, TlsFiles.EMPTY),
+                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(60), EnumSet.allOf(TransferMode.class), "hma", Map.of(), null, null, TlsFiles.EMPTY,
+                null),
                 config);
         assertEquals(config, ConfigDocument.read("written", ConfigDocument.write(config), problems));
         assertEquals(List.of(), problems);

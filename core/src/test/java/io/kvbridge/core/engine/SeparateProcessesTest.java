@@ -57,8 +57,8 @@ final class SeparateProcessesTest
             }
             TestCache consumerCache = decoder.cache(TestCache.Shape.of(4, 16, false), Rank.single());
             ConsumerRank consumer = decoder.consumer("decoder", consumerCache, true, b -> b);
-            TransferParams params = stages.get(0).prefillFinished("req", ids(7, 8, 9));
-            stages.get(1).prefillFinished("req", ids(7, 8, 9));
+            // each process knows its own stage's epoch and pull key: the router merges every stage's parameters
+            TransferParams params = stages.get(0).prefillFinished("req", ids(7, 8, 9)).withEpochsOf(stages.get(1).prefillFinished("req", ids(7, 8, 9)));
             assertEquals(stageAddresses, params.sideChannels());
             assertNotEquals(params.sideChannels().get(0), params.sideChannels().get(1));
             consumer.blocksAllocated("d", params, mode, ids(1, 2, 3));

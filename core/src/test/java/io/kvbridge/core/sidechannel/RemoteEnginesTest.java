@@ -137,12 +137,45 @@ final class RemoteEnginesTest
         SideChannelSettings settings = SideChannelFixtures.fast().build();
         RemoteEngines engines = new RemoteEngines(new SideChannelClient(settings, SideChannelClock.system()),
                 new HandshakeVerifier(local, CompatibilityMode.STRICT, settings.limits()), EnumSet.of(PeerCapability.PULL), TTL, clock, virtualThreads(),
-                evicted::add, null, (engineId, wanted) -> Optional.of(server.address()));
+                evicted::add, null, (engineId, wanted, given) -> Optional.of(server.address()));
         RemoteEngine engine = engines.handshake("prefill-0", asked, List.of(new RankKey(0, 0))).join();
         assertEquals(asked, engine.address());
         assertEquals(server.address(), engine.servedAt());
         RemoteEngine direct = engines(virtualThreads()).handshake("prefill-0", server.address(), List.of(new RankKey(0, 0))).join();
         assertEquals(direct.address(), direct.servedAt());
+    }
+
+    @Test
+    void aLocatedAddressWhereTheHandshakeFailsFallsBackToTheAddressGivenAndIsReported()
+    {
+        List<RankMetadata> ranks = SideChannelFixtures.engine("prefill-0", 1, 1);
+        SideChannelServer server = server("prefill-0", ranks);
+        // a stale entry: nothing listens where it says the engine serves
+        InetSocketAddress dead = new InetSocketAddress("127.0.0.1", 1);
+        List<String> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+        EngineLocator stale = new EngineLocator()
+        {
+            @Override
+            public Optional<InetSocketAddress> locate(String engineId, java.util.Collection<RankKey> wanted, InetSocketAddress given)
+            {
+                return Optional.of(dead);
+            }
+
+            @Override
+            public void failed(String engineId, InetSocketAddress located, String reason)
+            {
+                failures.add(engineId + " " + located + " " + reason);
+            }
+        };
+        ModelIdentity local = TestingGeometries.identity(SideChannelFixtures.LAYERS);
+        SideChannelSettings settings = SideChannelFixtures.fast().build();
+        RemoteEngines engines = new RemoteEngines(new SideChannelClient(settings, SideChannelClock.system()),
+                new HandshakeVerifier(local, CompatibilityMode.STRICT, settings.limits()), EnumSet.of(PeerCapability.PULL), TTL, clock, virtualThreads(),
+                evicted::add, null, stale);
+        RemoteEngine engine = engines.handshake("prefill-0", server.address(), List.of(new RankKey(0, 0))).join();
+        assertEquals(server.address(), engine.servedAt(), "the handshake went to the address given");
+        assertEquals(1, failures.size(), failures.toString());
+        assertTrue(failures.getFirst().startsWith("prefill-0 " + dead), failures.toString());
     }
 
     private static void republish(SideChannelServer server, List<RankMetadata> ranks, long epoch)

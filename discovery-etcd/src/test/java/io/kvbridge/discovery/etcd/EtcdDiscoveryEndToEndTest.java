@@ -3,6 +3,8 @@ package io.kvbridge.discovery.etcd;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
@@ -14,6 +16,9 @@ import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
+import io.kvbridge.core.discovery.EntrySigner;
+import io.kvbridge.core.discovery.PublishedRank;
+import io.kvbridge.core.wire.WireLimits;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.discovery.DirectoryEntry;
 import io.kvbridge.spi.discovery.Directories;
@@ -31,11 +36,14 @@ import io.kvbridge.testkit.EtcdServer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,6 +57,8 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class EtcdDiscoveryEndToEndTest
 {
+    private static final byte[] SECRET = "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+
     @TempDir
     Path work;
 
@@ -76,7 +86,7 @@ class EtcdDiscoveryEndToEndTest
             MemorySegment producerMemory = arena.allocate(2048, 64);
             MemorySegment consumerMemory = arena.allocate(2048, 64);
             producerMemory.fill((byte) 42);
-            try (KvBridge prefill = KvBridge.builder().config(config(etcd)).build(); KvBridge decode = KvBridge.builder().config(config(etcd)).build()) {
+            try (KvBridge prefill = bridge(etcd, SECRET); KvBridge decode = bridge(etcd, SECRET)) {
                 ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill-etcd", geometry(producerMemory)).build());
                 ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode-etcd", geometry(consumerMemory)).build());
                 List<DirectoryEntry> published = observer.resolve("prefill-etcd");
@@ -85,7 +95,8 @@ class EtcdDiscoveryEndToEndTest
                 TransferParams params = producer.prefillFinished("r", BlockIds.of(new int[] {1}));
                 // nothing listens on port 1: only the address etcd holds reaches the producer
                 TransferParams elsewhere = new TransferParams(params.engineId(), params.requestId(), List.of(new SideChannelAddress("127.0.0.1", 1)),
-                        params.tpSize(), params.ppSize(), params.blockIds(), params.modes(), params.leaseMillis(), params.finishedNanos());
+                        params.tpSize(), params.ppSize(), params.blockIds(), params.modes(), params.leaseMillis(), params.finishedNanos(),
+                        params.epochs(), params.pullKeys());
                 consumer.blocksAllocated("d", elsewhere, TransferMode.PULL, BlockIds.of(new int[] {3}));
                 List<String> received = new ArrayList<>();
                 List<ReceiveFailure> failed = new ArrayList<>();
@@ -108,6 +119,112 @@ class EtcdDiscoveryEndToEndTest
             }
             // the closed producer withdrew its entry (and revoked its lease)
             assertEquals(List.of(), observer.resolve("prefill-etcd"));
+        }
+    }
+
+    private static KvBridge bridge(EtcdServer etcd, byte[] secret)
+    {
+        return KvBridge.builder().config(config(etcd)).sideChannelSecret(secret).build();
+    }
+
+    /** Puts an entry as whoever can write etcd does: straight into the key, bound to no lease, so it never expires. */
+    private static void putLeaseless(EtcdServer etcd, DirectoryEntry entry)
+            throws Exception
+    {
+        try (Client raw = Client.builder().endpoints("http://" + etcd.endpoint()).build()) {
+            raw.getKVClient().put(EtcdKeys.key(entry), ByteSequence.from(entry.value())).get(5, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Pulls one block as the router's parameters say and returns the consumer's failures: empty when it received the block. */
+    private static List<ReceiveFailure> pull(ProducerConnector producer, ConsumerConnector consumer, MemorySegment consumerMemory, String requestId)
+            throws InterruptedException
+    {
+        TransferParams params = producer.prefillFinished(requestId, BlockIds.of(new int[] {1}));
+        consumer.blocksAllocated("d-" + requestId, params, TransferMode.PULL, BlockIds.of(new int[] {3}));
+        List<String> received = new ArrayList<>();
+        List<ReceiveFailure> failed = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (received.isEmpty() && failed.isEmpty() && System.nanoTime() < deadline) {
+            ReceiveBatch batch = consumer.poll();
+            received.addAll(batch.received());
+            failed.addAll(batch.failed());
+            producer.poll();
+            Thread.sleep(1);
+        }
+        if (failed.isEmpty()) {
+            assertEquals(List.of("d-" + requestId), received);
+            assertEquals((byte) 42, consumerMemory.get(ValueLayout.JAVA_BYTE, 3 * 256));
+        }
+        return failed;
+    }
+
+    private static long refusedEntriesOf(KvBridge bridge)
+    {
+        Health.Check check = bridge.health().checks().stream().filter(c -> c.name().equals("discovery")).findFirst().orElseThrow();
+        Matcher refused = Pattern.compile("; (\\d+) entries or located addresses refused").matcher(check.detail());
+        return refused.find() ? Long.parseLong(refused.group(1)) : 0;
+    }
+
+    @Test
+    void aForgedEntryDoesNotRedirectADecoderWhoseEnginesShareASecret()
+            throws Exception
+    {
+        try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
+                EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
+                KvBridge prefill = bridge(etcd, SECRET); KvBridge decode = bridge(etcd, SECRET)) {
+            MemorySegment producerMemory = arena.allocate(2048, 64);
+            MemorySegment consumerMemory = arena.allocate(2048, 64);
+            producerMemory.fill((byte) 42);
+            ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill-etcd", geometry(producerMemory)).build());
+            ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode-etcd", geometry(consumerMemory)).build());
+            // whoever can write etcd, without the secret: the producer's own metadata, epoch included, at an address of its choosing
+            PublishedRank real = PublishedRank.decode(observer.resolve("prefill-etcd").getFirst(), WireLimits.DEFAULT);
+            putLeaseless(etcd, PublishedRank.entry("127.0.0.1", 1, real.metadata()));
+            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r1"), "a forged entry failed the request");
+            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r2"));
+            assertEquals(1, refusedEntriesOf(decode), "the forged entry is counted once, not per request");
+        }
+    }
+
+    @Test
+    void aDeadLeaselessEntryFallsBackToTheRoutersAddress()
+            throws Exception
+    {
+        try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
+                EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
+                KvBridge prefill = bridge(etcd, SECRET); KvBridge decode = bridge(etcd, SECRET)) {
+            MemorySegment producerMemory = arena.allocate(2048, 64);
+            MemorySegment consumerMemory = arena.allocate(2048, 64);
+            producerMemory.fill((byte) 42);
+            ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill-etcd", geometry(producerMemory)).build());
+            ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode-etcd", geometry(consumerMemory)).build());
+            // what an earlier incarnation signed and left behind without a lease: genuine, and naming a port where nothing listens
+            PublishedRank real = PublishedRank.decode(observer.resolve("prefill-etcd").getFirst(), WireLimits.DEFAULT);
+            putLeaseless(etcd, PublishedRank.entry("127.0.0.1", 1, real.metadata(), EntrySigner.of(SECRET)));
+            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r1"), "a dead entry failed a request whose parameters name the producer");
+            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r2"));
+            assertEquals(1, refusedEntriesOf(decode), "the dead address is counted once, not per request");
+        }
+    }
+
+    @Test
+    void withoutASecretAnUnverifiableEntryThatDisagreesWithTheRoutersParametersIsNotUsed()
+            throws Exception
+    {
+        try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
+                EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
+                KvBridge prefill = bridge(etcd, new byte[0]); KvBridge decode = bridge(etcd, new byte[0])) {
+            MemorySegment producerMemory = arena.allocate(2048, 64);
+            MemorySegment consumerMemory = arena.allocate(2048, 64);
+            producerMemory.fill((byte) 42);
+            ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill-etcd", geometry(producerMemory)).build());
+            ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode-etcd", geometry(consumerMemory)).build());
+            // the real epoch, another address: nothing can tell it from the producer's own entry
+            PublishedRank real = PublishedRank.decode(observer.resolve("prefill-etcd").getFirst(), WireLimits.DEFAULT);
+            putLeaseless(etcd, PublishedRank.entry("127.0.0.1", 1, real.metadata()));
+            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r1"), "an unverifiable entry redirected the handshake");
+            assertEquals(1, refusedEntriesOf(decode));
         }
     }
 

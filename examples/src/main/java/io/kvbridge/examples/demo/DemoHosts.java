@@ -268,7 +268,7 @@ public final class DemoHosts implements AutoCloseable
     static TransferParams withoutAddresses(TransferParams params)
     {
         return new TransferParams(params.engineId(), params.requestId(), IntStream.range(0, params.ppSize()).mapToObj(stage -> new SideChannelAddress("127.0.0.1", 1 + stage)).toList(), params.tpSize(), params.ppSize(),
-                params.blockIds(), params.modes(), params.leaseMillis(), params.finishedNanos(), params.epochs());
+                params.blockIds(), params.modes(), params.leaseMillis(), params.finishedNanos(), params.epochs(), params.pullKeys());
     }
 
     /** {@return each host's role and address, for the audit} */
