@@ -100,7 +100,12 @@ final class InitiatorConnection extends TcpConnection
         if (acknowledged && closedReason() == null) {
             return null;
         }
-        return refusal != null ? refusal : closedReason();
+        if (refusal != null) {
+            return refusal;
+        }
+        // a target closes a hello that does not prove its key without a word
+        return loop.handshake().keyed() ? closedReason() + " before it answered the hello; a peer does so when the hello does not prove its"
+                + " connection key: start both engines with the same shared secret" : closedReason();
     }
 
     private void signal()

@@ -3,7 +3,6 @@ package io.kvbridge.backend.tcp;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.Grants;
-import io.kvbridge.transport.PeerText;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -127,7 +126,8 @@ final class TargetConnection extends TcpConnection
             return;
         }
         hello = null;
-        peerName = PeerText.printable(new String(name, StandardCharsets.UTF_8));
+        // kept as sent, since notifications name their sender with it; every log line and report escapes it
+        peerName = new String(name, StandardCharsets.UTF_8);
         if (!loop.established(this)) {
             close("this instance holds " + TcpAdmission.MAX_ESTABLISHED + " verified connections already");
             return;

@@ -1,5 +1,6 @@
 package io.kvbridge.backend.tcp;
 
+import io.kvbridge.transport.PeerText;
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
@@ -87,7 +88,7 @@ abstract class TcpConnection implements FrameReader.Handler
         }
         catch (RuntimeException e) {
             // the violation is logged, rate-limited; the trace only at debug, since a peer could repeat it at will
-            LOG.debug("{}: the frames of '{}' made this side fail", loop.description(), peerName(), e);
+            LOG.debug("{}: the frames of '{}' made this side fail", loop.description(), PeerText.printable(peerName()), e);
             violation("its frames made this side fail: " + e);
             return;
         }
@@ -136,7 +137,7 @@ abstract class TcpConnection implements FrameReader.Handler
             return;
         }
         closedReason = reason;
-        LOG.debug("{}: connection with '{}' closed: {}", loop.description(), peerName(), reason);
+        LOG.debug("{}: connection with '{}' closed: {}", loop.description(), PeerText.printable(peerName()), reason);
         if (reader != null) {
             reader.close();
         }

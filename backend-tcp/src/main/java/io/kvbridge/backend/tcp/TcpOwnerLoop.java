@@ -499,7 +499,7 @@ final class TcpOwnerLoop
             if (lastDroppedLog == 0 || now - lastDroppedLog > MALFORMED_LOG_NANOS) {
                 lastDroppedLog = now;
                 LOG.warn("{}: dropped a notification of peer '{}': {} notifications ({} bytes) wait undrained ({} dropped so far; logged at most"
-                        + " every 10 s)", description, peer, inbox.size(), inbox.bytes(), inbox.dropped());
+                        + " every 10 s)", description, PeerText.printable(peer), inbox.size(), inbox.bytes(), inbox.dropped());
             }
         }
     }
@@ -511,12 +511,12 @@ final class TcpOwnerLoop
     void rejected(TargetConnection connection, String what)
     {
         rejected++;
-        lastRejected = connection.peerName() + ": " + what;
+        lastRejected = PeerText.printable(connection.peerName()) + ": " + what;
         long now = System.nanoTime();
         if (lastRejectedLog == 0 || now - lastRejectedLog > MALFORMED_LOG_NANOS) {
             lastRejectedLog = now;
             LOG.warn("{}: closed the connection of {}, which did not prove who it is: {} ({} such connections so far; logged at most every 10 s)",
-                    description, connection.peerName(), what, rejected);
+                    description, PeerText.printable(connection.peerName()), what, rejected);
         }
     }
 

@@ -63,6 +63,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
     private final OwnerThread owner;
     private final Map<Long, TcpPeer> peers = new HashMap<>();
     private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
+    private final Inbox inbox;
 
     /**
      * @param connectionKey the key a peer's hello must prove, from the engines' shared secret; null
@@ -76,6 +77,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
         Inbox inbox = new Inbox();
         super(guard, table, inbox);
         this.options = options;
+        this.inbox = inbox;
         this.instanceId = IDS.nextLong();
         this.advertisedHost = advertised(options);
         this.registrations = new Registrations<>(guard.description());
@@ -430,6 +432,12 @@ final class TcpTransferBackend extends AbstractTransferBackend
     {
         String report = Stream.of(grants.problem(), loop.peerReport()).flatMap(Optional::stream).collect(Collectors.joining("; "));
         return report.isEmpty() ? Optional.empty() : Optional.of(report);
+    }
+
+    /** {@return the received notifications, for their bounds in tests} */
+    Inbox inbox()
+    {
+        return inbox;
     }
 
     /** {@return the loop, for counts in tests} */

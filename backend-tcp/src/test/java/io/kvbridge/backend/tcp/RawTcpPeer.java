@@ -32,6 +32,8 @@ final class RawTcpPeer implements AutoCloseable
     final OutputStream out;
     private final TcpMetadata target;
     private byte[] targetNonce;
+    /** The challenge's flags, once read. */
+    byte challengeFlags;
 
     /** Connects to the target {@code target} describes; says nothing yet. */
     RawTcpPeer(String name, TcpMetadata target) throws IOException
@@ -58,6 +60,7 @@ final class RawTcpPeer implements AutoCloseable
             ByteBuffer challenge = receive(TcpWire.CHALLENGE_BYTES);
             assertEquals(TcpWire.MAGIC, challenge.getInt(0), "challenge magic");
             assertEquals(TcpWire.VERSION, challenge.get(4), "challenge version");
+            challengeFlags = challenge.get(5);
             targetNonce = Arrays.copyOfRange(challenge.array(), TcpWire.CHALLENGE_NONCE_AT, TcpWire.CHALLENGE_NONCE_AT + TcpWire.NONCE_BYTES);
         }
         return targetNonce;
