@@ -49,6 +49,15 @@ final class TcpOwnerLoop
     private static final long ACCEPT_BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final long ACCEPT_BACKOFF_MAX_NANOS = TimeUnit.SECONDS.toNanos(1);
 
+    static {
+        // loaded now rather than first on a path that runs when the process is out of descriptors:
+        // loading a class from a directory or a jar not yet open takes one, and a failed load ends
+        // the owner (it did, with NoClassDefFoundError, when accepting first failed)
+        PeerText.printable("");
+        TargetConnection.class.getName();
+        TcpAdmission.class.getName();
+    }
+
     private final String description;
     private final String agentName;
     private final long instanceId;
