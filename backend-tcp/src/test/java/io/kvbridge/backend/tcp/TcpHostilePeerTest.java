@@ -51,7 +51,7 @@ import org.junit.jupiter.api.Timeout;
  * sentinel, and grants two blocks for WRITE and two others for READ. Every refused access comes back
  * as a RESULT with its code and no DATA before it; every protocol violation closes the attacker's
  * connection; no victim byte changes beyond what a grant allowed; the victim names the attacker in
- * its problem; a peer that never reads its answers cannot make the victim queue without bound; and
+ * its peer report and its health stays clean; a peer that never reads its answers cannot make the victim queue without bound; and
  * a legitimate peer is served afterwards.
  */
 @Timeout(60)
