@@ -19,7 +19,6 @@ import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import jdk.net.ExtendedSocketOptions;
@@ -45,7 +44,7 @@ final class TcpOwnerLoop
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpOwnerLoop.class);
     private static final long IDLE_SLEEP_MILLIS = 1_000;
-    private static final long MALFORMED_LOG_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final long ACCEPT_LOG_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final long ACCEPT_BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final long ACCEPT_BACKOFF_MAX_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -68,6 +67,7 @@ final class TcpOwnerLoop
     private final TransferTable<TcpTransfer> table;
     private final TcpHandshake handshake;
     private final TcpAdmission admission = new TcpAdmission();
+    private final TcpPeerFaults faults;
     private final Selector selector;
     private final OwnerThread owner;
     // opened by listen(), on the owner thread; read by others once it is set
@@ -83,13 +83,6 @@ final class TcpOwnerLoop
     private final Consumer<SelectionKey> onReady = this::ready;
     private volatile boolean sleeping;
     private volatile boolean stop;
-    private volatile long malformed;
-    private volatile String lastMalformed;
-    private long lastMalformedLog;
-    private volatile long rejected;
-    private volatile String lastRejected;
-    private long lastRejectedLog;
-    private long lastDroppedLog;
 
     // owner thread only
     private final List<InitiatorConnection> initiators = new ArrayList<>();
@@ -108,6 +101,7 @@ final class TcpOwnerLoop
         this.inbox = inbox;
         this.table = table;
         this.handshake = handshake;
+        this.faults = new TcpPeerFaults(description, inbox);
         try {
             this.selector = Selector.open();
         }
@@ -345,7 +339,7 @@ final class TcpOwnerLoop
             }
             oldest.close("accepting failed and the oldest connections that had not proved who they are were closed to make room");
         }
-        if (lastAcceptLog == 0 || now - lastAcceptLog > MALFORMED_LOG_NANOS) {
+        if (lastAcceptLog == 0 || now - lastAcceptLog > ACCEPT_LOG_NANOS) {
             lastAcceptLog = now;
             LOG.warn("{}: accepting a connection failed ({} times so far; logged at most every 10 s): {}; not accepting for {} ms and closed up to {}"
                     + " connections that had not proved who they are; if the process is out of descriptors, raise its limit (ulimit -n)",
@@ -504,35 +498,25 @@ final class TcpOwnerLoop
     void notified(String peer, byte[] message)
     {
         if (!inbox.add(peer, message)) {
-            long now = System.nanoTime();
-            if (lastDroppedLog == 0 || now - lastDroppedLog > MALFORMED_LOG_NANOS) {
-                lastDroppedLog = now;
-                LOG.warn("{}: dropped a notification of peer '{}': {} notifications ({} bytes) wait undrained ({} dropped so far; logged at most"
-                        + " every 10 s)", description, PeerText.printable(peer), inbox.size(), inbox.bytes(), inbox.dropped());
-            }
+            faults.dropped(peer);
         }
     }
 
-    /**
-     * A connection that never proved who it is was closed: counted and logged (rate-limited), never
-     * reported as a problem of this instance, since anyone who reaches the port can cause it.
-     */
+    /** A connection that never proved who it is was closed: counted and logged, no problem of this instance. */
     void rejected(TargetConnection connection, String what)
     {
-        rejected++;
-        lastRejected = PeerText.printable(connection.peerName()) + ": " + what;
-        long now = System.nanoTime();
-        if (lastRejectedLog == 0 || now - lastRejectedLog > MALFORMED_LOG_NANOS) {
-            lastRejectedLog = now;
-            LOG.warn("{}: closed the connection of {}, which did not prove who it is: {} ({} such connections so far; logged at most every 10 s)",
-                    description, PeerText.printable(connection.peerName()), what, rejected);
-        }
+        faults.rejected(connection.peerName(), what);
     }
 
-    /** {@return connections closed before they proved who they are} */
-    long rejectedCount()
+    /** A connection was closed for breaking the protocol: counted and logged, no problem of this instance. */
+    void malformed(String name, String what)
     {
-        return rejected;
+        faults.malformed(name, what);
+    }
+
+    TcpPeerFaults faults()
+    {
+        return faults;
     }
 
     /** {@return how many times accepting a connection failed} */
@@ -544,50 +528,6 @@ final class TcpOwnerLoop
     TcpAdmission admission()
     {
         return admission;
-    }
-
-    void malformed(String name, String what)
-    {
-        String peer = PeerText.printable(name);
-        malformed++;
-        lastMalformed = peer + ": " + what;
-        long now = System.nanoTime();
-        if (lastMalformedLog == 0 || now - lastMalformedLog > MALFORMED_LOG_NANOS) {
-            lastMalformedLog = now;
-            LOG.warn("{}: closed the connection of {}, which broke the protocol: {} ({} such connections so far; logged at most every 10 s)",
-                    description, peer, what, malformed);
-        }
-    }
-
-    /**
-     * {@return what peers did that this side refused, for diagnostics: connections closed for breaking
-     * the protocol, connections that never proved who they are, notifications dropped; empty when none}
-     * It is no health problem: peers cause it, not this instance's ability to serve.
-     */
-    Optional<String> peerReport()
-    {
-        StringBuilder text = new StringBuilder();
-        long count = malformed;
-        if (count > 0) {
-            text.append(String.format(Locale.ROOT,
-                    "%s closed %d connections of peers that broke the protocol, the latest %s; check that peer's process and its kvbridge version",
-                    description, count, lastMalformed));
-        }
-        long refused = rejected;
-        if (refused > 0) {
-            text.append(text.isEmpty() ? "" : "; ").append(String.format(Locale.ROOT, "%s closed %d connections that did not prove who they are, the latest %s",
-                    description, refused, lastRejected));
-        }
-        long dropped = inbox.dropped();
-        if (dropped > 0) {
-            text.append(text.isEmpty() ? "" : "; ").append(String.format(Locale.ROOT, "%s dropped %d notifications: its inbox was full", description, dropped));
-        }
-        return text.isEmpty() ? Optional.empty() : Optional.of(text.toString());
-    }
-
-    long malformedCount()
-    {
-        return malformed;
     }
 
     private void shutdown()

@@ -430,7 +430,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
     /** {@return what peers did that this instance refused, for diagnostics; empty when nothing} */
     Optional<String> peerReport()
     {
-        String report = Stream.of(grants.problem(), loop.peerReport()).flatMap(Optional::stream).collect(Collectors.joining("; "));
+        String report = Stream.of(grants.problem(), loop.faults().report()).flatMap(Optional::stream).collect(Collectors.joining("; "));
         return report.isEmpty() ? Optional.empty() : Optional.of(report);
     }
 

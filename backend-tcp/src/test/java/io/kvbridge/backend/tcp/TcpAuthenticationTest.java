@@ -165,10 +165,10 @@ final class TcpAuthenticationTest
 
         assertEquals(1, victim.grants().refusals(), "refused accesses counted");
         long deadline = System.nanoTime() + DEADLINE_NANOS;
-        while (victim.loop().malformedCount() == 0 && System.nanoTime() < deadline) {
+        while (victim.loop().faults().malformedCount() == 0 && System.nanoTime() < deadline) {
             LockSupport.parkNanos(1_000_000);
         }
-        assertEquals(1, victim.loop().malformedCount(), "broken connections counted");
+        assertEquals(1, victim.loop().faults().malformedCount(), "broken connections counted");
         assertEquals(Optional.empty(), victim.problem(), "a peer's refused access or broken frame turned the victim's health");
         String report = victim.peerReport().orElseThrow();
         String escaped = "evil\\nkvbridge healthy\\r\\u001b[2J\\u001b]0;title\\u0007";
@@ -242,10 +242,10 @@ final class TcpAuthenticationTest
     private void awaitRejected(long count)
     {
         long deadline = System.nanoTime() + DEADLINE_NANOS;
-        while (victim.loop().rejectedCount() < count && System.nanoTime() < deadline) {
+        while (victim.loop().faults().rejectedCount() < count && System.nanoTime() < deadline) {
             LockSupport.parkNanos(1_000_000);
         }
-        assertEquals(count, victim.loop().rejectedCount(), "connections rejected before they proved who they are");
+        assertEquals(count, victim.loop().faults().rejectedCount(), "connections rejected before they proved who they are");
     }
 
     /** A real instance with the victim's key writes block 1 and reads block 0. */

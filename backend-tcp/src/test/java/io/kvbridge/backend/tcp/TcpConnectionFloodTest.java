@@ -109,7 +109,7 @@ final class TcpConnectionFloodTest
         }
         assertEquals(0, pending(victim), "connections still pending past connect-timeout-ms");
         assertEquals(Optional.empty(), victim.problem(), "the flood turned the victim's health: its owner thread stopped?");
-        assertTrue(victim.loop().rejectedCount() > 0, "unproven connections were counted");
+        assertTrue(victim.loop().faults().rejectedCount() > 0, "unproven connections were counted");
         assertLegitimatePeerServed(victim, memory, (byte) 0x44);
     }
 
