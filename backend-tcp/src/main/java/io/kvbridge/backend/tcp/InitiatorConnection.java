@@ -21,7 +21,8 @@ final class InitiatorConnection extends TcpConnection
 {
     private final TcpPeer peer;
     private final Object readyLock = new Object();
-    private boolean challenged;
+    // read by awaitReady, to say why a peer that never challenged did not answer
+    private volatile boolean challenged;
     private boolean acknowledged;
     private volatile String refusal;
     // set when the challenge came: what the answer's proof covers
@@ -92,7 +93,8 @@ final class InitiatorConnection extends TcpConnection
             while (!acknowledged && closedReason() == null && refusal == null) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    return "it did not answer within " + (timeoutNanos / 1_000_000) + " ms (connect-timeout-ms)";
+                    return "it did not answer within " + (timeoutNanos / 1_000_000) + " ms (connect-timeout-ms)" + (challenged ? ""
+                            : "; it sent no challenge (a tcp transport of protocol version 2 or older sends none): run the same kvbridge version on both sides");
                 }
                 readyLock.wait(Math.max(1, left / 1_000_000));
             }
