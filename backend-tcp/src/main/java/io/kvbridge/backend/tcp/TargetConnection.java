@@ -37,6 +37,9 @@ final class TargetConnection extends TcpConnection
     private final InetAddress address;
     private String peerName;
     private boolean ready;
+    private long establishedNanos;
+    // a frame came after the hello: a peer at work, never displaced for a newcomer
+    private boolean requested;
     // until the hello is verified: this side's nonce and the hello read so far (heap, a few hundred bytes)
     private byte[] challengeNonce;
     private ByteBuffer hello;
@@ -59,6 +62,12 @@ final class TargetConnection extends TcpConnection
     InetAddress address()
     {
         return address;
+    }
+
+    /** {@return true while a verified peer has sent nothing since its hello, for longer than {@code graceNanos}} */
+    boolean idleSinceHello(long now, long graceNanos)
+    {
+        return ready && !requested && now - establishedNanos > graceNanos;
     }
 
     /** {@return true once a byte of the hello arrived} */
@@ -126,6 +135,7 @@ final class TargetConnection extends TcpConnection
             return;
         }
         hello = null;
+        establishedNanos = System.nanoTime();
         // kept as sent, since notifications name their sender with it; every log line and report escapes it
         peerName = new String(name, StandardCharsets.UTF_8);
         if (!loop.established(this)) {
@@ -191,6 +201,7 @@ final class TargetConnection extends TcpConnection
     @Override
     public void header(byte type, ByteBuffer in, int at)
     {
+        requested = true;
         if (in.get(at + 1) != TcpWire.VERSION) {
             violation("a frame of version " + in.get(at + 1));
             return;

@@ -13,8 +13,11 @@ import java.util.Map;
  * source address, and the newest displaces the oldest (preferring one that has not sent a byte of
  * its hello), so a flood of idle sockets only churns itself while a peer that answers at once is
  * served. A pending connection holds no stream buffers, only its challenge and the hello it reads.
- * A verified connection is <i>established</i>: pending ones never displace it, and when
- * {@link #MAX_ESTABLISHED} are held a newly verified one is refused, not an older one cut off.
+ * A verified connection is <i>established</i>: pending ones never displace it. When
+ * {@link #MAX_ESTABLISHED} are held, a newly verified one displaces the oldest that has sent nothing
+ * since its hello for longer than the connect timeout (a peer that connects to work sends its first
+ * request at once; one that holds a verified connection idle holds a slot only), and is refused
+ * when there is none, rather than a peer at work cut off.
  *
  * <p>Threads: the owner thread only.
  */
@@ -30,7 +33,14 @@ final class TcpAdmission
 
     private final ArrayDeque<TargetConnection> pending = new ArrayDeque<>();
     private final Map<InetAddress, ArrayDeque<TargetConnection>> pendingByAddress = new HashMap<>();
-    private int established;
+    private final ArrayDeque<TargetConnection> established = new ArrayDeque<>();
+    private final long idleGraceNanos;
+
+    /** @param idleGraceNanos how long a verified connection may send nothing before a newcomer may displace it. */
+    TcpAdmission(long idleGraceNanos)
+    {
+        this.idleGraceNanos = idleGraceNanos;
+    }
 
     /**
      * Holds a new connection as pending.
@@ -73,23 +83,44 @@ final class TcpAdmission
     /**
      * Moves a pending connection whose hello was verified to the established pool.
      *
-     * @return false when the established pool is full: the caller closes the connection.
+     * @return the outcome: whether it was admitted, and an idle connection to close for it.
      */
-    boolean establish(TargetConnection connection)
+    Promotion establish(TargetConnection connection)
     {
         removePending(connection);
-        if (established >= MAX_ESTABLISHED) {
-            return false;
+        TargetConnection displaced = null;
+        if (established.size() >= MAX_ESTABLISHED) {
+            long now = System.nanoTime();
+            for (TargetConnection candidate : established) {
+                if (candidate.idleSinceHello(now, idleGraceNanos)) {
+                    displaced = candidate;
+                    break;
+                }
+            }
+            if (displaced == null) {
+                return new Promotion(false, null);
+            }
+            established.remove(displaced);
         }
-        established++;
-        return true;
+        established.addLast(connection);
+        return new Promotion(true, displaced);
+    }
+
+    /**
+     * What establishing a connection decided.
+     *
+     * @param admitted whether it is established now; else the caller closes it.
+     * @param displaced an established connection idle since its hello, to close for it, or null.
+     */
+    record Promotion(boolean admitted, TargetConnection displaced)
+    {
     }
 
     /** A connection closed: forget it, pending or established. */
     void closed(TargetConnection connection, boolean wasEstablished)
     {
         if (wasEstablished) {
-            established--;
+            established.remove(connection);
         }
         else {
             removePending(connection);
@@ -129,6 +160,6 @@ final class TcpAdmission
 
     int establishedCount()
     {
-        return established;
+        return established.size();
     }
 }

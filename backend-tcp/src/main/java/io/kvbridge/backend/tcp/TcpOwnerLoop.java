@@ -66,7 +66,7 @@ final class TcpOwnerLoop
     private final Inbox inbox;
     private final TransferTable<TcpTransfer> table;
     private final TcpHandshake handshake;
-    private final TcpAdmission admission = new TcpAdmission();
+    private final TcpAdmission admission;
     private final TcpPeerFaults faults;
     private final Selector selector;
     private final OwnerThread owner;
@@ -102,6 +102,7 @@ final class TcpOwnerLoop
         this.table = table;
         this.handshake = handshake;
         this.faults = new TcpPeerFaults(description, inbox);
+        this.admission = new TcpAdmission(TimeUnit.MILLISECONDS.toNanos(options.connectTimeoutMillis()));
         try {
             this.selector = Selector.open();
         }
@@ -491,7 +492,12 @@ final class TcpOwnerLoop
     /** A hello was verified: {@return false when the connection may not be kept, see {@link TcpAdmission#establish}} */
     boolean established(TargetConnection connection)
     {
-        return admission.establish(connection);
+        TcpAdmission.Promotion promotion = admission.establish(connection);
+        if (promotion.displaced() != null) {
+            promotion.displaced().close("it had sent nothing since its hello for connect-timeout-ms=" + options.connectTimeoutMillis() + " when "
+                    + TcpAdmission.MAX_ESTABLISHED + " verified connections were held and another was verified");
+        }
+        return promotion.admitted();
     }
 
     /** A notification from a verified peer; dropped and counted when the inbox is full (nobody drains it). */

@@ -50,6 +50,9 @@ final class TcpConnectionFloodTest
     private static final int UNPROVEN = 1_000;
     /** Direct memory the flood may add to the victim's process: a small part of what 3,000 sets of stream buffers took. */
     private static final long MAX_DIRECT_GROWTH = 16L << 20;
+    private static final int IDLE_VERIFIED = 1_500;
+    /** Direct memory 1,024 verified connections may hold (about 80 KiB each); 1,500 took 315 MB on the old port, without a bound. */
+    private static final long MAX_ESTABLISHED_DIRECT = 96L << 20;
 
     private final List<AutoCloseable> opened = new ArrayList<>();
     private final Arena arena = Arena.ofShared();
@@ -113,6 +116,75 @@ final class TcpConnectionFloodTest
         assertLegitimatePeerServed(victim, memory, (byte) 0x44);
     }
 
+    /**
+     * Without a connection key anyone who reaches the port may say hello: 1,500 verified connections
+     * that then send nothing hold at most {@link TcpAdmission#MAX_ESTABLISHED} slots (and their
+     * buffers); a peer at work keeps its connection, and a newcomer displaces an idle one once it has
+     * been idle for connect-timeout-ms.
+     */
+    @Test
+    void thousandsOfIdleVerifiedConnectionsHoldBoundedSlotsAndDisplaceNoPeerAtWork() throws Exception
+    {
+        TcpTransferBackend victim = open("victim", Map.of("connect-timeout-ms", "1000"), null);
+        MemorySegment memory = arena.allocate(2L * BLOCK, 4096).fill((byte) 0x5a);
+        victim.register(Allocation.host(memory));
+        victim.grant(GRANT_KEY, TransferOp.WRITE, victim.prepareLocal(blocks(memory, 0)), new int[] {0}, 1);
+        victim.grant(GRANT_KEY, TransferOp.READ, victim.prepareLocal(blocks(memory, 1)), new int[] {0}, 1);
+        TcpMetadata metadata = TcpMetadata.decode(victim.localMetadata());
+        Worker atWork = new Worker(open("at-work", Map.of(), null), victim, memory);
+        atWork.transfer((byte) 1);
+        long directBefore = directMemoryUsed();
+
+        int answered = 0;
+        for (int i = 0; i < IDLE_VERIFIED; i++) {
+            RawTcpPeer raw = new RawTcpPeer("idle-" + i, metadata);
+            opened.add(raw);
+            raw.send(raw.provenHello(null, metadata.instanceId()));
+            if (raw.in.readNBytes(TcpWire.ACK_BYTES).length == TcpWire.ACK_BYTES) {
+                answered++;
+            }
+        }
+        long directGrowth = directMemoryUsed() - directBefore;
+        // the peer at work and MAX_ESTABLISHED - 1 idle ones; the rest were closed unanswered
+        assertEquals(TcpAdmission.MAX_ESTABLISHED - 1, answered, "idle verified connections answered");
+        assertEquals(TcpAdmission.MAX_ESTABLISHED, victim.loop().owner().call(() -> victim.loop().admission().establishedCount()));
+        assertTrue(directGrowth < MAX_ESTABLISHED_DIRECT, () -> "verified connections grew direct memory by " + directGrowth + " bytes");
+        atWork.transfer((byte) 2);
+
+        // once the idle ones have been idle for connect-timeout-ms, a newcomer displaces the oldest of them
+        Thread.sleep(1_200);
+        new Worker(open("newcomer", Map.of(), null), victim, memory).transfer((byte) 3);
+        atWork.transfer((byte) 4);
+        assertEquals(Optional.empty(), victim.problem(), "idle verified connections turned the victim's health");
+    }
+
+    /** A real instance connected to the victim, which writes block 0 and reads block 1 on the same connection each time. */
+    private final class Worker
+    {
+        private final TcpTransferBackend backend;
+        private final MemorySegment victimMemory;
+        private final MemorySegment own;
+        private final Peer peer;
+
+        Worker(TcpTransferBackend backend, TcpTransferBackend victim, MemorySegment victimMemory)
+        {
+            this.backend = backend;
+            this.victimMemory = victimMemory;
+            this.own = arena.allocate(2L * BLOCK, 4096);
+            backend.register(Allocation.host(own));
+            this.peer = backend.connect(victim.localMetadata());
+        }
+
+        void transfer(byte value)
+        {
+            own.fill(value);
+            TcpConnectionFloodTest.transfer(backend, TransferOp.WRITE, backend.prepareLocal(blocks(own, 0)), backend.prepareRemote(peer, blocks(victimMemory, 0)));
+            assertEquals(-1, victimMemory.asSlice(0, BLOCK).mismatch(own.asSlice(0, BLOCK)), "the WRITE's bytes");
+            TcpConnectionFloodTest.transfer(backend, TransferOp.READ, backend.prepareLocal(blocks(own, 1)), backend.prepareRemote(peer, blocks(victimMemory, 1)));
+            assertEquals(-1, own.asSlice(BLOCK, BLOCK).mismatch(victimMemory.asSlice(BLOCK, BLOCK)), "the READ's bytes");
+        }
+    }
+
     /** {@return connections pending, counted on the owner thread, whose pools they are} */
     private static int pending(TcpTransferBackend victim)
     {
@@ -154,10 +226,15 @@ final class TcpConnectionFloodTest
 
     private TcpTransferBackend open(String name, Map<String, String> options)
     {
+        return open(name, options, CONNECTION_KEY);
+    }
+
+    private TcpTransferBackend open(String name, Map<String, String> options, byte[] connectionKey)
+    {
         Map<String, String> config = new java.util.HashMap<>(options);
         config.put("host", "127.0.0.1");
         TcpTransferBackend backend = (TcpTransferBackend) new TcpBackendFactory().create(config,
-                TcpAuthenticationTest.context(name + "-" + UUID.randomUUID(), CONNECTION_KEY));
+                TcpAuthenticationTest.context(name + "-" + UUID.randomUUID(), connectionKey));
         opened.add(backend);
         return backend;
     }
