@@ -188,7 +188,7 @@ final class TargetConnection extends TcpConnection
     @Override
     boolean backlogged()
     {
-        return writer != null && writer.controlBacklog() > BACKLOG_BYTES || writer.queued() > BACKLOG_READS;
+        return writer != null && (writer.controlBacklog() > BACKLOG_BYTES || writer.queued() > BACKLOG_READS);
     }
 
     /** The hello was read before the streams opened: nothing of the handshake is left for the frame reader. */

@@ -3,7 +3,6 @@ package io.kvbridge.backend.tcp;
 import java.net.InetAddress;
 import java.util.ArrayDeque;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.Map;
 
 /**
@@ -145,12 +144,6 @@ final class TcpAdmission
     TargetConnection oldestPending()
     {
         return pending.peekFirst();
-    }
-
-    /** {@return pending connections, oldest first, for the sweep; do not change the pool while iterating} */
-    Iterator<TargetConnection> pendingOldestFirst()
-    {
-        return pending.iterator();
     }
 
     int pendingCount()

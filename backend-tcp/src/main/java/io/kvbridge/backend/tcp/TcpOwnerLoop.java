@@ -77,7 +77,7 @@ final class TcpOwnerLoop
     // accepting failed (out of descriptors): the listener is not watched until then
     private long acceptPausedUntil;
     private long acceptBackoffNanos = ACCEPT_BACKOFF_MIN_NANOS;
-    private volatile long acceptFailures;
+    private long acceptFailures;
     private long lastAcceptLog;
     // one instance: a method reference written in the loop would be a new object every round
     private final Consumer<SelectionKey> onReady = this::ready;
@@ -523,12 +523,6 @@ final class TcpOwnerLoop
     TcpPeerFaults faults()
     {
         return faults;
-    }
-
-    /** {@return how many times accepting a connection failed} */
-    long acceptFailures()
-    {
-        return acceptFailures;
     }
 
     TcpAdmission admission()
