@@ -12,6 +12,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The grants of one {@code GRANTED_ACCESS} transport instance: which of its memory a peer that
@@ -26,6 +28,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Grants
 {
+    private static final Logger LOG = LoggerFactory.getLogger(Grants.class);
+    private static final long LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final int MAX_PEERS_REPORTED = 8;
     // keys revoked lately: an access under one is a peer that came late (a lease expired under a
     // slow consumer), not a probe, and is counted without being reported as a problem
@@ -49,6 +53,8 @@ public final class Grants
         }
     };
     private final Map<String, String> lastRefusalByPeer = new LinkedHashMap<>();
+    private long lastLogNanos;
+    private long loggedRefusals;
 
     /**
      * Creates an empty set.
@@ -202,12 +208,22 @@ public final class Grants
      */
     public synchronized void refused(String peer, String reason)
     {
+        // a peer chose its name: nothing it put there reaches a log line or a report unescaped
+        String name = PeerText.printable(peer);
+        String why = PeerText.printable(reason);
         refusals++;
-        lastRefusalByPeer.remove(peer);
+        lastRefusalByPeer.remove(name);
         if (lastRefusalByPeer.size() == MAX_PEERS_REPORTED) {
             lastRefusalByPeer.remove(lastRefusalByPeer.keySet().iterator().next());
         }
-        lastRefusalByPeer.put(peer, reason);
+        lastRefusalByPeer.put(name, why);
+        long now = System.nanoTime();
+        if (lastLogNanos == 0 || now - lastLogNanos > LOG_INTERVAL_NANOS) {
+            LOG.warn("{} refused {} peer accesses outside their grants ({} since the last such line; logged at most every 10 s), the latest of peer '{}': {}",
+                    description, refusals, refusals - loggedRefusals, name, why);
+            lastLogNanos = now;
+            loggedRefusals = refusals;
+        }
     }
 
     /**
@@ -253,7 +269,11 @@ public final class Grants
         return byHandle.size();
     }
 
-    /** {@return the refused accesses, naming the latest peers, or empty when none was refused} */
+    /**
+     * {@return the refused accesses, naming the latest peers (their names escaped), or empty when
+     * none was refused}: a report of what peers asked for, not of whether this instance can serve,
+     * so a transport whose peers are not all trusted keeps it out of its health.
+     */
     public synchronized Optional<String> problem()
     {
         if (refusals == 0) {

@@ -149,6 +149,16 @@ class GrantsTest
     }
 
     @Test
+    void aPeersChosenNameReachesTheReportEscaped()
+    {
+        Grants grants = new Grants("tcp 'victim'");
+        grants.refused("mallory\nkvbridge healthy\u001b[2J", "WRITE of 1 byte\r\n at 0x2000");
+        String problem = grants.problem().orElseThrow();
+        assertTrue(problem.contains("'mallory\\nkvbridge healthy\\u001b[2J': WRITE of 1 byte\\r\\n at 0x2000"), problem);
+        assertFalse(problem.chars().anyMatch(Character::isISOControl), problem);
+    }
+
+    @Test
     void anAccessUnderALatelyRevokedKeyIsLateNotAProblem()
     {
         Grants grants = new Grants("ucx 'producer'");

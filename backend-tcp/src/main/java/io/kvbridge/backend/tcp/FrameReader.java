@@ -57,7 +57,8 @@ final class FrameReader
     private final int budgetPerRead;
     private final ByteBuffer in = ByteBuffer.allocateDirect(64 * 1024).order(ByteOrder.LITTLE_ENDIAN);
     private final MemorySegment staged = MemorySegment.ofBuffer(in);
-    private final ByteBuffer body = ByteBuffer.allocateDirect(TcpWire.MAX_READ_RUNS * TcpWire.READ_RUN_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    // made at the first READ list or notification: a connection that sends neither never holds it
+    private ByteBuffer body;
     private int state = HEADER;
     // bytes this read() may still take from the socket
     private int budget;
@@ -102,6 +103,10 @@ final class FrameReader
     void toBody(int length)
     {
         state = BODY;
+        if (body == null) {
+            body = ByteBuffer.allocateDirect(Math.max(TcpWire.MAX_READ_RUNS * TcpWire.READ_RUN_BYTES, TcpWire.MAX_NOTIFICATION_BYTES))
+                    .order(ByteOrder.LITTLE_ENDIAN);
+        }
         body.clear().limit(length);
         remaining = length;
         owner = null;

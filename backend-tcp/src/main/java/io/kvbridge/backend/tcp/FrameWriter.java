@@ -38,8 +38,12 @@ final class FrameWriter
 
     final TcpConnection connection;
     private final SocketChannel channel;
-    private final ByteBuffer frame = ByteBuffer.allocateDirect(TcpWire.READ_BYTES + TcpWire.MAX_READ_RUNS * TcpWire.READ_RUN_BYTES)
-            .order(ByteOrder.LITTLE_ENDIAN);
+    /** A frame buffer that holds a READ with its longest run list: what an initiator sends. */
+    static final int REQUEST_FRAME_BYTES = TcpWire.READ_BYTES + TcpWire.MAX_READ_RUNS * TcpWire.READ_RUN_BYTES;
+    /** A frame buffer that holds the largest header a target sends (its payloads come from memory). */
+    static final int ANSWER_FRAME_BYTES = Math.max(TcpWire.DATA_BYTES, TcpWire.RESULT_BYTES);
+
+    private final ByteBuffer frame;
     private final ByteBuffer[] gather = new ByteBuffer[2];
     private ByteBuffer control = ByteBuffer.allocateDirect(CONTROL_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     private int controlStart;
@@ -59,10 +63,11 @@ final class FrameWriter
     private boolean payloadZeros;
     private Object payloadOwner;
 
-    FrameWriter(TcpConnection connection, SocketChannel channel)
+    FrameWriter(TcpConnection connection, SocketChannel channel, int frameBytes)
     {
         this.connection = connection;
         this.channel = channel;
+        this.frame = ByteBuffer.allocateDirect(frameBytes).order(ByteOrder.LITTLE_ENDIAN);
         control.limit(0);
     }
 

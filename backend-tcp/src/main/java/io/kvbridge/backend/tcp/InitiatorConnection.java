@@ -21,8 +21,15 @@ final class InitiatorConnection extends TcpConnection
 {
     private final TcpPeer peer;
     private final Object readyLock = new Object();
+    // read by awaitReady, to say why a peer that never challenged did not answer
+    private volatile boolean challenged;
     private boolean acknowledged;
     private volatile String refusal;
+    // set when the challenge came: what the answer's proof covers
+    private byte[] targetNonce;
+    private byte[] ownNonce;
+    private long ownInstance;
+    private String ownName;
 
     // transfers whose first frame went out, oldest first: their answers come in this order
     private TcpTransfer[] awaiting = new TcpTransfer[64];
@@ -40,6 +47,7 @@ final class InitiatorConnection extends TcpConnection
     {
         super(loop, channel);
         this.peer = peer;
+        openStreams(FrameWriter.REQUEST_FRAME_BYTES);
     }
 
     @Override
@@ -53,15 +61,24 @@ final class InitiatorConnection extends TcpConnection
         return peer;
     }
 
-    /** Queues the hello once the socket is connected. */
+    /** The socket is connected: the hello follows the target's challenge. */
     void connected(long instanceId, String agentName)
     {
-        byte[] name = agentName.getBytes(StandardCharsets.UTF_8);
+        ownInstance = instanceId;
+        ownName = agentName;
+    }
+
+    /** Answers the target's challenge with the hello, which proves the connection key where there is one. */
+    private void hello(ByteBuffer in, int at)
+    {
+        targetNonce = new byte[TcpWire.NONCE_BYTES];
+        in.get(at + TcpWire.CHALLENGE_NONCE_AT, targetNonce);
+        ownNonce = TcpHandshake.nonce();
+        byte[] name = ownName.getBytes(StandardCharsets.UTF_8);
         ByteBuffer hello = writer.control(TcpWire.HELLO_BYTES + name.length);
-        hello.putInt(TcpWire.MAGIC).put(TcpWire.VERSION).put((byte) name.length).putShort((short) 0).putLong(instanceId).putLong(peer.instanceId)
-                .putLong(0).put(name);
+        hello.putInt(TcpWire.MAGIC).put(TcpWire.VERSION).put((byte) name.length).putShort((short) 0).putLong(ownInstance).putLong(peer.instanceId)
+                .put(ownNonce).put(loop.handshake().helloMac(targetNonce, ownNonce, ownInstance, peer.instanceId, name)).put(name);
         writer.controlAdded(TcpWire.HELLO_BYTES + name.length);
-        flush();
     }
 
     /**
@@ -76,7 +93,8 @@ final class InitiatorConnection extends TcpConnection
             while (!acknowledged && closedReason() == null && refusal == null) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    return "it did not answer within " + (timeoutNanos / 1_000_000) + " ms (connect-timeout-ms)";
+                    return "it did not answer within " + (timeoutNanos / 1_000_000) + " ms (connect-timeout-ms)" + (challenged ? ""
+                            : "; it sent no challenge (a tcp transport of protocol version 2 or older sends none): run the same kvbridge version on both sides");
                 }
                 readyLock.wait(Math.max(1, left / 1_000_000));
             }
@@ -84,7 +102,12 @@ final class InitiatorConnection extends TcpConnection
         if (acknowledged && closedReason() == null) {
             return null;
         }
-        return refusal != null ? refusal : closedReason();
+        if (refusal != null) {
+            return refusal;
+        }
+        // a target closes a hello that does not prove its key without a word
+        return loop.handshake().keyed() ? closedReason() + " before it answered the hello; a peer does so when the hello does not prove its"
+                + " connection key: start both engines with the same shared secret" : closedReason();
     }
 
     private void signal()
@@ -100,24 +123,59 @@ final class InitiatorConnection extends TcpConnection
         if (acknowledged) {
             return -1;
         }
+        int at = in.position();
+        if (!challenged) {
+            if (in.remaining() < TcpWire.CHALLENGE_BYTES) {
+                return 0;
+            }
+            challenged = true;
+            boolean keyed = in.get(at + 5) == TcpWire.CHALLENGE_KEYED;
+            if (in.getInt(at) != TcpWire.MAGIC || in.get(at + 4) != TcpWire.VERSION) {
+                fail(String.format(Locale.ROOT, "it does not speak this tcp transport protocol (version %d): its first bytes are magic 0x%x, version %d",
+                        TcpWire.VERSION, in.getInt(at), in.get(at + 4)), true);
+            }
+            else if (keyed != loop.handshake().keyed()) {
+                fail(keyed ? "it requires a connection key, and this engine has none: start both engines with the same shared secret"
+                        : "it has no connection key, and this engine requires one: start both engines with the same shared secret", false);
+            }
+            else {
+                hello(in, at);
+            }
+            return TcpWire.CHALLENGE_BYTES;
+        }
         if (in.remaining() < TcpWire.ACK_BYTES) {
             return 0;
         }
-        int at = in.position();
+        byte result = in.get(at + 5);
+        long instance = in.getLong(at + 8);
         if (in.getInt(at) != TcpWire.MAGIC || in.get(at + 4) != TcpWire.VERSION) {
-            refusal = "it answered the hello with something that is not a tcp transport answer";
-            violation("an answer of magic 0x" + Integer.toHexString(in.getInt(at)));
+            fail("it answered the hello with something that is not a tcp transport answer", true);
         }
-        else if (in.get(at + 5) != TcpWire.ACK_OK) {
-            refusal = String.format(Locale.ROOT, "it is instance %x now, not the instance %x its metadata named; exchange metadata again",
-                    in.getLong(at + 8), peer.instanceId);
-            close(refusal);
+        else if (!TcpHandshake.matches(loop.handshake().ackMac(targetNonce, ownNonce, instance, result), in, at + TcpWire.ACK_MAC_AT)) {
+            fail("its answer does not prove the connection key: it is not an engine started with this engine's shared secret", true);
+        }
+        else if (result != TcpWire.ACK_OK) {
+            fail(String.format(Locale.ROOT, "it is instance %x now, not the instance %x its metadata named; exchange metadata again", instance,
+                    peer.instanceId), false);
         }
         else {
             acknowledged = true;
+            signal();
+        }
+        return TcpWire.ACK_BYTES;
+    }
+
+    /** The handshake failed: connect() is told why; a peer that spoke another protocol is counted as a violation. */
+    private void fail(String why, boolean violation)
+    {
+        refusal = why;
+        if (violation) {
+            violation(why);
+        }
+        else {
+            close(why);
         }
         signal();
-        return TcpWire.ACK_BYTES;
     }
 
     // ---- the write side ----

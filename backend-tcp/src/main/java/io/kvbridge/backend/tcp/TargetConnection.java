@@ -3,8 +3,13 @@ package io.kvbridge.backend.tcp;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.Grants;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Locale;
 
@@ -29,8 +34,15 @@ final class TargetConnection extends TcpConnection
     static final int BACKLOG_READS = 4096;
 
     private final long acceptedNanos;
+    private final InetAddress address;
     private String peerName;
     private boolean ready;
+    private long establishedNanos;
+    // a frame came after the hello: a peer at work, never displaced for a newcomer
+    private boolean requested;
+    // until the hello is verified: this side's nonce and the hello read so far (heap, a few hundred bytes)
+    private byte[] challengeNonce;
+    private ByteBuffer hello;
     // the transfer whose frames are arriving: frames of one transfer come together
     private TcpExchange receiving;
     private byte body = NONE;
@@ -38,11 +50,117 @@ final class TargetConnection extends TcpConnection
     private TcpExchange[] pool = new TcpExchange[4];
     private int pooled;
 
-    TargetConnection(TcpOwnerLoop loop, SocketChannel channel, String remoteAddress)
+    TargetConnection(TcpOwnerLoop loop, SocketChannel channel, InetSocketAddress remote)
     {
         super(loop, channel);
         this.acceptedNanos = System.nanoTime();
-        this.peerName = "an unidentified peer at " + remoteAddress;
+        this.address = remote.getAddress();
+        this.peerName = "an unidentified peer at " + remote;
+        this.hello = ByteBuffer.allocate(TcpWire.HELLO_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    InetAddress address()
+    {
+        return address;
+    }
+
+    /** {@return true while a verified peer has sent nothing since its hello, for longer than {@code graceNanos}} */
+    boolean idleSinceHello(long now, long graceNanos)
+    {
+        return ready && !requested && now - establishedNanos > graceNanos;
+    }
+
+    /** {@return true once a byte of the hello arrived} */
+    boolean helloBegun()
+    {
+        return ready || hello.position() > 0;
+    }
+
+    /**
+     * Sends the challenge: the first bytes on a fresh socket, which its buffer always takes whole.
+     *
+     * @return false when the socket did not take it; the caller closes the connection.
+     */
+    boolean challenge() throws IOException
+    {
+        challengeNonce = TcpHandshake.nonce();
+        ByteBuffer out = ByteBuffer.allocate(TcpWire.CHALLENGE_BYTES).order(ByteOrder.LITTLE_ENDIAN).putInt(TcpWire.MAGIC).put(TcpWire.VERSION)
+                .put(loop.handshake().keyed() ? TcpWire.CHALLENGE_KEYED : 0).put(TcpWire.CHALLENGE_NONCE_AT, challengeNonce);
+        out.clear();
+        return channel.write(out) == TcpWire.CHALLENGE_BYTES;
+    }
+
+    /**
+     * Reads the hello, never a byte past it, and verifies it before anything is answered or any
+     * stream buffer is made: a peer that does not prove the connection key learns nothing, not even
+     * this instance's id, and is closed without a word.
+     */
+    @Override
+    void readBeforeStreams() throws IOException
+    {
+        while (!ready && !closed()) {
+            int read = channel.read(hello);
+            if (read < 0) {
+                loop.rejected(this, "it closed the connection before its hello was whole (" + hello.position() + " bytes)");
+                close("the peer closed the connection before its hello");
+                return;
+            }
+            if (hello.hasRemaining()) {
+                return;
+            }
+            if (hello.capacity() == TcpWire.HELLO_BYTES) {
+                int nameBytes = hello.get(5) & 0xff;
+                if (hello.getInt(0) != TcpWire.MAGIC || hello.get(4) != TcpWire.VERSION || nameBytes == 0) {
+                    reject(String.format(Locale.ROOT, "a hello of magic 0x%x, version %d, name of %d bytes", hello.getInt(0), hello.get(4), nameBytes));
+                    return;
+                }
+                hello = ByteBuffer.allocate(TcpWire.HELLO_BYTES + nameBytes).order(ByteOrder.LITTLE_ENDIAN).put(hello.flip());
+                continue;
+            }
+            verify();
+        }
+    }
+
+    private void verify()
+    {
+        long from = hello.getLong(8);
+        long to = hello.getLong(16);
+        byte[] initiatorNonce = new byte[TcpWire.NONCE_BYTES];
+        hello.get(TcpWire.HELLO_NONCE_AT, initiatorNonce);
+        byte[] name = new byte[hello.capacity() - TcpWire.HELLO_BYTES];
+        hello.get(TcpWire.HELLO_BYTES, name);
+        TcpHandshake handshake = loop.handshake();
+        if (handshake.keyed() && !TcpHandshake.matches(handshake.helloMac(challengeNonce, initiatorNonce, from, to, name), hello, TcpWire.HELLO_MAC_AT)) {
+            reject("a hello that does not prove the connection key (is the peer's engine started with this engine's shared secret?)");
+            return;
+        }
+        hello = null;
+        establishedNanos = System.nanoTime();
+        // kept as sent, since notifications name their sender with it; every log line and report escapes it
+        peerName = new String(name, StandardCharsets.UTF_8);
+        if (!loop.established(this)) {
+            close("this instance holds " + TcpAdmission.MAX_ESTABLISHED + " verified connections already");
+            return;
+        }
+        ready = true;
+        boolean mine = to == loop.instanceId();
+        byte result = mine ? TcpWire.ACK_OK : TcpWire.ACK_WRONG_INSTANCE;
+        openStreams(FrameWriter.ANSWER_FRAME_BYTES);
+        ByteBuffer ack = writer.control(TcpWire.ACK_BYTES);
+        ack.putInt(TcpWire.MAGIC).put(TcpWire.VERSION).put(result).putShort((short) 0).putLong(loop.instanceId())
+                .put(handshake.ackMac(challengeNonce, initiatorNonce, loop.instanceId(), result));
+        writer.controlAdded(TcpWire.ACK_BYTES);
+        flush();
+        if (!mine) {
+            close(String.format(Locale.ROOT, "its metadata names instance %x, this is %x (stale metadata)", to, loop.instanceId()));
+        }
+    }
+
+    /** A hello that is not one, or proves nothing: counted apart from a verified peer's faults, closed without an answer. */
+    private void reject(String what)
+    {
+        loop.rejected(this, what);
+        close("its hello was refused: " + what);
     }
 
     @Override
@@ -70,46 +188,20 @@ final class TargetConnection extends TcpConnection
     @Override
     boolean backlogged()
     {
-        return writer.controlBacklog() > BACKLOG_BYTES || writer.queued() > BACKLOG_READS;
+        return writer != null && (writer.controlBacklog() > BACKLOG_BYTES || writer.queued() > BACKLOG_READS);
     }
 
+    /** The hello was read before the streams opened: nothing of the handshake is left for the frame reader. */
     @Override
     public int handshake(ByteBuffer in)
     {
-        if (ready) {
-            return -1;
-        }
-        if (in.remaining() < TcpWire.HELLO_BYTES) {
-            return 0;
-        }
-        int at = in.position();
-        int nameBytes = in.get(at + 5) & 0xff;
-        if (in.getInt(at) != TcpWire.MAGIC || in.get(at + 4) != TcpWire.VERSION || nameBytes == 0) {
-            violation(String.format(Locale.ROOT, "a hello of magic 0x%x, version %d, name of %d bytes", in.getInt(at), in.get(at + 4), nameBytes));
-            return TcpWire.HELLO_BYTES;
-        }
-        if (in.remaining() < TcpWire.HELLO_BYTES + nameBytes) {
-            return 0;
-        }
-        long to = in.getLong(at + 16);
-        byte[] name = new byte[nameBytes];
-        in.get(at + TcpWire.HELLO_BYTES, name);
-        peerName = new String(name, java.nio.charset.StandardCharsets.UTF_8);
-        boolean mine = to == loop.instanceId();
-        ByteBuffer ack = writer.control(TcpWire.ACK_BYTES);
-        ack.putInt(TcpWire.MAGIC).put(TcpWire.VERSION).put(mine ? TcpWire.ACK_OK : TcpWire.ACK_WRONG_INSTANCE).putShort((short) 0).putLong(loop.instanceId());
-        writer.controlAdded(TcpWire.ACK_BYTES);
-        flush();
-        if (!mine) {
-            close(String.format(Locale.ROOT, "its metadata names instance %x, this is %x (stale metadata)", to, loop.instanceId()));
-        }
-        ready = true;
-        return TcpWire.HELLO_BYTES + nameBytes;
+        return -1;
     }
 
     @Override
     public void header(byte type, ByteBuffer in, int at)
     {
+        requested = true;
         if (in.get(at + 1) != TcpWire.VERSION) {
             violation("a frame of version " + in.get(at + 1));
             return;
@@ -342,7 +434,7 @@ final class TargetConnection extends TcpConnection
         if (holds(receiving, key)) {
             return true;
         }
-        for (int i = 0; i < writer.queued(); i++) {
+        for (int i = 0; writer != null && i < writer.queued(); i++) {
             if (writer.sourceAt(i) instanceof TcpExchange exchange && holds(exchange, key)) {
                 return true;
             }

@@ -65,6 +65,6 @@ public final class TcpBackendFactory implements TransferBackendFactory
     @Override
     public TransferBackend create(Map<String, String> config, BackendContext context)
     {
-        return new TcpTransferBackend(context.agentName(), TcpOptions.parse(config, context));
+        return new TcpTransferBackend(context.agentName(), TcpOptions.parse(config, context), context.connectionKey().orElse(null));
     }
 }

@@ -1,5 +1,6 @@
 package io.kvbridge.backend.tcp;
 
+import io.kvbridge.transport.PeerText;
 import java.io.IOException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
@@ -22,8 +23,9 @@ abstract class TcpConnection implements FrameReader.Handler
 
     final TcpOwnerLoop loop;
     final SocketChannel channel;
-    final FrameWriter writer;
-    final FrameReader reader;
+    // null until the streams open: a target opens them only for a peer that proved who it is
+    FrameWriter writer;
+    FrameReader reader;
     SelectionKey key;
     private volatile String closedReason;
 
@@ -31,8 +33,22 @@ abstract class TcpConnection implements FrameReader.Handler
     {
         this.loop = loop;
         this.channel = channel;
-        this.writer = new FrameWriter(this, channel);
-        this.reader = new FrameReader(channel, this);
+    }
+
+    /** Makes the stream buffers. */
+    final void openStreams(int frameBytes)
+    {
+        writer = new FrameWriter(this, channel, frameBytes);
+        reader = new FrameReader(channel, this);
+    }
+
+    /**
+     * Reads the handshake while the streams are not open yet; the target's, which reads nothing
+     * more than the hello before the peer proved who it is.
+     */
+    void readBeforeStreams() throws IOException
+    {
+        throw new IllegalStateException("a connection of this role opens its streams at once");
     }
 
     /** {@return who is at the other end, for messages} */
@@ -57,6 +73,10 @@ abstract class TcpConnection implements FrameReader.Handler
     final void readable()
     {
         try {
+            if (reader == null) {
+                readBeforeStreams();
+                return;
+            }
             if (!reader.read()) {
                 close("the peer closed the connection");
                 return;
@@ -68,7 +88,7 @@ abstract class TcpConnection implements FrameReader.Handler
         }
         catch (RuntimeException e) {
             // the violation is logged, rate-limited; the trace only at debug, since a peer could repeat it at will
-            LOG.debug("{}: the frames of '{}' made this side fail", loop.description(), peerName(), e);
+            LOG.debug("{}: the frames of '{}' made this side fail", loop.description(), PeerText.printable(peerName()), e);
             violation("its frames made this side fail: " + e);
             return;
         }
@@ -84,7 +104,7 @@ abstract class TcpConnection implements FrameReader.Handler
     /** Writes what is queued; asks for a writable event when the socket is full. */
     final void flush()
     {
-        if (closed()) {
+        if (closed() || writer == null) {
             return;
         }
         try {
@@ -117,10 +137,14 @@ abstract class TcpConnection implements FrameReader.Handler
             return;
         }
         closedReason = reason;
-        LOG.debug("{}: connection with '{}' closed: {}", loop.description(), peerName(), reason);
-        reader.close();
+        LOG.debug("{}: connection with '{}' closed: {}", loop.description(), PeerText.printable(peerName()), reason);
+        if (reader != null) {
+            reader.close();
+        }
         ended(reason);
-        writer.abandon();
+        if (writer != null) {
+            writer.abandon();
+        }
         if (key != null) {
             key.cancel();
         }

@@ -5,6 +5,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.OwnerThread;
+import io.kvbridge.transport.PeerText;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
 import java.io.IOException;
@@ -18,7 +19,6 @@ import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import jdk.net.ExtendedSocketOptions;
@@ -28,8 +28,14 @@ import org.slf4j.LoggerFactory;
 /**
  * The owner thread's loop: one selector over the listener and every connection, posts and calls
  * run between rounds, and a sweep that ends released and overdue transfers and drops peers that
- * connect and say nothing. It polls, yielding, {@code idle-spin-us} after its last event, then sleeps in the
+ * connect and do not prove who they are in time. It polls, yielding, {@code idle-spin-us} after its last event, then sleeps in the
  * selector, which a hand-over wakes only while it sleeps.
+ *
+ * <p>The listener opens when the instance's metadata is first asked for ({@link #listen}): an
+ * instance whose metadata no peer is given (the bridge's own, beside its ranks') accepts nothing.
+ * Accepted connections go through {@link TcpAdmission}; when accepting fails (out of descriptors)
+ * the listener is left alone for a while, with backoff, and the oldest pending connections are
+ * closed, rather than the selector reporting it ready again at once, round after round.
  *
  * <p>Threads: the owner thread, except the constructor, {@link #wake}, {@link #stop} and the
  * counters.
@@ -37,10 +43,19 @@ import org.slf4j.LoggerFactory;
 final class TcpOwnerLoop
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpOwnerLoop.class);
-    /** Peers that connected and have not said who they are, kept at once: bounds what idle sockets hold. */
-    static final int MAX_UNIDENTIFIED = 256;
     private static final long IDLE_SLEEP_MILLIS = 1_000;
-    private static final long MALFORMED_LOG_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final long ACCEPT_LOG_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final long ACCEPT_BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    private static final long ACCEPT_BACKOFF_MAX_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    static {
+        // loaded now rather than first on a path that runs when the process is out of descriptors:
+        // loading a class from a directory or a jar not yet open takes one, and a failed load ends
+        // the owner (it did, with NoClassDefFoundError, when accepting first failed)
+        PeerText.printable("");
+        TargetConnection.class.getName();
+        TcpAdmission.class.getName();
+    }
 
     private final String description;
     private final String agentName;
@@ -50,17 +65,24 @@ final class TcpOwnerLoop
     private final Grants grants;
     private final Inbox inbox;
     private final TransferTable<TcpTransfer> table;
+    private final TcpHandshake handshake;
+    private final TcpAdmission admission;
+    private final TcpPeerFaults faults;
     private final Selector selector;
-    private final ServerSocketChannel server;
-    private final int port;
     private final OwnerThread owner;
+    // opened by listen(), on the owner thread; read by others once it is set
+    private volatile ServerSocketChannel server;
+    private volatile int port;
+    private SelectionKey serverKey;
+    // accepting failed (out of descriptors): the listener is not watched until then
+    private long acceptPausedUntil;
+    private long acceptBackoffNanos = ACCEPT_BACKOFF_MIN_NANOS;
+    private long acceptFailures;
+    private long lastAcceptLog;
     // one instance: a method reference written in the loop would be a new object every round
     private final Consumer<SelectionKey> onReady = this::ready;
     private volatile boolean sleeping;
     private volatile boolean stop;
-    private volatile long malformed;
-    private volatile String lastMalformed;
-    private long lastMalformedLog;
 
     // owner thread only
     private final List<InitiatorConnection> initiators = new ArrayList<>();
@@ -68,7 +90,7 @@ final class TcpOwnerLoop
     private boolean finishedAny;
 
     TcpOwnerLoop(String description, String agentName, long instanceId, TcpOptions options, Registrations<TcpRegistration> registrations, Grants grants,
-            Inbox inbox, TransferTable<TcpTransfer> table)
+            Inbox inbox, TransferTable<TcpTransfer> table, TcpHandshake handshake)
     {
         this.description = description;
         this.agentName = agentName;
@@ -78,25 +100,43 @@ final class TcpOwnerLoop
         this.grants = grants;
         this.inbox = inbox;
         this.table = table;
-        Selector opened = null;
+        this.handshake = handshake;
+        this.faults = new TcpPeerFaults(description, inbox);
+        this.admission = new TcpAdmission(TimeUnit.MILLISECONDS.toNanos(options.connectTimeoutMillis()));
+        try {
+            this.selector = Selector.open();
+        }
+        catch (IOException e) {
+            throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, description + " cannot open a selector: " + e, e);
+        }
+        this.owner = new OwnerThread("kvbridge-tcp-" + agentName, description, options.maxInFlight() + 1024, this::run, this::wake);
+    }
+
+    /**
+     * Opens the listener, once; later calls return its port. Owner thread.
+     *
+     * @return the port peers connect to.
+     */
+    int listen()
+    {
+        if (server != null) {
+            return port;
+        }
         ServerSocketChannel listener = null;
         try {
-            opened = Selector.open();
             listener = ServerSocketChannel.open();
             listener.bind(new InetSocketAddress(options.host(), options.port()), 1024);
             listener.configureBlocking(false);
-            listener.register(opened, SelectionKey.OP_ACCEPT);
-            this.port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+            serverKey = listener.register(selector, SelectionKey.OP_ACCEPT);
+            port = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+            server = listener;
+            return port;
         }
         catch (IOException | RuntimeException e) {
             closeQuietly(listener);
-            closeQuietly(opened);
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, String.format(Locale.ROOT, "%s cannot listen on %s:%d: %s; choose another host or port",
                     description, options.host(), options.port(), e), e);
         }
-        this.selector = opened;
-        this.server = listener;
-        this.owner = new OwnerThread("kvbridge-tcp-" + agentName, description, options.maxInFlight() + 1024, this::run, this::wake);
     }
 
     OwnerThread owner()
@@ -114,9 +154,15 @@ final class TcpOwnerLoop
         return instanceId;
     }
 
+    /** {@return the listener's port, 0 while it is not open} */
     int port()
     {
         return port;
+    }
+
+    TcpHandshake handshake()
+    {
+        return handshake;
     }
 
     TcpOptions options()
@@ -158,6 +204,9 @@ final class TcpOwnerLoop
                 int ran = owner.runQueued(256);
                 int events = selector.selectNow(onReady);
                 long now = System.nanoTime();
+                if (acceptPausedUntil != 0 && now - acceptPausedUntil >= 0) {
+                    resumeAccepting();
+                }
                 if (now - nextSweep >= 0) {
                     sweep(now);
                     nextSweep = now + sweepNanos;
@@ -199,18 +248,10 @@ final class TcpOwnerLoop
         }
     }
 
-    /** {@return whether anything waits on a timer: transfers in flight, peers yet to say who they are} */
+    /** {@return whether anything waits on a timer: transfers in flight, peers yet to prove who they are, a paused listener} */
     private boolean busy()
     {
-        if (table.occupied() > 0) {
-            return true;
-        }
-        for (TargetConnection target : targets) {
-            if (!target.ready()) {
-                return true;
-            }
-        }
-        return false;
+        return table.occupied() > 0 || admission.pendingCount() > 0 || acceptPausedUntil != 0;
     }
 
     private void ready(SelectionKey key)
@@ -243,24 +284,25 @@ final class TcpOwnerLoop
                 channel = server.accept();
             }
             catch (IOException e) {
-                LOG.debug("{}: accepting a connection failed", description, e);
+                pauseAccepting(e);
                 return;
             }
             if (channel == null) {
                 return;
             }
-            String remote;
+            acceptBackoffNanos = ACCEPT_BACKOFF_MIN_NANOS;
+            TargetConnection connection;
             try {
-                remote = String.valueOf(channel.getRemoteAddress());
                 configure(channel);
-            }
-            catch (IOException e) {
-                closeQuietly(channel);
-                continue;
-            }
-            dropOldestUnidentified();
-            TargetConnection connection = new TargetConnection(this, channel, remote);
-            try {
+                if (!(channel.getRemoteAddress() instanceof InetSocketAddress remote)) {
+                    closeQuietly(channel);
+                    continue;
+                }
+                connection = new TargetConnection(this, channel, remote);
+                if (!connection.challenge()) {
+                    closeQuietly(channel);
+                    continue;
+                }
                 connection.key = channel.register(selector, SelectionKey.OP_READ, connection);
             }
             catch (IOException e) {
@@ -268,23 +310,49 @@ final class TcpOwnerLoop
                 continue;
             }
             targets.add(connection);
+            TargetConnection displaced = admission.admit(connection);
+            if (displaced != null) {
+                displaced.close("it had not proved who it is when " + TcpAdmission.MAX_PENDING + " other connections (or "
+                        + TcpAdmission.MAX_PENDING_PER_ADDRESS + " from its address) were waiting to");
+            }
         }
     }
 
-    private void dropOldestUnidentified()
+    /**
+     * Accepting failed, most likely for want of descriptors: the listener would be reported ready
+     * again at once, so it is not watched for a while (doubling up to a second while it keeps
+     * failing), and the oldest half of the pending connections are closed to free descriptors.
+     */
+    private void pauseAccepting(IOException e)
     {
-        int unidentified = 0;
-        TargetConnection oldest = null;
-        for (TargetConnection target : targets) {
-            if (!target.ready()) {
-                unidentified++;
-                if (oldest == null || target.acceptedNanos() - oldest.acceptedNanos() < 0) {
-                    oldest = target;
-                }
-            }
+        acceptFailures++;
+        long now = System.nanoTime();
+        acceptPausedUntil = (now + acceptBackoffNanos) | 1;
+        acceptBackoffNanos = Math.min(ACCEPT_BACKOFF_MAX_NANOS, acceptBackoffNanos * 2);
+        if (serverKey != null && serverKey.isValid()) {
+            serverKey.interestOps(0);
         }
-        if (unidentified >= MAX_UNIDENTIFIED && oldest != null) {
-            oldest.close("it had not said who it is when " + MAX_UNIDENTIFIED + " other peers were waiting to");
+        int shed = Math.max(1, admission.pendingCount() / 2);
+        for (int i = 0; i < shed; i++) {
+            TargetConnection oldest = admission.oldestPending();
+            if (oldest == null) {
+                break;
+            }
+            oldest.close("accepting failed and the oldest connections that had not proved who they are were closed to make room");
+        }
+        if (lastAcceptLog == 0 || now - lastAcceptLog > ACCEPT_LOG_NANOS) {
+            lastAcceptLog = now;
+            LOG.warn("{}: accepting a connection failed ({} times so far; logged at most every 10 s): {}; not accepting for {} ms and closed up to {}"
+                    + " connections that had not proved who they are; if the process is out of descriptors, raise its limit (ulimit -n)",
+                    description, acceptFailures, e.toString(), TimeUnit.NANOSECONDS.toMillis(acceptBackoffNanos / 2), shed);
+        }
+    }
+
+    private void resumeAccepting()
+    {
+        acceptPausedUntil = 0;
+        if (serverKey != null && serverKey.isValid()) {
+            serverKey.interestOps(SelectionKey.OP_ACCEPT);
         }
     }
 
@@ -383,11 +451,10 @@ final class TcpOwnerLoop
             initiators.get(i).sweep(now);
         }
         long silence = TimeUnit.MILLISECONDS.toNanos(options.connectTimeoutMillis());
-        for (int i = targets.size() - 1; i >= 0 && i < targets.size(); i--) {
-            TargetConnection target = targets.get(i);
-            if (!target.ready() && now - target.acceptedNanos() > silence) {
-                target.close("it said nothing within connect-timeout-ms=" + options.connectTimeoutMillis());
-            }
+        TargetConnection oldest;
+        while ((oldest = admission.oldestPending()) != null && now - oldest.acceptedNanos() > silence) {
+            rejected(oldest, "it did not prove who it is within connect-timeout-ms=" + options.connectTimeoutMillis());
+            oldest.close("it did not prove who it is within connect-timeout-ms=" + options.connectTimeoutMillis());
         }
         wakeWaiter();
     }
@@ -416,39 +483,51 @@ final class TcpOwnerLoop
             initiators.remove(initiator);
         }
         else {
-            targets.remove((TargetConnection) connection);
+            TargetConnection target = (TargetConnection) connection;
+            targets.remove(target);
+            admission.closed(target, target.ready());
         }
     }
 
+    /** A hello was verified: {@return false when the connection may not be kept, see {@link TcpAdmission#establish}} */
+    boolean established(TargetConnection connection)
+    {
+        TcpAdmission.Promotion promotion = admission.establish(connection);
+        if (promotion.displaced() != null) {
+            promotion.displaced().close("it had sent nothing since its hello for connect-timeout-ms=" + options.connectTimeoutMillis() + " when "
+                    + TcpAdmission.MAX_ESTABLISHED + " verified connections were held and another was verified");
+        }
+        return promotion.admitted();
+    }
+
+    /** A notification from a verified peer; dropped and counted when the inbox is full (nobody drains it). */
     void notified(String peer, byte[] message)
     {
-        inbox.add(peer, message);
-    }
-
-    void malformed(String peer, String what)
-    {
-        malformed++;
-        lastMalformed = peer + ": " + what;
-        long now = System.nanoTime();
-        if (lastMalformedLog == 0 || now - lastMalformedLog > MALFORMED_LOG_NANOS) {
-            lastMalformedLog = now;
-            LOG.warn("{}: closed the connection of {}, which broke the protocol: {} ({} such connections so far; logged at most every 10 s)",
-                    description, peer, what, malformed);
+        if (!inbox.add(peer, message)) {
+            faults.dropped(peer);
         }
     }
 
-    /** {@return connections closed for breaking the protocol, with the latest} */
-    Optional<String> problem()
+    /** A connection that never proved who it is was closed: counted and logged, no problem of this instance. */
+    void rejected(TargetConnection connection, String what)
     {
-        long count = malformed;
-        return count == 0 ? Optional.empty() : Optional.of(String.format(Locale.ROOT,
-                "%s closed %d connections of peers that broke the protocol, the latest %s; check that peer's process and its kvbridge version",
-                description, count, lastMalformed));
+        faults.rejected(connection.peerName(), what);
     }
 
-    long malformedCount()
+    /** A connection was closed for breaking the protocol: counted and logged, no problem of this instance. */
+    void malformed(String name, String what)
     {
-        return malformed;
+        faults.malformed(name, what);
+    }
+
+    TcpPeerFaults faults()
+    {
+        return faults;
+    }
+
+    TcpAdmission admission()
+    {
+        return admission;
     }
 
     private void shutdown()

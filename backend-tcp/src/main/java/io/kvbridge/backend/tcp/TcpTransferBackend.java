@@ -63,21 +63,29 @@ final class TcpTransferBackend extends AbstractTransferBackend
     private final OwnerThread owner;
     private final Map<Long, TcpPeer> peers = new HashMap<>();
     private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
+    private final Inbox inbox;
 
-    TcpTransferBackend(String agentName, TcpOptions options)
+    /**
+     * @param connectionKey the key a peer's hello must prove, from the engines' shared secret; null
+     *     without one, and then any peer that reaches the port is served (the engine keeps such a
+     *     port on loopback).
+     */
+    TcpTransferBackend(String agentName, TcpOptions options, byte[] connectionKey)
     {
         InstanceGuard guard = new InstanceGuard(TcpBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
         TransferTable<TcpTransfer> table = new TransferTable<>(guard.description(), options.maxInFlight(), TcpTransfer::new);
         Inbox inbox = new Inbox();
         super(guard, table, inbox);
         this.options = options;
+        this.inbox = inbox;
         this.instanceId = IDS.nextLong();
         this.advertisedHost = advertised(options);
         this.registrations = new Registrations<>(guard.description());
         this.lists = new PreparedLists<>(guard);
         this.transfers = table;
         this.grants = new Grants(guard.description());
-        this.loop = new TcpOwnerLoop(guard.description(), agentName, instanceId, options, registrations, grants, inbox, table);
+        this.loop = new TcpOwnerLoop(guard.description(), agentName, instanceId, options, registrations, grants, inbox, table,
+                new TcpHandshake(connectionKey));
         this.owner = loop.owner();
         owner.start();
     }
@@ -100,10 +108,10 @@ final class TcpTransferBackend extends AbstractTransferBackend
         }
     }
 
-    /** {@return the port this instance accepts connections on} */
+    /** {@return the port this instance accepts connections on, opening its listener if it is not open} */
     int port()
     {
-        return loop.port();
+        return owner.call(loop::listen);
     }
 
     @Override
@@ -154,7 +162,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
         for (TcpRegistration registration : registrations.all()) {
             regions.add(new TcpMetadata.Region(registration.allocation().address(), registration.allocation().bytes()));
         }
-        return new TcpMetadata(instanceId, guard.agentName(), advertisedHost, loop.port(), regions).encode();
+        // the listener opens here, for the first peer that can learn the port: an instance no peer is told of accepts nothing
+        return new TcpMetadata(instanceId, guard.agentName(), advertisedHost, port(), regions).encode();
     }
 
     @Override
@@ -406,12 +415,35 @@ final class TcpTransferBackend extends AbstractTransferBackend
         return new BackendResources(registrations.size(), lists.size(), connected, unreleased);
     }
 
-    /** Every problem at once: refused accesses must not hide protocol violations, nor either a stopped owner. */
+    /**
+     * Whether this instance can serve: its owner thread runs. What peers did (refused accesses,
+     * broken frames, connections that never proved who they are, notifications dropped) is counted,
+     * logged and in {@link #peerReport()}, never here: anyone who reaches the port could otherwise
+     * turn the engine's health false.
+     */
     @Override
     protected Optional<String> workerProblem()
     {
-        String problems = Stream.of(owner.problem(), grants.problem(), loop.problem()).flatMap(Optional::stream).collect(Collectors.joining("; "));
-        return problems.isEmpty() ? Optional.empty() : Optional.of(problems);
+        return owner.problem();
+    }
+
+    /** {@return what peers did that this instance refused, for diagnostics; empty when nothing} */
+    Optional<String> peerReport()
+    {
+        String report = Stream.of(grants.problem(), loop.faults().report()).flatMap(Optional::stream).collect(Collectors.joining("; "));
+        return report.isEmpty() ? Optional.empty() : Optional.of(report);
+    }
+
+    /** {@return the received notifications, for their bounds in tests} */
+    Inbox inbox()
+    {
+        return inbox;
+    }
+
+    /** {@return the loop, for counts in tests} */
+    TcpOwnerLoop loop()
+    {
+        return loop;
     }
 
     /** {@return the grants this instance checks peers against} */

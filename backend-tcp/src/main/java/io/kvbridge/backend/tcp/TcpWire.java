@@ -20,6 +20,17 @@ import io.kvbridge.spi.transfer.TransferBackend;
  *   RESULT  32: type, version, result, op, run i32, handle i64, address i64, length i64
  * </pre>
  *
+ * <p>Before any frame, a handshake ({@link TcpHandshake}): the target sends a CHALLENGE as soon as
+ * it accepts, the initiator answers with its HELLO, and the target answers a HELLO it verified
+ * with an ACK; nothing else is read or sent before.
+ *
+ * <pre>
+ *   CHALLENGE 32: magic i32, version, flags (1: a connection key is required), -, -, nonce[16] at 16
+ *   HELLO     72: magic i32, version, name length, -, from instance i64, to instance i64,
+ *                 nonce[16] at 24, mac[32] at 40; then the name (UTF-8)
+ *   ACK       48: magic i32, version, result, -, instance i64, mac[32] at 16
+ * </pre>
+ *
  * <p>Answers come in the order requests were made on a connection: the target works through its
  * stream in order and queues each transfer's data and answer behind the ones before. A READ that
  * succeeds is answered by the flag on its last DATA frame, which saves a write and a TCP segment
@@ -28,7 +39,8 @@ import io.kvbridge.spi.transfer.TransferBackend;
 final class TcpWire
 {
     // 2: a READ's last DATA frame carries its success, instead of a RESULT of its own
-    static final byte VERSION = 2;
+    // 3: the target challenges first, and a hello proves the connection key before anything is served
+    static final byte VERSION = 3;
 
     static final byte WRITE = 1;
     static final byte READ = 2;
@@ -60,11 +72,19 @@ final class TcpWire
     /** Byte 2 of a DATA frame on a READ's last run: the READ is answered, DONE. */
     static final byte DATA_LAST = 1;
 
-    // the handshake: the initiator's hello, the target's answer
+    // the handshake: the target's challenge, the initiator's hello, the target's answer
     static final int MAGIC = 0x5442564b; // "KVBT"
-    static final int HELLO_BYTES = 32;
+    static final int NONCE_BYTES = 16;
+    static final int MAC_BYTES = 32;
+    static final int CHALLENGE_BYTES = 32;
+    static final int CHALLENGE_NONCE_AT = 16;
+    static final byte CHALLENGE_KEYED = 1;
+    static final int HELLO_BYTES = 72;
+    static final int HELLO_NONCE_AT = 24;
+    static final int HELLO_MAC_AT = 40;
     static final int MAX_NAME_BYTES = 255;
-    static final int ACK_BYTES = 16;
+    static final int ACK_BYTES = 48;
+    static final int ACK_MAC_AT = 16;
     static final byte ACK_OK = 0;
     static final byte ACK_WRONG_INSTANCE = 1;
 

@@ -31,6 +31,9 @@ final class RawTcpPeer implements AutoCloseable
     final InputStream in;
     final OutputStream out;
     private final TcpMetadata target;
+    private byte[] targetNonce;
+    /** The challenge's flags, once read. */
+    byte challengeFlags;
 
     /** Connects to the target {@code target} describes; says nothing yet. */
     RawTcpPeer(String name, TcpMetadata target) throws IOException
@@ -50,15 +53,45 @@ final class RawTcpPeer implements AutoCloseable
         }
     }
 
-    /** Says hello as this name to the target's instance; the target must accept it. */
-    RawTcpPeer hello() throws IOException
+    /** Reads the target's challenge, which it sends on accepting. {@return its nonce} */
+    byte[] challenge() throws IOException
     {
-        send(hello(name, target.instanceId(), TcpWire.MAGIC, TcpWire.VERSION));
+        if (targetNonce == null) {
+            ByteBuffer challenge = receive(TcpWire.CHALLENGE_BYTES);
+            assertEquals(TcpWire.MAGIC, challenge.getInt(0), "challenge magic");
+            assertEquals(TcpWire.VERSION, challenge.get(4), "challenge version");
+            challengeFlags = challenge.get(5);
+            targetNonce = Arrays.copyOfRange(challenge.array(), TcpWire.CHALLENGE_NONCE_AT, TcpWire.CHALLENGE_NONCE_AT + TcpWire.NONCE_BYTES);
+        }
+        return targetNonce;
+    }
+
+    /** Says hello as this name to the target's instance, proving {@code key} (null: none); the target must accept it. */
+    RawTcpPeer hello(byte[] key) throws IOException
+    {
+        send(provenHello(key, target.instanceId()));
         ByteBuffer ack = receive(TcpWire.ACK_BYTES);
         assertEquals(TcpWire.MAGIC, ack.getInt(0), "ack magic");
         assertEquals(TcpWire.ACK_OK, ack.get(5), "ack result");
         assertEquals(target.instanceId(), ack.getLong(8), "ack instance");
         return this;
+    }
+
+    /** Says hello without a key; the target must accept it. */
+    RawTcpPeer hello() throws IOException
+    {
+        return hello(null);
+    }
+
+    /** A hello to instance {@code to} that answers this connection's challenge, proving {@code key} (null: none). */
+    ByteBuffer provenHello(byte[] key, long to) throws IOException
+    {
+        byte[] nonce = new byte[TcpWire.NONCE_BYTES];
+        Arrays.fill(nonce, (byte) 0x17);
+        byte[] mac = new TcpHandshake(key).helloMac(challenge(), nonce, 0x4141, to, bytes(name));
+        ByteBuffer hello = hello(name, to, TcpWire.MAGIC, TcpWire.VERSION);
+        hello.put(TcpWire.HELLO_NONCE_AT, nonce).put(TcpWire.HELLO_MAC_AT, mac);
+        return hello;
     }
 
     void send(ByteBuffer... frames) throws IOException
@@ -171,7 +204,7 @@ final class RawTcpPeer implements AutoCloseable
     {
         byte[] bytes = bytes(name);
         return ByteBuffer.allocate(TcpWire.HELLO_BYTES + bytes.length).order(ByteOrder.LITTLE_ENDIAN).putInt(magic).put(version).put((byte) bytes.length)
-                .putShort((short) 0).putLong(0x4141).putLong(to).putLong(0).put(bytes).flip();
+                .putShort((short) 0).putLong(0x4141).putLong(to).put(TcpWire.HELLO_BYTES, bytes).clear();
     }
 
     static byte[] filled(int length, byte value)

@@ -67,6 +67,9 @@ final class RawTcpTarget implements AutoCloseable
                 Socket s = server.accept();
                 s.setSoTimeout(5_000);
                 s.setTcpNoDelay(true);
+                // no connection key: an unkeyed challenge, and zeros for the answer's proof
+                s.getOutputStream().write(ByteBuffer.allocate(TcpWire.CHALLENGE_BYTES).order(ByteOrder.LITTLE_ENDIAN).putInt(TcpWire.MAGIC)
+                        .put(TcpWire.VERSION).array());
                 ByteBuffer hello = ByteBuffer.wrap(s.getInputStream().readNBytes(TcpWire.HELLO_BYTES)).order(ByteOrder.LITTLE_ENDIAN);
                 int nameBytes = hello.get(5) & 0xff;
                 if (hello.getInt(0) != TcpWire.MAGIC || hello.get(4) != TcpWire.VERSION || hello.getLong(16) != instanceId || nameBytes == 0

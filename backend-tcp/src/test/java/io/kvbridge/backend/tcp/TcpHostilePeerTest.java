@@ -36,6 +36,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -50,7 +51,7 @@ import org.junit.jupiter.api.Timeout;
  * sentinel, and grants two blocks for WRITE and two others for READ. Every refused access comes back
  * as a RESULT with its code and no DATA before it; every protocol violation closes the attacker's
  * connection; no victim byte changes beyond what a grant allowed; the victim names the attacker in
- * its problem; a peer that never reads its answers cannot make the victim queue without bound; and
+ * its peer report and its health stays clean; a peer that never reads its answers cannot make the victim queue without bound; and
  * a legitimate peer is served afterwards.
  */
 @Timeout(60)
@@ -177,7 +178,7 @@ final class TcpHostilePeerTest
         liar.send(writeFrame(WRITE_KEY, 0, 1, nextHandle++, at(2), Long.MAX_VALUE));
         liar.payload(BLOCK, (byte) 0x22);
         refusals++;
-        awaitProblem(" refused " + refusals + " peer access",
+        awaitReport(" refused " + refusals + " peer access",
                 "[peer '" + liar.name + "': " + outside(TransferOp.WRITE, at(2), Long.MAX_VALUE, WRITE_KEY) + "]");
         liar.socket.close();
 
@@ -244,7 +245,7 @@ final class TcpHostilePeerTest
         // a key revoked lately is a peer that came late, not a probe: counted apart, not reported
         assertEquals(2, victim.grants().lateRefusals(), "late accesses counted");
         assertEquals(0, victim.grants().refusals(), "late accesses counted as refusals");
-        assertTrue(victim.problem().isEmpty(), () -> "late accesses reported: " + victim.problem());
+        assertTrue(victim.peerReport().isEmpty(), () -> "late accesses reported: " + victim.peerReport());
         assertLegitimatePeerServed();
     }
 
@@ -302,18 +303,24 @@ final class TcpHostilePeerTest
         assertViolation("interleaved", "WRITE frame of transfer 52 at run 0 of 1 while WRITE of transfer 51 waits for run 1 of 2", firstRun,
                 writeFrame(WRITE_KEY, 0, 1, 0x52, at(2), BLOCK));
 
-        // hellos: the peer is unidentified until its hello is taken, and no answer comes to a broken one
+        // hellos: the peer is unidentified until its hello is verified, and no answer comes to a broken
+        // one; it is counted as a connection that did not prove who it is, not as a peer's violation
+        int rejected = 0;
         for (int[] hello : new int[][] {{0x12345678, TcpWire.VERSION, 5}, {TcpWire.MAGIC, TcpWire.VERSION + 1, 5}, {TcpWire.MAGIC, TcpWire.VERSION, 0}}) {
             RawTcpPeer raw = raw("attacker-hello");
+            raw.challenge();
             raw.send(hello("attacker-hello".substring(0, hello[2]), metadata.instanceId(), hello[0], (byte) hello[1]));
             String what = String.format(Locale.ROOT, "a hello of magic 0x%x, version %d, name of %d bytes", hello[0], hello[1], hello[2]);
-            assertClosedAndCounted(raw, "an unidentified peer at /127.0.0.1:" + raw.socket.getLocalPort() + ": " + what);
+            assertEquals(0, raw.closedByVictim(), () -> raw.name + ": bytes from the victim to a peer whose hello it refused");
+            rejected++;
+            awaitReport("closed " + rejected + " connections that did not prove who they are, the latest an unidentified peer at /127.0.0.1:"
+                    + raw.socket.getLocalPort() + ": " + what);
         }
 
         // closed without a violation: stale metadata, and a peer that stops mid-frame (its admitted
         // WRITE landed what came, inside the grant, and let the grant go)
         RawTcpPeer stale = raw("attacker-stale");
-        stale.send(hello(stale.name, metadata.instanceId() + 1, TcpWire.MAGIC, TcpWire.VERSION));
+        stale.send(stale.provenHello(null, metadata.instanceId() + 1));
         ByteBuffer ack = stale.receive(TcpWire.ACK_BYTES);
         assertEquals(TcpWire.ACK_WRONG_INSTANCE, ack.get(5), "the answer to a hello naming another instance");
         assertClosedAndCounted(stale, null);
@@ -337,40 +344,43 @@ final class TcpHostilePeerTest
 
     /**
      * A frame type nobody sends, arriving alone as the last byte read, must be cut off like any
-     * other: the victim closes that connection, counts it, and keeps serving. The attack needs no
-     * metadata: the answer to a hello naming any instance carries the victim's instance id.
+     * other: the victim closes that connection, counts it, and keeps serving. Without a connection
+     * key the attack needs no metadata: the answer to a hello naming any instance carries the
+     * victim's instance id (with a key, only to a peer that proved it: {@code TcpAuthenticationTest}).
      */
     @Test
     void anUnknownFrameTypeAloneIsCutOffLikeAnyOther() throws IOException
     {
         RawTcpPeer probe = raw("attacker-probe");
-        probe.send(hello(probe.name, 1, TcpWire.MAGIC, TcpWire.VERSION));
+        probe.send(probe.provenHello(null, 1));
         assertEquals(metadata.instanceId(), probe.receive(TcpWire.ACK_BYTES).getLong(8), "the instance id in the answer to a stale hello");
         RawTcpPeer raw = raw("attacker-lone-byte").hello();
         raw.send(ByteBuffer.wrap(new byte[] {9}));
         assertEquals(0, raw.closedByVictim(), "bytes from the victim to a peer that broke the protocol");
         // a failing owner thread closes its sockets before it records why: wait for the report
-        awaitProblem("closed 1 connections of peers that broke the protocol, the latest " + raw.name + ": frame type 9, which this protocol does not have");
+        awaitReport("closed 1 connections of peers that broke the protocol, the latest " + raw.name + ": frame type 9, which this protocol does not have");
         assertLegitimatePeerServed();
     }
 
     @Test
     void aFloodOfSilentConnectionsDoesNotShutOutALegitimatePeer() throws IOException
     {
-        int flood = TcpOwnerLoop.MAX_UNIDENTIFIED + 44;
+        // all from one address: the bound per address is the one that holds
+        int flood = TcpAdmission.MAX_PENDING_PER_ADDRESS + 44;
         List<RawTcpPeer> silent = new ArrayList<>();
         for (int i = 0; i < flood; i++) {
             silent.add(raw("silent-" + i));
         }
         assertLegitimatePeerServed();
-        // the oldest of them were dropped to make room; the newest still wait for their hello
-        for (int i = 0; i < flood - TcpOwnerLoop.MAX_UNIDENTIFIED; i++) {
-            assertEquals(0, silent.get(i).closedByVictim(), "bytes to a silent peer");
+        // the oldest of them were dropped to make room, with nothing but the challenge; the newest still wait for their hello
+        for (int i = 0; i < flood - TcpAdmission.MAX_PENDING_PER_ADDRESS; i++) {
+            assertEquals(TcpWire.CHALLENGE_BYTES, silent.get(i).closedByVictim(), "bytes to a silent peer");
         }
         RawTcpPeer newest = silent.getLast();
+        newest.challenge();
         newest.socket.setSoTimeout(200);
         assertThrows(SocketTimeoutException.class, () -> newest.in.read(), "the newest silent connection was dropped");
-        assertTrue(victim.problem().isEmpty(), () -> "silent peers reported: " + victim.problem());
+        assertTrue(victim.peerReport().isEmpty(), () -> "silent peers reported: " + victim.peerReport());
     }
 
     /**
@@ -422,7 +432,7 @@ final class TcpHostilePeerTest
         writer.join(Duration.ofSeconds(5));
         assertMemory("after a peer that read no answer");
         assertLegitimatePeerServed();
-        assertTrue(victim.problem().isEmpty(), () -> "victim problem: " + victim.problem());
+        assertTrue(victim.peerReport().isEmpty(), () -> "victim problem: " + victim.peerReport());
     }
 
     // ---- what the victim must have done ----
@@ -435,18 +445,19 @@ final class TcpHostilePeerTest
         assertEquals(0, answer.data().length, () -> raw.name + ": DATA came before the refusal of " + reason);
         assertMemory(raw.name + ": " + reason);
         refusals++;
-        String problem = victim.problem().orElseThrow(() -> new AssertionError("the victim did not report: " + reason));
+        String problem = victim.peerReport().orElseThrow(() -> new AssertionError("the victim did not report: " + reason));
         assertTrue(problem.contains(" refused " + refusals + " peer access") && problem.contains("[peer '" + raw.name + "': " + reason + "]"),
                 () -> "victim problem: " + problem);
+        assertEquals(Optional.empty(), victim.problem(), "a peer's refused access turned the victim's health");
     }
 
-    /** Waits for the victim's problem to hold every fragment: some reports follow what the attacker sees. */
-    private void awaitProblem(String... fragments)
+    /** Waits for the victim's report to hold every fragment: some reports follow what the attacker sees. */
+    private void awaitReport(String... fragments)
     {
         long deadline = System.nanoTime() + 3_000_000_000L;
         String problem = "";
         while (System.nanoTime() < deadline) {
-            problem = victim.problem().orElse("");
+            problem = victim.peerReport().orElse("");
             if (Arrays.stream(fragments).allMatch(problem::contains)) {
                 return;
             }
@@ -470,9 +481,10 @@ final class TcpHostilePeerTest
         if (latest != null) {
             violations++;
         }
-        String problem = victim.problem().orElseThrow(() -> new AssertionError(raw.name + ": the victim did not report it"));
+        String problem = victim.peerReport().orElseThrow(() -> new AssertionError(raw.name + ": the victim did not report it"));
         String count = "closed " + violations + " connections of peers that broke the protocol, the latest ";
         assertTrue(problem.contains(count + (latest != null ? latest : "")), () -> raw.name + ": victim problem: " + problem);
+        assertEquals(Optional.empty(), victim.problem(), "a peer's broken frames turned the victim's health");
     }
 
     private void assertMemory(String what)

@@ -254,7 +254,7 @@ final class TcpHostileTargetTest
                     + ": it answered the hello with something that is not a tcp transport answer", failure.getMessage());
             target.attached().assertClosedByInitiator();
             violations++;
-            assertProblem(target, "an answer of magic 0x" + Integer.toHexString(ack[0]));
+            assertProblem(target, "it answered the hello with something that is not a tcp transport answer");
         }
         assertStillWorks();
     }
@@ -284,9 +284,10 @@ final class TcpHostileTargetTest
 
     private void assertProblem(RawTcpTarget target, String what)
     {
-        String problem = initiator.problem().orElseThrow(() -> new AssertionError(target.name + ": the initiator did not report it"));
+        String problem = initiator.peerReport().orElseThrow(() -> new AssertionError(target.name + ": the initiator did not report it"));
         String latest = "closed " + violations + " connections of peers that broke the protocol, the latest " + target.name + ": " + what + ";";
         assertTrue(problem.contains(latest), () -> target.name + ": initiator problem: " + problem);
+        assertEquals(Optional.empty(), initiator.problem(), "a peer's broken answers turned the initiator's health");
     }
 
     /** The owner thread lives: a legitimate target is connected to and read from. */

@@ -326,14 +326,20 @@ final class UcxTransferBackend extends AbstractTransferBackend
         return new BackendResources(memory.registrations().size(), lists.size(), endpoints.peerCount(), transfers);
     }
 
-    /** The owner thread's problem, the refused peer accesses naming their peers, and dropped malformed messages. */
+    /**
+     * Whether this instance can serve: its owner thread runs. What peers sent (refused accesses,
+     * malformed active messages) is counted and logged and in {@link #peerReport()}, never here: any
+     * process that reaches the worker could otherwise turn the engine's health false for good.
+     */
     @Override
     protected Optional<String> workerProblem()
     {
-        Optional<String> stopped = owner.problem();
-        if (stopped.isPresent()) {
-            return stopped;
-        }
+        return owner.problem();
+    }
+
+    /** {@return the refused peer accesses naming their peers, and dropped malformed messages, for diagnostics; empty when none} */
+    Optional<String> peerReport()
+    {
         Optional<String> refused = grants.problem();
         long malformed = activeMessages == null ? 0 : activeMessages.malformed();
         if (malformed == 0) {

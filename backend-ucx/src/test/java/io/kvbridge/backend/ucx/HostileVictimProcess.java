@@ -79,7 +79,8 @@ public final class HostileVictimProcess
                 String command = line.startsWith(TransferProcess.PREFIX) ? line.substring(TransferProcess.PREFIX.length()).trim() : "";
                 switch (command) {
                     case "BLOCKS" -> out.println(TransferProcess.PREFIX + "BLOCKS " + describe(memory));
-                    case "PROBLEM" -> out.println(TransferProcess.PREFIX + "PROBLEM " + victim.problem().orElse("none").replace('\n', ' '));
+                    case "PROBLEM" -> out.println(TransferProcess.PREFIX + "PROBLEM health=" + victim.problem().orElse("none").replace('\n', ' ')
+                            + " report=" + ((UcxTransferBackend) victim).peerReport().orElse("none").replace('\n', ' '));
                     case "EXIT" -> {
                         return;
                     }

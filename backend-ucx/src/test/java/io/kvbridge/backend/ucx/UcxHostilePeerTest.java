@@ -223,9 +223,10 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         int refused = 10;
         assertEquals(refused, victim.refusals(), "refusals the victim counted");
         assertEquals(1, victim.lateRefusals(), "late accesses the victim counted");
-        Optional<String> problem = victim.problem();
+        Optional<String> problem = victim.peerReport();
         assertTrue(problem.isPresent() && problem.get().contains("attacker-") && problem.get().contains("refused " + refused + " peer accesses"),
-                () -> "victim problem: " + problem);
+                () -> "victim report: " + problem);
+        assertEquals(Optional.empty(), victim.problem(), "refused peer accesses turned the victim's health");
 
         // a legitimate peer is still served, both ways
         UcxTransferBackend legitimate = backend(tls, "legitimate");
@@ -267,7 +268,8 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         assertEquals(sent, victim.malformedMessages(), "malformed messages the victim dropped");
         assertBytes(victimMemory, 0, SENTINEL, "victim after malformed WRITE headers");
         assertBytes(victimMemory, 1, SENTINEL, "victim after malformed WRITE headers");
-        assertTrue(victim.problem().orElse("").contains("dropped " + sent + " malformed active messages"), () -> "problem: " + victim.problem());
+        assertTrue(victim.peerReport().orElse("").contains("dropped " + sent + " malformed active messages"), () -> "report: " + victim.peerReport());
+        assertEquals(Optional.empty(), victim.problem(), "malformed messages from a peer turned the victim's health");
 
         // and it still serves a peer that follows the protocol
         UcxTransferBackend legitimate = backend(tls, "legitimate");

@@ -109,6 +109,7 @@ final class UcxHostilePeerTwoProcessTest
             // the victim never connected to the attacker, so it names it by the instance id its messages carry
             String attackerId = String.format(java.util.Locale.ROOT, "unconnected instance %016x", UcxMetadata.decode(attacker.localMetadata()).instanceId());
             assertTrue(problem.contains("refused 8 peer accesses") && problem.contains(attackerId), () -> problem + " should name " + attackerId);
+            assertTrue(problem.startsWith("PROBLEM health=none report="), () -> "refused accesses turned the victim's health: " + problem);
             victim.send("EXIT");
             assertEquals(0, victim.awaitExit(STEP), "the victim ends normally");
         }
