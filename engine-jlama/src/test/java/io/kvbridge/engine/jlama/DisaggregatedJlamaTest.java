@@ -1,6 +1,10 @@
 package io.kvbridge.engine.jlama;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvbridge.engine.jlama.serve.DisaggregatedRun;
+import io.kvbridge.engine.jlama.serve.EngineProcess;
+import io.kvbridge.engine.jlama.serve.Lines;
+import io.kvbridge.engine.jlama.serve.ServerOptions;
 import io.kvbridge.engine.jlama.serve.RunOptions;
 import io.kvbridge.engine.jlama.serve.RunReport;
 import io.kvbridge.engine.jlama.serve.SessionResult;
@@ -8,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
+import java.util.HexFormat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -35,6 +40,26 @@ class DisaggregatedJlamaTest
         for (SessionResult session : report.sessions()) {
             assertEquals(5, session.tokens().size(), "the first token from prefill and 4 decode steps");
             assertTrue(session.bytesMoved() > 0);
+        }
+    }
+
+    @Test
+    void aSessionLongerThanTheDecodersPagesIsRefusedBeforeAnyTransfer(@TempDir Path dir)
+    {
+        Path model = SyntheticModelWriter.write(dir.resolve("model"), SyntheticModel.llamaGqa(5));
+        ServerOptions options = new ServerOptions("decode", model, dir.resolve("pages"), "tcp", 1, 16, HexFormat.of().parseHex("00112233445566778899aabbccddeeff"),
+                -1);
+        try (EngineProcess decode = EngineProcess.start(options, classPath(), dir.resolve("decode.log"), 180)) {
+            // params that name no producer: the length check must refuse before anything reads them
+            ObjectNode reply = decode.request(Lines.object().put("op", "decode").put("id", "too-long").put("promptLength", 4090).put("steps", 8)
+                    .put("token", 5).put("mode", "PULL").put("params", "{}"), 60);
+            assertEquals("INVALID_ARGUMENT", reply.path("error").asText(), reply::toString);
+            String message = reply.path("message").asText();
+            assertTrue(message.contains("4098 positions") && message.contains("hold 4096") && message.contains("refused before any transfer"), message);
+            ObjectNode audit = decode.request(Lines.object().put("op", "audit").put("id", "audit"), 60);
+            assertTrue(audit.path("idle").asBoolean(), audit::toString);
+            assertEquals(0, audit.path("forwardedTokens").asLong());
+            assertEquals(1, audit.path("freeSlots").asInt(), "the slot was never taken");
         }
     }
 
