@@ -55,6 +55,7 @@ import java.util.concurrent.TimeUnit;
 public final class JlamaServer implements AutoCloseable
 {
     private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final ServerOptions options;
     private final PrintStream out;
@@ -179,6 +180,7 @@ public final class JlamaServer implements AutoCloseable
     {
         String id = command.path("id").asText();
         int[] prompt = ints(command.path("prompt"));
+        awaitFreeSlot();
         int slot = pool.acquire();
         try {
             long start = System.nanoTime();
@@ -197,6 +199,16 @@ public final class JlamaServer implements AutoCloseable
                 pool.release(slot);
             }
             throw e;
+        }
+    }
+
+    /** Every slot may still be held by requests the decoder finished but kvbridge has not yet reported freed: poll for them, within a deadline. */
+    private void awaitFreeSlot()
+    {
+        long deadline = System.nanoTime() + SLOT_WAIT_NANOS;
+        while (pool.freeSlots() == 0 && System.nanoTime() < deadline) {
+            pollProducer();
+            Thread.onSpinWait();
         }
     }
 
