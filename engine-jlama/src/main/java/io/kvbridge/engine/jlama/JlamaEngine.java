@@ -5,6 +5,8 @@ import com.github.tjake.jlama.model.ModelSupport;
 import com.github.tjake.jlama.safetensors.DType;
 import com.github.tjake.jlama.tensor.AbstractTensor;
 import com.github.tjake.jlama.tensor.KvBufferCache;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -43,11 +45,13 @@ public final class JlamaEngine implements AutoCloseable
      *
      * @param modelDirectory holds {@code config.json}, {@code model.safetensors}, {@code tokenizer.json}.
      * @param workingDirectory where Jlama maps the KV pages; created when missing.
-     * @param workingType Jlama's working dtype, {@code F32} or {@code BF16}.
+     * @param workingType Jlama's working dtype; {@code F32} (the logits read-out assumes it).
      * @return the engine.
      */
     public static JlamaEngine load(Path modelDirectory, Path workingDirectory, DType workingType)
     {
+        KvBridgeException.check(workingType == DType.F32, ErrorCode.UNSUPPORTED,
+                "working dtype %s: this engine reads logits as F32 and supports F32 working memory only", workingType);
         try {
             Files.createDirectories(workingDirectory);
         }

@@ -56,7 +56,8 @@ public final class JlamaSessionPool
         this.blockTokens = blockTokens;
         this.modelName = modelName;
         for (int s = 0; s < slots; s++) {
-            KvBufferCache.KvBuffer buffer = engine.session(new UUID(0x6a6c616d61L, s));
+            // sessions of their own: several pools may share one engine
+            KvBufferCache.KvBuffer buffer = engine.session(UUID.randomUUID());
             buffers.add(buffer);
             pages.add(JlamaSessionPages.map(buffer, engine.paging()));
             free.add(s);

@@ -17,7 +17,6 @@ import io.kvbridge.spi.memory.Allocation;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 
 import static java.util.Objects.requireNonNull;
 
@@ -128,20 +127,6 @@ public final class JlamaCacheLayout implements CacheLayout
             }
         }
         return new CacheGeometry(NAME, rank, spec.identity(), spec.blockTokens(), spec.kernelBlocksPerLogical(), spec.groups(), pages, regions);
-    }
-
-    /**
-     * Names a peer whose pages hold a different number of tokens per session: block ids would
-     * address other tokens on the two sides.
-     */
-    @Override
-    public Optional<String> incompatibility(CacheGeometry local, CacheGeometry peer)
-    {
-        if (!local.model().equals(peer.model())) {
-            return Optional.of(String.format(Locale.ROOT, "the models differ: this side serves %s, the peer %s; load the same model on both",
-                    local.model(), peer.model()));
-        }
-        return Optional.empty();
     }
 
     private static void check(boolean condition, ErrorCode code, String format, Object... args)
