@@ -64,6 +64,33 @@ class DisaggregatedJlamaTest
     }
 
     @Test
+    void aSlotReturnsOnlyWhenKvbridgeFreesTheRequest(@TempDir Path dir) throws InterruptedException
+    {
+        Path model = SyntheticModelWriter.write(dir.resolve("model"), SyntheticModel.llamaGqa(5));
+        ServerOptions options = new ServerOptions("prefill", model, dir.resolve("pages"), "tcp", 2, 16, HexFormat.of().parseHex("00112233445566778899aabbccddeeff"),
+                -1);
+        try (EngineProcess prefill = EngineProcess.start(options, classPath(), dir.resolve("prefill.log"), 180)) {
+            ObjectNode first = prefill.request((ObjectNode) Lines.object().put("op", "prefill").put("id", "held")
+                    .set("prompt", Lines.object().arrayNode().add(1).add(40).add(41).add(42)), 120);
+            assertFalse(first.has("error"), first::toString);
+            ObjectNode held = prefill.request(Lines.object().put("op", "audit").put("id", "audit"), 60);
+            assertEquals(1, held.path("freeSlots").asInt(), "the prefilled request holds its slot while no decoder took its blocks");
+            assertFalse(held.path("idle").asBoolean(), "the producer holds the request under a lease");
+
+            prefill.request(Lines.object().put("op", "abort").put("id", "held"), 60);
+            ObjectNode audit = held;
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (audit.path("freeSlots").asInt() != 2 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+                audit = prefill.request(Lines.object().put("op", "audit").put("id", "audit"), 60);
+            }
+            assertEquals(2, audit.path("freeSlots").asInt(), audit::toString);
+            assertEquals(1, audit.path("freed").asInt());
+            assertTrue(audit.path("idle").asBoolean(), audit::toString);
+        }
+    }
+
+    @Test
     void oneByteChangedInFlightFailsTheAudit(@TempDir Path dir)
     {
         RunReport report = DisaggregatedRun.run(new RunOptions("tcp", "pull", 1, 40, 40, 3, 5, "llama", 16, 1), dir, classPath());
