@@ -29,7 +29,7 @@ public final class EngineProcess implements AutoCloseable
      * whichever JIT tier runs it, in every JVM, for every batch size and thread count.
      */
     public static final List<String> JVM_OPTIONS = List.of("--add-modules", "jdk.incubator.vector", "-XX:+UnlockDiagnosticVMOptions",
-            "-XX:DisableIntrinsic=_VectorReductionCoerced", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xss4m");
+            "-XX:DisableIntrinsic=_VectorReductionCoerced", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow");
 
     private final String role;
     private final Process process;
