@@ -14,7 +14,8 @@ import java.util.Set;
 
 /**
  * Everything one rank advertises about its cache. A geometry checks itself on construction: every
- * region lies inside one allocation of its memory kind and device, every group id is known, and
+ * region (every run of a region made of {@link BlockRun runs}) lies inside one allocation of its
+ * memory kind and device, every group id is known, and
  * every member layer belongs to exactly one region, or to two as its key and value planes.
  *
  * @param layoutName name of the layout that produced the geometry (e.g. {@code hma}).
@@ -62,10 +63,13 @@ public record CacheGeometry(
         for (Region region : regions) {
             check(regionNames.add(region.name()), "two regions are named %s", region.name());
             check(region.groupId() < groups.size(), "region %s: groupId=%d but only %d groups exist", region.name(), region.groupId(), groups.size());
-            check(allocations.stream().anyMatch(a -> a.kind() == region.memoryKind() && a.device() == region.device()
-                            && a.contains(region.base(), region.end() - region.base())),
-                    "region %s [0x%x, 0x%x) on %s device %d lies inside no allocation", region.name(), region.base(), region.end(),
-                    region.memoryKind(), region.device());
+            for (BlockRun run : region.spans()) {
+                long end = run.end(region.stride(), region.blockBytes());
+                check(allocations.stream().anyMatch(a -> a.kind() == region.memoryKind() && a.device() == region.device()
+                                && a.contains(run.base(), end - run.base())),
+                        "region %s [0x%x, 0x%x) on %s device %d lies inside no allocation", region.name(), run.base(), end,
+                        region.memoryKind(), region.device());
+            }
             for (String layer : region.members()) {
                 Region previous = layerToRegion.putIfAbsent(layer, region);
                 if (previous != null) {

@@ -12,6 +12,11 @@ import java.util.Set;
  * A transfer unit inside an allocation: descriptor {@code b} of the region covers
  * {@code [base + b * stride, base + b * stride + blockBytes)}.
  *
+ * <p>A region may instead be made of {@link BlockRun runs}, for a cache whose blocks do not sit at
+ * one stride from one base (pages allocated apart): block {@code b} is then found in the run that
+ * holds it, counting blocks run after run, and each run lies in an allocation of its own or shares
+ * one. Without runs ({@link #runs()} empty) the region is the single strided run above.
+ *
  * <pre>
  *   base                 base + stride          base + 2 * stride
  *   |&lt;-- blockBytes --&gt;|  |&lt;-- blockBytes --&gt;|  |&lt;-- ...
@@ -32,6 +37,8 @@ import java.util.Set;
  * @param packedMembers for a packed region, each member layer's page inside the block; empty otherwise.
  * @param part which of its layers' keys and values the region holds: {@link KvPart#JOINT} for both,
  *     or one plane of a layer kept as two planes.
+ * @param runs the region's blocks as runs apart from each other, in block order, the first at
+ *     {@code base}, their blocks summing to {@code capacity}; empty for one strided run.
  */
 public record Region(
         String name,
@@ -45,8 +52,31 @@ public record Region(
         SplitClass split,
         List<String> members,
         List<PackedMember> packedMembers,
-        KvPart part)
+        KvPart part,
+        List<BlockRun> runs)
 {
+    /**
+     * Creates a region of one strided run.
+     *
+     * @param name see the record.
+     * @param base see the record.
+     * @param blockBytes see the record.
+     * @param stride see the record.
+     * @param capacity see the record.
+     * @param groupId see the record.
+     * @param memoryKind see the record.
+     * @param device see the record.
+     * @param split see the record.
+     * @param members see the record.
+     * @param packedMembers see the record.
+     * @param part see the record.
+     */
+    public Region(String name, long base, long blockBytes, long stride, int capacity, int groupId, MemoryKind memoryKind, int device, SplitClass split,
+            List<String> members, List<PackedMember> packedMembers, KvPart part)
+    {
+        this(name, base, blockBytes, stride, capacity, groupId, memoryKind, device, split, members, packedMembers, part, List.of());
+    }
+
     /**
      * Creates a region that holds its layers' keys and values together ({@link KvPart#JOINT}).
      *
@@ -77,6 +107,7 @@ public record Region(
         requireNonNull(part, "part is null");
         members = List.copyOf(requireNonNull(members, "members is null"));
         packedMembers = List.copyOf(requireNonNull(packedMembers, "packedMembers is null"));
+        runs = List.copyOf(requireNonNull(runs, "runs is null"));
         checkArgument(!name.isEmpty(), "region name is empty");
         checkArgument(base > 0, "region %s: base=%d is not positive", name, base);
         checkArgument(blockBytes > 0, "region %s: blockBytes=%d is not positive", name, blockBytes);
@@ -88,15 +119,20 @@ public record Region(
         checkArgument(!members.isEmpty(), "region %s has no member layers", name);
         checkArgument(!part.plane() || packedMembers.isEmpty(), "region %s: a %s plane cannot be packed (describe packed layers with their keys and values joint)",
                 name, part);
-        long span;
-        try {
-            span = Math.addExact(Math.multiplyExact((long) capacity - 1, stride), blockBytes);
-            Math.addExact(base, span);
+        if (runs.isEmpty()) {
+            checkSpan(name, base, capacity, stride, blockBytes);
         }
-        catch (ArithmeticException e) {
-            throw new io.kvbridge.spi.KvBridgeException(io.kvbridge.spi.ErrorCode.INVALID_ARGUMENT, String.format(java.util.Locale.ROOT,
-                    "region %s: base=%d + (capacity=%d - 1) * stride=%d + blockBytes=%d overflows a 64-bit address",
-                    name, base, capacity, stride, blockBytes), e);
+        else {
+            checkArgument(runs.getFirst().base() == base, "region %s: base=0x%x but its first run starts at 0x%x (expected: the same address)",
+                    name, base, runs.getFirst().base());
+            long blocks = 0;
+            for (BlockRun run : runs) {
+                requireNonNull(run, "run is null");
+                checkSpan(name, run.base(), run.blocks(), stride, blockBytes);
+                blocks += run.blocks();
+            }
+            checkArgument(blocks == capacity, "region %s: its %d runs hold %d blocks but capacity=%d (expected: equal)", name, runs.size(), blocks,
+                    capacity);
         }
         Set<String> seen = new HashSet<>();
         for (String member : members) {
@@ -116,6 +152,29 @@ public record Region(
         }
     }
 
+    private static void checkSpan(String name, long base, int blocks, long stride, long blockBytes)
+    {
+        try {
+            Math.addExact(base, Math.addExact(Math.multiplyExact((long) blocks - 1, stride), blockBytes));
+        }
+        catch (ArithmeticException e) {
+            throw new io.kvbridge.spi.KvBridgeException(io.kvbridge.spi.ErrorCode.INVALID_ARGUMENT, String.format(java.util.Locale.ROOT,
+                    "region %s: base=%d + (blocks=%d - 1) * stride=%d + blockBytes=%d overflows a 64-bit address",
+                    name, base, blocks, stride, blockBytes), e);
+        }
+    }
+
+    /**
+     * Returns the runs the region's blocks lie in: its {@link #runs()}, or for a region without
+     * runs the single run of all its blocks from {@code base}.
+     *
+     * @return one run or more, in block order.
+     */
+    public List<BlockRun> spans()
+    {
+        return runs.isEmpty() ? List.of(new BlockRun(base, capacity)) : runs;
+    }
+
     /**
      * Returns the address one past the last byte of the last block.
      *
@@ -123,18 +182,32 @@ public record Region(
      */
     public long end()
     {
-        return base + (capacity - 1L) * stride + blockBytes;
+        return runs.isEmpty() ? base + (capacity - 1L) * stride + blockBytes : runs.getLast().end(stride, blockBytes);
     }
 
     /**
      * Returns the address of a block.
      *
      * @param block index in {@code [0, capacity)}.
-     * @return {@code base + block * stride}.
+     * @return {@code base + block * stride}, or for a region of runs the address of the block in
+     *     the run that holds it.
      */
     public long blockAddress(int block)
     {
-        return base + block * stride;
+        if (runs.isEmpty()) {
+            return base + block * stride;
+        }
+        // indexed, not iterated: descriptor lists and grants call this per block
+        int rest = block;
+        for (int r = 0; r < runs.size(); r++) {
+            BlockRun run = runs.get(r);
+            if (rest < run.blocks()) {
+                return run.base() + rest * stride;
+            }
+            rest -= run.blocks();
+        }
+        throw new io.kvbridge.spi.KvBridgeException(io.kvbridge.spi.ErrorCode.BLOCK_OUT_OF_RANGE, String.format(java.util.Locale.ROOT,
+                "region %s: block %d is outside its %d blocks", name, block, capacity));
     }
 
     /**
@@ -146,11 +219,15 @@ public record Region(
      * @param viewBlockBytes bytes of the view in each block.
      * @param viewGroupId cache group addressing the view.
      * @param viewMembers layers the view holds.
-     * @return a region with this region's stride, capacity, memory, split and part.
+     * @return a region with this region's stride, capacity, memory, split and part, and its runs
+     *     moved by as many bytes as the view's base.
      */
     public Region narrowed(String viewName, long viewBase, long viewBlockBytes, int viewGroupId, List<String> viewMembers)
     {
-        return new Region(viewName, viewBase, viewBlockBytes, stride, capacity, viewGroupId, memoryKind, device, split, viewMembers, List.of(), part);
+        long shift = viewBase - base;
+        List<BlockRun> viewRuns = runs.stream().map(run -> new BlockRun(run.base() + shift, run.blocks())).toList();
+        return new Region(viewName, viewBase, viewBlockBytes, stride, capacity, viewGroupId, memoryKind, device, split, viewMembers, List.of(), part,
+                viewRuns);
     }
 
     /**
@@ -162,7 +239,14 @@ public record Region(
      */
     public boolean sharesBytesWith(Region other)
     {
-        return StridedBlocks.shareBytes(base, blockBytes, stride, capacity, other.base, other.blockBytes, other.stride, other.capacity);
+        for (BlockRun mine : spans()) {
+            for (BlockRun theirs : other.spans()) {
+                if (StridedBlocks.shareBytes(mine.base(), blockBytes, stride, mine.blocks(), theirs.base(), other.blockBytes, other.stride, theirs.blocks())) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**

@@ -4,6 +4,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.BlockRun;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.memory.Allocation;
@@ -240,11 +241,14 @@ public final class TransferPlan
         Set<Allocation> used = new LinkedHashSet<>();
         for (TransferEntry entry : entries) {
             Region region = PairingRules.side(entry, localSide);
-            for (Allocation allocation : geometry.allocations()) {
-                if (allocation.kind() == region.memoryKind() && allocation.device() == region.device()
-                        && allocation.contains(region.base(), region.end() - region.base())) {
-                    used.add(allocation);
-                    break;
+            for (BlockRun run : region.spans()) {
+                long end = run.end(region.stride(), region.blockBytes());
+                for (Allocation allocation : geometry.allocations()) {
+                    if (allocation.kind() == region.memoryKind() && allocation.device() == region.device()
+                            && allocation.contains(run.base(), end - run.base())) {
+                        used.add(allocation);
+                        break;
+                    }
                 }
             }
         }
@@ -294,10 +298,9 @@ public final class TransferPlan
             long sub = run / ratio;
             long length = pairBytes[e];
             long slice = sources == 1 ? 0 : slot * sliceBytes[e];
-            long stride = region.stride();
             int entryRuns = runs[e];
             for (int block = 0; block < region.capacity(); block++) {
-                long address = region.base() + block * stride + slice;
+                long address = region.blockAddress(block) + slice;
                 for (int s = 0; s < ratio; s++) {
                     for (int h = 0; h < entryRuns; h++) {
                         addresses[n] = address + h * run + s * sub;
@@ -335,15 +338,14 @@ public final class TransferPlan
         int n = 0;
         for (int e = 0; e < entries.size(); e++) {
             Region region = views[e];
-            long start = region.base() + remoteOffsets[e];
-            long stride = region.stride();
+            long offset = remoteOffsets[e];
             long length = pairBytes[e];
             long run = remoteRunBytes[e];
             long sub = run / remoteRatio;
             int entryRuns = runs[e];
             int capacity = region.capacity();
             for (int block = 0; block < capacity; block++) {
-                long address = start + block * stride;
+                long address = region.blockAddress(block) + offset;
                 for (int s = 0; s < remoteRatio; s++) {
                     for (int h = 0; h < entryRuns; h++) {
                         addresses[n] = address + h * run + s * sub;

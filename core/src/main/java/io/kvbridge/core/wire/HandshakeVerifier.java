@@ -70,9 +70,9 @@ public final class HandshakeVerifier
         if (mode == CompatibilityMode.STRICT && !payload.compatibilityHash().equals(localHash)) {
             throw new KvBridgeException(ErrorCode.COMPATIBILITY_MISMATCH, String.format(Locale.ROOT,
                     "compatibility hash mismatch: local=%s remote=%s; the engines differ in model, dtype, cache dtype, KV heads, head size,"
-                            + " layer count or HMA (local identity: %s); run both with the same model settings, or use compatibility mode"
-                            + " lenient if they are known to be compatible",
-                    localHash, payload.compatibilityHash(), CompatibilityHash.factorsJson(localIdentity)));
+                            + " layer count or HMA (local identity: %s, remote identity: %s); run both with the same model settings, or use"
+                            + " compatibility mode lenient if they are known to be compatible",
+                    localHash, payload.compatibilityHash(), CompatibilityHash.factorsJson(localIdentity), remoteIdentity(payload)));
         }
         byte[] metadataBytes = payload.metadata();
         RankMetadata metadata = MetadataCodec.decode(metadataBytes, limits);
@@ -97,6 +97,23 @@ public final class HandshakeVerifier
                     + " (the peer advertised an inconsistent geometry; fix the peer's layout or allocations)", e);
         }
         return new Verified(metadata, geometry, metadataBytes.length);
+    }
+
+    /**
+     * Names the identity a mismatched peer advertises, so that the refusal shows both sides. Best
+     * effort, after the hash already decided: metadata that does not decode, or whose identity does
+     * not hash to what the peer claims, is named as such and never quoted as the peer's.
+     */
+    private String remoteIdentity(HandshakePayload payload)
+    {
+        try {
+            ModelIdentity identity = MetadataCodec.decode(payload.metadata(), limits).geometry().model();
+            return CompatibilityHash.of(identity).equals(payload.compatibilityHash()) ? CompatibilityHash.factorsJson(identity)
+                    : "advertised identity does not match its hash";
+        }
+        catch (KvBridgeException e) {
+            return "unreadable metadata";
+        }
     }
 
     /**

@@ -4,6 +4,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.BlockRun;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
@@ -100,6 +101,10 @@ public final class MetadataCodec
         tree.put("packed_members", region.packedMembers().stream()
                 .map(member -> fields("layer", member.layer(), "offset", member.offset(), "page_bytes", member.pageBytes()))
                 .toList());
+        if (!region.runs().isEmpty()) {
+            // absent means one strided run, so peers that predate runs read the regions they always did
+            tree.put("block_runs", region.runs().stream().map(run -> fields("base", run.base(), "blocks", run.blocks())).toList());
+        }
         return tree;
     }
 
@@ -202,6 +207,10 @@ public final class MetadataCodec
             packed.add(rebuild(member, member.path(), () -> new PackedMember(member.requireString("layer"), member.requireLong("offset"),
                     member.requireLong("page_bytes"))));
         }
+        List<BlockRun> runs = new ArrayList<>();
+        for (WireMap run : region.optionalMaps("block_runs")) {
+            runs.add(rebuild(run, run.path(), () -> new BlockRun(run.requireLong("base"), run.requireInt("blocks"))));
+        }
         return rebuild(region, region.path(), () -> new Region(
                 region.requireString("name"),
                 region.requireLong("base"),
@@ -214,7 +223,8 @@ public final class MetadataCodec
                 region.optionalEnum("split", SplitClass.class, SplitClass.SPLIT),
                 region.requireStrings("members"),
                 packed,
-                region.optionalEnum("kv_part", KvPart.class, KvPart.JOINT)));
+                region.optionalEnum("kv_part", KvPart.class, KvPart.JOINT),
+                runs));
     }
 
     /**

@@ -269,7 +269,7 @@ public final class PeerGeometry
     public long descriptorAddress(int index)
     {
         int region = regionOfDescriptor(index);
-        return bases[region] + (index - firstDescriptors[region]) * strides[region];
+        return geometry.regions().get(region).blockAddress(index - firstDescriptors[region]);
     }
 
     /**

@@ -54,7 +54,8 @@ final class HandshakeVerifierTest
         HandshakeVerifier verifier = new HandshakeVerifier(LOCAL, CompatibilityMode.STRICT, WireLimits.DEFAULT);
         byte[] bytes = payload(remote(remoteIdentity, Rank.single(), 16));
         assertError(ErrorCode.COMPATIBILITY_MISMATCH, () -> verifier.verify(bytes), "compatibility hash mismatch",
-                "local=" + CompatibilityHash.of(LOCAL), "remote=" + CompatibilityHash.of(remoteIdentity));
+                "local=" + CompatibilityHash.of(LOCAL), "remote=" + CompatibilityHash.of(remoteIdentity),
+                "local identity: " + CompatibilityHash.factorsJson(LOCAL), "remote identity: " + CompatibilityHash.factorsJson(remoteIdentity));
     }
 
     @Test
@@ -89,7 +90,7 @@ final class HandshakeVerifierTest
         byte[] garbage = {(byte) 0xc1, 1, 2, 3};
         byte[] mismatched = new HandshakePayload(HandshakePayload.WIRE_VERSION, CompatibilityHash.of(other), garbage).encode();
         HandshakeVerifier verifier = new HandshakeVerifier(LOCAL, CompatibilityMode.STRICT, WireLimits.DEFAULT);
-        assertError(ErrorCode.COMPATIBILITY_MISMATCH, () -> verifier.verify(mismatched), "compatibility hash mismatch");
+        assertError(ErrorCode.COMPATIBILITY_MISMATCH, () -> verifier.verify(mismatched), "compatibility hash mismatch", "remote identity: unreadable metadata");
 
         byte[] matching = new HandshakePayload(HandshakePayload.WIRE_VERSION, CompatibilityHash.of(LOCAL), garbage).encode();
         assertError(ErrorCode.PROTOCOL_ERROR, () -> verifier.verify(matching), "peer metadata is not valid msgpack");

@@ -1,8 +1,10 @@
 package io.kvbridge.core.wire;
 
+import io.kvbridge.spi.geometry.BlockRun;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Rank;
@@ -113,7 +115,43 @@ public final class TestingGeometries
 
     public static List<CacheGeometry> all()
     {
-        return List.of(perLayer(4, Rank.single()), perLayer(93, new Rank(0, 1, 1, 2)), pooledHma(), packedMla(), deviceRegions());
+        return List.of(perLayer(4, Rank.single()), perLayer(93, new Rank(0, 1, 1, 2)), pooledHma(), packedMla(), deviceRegions(), pagedPlanes());
+    }
+
+    /**
+     * Two layers kept as key and value planes in three separately allocated pages, as an engine
+     * with per-session pages keeps them: each plane is a region of three runs, one per page, the
+     * pages out of address order.
+     */
+    public static CacheGeometry pagedPlanes()
+    {
+        long rowBytes = 256;
+        int blockTokens = 16;
+        long blockBytes = rowBytes * blockTokens;
+        int blocksPerPage = 8;
+        long planeBytes = blockBytes * blocksPerPage;
+        long pageBytes = 4 * planeBytes;
+        long[] pages = {HOST_BASE + 2 * pageBytes, HOST_BASE, HOST_BASE + 5 * pageBytes};
+        List<Allocation> allocations = new ArrayList<>();
+        for (long page : pages) {
+            allocations.add(new Allocation(page, pageBytes, MemoryKind.HOST, 0));
+        }
+        List<Region> regions = new ArrayList<>();
+        for (int layer = 0; layer < 2; layer++) {
+            for (KvPart part : List.of(KvPart.KEY, KvPart.VALUE)) {
+                long offset = (layer * 2L + (part == KvPart.VALUE ? 1 : 0)) * planeBytes;
+                List<BlockRun> runs = new ArrayList<>();
+                for (long page : pages) {
+                    runs.add(new BlockRun(page + offset, blocksPerPage));
+                }
+                String name = "model.layers." + layer + "." + part.name().toLowerCase(java.util.Locale.ROOT);
+                regions.add(new Region(name, runs.getFirst().base(), blockBytes, blockBytes, pages.length * blocksPerPage, 0, MemoryKind.HOST, 0,
+                        SplitClass.INTERLEAVED, List.of("model.layers." + layer), List.of(), part, runs));
+            }
+        }
+        ModelIdentity identity = new ModelIdentity("test-org/paged-2", "float32", "float32", 2, 32, 2, false);
+        return new CacheGeometry("paged", Rank.single(), identity, blockTokens, 1, List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 2, 32)),
+                allocations, regions);
     }
 
     public static RankMetadata metadata(String engineId, CacheGeometry geometry)

@@ -24,6 +24,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -178,9 +179,15 @@ final class DemoCommand implements Callable<Integer>
             description = "Serve both engines' meters in Prometheus text format at http://127.0.0.1:PORT/metrics while the demo runs (0: any free port).")
     private Integer metricsPort;
 
+    @Mixin
+    private JlamaDemo jlama;
+
     @Override
     public Integer call()
     {
+        if (jlama.selected(spec)) {
+            return jlama.run(spec, backend, mode.toString(), seed, json);
+        }
         DemoOptions options = validate();
         PrintWriter out = spec.commandLine().getOut();
         // on stderr, so that `demo > file` and --json keep only the audit

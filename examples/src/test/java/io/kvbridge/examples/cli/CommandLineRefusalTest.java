@@ -62,6 +62,12 @@ final class CommandLineRefusalTest
             "demo --discovery 127.0.0.1:2379|--discovery=127.0.0.1:2379 is malformed: no scheme (expected scheme://host:port[,host:port...], for example etcd://127.0.0.1:2379)",
             "demo --discovery etcd://h:99999|--discovery=etcd://h:99999 is malformed: endpoint 'h:99999' has port 99999 outside 1..65535",
             "demo --concurrency 64 --max-tokens 65536|the caches would take ",
+            // the Jlama engine: JVMs of their own, prompts that fit the model's context
+            "demo --engine jlama --backend local|--engine jlama runs prefill and decode in JVMs of their own; --backend local stays in one process",
+            "demo --engine jlama --prompt-tokens 5|--prompt-tokens=5 (expected: A..B, for example 32..256)",
+            "demo --engine jlama --prompt-tokens 64..4095 --decode-tokens 8|need 2 <= A <= B and B + decode tokens <= 4096",
+            "demo --engine jlama --jlama-model gpt|--jlama-model=gpt (expected: llama or qwen2)",
+            "demo --engine vllm|--engine=vllm (expected: synthetic or jlama)",
             // topologies the run would fail on after starting
             "demo --layout mla --producer-tp 8 --consumer-tp 3|--producer-tp=8 and --consumer-tp=3 must be multiples of one another",
             "demo --layout mla --consumer-pp 30 --consumer-tp 8|--consumer-pp x --consumer-tp = 240 ranks must each be at most 64",

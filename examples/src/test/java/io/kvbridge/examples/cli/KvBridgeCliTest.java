@@ -51,6 +51,7 @@ final class KvBridgeCliTest
         }
         assertEquals(Map.of(
                 "hma", "io.kvbridge.layout.hma.HmaCacheLayoutFactory",
+                "jlama", "io.kvbridge.engine.jlama.layout.JlamaCacheLayoutFactory",
                 "mla", "io.kvbridge.layout.mla.MlaCacheLayoutFactory",
                 "per-layer", "io.kvbridge.core.layout.PerLayerCacheLayoutFactory"), layouts, run.out());
     }

@@ -1,0 +1,203 @@
+package io.kvbridge.engine.jlama;
+
+import com.github.tjake.jlama.safetensors.Config;
+import com.github.tjake.jlama.safetensors.DType;
+import com.github.tjake.jlama.tensor.KvBufferCache;
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.engine.jlama.layout.JlamaCacheLayout;
+import io.kvbridge.engine.jlama.layout.JlamaPaging;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.geometry.ModelIdentity;
+import io.kvbridge.spi.layout.CacheMemory;
+import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * A fixed set of Jlama sessions whose pages exist for the engine's lifetime, so that kvbridge can
+ * register them once: slot {@code s} is one {@code KvBuffer} with all its pages mapped up front. A
+ * request takes a slot, its blocks are the slot's token blocks, and the slot returns when kvbridge
+ * says the blocks may be freed (producer) or when decoding ends (consumer).
+ */
+public final class JlamaSessionPool
+{
+    private final JlamaEngine engine;
+    private final int blockTokens;
+    private final String modelName;
+    private final List<KvBufferCache.KvBuffer> buffers = new ArrayList<>();
+    private final List<JlamaSessionPages> pages = new ArrayList<>();
+    private final Deque<Integer> free = new ArrayDeque<>();
+
+    /**
+     * Creates the slots and maps their pages.
+     *
+     * @param engine the loaded engine.
+     * @param modelName the model's name in kvbridge's identity.
+     * @param slots sessions that may be in flight at once.
+     * @param blockTokens tokens per kvbridge block; divides Jlama's tokens per page.
+     */
+    public JlamaSessionPool(JlamaEngine engine, String modelName, int slots, int blockTokens)
+    {
+        KvBridgeException.checkArgument(slots > 0, "slots=%d is not positive", slots);
+        KvBridgeException.checkArgument(blockTokens > 0 && engine.paging().tokensPerPage() % blockTokens == 0,
+                "blockTokens=%d does not divide Jlama's %d tokens per page", blockTokens, engine.paging().tokensPerPage());
+        this.engine = engine;
+        this.blockTokens = blockTokens;
+        this.modelName = modelName;
+        for (int s = 0; s < slots; s++) {
+            // sessions of their own: several pools may share one engine
+            KvBufferCache.KvBuffer buffer = engine.session(UUID.randomUUID());
+            buffers.add(buffer);
+            pages.add(JlamaSessionPages.map(buffer, engine.paging()));
+            free.add(s);
+        }
+    }
+
+    /**
+     * Returns the layout options that describe this engine's pages.
+     *
+     * @return {@code layers-per-page}, {@code tokens-per-page}, {@code context-pages}.
+     */
+    public Map<String, String> layoutOptions()
+    {
+        JlamaPageGeometry g = engine.paging();
+        return Map.of("layers-per-page", Integer.toString(g.layersPerPage()), "tokens-per-page", Integer.toString(g.tokensPerPage()),
+                "context-pages", Integer.toString(g.contextPages()));
+    }
+
+    /**
+     * Returns the page shape in the layout's terms.
+     *
+     * @return the paging.
+     */
+    public JlamaPaging paging()
+    {
+        JlamaPageGeometry g = engine.paging();
+        return new JlamaPaging(g.layersPerPage(), g.tokensPerPage(), g.contextPages());
+    }
+
+    /**
+     * Describes the model's cache for kvbridge: one full-attention group of all layers.
+     *
+     * @return the spec.
+     */
+    public ModelCacheSpec cacheSpec()
+    {
+        Config c = engine.model().getConfig();
+        String dtype = engine.model().getWorkingDType() == DType.BF16 ? "bfloat16" : "float32";
+        int headSize = c.headSize;
+        ModelIdentity identity = new ModelIdentity(modelName, dtype, dtype, c.numberOfKeyValueHeads, headSize, c.numberOfLayers, false);
+        List<LayerSpec> layers = new ArrayList<>();
+        for (int i = 0; i < c.numberOfLayers; i++) {
+            layers.add(new LayerSpec(JlamaCacheLayout.layerName(i), 0));
+        }
+        return new ModelCacheSpec(identity, blockTokens, 1, List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, c.numberOfKeyValueHeads, headSize)),
+                layers, List.of(c.numberOfLayers));
+    }
+
+    /**
+     * Returns every page of every slot, in the layout's order (slot, layer page, context page).
+     *
+     * @return the memory.
+     */
+    public CacheMemory memory()
+    {
+        JlamaPageGeometry g = engine.paging();
+        List<Allocation> allocations = new ArrayList<>();
+        for (JlamaSessionPages slot : pages) {
+            for (int lp = 0; lp < g.layerPages(); lp++) {
+                for (int cp = 0; cp < g.contextPages(); cp++) {
+                    allocations.add(new Allocation(slot.pageAddress(lp, cp), g.pageBytes(), MemoryKind.HOST, 0));
+                }
+            }
+        }
+        return CacheMemory.of(allocations);
+    }
+
+    /**
+     * Returns the most tokens one session may hold.
+     *
+     * @return the model's context length.
+     */
+    public int maxTokens()
+    {
+        return engine.model().getConfig().contextLength;
+    }
+
+    /**
+     * Takes a free slot.
+     *
+     * @return the slot.
+     * @throws KvBridgeException {@code UNSUPPORTED} when every slot is in use.
+     */
+    public synchronized int acquire()
+    {
+        Integer slot = free.poll();
+        KvBridgeException.check(slot != null, ErrorCode.UNSUPPORTED, "all %d Jlama session slots are in use; wait for a free or start the engine with more",
+                buffers.size());
+        return slot;
+    }
+
+    /**
+     * Returns a slot.
+     *
+     * @param slot the slot.
+     */
+    public synchronized void release(int slot)
+    {
+        KvBridgeException.checkArgument(slot >= 0 && slot < buffers.size() && !free.contains(slot), "slot %d is not in use", slot);
+        free.add(slot);
+    }
+
+    /**
+     * Returns the free slots.
+     *
+     * @return how many slots no request holds.
+     */
+    public synchronized int freeSlots()
+    {
+        return free.size();
+    }
+
+    /**
+     * Returns a slot's Jlama session.
+     *
+     * @param slot the slot.
+     * @return its KV buffer.
+     */
+    public KvBufferCache.KvBuffer buffer(int slot)
+    {
+        return buffers.get(slot);
+    }
+
+    /**
+     * Returns the block ids that hold a slot's first tokens.
+     *
+     * @param slot the slot.
+     * @param tokens tokens the request holds.
+     * @return {@code slot * blocksPerSession + j} for the blocks covering {@code [0, tokens)}.
+     */
+    public BlockIds blockIds(int slot, int tokens)
+    {
+        KvBridgeException.check(tokens > 0 && tokens <= maxTokens(), ErrorCode.INVALID_ARGUMENT,
+                "a session of %d tokens does not fit Jlama's pages of this engine (at most %d tokens a session)", tokens, maxTokens());
+        JlamaPageGeometry g = engine.paging();
+        int blocksPerSession = g.contextPages() * (g.tokensPerPage() / blockTokens);
+        int[] ids = new int[(tokens + blockTokens - 1) / blockTokens];
+        for (int j = 0; j < ids.length; j++) {
+            ids[j] = slot * blocksPerSession + j;
+        }
+        return BlockIds.of(ids);
+    }
+}

@@ -1,0 +1,136 @@
+package io.kvbridge.engine.jlama.layout;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.BlockRun;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.KvPart;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.geometry.Rank;
+import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.layout.CacheMemory;
+import io.kvbridge.spi.memory.Allocation;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import static java.util.Objects.requireNonNull;
+
+/**
+ * The {@code jlama} layout: Jlama's KV pages described as they are.
+ *
+ * <p>Jlama keeps each session's cache in pages it allocates one by one (mapped files in its
+ * working directory), each shaped {@code [layersPerPage, 2, tokensPerPage, kvLength]}: for every
+ * layer of the page its key plane, then its value plane, each {@code tokensPerPage} rows of one
+ * token's heads. A kvbridge block is {@code blockTokens} consecutive rows of one plane, so a plane
+ * of one page holds {@code tokensPerPage / blockTokens} blocks one block apart, and a layer's
+ * planes are two regions ({@link KvPart#KEY}, {@link KvPart#VALUE}) whose blocks lie in every
+ * page of the layer, page after page: one {@link BlockRun} per session and context page. Block id
+ * {@code s * blocksPerSession + j} is token block {@code j} of session slot {@code s}.
+ *
+ * <p>The memory is every page of every session slot, one allocation each, in the order
+ * session, layer page, context page. Token rows hold all of a token's heads, so heads are
+ * interleaved inside a block ({@link SplitClass#INTERLEAVED}); the layout serves one tensor-parallel
+ * rank.
+ */
+public final class JlamaCacheLayout implements CacheLayout
+{
+    /** The layout's name. */
+    public static final String NAME = "jlama";
+
+    private final JlamaPaging paging;
+
+    /**
+     * Creates the layout for one page shape.
+     *
+     * @param paging Jlama's page shape.
+     */
+    public JlamaCacheLayout(JlamaPaging paging)
+    {
+        this.paging = requireNonNull(paging, "paging is null");
+    }
+
+    @Override
+    public String name()
+    {
+        return NAME;
+    }
+
+    /**
+     * Returns the global name of a layer's attention, the name its planes are paired by.
+     *
+     * @param layer the global layer index.
+     * @return {@code model.layers.<layer>.self_attn}.
+     */
+    public static String layerName(int layer)
+    {
+        return "model.layers." + layer + ".self_attn";
+    }
+
+    @Override
+    public CacheGeometry describe(ModelCacheSpec spec, CacheMemory memory, Rank rank)
+    {
+        requireNonNull(spec, "spec is null");
+        requireNonNull(memory, "memory is null");
+        requireNonNull(rank, "rank is null");
+        check(rank.tpSize() == 1, ErrorCode.TP_UNSUPPORTED, "rank %s: the jlama layout describes one tensor-parallel rank (tpSize=%d); run Jlama unsharded",
+                rank, rank.tpSize());
+        check(spec.ppSize() == rank.ppSize(), ErrorCode.GEOMETRY_INVALID, "rank %s has ppSize=%d but the spec has %d stages", rank, rank.ppSize(),
+                spec.ppSize());
+        check(spec.groups().size() == 1 && spec.groups().getFirst().kind() == GroupKind.FULL_ATTENTION, ErrorCode.LAYOUT_UNSUPPORTED,
+                "the jlama layout has one full-attention cache group, the spec has %s", spec.groups());
+        CacheGroup group = spec.groups().getFirst();
+        int blockTokens = spec.kernelBlockTokens();
+        check(paging.tokensPerPage() % blockTokens == 0, ErrorCode.LAYOUT_UNSUPPORTED,
+                "Jlama pages hold tokens-per-page=%d tokens, not a multiple of blockTokens=%d: a block would straddle two pages; "
+                        + "choose a block size that divides %d", paging.tokensPerPage(), blockTokens, paging.tokensPerPage());
+        long rowBytes = (long) group.kvHeads() * group.headSize() * spec.identity().cacheElementBytes();
+        long blockBytes = blockTokens * rowBytes;
+        long planeBytes = paging.planeBytes(rowBytes);
+        long pageBytes = paging.pageBytes(rowBytes);
+        int firstLayer = spec.stageStart(rank.ppRank());
+        int stageLayers = spec.stageLayerCounts().get(rank.ppRank());
+        int layerPages = paging.layerPages(stageLayers);
+        int pagesPerSession = paging.pagesPerSession(stageLayers);
+        List<Allocation> pages = memory.allocations();
+        check(pages.size() % pagesPerSession == 0, ErrorCode.LAYOUT_UNSUPPORTED,
+                "%d allocations given but a session has %d pages (%d layer pages x context-pages=%d); pass every page of every session slot",
+                pages.size(), pagesPerSession, layerPages, paging.contextPages());
+        for (int i = 0; i < pages.size(); i++) {
+            Allocation page = pages.get(i);
+            check(page.bytes() == pageBytes, ErrorCode.LAYOUT_UNSUPPORTED,
+                    "allocation %d holds %d bytes but a Jlama page [layers-per-page=%d, 2, tokens-per-page=%d, %d heads x %d x %d bytes] holds %d",
+                    i, page.bytes(), paging.layersPerPage(), paging.tokensPerPage(), group.kvHeads(), group.headSize(),
+                    spec.identity().cacheElementBytes(), pageBytes);
+        }
+        int sessions = pages.size() / pagesPerSession;
+        int blocksPerPage = paging.tokensPerPage() / blockTokens;
+        List<Region> regions = new ArrayList<>();
+        for (int local = 0; local < stageLayers; local++) {
+            int layerPage = local / paging.layersPerPage();
+            String layer = layerName(firstLayer + local);
+            for (KvPart part : List.of(KvPart.KEY, KvPart.VALUE)) {
+                long offset = ((long) (local % paging.layersPerPage()) * 2 + (part == KvPart.VALUE ? 1 : 0)) * planeBytes;
+                List<BlockRun> runs = new ArrayList<>(sessions * paging.contextPages());
+                for (int s = 0; s < sessions; s++) {
+                    for (int c = 0; c < paging.contextPages(); c++) {
+                        runs.add(new BlockRun(pages.get(paging.pageIndex(s, layerPage, c, layerPages)).address() + offset, blocksPerPage));
+                    }
+                }
+                regions.add(new Region(layer + "." + part.name().toLowerCase(Locale.ROOT), runs.getFirst().base(), blockBytes, blockBytes,
+                        runs.size() * blocksPerPage, 0, pages.getFirst().kind(), pages.getFirst().device(), SplitClass.INTERLEAVED, List.of(layer),
+                        List.of(), part, runs));
+            }
+        }
+        return new CacheGeometry(NAME, rank, spec.identity(), spec.blockTokens(), spec.kernelBlocksPerLogical(), spec.groups(), pages, regions);
+    }
+
+    private static void check(boolean condition, ErrorCode code, String format, Object... args)
+    {
+        KvBridgeException.check(condition, code, format, args);
+    }
+}

@@ -1,0 +1,146 @@
+package io.kvbridge.engine.jlama.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvbridge.engine.jlama.SyntheticModel;
+import io.kvbridge.engine.jlama.SyntheticModelWriter;
+
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * The router of a disaggregated Jlama run: writes the model, starts a reference JVM, a prefill JVM
+ * and a decode JVM alike, sends every prompt to prefill, hands the {@code TransferParams} JSON to
+ * decode, and compares every generated token and every step's logits bits with the reference.
+ */
+public final class DisaggregatedRun
+{
+    private static final int READY_SECONDS = 180;
+    private static final int REQUEST_SECONDS = 300;
+
+    private DisaggregatedRun()
+    {
+    }
+
+    /**
+     * Runs the sessions and audits them.
+     *
+     * @param options what to run.
+     * @param directory where the model, the engines' pages and logs go.
+     * @param classPath the engines' class path.
+     * @return the audit.
+     */
+    public static RunReport run(RunOptions options, Path directory, String classPath)
+    {
+        SyntheticModel shape = SyntheticModel.named(options.model(), options.seed());
+        Path model = SyntheticModelWriter.write(directory.resolve("model-" + options.model()), shape);
+        byte[] secret = new byte[32];
+        new SecureRandom().nextBytes(secret);
+        int slots = 2;
+        ServerOptions reference = new ServerOptions("reference", model, directory.resolve("pages-reference"), options.backend(), 1,
+                options.blockTokens(), secret, -1);
+        ServerOptions prefill = new ServerOptions("prefill", model, directory.resolve("pages-prefill"), options.backend(), slots,
+                options.blockTokens(), secret, options.corruptBlock());
+        ServerOptions decode = new ServerOptions("decode", model, directory.resolve("pages-decode"), options.backend(), slots,
+                options.blockTokens(), secret, -1);
+        try (EngineProcess referenceJvm = EngineProcess.start(reference, classPath, directory.resolve("reference.log"), READY_SECONDS);
+                EngineProcess prefillJvm = EngineProcess.start(prefill, classPath, directory.resolve("prefill.log"), READY_SECONDS);
+                EngineProcess decodeJvm = EngineProcess.start(decode, classPath, directory.resolve("decode.log"), READY_SECONDS)) {
+            SplittableRandom random = new SplittableRandom(options.seed());
+            List<SessionResult> results = new ArrayList<>();
+            for (int s = 0; s < options.sessions(); s++) {
+                int length = random.nextInt(options.promptMin(), options.promptMax() + 1);
+                int[] prompt = new int[length];
+                prompt[0] = SyntheticModel.BOS;
+                for (int i = 1; i < length; i++) {
+                    prompt[i] = random.nextInt(SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary());
+                }
+                results.add(session("session-" + s, options.modeOf(s), prompt, options, shape, referenceJvm, prefillJvm, decodeJvm));
+            }
+            Idle idle = awaitIdle(prefillJvm, decodeJvm, options.sessions());
+            return new RunReport(options, results, idle.prefill(), idle.decode(), idle.decoderForwarded());
+        }
+    }
+
+    private static SessionResult session(String id, String mode, int[] prompt, RunOptions options, SyntheticModel shape, EngineProcess reference,
+            EngineProcess prefill, EngineProcess decode)
+    {
+        ArrayNode tokens = Lines.JSON.valueToTree(prompt);
+        ObjectNode expected = reference.request(command("generate", id).put("steps", options.decodeTokens()).set("prompt", tokens), REQUEST_SECONDS);
+        List<Integer> referenceTokens = ints(expected.path("tokens"));
+        ObjectNode first = prefill.request((ObjectNode) command("prefill", id).set("prompt", tokens), REQUEST_SECONDS);
+        if (first.has("error")) {
+            return failed(id, mode, prompt.length, referenceTokens, "prefill: " + first.path("message").asText());
+        }
+        ObjectNode decoded = decode.request(command("decode", id).put("promptLength", prompt.length).put("steps", options.decodeTokens())
+                .put("token", first.path("token").asInt()).put("mode", mode).put("params", first.path("params").asText()), REQUEST_SECONDS);
+        if (decoded.has("error")) {
+            prefill.request(command("abort", id), REQUEST_SECONDS);
+            return failed(id, mode, prompt.length, referenceTokens, "decode: " + decoded.path("error").asText() + ": " + decoded.path("message").asText());
+        }
+        List<Integer> generated = new ArrayList<>();
+        generated.add(first.path("token").asInt());
+        generated.addAll(ints(decoded.path("tokens")));
+        List<String> digests = new ArrayList<>();
+        digests.add(first.path("digest").asText());
+        decoded.path("digests").forEach(d -> digests.add(d.asText()));
+        List<Integer> mismatched = new ArrayList<>();
+        for (int step = 0; step < referenceTokens.size(); step++) {
+            boolean sameToken = step < generated.size() && generated.get(step).equals(referenceTokens.get(step));
+            boolean sameBits = step < digests.size() && digests.get(step).equals(expected.path("digests").path(step).asText());
+            if (!(sameToken && sameBits)) {
+                mismatched.add(step);
+            }
+        }
+        long blocks = (prompt.length + options.blockTokens() - 1) / options.blockTokens();
+        long bytes = blocks * options.blockTokens() * shape.kvLength() * Float.BYTES * 2L * shape.layers();
+        return new SessionResult(id, mode, prompt.length, generated, referenceTokens, mismatched, first.path("prefillNanos").asLong(),
+                decoded.path("transferNanos").asLong(), decoded.path("firstStepNanos").asLong(), bytes, decoded.path("forwardedTokens").asLong(), null);
+    }
+
+    private static SessionResult failed(String id, String mode, int promptTokens, List<Integer> referenceTokens, String error)
+    {
+        return new SessionResult(id, mode, promptTokens, List.of(), referenceTokens, List.of(), 0, 0, 0, 0, 0, error);
+    }
+
+    private record Idle(ObjectNode prefill, ObjectNode decode, long decoderForwarded)
+    {
+    }
+
+    /** Waits (bounded) until both engines hold no request, lease or transfer, and the producer freed every session's slot. */
+    private static Idle awaitIdle(EngineProcess prefill, EngineProcess decode, int sessions)
+    {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            ObjectNode p = prefill.request(command("audit", "audit"), REQUEST_SECONDS);
+            ObjectNode d = decode.request(command("audit", "audit"), REQUEST_SECONDS);
+            boolean idle = p.path("idle").asBoolean() && d.path("idle").asBoolean() && p.path("freed").asInt() == sessions;
+            if (idle || System.nanoTime() > deadline) {
+                return new Idle(p, d, d.path("forwardedTokens").asLong());
+            }
+            try {
+                Thread.sleep(50);
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return new Idle(p, d, d.path("forwardedTokens").asLong());
+            }
+        }
+    }
+
+    private static ObjectNode command(String op, String id)
+    {
+        return Lines.object().put("op", op).put("id", id);
+    }
+
+    private static List<Integer> ints(JsonNode array)
+    {
+        List<Integer> values = new ArrayList<>();
+        array.forEach(v -> values.add(v.asInt()));
+        return values;
+    }
+}

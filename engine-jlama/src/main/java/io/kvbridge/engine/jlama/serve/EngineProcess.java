@@ -1,0 +1,160 @@
+package io.kvbridge.engine.jlama.serve;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * An engine JVM the router started: {@link JlamaServer} with one role, spoken to by request and
+ * reply. Every JVM is started with the same options, so that Jlama's vector reductions give the
+ * same bits in each ({@link #JVM_OPTIONS}).
+ */
+public final class EngineProcess implements AutoCloseable
+{
+    /**
+     * Options every engine JVM gets. The disabled intrinsic keeps a vector reduction's bits the same
+     * whichever JIT tier runs it, in every JVM, for every batch size and thread count.
+     */
+    public static final List<String> JVM_OPTIONS = List.of("--add-modules", "jdk.incubator.vector", "-XX:+UnlockDiagnosticVMOptions",
+            "-XX:DisableIntrinsic=_VectorReductionCoerced", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow");
+
+    private final String role;
+    private final Process process;
+    private final PrintStream in;
+    private final Path log;
+    private final BlockingQueue<ObjectNode> replies = new LinkedBlockingQueue<>();
+
+    private EngineProcess(String role, Process process, Path log)
+    {
+        this.role = role;
+        this.process = process;
+        this.log = log;
+        this.in = new PrintStream(process.getOutputStream(), true, StandardCharsets.UTF_8);
+        Thread.ofPlatform().daemon().name("jlama-" + role + "-out").start(() -> {
+            try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line = out.readLine(); line != null; line = out.readLine()) {
+                    ObjectNode message = Lines.parse(line);
+                    if (message != null) {
+                        replies.add(message);
+                    }
+                }
+            }
+            catch (IOException | RuntimeException e) {
+                replies.add(Lines.object().put("error", "PROTOCOL").put("message", role + " output failed: " + e));
+            }
+        });
+    }
+
+    /**
+     * Starts an engine JVM and waits until it is ready.
+     *
+     * @param options what it runs.
+     * @param classPath the class path holding kvbridge, its transports and Jlama.
+     * @param log where its standard error goes.
+     * @param readySeconds how long loading may take.
+     * @return the running engine.
+     */
+    public static EngineProcess start(ServerOptions options, String classPath, Path log, int readySeconds)
+    {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(JVM_OPTIONS);
+        command.addAll(List.of("-cp", classPath, JlamaServer.class.getName()));
+        command.addAll(options.toArguments());
+        Process process;
+        try {
+            process = new ProcessBuilder(command).redirectError(log.toFile()).start();
+        }
+        catch (IOException e) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "cannot start the " + options.role() + " JVM: " + e.getMessage(), e);
+        }
+        EngineProcess engine = new EngineProcess(options.role(), process, log);
+        ObjectNode ready = engine.await(readySeconds);
+        KvBridgeException.check("ready".equals(ready.path("op").asText()), ErrorCode.TRANSFER_FAILED, "%s JVM did not start: %s%s", options.role(),
+                ready, engine.logTail());
+        return engine;
+    }
+
+    /**
+     * Sends a command and waits for its reply.
+     *
+     * @param command the command.
+     * @param seconds how long to wait.
+     * @return the reply; an {@code error} field when the engine refused or failed.
+     */
+    public ObjectNode request(ObjectNode command, int seconds)
+    {
+        Lines.send(in, command);
+        return await(seconds);
+    }
+
+    private ObjectNode await(int seconds)
+    {
+        ObjectNode reply = null;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        try {
+            // in slices, so that a JVM that died is reported at once and not at the deadline
+            while (reply == null && System.nanoTime() < deadline && process.isAlive()) {
+                reply = replies.poll(200, TimeUnit.MILLISECONDS);
+            }
+            if (reply == null) {
+                reply = replies.poll(200, TimeUnit.MILLISECONDS);
+            }
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, role + " JVM: interrupted while waiting", e);
+        }
+        if (reply == null) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, role + " JVM answered nothing within " + seconds + " s"
+                    + (process.isAlive() ? "" : " (it exited with " + process.exitValue() + ")") + logTail());
+        }
+        return reply;
+    }
+
+    /**
+     * Returns the last lines the engine wrote to standard error, for a failure message.
+     *
+     * @return the lines, or empty.
+     */
+    public String logTail()
+    {
+        try {
+            List<String> lines = Files.readAllLines(log);
+            return "\n" + role + " log " + log + ":\n  " + String.join("\n  ", lines.subList(Math.max(0, lines.size() - 15), lines.size()));
+        }
+        catch (IOException e) {
+            return "";
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        if (process.isAlive()) {
+            Lines.send(in, Lines.object().put("op", "exit"));
+            try {
+                if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            }
+            catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

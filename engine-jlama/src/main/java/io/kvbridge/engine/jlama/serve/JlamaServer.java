@@ -1,0 +1,350 @@
+package io.kvbridge.engine.jlama.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.github.tjake.jlama.safetensors.DType;
+import io.kvbridge.api.ConnectorAudit;
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.FreedRequest;
+import io.kvbridge.api.KvBridge;
+import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.ReceiveBatch;
+import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
+import io.kvbridge.api.TransferParamsJson;
+import io.kvbridge.engine.jlama.JlamaEngine;
+import io.kvbridge.engine.jlama.JlamaSessionPool;
+import io.kvbridge.engine.jlama.layout.JlamaCacheLayout;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.Rank;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One engine JVM: Jlama with a pool of sessions, and the kvbridge connector its role needs. It
+ * reads the router's commands on stdin and answers on stdout ({@link Lines}); a single loop runs
+ * the commands and polls the connector between them, as an engine's scheduler would.
+ *
+ * <ul>
+ *   <li>{@code prefill}: runs the prompt's forward pass into a free session slot, reports
+ *       {@code prefillFinished} with the slot's blocks, answers the first token and the
+ *       {@link TransferParams} as JSON, and returns the slot when kvbridge frees the request.</li>
+ *   <li>{@code decode}: refuses a session longer than its pages before any byte moves, reports
+ *       {@code blocksAllocated} for a free slot, waits until kvbridge received the blocks, then
+ *       decodes greedily from the prompt's end without running the prompt.</li>
+ *   <li>{@code reference}: prefill and decode in this one JVM, no kvbridge: what the others must
+ *       reproduce bit for bit.</li>
+ * </ul>
+ */
+public final class JlamaServer implements AutoCloseable
+{
+    private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    private final ServerOptions options;
+    private final PrintStream out;
+    private final JlamaEngine engine;
+    private final JlamaSessionPool pool;
+    private final KvBridge bridge;
+    private final ProducerConnector producer;
+    private final ConsumerConnector consumer;
+    private final Map<String, Integer> heldSlots = new HashMap<>();
+    private int freed;
+
+    private JlamaServer(ServerOptions options, PrintStream out)
+    {
+        this.options = options;
+        this.out = out;
+        this.engine = JlamaEngine.load(options.modelDirectory(), options.workDirectory(), DType.F32);
+        this.pool = new JlamaSessionPool(engine, options.modelName(), options.slots(), options.blockTokens());
+        if (options.role().equals("reference")) {
+            this.bridge = null;
+            this.producer = null;
+            this.consumer = null;
+            return;
+        }
+        this.bridge = KvBridge.builder().transport(options.backend()).agentName("jlama-" + options.role()).sideChannelSecret(options.secret()).build();
+        JlamaCacheLayout layout = (JlamaCacheLayout) bridge.layout(JlamaCacheLayout.NAME, pool.layoutOptions());
+        CacheGeometry geometry = layout.describe(pool.cacheSpec(), pool.memory(), Rank.single());
+        ConnectorSettings settings = ConnectorSettings.builder("jlama-" + options.role(), geometry).sideChannel("127.0.0.1", 0)
+                .cacheSpec(pool.cacheSpec()).layout(layout).build();
+        this.producer = options.role().equals("prefill") ? bridge.producer(settings) : null;
+        this.consumer = options.role().equals("decode") ? bridge.consumer(settings) : null;
+    }
+
+    /**
+     * Runs an engine JVM until the router says {@code exit} or closes stdin.
+     *
+     * @param args {@link ServerOptions} arguments.
+     * @throws Exception when the engine cannot start; the router sees the JVM exit.
+     */
+    public static void main(String[] args) throws Exception
+    {
+        PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+        // libraries that log to System.out must not interleave with protocol lines
+        System.setOut(System.err);
+        BlockingQueue<String> commands = new LinkedBlockingQueue<>();
+        Thread reader = Thread.ofPlatform().daemon().name("jlama-commands").start(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    commands.add(line);
+                }
+            }
+            catch (IOException e) {
+                System.err.println("jlama server: stdin failed: " + e);
+            }
+            commands.add("");
+        });
+        try (JlamaServer server = new JlamaServer(ServerOptions.parse(args), out)) {
+            ObjectNode ready = Lines.object().put("op", "ready").put("role", server.options.role());
+            ready.set("paging", Lines.JSON.valueToTree(server.pool.layoutOptions()));
+            Lines.send(out, ready);
+            server.loop(commands);
+        }
+        reader.interrupt();
+        System.exit(0);
+    }
+
+    private void loop(BlockingQueue<String> commands) throws InterruptedException
+    {
+        while (true) {
+            String line = commands.poll(1, TimeUnit.MILLISECONDS);
+            pollProducer();
+            if (line == null) {
+                continue;
+            }
+            if (line.isEmpty()) {
+                return;
+            }
+            ObjectNode command = Lines.parse(line);
+            if (command == null) {
+                continue;
+            }
+            String op = command.path("op").asText();
+            if (op.equals("exit")) {
+                return;
+            }
+            ObjectNode reply;
+            try {
+                reply = switch (op) {
+                    case "prefill" -> prefill(command);
+                    case "decode" -> decode(command);
+                    case "generate" -> generate(command);
+                    case "abort" -> abort(command);
+                    case "audit" -> audit();
+                    default -> throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "unknown op " + op);
+                };
+            }
+            catch (KvBridgeException e) {
+                reply = Lines.object().put("error", e.code().name()).put("message", e.getMessage());
+            }
+            catch (RuntimeException e) {
+                reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
+            }
+            reply.put("id", command.path("id").asText());
+            Lines.send(out, reply);
+        }
+    }
+
+    private void pollProducer()
+    {
+        if (producer == null) {
+            return;
+        }
+        for (FreedRequest request : producer.poll()) {
+            Integer slot = heldSlots.remove(request.requestId());
+            if (slot != null) {
+                pool.release(slot);
+                freed++;
+            }
+        }
+    }
+
+    private ObjectNode prefill(ObjectNode command)
+    {
+        String id = command.path("id").asText();
+        int[] prompt = ints(command.path("prompt"));
+        awaitFreeSlot();
+        int slot = pool.acquire();
+        try {
+            long start = System.nanoTime();
+            JlamaEngine.Step first = engine.prefill(pool.buffer(slot), prompt);
+            long prefillNanos = System.nanoTime() - start;
+            TransferParams params = producer.prefillFinished(id, pool.blockIds(slot, prompt.length));
+            heldSlots.put(id, slot);
+            if (options.corruptBlock() >= 0) {
+                corrupt(slot);
+            }
+            return Lines.object().put("token", first.token()).put("digest", Lines.digest(first.logits())).put("prefillNanos", prefillNanos)
+                    .put("params", TransferParamsJson.write(params));
+        }
+        catch (RuntimeException e) {
+            if (!heldSlots.containsKey(id)) {
+                pool.release(slot);
+            }
+            throw e;
+        }
+    }
+
+    /** Every slot may still be held by requests the decoder finished but kvbridge has not yet reported freed: poll for them, within a deadline. */
+    private void awaitFreeSlot()
+    {
+        long deadline = System.nanoTime() + SLOT_WAIT_NANOS;
+        while (pool.freeSlots() == 0 && System.nanoTime() < deadline) {
+            pollProducer();
+            Thread.onSpinWait();
+        }
+    }
+
+    /** The negative control: one byte of one block of layer 0's key plane changes after prefill, before kvbridge moves it. */
+    private void corrupt(int slot)
+    {
+        int token = options.corruptBlock() * options.blockTokens();
+        MemorySegment row = pool.buffer(slot).getKeyTensorForPosition(0, token).getMemorySegment();
+        row.set(ValueLayout.JAVA_BYTE, 1, (byte) (row.get(ValueLayout.JAVA_BYTE, 1) ^ 0x10));
+    }
+
+    private ObjectNode decode(ObjectNode command) throws InterruptedException
+    {
+        String id = command.path("id").asText();
+        int promptLength = command.path("promptLength").asInt();
+        int steps = command.path("steps").asInt();
+        int token = command.path("token").asInt();
+        TransferMode mode = TransferMode.valueOf(command.path("mode").asText());
+        KvBridgeException.check(promptLength > 0 && steps >= 0 && promptLength + steps <= pool.maxTokens(), ErrorCode.INVALID_ARGUMENT,
+                "session %s: %d prompt tokens and %d decode steps need %d positions but this decoder's Jlama pages hold %d; refused before any transfer",
+                id, promptLength, steps, promptLength + steps, pool.maxTokens());
+        TransferParams params = TransferParamsJson.read(command.path("params").asText());
+        int slot = pool.acquire();
+        try {
+            long start = System.nanoTime();
+            consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, promptLength));
+            awaitReceived(id, start);
+            long transferNanos = System.nanoTime() - start;
+            long forwardedBefore = engine.forwardTokens();
+            ArrayNode tokens = Lines.JSON.createArrayNode();
+            ArrayNode digests = Lines.JSON.createArrayNode();
+            long firstStepNanos = 0;
+            for (int s = 0; s < steps; s++) {
+                long stepStart = System.nanoTime();
+                JlamaEngine.Step step = engine.decode(pool.buffer(slot), token, promptLength + s);
+                if (s == 0) {
+                    firstStepNanos = System.nanoTime() - stepStart;
+                }
+                token = step.token();
+                tokens.add(token);
+                digests.add(Lines.digest(step.logits()));
+            }
+            ObjectNode reply = Lines.object().put("transferNanos", transferNanos).put("firstStepNanos", firstStepNanos)
+                    .put("forwardedTokens", engine.forwardTokens() - forwardedBefore);
+            reply.set("tokens", tokens);
+            reply.set("digests", digests);
+            return reply;
+        }
+        finally {
+            pool.release(slot);
+        }
+    }
+
+    private void awaitReceived(String id, long start) throws InterruptedException
+    {
+        while (System.nanoTime() - start < RECEIVE_DEADLINE_NANOS) {
+            ReceiveBatch batch = consumer.poll();
+            for (ReceiveFailure failure : batch.failed()) {
+                if (failure.requestId().equals(id)) {
+                    throw new KvBridgeException(failure.code(), "session " + id + ": the transfer failed: " + failure.message());
+                }
+            }
+            if (batch.received().contains(id)) {
+                return;
+            }
+            Thread.sleep(0, 200_000);
+        }
+        throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "session " + id + ": no blocks received within "
+                + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s");
+    }
+
+    private ObjectNode generate(ObjectNode command)
+    {
+        int[] prompt = ints(command.path("prompt"));
+        int steps = command.path("steps").asInt();
+        int slot = pool.acquire();
+        try {
+            long start = System.nanoTime();
+            JlamaEngine.Step step = engine.prefill(pool.buffer(slot), prompt);
+            long prefillNanos = System.nanoTime() - start;
+            ArrayNode tokens = Lines.JSON.createArrayNode().add(step.token());
+            ArrayNode digests = Lines.JSON.createArrayNode().add(Lines.digest(step.logits()));
+            for (int s = 0; s < steps; s++) {
+                step = engine.decode(pool.buffer(slot), step.token(), prompt.length + s);
+                tokens.add(step.token());
+                digests.add(Lines.digest(step.logits()));
+            }
+            ObjectNode reply = Lines.object().put("prefillNanos", prefillNanos);
+            reply.set("tokens", tokens);
+            reply.set("digests", digests);
+            return reply;
+        }
+        finally {
+            pool.release(slot);
+        }
+    }
+
+    /** The router gave up on a request (the decoder refused it): kvbridge frees its blocks, and the slot returns on the next poll. */
+    private ObjectNode abort(ObjectNode command)
+    {
+        KvBridgeException.check(producer != null, ErrorCode.INVALID_ARGUMENT, "abort is a prefill command");
+        producer.abort(command.path("id").asText());
+        return Lines.object();
+    }
+
+    private ObjectNode audit()
+    {
+        ObjectNode reply = Lines.object().put("forwardedTokens", engine.forwardTokens()).put("forwardCalls", engine.forwardCalls())
+                .put("freeSlots", pool.freeSlots()).put("freed", freed);
+        ConnectorAudit audit = producer != null ? producer.audit() : consumer != null ? consumer.audit() : null;
+        reply.put("idle", audit == null || audit.idle());
+        reply.put("connector", audit == null ? "none" : audit.toString());
+        return reply;
+    }
+
+    private static int[] ints(JsonNode array)
+    {
+        int[] values = new int[array.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = array.get(i).asInt();
+        }
+        return values;
+    }
+
+    @Override
+    public void close()
+    {
+        if (producer != null) {
+            producer.close();
+        }
+        if (consumer != null) {
+            consumer.close();
+        }
+        if (bridge != null) {
+            bridge.close();
+        }
+        engine.close();
+    }
+}

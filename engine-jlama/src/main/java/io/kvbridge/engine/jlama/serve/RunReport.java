@@ -1,0 +1,102 @@
+package io.kvbridge.engine.jlama.serve;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The audit of a disaggregated run.
+ *
+ * @param options what ran.
+ * @param sessions each session next to its reference.
+ * @param prefillAudit the prefill JVM's last audit.
+ * @param decodeAudit the decode JVM's last audit.
+ * @param decoderForwardedTokens every token the decode JVM ran through Jlama's forward pass.
+ */
+public record RunReport(RunOptions options, List<SessionResult> sessions, ObjectNode prefillAudit, ObjectNode decodeAudit, long decoderForwardedTokens)
+{
+    /**
+     * Tells whether every session matched its reference bit for bit, the decoder never ran a prompt
+     * and both engines ended idle.
+     *
+     * @return true when the run passed.
+     */
+    public boolean passed()
+    {
+        return sessions.stream().allMatch(s -> s.identical(options.decodeTokens())) && decoderRanOnlyDecodeSteps()
+                && prefillAudit.path("idle").asBoolean() && decodeAudit.path("idle").asBoolean()
+                && prefillAudit.path("freed").asInt() == sessions.size();
+    }
+
+    /**
+     * Tells whether the decoder ran exactly the decode steps through the model, never a prompt.
+     *
+     * @return true when its forwarded tokens equal sessions x decode steps.
+     */
+    public boolean decoderRanOnlyDecodeSteps()
+    {
+        return decoderForwardedTokens == (long) sessions.size() * options.decodeTokens();
+    }
+
+    /**
+     * Renders the audit as JSON.
+     *
+     * @return the JSON object.
+     */
+    public ObjectNode toJson()
+    {
+        ObjectNode root = Lines.object().put("engine", "jlama").put("model", options.model()).put("backend", options.backend())
+                .put("mode", options.mode()).put("passed", passed()).put("decoderForwardedTokens", decoderForwardedTokens)
+                .put("decoderRanOnlyDecodeSteps", decoderRanOnlyDecodeSteps());
+        ArrayNode list = root.putArray("sessions");
+        for (SessionResult s : sessions) {
+            ObjectNode node = list.addObject().put("id", s.id()).put("mode", s.mode()).put("promptTokens", s.promptTokens())
+                    .put("generatedTokens", s.tokens().size()).put("identical", s.identical(options.decodeTokens()))
+                    .put("prefillMs", millis(s.prefillNanos())).put("transferMs", millis(s.transferNanos()))
+                    .put("firstDecodeStepMs", millis(s.firstStepNanos())).put("bytesMoved", s.bytesMoved());
+            node.set("mismatchedSteps", Lines.JSON.valueToTree(s.mismatchedSteps()));
+            if (s.error() != null) {
+                node.put("error", s.error());
+            }
+        }
+        root.set("prefillAudit", prefillAudit);
+        root.set("decodeAudit", decodeAudit);
+        return root;
+    }
+
+    /**
+     * Renders the audit for a terminal.
+     *
+     * @return the lines.
+     */
+    public String toText()
+    {
+        StringBuilder text = new StringBuilder();
+        text.append(String.format(Locale.ROOT, "jlama %s over %s, mode %s: %d sessions, %d decode steps each%n", options.model(), options.backend(),
+                options.mode(), sessions.size(), options.decodeTokens()));
+        text.append(String.format(Locale.ROOT, "  %-11s %-5s %7s %9s %10s %12s %11s  %s%n", "session", "mode", "prompt", "prefill", "transfer",
+                "first step", "bytes", "bit-identical"));
+        long bytes = 0;
+        for (SessionResult s : sessions) {
+            bytes += s.bytesMoved();
+            text.append(String.format(Locale.ROOT, "  %-11s %-5s %7d %7.1fms %8.1fms %10.1fms %11d  %s%n", s.id(), s.mode(), s.promptTokens(),
+                    millis(s.prefillNanos()), millis(s.transferNanos()), millis(s.firstStepNanos()), s.bytesMoved(),
+                    s.error() != null ? "REFUSED: " + s.error() : s.identical(options.decodeTokens()) ? "yes" : "NO, steps " + s.mismatchedSteps()));
+        }
+        text.append(String.format(Locale.ROOT, "  bytes moved: %d; decoder forwarded %d tokens (%s)%n", bytes, decoderForwardedTokens,
+                decoderRanOnlyDecodeSteps() ? "decode steps only, no prompt" : "MORE than its decode steps"));
+        text.append(String.format(Locale.ROOT, "  idle audits: prefill %s (%d slots freed), decode %s%n", prefillAudit.path("idle").asBoolean() ? "idle" : "BUSY "
+                + prefillAudit.path("connector").asText(), prefillAudit.path("freed").asInt(), decodeAudit.path("idle").asBoolean() ? "idle" : "BUSY "
+                + decodeAudit.path("connector").asText()));
+        text.append(passed() ? "  PASSED: every token and every step's logits are bit-identical to the single-JVM reference\n"
+                : "  FAILED: the disaggregated run differs from the single-JVM reference\n");
+        return text.toString();
+    }
+
+    private static double millis(long nanos)
+    {
+        return nanos / 1e6;
+    }
+}

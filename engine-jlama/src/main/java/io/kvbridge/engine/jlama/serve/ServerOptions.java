@@ -1,0 +1,85 @@
+package io.kvbridge.engine.jlama.serve;
+
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What an engine JVM runs: its role, the model directory the router wrote, and the bridge's
+ * transport and secret.
+ *
+ * @param role {@code prefill}, {@code decode} or {@code reference}.
+ * @param modelDirectory the model to load.
+ * @param workDirectory where Jlama maps this JVM's KV pages.
+ * @param backend kvbridge transport name.
+ * @param slots Jlama sessions in flight at once.
+ * @param blockTokens tokens per kvbridge block.
+ * @param secret the side channel's shared secret.
+ * @param corruptBlock for the negative control only: after a prefill, flip one byte of this block
+ *     of the first layer's key plane before the transfer; -1 for none.
+ */
+public record ServerOptions(String role, Path modelDirectory, Path workDirectory, String backend, int slots, int blockTokens, byte[] secret,
+        int corruptBlock)
+{
+    /**
+     * Parses {@code --name value} pairs.
+     *
+     * @param args the arguments.
+     * @return the options.
+     */
+    public static ServerOptions parse(String[] args)
+    {
+        Map<String, String> values = new LinkedHashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            KvBridgeException.check(args[i].startsWith("--"), ErrorCode.INVALID_ARGUMENT, "argument %s is not --name value", args[i]);
+            values.put(args[i].substring(2), args[i + 1]);
+        }
+        KvBridgeException.check(args.length % 2 == 0, ErrorCode.INVALID_ARGUMENT, "arguments must be --name value pairs");
+        ServerOptions options = new ServerOptions(require(values, "role"), Path.of(require(values, "model")), Path.of(require(values, "work")),
+                values.getOrDefault("backend", "tcp"), Integer.parseInt(values.getOrDefault("slots", "4")),
+                Integer.parseInt(values.getOrDefault("block-tokens", "16")), HexFormat.of().parseHex(require(values, "secret")),
+                Integer.parseInt(values.getOrDefault("corrupt-block", "-1")));
+        KvBridgeException.check(List.of("prefill", "decode", "reference").contains(options.role()), ErrorCode.INVALID_ARGUMENT,
+                "role=%s (expected: prefill, decode or reference)", options.role());
+        return options;
+    }
+
+    /**
+     * Returns the arguments that {@link #parse} reads back.
+     *
+     * @return the arguments.
+     */
+    public List<String> toArguments()
+    {
+        List<String> args = new ArrayList<>(List.of("--role", role, "--model", modelDirectory.toString(), "--work", workDirectory.toString(),
+                "--backend", backend, "--slots", Integer.toString(slots), "--block-tokens", Integer.toString(blockTokens),
+                "--secret", HexFormat.of().formatHex(secret)));
+        if (corruptBlock >= 0) {
+            args.addAll(List.of("--corrupt-block", Integer.toString(corruptBlock)));
+        }
+        return args;
+    }
+
+    /**
+     * Returns the name kvbridge's model identity carries: the model directory's name.
+     *
+     * @return the model name.
+     */
+    public String modelName()
+    {
+        return "synthetic/" + modelDirectory.getFileName();
+    }
+
+    private static String require(Map<String, String> values, String key)
+    {
+        String value = values.get(key);
+        KvBridgeException.check(value != null, ErrorCode.INVALID_ARGUMENT, "--%s is required", key);
+        return value;
+    }
+}

@@ -1,0 +1,119 @@
+package io.kvbridge.examples.cli;
+
+import io.kvbridge.engine.jlama.serve.DisaggregatedRun;
+import io.kvbridge.engine.jlama.serve.RunOptions;
+import io.kvbridge.engine.jlama.serve.RunReport;
+import io.kvbridge.spi.KvBridgeException;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.Locale;
+import java.util.stream.Stream;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code kvbridge demo --engine jlama}: Jlama as both engines. The demo writes a Jlama model with
+ * seeded weights, starts a reference JVM, a prefill JVM and a decode JVM, moves every session's KV
+ * cache from prefill to decode through kvbridge and checks every generated token and every decode
+ * step's logits bits against the reference (see {@link DisaggregatedRun}).
+ */
+final class JlamaDemo
+{
+    @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "synthetic",
+            description = "synthetic (the demo's own engines) or jlama (Jlama prefill and decode JVMs; uses --backend, --mode, --seed, --json "
+                    + "and the options below) (default: ${DEFAULT-VALUE}).")
+    private String engine;
+
+    @Option(names = "--sessions", paramLabel = "N", defaultValue = "4", description = "--engine jlama: sessions to serve (default: ${DEFAULT-VALUE}).")
+    private int sessions;
+
+    @Option(names = "--prompt-tokens", paramLabel = "A..B", defaultValue = "32..256",
+            description = "--engine jlama: prompt lengths, drawn from A..B (default: ${DEFAULT-VALUE}).")
+    private String promptTokens;
+
+    @Option(names = "--decode-tokens", paramLabel = "N", defaultValue = "8",
+            description = "--engine jlama: greedy decode steps per session (default: ${DEFAULT-VALUE}).")
+    private int decodeTokens;
+
+    @Option(names = "--jlama-model", paramLabel = "SHAPE", defaultValue = "llama",
+            description = "--engine jlama: llama (8 layers, 8 query heads over 2 KV heads) or qwen2 (6 layers, 4 KV heads) (default: ${DEFAULT-VALUE}).")
+    private String model;
+
+    /**
+     * Tells whether the command line picked Jlama.
+     *
+     * @param spec the demo command, for usage errors.
+     * @return true for {@code --engine jlama}.
+     */
+    boolean selected(CommandSpec spec)
+    {
+        InputChecks.check(spec, engine.equals("synthetic") || engine.equals("jlama"), "--engine=%s (expected: synthetic or jlama)", engine);
+        return engine.equals("jlama");
+    }
+
+    /**
+     * Runs the Jlama demo and prints its audit.
+     *
+     * @param spec the demo command.
+     * @param backend the transport; {@code local} cannot cross JVMs and becomes {@code tcp} unless given explicitly.
+     * @param mode push, pull or mixed.
+     * @param seed seeds the weights and the prompts.
+     * @param json whether to print JSON.
+     * @return 0 when every token and logit matched, 1 otherwise.
+     */
+    int run(CommandSpec spec, String backend, String mode, long seed, boolean json)
+    {
+        boolean backendGiven = spec.commandLine().getParseResult().hasMatchedOption("--backend");
+        InputChecks.check(spec, !(backendGiven && backend.equals("local")),
+                "--engine jlama runs prefill and decode in JVMs of their own; --backend local stays in one process (pick tcp or ucx)");
+        String transport = backendGiven ? backend : "tcp";
+        String[] range = promptTokens.split("\\.\\.", -1);
+        InputChecks.check(spec, range.length == 2 && range[0].matches("\\d{1,5}") && range[1].matches("\\d{1,5}"),
+                "--prompt-tokens=%s (expected: A..B, for example 32..256)", promptTokens);
+        int min = Integer.parseInt(range[0]);
+        int max = Integer.parseInt(range[1]);
+        InputChecks.check(spec, min >= 2 && max >= min && max + decodeTokens <= 4096,
+                "--prompt-tokens=%s with --decode-tokens=%d: need 2 <= A <= B and B + decode tokens <= 4096 (the model's context)", promptTokens,
+                decodeTokens);
+        InputChecks.check(spec, sessions >= 1 && sessions <= 256, "--sessions=%d is outside [1, 256]", sessions);
+        InputChecks.check(spec, decodeTokens >= 1 && decodeTokens <= 1024, "--decode-tokens=%d is outside [1, 1024]", decodeTokens);
+        InputChecks.check(spec, model.equals("llama") || model.equals("qwen2"), "--jlama-model=%s (expected: llama or qwen2)", model);
+        RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, 16, -1);
+        Path directory;
+        try {
+            directory = Files.createTempDirectory("kvbridge-jlama-");
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException("cannot create the run's directory: " + e.getMessage(), e);
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        try {
+            RunReport report = DisaggregatedRun.run(options, directory, System.getProperty("java.class.path"));
+            out.println(json ? report.toJson().toString() : report.toText());
+            out.flush();
+            return report.passed() ? 0 : 1;
+        }
+        catch (KvBridgeException e) {
+            spec.commandLine().getErr().println(ErrorLines.prefix(spec.commandLine()) + "failed: " + ErrorLines.oneLine(e.getMessage()));
+            spec.commandLine().getErr().flush();
+            return 1;
+        }
+        finally {
+            delete(directory);
+        }
+    }
+
+    private static void delete(Path directory)
+    {
+        try (Stream<Path> paths = Files.walk(directory)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        }
+        catch (IOException e) {
+            // a leftover temporary directory is not a failed run
+        }
+    }
+}
