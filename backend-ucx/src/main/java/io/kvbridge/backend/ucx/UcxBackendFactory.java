@@ -83,6 +83,14 @@ public final class UcxBackendFactory implements TransferBackendFactory
         }
     }
 
+    /** Reads the options as {@link #create} does (the environment's {@code UCX_TLS} included), loading nothing. */
+    @Override
+    public boolean checkOptions(Map<String, String> config)
+    {
+        UcxOptions.parse(config);
+        return true;
+    }
+
     @Override
     public TransferBackend create(Map<String, String> config, BackendContext context)
     {
