@@ -83,7 +83,12 @@ public final class UcxBackendFactory implements TransferBackendFactory
         }
     }
 
-    /** Reads the options as {@link #create} does (the environment's {@code UCX_TLS} included), loading nothing. */
+    /**
+     * Reads the options as {@link #create} does (the environment's {@code UCX_TLS} included), loading nothing.
+     *
+     * @param config transport options.
+     * @return true: the options were checked.
+     */
     @Override
     public boolean checkOptions(Map<String, String> config)
     {

@@ -51,7 +51,12 @@ public final class LocalBackendFactory implements TransferBackendFactory
         return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.SIMULATED_DEVICE_MEMORY, Capability.COALESCING, Capability.GRANTED_ACCESS), details);
     }
 
-    /** Reads the options as {@link #create} does. */
+    /**
+     * Reads the options as {@link #create} does.
+     *
+     * @param config transport options.
+     * @return true: the options were checked.
+     */
     @Override
     public boolean checkOptions(Map<String, String> config)
     {
