@@ -19,8 +19,10 @@ import java.util.Set;
  * {@code requestId} may be empty and {@code blockIds} empty; the producer matches the consumer's
  * registration by request id (or base id, see {@link RequestIds#baseId}).
  *
- * @param engineId the producer engine's id.
- * @param requestId the producer's id of the request; notifications are keyed by it; empty when not known yet (push).
+ * @param engineId the producer engine's id; no control or format characters and no {@code /}, since it
+ *     names directory keys and appears in logs.
+ * @param requestId the producer's id of the request; notifications are keyed by it; empty when not known yet (push);
+ *     no control or format characters, since it appears in logs.
  * @param sideChannels side channel of each producer pipeline stage, index = {@code ppRank}; stages
  *     served by one process share one address.
  * @param tpSize producer tensor-parallel size.
@@ -73,6 +75,10 @@ public record TransferParams(
         requireNonNull(requestId, "requestId is null");
         requireNonNull(blockIds, "blockIds is null");
         checkArgument(!engineId.isEmpty(), "engineId is empty");
+        String engineIdProblem = idProblem(engineId, true);
+        checkArgument(engineIdProblem == null, "engineId %s", engineIdProblem);
+        String requestIdProblem = idProblem(requestId, false);
+        checkArgument(requestIdProblem == null, "requestId %s", requestIdProblem);
         sideChannels = List.copyOf(requireNonNull(sideChannels, "sideChannels is null"));
         requireNonNull(modes, "modes is null");
         checkArgument(!modes.isEmpty(), "modes is empty (expected: push, pull or both)");
@@ -243,6 +249,31 @@ public record TransferParams(
     public long epoch(int ppRank)
     {
         return epochs.get(ppRank);
+    }
+
+    /**
+     * Checks the characters of an id that reaches logs (and, for an engine id, directory keys):
+     * control characters would forge log lines, format characters (such as bidirectional overrides)
+     * would hide what a line says, and {@code /} would reach another engine's directory keys.
+     *
+     * @param id the id.
+     * @param engine whether it is an engine id, which must not hold {@code /} either.
+     * @return what is wrong, naming the first offending character's code point and index (never the
+     *     id itself, which may hold the characters refused), or null when nothing is.
+     */
+    static String idProblem(String id, boolean engine)
+    {
+        for (int index = 0; index < id.length(); ) {
+            int codePoint = id.codePointAt(index);
+            int type = Character.getType(codePoint);
+            if (Character.isISOControl(codePoint) || type == Character.FORMAT || type == Character.LINE_SEPARATOR
+                    || type == Character.PARAGRAPH_SEPARATOR || (engine && codePoint == '/')) {
+                return String.format(Locale.ROOT, "holds U+%04X at index %d (expected: no control or format characters%s, since it appears in logs%s)",
+                        codePoint, index, engine ? " and no '/'" : "", engine ? " and names directory keys" : "");
+            }
+            index += Character.charCount(codePoint);
+        }
+        return null;
     }
 
     /**

@@ -70,7 +70,9 @@ public final class TransferParamsJson
 
     private static final int MAX_ID_LENGTH = 1024;
     private static final int MAX_HOST_LENGTH = 255;
-    private static final JsonReader READER = JsonReader.of(ErrorCode.PROTOCOL_ERROR, MAX_CHARS, 8, MAX_BLOCK_IDS + 4 * MAX_STAGES + 256);
+    /** The most values (keys and array elements) a document holds; a map is read no further. */
+    private static final int MAX_VALUES = MAX_BLOCK_IDS + 4 * MAX_STAGES + 256;
+    private static final JsonReader READER = JsonReader.of(ErrorCode.PROTOCOL_ERROR, MAX_CHARS, 8, MAX_VALUES);
     private static final Set<String> KVBRIDGE_KEYS = Set.of("version", "side_channels", "modes", "lease_ms", "finished_ns");
 
     private TransferParamsJson()
@@ -167,7 +169,9 @@ public final class TransferParamsJson
 
     /**
      * Reads parameters from a map, as a router's own JSON library parsed them. Integers may be any
-     * {@link Number} without a fraction.
+     * {@link Number} without a fraction. The map is untrusted input: a null map, keys that are not
+     * strings, collections larger than a document may be and collections whose methods throw are
+     * problems like any other, and at most as many values are read as {@link #read} would.
      *
      * @param map the object.
      * @return the parameters.
@@ -175,9 +179,12 @@ public final class TransferParamsJson
      */
     public static TransferParams fromMap(Map<String, ?> map)
     {
-        requireNonNull(map, "map is null");
         List<String> problems = new ArrayList<>();
-        return from(normalized(map, problems, ""), problems);
+        Map<String, Object> copy = ForeignValues.copy(map, problems, MAX_VALUES);
+        if (copy == null) {
+            throw invalid(problems);
+        }
+        return from(copy, problems);
     }
 
     private static TransferParams from(Map<String, ?> map, List<String> problems)
@@ -189,6 +196,8 @@ public final class TransferParamsJson
                 .ifPresent(value -> fields.problem("do_remote_decode", "is true: kvbridge does not read blocks back from the decoder"));
         String engineId = required(fields, "remote_engine_id", fields.string("remote_engine_id", MAX_ID_LENGTH).orElse(null));
         String requestId = fields.string("remote_request_id", MAX_ID_LENGTH).orElse("");
+        checkId(fields, "remote_engine_id", engineId, true);
+        checkId(fields, "remote_request_id", requestId, false);
         BlockIds blocks = blocks(fields);
         long tpSize = fields.integer("tp_size", 1, 65_536).orElse(0);
         required(fields, "tp_size", tpSize == 0 ? null : tpSize);
@@ -374,49 +383,20 @@ public final class TransferParamsJson
         return mode.name().toLowerCase(Locale.ROOT);
     }
 
+    private static void checkId(JsonFields fields, String key, String id, boolean engine)
+    {
+        String problem = id == null ? null : TransferParams.idProblem(id, engine);
+        if (problem != null) {
+            fields.problem(key, problem);
+        }
+    }
+
     private static <T> T required(JsonFields fields, String key, T value)
     {
         if (value == null && !fields.has(key)) {
             fields.problem(key, "is missing");
         }
         return value;
-    }
-
-    /** Integers another JSON library produced (Integer, BigInteger, a whole Double) as the Longs {@link JsonReader} produces. */
-    private static Map<String, ?> normalized(Map<String, ?> map, List<String> problems, String path)
-    {
-        Map<String, Object> copy = new LinkedHashMap<>();
-        map.forEach((key, value) -> copy.put(key, normalizedValue(value, problems, path.isEmpty() ? key : path + "." + key, 0)));
-        return copy;
-    }
-
-    private static Object normalizedValue(Object value, List<String> problems, String path, int depth)
-    {
-        if (depth > 8) {
-            problems.add(path + " is nested deeper than 8 levels");
-            return null;
-        }
-        return switch (value) {
-            case Long number -> number;
-            case Integer number -> number.longValue();
-            case Short number -> number.longValue();
-            case java.math.BigInteger number -> number.bitLength() < 64 ? number.longValue() : number;
-            case Number number -> number.doubleValue() == Math.rint(number.doubleValue()) && Math.abs(number.doubleValue()) < 0x1p53
-                    ? (Object) (long) number.doubleValue() : number.doubleValue();
-            case Map<?, ?> nested -> {
-                Map<String, Object> copy = new LinkedHashMap<>();
-                nested.forEach((key, inner) -> copy.put(String.valueOf(key), normalizedValue(inner, problems, path + "." + key, depth + 1)));
-                yield copy;
-            }
-            case List<?> list -> {
-                List<Object> copy = new ArrayList<>(list.size());
-                for (Object inner : list) {
-                    copy.add(normalizedValue(inner, problems, path, depth + 1));
-                }
-                yield copy;
-            }
-            case null, default -> value;
-        };
     }
 
     private static KvBridgeException invalid(List<String> problems)

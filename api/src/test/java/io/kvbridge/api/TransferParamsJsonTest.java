@@ -110,6 +110,105 @@ final class TransferParamsJsonTest
     }
 
     @Test
+    void aNullMapIsAProtocolError()
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(null));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code(), e::getMessage);
+        assertTrue(e.getMessage().contains("kv_transfer_params is null"), e::getMessage);
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void aKeyThatIsNotAStringIsAProtocolErrorNamingWhereItIs()
+    {
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        ((Map<Object, Object>) (Map<?, ?>) map).put(7, "seven");
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code(), e::getMessage);
+        assertTrue(e.getMessage().contains("kv_transfer_params has key 7 (Integer) (expected: string keys)"), e::getMessage);
+        Map<String, Object> nested = TransferParamsJson.toMap(TWO_STAGES);
+        ((Map<Object, Object>) nested.get("kvbridge")).put(List.of(), 1);
+        e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(nested));
+        assertTrue(e.getMessage().contains("kvbridge has key an array"), e::getMessage);
+    }
+
+    @Test
+    void aListViewReportingAHugeSizeIsAProtocolErrorNamingItsField()
+    {
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        map.put("remote_block_ids", new java.util.AbstractList<Object>()
+        {
+            @Override
+            public Object get(int index)
+            {
+                return 1;
+            }
+
+            @Override
+            public int size()
+            {
+                return Integer.MAX_VALUE;
+            }
+        });
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code(), e::getMessage);
+        assertTrue(e.getMessage().contains("remote_block_ids reports 2147483647 entries, more than"), e::getMessage);
+    }
+
+    @Test
+    void aThrowingListIsAProtocolErrorNamingItsField()
+    {
+        Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
+        map.put("remote_block_ids", new java.util.AbstractList<Object>()
+        {
+            @Override
+            public Object get(int index)
+            {
+                throw new IllegalStateException("the router's buffer was released");
+            }
+
+            @Override
+            public int size()
+            {
+                return 2;
+            }
+        });
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code(), e::getMessage);
+        assertTrue(e.getMessage().contains("remote_block_ids could not be read: java.lang.IllegalStateException thrown by the caller's collection"),
+                e::getMessage);
+    }
+
+    @Test
+    void engineIdsWithControlCharactersOrSlashesAndRequestIdsWithControlCharactersAreRefusedNamingTheCodePoint()
+    {
+        List<SideChannelAddress> one = List.of(new SideChannelAddress("h", 2));
+        BlockIds blocks = BlockIds.of(new int[] {4});
+        Set<TransferMode> push = Set.of(TransferMode.PUSH);
+        String[][] cases = {{"pre\u0000fill", "U+0000 at index 3"}, {"prefill\n", "U+000A at index 7"}, {"../other", "U+002F at index 2"},
+                {"a\u202eb", "U+202E at index 1"}, {"a\u2028b", "U+2028 at index 1"}, {"x\u007f", "U+007F at index 1"}};
+        for (String[] bad : cases) {
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> new TransferParams(bad[0], "r", one, 1, 1, blocks, push, 5));
+            assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), e::getMessage);
+            assertTrue(e.getMessage().contains("engineId holds " + bad[1]), e::getMessage);
+            // the message never carries the id itself
+            assertTrue(!e.getMessage().contains(bad[0]), e::getMessage);
+            Map<String, Object> map = TransferParamsJson.toMap(new TransferParams("p", "r", one, 1, 1, blocks, push, 5));
+            map.put("remote_engine_id", bad[0]);
+            KvBridgeException read = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map));
+            assertEquals(ErrorCode.PROTOCOL_ERROR, read.code(), read::getMessage);
+            assertTrue(read.getMessage().contains("remote_engine_id holds " + bad[1]), read::getMessage);
+        }
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> new TransferParams("p", "req\r\n1", one, 1, 1, blocks, push, 5));
+        assertTrue(e.getMessage().contains("requestId holds U+000D at index 3"), e::getMessage);
+        String json = TransferParamsJson.write(new TransferParams("p", "req-1", one, 1, 1, blocks, push, 5)).replace("\"req-1\"", "\"req\\u001b[2J\"");
+        KvBridgeException read = assertThrows(KvBridgeException.class, () -> TransferParamsJson.read(json));
+        assertTrue(read.getMessage().contains("remote_request_id holds U+001B at index 3"), read::getMessage);
+        // a request id may hold '/', and both may hold any other character
+        assertEquals("a/b", new TransferParams("prefill-é", "a/b", one, 1, 1, blocks, push, 5).requestId());
+    }
+
+    @Test
     void aRoutersOwnKeysAreIgnoredAndItsJsonLibrarysNumbersAccepted()
     {
         Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);

@@ -79,7 +79,7 @@ public class UcxPutIssueBenchmark
     public void setUp()
     {
         arena = Arena.ofShared();
-        Map<String, String> config = tls.equals("tcp") ? Map.of("tls", "tcp", "net-devices", "lo") : Map.of("tls", tls);
+        Map<String, String> config = tls.equals("tcp") ? Map.of("tls", "tcp", "net-devices", "lo", "allow-unchecked-tcp-lane", "true") : Map.of("tls", tls);
         initiator = new UcxBackendFactory().create(config, () -> "issue-initiator");
         target = new UcxBackendFactory().create(config, () -> "issue-target");
         long bytes = (long) PUTS * putBytes;

@@ -43,6 +43,22 @@ public interface TransferBackendFactory
     }
 
     /**
+     * Checks transport options as {@link #create} reads them, without creating anything: no native
+     * work, no sockets, no probe, so that a configuration or a command line can be checked before
+     * anything starts. A factory that cannot check its options that cheaply keeps the default.
+     *
+     * @param config transport options.
+     * @return true when the options were checked and are valid; false when this factory does not
+     *     check options before {@link #create} (the default).
+     * @throws io.kvbridge.spi.KvBridgeException {@code CONFIG_INVALID} naming every bad key and value,
+     *     as {@link #create} would.
+     */
+    default boolean checkOptions(Map<String, String> config)
+    {
+        return false;
+    }
+
+    /**
      * Creates a transport instance.
      *
      * @param config transport options; unknown keys must be rejected with {@code CONFIG_INVALID}.

@@ -62,6 +62,19 @@ public final class TcpBackendFactory implements TransferBackendFactory
                 Capability.PEER_FAILURE_DETECTION, Capability.COALESCING, Capability.GRANTED_ACCESS), details);
     }
 
+    /**
+     * Reads the options as {@link #create} does, opening nothing (the listen address defaults as for a caller that does not say).
+     *
+     * @param config transport options.
+     * @return true: the options were checked.
+     */
+    @Override
+    public boolean checkOptions(Map<String, String> config)
+    {
+        TcpOptions.parse(config, () -> NAME);
+        return true;
+    }
+
     @Override
     public TransferBackend create(Map<String, String> config, BackendContext context)
     {

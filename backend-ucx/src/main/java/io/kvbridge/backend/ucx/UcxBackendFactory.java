@@ -25,8 +25,10 @@ import java.util.Set;
  * <p>Options: {@code tls} and {@code net-devices} (UCX_TLS and UCX_NET_DEVICES for this instance
  * only; when neither {@code net-devices} nor UCX_NET_DEVICES names devices, the instance uses the
  * network interface of the side channel's bind address and RDMA ports only, and {@code net-devices=all}
- * widens it; with a loopback side channel and neither {@code tls} nor UCX_TLS set, UCX's tcp transport is
- * left out), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
+ * widens it; with neither {@code tls} nor UCX_TLS set, UCX's tcp transport is left out), {@code allow-unchecked-tcp-lane}
+ * (default false: lanes that let UCX open its tcp transport, whose wire protocol writes wherever a put
+ * request names, fail {@code create()} with {@code CONFIG_INVALID}; true lets them, and lets a bridge
+ * that serves other hosts open UCX's default lanes, tcp among them), {@code keepalive-interval-ms} (default 1000), {@code transfer-timeout-ms} (default 0: no
  * limit), {@code connect-timeout-ms} (default 10000), {@code close-timeout-ms} (default 2000), {@code idle-spin-us} (default 500) and
  * {@code ucx-config} ({@code NAME=VALUE;...}, further UCX settings), {@code access} ({@code granted}, the default:
  * peers reach only what a live grant covers; {@code registered}: one-sided RMA into all registered memory).
@@ -81,6 +83,19 @@ public final class UcxBackendFactory implements TransferBackendFactory
         }
     }
 
+    /**
+     * Reads the options as {@link #create} does (the environment's {@code UCX_TLS} included), loading nothing.
+     *
+     * @param config transport options.
+     * @return true: the options were checked.
+     */
+    @Override
+    public boolean checkOptions(Map<String, String> config)
+    {
+        UcxOptions.parse(config);
+        return true;
+    }
+
     @Override
     public TransferBackend create(Map<String, String> config, BackendContext context)
     {
@@ -92,7 +107,10 @@ public final class UcxBackendFactory implements TransferBackendFactory
         String devices = UcxNetDevices.choose(options.netDevices(), System.getenv(UcxNetDevices.ENVIRONMENT), context.sideChannelHost(),
                 availability.details().getOrDefault("transports", ""));
         options = options.withNetDevices(devices);
-        if (UcxNetDevices.onlyThisHost(options.tls(), System.getenv(UcxOptions.TLS_ENVIRONMENT), context.sideChannelHost())) {
+        String environment = System.getenv(UcxOptions.TLS_ENVIRONMENT);
+        boolean chosen = !options.tls().isEmpty() || (environment != null && !environment.isBlank());
+        // lanes nobody chose leave tcp out unless the user accepted it (chosen lanes with tcp were refused by parse)
+        if ((!chosen && !options.uncheckedTcpLane()) || UcxNetDevices.onlyThisHost(options.tls(), environment, context.sideChannelHost())) {
             options = options.withoutTcp();
         }
         return new UcxTransferBackend(context.agentName(), options);
@@ -119,7 +137,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
                     return Availability.unavailable(List.of(cause.get()), details);
                 }
                 details.put("version", UcpContext.version());
-                long config = UcpContext.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, 1, Map.of(), true, 0, 0).ucxOverrides(), UcxOptions.UCX_SPELLINGS);
+                long config = UcpContext.configRead(new UcxOptions("", "", 0, 0, 1, 1, 0, false, 1, Map.of(), true, 0, 0, false).ucxOverrides(), UcxOptions.UCX_SPELLINGS);
                 long context;
                 try {
                     context = UcpContext.init(config, UcpContext.FEATURE_TAG | UcpContext.FEATURE_RMA | UcpContext.FEATURE_WAKEUP, "kvbridge-probe");

@@ -43,10 +43,13 @@ import java.util.regex.Pattern;
  *     trip through the target's owner thread before the bytes move; 0 leaves the choice to UCX.
  * @param tcpSegmentBytes the largest piece UCX's tcp transport receives ({@code UCX_TCP_RX_SEG_SIZE}),
  *     which is also the largest it sends; 0 where the lanes leave TCP out.
+ * @param uncheckedTcpLane {@code allow-unchecked-tcp-lane=true}: the user accepts UCX's tcp transport,
+ *     whose wire protocol writes wherever a put request names before any grant is checked; without
+ *     it no instance opens that transport.
  */
 record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, int transferTimeoutMillis, int connectTimeoutMillis, int closeTimeoutMillis,
         int idleSpinMicros, boolean staggerAllocations, int maxInFlight, Map<String, String> extraConfig, boolean granted, int eagerMaxBytes,
-        int tcpSegmentBytes)
+        int tcpSegmentBytes, boolean uncheckedTcpLane)
 {
     static final String TLS = "tls";
     static final String NET_DEVICES = "net-devices";
@@ -58,6 +61,8 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     static final String STAGGER_ALLOCATIONS = "stagger-allocations";
     static final String MAX_IN_FLIGHT = "max-in-flight";
     static final String UCX_CONFIG = "ucx-config";
+    /** The opt-in to UCX's tcp transport, named after what it gives up. */
+    static final String ALLOW_UNCHECKED_TCP_LANE = "allow-unchecked-tcp-lane";
     /** UCX's environment variable for the transports, the default of {@code tls}. */
     static final String TLS_ENVIRONMENT = "UCX_TLS";
     /** Every UCX transport but tcp. */
@@ -119,6 +124,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     {
         PluginConfig options = new PluginConfig(UcxBackendFactory.NAME, config);
         String tls = listValue(options, TLS, "sm, tcp, sm,tcp or all");
+        boolean uncheckedTcpLane = options.booleanValue(ALLOW_UNCHECKED_TCP_LANE, false);
         String netDevices = listValue(options, NET_DEVICES, "lo, eth0 or mlx5_0:1");
         int keepalive = options.intValue(KEEPALIVE_INTERVAL_MS, 1000, 0, 3_600_000);
         int transferTimeout = options.intValue(TRANSFER_TIMEOUT_MS, 0, 0, Integer.MAX_VALUE);
@@ -128,12 +134,16 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         boolean stagger = options.booleanValue(STAGGER_ALLOCATIONS, true);
         int maxInFlight = options.intValue(MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, 1, MAX_MAX_IN_FLIGHT);
         Map<String, String> extra = extraConfig(options);
+        if (!uncheckedTcpLane) {
+            refuseTcpLane(options, tls);
+        }
         boolean granted = granted(options);
         int eagerMax = options.intValue(EAGER_MAX, onlyTcp(lanes(tls)) ? TCP_EAGER_MAX : 0, 0, MAX_EAGER_MAX);
-        int tcpSegment = tcpSegment(options, extra, mayUseTcp(lanes(tls)));
+        // without the opt-in an instance whose lanes nobody chose is opened without tcp (see withoutTcp)
+        int tcpSegment = tcpSegment(options, extra, mayUseTcp(lanes(tls)) && (uncheckedTcpLane || !lanes(tls).isEmpty()));
         options.finish();
         return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra, granted,
-                eagerMax, tcpSegment);
+                eagerMax, tcpSegment, uncheckedTcpLane);
     }
 
     /**
@@ -145,27 +155,29 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     UcxOptions withNetDevices(String devices)
     {
         return new UcxOptions(tls, devices, keepaliveIntervalMillis, transferTimeoutMillis, connectTimeoutMillis, closeTimeoutMillis, idleSpinMicros,
-                staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes, tcpSegmentBytes);
+                staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes, tcpSegmentBytes, uncheckedTcpLane);
     }
 
     /**
      * Returns these options with UCX's tcp transport left out ({@code ^tcp}) and no tcp segment,
-     * for an instance whose peers are all on this host ({@link UcxNetDevices#onlyThisHost}).
+     * for an instance whose peers are all on this host ({@link UcxNetDevices#onlyThisHost}), or
+     * whose lanes nobody chose and which is not allowed the tcp lane.
      *
      * @return the copy.
      */
     UcxOptions withoutTcp()
     {
         return new UcxOptions(WITHOUT_TCP, netDevices, keepaliveIntervalMillis, transferTimeoutMillis, connectTimeoutMillis, closeTimeoutMillis, idleSpinMicros,
-                staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes, 0);
+                staggerAllocations, maxInFlight, extraConfig, granted, eagerMaxBytes, 0, uncheckedTcpLane);
     }
 
     /** {@return the transports for messages: UCX's default, or the value, with why when tcp was left out by default} */
     String describeTls()
     {
         if (tls.equals(WITHOUT_TCP)) {
-            return WITHOUT_TCP + " (tcp is left out when the side channel serves loopback and neither tls nor UCX_TLS is set; "
-                    + "set tls, e.g. tls=tcp,sm, for peers on this host that cannot share memory with this one)";
+            return WITHOUT_TCP + " (tcp is left out when the side channel serves loopback, or " + ALLOW_UNCHECKED_TCP_LANE
+                    + " is not true, and neither tls nor UCX_TLS is set; set tls=tcp,sm with " + ALLOW_UNCHECKED_TCP_LANE
+                    + "=true for peers on this host that cannot share memory with this one)";
         }
         return UcxWorker.describe(tls);
     }
@@ -310,6 +322,23 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         return tcp;
     }
 
+    /**
+     * Refuses lanes that let UCX load its tcp transport: its wire protocol writes the bytes of a put
+     * request to whatever address the request names ({@code uct_tcp_ep_handle_put_req}), below
+     * every check of this transport, so a port of it is a way into the process for anyone who
+     * reaches it. Lanes nobody chose are not refused here: the factory opens them without tcp.
+     */
+    private static void refuseTcpLane(PluginConfig options, String tls)
+    {
+        String lanes = lanes(tls);
+        if (!lanes.isEmpty() && mayUseTcp(lanes)) {
+            String source = tls.isEmpty() ? TLS_ENVIRONMENT + "=" + lanes + " (the environment)" : TLS + "=" + tls;
+            options.problem(source + " lets UCX open its tcp transport, whose wire protocol writes wherever a put request names before any grant is "
+                    + "checked, so anyone reaching its port can write into this process; leave tcp out (e.g. " + TLS + "=sm), use the tcp transport "
+                    + "between hosts, or set " + ALLOW_UNCHECKED_TCP_LANE + "=true where only trusted hosts reach UCX's TCP ports");
+        }
+    }
+
     private static String listValue(PluginConfig options, String key, String examples)
     {
         String value = options.stringValue(key, "").trim();
@@ -347,6 +376,11 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
             if (equals < 0 || !CONFIG_NAME.matcher(name).matches() || value.isEmpty()) {
                 options.problem(UCX_CONFIG + " entry '" + entry.trim() + "' is not NAME=VALUE (expected e.g. "
                         + UCX_CONFIG + "=RNDV_THRESH=8192;ZCOPY_THRESH=16384)");
+                continue;
+            }
+            if (name.equals("TLS") || name.endsWith("_TLS")) {
+                // the lanes go through the tls option only, where the tcp lane is checked
+                options.problem(UCX_CONFIG + " entry " + name + " is not accepted: use the " + TLS + " option");
                 continue;
             }
             extra.put(name, value);

@@ -83,6 +83,14 @@ final class UcxWorker
         version = UcpContext.version();
         deviceMemory = (UcpContext.memoryTypes(context) & UcpContext.MEMORY_TYPE_CUDA_BIT) != 0;
         transports = UcxResources.transports(UcpContext.contextInfo(context));
+        if (transports.contains("tcp/") && !options.uncheckedTcpLane()) {
+            // the options refuse the lanes they can see; this catches whatever else brought tcp in
+            // (a UCX alias, a direct caller), before the worker opens its listening sockets
+            throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "ucx: UCX selected its tcp transport (" + transports + ") with tls="
+                    + options.describeTls() + ", whose wire protocol writes wherever a put request names before any grant is checked; leave tcp out "
+                    + "(e.g. tls=sm), use the tcp transport between hosts, or set " + UcxOptions.ALLOW_UNCHECKED_TCP_LANE
+                    + "=true where only trusted hosts reach UCX's TCP ports");
+        }
         if (transports.contains("tcp/") && TCP_WARNED.compareAndSet(false, true)) {
             // once per process: an engine opens one instance per rank and layer group, all alike
             LOG.warn("ucx instance {} opened UCX's tcp transport ({}; said once per process): any process that reaches its TCP port "

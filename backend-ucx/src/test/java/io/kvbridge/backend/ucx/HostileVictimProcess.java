@@ -60,6 +60,7 @@ public final class HostileVictimProcess
         }
         if (args[1].equals("tcp")) {
             config.put("net-devices", "lo");
+            config.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
         }
         try (Arena arena = Arena.ofShared(); TransferBackend victim = new UcxBackendFactory().create(config, context)) {
             MemorySegment memory = arena.allocate((long) ALL_BLOCKS * BLOCK, 4096);

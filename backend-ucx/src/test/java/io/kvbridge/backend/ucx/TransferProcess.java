@@ -86,6 +86,7 @@ public final class TransferProcess
         config.put("tls", tls);
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
+            config.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
         }
         config.put("keepalive-interval-ms", "500");
         for (String option : options.split(",")) {

@@ -2,6 +2,7 @@ package io.kvbridge.backend.ucx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,6 +15,7 @@ import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.testkit.ChildJvm;
+import io.kvbridge.testkit.SideChannelContext;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -76,9 +78,28 @@ final class UcxBackendFactoryTest
     }
 
     @Test
+    void tcpLanesAreRefusedWithoutTheOptInBeforeUcxOpens() throws Exception
+    {
+        // parsing refuses first, so this holds where UCX is not even installed
+        KvBridgeException e = assertThrows(KvBridgeException.class,
+                () -> new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo"), new SideChannelContext("remote", "10.0.0.1")));
+        assertEquals(ErrorCode.CONFIG_INVALID, e.code(), e::getMessage);
+        assertTrue(e.getMessage().contains("tls=tcp lets UCX open its tcp transport") && e.getMessage().contains("allow-unchecked-tcp-lane=true"),
+                e::getMessage);
+        assertFalse(e.getMessage().contains("\n"), e::getMessage);
+        // the environment's lanes are refused the same way
+        UcxTestSupport.assumeUcxInstalled();
+        try (ChildJvm child = ChildJvm.start("instance", ChildJvm.NATIVE_ACCESS, Map.of("UCX_TLS", "tcp"), InstanceProcess.class, "net-devices=lo")) {
+            assertNotEquals(0, child.awaitExit(STEP), child::transcript);
+            assertTrue(child.transcript().contains("UCX_TLS=tcp (the environment) lets UCX open its tcp transport"), child::transcript);
+            assertFalse(child.transcript().contains("OPEN"), child::transcript);
+        }
+    }
+
+    @Test
     void createdTransportReportsTheTransportsItSelected()
     {
-        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo"), () -> "agent")) {
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo", UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true"), () -> "agent")) {
             assertEquals("ucx", backend.name());
             assertEquals("tcp/lo", ((UcxTransferBackend) backend).transports());
         }
@@ -88,7 +109,7 @@ final class UcxBackendFactoryTest
     void everySettingTheInstanceGivesUcxIsTakenByIt() throws Exception
     {
         // UCX warns about each setting no component took (the tcp segment is one of the instance's own)
-        try (ChildJvm child = ChildJvm.start("instance", ChildJvm.NATIVE_ACCESS, InstanceProcess.class, "tls=tcp", "net-devices=lo")) {
+        try (ChildJvm child = ChildJvm.start("instance", ChildJvm.NATIVE_ACCESS, InstanceProcess.class, "tls=tcp", "net-devices=lo", "allow-unchecked-tcp-lane=true")) {
             assertEquals("OPEN tcp/lo", child.expect("OPEN", STEP));
             child.expect("CLOSED", STEP);
             assertEquals(0, child.awaitExit(STEP));
@@ -98,7 +119,7 @@ final class UcxBackendFactoryTest
         // opened (1.13 also ignores a transport's setting spelt with its prefix, as the environment spells it), or as
         // UCX 1.22's refusal before it opens
         String setting = UcpContext.version().startsWith("1.13.") ? "TCP_TX_SEG_SIZE=8192" : "TCP_NO_SUCH_SETTING=8192";
-        try (ChildJvm child = ChildJvm.start("instance", ChildJvm.NATIVE_ACCESS, InstanceProcess.class, "tls=tcp", "net-devices=lo",
+        try (ChildJvm child = ChildJvm.start("instance", ChildJvm.NATIVE_ACCESS, InstanceProcess.class, "tls=tcp", "net-devices=lo", "allow-unchecked-tcp-lane=true",
                 "ucx-config=" + setting)) {
             int exit = child.awaitExit(STEP);
             String transcript = child.transcript();

@@ -73,6 +73,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
         config.put("tls", tls);
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
+            config.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
         }
         String agent = name + "-" + UUID.randomUUID();
         UcxTransferBackend backend = (UcxTransferBackend) new UcxBackendFactory().create(config, () -> agent);
@@ -344,7 +345,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     private static long rawContext(String tls, String name)
     {
         // the settings of an instance on that lane: UCX aborts a receiver sent tcp pieces larger than its own segment
-        Map<String, String> options = tls.equals("tcp") ? Map.of("tls", tls, "net-devices", "lo") : Map.of("tls", tls);
+        Map<String, String> options = tls.equals("tcp") ? Map.of("tls", tls, "net-devices", "lo", UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true") : Map.of("tls", tls);
         long config = UcpContext.configRead(UcxOptions.parse(options).ucxOverrides(), UcxOptions.UCX_SPELLINGS);
         try {
             return UcpContext.init(config, UcpContext.FEATURE_AM, name);

@@ -57,6 +57,7 @@ final class UcxHostilePeerTwoProcessTest
         Map<String, String> config = new HashMap<>(Map.of("tls", tls));
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
+            config.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
         }
         try (ChildJvm victim = ChildJvm.start("victim", HostileVictimProcess.class, "victim", tls);
                 Arena arena = Arena.ofShared();
@@ -129,6 +130,7 @@ final class UcxHostilePeerTwoProcessTest
         Map<String, String> config = new HashMap<>(Map.of("tls", tls, "access", "registered", "transfer-timeout-ms", "2000"));
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
+            config.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
         }
         // UCX warns on the victim's stdout, mid-line, of each emulated put it has no handler for
         Map<String, String> quiet = Map.of("UCX_LOG_LEVEL", "error");

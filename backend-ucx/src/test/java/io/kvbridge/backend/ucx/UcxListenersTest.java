@@ -42,7 +42,7 @@ final class UcxListenersTest
     void aLoopbackSideChannelLeavesUcxListeningOnLoopbackOnly() throws IOException
     {
         Set<String> before = listeners();
-        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp"), new SideChannelContext("listeners", "127.0.0.1"))) {
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp", UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true"), new SideChannelContext("listeners", "127.0.0.1"))) {
             Set<String> opened = new HashSet<>(listeners());
             opened.removeAll(before);
             assertFalse(opened.isEmpty(), "UCX's tcp transport opened no listening socket: " + backend);
@@ -66,9 +66,44 @@ final class UcxListenersTest
             assertTrue(opened.isEmpty(), "UCX listens on " + opened + " with tcp left out");
         }
         // the user's choice wins: the tcp transport named is opened
-        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp,sm"), new SideChannelContext("listeners", "127.0.0.1"))) {
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp,sm", UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true"), new SideChannelContext("listeners", "127.0.0.1"))) {
             assertTrue(((UcxTransferBackend) backend).transports().contains("tcp/lo"), ((UcxTransferBackend) backend).transports());
         }
+    }
+
+    @Test
+    void withoutTheOptInAnInstanceWhoseLanesNobodyChoseOpensNoTcpTransportWhereverItServes() throws IOException
+    {
+        assumeTrue(System.getenv(UcxOptions.TLS_ENVIRONMENT) == null, "UCX_TLS is set in the environment and decides the transports");
+        Set<String> before = listeners();
+        // a caller that does not say where its side channel serves, as for one that serves other hosts
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of(), () -> "unsaid")) {
+            String transports = ((UcxTransferBackend) backend).transports();
+            assertFalse(transports.contains("tcp/"), "no opt-in, yet UCX opened " + transports);
+            Set<String> opened = new HashSet<>(listeners());
+            opened.removeAll(before);
+            assertTrue(opened.isEmpty(), "UCX listens on " + opened + " without the opt-in");
+        }
+        // the opt-in brings back UCX's own choice, tcp among it where UCX finds it
+        assumeTrue(new UcxBackendFactory().probe().details().getOrDefault("transports", "").contains("tcp/"), "UCX found no tcp transport here");
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true"), () -> "accepted")) {
+            assertTrue(((UcxTransferBackend) backend).transports().contains("tcp/"), ((UcxTransferBackend) backend).transports());
+        }
+    }
+
+    @Test
+    void anInstanceMadeWithoutTheFactoryRefusesTheTcpTransportUcxChoseBeforeItListens() throws IOException
+    {
+        assumeTrue(System.getenv(UcxOptions.TLS_ENVIRONMENT) == null, "UCX_TLS is set in the environment and decides the transports");
+        assumeTrue(new UcxBackendFactory().probe().details().getOrDefault("transports", "").contains("tcp/"), "UCX found no tcp transport here");
+        Set<String> before = listeners();
+        // no factory, so nothing left tcp out: UCX's default lanes include it, and the worker refuses them
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> new UcxTransferBackend("direct", UcxOptions.parse(Map.of())).close());
+        assertEquals(ErrorCode.CONFIG_INVALID, e.code(), e::getMessage);
+        assertTrue(e.getMessage().contains("UCX selected its tcp transport") && e.getMessage().contains("allow-unchecked-tcp-lane=true"), e::getMessage);
+        Set<String> opened = new HashSet<>(listeners());
+        opened.removeAll(before);
+        assertTrue(opened.isEmpty(), "UCX listened on " + opened + " before the refusal");
     }
 
     @Test
@@ -76,7 +111,7 @@ final class UcxListenersTest
     {
         assumeTrue(System.getenv(UcxOptions.TLS_ENVIRONMENT) == null, "UCX_TLS is set in the environment and decides the transports");
         try (TransferBackend defaults = new UcxBackendFactory().create(Map.of("connect-timeout-ms", "2000"), new SideChannelContext("defaults", "127.0.0.1"));
-                TransferBackend tcpOnly = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo"), () -> "tcp-only")) {
+                TransferBackend tcpOnly = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "lo", UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true"), () -> "tcp-only")) {
             KvBridgeException e = assertThrows(KvBridgeException.class, () -> defaults.connect(tcpOnly.localMetadata()));
             assertEquals(ErrorCode.PEER_UNKNOWN, e.code(), e::getMessage);
             assertTrue(e.getMessage().contains("tls=^tcp (tcp is left out when the side channel serves loopback") && e.getMessage().contains("tls=tcp,sm"),
@@ -90,7 +125,7 @@ final class UcxListenersTest
         List<String> external = TcpListeners.externalAddresses();
         assumeTrue(!external.isEmpty(), "this host has no external IPv4 interface that is up");
         Set<String> before = listeners();
-        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "all"), new SideChannelContext("listeners", "127.0.0.1"))) {
+        try (TransferBackend backend = new UcxBackendFactory().create(Map.of("tls", "tcp", "net-devices", "all", UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true"), new SideChannelContext("listeners", "127.0.0.1"))) {
             Set<String> opened = new HashSet<>(listeners());
             opened.removeAll(before);
             assertTrue(opened.stream().anyMatch(address -> external.contains(address.substring(0, address.lastIndexOf(':')))),

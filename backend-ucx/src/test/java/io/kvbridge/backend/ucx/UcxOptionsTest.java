@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -16,6 +17,44 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(30)
 final class UcxOptionsTest
 {
+    /** Parses options that name lanes with tcp, with the opt-in those need. */
+    private static UcxOptions allowingTcp(Map<String, String> options)
+    {
+        Map<String, String> accepted = new HashMap<>(options);
+        accepted.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
+        return UcxOptions.parse(accepted);
+    }
+
+    @Test
+    void lanesThatLetUcxOpenItsTcpTransportAreRefusedWithoutTheOptIn()
+    {
+        assumeTrue(System.getenv(UcxOptions.TLS_ENVIRONMENT) == null, "UCX_TLS is set in the environment and decides the transports");
+        for (String lanes : new String[] {"tcp", "tcp,sm", "sm,tcp", "all", "^sm", "tcp,self", "rc,tcp"}) {
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", lanes)), lanes);
+            assertEquals(ErrorCode.CONFIG_INVALID, e.code(), e::getMessage);
+            assertTrue(e.getMessage().contains("tls=" + lanes + " lets UCX open its tcp transport") && e.getMessage().contains("allow-unchecked-tcp-lane=true")
+                    && e.getMessage().contains("writes wherever a put request names"), e::getMessage);
+            assertFalse(e.getMessage().contains("\n"), e::getMessage);
+            assertTrue(allowingTcp(Map.of("tls", lanes)).uncheckedTcpLane());
+            KvBridgeException declined = assertThrows(KvBridgeException.class,
+                    () -> UcxOptions.parse(Map.of("tls", lanes, UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "false")), lanes);
+            assertEquals(ErrorCode.CONFIG_INVALID, declined.code(), declined::getMessage);
+        }
+        // lanes without tcp, and lanes nobody chose (the factory opens those without tcp), need no opt-in
+        for (String lanes : new String[] {"sm", "^tcp", "rc,sm", "^tcp,cma"}) {
+            assertFalse(UcxOptions.parse(Map.of("tls", lanes)).uncheckedTcpLane(), lanes);
+        }
+        assertFalse(UcxOptions.parse(Map.of()).uncheckedTcpLane());
+        assertEquals(0, UcxOptions.parse(Map.of()).tcpSegmentBytes());
+        // the lanes cannot come in through ucx-config, opt-in or not
+        for (String entry : new String[] {"TLS=tcp", "UCX_TLS=tcp", "SOCKADDR_AUX_TLS=tcp"}) {
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> allowingTcp(Map.of("tls", "sm", "ucx-config", entry)), entry);
+            assertTrue(e.getMessage().contains("is not accepted: use the tls option"), e::getMessage);
+        }
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "yes please")));
+        assertTrue(e.getMessage().contains("allow-unchecked-tcp-lane"), e::getMessage);
+    }
+
     @Test
     void defaults()
     {
@@ -36,16 +75,14 @@ final class UcxOptionsTest
         if (options.mayUseSharedMemory()) {
             expected.put("MM_ERROR_HANDLING", "y");
         }
-        if (UcxOptions.mayUseTcp(System.getenv().getOrDefault("UCX_TLS", "")) && System.getenv("UCX_TCP_RX_SEG_SIZE") == null) {
-            expected.put("RX_SEG_SIZE", "524288");
-        }
+        // lanes nobody chose are opened without tcp unless the user accepted it, so no tcp segment either
         assertEquals(expected, options.ucxOverrides());
     }
 
     @Test
     void explicitValuesMapToUcxSettings()
     {
-        UcxOptions options = UcxOptions.parse(Map.of("tls", "tcp", "net-devices", "lo", "keepalive-interval-ms", "250", "transfer-timeout-ms", "5000",
+        UcxOptions options = allowingTcp(Map.of("tls", "tcp", "net-devices", "lo", "keepalive-interval-ms", "250", "transfer-timeout-ms", "5000",
                 "connect-timeout-ms", "300", "close-timeout-ms", "100", "idle-spin-us", "0", "stagger-allocations", "false", "max-in-flight", "16777216", "ucx-config", "RNDV_THRESH=8192; UCX_ZCOPY_THRESH=16384"));
         assertEquals(5000, options.transferTimeoutMillis());
         assertFalse(options.staggerAllocations());
@@ -73,7 +110,7 @@ final class UcxOptionsTest
     @Test
     void optionsWithoutTcpAskForEveryTransportButTcpAndSetNoTcpSegment()
     {
-        Map<String, String> overrides = UcxOptions.parse(Map.of("tls", "tcp,sm", "keepalive-interval-ms", "250")).withoutTcp().ucxOverrides();
+        Map<String, String> overrides = allowingTcp(Map.of("tls", "tcp,sm", "keepalive-interval-ms", "250")).withoutTcp().ucxOverrides();
         assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "250ms", "TLS", "^tcp"), overrides);
     }
 
@@ -81,9 +118,9 @@ final class UcxOptionsTest
     void sharedMemoryIsDetectedInTransportLists()
     {
         assertTrue(UcxOptions.parse(Map.of("tls", "sm")).mayUseSharedMemory());
-        assertTrue(UcxOptions.parse(Map.of("tls", "tcp,posix")).mayUseSharedMemory());
+        assertTrue(allowingTcp(Map.of("tls", "tcp,posix")).mayUseSharedMemory());
         assertTrue(UcxOptions.parse(Map.of("tls", "^tcp")).mayUseSharedMemory());
-        assertFalse(UcxOptions.parse(Map.of("tls", "tcp")).mayUseSharedMemory());
+        assertFalse(allowingTcp(Map.of("tls", "tcp")).mayUseSharedMemory());
         assertFalse(UcxOptions.parse(Map.of("tls", "rc,ud")).mayUseSharedMemory());
     }
 
@@ -91,25 +128,25 @@ final class UcxOptionsTest
     void theTcpSegmentIsSetWhereTcpMayLoadUnderTheNameUcxMatches()
     {
         assumeTrue(System.getenv("UCX_TCP_RX_SEG_SIZE") == null, "UCX_TCP_RX_SEG_SIZE is set in this environment");
-        assertEquals(524288, UcxOptions.parse(Map.of("tls", "tcp")).tcpSegmentBytes());
-        assertEquals(524288, UcxOptions.parse(Map.of("tls", "sm,tcp")).tcpSegmentBytes());
-        assertEquals(524288, UcxOptions.parse(Map.of("tls", "all")).tcpSegmentBytes());
-        assertEquals(524288, UcxOptions.parse(Map.of("tls", "^sm")).tcpSegmentBytes());
-        assertEquals("524288", UcxOptions.parse(Map.of("tls", "tcp")).ucxOverrides().get("RX_SEG_SIZE"));
-        assertEquals("1048576", UcxOptions.parse(Map.of("tls", "tcp", "tcp-segment", "1048576")).ucxOverrides().get("RX_SEG_SIZE"));
+        assertEquals(524288, allowingTcp(Map.of("tls", "tcp")).tcpSegmentBytes());
+        assertEquals(524288, allowingTcp(Map.of("tls", "sm,tcp")).tcpSegmentBytes());
+        assertEquals(524288, allowingTcp(Map.of("tls", "all")).tcpSegmentBytes());
+        assertEquals(524288, allowingTcp(Map.of("tls", "^sm")).tcpSegmentBytes());
+        assertEquals("524288", allowingTcp(Map.of("tls", "tcp")).ucxOverrides().get("RX_SEG_SIZE"));
+        assertEquals("1048576", allowingTcp(Map.of("tls", "tcp", "tcp-segment", "1048576")).ucxOverrides().get("RX_SEG_SIZE"));
         // lanes without tcp leave UCX's setting alone, since UCX warns about settings no transport takes
         assertEquals(0, UcxOptions.parse(Map.of("tls", "sm")).tcpSegmentBytes());
         assertEquals(0, UcxOptions.parse(Map.of("tls", "^tcp")).tcpSegmentBytes());
         assertEquals(0, UcxOptions.parse(Map.of("tls", "rc,sm", "tcp-segment", "65536")).tcpSegmentBytes());
         assertFalse(UcxOptions.parse(Map.of("tls", "sm")).ucxOverrides().containsKey("RX_SEG_SIZE"));
         for (String bad : new String[] {"4096", "67108865", "512K"}) {
-            KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", "tcp", "tcp-segment", bad)));
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> allowingTcp(Map.of("tls", "tcp", "tcp-segment", bad)));
             assertEquals(ErrorCode.CONFIG_INVALID, e.code());
             assertTrue(e.getMessage().contains("tcp-segment"), e.getMessage());
         }
         // through ucx-config the setting would bypass what peers are told
         for (String name : new String[] {"RX_SEG_SIZE", "TCP_RX_SEG_SIZE", "UCX_TCP_RX_SEG_SIZE"}) {
-            KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("tls", "tcp", "ucx-config", name + "=65536")));
+            KvBridgeException e = assertThrows(KvBridgeException.class, () -> allowingTcp(Map.of("tls", "tcp", "ucx-config", name + "=65536")));
             assertTrue(e.getMessage().contains("use the tcp-segment option"), e.getMessage());
         }
     }
@@ -117,14 +154,14 @@ final class UcxOptionsTest
     @Test
     void dataIsSentEagerlyByDefaultOnlyWhereTcpIsTheOnlyLane()
     {
-        assertEquals(256 * 1024, UcxOptions.parse(Map.of("tls", "tcp")).eagerMaxBytes());
-        assertEquals(256 * 1024, UcxOptions.parse(Map.of("tls", "tcp,self")).eagerMaxBytes());
-        assertEquals(256 * 1024, UcxOptions.parse(Map.of("tls", "tcp,cuda_copy")).eagerMaxBytes());
+        assertEquals(256 * 1024, allowingTcp(Map.of("tls", "tcp")).eagerMaxBytes());
+        assertEquals(256 * 1024, allowingTcp(Map.of("tls", "tcp,self")).eagerMaxBytes());
+        assertEquals(256 * 1024, allowingTcp(Map.of("tls", "tcp,cuda_copy")).eagerMaxBytes());
         assertEquals(0, UcxOptions.parse(Map.of("tls", "sm")).eagerMaxBytes());
-        assertEquals(0, UcxOptions.parse(Map.of("tls", "tcp,sm")).eagerMaxBytes());
-        assertEquals(0, UcxOptions.parse(Map.of("tls", "^sm")).eagerMaxBytes());
-        assertEquals(0, UcxOptions.parse(Map.of("tls", "rc,tcp")).eagerMaxBytes());
-        assertEquals(0, UcxOptions.parse(Map.of("tls", "tcp", "eager-max", "0")).eagerMaxBytes());
+        assertEquals(0, allowingTcp(Map.of("tls", "tcp,sm")).eagerMaxBytes());
+        assertEquals(0, allowingTcp(Map.of("tls", "^sm")).eagerMaxBytes());
+        assertEquals(0, allowingTcp(Map.of("tls", "rc,tcp")).eagerMaxBytes());
+        assertEquals(0, allowingTcp(Map.of("tls", "tcp", "eager-max", "0")).eagerMaxBytes());
         assertEquals(65536, UcxOptions.parse(Map.of("tls", "sm", "eager-max", "65536")).eagerMaxBytes());
         KvBridgeException e = assertThrows(KvBridgeException.class, () -> UcxOptions.parse(Map.of("eager-max", "8388608")));
         assertTrue(e.getMessage().contains("eager-max=8388608"), e::getMessage);

@@ -53,6 +53,7 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         config.put("tls", tls);
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
+            config.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
         }
         for (int i = 0; i < options.length; i += 2) {
             config.put(options[i], options[i + 1]);
@@ -275,7 +276,7 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         larger.connect(alsoLarger.localMetadata());
         assertEquals(1, larger.resources().peers());
         assertEquals(0, UcxMetadata.decode(backend("sm").localMetadata()).tcpSegmentBytes());
-        assertEquals(UcxOptions.parse(Map.of("tls", "tcp")).tcpSegmentBytes(), UcxMetadata.decode(standard.localMetadata()).tcpSegmentBytes());
+        assertEquals(UcxOptions.parse(Map.of("tls", "tcp", UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true")).tcpSegmentBytes(), UcxMetadata.decode(standard.localMetadata()).tcpSegmentBytes());
     }
 
     @Test

@@ -321,6 +321,7 @@ final class UcxTwoProcessTest
         Map<String, String> config = new HashMap<>(Map.of("tls", tls, "access", access, "connect-timeout-ms", "500", "close-timeout-ms", "500"));
         if (tls.equals("tcp")) {
             config.put("net-devices", "lo");
+            config.put(UcxOptions.ALLOW_UNCHECKED_TCP_LANE, "true");
         }
         return config;
     }

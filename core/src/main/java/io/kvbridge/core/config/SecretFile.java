@@ -20,8 +20,9 @@ import java.util.Set;
  * authenticates nothing, and one anybody can write can be replaced; the fix is {@code chmod 600}
  * (in Kubernetes, a secret volume with {@code defaultMode: 0400}). Group permissions are the
  * operator's choice and accepted. Where the file system has no POSIX permissions they are not checked.
+ * Public so that commands taking a secret file on their command line check it as the configuration does.
  */
-final class SecretFile
+public final class SecretFile
 {
     /** The largest secret file read; a secret is tens of bytes. */
     static final int MAX_BYTES = 4096;
@@ -38,7 +39,7 @@ final class SecretFile
      * @param problems where problems are added.
      * @return the secret, or null with a problem added.
      */
-    static byte[] read(String where, Path file, List<String> problems)
+    public static byte[] read(String where, Path file, List<String> problems)
     {
         String named = where + "=" + file;
         if (!Files.exists(file)) {

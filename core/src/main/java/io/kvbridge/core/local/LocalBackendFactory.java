@@ -51,14 +51,37 @@ public final class LocalBackendFactory implements TransferBackendFactory
         return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.SIMULATED_DEVICE_MEMORY, Capability.COALESCING, Capability.GRANTED_ACCESS), details);
     }
 
+    /**
+     * Reads the options as {@link #create} does.
+     *
+     * @param config transport options.
+     * @return true: the options were checked.
+     */
+    @Override
+    public boolean checkOptions(Map<String, String> config)
+    {
+        LocalOptions.parse(config);
+        return true;
+    }
+
     @Override
     public TransferBackend create(Map<String, String> config, BackendContext context)
     {
-        PluginConfig options = new PluginConfig(NAME, config);
-        int copyThreads = options.intValue("copy-threads", 1, 1, 64);
-        boolean simulateDevice = options.booleanValue("simulate-device", false);
-        int maxInFlight = options.intValue("max-in-flight", 65536, 1, 1 << 24);
-        options.finish();
-        return new LocalTransferBackend(context.agentName(), copyThreads, simulateDevice, maxInFlight);
+        LocalOptions options = LocalOptions.parse(config);
+        return new LocalTransferBackend(context.agentName(), options.copyThreads(), options.simulateDevice(), options.maxInFlight());
+    }
+
+    /** The options, read once for {@link #checkOptions} and {@link #create} alike. */
+    private record LocalOptions(int copyThreads, boolean simulateDevice, int maxInFlight)
+    {
+        static LocalOptions parse(Map<String, String> config)
+        {
+            PluginConfig options = new PluginConfig(NAME, config);
+            int copyThreads = options.intValue("copy-threads", 1, 1, 64);
+            boolean simulateDevice = options.booleanValue("simulate-device", false);
+            int maxInFlight = options.intValue("max-in-flight", 65536, 1, 1 << 24);
+            options.finish();
+            return new LocalOptions(copyThreads, simulateDevice, maxInFlight);
+        }
     }
 }

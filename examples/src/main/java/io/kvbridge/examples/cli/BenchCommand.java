@@ -3,6 +3,7 @@ package io.kvbridge.examples.cli;
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.PluginKind;
 import io.kvbridge.core.config.Sizes;
+import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.examples.bench.BaselineResult;
 import io.kvbridge.examples.bench.CudaD2dBaseline;
@@ -24,10 +25,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -290,6 +293,16 @@ final class BenchCommand implements Callable<Integer>
             int dot = option.indexOf('.');
             int equals = option.indexOf('=');
             check(dot > 0 && equals > dot + 1, "--transport-option=%s is not TRANSPORT.KEY=VALUE (e.g. ucx.access=registered)", option);
+        }
+        // each named transport checks its options now, as it would read them: a bad one is refused before any baseline runs
+        Map<String, DiscoveredTransport> discovered = PluginRegistry.discover(BenchCommand.class.getClassLoader()).transports();
+        Set<String> named = new LinkedHashSet<>();
+        transportOptions.forEach(option -> named.add(option.substring(0, option.indexOf('.'))));
+        for (String name : named) {
+            DiscoveredTransport transport = discovered.get(name);
+            check(transport != null, "--transport-option names transport '%s', which is not discovered; use one of %s", name,
+                    String.join(", ", discovered.keySet()));
+            ConfigCommand.transportProblem(transport, optionsOf(name)).ifPresent(problem -> check(false, "--transport-option: %s", problem));
         }
         check(totalBytes <= MAX_TOTAL_BYTES, "--total-bytes=%s is more than %s; give a smaller total", written(totalBytes), written(MAX_TOTAL_BYTES));
         // a source and a destination of the total in this process, and the same again in each baseline's processes

@@ -4,14 +4,18 @@ import io.kvbridge.api.json.JsonFields;
 import io.kvbridge.core.config.BridgeConfig;
 import io.kvbridge.core.config.ConfigDocument;
 import io.kvbridge.core.config.Configuration;
+import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.spi.discovery.Directories;
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -36,7 +40,8 @@ final class ConfigCommand implements Runnable
     /** {@code kvbridge config validate FILE}: every problem of a document at once. */
     @Command(name = "validate", mixinStandardHelpOptions = true,
             description = {"Read a configuration document as a bridge would, with the KVBRIDGE_* environment variables over it,",
-                    "and print every problem at once (exit 0: valid, 1: invalid). A valid document is printed as the bridge reads it."})
+                    "and print every problem at once, each transport's options as that transport reads them when it starts",
+                    "(exit 0: valid, 1: invalid). A valid document is printed as the bridge reads it."})
     static final class Validate implements Callable<Integer>
     {
         @Spec
@@ -83,6 +88,17 @@ final class ConfigCommand implements Runnable
                             + JsonFields.suggestion(name, registry.transports().keySet()));
                 }
             }
+            // each transport's block as the transport reads it at start, the selected one's defaults included
+            Map<String, Map<String, String>> blocks = new LinkedHashMap<>(config.transportOptions());
+            if (config.transport() != null) {
+                blocks.putIfAbsent(config.transport(), Map.of());
+            }
+            blocks.forEach((name, options) -> {
+                DiscoveredTransport transport = registry.transports().get(name);
+                if (transport != null) {
+                    transportProblem(transport, options).ifPresent(problem -> problems.add("kv_connector_extra_config.transports." + name + ": " + problem));
+                }
+            });
             if (config.layout() != null && !registry.layouts().containsKey(config.layout())) {
                 problems.add("layout " + config.layout() + " is not on the class path" + JsonFields.suggestion(config.layout(), registry.layouts().keySet()));
             }
@@ -95,6 +111,25 @@ final class ConfigCommand implements Runnable
                 }
             }
             return problems;
+        }
+    }
+
+    /**
+     * Asks a transport's factory to check options as it would read them at start, opening nothing.
+     *
+     * @param transport the transport.
+     * @param options its options.
+     * @return every bad key and value, in the transport's words, or empty when they are valid or the
+     *     transport checks its options only when it starts ({@code checkOptions} not implemented).
+     */
+    static Optional<String> transportProblem(DiscoveredTransport transport, Map<String, String> options)
+    {
+        try {
+            transport.factory().checkOptions(options);
+            return Optional.empty();
+        }
+        catch (KvBridgeException e) {
+            return Optional.of(e.getMessage().substring(e.code().id().length() + 2));
         }
     }
 }

@@ -156,8 +156,14 @@ final class DemoCommand implements Callable<Integer>
 
     @Option(names = "--hosts",
             description = "Run every producer stage, the decoder and etcd on a host of its own: Linux network namespaces joined by a switch (needs root and "
-                    + "etcd); implies --processes and --backend ucx over TCP (UCX_TLS=tcp) unless chosen, and the decoder finds the producer through etcd only.")
+                    + "etcd); implies --processes and --backend tcp unless chosen, and the decoder finds the producer through etcd only. --backend ucx runs "
+                    + "UCX over TCP (UCX_TLS=tcp) between them and needs --allow-unchecked-tcp-lane.")
     private boolean hosts;
+
+    @Option(names = "--allow-unchecked-tcp-lane",
+            description = "With --backend ucx: let UCX open its tcp transport, whose wire protocol writes wherever a put request names before any grant "
+                    + "is checked (the engines get allow-unchecked-tcp-lane=true, named in the audit); --hosts --backend ucx needs it.")
+    private boolean allowUncheckedTcpLane;
 
     @Option(names = "--device", paramLabel = "N",
             description = "Device of both engines' caches, for a transport that allocates device memory (cuda-ipc); its caches are always in device memory "
@@ -272,9 +278,15 @@ final class DemoCommand implements Callable<Integer>
             check(discovery == null, "--discovery cannot be combined with --hosts: the hosts run an etcd of their own");
             processes = true;
             if (!spec.commandLine().getParseResult().hasMatchedOption("--backend")) {
-                backend = "ucx";
+                // kvbridge's own frames, every access checked against a grant: UCX between hosts would be its tcp lane
+                backend = "tcp";
             }
+            check(!backend.equals("ucx") || allowUncheckedTcpLane, "--hosts --backend ucx runs UCX's tcp transport between the hosts, whose wire protocol "
+                    + "writes wherever a put request names before any grant is checked; use --backend tcp (the default with --hosts), or add "
+                    + "--allow-unchecked-tcp-lane where only the demo's hosts reach those ports");
         }
+        check(!allowUncheckedTcpLane || backend.equals("ucx"), "--allow-unchecked-tcp-lane is an option of --backend ucx, not of '%s'", backend);
+        Map<String, String> transportOptions = allowUncheckedTcpLane ? Map.of("allow-unchecked-tcp-lane", "true") : Map.of();
         check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes%s: the meters live in the engine processes",
                 hosts ? " (implied by --hosts)" : "");
         String location = "";
@@ -315,7 +327,7 @@ final class DemoCommand implements Callable<Integer>
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
                 concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice,
-                location, hosts);
+                location, hosts, transportOptions);
         if (hosts) {
             // last, since it makes and removes a namespace: every cheaper refusal comes first
             DemoHosts.unavailability().ifPresent(reason -> check(false, "--hosts cannot run here: %s", reason));
@@ -419,6 +431,11 @@ final class DemoCommand implements Callable<Integer>
                 ((Number) audit.get("processes")).intValue() == 1 ? "" : "es");
         out.printf(Locale.ROOT, "  requests completed        %d of %d%n", audit.get("requestsCompleted"), audit.get("requests"));
         out.printf(Locale.ROOT, "  discovery                 %s%n", audit.get("discovery"));
+        Map<String, Object> transportOptions = (Map<String, Object>) audit.get("transportOptions");
+        if (!transportOptions.isEmpty()) {
+            out.printf(Locale.ROOT, "  transport options         %s%n", String.join(", ", transportOptions.entrySet().stream()
+                    .map(option -> option.getKey() + "=" + option.getValue()).toList()));
+        }
         Map<String, Object> hosts = (Map<String, Object>) audit.get("hosts");
         if (!hosts.isEmpty()) {
             out.printf(Locale.ROOT, "  hosts                     %s%n", String.join(", ", hosts.entrySet().stream().map(host -> host.getKey() + " " + host.getValue())

@@ -1,5 +1,6 @@
 package io.kvbridge.examples.cli;
 
+import io.kvbridge.core.config.SecretFile;
 import io.kvbridge.core.config.TlsFiles;
 import io.kvbridge.core.config.TlsLoader;
 import io.kvbridge.core.sidechannel.RankKey;
@@ -9,7 +10,6 @@ import io.kvbridge.core.sidechannel.SideChannelSettings;
 import io.kvbridge.core.sidechannel.SideChannelTls;
 import io.kvbridge.core.wire.GeometryTable;
 import io.kvbridge.core.wire.HandshakePayload;
-import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.MetadataCodec;
 import io.kvbridge.core.wire.RankMetadata;
 import io.kvbridge.core.wire.WireLimits;
@@ -34,8 +34,6 @@ final class InspectCommand implements Callable<Integer>
     private static final int MAX_RANKS = 4096;
     private static final Duration MIN_TIMEOUT = Duration.ofMillis(1);
     private static final Duration MAX_TIMEOUT = Duration.ofMinutes(10);
-    /** Far above any secret's size, far below what would hurt to hold. */
-    private static final int MAX_SECRET_BYTES = 64 * 1024;
 
     @Spec
     private CommandSpec spec;
@@ -50,7 +48,8 @@ final class InspectCommand implements Callable<Integer>
     private int tpSize;
 
     @Option(names = "--secret-file", paramLabel = "FILE",
-            description = "File holding the side channel's shared secret (its bytes as they are, 16 to 65536), when it authenticates.")
+            description = "File holding the side channel's shared secret, when it authenticates: checked and read as the configuration's secret_file "
+                    + "(a regular file others may neither read nor write, 16 to 4096 bytes, one trailing line break removed).")
     private Path secretFile;
 
     @Option(names = "--tls-ca", paramLabel = "FILE",
@@ -83,10 +82,10 @@ final class InspectCommand implements Callable<Integer>
         SideChannelSettings.Builder settings = SideChannelSettings.builder().handshakeTimeout(timeout)
                 .readTimeout(timeout).connectTimeout(timeout);
         if (secretFile != null) {
-            byte[] secret = InputChecks.readSmallFile(spec, "--secret-file", secretFile, MAX_SECRET_BYTES);
-            InputChecks.check(spec, secret.length >= MessageAuthenticator.MIN_SECRET_BYTES,
-                    "--secret-file=%s holds %d bytes, fewer than the %d a side channel secret needs; give the file the peer was started with",
-                    secretFile, secret.length, MessageAuthenticator.MIN_SECRET_BYTES);
+            // the configuration's own checks: a secret others may read or write authenticates nothing
+            List<String> problems = new ArrayList<>();
+            byte[] secret = SecretFile.read("--secret-file", secretFile, problems);
+            InputChecks.check(spec, secret != null, "%s; give the file the peer was started with", String.join("; ", problems));
             settings.secret(secret);
         }
         if (tlsCa != null || tlsCert != null || tlsKey != null) {

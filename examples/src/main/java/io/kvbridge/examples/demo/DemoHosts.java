@@ -251,7 +251,11 @@ public final class DemoHosts implements AutoCloseable
         }
     }
 
-    /** UCX over TCP between hosts (shared memory would cross the namespaces), unless the user chose its transports. */
+    /**
+     * UCX over TCP between hosts (shared memory would cross the namespaces), unless the user chose its
+     * transports; the ucx transport opens it only with {@code allow-unchecked-tcp-lane=true} in the
+     * options, which the command asks the user for.
+     */
     private Map<String, String> environment()
     {
         return options.backend().equals("ucx") && System.getenv("UCX_TLS") == null ? Map.of("UCX_TLS", "tcp") : Map.of();

@@ -4,6 +4,7 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.KvBridgeException;
 import java.util.List;
+import java.util.Map;
 
 /**
  * What the demo runs; checked by the command before anything starts.
@@ -30,10 +31,12 @@ import java.util.List;
  * @param hosts whether every producer stage, the decoder and etcd run on "hosts" of their own (network
  *     namespaces, see {@link DemoHosts}); implies {@code processes}, and {@code discovery} is the
  *     hosts' etcd, set when it starts.
+ * @param transportOptions options every engine gives its transport on top of the demo's own, such as
+ *     {@code allow-unchecked-tcp-lane=true} for {@code ucx} between hosts; named in the audit.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
-        int cacheDevice, String discovery, boolean hosts)
+        int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
@@ -55,6 +58,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         requireNonNull(producerCache, "producerCache is null");
         requireNonNull(consumerCache, "consumerCache is null");
         requireNonNull(discovery, "discovery is null");
+        transportOptions = Map.copyOf(requireNonNull(transportOptions, "transportOptions is null"));
         KvBridgeException.checkArgument(MODES.contains(mode), "mode=%s is not one of %s", mode, MODES);
         KvBridgeException.checkArgument(LAYOUTS.contains(layout), "layout=%s is not one of %s", layout, LAYOUTS);
         KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= DemoModel.LAYERS && consumerPp >= 1 && consumerPp <= DemoModel.LAYERS,
@@ -73,7 +77,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
             int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis)
     {
         this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
-                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES, "", false);
+                leaseMillis, CacheShape.DEFAULT, CacheShape.DEFAULT, HOST_CACHES, "", false, Map.of());
     }
 
     /**
@@ -83,7 +87,17 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withDiscovery(String location)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions);
+    }
+
+    /**
+     * @param options the options every engine gives its transport instead.
+     * @return these options with other transport options.
+     */
+    public DemoOptions withTransportOptions(Map<String, String> options)
+    {
+        return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options);
     }
 
     /** @return whether the caches are in device memory. */

@@ -377,6 +377,7 @@ public final class DemoRun
 
         Map<String, Object> audit = new LinkedHashMap<>();
         audit.put("backend", options.backend());
+        audit.put("transportOptions", options.transportOptions());
         audit.put("mode", options.mode());
         audit.put("layout", options.layout());
         audit.put("model", model.identity().model());

@@ -78,9 +78,13 @@ public final class EngineHost implements DemoHost
         KvBridge opened = null;
         try {
             KvBridge.Builder builder = KvBridge.builder().transport(options.backend()).agentName(agentName).sideChannelSecret(spec.sideChannelSecret());
+            Map<String, String> transportConfig = new LinkedHashMap<>(options.transportOptions());
             if (options.deviceCaches()) {
                 // every instance of the bridge, the ranks' included, works on the caches' device
-                builder.transportConfig(Map.of("device", Integer.toString(options.cacheDevice())));
+                transportConfig.put("device", Integer.toString(options.cacheDevice()));
+            }
+            if (!transportConfig.isEmpty()) {
+                builder.transportConfig(transportConfig);
             }
             Map<String, Object> extra = new LinkedHashMap<>();
             if (!options.discovery().isEmpty()) {

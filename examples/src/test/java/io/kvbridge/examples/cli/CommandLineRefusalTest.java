@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Arrays;
 import java.util.List;
 import java.util.OptionalLong;
@@ -43,6 +44,12 @@ final class CommandLineRefusalTest
             // a 1 GiB file without 1 GiB on disk: only its length is large
             sparse.setLength(1L << 30);
         }
+        // secrets are refused when others may read them, as the configuration's secret_file is; these are refused for other reasons
+        for (String secret : new String[] {"short-secret", "huge-secret"}) {
+            Files.setPosixFilePermissions(directory.resolve(secret), PosixFilePermissions.fromString("rw-------"));
+        }
+        Files.writeString(directory.resolve("readable-secret"), "0123456789abcdef0123456789abcdef");
+        Files.setPosixFilePermissions(directory.resolve("readable-secret"), PosixFilePermissions.fromString("rw-r--r--"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -87,7 +94,8 @@ final class CommandLineRefusalTest
             "inspect 127.0.0.1:9 --secret-file {dir}/missing|--secret-file={dir}/missing does not exist",
             "inspect 127.0.0.1:9 --secret-file {dir}|--secret-file={dir} is not a regular file",
             "inspect 127.0.0.1:9 --secret-file /dev/zero|--secret-file=/dev/zero is not a regular file",
-            "inspect 127.0.0.1:9 --secret-file {dir}/huge-secret|--secret-file={dir}/huge-secret is larger than 64 KiB",
+            "inspect 127.0.0.1:9 --secret-file {dir}/huge-secret|--secret-file={dir}/huge-secret is longer than 4096 bytes",
+            "inspect 127.0.0.1:9 --secret-file {dir}/readable-secret|--secret-file={dir}/readable-secret may be read or written by every user of the host; run chmod 600 {dir}/readable-secret",
             "inspect 127.0.0.1:9 --secret-file {dir}/short-secret|--secret-file={dir}/short-secret holds 9 bytes, fewer than the 16",
             "inspect 127.0.0.1:9 --pp 0|--pp=0 x --tp=1 must be between 1 and 4096 ranks",
             "inspect no-port-here|address no-port-here is not HOST:PORT",
@@ -102,6 +110,11 @@ final class CommandLineRefusalTest
             "bench --window 0|--window=0 must be between 1 and 4096",
             "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}/a-file/bench.svg|--plot={dir}/a-file/bench.svg cannot be created: {dir}/a-file is not a writable directory",
             "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}|--plot={dir} must name an .svg file",
+            // transport options checked by the transport before anything runs
+            "bench --total-bytes 1MiB --block-sizes 64KiB --cc {dir}/no-cc --transport-option tcp.port=70000|--transport-option: tcp configuration has 1 problem(s): port=70000 is outside [0, 65535]",
+            "bench --total-bytes 1MiB --block-sizes 64KiB --cc {dir}/no-cc --transport-option local.max-in-flight=0 --transport-option local.copy-threads=x|--transport-option: local configuration has 2 problem(s): copy-threads=x is not an integer; max-in-flight=0 is outside [1, 16777216]",
+            "bench --total-bytes 1MiB --block-sizes 64KiB --cc {dir}/no-cc --transport-option ucx.tls=tcp|--transport-option: ucx configuration has 1 problem(s): tls=tcp lets UCX open its tcp transport",
+            "bench --total-bytes 1MiB --block-sizes 64KiB --cc {dir}/no-cc --transport-option nosuch.x=1|--transport-option names transport 'nosuch', which is not discovered",
             "completion extra|Unmatched argument at index 1: 'extra'"})
     void refusedInOneLineWithExitCodeTwo(String commandLine, String expected)
     {

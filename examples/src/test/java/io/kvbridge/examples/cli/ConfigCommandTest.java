@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -25,6 +26,32 @@ final class ConfigCommandTest
         assertEquals(0, run.exitCode(), run.out() + run.err());
         assertTrue(run.out().startsWith(file + ": valid\n"), run.out());
         assertTrue(run.out().contains("\"kv_lease_duration\": \"30s\""), run.out());
+    }
+
+    @Test
+    void transportBlocksAreCheckedAsTheTransportReadsThem()
+            throws IOException
+    {
+        Path file = Files.writeString(directory.resolve("transports.json"), """
+                {"kv_role": "kv_consumer", "engine_id": "decode-0", "kv_connector_extra_config": {"transport": "ucx",
+                 "transports": {"tcp": {"port": 70000, "max-in-flight": 100000000000000, "connect-timeout-ms": -1}, "ucx": {"tls": "tcp"},
+                 "local": {"copy-threads": 2}}}}""");
+        CliRun run = CliRun.of("config", "validate", "--no-env", file.toString());
+        assertEquals(1, run.exitCode(), run.out() + run.err());
+        List<String> lines = run.out().lines().toList();
+        assertEquals(file + ": 2 problems", lines.getFirst(), run.out());
+        String tcp = lines.stream().filter(line -> line.startsWith("  kv_connector_extra_config.transports.tcp: ")).findFirst().orElse(run.out());
+        for (String bad : new String[] {"port=70000 is outside [0, 65535]", "max-in-flight=100000000000000 is outside [1, 16777216]", "connect-timeout-ms=-1 is outside [1, 600000]"}) {
+            assertTrue(tcp.contains(bad), () -> bad + " missing from " + tcp);
+        }
+        assertTrue(run.out().contains("  kv_connector_extra_config.transports.ucx: ucx configuration has 1 problem(s): tls=tcp lets UCX open its tcp "
+                + "transport"), run.out());
+        // the same blocks, corrected, are valid
+        Path fixed = Files.writeString(directory.resolve("fixed.json"), """
+                {"kv_role": "kv_consumer", "engine_id": "decode-0", "kv_connector_extra_config": {"transport": "tcp",
+                 "transports": {"tcp": {"port": 7000, "max-in-flight": 1024, "connect-timeout-ms": 500}, "ucx": {"tls": "sm"}}}}""");
+        CliRun valid = CliRun.of("config", "validate", "--no-env", fixed.toString());
+        assertEquals(0, valid.exitCode(), valid.out() + valid.err());
     }
 
     @Test

@@ -24,12 +24,28 @@ final class DemoHostsCommandTest
     }
 
     @Test
+    void ucxBetweenHostsIsRefusedWithoutTheOptInAndTheHostsDefaultToTheTcpTransport()
+    {
+        CliRun ucx = CliRun.of("demo", "--hosts", "--backend", "ucx");
+        assertEquals(2, ucx.exitCode(), ucx.err());
+        // one line says why and how
+        String first = ucx.err().lines().findFirst().orElse("");
+        assertTrue(first.contains("--hosts --backend ucx runs UCX's tcp transport between the hosts, whose wire protocol writes wherever a put request "
+                + "names") && first.contains("use --backend tcp (the default with --hosts), or add --allow-unchecked-tcp-lane"), ucx.err());
+        assertTrue(ucx.out().isEmpty(), ucx.out());
+        // without --backend the hosts run the tcp transport, which the opt-in does not apply to
+        CliRun defaults = CliRun.of("demo", "--hosts", "--allow-unchecked-tcp-lane");
+        assertEquals(2, defaults.exitCode(), defaults.err());
+        assertTrue(defaults.err().contains("--allow-unchecked-tcp-lane is an option of --backend ucx, not of 'tcp'"), defaults.err());
+    }
+
+    @Test
     void aMissingEtcdIsRefusedNamingIt()
     {
         String before = System.getProperty("kvbridge.etcd.binary");
         System.setProperty("kvbridge.etcd.binary", "/nonexistent/etcd");
         try {
-            CliRun run = CliRun.of("demo", "--hosts", "--backend", "ucx");
+            CliRun run = CliRun.of("demo", "--hosts", "--backend", "ucx", "--allow-unchecked-tcp-lane");
             assertEquals(2, run.exitCode(), run.err());
             // ucx may be unavailable here, which is refused first; otherwise etcd is
             assertTrue(run.err().contains("--hosts cannot run here: no etcd binary at /nonexistent/etcd: install Debian's etcd-server package")

@@ -135,6 +135,8 @@ final class InspectCommandTest
         byte[] secret = "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
         Path file = directory.resolve("secret");
         Files.write(file, secret);
+        // as the configuration's secret_file: others may neither read nor write it
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0)),
                 SideChannelSettings.builder().secret(secret).build(), SideChannelClock.system())) {
             String address = "127.0.0.1:" + server.address().getPort();
@@ -144,6 +146,7 @@ final class InspectCommandTest
 
             Path other = directory.resolve("other-secret");
             Files.write(other, "fedcba9876543210fedcba9876543210".getBytes(StandardCharsets.US_ASCII));
+            Files.setPosixFilePermissions(other, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
             String[] wrong = run("inspect", address, "--secret-file", other.toString(), "--timeout", "500ms");
             assertEquals("1", wrong[0], wrong[1]);
             assertTrue(wrong[2].startsWith("kvbridge inspect: KVB/"), wrong[2]);

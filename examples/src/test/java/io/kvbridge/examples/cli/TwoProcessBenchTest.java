@@ -45,10 +45,13 @@ final class TwoProcessBenchTest
         Path compiler = tls.equals("default") ? directory.resolve("no-such-gcc") : Path.of("gcc");
         // both JVMs start at once: the initiator keeps trying to connect until the target listens, within its --timeout
         int port = freePort();
+        // UCX's tcp transport, chosen through UCX_TLS, is opened only with the opt-in
+        String lane = "ucx.allow-unchecked-tcp-lane=" + environment.containsKey("UCX_TLS");
         try (BenchChild target = BenchChild.start(directory.resolve("target"), environment, "bench", "--role", "target", "--listen", "127.0.0.1:" + port,
-                "--total-bytes", "2MiB", "--timeout", "60s", "--cc", compiler.toString())) {
+                "--total-bytes", "2MiB", "--timeout", "60s", "--cc", compiler.toString(), "--transport-option", lane)) {
             try (BenchChild initiator = BenchChild.start(directory.resolve("initiator"), environment, "bench", "--role", "initiator", "--peer", "127.0.0.1:" + port,
-                    "--total-bytes", "2MiB", "--block-sizes", "256KiB", "--batch", "2", "--json", "--timeout", "20s", "--cc", compiler.toString())) {
+                    "--total-bytes", "2MiB", "--block-sizes", "256KiB", "--batch", "2", "--json", "--timeout", "20s", "--cc", compiler.toString(),
+                    "--transport-option", lane)) {
                 assertEquals(0, initiator.waitFor(), initiator.describe());
                 assertEquals(0, target.waitFor(), target.describe());
                 JsonNode result = new ObjectMapper().readTree(initiator.out());

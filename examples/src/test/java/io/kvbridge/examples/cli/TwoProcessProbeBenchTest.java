@@ -126,11 +126,13 @@ final class TwoProcessProbeBenchTest
 
     private Run run(Map<String, String> environment, String targetCompiler, String initiatorCompiler, boolean json) throws Exception
     {
+        // UCX's tcp transport, chosen through UCX_TLS, is opened only with the opt-in
+        String lane = environment.containsKey("UCX_TLS") ? "ucx.allow-unchecked-tcp-lane=true" : "ucx.allow-unchecked-tcp-lane=false";
         try (BenchChild target = BenchChild.start(directory.resolve("target"), environment, "bench", "--role", "target", "--listen", "127.0.0.1:0",
-                "--total-bytes", "2MiB", "--timeout", "100s", "--cc", targetCompiler)) {
+                "--total-bytes", "2MiB", "--timeout", "100s", "--cc", targetCompiler, "--transport-option", lane)) {
             int port = target.port();
             List<String> args = new java.util.ArrayList<>(List.of("bench", "--role", "initiator", "--peer", "127.0.0.1:" + port, "--total-bytes", "2MiB",
-                    "--block-sizes", "256KiB", "--batch", "2", "--window", "2", "--timeout", "30s", "--cc", initiatorCompiler));
+                    "--block-sizes", "256KiB", "--batch", "2", "--window", "2", "--timeout", "30s", "--cc", initiatorCompiler, "--transport-option", lane));
             if (json) {
                 args.add("--json");
             }

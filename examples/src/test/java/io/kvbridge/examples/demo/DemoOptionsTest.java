@@ -34,6 +34,15 @@ final class DemoOptionsTest
         assertEquals(4, new DemoOptions.CacheShape("split", "cross-layer", 64, 16).blocks(200));
     }
 
+    @Test
+    void transportOptionsReachTheWorkersThroughTheirJson() throws Exception
+    {
+        DemoOptions options = options("push", "hma", 1000).withTransportOptions(java.util.Map.of("allow-unchecked-tcp-lane", "true"));
+        String json = WorkerProtocol.JSON.writeValueAsString(options);
+        assertEquals(options, WorkerProtocol.JSON.readValue(json, DemoOptions.class), json);
+        assertEquals(java.util.Map.of(), options("push", "hma", 1000).transportOptions());
+    }
+
     private static DemoOptions options(String mode, String layout, long leaseMillis)
     {
         return new DemoOptions("local", mode, layout, 2, 1, 1, 1, 10, 2, 512, 1, 0, false, leaseMillis);

@@ -65,6 +65,9 @@ final class HostFaultsTest
     /** When each request's decoder report came. */
     private static final Map<Integer, Long> reported = new LinkedHashMap<>();
 
+    /** UCX between hosts runs over its tcp transport, which the ucx transport opens only when told to. */
+    private static final Map<String, String> UNCHECKED_TCP_LANE = Map.of("allow-unchecked-tcp-lane", "true");
+
     @BeforeAll
     static void startHosts()
     {
@@ -73,7 +76,7 @@ final class HostFaultsTest
         Ucx.assumeAvailable();
         // room for every request of the class: the pools never take blocks back
         options = new DemoOptions("ucx", "pull", "hma", 1, 1, 1, 1, 64, 64, TOKENS, 1, 0, true, LEASE_MILLIS, DemoOptions.CacheShape.DEFAULT,
-                DemoOptions.CacheShape.DEFAULT, DemoOptions.HOST_CACHES, "", true);
+                DemoOptions.CacheShape.DEFAULT, DemoOptions.HOST_CACHES, "", true, UNCHECKED_TCP_LANE);
         capacity = DemoRun.capacity(options);
         producerBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
         decoderBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
