@@ -78,7 +78,7 @@ final class BenchCommand implements Callable<Integer>
         String driver;
     }
 
-    @Option(names = "--device", defaultValue = "0", description = "Device of the device rows (default: ${DEFAULT-VALUE}); with --role, this side's buffer is device memory on it when given.")
+    @Option(names = "--device", paramLabel = "N", defaultValue = "0", description = "Device of the device rows (default: ${DEFAULT-VALUE}); with --role, this side's buffer is device memory on it when given.")
     private int deviceIndex;
 
     @Spec
@@ -539,7 +539,7 @@ final class BenchCommand implements Callable<Integer>
                 + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",
                 UcxProbeBaseline.TIMED_PASSES);
         out.printf(Locale.ROOT, "  For nixl: nixl_probe.c, two agents in one process calling libnixl_capi directly, one request naming every block "
-                + "(merging off), posted once per pass; best of %d timed passes. With one request per block (--request-per-block), the same "
+                + "(merging off), posted once per pass; best of %d timed passes. With one request per block (nixl_probe.c --request-per-block), the same "
                 + "probe makes, posts and releases one request per block in turn, as the transport posts: the gap between the two probes is NIXL's "
                 + "own cost per request.%n", NixlProbeBaseline.TIMED_PASSES);
         out.printf(Locale.ROOT, "x tcp: the tcp and ucx rows against tcp_stream.c, two forked processes sending the same total in the same blocks over one TCP "

@@ -26,15 +26,17 @@ import picocli.CommandLine.Spec;
 /** {@code kvbridge config}: the bridge's configuration document. */
 @Command(name = "config", mixinStandardHelpOptions = true, description = "Check a bridge's configuration document.",
         subcommands = ConfigCommand.Validate.class)
-final class ConfigCommand implements Runnable
+final class ConfigCommand implements Callable<Integer>
 {
     @Spec
     private CommandSpec spec;
 
+    /** No subcommand is a usage error, as at the top level: the usage goes where errors go. */
     @Override
-    public void run()
+    public Integer call()
     {
         spec.commandLine().usage(spec.commandLine().getErr());
+        return KvBridgeCli.USAGE;
     }
 
     /** {@code kvbridge config validate FILE}: every problem of a document at once. */

@@ -146,8 +146,8 @@ final class DemoCommand implements Callable<Integer>
     @Option(names = "--seed", paramLabel = "SEED", defaultValue = "42", description = "Random seed of the prompt lengths (default: ${DEFAULT-VALUE}).")
     private long seed;
 
-    @Option(names = "--idle-seconds", paramLabel = "SECONDS", defaultValue = "3",
-            description = "Wait after the last request before the idle audit (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--idle-seconds", paramLabel = "SECONDS", defaultValue = "3", converter = ParsedTextConverter.SecondsConverter.class,
+            description = "Wait after the last request before the idle audit: seconds, or a duration such as 500ms (default: ${DEFAULT-VALUE}).")
     private double idleSeconds;
 
     @Option(names = "--processes",
@@ -170,8 +170,9 @@ final class DemoCommand implements Callable<Integer>
                     + "(default: 0). Other transports keep them in host memory.")
     private Integer device;
 
-    @Option(names = "--lease-seconds", paramLabel = "SECONDS", defaultValue = "30",
-            description = "How long the producer holds finished blocks without news from the decoder (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--lease-seconds", paramLabel = "SECONDS", defaultValue = "30", converter = ParsedTextConverter.SecondsConverter.class,
+            description = "How long the producer holds finished blocks without news from the decoder: seconds, or a duration such as 5s "
+                    + "(default: ${DEFAULT-VALUE}).")
     private double leaseSeconds;
 
     @Option(names = "--discovery", paramLabel = "etcd://HOST:PORT[,HOST:PORT...]",

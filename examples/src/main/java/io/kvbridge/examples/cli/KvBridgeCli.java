@@ -15,13 +15,24 @@ import picocli.CommandLine.Spec;
  * an audit that failed), 2 a usage error (a refused value, an unknown option, no command), which is
  * reported in one line naming the value, why and the fix, followed by a pointer to {@code --help}.
  */
-@Command(name = "kvbridge", mixinStandardHelpOptions = true, version = "kvbridge 0.1.0",
+@Command(name = "kvbridge", mixinStandardHelpOptions = true, versionProvider = KvBridgeCli.Version.class,
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:success", "1:a runtime failure (a peer, a transport, a failed audit)", "2:a usage error (a refused value or option)"},
         description = "Moves LLM KV-cache blocks between prefill and decode engines.",
         subcommands = {PluginsCommand.class, DemoCommand.class, BenchCommand.class, InspectCommand.class, DemoWorkerCommand.class, ConfigCommand.class})
 public final class KvBridgeCli implements Callable<Integer>
 {
+    /** The version the build stamped into the jar's manifest, as Maven names it ({@code 0.1.0-SNAPSHOT}). */
+    static final class Version implements CommandLine.IVersionProvider
+    {
+        @Override
+        public String[] getVersion()
+        {
+            String version = KvBridgeCli.class.getPackage().getImplementationVersion();
+            return new String[] {"kvbridge " + (version == null ? "(version unknown: not run from the built jar)" : version)};
+        }
+    }
+
     /** Exit code of a runtime failure. */
     public static final int FAILED = 1;
     /** Exit code of a usage error. */

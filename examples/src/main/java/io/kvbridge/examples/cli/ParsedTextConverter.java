@@ -5,6 +5,7 @@ import io.kvbridge.core.config.Sizes;
 import io.kvbridge.spi.KvBridgeException;
 import java.time.Duration;
 import java.util.function.BiFunction;
+import java.util.regex.Pattern;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
@@ -16,6 +17,8 @@ import picocli.CommandLine.TypeConversionException;
  */
 abstract class ParsedTextConverter<T> implements ITypeConverter<T>
 {
+    private static final Pattern PLAIN_SECONDS = Pattern.compile("[0-9]+(\\.[0-9]+)?");
+
     private final BiFunction<String, String, T> parser;
 
     ParsedTextConverter(BiFunction<String, String, T> parser)
@@ -44,6 +47,32 @@ abstract class ParsedTextConverter<T> implements ITypeConverter<T>
         DurationConverter()
         {
             super(Durations::parse);
+        }
+    }
+
+    /**
+     * Seconds as a plain number ({@code 30}, {@code 0.5}), or any duration the configuration reads
+     * ({@code 5s}, {@code 500ms}, {@code 2m}), in seconds: the options named {@code --...-seconds}.
+     */
+    static final class SecondsConverter implements ITypeConverter<Double>
+    {
+        private final DurationConverter durations = new DurationConverter();
+
+        @Override
+        public Double convert(String text)
+        {
+            String stripped = text.strip();
+            if (PLAIN_SECONDS.matcher(stripped).matches()) {
+                return Double.parseDouble(stripped);
+            }
+            Duration duration;
+            try {
+                duration = durations.convert(text);
+            }
+            catch (TypeConversionException e) {
+                throw new TypeConversionException("'" + text + "' is neither seconds (30, 0.5) nor a duration (500ms, 5s, 2m)");
+            }
+            return duration.getSeconds() + duration.getNano() / 1e9;
         }
     }
 

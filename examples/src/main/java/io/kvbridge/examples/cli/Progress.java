@@ -11,12 +11,14 @@ import java.util.function.LongSupplier;
  * Progress of a run of {@code total} steps, on the error stream so that the output stays clean for
  * {@code > file} and {@code --json}. On a terminal one line is redrawn with a bar, the rate and the
  * time left, at most {@value #REDRAWS_PER_SECOND} times a second; elsewhere (a log, a pipe) a plain
- * line every tenth of the run, with the rate. The rate counts from the first step reported.
+ * line every tenth of the run, with the rate. The rate counts from the first step reported, once a
+ * second has passed since it.
  */
 final class Progress implements IntConsumer
 {
     private static final int REDRAWS_PER_SECOND = 10;
     private static final int BAR_WIDTH = 30;
+    private static final double MIN_RATE_SECONDS = 1.0;
 
     private final PrintWriter err;
     private final boolean terminal;
@@ -57,8 +59,8 @@ final class Progress implements IntConsumer
             firstDone = done;
             firstNanos = now;
         }
-        double rate = now > firstNanos ? (done - firstDone) / ((now - firstNanos) / 1e9) : 0;
         double seconds = (now - start) / 1e9;
+        double rate = rate(done, now, seconds);
         if (terminal) {
             if (done < total && now - lastDraw < 1_000_000_000L / REDRAWS_PER_SECOND) {
                 return;
@@ -75,6 +77,20 @@ final class Progress implements IntConsumer
             err.printf(Locale.ROOT, "progress: %d/%d %s (%.1f/s)%n", done, total, unit, rate);
             err.flush();
         }
+    }
+
+    /**
+     * Steps per second since the first step, once that spans {@value #MIN_RATE_SECONDS} s; before,
+     * since the start: steps that end in a burst right after the first would otherwise read as
+     * thousands a second.
+     */
+    private double rate(int done, long now, double sinceStart)
+    {
+        double sinceFirst = (now - firstNanos) / 1e9;
+        if (sinceFirst >= MIN_RATE_SECONDS) {
+            return (done - firstDone) / sinceFirst;
+        }
+        return sinceStart > 0 ? done / sinceStart : 0;
     }
 
     /** @return {@code m:ss}, or {@code h:mm:ss} from an hour. */

@@ -63,7 +63,8 @@ final class CommandLineRefusalTest
             // numbers and ranges
             "demo --requests abc|Invalid value for option '--requests': 'abc' is not an int",
             "demo --requests 0|--requests=0 is outside [1, 1000000]",
-            "demo --idle-seconds NaN|--idle-seconds=NaN is outside [0, 60]",
+            "demo --idle-seconds NaN|'NaN' is neither seconds (30, 0.5) nor a duration (500ms, 5s, 2m)",
+            "demo --idle-seconds 61|--idle-seconds=61.0 is outside [0, 60]",
             "demo --lease-seconds 0|--lease-seconds=0.0 is outside [0.1, 3600]",
             "demo --metrics-port 70000|--metrics-port=70000 is outside [0, 65535]",
             "demo --discovery 127.0.0.1:2379|--discovery=127.0.0.1:2379 is malformed: no scheme (expected scheme://host:port[,host:port...], for example etcd://127.0.0.1:2379)",

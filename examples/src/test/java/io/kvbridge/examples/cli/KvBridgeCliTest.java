@@ -39,6 +39,37 @@ final class KvBridgeCliTest
     }
 
     @Test
+    void configWithoutASubcommandIsAUsageErrorAsAtTheTopLevel()
+    {
+        CliRun config = CliRun.of("config");
+        assertEquals(KvBridgeCli.USAGE, config.exitCode(), config.out() + config.err());
+        assertEquals("", config.out());
+        assertTrue(config.err().contains("validate"), config.err());
+        assertEquals(KvBridgeCli.USAGE, CliRun.of().exitCode());
+    }
+
+    @Test
+    void versionIsTheBuildsOwnVersionWhenRunFromTheJar()
+    {
+        CliRun run = CliRun.of("-V");
+        assertEquals(0, run.exitCode(), run.err());
+        String stamped = KvBridgeCli.class.getPackage().getImplementationVersion();
+        // the tests run from target/classes, which has no manifest: the jar the launcher runs does
+        assertEquals("kvbridge " + (stamped == null ? "(version unknown: not run from the built jar)" : stamped), run.out().strip());
+    }
+
+    @Test
+    void durationsAreAcceptedWhereSecondsAre()
+    {
+        assertEquals(5.0, new ParsedTextConverter.SecondsConverter().convert("5s"));
+        assertEquals(0.5, new ParsedTextConverter.SecondsConverter().convert("500ms"));
+        assertEquals(30.0, new ParsedTextConverter.SecondsConverter().convert("30"));
+        assertEquals(0.25, new ParsedTextConverter.SecondsConverter().convert("0.25"));
+        CliRun run = CliRun.of("demo", "--lease-seconds", "5s", "--requests", "2", "--max-tokens", "64", "--idle-seconds", "100ms");
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+    }
+
+    @Test
     void pluginsListsEveryCacheLayout() throws Exception
     {
         CliRun run = CliRun.of("plugins", "--json");

@@ -19,10 +19,10 @@ final class ProgressTest
     void aTerminalGetsOneRedrawnLineWithRateAndTimeLeft()
     {
         Progress progress = new Progress(new PrintWriter(written), true, 200, "requests", nanos::get);
-        // start-up took 5 s: the rate counts from the first request done
+        // start-up took 5 s: until a second has passed since the first request done, the rate counts from the start
         nanos.addAndGet(5_000_000_000L);
         progress.accept(10);
-        assertEquals("\r  [#                             ] 10/200 requests  0.0/s  ETA --:--   ", written.toString());
+        assertEquals("\r  [#                             ] 10/200 requests  2.0/s  ETA 1:35   ", written.toString());
         written.getBuffer().setLength(0);
         nanos.addAndGet(2_000_000_000L);
         progress.accept(60);
@@ -51,6 +51,19 @@ final class ProgressTest
         assertEquals("progress: 20/200 requests (10.0/s)", lines.get(0));
         assertEquals("progress: 200/200 requests (10.0/s)", lines.get(9));
         assertFalse(written.toString().contains("\r"), written.toString());
+    }
+
+    @Test
+    void requestsEndingInABurstAfterTheFirstDoNotReadAsThousandsASecond()
+    {
+        Progress progress = new Progress(new PrintWriter(written), false, 50, "requests", nanos::get);
+        nanos.addAndGet(2_000_000_000L);
+        for (int done = 1; done <= 5; done++) {
+            nanos.addAndGet(10_000L);
+            progress.accept(done);
+        }
+        // 5 requests 2 s after the start, the last 40 us after the first: 2.5 a second, not 100,000
+        assertEquals("progress: 5/50 requests (2.5/s)", written.toString().strip());
     }
 
     @Test
