@@ -33,7 +33,8 @@ final class CudaIpcPeer extends TransportPeer
     static final class RemoteRegion
     {
         final Region advertised;
-        final Opened opened;
+        /** Null until opened: a region passed as a descriptor is opened when a post first needs it, under a grant. */
+        volatile Opened opened;
 
         RemoteRegion(Region advertised, Opened opened)
         {
@@ -116,30 +117,61 @@ final class CudaIpcPeer extends TransportPeer
         return high >= 0 && current[high].advertised.contains(address, length) ? current[high] : null;
     }
 
+    /** Serialises fetching descriptors from the peer, so that one allocation is fetched and opened once. */
+    final Object fetchLock = new Object();
+
     /**
-     * Opens what the metadata advertises and this process has not opened yet; owner thread.
+     * Opens what the metadata advertises that needs no descriptor (legacy IPC handles, a peer in
+     * this process); regions passed as descriptors wait for {@link #openPassed}. Owner thread.
      *
-     * @param fds per region of the metadata, the descriptor passed for it, or -1; taken over (closed here).
      * @param device this instance's device.
      */
-    void open(CudaIpcMetadata next, Map<Integer, Integer> fds, int device, Posix.Errno errno)
+    void open(CudaIpcMetadata next, int device, Posix.Errno errno)
+    {
+        List<Region> advertised = next.regions();
+        RemoteRegion[] built = new RemoteRegion[advertised.size()];
+        for (int i = 0; i < built.length; i++) {
+            Region region = advertised.get(i);
+            Opened allocation = opened.get(region.allocationBase());
+            if (allocation == null && (sameProcess || !region.export().passesDescriptor())) {
+                allocation = openAllocation(region, -1, device, errno);
+                if (allocation != null) {
+                    opened.put(region.allocationBase(), allocation);
+                }
+            }
+            built[i] = new RemoteRegion(region, allocation);
+        }
+        metadata = next;
+        regions = built;
+    }
+
+    /**
+     * Opens regions whose descriptors the peer passed; owner thread.
+     *
+     * @param fds region id to descriptor (or -1); taken over (closed here).
+     */
+    void openPassed(Map<Integer, Integer> fds, int device, Posix.Errno errno)
     {
         try {
-            List<Region> advertised = next.regions();
-            RemoteRegion[] built = new RemoteRegion[advertised.size()];
-            for (int i = 0; i < built.length; i++) {
-                Region region = advertised.get(i);
-                Opened allocation = opened.get(region.allocationBase());
+            if (closed) {
+                return;
+            }
+            for (RemoteRegion region : regions) {
+                int fd = fds.getOrDefault(region.advertised.id(), -1);
+                if (region.opened != null || fd < 0) {
+                    continue;
+                }
+                Opened allocation = opened.get(region.advertised.allocationBase());
                 if (allocation == null) {
-                    allocation = openAllocation(region, fds.getOrDefault(region.id(), -1), device, errno);
-                    if (allocation != null) {
-                        opened.put(region.allocationBase(), allocation);
+                    allocation = openAllocation(region.advertised, fd, device, errno);
+                    opened.put(region.advertised.allocationBase(), allocation);
+                }
+                for (RemoteRegion sibling : regions) {
+                    if (sibling.opened == null && sibling.advertised.allocationBase() == region.advertised.allocationBase()) {
+                        sibling.opened = allocation;
                     }
                 }
-                built[i] = new RemoteRegion(region, allocation);
             }
-            metadata = next;
-            regions = built;
         }
         finally {
             for (int fd : fds.values()) {
@@ -222,10 +254,10 @@ final class CudaIpcPeer extends TransportPeer
      */
     String unreachableReason(RemoteRegion region)
     {
-        if (region.opened != null) {
+        Region advertised = region.advertised;
+        if (region.opened != null || (advertised.export().passesDescriptor() && !closed)) {
             return null;
         }
-        Region advertised = region.advertised;
         return String.format(Locale.ROOT, "peer '%s''s region %d (0x%x, %d bytes) is %s memory of another process (pid %d) that cannot be shared%s",
                 name(), advertised.id(), advertised.address(), advertised.bytes(), advertised.export().device() ? "device" : "host", metadata.pid(),
                 advertised.export() == Export.HOST_PRIVATE

@@ -64,9 +64,12 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final String allocationMode;
     private final boolean vmmSupported;
     private final String localKey;
+    private final NotificationBound notificationBound;
+    private final ExportGrants exportGrants;
+    private final PassedRegions passedRegions;
 
     CudaIpcTransferBackend(String agentName, int device, int streams, int batchSize, int maxInFlight, long transferTimeoutMillis, String allocationMode,
-            boolean vmmSupported, long closeTimeoutMillis)
+            boolean vmmSupported, long closeTimeoutMillis, Optional<byte[]> connectionKey, int maxQueuedNotifications)
     {
         InstanceGuard guard = new InstanceGuard(CudaIpcBackendFactory.NAME, agentName);
         CudaIpcEngine owner = new CudaIpcEngine(guard, device, streams, batchSize, TimeUnit.MILLISECONDS.toNanos(transferTimeoutMillis), maxInFlight + 64,
@@ -76,17 +79,19 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         super(guard, table, notifications);
         this.transfers = table;
         this.inbox = notifications;
+        this.notificationBound = new NotificationBound(maxQueuedNotifications);
+        this.exportGrants = new ExportGrants(guard.description());
         this.engine = owner;
         this.allocationMode = allocationMode;
         this.vmmSupported = vmmSupported;
         this.registrations = new Registrations<>(guard.description());
         this.lists = new PreparedLists<>(guard);
-        this.control = new ControlChannel(guard.description(), agentName, new ControlChannel.Events()
+        this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), new ControlChannel.Events()
         {
             @Override
             public void notification(String sender, byte[] message)
             {
-                if (!guard.isClosed()) {
+                if (!guard.isClosed() && notificationBound.admit(sender, message.length)) {
                     inbox.add(sender, message);
                 }
             }
@@ -98,13 +103,33 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
             }
 
             @Override
-            public int exportedFd(int regionId)
+            public int exportedFd(int regionId, byte[] key, int keyLength, String peer)
             {
                 LocalRegistration registration = exported.get(regionId);
-                return registration != null && registration.live() ? registration.fd : -1;
+                if (registration == null || !registration.live()) {
+                    return -1;
+                }
+                if (!exportGrants.covers(key, keyLength, regionId)) {
+                    exportGrants.refused(peer, "asked for the descriptor of region " + regionId + " under " + (keyLength == 0 ? "no grant key"
+                            : "a key of " + keyLength + " bytes") + " that no live grant in that region has");
+                    return -1;
+                }
+                return registration.fd;
+            }
+
+            @Override
+            public int knownPid(String agent)
+            {
+                for (CudaIpcPeer peer : peers) {
+                    if (peer.name().equals(agent) && !peer.sameProcess) {
+                        return peer.metadata.pid();
+                    }
+                }
+                return -1;
             }
         });
         this.localKey = agentName + "@" + control.socketName;
+        this.passedRegions = new PassedRegions(control, owner);
         try {
             engine.start(table, notifications, control, this::releaseNative);
         }
@@ -212,16 +237,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         guard.checkOpen();
         CudaIpcMetadata metadata = CudaIpcMetadata.decode(peerMetadata);
         boolean sameProcess = metadata.processToken() == PROCESS_TOKEN;
-        List<Integer> wanted = new ArrayList<>();
-        if (!sameProcess) {
-            for (CudaIpcMetadata.Region region : metadata.regions()) {
-                if (region.export().passesDescriptor()) {
-                    wanted.add(region.id());
-                }
-            }
-        }
-        int[] ids = wanted.stream().mapToInt(Integer::intValue).toArray();
-        int[] fds = new int[ids.length];
         CudaIpcPeer peer = new CudaIpcPeer(guard, metadata);
         if (sameProcess) {
             // a peer in this JVM is unusable the moment its instance closes, before its socket hangs up
@@ -231,15 +246,10 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
                 return target == null || target.isClosed() ? "it was closed" : null;
             };
         }
-        long deadline = System.nanoTime() + CONNECT_DEADLINE_NANOS;
-        peer.link = control.connect(metadata.socketName(), metadata.pid(), metadata.agentName(), ids, fds, true, deadline);
-        Map<Integer, Integer> byRegion = new HashMap<>();
-        for (int i = 0; i < ids.length; i++) {
-            byRegion.put(ids[i], fds[i]);
-        }
+        peer.link = control.connect(metadata.socketName(), metadata.pid(), metadata.agentName(), System.nanoTime() + CONNECT_DEADLINE_NANOS);
         try {
             engine.call(() -> {
-                peer.open(metadata, byRegion, engine.device(), engine.errno);
+                peer.open(metadata, engine.device(), engine.errno);
                 return null;
             });
         }
@@ -346,6 +356,70 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         return lists.add(CudaIpcList.remote(guard, own, descriptors, cover.regionIds(), regions));
     }
 
+    /**
+     * Grants peers presenting {@code key} the exported allocations the descriptors lie in: a peer in
+     * another process is passed an allocation's descriptor only under such a grant. The allocation
+     * is the unit: a descriptor opens all of it.
+     */
+    @Override
+    public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+    {
+        requireNonNull(key, "key is null");
+        requireNonNull(access, "access is null");
+        requireNonNull(indices, "indices is null");
+        guard.checkOpen();
+        CudaIpcList list = guard.own(local, CudaIpcList.class);
+        if (key.length == 0 || key.length > MAX_GRANT_KEY_BYTES) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + key.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES + ")");
+        }
+        if (list.peer() != null) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "a grant names a local list (prepareLocal), not one of peer '" + list.peer().name() + "'");
+        }
+        if (count < 0 || count > indices.length) {
+            throw new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, "count=" + count + " with " + indices.length + " indices");
+        }
+        int[] regionIds = new int[count];
+        int distinct = 0;
+        for (int i = 0; i < count; i++) {
+            int index = indices[i];
+            if (index < 0 || index >= list.size()) {
+                throw new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, "grant index " + index + " at position " + i + " lies outside a list of "
+                        + list.size() + " descriptors");
+            }
+            int id = ((LocalRegistration) list.registration(list.regionId(index))).id;
+            if (distinct == 0 || regionIds[distinct - 1] != id) {
+                regionIds[distinct++] = id;
+            }
+        }
+        return exportGrants.grant(key, java.util.Arrays.stream(regionIds, 0, distinct).distinct().toArray());
+    }
+
+    /** Ends a grant: its key passes no more descriptors. Descriptors passed under it stay with their importers. */
+    @Override
+    public void revoke(long grant)
+    {
+        exportGrants.revoke(grant);
+    }
+
+    @Override
+    public int drainNotifications(io.kvbridge.spi.transfer.NotificationSink sink)
+    {
+        requireNonNull(sink, "sink is null");
+        return notificationBound.drain(sink, super::drainNotifications);
+    }
+
+    /** @return notifications dropped because the inbox was full. */
+    long droppedNotifications()
+    {
+        return notificationBound.dropped();
+    }
+
+    /** @return the control socket's counts: connections refused in the handshake, and silent ones shed. */
+    long[] controlCounts()
+    {
+        return new long[] {control.refusedConnections(), control.shedConnections(), exportGrants.refusals()};
+    }
+
     @Override
     public void releasePrepared(PreparedList list)
     {
@@ -355,6 +429,13 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
             byte[] notification)
+    {
+        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
+            byte[] notification, byte[] grantKey)
     {
         PostChecks.present(op, localIndices, remoteIndices);
         guard.checkOpen();
@@ -366,6 +447,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         CudaIpcTransfer transfer = transfers.acquire();
         try {
             PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+            // after the checks of every index: opens the peer's regions passed as descriptors on the first post that needs them
+            passedRegions.ensureOpened(remote, remoteIndices, count, grantKey);
         }
         catch (RuntimeException e) {
             transfers.abandon(transfer);
@@ -410,7 +493,9 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         if (!control.alive()) {
             return Optional.of("the control thread of " + guard.description() + " stopped; close the instance and create a new one");
         }
-        return engine.problem();
+        String problems = java.util.stream.Stream.of(engine.problem(), control.problem(), exportGrants.problem(), notificationBound.problem())
+                .flatMap(Optional::stream).collect(java.util.stream.Collectors.joining("; "));
+        return problems.isEmpty() ? Optional.empty() : Optional.of(problems);
     }
 
     @Override

@@ -23,7 +23,8 @@ import java.util.Map;
  * reports every notification ({@code NOTIFIED <sender> <text>}), and on {@code CHECK <device|host>
  * <seed> <first> <count> <sourceFirst> [<sourceStep>]} copies its memory back to host and prints
  * {@code CHECKED <wrong words>}: block {@code first + b} must hold source block
- * {@code sourceFirst + b * sourceStep} (step 1 unless given).
+ * {@code sourceFirst + b * sourceStep} (step 1 unless given). {@code GRANT <key>} grants every block
+ * of both allocations, for reading and writing, under that key ({@code GRANTED}).
  */
 public final class CudaIpcPeerProcess
 {
@@ -118,6 +119,16 @@ public final class CudaIpcPeerProcess
         while ((line = in.readLine()) != null) {
             String[] words = line.split(" ");
             switch (words[0]) {
+                case "GRANT" -> {
+                    byte[] key = words[1].getBytes(StandardCharsets.UTF_8);
+                    for (var list : new PreparedList[] {backend.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS)),
+                            backend.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS))}) {
+                        backend.grant(key, TransferOp.READ, list, range(0, BLOCKS), BLOCKS);
+                        backend.grant(key, TransferOp.WRITE, list, range(0, BLOCKS), BLOCKS);
+                        backend.releasePrepared(list);
+                    }
+                    System.out.println("GRANTED");
+                }
                 case "PEER" -> {
                     backend.connect(HexFormat.of().parseHex(words[1]));
                     System.out.println("CONNECTED");
