@@ -24,7 +24,9 @@ import java.util.Map;
  * <seed> <first> <count> <sourceFirst> [<sourceStep>]} copies its memory back to host and prints
  * {@code CHECKED <wrong words>}: block {@code first + b} must hold source block
  * {@code sourceFirst + b * sourceStep} (step 1 unless given). {@code GRANT <key>} grants every block
- * of both allocations, for reading and writing, under that key ({@code GRANTED}).
+ * of both allocations, for reading and writing, under that key ({@code GRANTED}); {@code HEALTH}
+ * prints {@code HEALTH ok} or the instance's problem; {@code EXHAUST} opens {@code /dev/null} until
+ * the process runs out of descriptors ({@code EXHAUSTED <n>}) and {@code RELEASE} closes them again.
  */
 public final class CudaIpcPeerProcess
 {
@@ -115,6 +117,7 @@ public final class CudaIpcPeerProcess
             }
         });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        java.util.List<java.io.FileInputStream> exhausting = new java.util.ArrayList<>();
         String line;
         while ((line = in.readLine()) != null) {
             String[] words = line.split(" ");
@@ -128,6 +131,25 @@ public final class CudaIpcPeerProcess
                         backend.releasePrepared(list);
                     }
                     System.out.println("GRANTED");
+                }
+                case "HEALTH" -> System.out.println("HEALTH " + backend.problem().orElse("ok"));
+                case "EXHAUST" -> {
+                    while (true) {
+                        try {
+                            exhausting.add(new java.io.FileInputStream("/dev/null"));
+                        }
+                        catch (java.io.IOException e) {
+                            break;
+                        }
+                    }
+                    System.out.println("EXHAUSTED " + exhausting.size());
+                }
+                case "RELEASE" -> {
+                    for (java.io.FileInputStream stream : exhausting) {
+                        stream.close();
+                    }
+                    exhausting.clear();
+                    System.out.println("RELEASED");
                 }
                 case "PEER" -> {
                     backend.connect(HexFormat.of().parseHex(words[1]));
