@@ -496,7 +496,7 @@ final class ControlChannel
             try {
                 length = wire.receive(connection.fd);
                 refusal = length == -1 ? null : length <= 0 ? "" : connection.saidHello() ? proof(wire, connection, (int) length, connections)
-                        : hello(wire, connection, (int) length);
+                        : ServerHandshake.hello(wire, connection, (int) length, auth, events);
             }
             catch (KvBridgeException e) {
                 refusal = e.getMessage();
@@ -519,66 +519,19 @@ final class ControlChannel
         }
     }
 
-    /** @return why the hello is refused, or null when the challenge went out. */
-    private String hello(Wire wire, Pending connection, int length)
-    {
-        MemorySegment data = wire.data;
-        if (length < HELLO_BYTES || data.get(JAVA_BYTE, 0) != HELLO || data.get(JAVA_BYTE, 1) != VERSION) {
-            return "its first message (" + length + " bytes, type " + data.get(JAVA_BYTE, 0) + ") is not a version " + VERSION + " hello";
-        }
-        int pid = data.get(INT, 3);
-        int nameLength = Short.toUnsignedInt(data.get(SHORT, 39));
-        if (nameLength == 0 || nameLength > CudaIpcMetadata.MAX_NAME_BYTES || HELLO_BYTES + nameLength != length) {
-            return "its hello names an agent of " + nameLength + " bytes in a message of " + length;
-        }
-        String credentialProblem = auth.checkCredentials(connection.uid, connection.pid, pid);
-        if (credentialProblem != null) {
-            return credentialProblem;
-        }
-        byte[] name = new byte[nameLength];
-        MemorySegment.copy(data, JAVA_BYTE, HELLO_BYTES, name, 0, nameLength);
-        String agent = new String(name, StandardCharsets.UTF_8);
-        int known = events.knownPid(agent);
-        if (known != -1 && known != pid) {
-            return "it says it is agent '" + agent + "', whose metadata names pid " + known + ", but it is pid " + pid;
-        }
-        connection.clientNonce = new byte[ControlAuth.NONCE_BYTES];
-        MemorySegment.copy(data, JAVA_BYTE, 7, connection.clientNonce, 0, ControlAuth.NONCE_BYTES);
-        connection.serverNonce = ControlAuth.nonce();
-        connection.primary = data.get(JAVA_BYTE, 2) == 1;
-        connection.agent = agent;
-        data.set(JAVA_BYTE, 0, CHALLENGE);
-        MemorySegment.copy(connection.serverNonce, 0, data, JAVA_BYTE, 1, ControlAuth.NONCE_BYTES);
-        String problem = wire.send(connection.fd, 1 + ControlAuth.NONCE_BYTES, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS);
-        return problem == null ? null : "sending its challenge failed: " + problem;
-    }
-
     /** @return why the proof is refused, or null when the connection is established. */
     private String proof(Wire wire, Pending connection, int length, List<Connection> connections)
     {
-        MemorySegment data = wire.data;
-        if (length != 1 + ControlAuth.MAC_BYTES || data.get(JAVA_BYTE, 0) != PROOF) {
-            return "it answered the challenge with " + length + " bytes of type " + data.get(JAVA_BYTE, 0);
-        }
-        byte[] received = new byte[ControlAuth.MAC_BYTES];
-        MemorySegment.copy(data, JAVA_BYTE, 1, received, 0, received.length);
-        if (!auth.verify(received, false, connection.clientNonce, connection.serverNonce, connection.agent, agentName)) {
-            return "agent '" + connection.agent + "' did not prove that it holds the connection key (a different or no shared secret)";
-        }
         if (inboundCount >= MAX_ESTABLISHED) {
-            return "agent '" + connection.agent + "' authenticated, but " + MAX_ESTABLISHED + " control connections are held already";
+            return "agent '" + connection.agent + "' would exceed the " + MAX_ESTABLISHED + " control connections held already";
         }
-        byte[] answer = auth.proof(true, connection.clientNonce, connection.serverNonce, connection.agent, agentName);
-        data.set(JAVA_BYTE, 0, ACCEPT);
-        MemorySegment.copy(answer, 0, data, JAVA_BYTE, 1, answer.length);
-        String problem = wire.send(connection.fd, 1 + ControlAuth.MAC_BYTES, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS);
-        if (problem != null) {
-            return "sending its acceptance failed: " + problem;
+        String refusal = ServerHandshake.proof(wire, connection, length, auth, agentName);
+        if (refusal == null) {
+            admission.remove(connection);
+            connections.add(new Connection(connection.fd, true, connection.pid, null, connection.agent, connection.primary));
+            inboundCount++;
         }
-        admission.remove(connection);
-        connections.add(new Connection(connection.fd, true, connection.pid, null, connection.agent, connection.primary));
-        inboundCount++;
-        return null;
+        return refusal;
     }
 
     /** @return why the connection must go, or null to keep it. */
@@ -627,39 +580,9 @@ final class ControlChannel
             return null;
         }
         if (type == FD_REQUEST) {
-            return answerFdRequest(wire, connection, length);
+            return ServerHandshake.answerFdRequest(wire, connection.fd, connection.agent, length, keyScratch, events);
         }
         return "it sent unknown message type " + type;
-    }
-
-    private String answerFdRequest(Wire wire, Connection connection, int length)
-    {
-        MemorySegment data = wire.data;
-        int count = length >= 4 ? Short.toUnsignedInt(data.get(SHORT, 1)) : -1;
-        int keyLength = length >= 4 ? Byte.toUnsignedInt(data.get(JAVA_BYTE, 3)) : -1;
-        if (count < 0 || count > Wire.MAX_FDS || keyLength > TransferBackend.MAX_GRANT_KEY_BYTES || length != 4 + keyLength + 4 * count) {
-            return "a descriptor request of " + length + " bytes asks for " + count + " regions under a key of " + keyLength + " bytes (at most "
-                    + Wire.MAX_FDS + " regions, " + TransferBackend.MAX_GRANT_KEY_BYTES + " key bytes)";
-        }
-        MemorySegment.copy(data, JAVA_BYTE, 4, keyScratch, 0, keyLength);
-        int[] ids = new int[count];
-        int[] granted = new int[count];
-        int grantedCount = 0;
-        for (int i = 0; i < count; i++) {
-            ids[i] = data.get(INT, 4L + keyLength + 4L * i);
-        }
-        for (int i = 0; i < count; i++) {
-            int fd = events.exportedFd(ids[i], keyScratch, keyLength, connection.agent);
-            data.set(INT, 3 + 5L * i, ids[i]);
-            data.set(JAVA_BYTE, 7 + 5L * i, (byte) (fd >= 0 ? 1 : 0));
-            if (fd >= 0) {
-                granted[grantedCount++] = fd;
-            }
-        }
-        data.set(JAVA_BYTE, 0, FDS);
-        data.set(SHORT, 1, (short) count);
-        String problem = wire.send(connection.fd, 3 + 5 * count, granted, grantedCount, System.nanoTime() + SEND_DEADLINE_NANOS);
-        return problem == null ? null : "answering its descriptor request failed: " + problem;
     }
 
     private void hangUp(Wire wire, Connection connection, String reason)
