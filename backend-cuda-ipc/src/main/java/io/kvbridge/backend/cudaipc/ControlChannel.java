@@ -56,6 +56,10 @@ final class ControlChannel
     static final byte CHALLENGE = 5;
     static final byte PROOF = 6;
     static final byte ACCEPT = 7;
+    /** Exporter to importer, on the importer's link: this instance closes; unmap its memory and say so. */
+    static final byte CLOSING = 8;
+    /** Importer to exporter, on its link: every mapping of the exporter's memory is closed and no copy runs against it. */
+    static final byte UNMAPPED = 9;
     static final byte VERSION = 2;
     /** A hello's bytes before the agent name. */
     static final int HELLO_BYTES = 41;
@@ -92,6 +96,12 @@ final class ControlChannel
 
         /** @return the pid the metadata of a connected peer of that name names, or -1 when none is connected. */
         int knownPid(String agentName);
+
+        /**
+         * The peer at the other end of one of this instance's links is closing: its memory must be
+         * unmapped here, after the copies running against it, and {@link #unmapped} sent on the link.
+         */
+        void peerClosing(Link link);
     }
 
     /** An outbound connection to one peer. */
@@ -117,6 +127,8 @@ final class ControlChannel
         final Link link;
         final String agent;
         final boolean primary;
+        /** Sent {@link #CLOSING}, and neither {@link #UNMAPPED} nor a hang-up came back yet. */
+        boolean awaitingUnmap;
 
         Connection(int fd, boolean inbound, int pid, Link link, String agent, boolean primary)
         {
@@ -146,6 +158,11 @@ final class ControlChannel
     private final AtomicLong refused = new AtomicLong();
     private final AtomicLong shed = new AtomicLong();
     private volatile String lastRefusal;
+    // the close handshake: requested by close(), carried out by the channel's thread
+    private final Object closeAcks = new Object();
+    private boolean closeRequested;
+    private boolean closingSent;
+    private final List<String> awaitingUnmap = new ArrayList<>();
     private volatile boolean stopping;
     // the channel's thread only
     private final byte[] keyScratch = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
@@ -276,6 +293,84 @@ final class ControlChannel
     }
 
     /**
+     * Tells every peer connected to this instance that it closes, and waits until each said it
+     * unmapped this instance's memory (or hung up), at most until the deadline.
+     *
+     * @return the agents that did not answer in time, one entry per connection; empty when all did.
+     */
+    List<String> closeHandshake(long deadlineNanos)
+    {
+        synchronized (closeAcks) {
+            closeRequested = true;
+        }
+        wake();
+        synchronized (closeAcks) {
+            while (!(closingSent && awaitingUnmap.isEmpty()) && thread.isAlive()) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(closeAcks, Math.min(left, TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS)));
+                }
+                catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+            return closingSent ? List.copyOf(awaitingUnmap) : List.of("(the control thread did not send the close notice)");
+        }
+    }
+
+    /**
+     * Tells the peer of a link that this instance unmapped its memory; from any thread.
+     *
+     * @return null when sent, else why not.
+     */
+    String unmapped(Link link)
+    {
+        if (link.closed) {
+            return "its control connection is closed";
+        }
+        Wire wire = wires.get();
+        wire.data.set(JAVA_BYTE, 0, UNMAPPED);
+        return wire.send(link.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS);
+    }
+
+    /** Sends the close notice on every inbound link, once; the channel's thread. */
+    private void sendClosing(Wire wire, List<Connection> connections)
+    {
+        synchronized (closeAcks) {
+            if (!closeRequested || closingSent) {
+                return;
+            }
+            for (Connection connection : connections) {
+                if (connection.inbound && connection.primary) {
+                    wire.data.set(JAVA_BYTE, 0, CLOSING);
+                    if (wire.send(connection.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS) == null) {
+                        connection.awaitingUnmap = true;
+                        awaitingUnmap.add(connection.agent);
+                    }
+                }
+            }
+            closingSent = true;
+            closeAcks.notifyAll();
+        }
+    }
+
+    /** A peer answered the close notice, or hung up: its mappings of this instance's memory are gone. */
+    private void unmappedBy(Connection connection)
+    {
+        if (connection.awaitingUnmap) {
+            synchronized (closeAcks) {
+                connection.awaitingUnmap = false;
+                awaitingUnmap.remove(connection.agent);
+                closeAcks.notifyAll();
+            }
+        }
+    }
+
+    /**
      * Sends a notification over a peer's link, from any thread; allocates nothing.
      *
      * @return null when sent, else why not.
@@ -333,6 +428,7 @@ final class ControlChannel
         try {
             while (!stopping) {
                 takeLinks(wire, connections);
+                sendClosing(wire, connections);
                 long now = System.nanoTime();
                 for (Pending late : admission.expired(now)) {
                     shed.incrementAndGet();
@@ -555,7 +651,7 @@ final class ControlChannel
                 return "reading its control connection failed: errno " + wire.errno.last();
             }
             try {
-                String problem = connection.inbound ? handle(wire, connection, (int) length) : "it sent a message on a connection it should only read";
+                String problem = connection.inbound ? handle(wire, connection, (int) length) : onLink(wire, connection, (int) length);
                 if (problem != null) {
                     return problem;
                 }
@@ -579,14 +675,29 @@ final class ControlChannel
             events.notification(connection.agent, message);
             return null;
         }
+        if (type == UNMAPPED && length == 1) {
+            unmappedBy(connection);
+            return null;
+        }
         if (type == FD_REQUEST) {
             return ServerHandshake.answerFdRequest(wire, connection.fd, connection.agent, length, keyScratch, events);
         }
         return "it sent unknown message type " + type;
     }
 
+    /** What arrives on an outbound link: only the peer's close notice. */
+    private String onLink(Wire wire, Connection connection, int length)
+    {
+        if (wire.data.get(JAVA_BYTE, 0) == CLOSING && length == 1) {
+            events.peerClosing(connection.link);
+            return null;
+        }
+        return "it sent " + length + " bytes of type " + wire.data.get(JAVA_BYTE, 0) + " on a link that carries only its close notice";
+    }
+
     private void hangUp(Wire wire, Connection connection, String reason)
     {
+        unmappedBy(connection);
         Posix.close(connection.fd, wire.errno);
         if (connection.inbound) {
             inboundCount--;

@@ -416,9 +416,23 @@ final class CudaIpcEngine
                 peer.closeMappings(errno);
                 retiring.remove(i);
                 progressed = true;
+                acknowledgeUnmap(peer);
             }
         }
         return progressed;
+    }
+
+    /** Tells a closing peer that its memory is unmapped here and no copy runs against it any more. */
+    private void acknowledgeUnmap(CudaIpcPeer peer)
+    {
+        ControlChannel.Link link = peer.link;
+        if (peer.acknowledgeUnmap && link != null) {
+            peer.acknowledgeUnmap = false;
+            String problem = control.unmapped(link);
+            if (problem != null) {
+                LOG.debug("{}: telling closing peer '{}' that its memory is unmapped failed: {}", guard.description(), peer.name(), problem);
+            }
+        }
     }
 
     private void abandonEvent(long event, CudaIpcPeer peer)
@@ -500,6 +514,12 @@ final class CudaIpcEngine
     <T> T call(Supplier<T> action)
     {
         return thread.call(action);
+    }
+
+    /** As {@link #call(Supplier)}, waiting at most a while for the owner to take it. */
+    <T> T call(Supplier<T> action, long timeoutNanos, String what)
+    {
+        return thread.call(action, timeoutNanos, what);
     }
 
     /**

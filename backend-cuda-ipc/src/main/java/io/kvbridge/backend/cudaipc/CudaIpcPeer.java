@@ -117,6 +117,8 @@ final class CudaIpcPeer extends TransportPeer
         return high >= 0 && current[high].advertised.contains(address, length) ? current[high] : null;
     }
 
+    /** The peer's instance is closing: once the mappings are closed, tell it so over the link (owner thread). */
+    volatile boolean acknowledgeUnmap;
     /** Serialises fetching descriptors from the peer, so that one allocation is fetched and opened once. */
     final Object fetchLock = new Object();
 

@@ -67,6 +67,9 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final NotificationBound notificationBound;
     private final ExportGrants exportGrants;
     private final PassedRegions passedRegions;
+    private final long closeTimeoutNanos;
+    private final AtomicInteger unansweredCloses = new AtomicInteger();
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(CudaIpcTransferBackend.class);
 
     CudaIpcTransferBackend(String agentName, int device, int streams, int batchSize, int maxInFlight, long transferTimeoutMillis, String allocationMode,
             boolean vmmSupported, long closeTimeoutMillis, Optional<byte[]> connectionKey, int maxQueuedNotifications)
@@ -118,6 +121,12 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
             }
 
             @Override
+            public void peerClosing(ControlChannel.Link link)
+            {
+                peerIsClosing(link);
+            }
+
+            @Override
             public int knownPid(String agent)
             {
                 for (CudaIpcPeer peer : peers) {
@@ -130,6 +139,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         });
         this.localKey = agentName + "@" + control.socketName;
         this.passedRegions = new PassedRegions(control, owner);
+        this.closeTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis);
         try {
             engine.start(table, notifications, control, this::releaseNative);
         }
@@ -292,6 +302,40 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         }
     }
 
+    /**
+     * A peer's instance closes: its memory is unmapped here after the copies running against it,
+     * then the peer is told; the control thread asks the owner and waits no longer than the close
+     * timeout. A closing instance answers by its link's hang-up, after its own mappings are gone.
+     */
+    private void peerIsClosing(ControlChannel.Link link)
+    {
+        List<CudaIpcPeer> closing = new ArrayList<>();
+        for (CudaIpcPeer peer : peers) {
+            if (peer.link == link) {
+                peer.markUnusable("its instance is closing");
+                closing.add(peer);
+            }
+        }
+        if (closing.isEmpty() || (guard.isClosed() && closing.stream().allMatch(peer -> peer.sameProcess))) {
+            // nothing of it is mapped here (disconnected, or in this process and this instance is closing too)
+            control.unmapped(link);
+            return;
+        }
+        if (guard.isClosed()) {
+            return;
+        }
+        closing.forEach(peer -> peer.acknowledgeUnmap = true);
+        try {
+            engine.call(() -> {
+                closing.forEach(engine::retire);
+                return null;
+            }, closeTimeoutNanos, "unmapping the memory of closing peer '" + closing.getFirst().name() + "'");
+        }
+        catch (KvBridgeException closed) {
+            // this instance closes meanwhile, or its owner is stuck: the link's hang-up answers the peer
+        }
+    }
+
     @Override
     public void disconnect(Peer peer)
     {
@@ -414,6 +458,12 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         return notificationBound.dropped();
     }
 
+    /** @return peers that did not answer a close of this instance in time. */
+    int unansweredCloses()
+    {
+        return unansweredCloses.get();
+    }
+
     /** @return the control socket's counts: connections refused in the handshake, and silent ones shed. */
     long[] controlCounts()
     {
@@ -506,6 +556,13 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
             peer.markUnusable("this transport was closed");
         }
         lists.releaseAll(null);
+        // peers that mapped this instance's memory unmap it, after their running copies, before it is freed
+        List<String> silent = control.closeHandshake(System.nanoTime() + closeTimeoutNanos);
+        if (!silent.isEmpty()) {
+            unansweredCloses.addAndGet(silent.size());
+            LOG.warn("{}: peers {} did not say within close-timeout-ms={} that they unmapped this instance's memory; closing anyway, their late copies "
+                    + "may still land in memory freed now", guard.description(), silent, TimeUnit.NANOSECONDS.toMillis(closeTimeoutNanos));
+        }
         // the owner drains running copies, then releases the native state and the context
         try {
             engine.stop();
