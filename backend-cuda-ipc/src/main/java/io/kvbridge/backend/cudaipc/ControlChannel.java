@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
  * <p>Threads: one platform thread ({@code kvbridge-cuda-ipc-io-<agent>}) polls the listening
  * socket and every connection, with a 200 ms timeout and an {@code eventfd} to be woken; it
  * answers handshakes and descriptor requests itself and hands notifications and hang-ups to
- * {@link Events}. Connecting and sending work from any thread with that thread's own {@link Wire}.
+ * {@link ControlEvents}. Connecting and sending work from any thread with that thread's own {@link Wire}.
  */
 final class ControlChannel
 {
@@ -70,39 +70,6 @@ final class ControlChannel
     static final ValueLayout.OfShort SHORT = JAVA_SHORT.withByteAlignment(1);
     private static final long SEND_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(2);
     private static final int POLL_MILLIS = 200;
-    private static final int ACCEPTS_PER_ROUND = 256;
-    private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
-    private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(1);
-
-    /** What the channel hands to its transport. */
-    interface Events
-    {
-        /** A peer's notification arrived; {@code message} is owned by the receiver. */
-        void notification(String sender, byte[] message);
-
-        /** A link to or from the peer of that agent name hung up. */
-        void peerGone(String agentName, String reason);
-
-        /**
-         * The descriptor of a region this instance exports, for a peer that asked under a grant key.
-         *
-         * @param key a buffer holding the key the peer presented.
-         * @param keyLength how many of its bytes are the key (0: none).
-         * @param peer the authenticated peer's agent name.
-         * @return the descriptor (still owned by the transport), or -1 when the region is not
-         *     exported or no live grant under the key lies in it.
-         */
-        int exportedFd(int regionId, byte[] key, int keyLength, String peer);
-
-        /** @return the pid the metadata of a connected peer of that name names, or -1 when none is connected. */
-        int knownPid(String agentName);
-
-        /**
-         * The peer at the other end of one of this instance's links is closing: its memory must be
-         * unmapped here, after the copies running against it, and {@link #unmapped} sent on the link.
-         */
-        void peerClosing(Link link);
-    }
 
     /** An outbound connection to one peer. */
     static final class Link
@@ -143,10 +110,9 @@ final class ControlChannel
 
     private final String description;
     private final String agentName;
-    private final Events events;
+    private final ControlEvents events;
     private final ControlAuth auth;
     final String socketName;
-    private final int listenFd;
     private final int wakeFd;
     private final Thread thread;
     private final ConcurrentLinkedQueue<Link> added = new ConcurrentLinkedQueue<>();
@@ -154,25 +120,16 @@ final class ControlChannel
     private final ThreadLocal<Wire> wires = ThreadLocal.withInitial(Wire::new);
     private final Posix.Errno wakeErrno = new Posix.Errno(Arena.ofAuto());
     private final MemorySegment wakeValue = Arena.ofAuto().allocate(8, 8);
-    private final ControlAdmission admission = new ControlAdmission();
+    private final ControlListener listener;
     private final AtomicLong refused = new AtomicLong();
-    private final AtomicLong shed = new AtomicLong();
     private volatile String lastRefusal;
-    // the close handshake: requested by close(), carried out by the channel's thread
-    private final Object closeAcks = new Object();
-    private boolean closeRequested;
-    private boolean closingSent;
-    private final List<String> awaitingUnmap = new ArrayList<>();
+    private final CloseAcks closeAcks = new CloseAcks();
     private volatile boolean stopping;
     // the channel's thread only
     private final byte[] keyScratch = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
-    private final int[] credentials = new int[2];
     private int inboundCount;
-    private long backoffNanos;
-    private long listenPausedUntil;
-    private boolean listenPaused;
 
-    ControlChannel(String description, String agentName, ControlAuth auth, Events events)
+    ControlChannel(String description, String agentName, ControlAuth auth, ControlEvents events)
     {
         this.description = requireNonNull(description, "description is null");
         this.agentName = requireNonNull(agentName, "agentName is null");
@@ -200,7 +157,7 @@ final class ControlChannel
             Posix.close(listen, wire.errno);
             throw failure("eventfd", errno);
         }
-        this.listenFd = listen;
+        this.listener = new ControlListener(description, listen);
         this.wakeFd = wake;
         this.thread = Thread.ofPlatform().daemon().name("kvbridge-cuda-ipc-io-" + agentName).unstarted(this::loop);
         thread.start();
@@ -226,7 +183,7 @@ final class ControlChannel
     /** @return connections closed for not authenticating in time, or displaced by newer ones. */
     long shedConnections()
     {
-        return shed.get();
+        return listener.shed();
     }
 
     /** @return the refused connections with the latest reason, or empty when none was refused. */
@@ -300,26 +257,9 @@ final class ControlChannel
      */
     List<String> closeHandshake(long deadlineNanos)
     {
-        synchronized (closeAcks) {
-            closeRequested = true;
-        }
+        closeAcks.request();
         wake();
-        synchronized (closeAcks) {
-            while (!(closingSent && awaitingUnmap.isEmpty()) && thread.isAlive()) {
-                long left = deadlineNanos - System.nanoTime();
-                if (left <= 0) {
-                    break;
-                }
-                try {
-                    TimeUnit.NANOSECONDS.timedWait(closeAcks, Math.min(left, TimeUnit.MILLISECONDS.toNanos(POLL_MILLIS)));
-                }
-                catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
-                }
-            }
-            return closingSent ? List.copyOf(awaitingUnmap) : List.of("(the control thread did not send the close notice)");
-        }
+        return closeAcks.await(deadlineNanos, thread::isAlive);
     }
 
     /**
@@ -340,33 +280,28 @@ final class ControlChannel
     /** Sends the close notice on every inbound link, once; the channel's thread. */
     private void sendClosing(Wire wire, List<Connection> connections)
     {
-        synchronized (closeAcks) {
-            if (!closeRequested || closingSent) {
-                return;
-            }
-            for (Connection connection : connections) {
-                if (connection.inbound && connection.primary) {
-                    wire.data.set(JAVA_BYTE, 0, CLOSING);
-                    if (wire.send(connection.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS) == null) {
-                        connection.awaitingUnmap = true;
-                        awaitingUnmap.add(connection.agent);
-                    }
+        if (!closeAcks.due()) {
+            return;
+        }
+        List<String> told = new ArrayList<>();
+        for (Connection connection : connections) {
+            if (connection.inbound && connection.primary) {
+                wire.data.set(JAVA_BYTE, 0, CLOSING);
+                if (wire.send(connection.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS) == null) {
+                    connection.awaitingUnmap = true;
+                    told.add(connection.agent);
                 }
             }
-            closingSent = true;
-            closeAcks.notifyAll();
         }
+        closeAcks.sent(told);
     }
 
     /** A peer answered the close notice, or hung up: its mappings of this instance's memory are gone. */
     private void unmappedBy(Connection connection)
     {
         if (connection.awaitingUnmap) {
-            synchronized (closeAcks) {
-                connection.awaitingUnmap = false;
-                awaitingUnmap.remove(connection.agent);
-                closeAcks.notifyAll();
-            }
+            connection.awaitingUnmap = false;
+            closeAcks.answered(connection.agent);
         }
     }
 
@@ -430,21 +365,17 @@ final class ControlChannel
                 takeLinks(wire, connections);
                 sendClosing(wire, connections);
                 long now = System.nanoTime();
-                for (Pending late : admission.expired(now)) {
-                    shed.incrementAndGet();
-                    Posix.close(late.fd, wire.errno);
-                }
-                listenPaused = listenPaused && now - listenPausedUntil < 0;
-                int total = 2 + admission.size() + connections.size();
+                listener.expire(wire, now);
+                int total = 2 + listener.admission.size() + connections.size();
                 if (total > capacity) {
                     capacity = Math.max(capacity * 2, total);
                     fds = arena.allocate(Posix.POLLFD_BYTES * capacity, 8);
                 }
                 setPoll(fds, 0, wakeFd);
-                // a negative descriptor is skipped by poll: the listener rests while descriptors ran out
-                setPoll(fds, 1, listenPaused ? -1 : listenFd);
+                int listening = listener.pollFd();
+                setPoll(fds, 1, listening);
                 polledPending.clear();
-                for (Pending connection : admission.all()) {
+                for (Pending connection : listener.admission.all()) {
                     setPoll(fds, 2 + polledPending.size(), connection.fd);
                     polledPending.add(connection);
                 }
@@ -452,8 +383,7 @@ final class ControlChannel
                 for (int i = 0; i < connections.size(); i++) {
                     setPoll(fds, firstEstablished + i, connections.get(i).fd);
                 }
-                int timeout = listenPaused ? (int) Math.max(1, Math.min(POLL_MILLIS, TimeUnit.NANOSECONDS.toMillis(listenPausedUntil - now) + 1)) : POLL_MILLIS;
-                int ready = Posix.poll(fds.address(), total, timeout, wire.errno);
+                int ready = Posix.poll(fds.address(), total, listener.pollMillis(now, POLL_MILLIS), wire.errno);
                 if (ready <= 0) {
                     continue;
                 }
@@ -490,8 +420,8 @@ final class ControlChannel
                     }
                 }
                 // last, so that descriptors closed by displacement are not reused within this round
-                if (!listenPaused && (revents(fds, 1) & Posix.POLLIN) != 0) {
-                    accept(wire);
+                if (listening >= 0 && (revents(fds, 1) & Posix.POLLIN) != 0) {
+                    listener.accept(wire);
                 }
             }
         }
@@ -502,10 +432,7 @@ final class ControlChannel
             for (Connection connection : connections) {
                 Posix.close(connection.fd, wire.errno);
             }
-            for (Pending connection : admission.all()) {
-                Posix.close(connection.fd, wire.errno);
-            }
-            Posix.close(listenFd, wire.errno);
+            listener.close(wire);
             Posix.close(wakeFd, wire.errno);
             arena.close();
         }
@@ -541,45 +468,6 @@ final class ControlChannel
         return fds.get(JAVA_SHORT, index * Posix.POLLFD_BYTES + 6);
     }
 
-    private void accept(Wire wire)
-    {
-        for (int n = 0; n < ACCEPTS_PER_ROUND; n++) {
-            int fd = Posix.accept4(listenFd, Posix.SOCK_NONBLOCK | Posix.SOCK_CLOEXEC, wire.errno);
-            if (fd < 0) {
-                int errno = wire.errno.last();
-                if (errno == Posix.EMFILE || errno == Posix.ENFILE || errno == Posix.ENOBUFS || errno == Posix.ENOMEM) {
-                    outOfDescriptors(wire, errno);
-                }
-                return;
-            }
-            backoffNanos = 0;
-            Posix.peerCredentials(fd, credentials, wire.scratch, wire.errno);
-            for (Pending displaced : admission.admit(new Pending(fd, credentials[0], credentials[1], System.nanoTime()))) {
-                shed.incrementAndGet();
-                Posix.close(displaced.fd, wire.errno);
-            }
-        }
-    }
-
-    /** The process ran out of descriptors: free one by shedding the oldest pending connection and rest the listener a while. */
-    private void outOfDescriptors(Wire wire, int errno)
-    {
-        Pending oldest = admission.shedOldest();
-        if (oldest != null) {
-            shed.incrementAndGet();
-            Posix.close(oldest.fd, wire.errno);
-        }
-        boolean first = backoffNanos == 0;
-        backoffNanos = first ? MIN_BACKOFF_NANOS : Math.min(MAX_BACKOFF_NANOS, backoffNanos * 2);
-        listenPaused = true;
-        listenPausedUntil = System.nanoTime() + backoffNanos;
-        if (first) {
-            LOG.warn("{}: accepting a control connection failed with errno {} ({}); shedding unauthenticated connections and pausing the listener "
-                    + "up to {} ms at a time; raise the process's descriptor limit (ulimit -n) if peers are refused", description, errno, Posix.strerror(errno),
-                    TimeUnit.NANOSECONDS.toMillis(MAX_BACKOFF_NANOS));
-        }
-    }
-
     /** Advances a pending connection's handshake; refuses it, silently, at the first fault. */
     private void handshake(Wire wire, Pending connection, short revents, List<Connection> connections)
     {
@@ -601,14 +489,13 @@ final class ControlChannel
                 wire.closeReceived();
             }
         }
-        if (refusal != null) {
-            admission.remove(connection);
+        if (refusal != null && refusal.isEmpty()) {
+            // it went away before authenticating: nothing to refuse
+            listener.drop(wire, connection);
+        }
+        else if (refusal != null) {
+            listener.admission.remove(connection);
             Posix.close(connection.fd, wire.errno);
-            if (refusal.isEmpty()) {
-                // it went away before authenticating: nothing to refuse
-                shed.incrementAndGet();
-                return;
-            }
             refused.incrementAndGet();
             lastRefusal = "pid " + connection.pid + " (uid " + connection.uid + "): " + refusal;
             LOG.debug("{}: refused a control connection from pid {} uid {}: {}", description, connection.pid, connection.uid, refusal);
@@ -623,7 +510,7 @@ final class ControlChannel
         }
         String refusal = ServerHandshake.proof(wire, connection, length, auth, agentName);
         if (refusal == null) {
-            admission.remove(connection);
+            listener.admission.remove(connection);
             connections.add(new Connection(connection.fd, true, connection.pid, null, connection.agent, connection.primary));
             inboundCount++;
         }

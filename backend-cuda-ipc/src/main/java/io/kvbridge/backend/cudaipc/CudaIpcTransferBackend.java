@@ -10,6 +10,7 @@ import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
@@ -24,7 +25,7 @@ import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -33,6 +34,10 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@code cuda-ipc} instance: device (and host) memory moved between processes on one node with
@@ -48,6 +53,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
 {
     /** Random per JVM: two instances with the same token share an address space. */
     static final long PROCESS_TOKEN = new SecureRandom().nextLong();
+    private static final Logger LOG = LoggerFactory.getLogger(CudaIpcTransferBackend.class);
     /** Open instances of this JVM by agent name and socket, so a same-process peer's close is seen at once. */
     private static final Map<String, InstanceGuard> LOCAL_INSTANCES = new ConcurrentHashMap<>();
     private static final long CONNECT_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(10);
@@ -69,7 +75,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final PassedRegions passedRegions;
     private final long closeTimeoutNanos;
     private final AtomicInteger unansweredCloses = new AtomicInteger();
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(CudaIpcTransferBackend.class);
 
     CudaIpcTransferBackend(String agentName, int device, int streams, int batchSize, int maxInFlight, long transferTimeoutMillis, String allocationMode,
             boolean vmmSupported, long closeTimeoutMillis, Optional<byte[]> connectionKey, int maxQueuedNotifications)
@@ -89,7 +94,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         this.vmmSupported = vmmSupported;
         this.registrations = new Registrations<>(guard.description());
         this.lists = new PreparedLists<>(guard);
-        this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), new ControlChannel.Events()
+        this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), new ControlEvents()
         {
             @Override
             public void notification(String sender, byte[] message)
@@ -435,7 +440,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
                 regionIds[distinct++] = id;
             }
         }
-        return exportGrants.grant(key, java.util.Arrays.stream(regionIds, 0, distinct).distinct().toArray());
+        return exportGrants.grant(key, Arrays.stream(regionIds, 0, distinct).distinct().toArray());
     }
 
     /** Ends a grant: its key passes no more descriptors. Descriptors passed under it stay with their importers. */
@@ -446,7 +451,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public int drainNotifications(io.kvbridge.spi.transfer.NotificationSink sink)
+    public int drainNotifications(NotificationSink sink)
     {
         requireNonNull(sink, "sink is null");
         return notificationBound.drain(sink, super::drainNotifications);
@@ -543,8 +548,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         if (!control.alive()) {
             return Optional.of("the control thread of " + guard.description() + " stopped; close the instance and create a new one");
         }
-        String problems = java.util.stream.Stream.of(engine.problem(), control.problem(), exportGrants.problem(), notificationBound.problem())
-                .flatMap(Optional::stream).collect(java.util.stream.Collectors.joining("; "));
+        String problems = Stream.of(engine.problem(), control.problem(), exportGrants.problem(), notificationBound.problem())
+                .flatMap(Optional::stream).collect(Collectors.joining("; "));
         return problems.isEmpty() ? Optional.empty() : Optional.of(problems);
     }
 

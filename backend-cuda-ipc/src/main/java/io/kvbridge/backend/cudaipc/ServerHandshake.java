@@ -34,7 +34,7 @@ final class ServerHandshake
     }
 
     /** @return why the hello is refused, or null when the challenge went out. */
-    static String hello(Wire wire, Pending connection, int length, ControlAuth auth, ControlChannel.Events events)
+    static String hello(Wire wire, Pending connection, int length, ControlAuth auth, ControlEvents events)
     {
         MemorySegment data = wire.data;
         if (length < HELLO_BYTES || data.get(JAVA_BYTE, 0) != HELLO || data.get(JAVA_BYTE, 1) != VERSION) {
@@ -95,7 +95,7 @@ final class ServerHandshake
      *
      * @return why the connection must go, or null.
      */
-    static String answerFdRequest(Wire wire, int fd, String peer, int length, byte[] keyScratch, ControlChannel.Events events)
+    static String answerFdRequest(Wire wire, int fd, String peer, int length, byte[] keyScratch, ControlEvents events)
     {
         MemorySegment data = wire.data;
         int count = length >= 4 ? Short.toUnsignedInt(data.get(SHORT, 1)) : -1;
