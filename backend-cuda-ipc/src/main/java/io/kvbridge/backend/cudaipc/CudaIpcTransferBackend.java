@@ -71,6 +71,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final boolean vmmSupported;
     private final String localKey;
     private final NotificationBound notificationBound;
+    /** The inbox's drain, made once: a drain allocates nothing. */
+    private final java.util.function.ToIntFunction<NotificationSink> drainInbox;
     private final ExportGrants exportGrants;
     private final PassedRegions passedRegions;
     private final long closeTimeoutNanos;
@@ -88,6 +90,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         this.transfers = table;
         this.inbox = notifications;
         this.notificationBound = new NotificationBound(maxQueuedNotifications);
+        this.drainInbox = notifications::drain;
         this.exportGrants = new ExportGrants(guard.description());
         this.engine = owner;
         this.allocationMode = allocationMode;
@@ -454,7 +457,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     public int drainNotifications(NotificationSink sink)
     {
         requireNonNull(sink, "sink is null");
-        return notificationBound.drain(sink, super::drainNotifications);
+        return notificationBound.drain(sink, drainInbox);
     }
 
     /** @return notifications dropped because the inbox was full. */

@@ -416,7 +416,8 @@ final class CudaIpcControlSocketSecurityTest
                 waiting.add(fd);
             }
         }
-        Thread.sleep(500);
+        // settled: what the start and the exhausting loop left to compile is done
+        Thread.sleep(1000);
         long before = cpuTicks(victim.child().process.pid());
         Thread.sleep(2000);
         long used = cpuTicks(victim.child().process.pid()) - before;
