@@ -60,6 +60,10 @@ final class ControlChannel
     static final byte CLOSING = 8;
     /** Importer to exporter, on its link: every mapping of the exporter's memory is closed and no copy runs against it. */
     static final byte UNMAPPED = 9;
+    /** Exporter to importer, on the importer's link: close the mappings of these regions (count u16, ids i32...) and say so. */
+    static final byte UNMAP = 10;
+    /** Importer to exporter, on its link: the regions of the oldest {@link #UNMAP} are unmapped and no copy runs against them. */
+    static final byte REGIONS_UNMAPPED = 11;
     static final byte VERSION = 2;
     /** A hello's bytes before the agent name. */
     static final int HELLO_BYTES = 41;
@@ -96,6 +100,8 @@ final class ControlChannel
         final boolean primary;
         /** Sent {@link #CLOSING}, and neither {@link #UNMAPPED} nor a hang-up came back yet. */
         boolean awaitingUnmap;
+        /** The {@link #UNMAP} notices sent and not answered, oldest first. */
+        final java.util.ArrayDeque<CloseAcks> awaitingRegions = new java.util.ArrayDeque<>();
 
         Connection(int fd, boolean inbound, int pid, Link link, String agent, boolean primary)
         {
@@ -124,6 +130,12 @@ final class ControlChannel
     private final AtomicLong refused = new AtomicLong();
     private volatile String lastRefusal;
     private final CloseAcks closeAcks = new CloseAcks();
+    private final ConcurrentLinkedQueue<UnmapRequest> unmapRequests = new ConcurrentLinkedQueue<>();
+
+    /** Regions whose last grant was revoked, to be unmapped by the agents that were passed their descriptors. */
+    private record UnmapRequest(int[] regionIds, java.util.Set<String> agents, CloseAcks acks)
+    {
+    }
     private volatile boolean stopping;
     // the channel's thread only
     private final byte[] keyScratch = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
@@ -263,6 +275,61 @@ final class ControlChannel
     }
 
     /**
+     * Tells the agents that were passed descriptors of some regions to unmap them, and waits until
+     * each said it did (or hung up), at most until the deadline.
+     *
+     * @return the agents that did not answer in time, one entry per connection; empty when all did.
+     */
+    List<String> unmapHandshake(int[] regionIds, java.util.Set<String> agents, long deadlineNanos)
+    {
+        CloseAcks acks = new CloseAcks();
+        acks.request();
+        unmapRequests.add(new UnmapRequest(regionIds.clone(), java.util.Set.copyOf(agents), acks));
+        wake();
+        return acks.await(deadlineNanos, thread::isAlive);
+    }
+
+    /** Sends each requested {@link #UNMAP} notice to the links of its agents; the channel's thread. */
+    private void sendUnmaps(Wire wire, List<Connection> connections)
+    {
+        UnmapRequest request;
+        while ((request = unmapRequests.poll()) != null) {
+            int[] ids = request.regionIds();
+            List<String> told = new ArrayList<>();
+            for (Connection connection : connections) {
+                if (!connection.inbound || !connection.primary || !request.agents().contains(connection.agent)) {
+                    continue;
+                }
+                wire.data.set(JAVA_BYTE, 0, UNMAP);
+                wire.data.set(SHORT, 1, (short) ids.length);
+                for (int i = 0; i < ids.length; i++) {
+                    wire.data.set(INT, 3 + 4L * i, ids[i]);
+                }
+                if (wire.send(connection.fd, 3 + 4 * ids.length, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS) == null) {
+                    connection.awaitingRegions.add(request.acks());
+                    told.add(connection.agent);
+                }
+            }
+            request.acks().sent(told);
+        }
+    }
+
+    /**
+     * Tells the peer of a link that the regions of its oldest {@link #UNMAP} notice are unmapped here; from any thread.
+     *
+     * @return null when sent, else why not.
+     */
+    String regionsUnmapped(Link link)
+    {
+        if (link.closed) {
+            return "its control connection is closed";
+        }
+        Wire wire = wires.get();
+        wire.data.set(JAVA_BYTE, 0, REGIONS_UNMAPPED);
+        return wire.send(link.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS);
+    }
+
+    /**
      * Tells the peer of a link that this instance unmapped its memory; from any thread.
      *
      * @return null when sent, else why not.
@@ -299,6 +366,10 @@ final class ControlChannel
     /** A peer answered the close notice, or hung up: its mappings of this instance's memory are gone. */
     private void unmappedBy(Connection connection)
     {
+        CloseAcks pending;
+        while ((pending = connection.awaitingRegions.poll()) != null) {
+            pending.answered(connection.agent);
+        }
         if (connection.awaitingUnmap) {
             connection.awaitingUnmap = false;
             closeAcks.answered(connection.agent);
@@ -363,6 +434,7 @@ final class ControlChannel
         try {
             while (!stopping) {
                 takeLinks(wire, connections);
+                sendUnmaps(wire, connections);
                 sendClosing(wire, connections);
                 long now = System.nanoTime();
                 listener.expire(wire, now);
@@ -566,20 +638,37 @@ final class ControlChannel
             unmappedBy(connection);
             return null;
         }
+        if (type == REGIONS_UNMAPPED && length == 1) {
+            CloseAcks oldest = connection.awaitingRegions.poll();
+            if (oldest != null) {
+                oldest.answered(connection.agent);
+            }
+            return null;
+        }
         if (type == FD_REQUEST) {
             return ServerHandshake.answerFdRequest(wire, connection.fd, connection.agent, length, keyScratch, events);
         }
         return "it sent unknown message type " + type;
     }
 
-    /** What arrives on an outbound link: only the peer's close notice. */
+    /** What arrives on an outbound link: only the peer's close and unmap notices. */
     private String onLink(Wire wire, Connection connection, int length)
     {
-        if (wire.data.get(JAVA_BYTE, 0) == CLOSING && length == 1) {
+        MemorySegment data = wire.data;
+        if (data.get(JAVA_BYTE, 0) == CLOSING && length == 1) {
             events.peerClosing(connection.link);
             return null;
         }
-        return "it sent " + length + " bytes of type " + wire.data.get(JAVA_BYTE, 0) + " on a link that carries only its close notice";
+        int count = length >= 3 ? Short.toUnsignedInt(data.get(SHORT, 1)) : -1;
+        if (data.get(JAVA_BYTE, 0) == UNMAP && count >= 0 && length == 3 + 4 * count) {
+            int[] ids = new int[count];
+            for (int i = 0; i < count; i++) {
+                ids[i] = data.get(INT, 3 + 4L * i);
+            }
+            events.peerRevoked(connection.link, ids);
+            return null;
+        }
+        return "it sent " + length + " bytes of type " + data.get(JAVA_BYTE, 0) + " on a link that carries only its close and unmap notices";
     }
 
     private void hangUp(Wire wire, Connection connection, String reason)

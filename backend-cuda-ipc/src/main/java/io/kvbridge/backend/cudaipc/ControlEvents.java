@@ -28,4 +28,11 @@ interface ControlEvents
      * unmapped here, after the copies running against it, and {@link #unmapped} sent on the link.
      */
     void peerClosing(ControlChannel.Link link);
+
+    /**
+     * The peer at the other end of one of this instance's links revoked its last grant in some of
+     * its regions: their mappings must be closed here, after the copies running against the peer,
+     * and {@link ControlChannel#regionsUnmapped} sent on the link.
+     */
+    void peerRevoked(ControlChannel.Link link, int[] regionIds);
 }

@@ -117,6 +117,10 @@ final class CudaIpcPeer extends TransportPeer
         return high >= 0 && current[high].advertised.contains(address, length) ? current[high] : null;
     }
 
+    /** Allocations detached by the peer's revokes, to close once no copy runs against the peer (owner thread). */
+    private final List<Opened> detached = new java.util.ArrayList<>();
+    /** Revoke notices whose allocations are detached and not yet closed, each answered once they are (owner thread). */
+    int revokesToAnswer;
     /** The peer's instance is closing: once the mappings are closed, tell it so over the link (owner thread). */
     volatile boolean acknowledgeUnmap;
     /** Serialises fetching descriptors from the peer, so that one allocation is fetched and opened once. */
@@ -250,6 +254,43 @@ final class CudaIpcPeer extends TransportPeer
     }
 
     /**
+     * Detaches the allocations holding some regions, after the peer revoked its last grant in
+     * them: no new copy reaches them (a post fetches their descriptors again, under a grant); they
+     * are closed by {@link #closeDetached} once the copies already issued ended. Owner thread.
+     */
+    void detach(int[] regionIds)
+    {
+        for (RemoteRegion region : regions) {
+            boolean named = false;
+            for (int id : regionIds) {
+                named |= region.advertised.id() == id;
+            }
+            if (!named || region.opened == null || sameProcess) {
+                continue;
+            }
+            Opened allocation = opened.remove(region.advertised.allocationBase());
+            if (allocation != null) {
+                detached.add(allocation);
+            }
+            for (RemoteRegion sibling : regions) {
+                if (sibling.advertised.allocationBase() == region.advertised.allocationBase()) {
+                    sibling.opened = null;
+                }
+            }
+        }
+        revokesToAnswer++;
+    }
+
+    /** Closes the detached allocations; owner thread, only when no copy runs against the peer. */
+    void closeDetached(Posix.Errno errno)
+    {
+        for (Opened allocation : detached) {
+            close(allocation, errno);
+        }
+        detached.clear();
+    }
+
+    /**
      * Tells why a region of this peer cannot be reached from here.
      *
      * @return the reason with its fix, or null when it can.
@@ -288,32 +329,38 @@ final class CudaIpcPeer extends TransportPeer
         int count = 0;
         for (Opened allocation : opened.values()) {
             count++;
-            int rc = switch (allocation.export) {
-                case LEGACY_IPC -> sameProcess ? 0 : CudaDriver.cuIpcCloseMemHandle(allocation.localBase);
-                case VMM_FD -> {
-                    if (sameProcess) {
-                        yield 0;
-                    }
-                    int unmap = CudaDriver.cuMemUnmap(allocation.localBase, allocation.bytes);
-                    int free = CudaDriver.cuMemAddressFree(allocation.localBase, allocation.bytes);
-                    int release = CudaDriver.cuMemRelease(allocation.importedHandle);
-                    yield unmap != 0 ? unmap : free != 0 ? free : release;
-                }
-                case HOST_SHARED -> {
-                    if (sameProcess) {
-                        yield 0;
-                    }
-                    int rc2 = allocation.pinned ? CudaDriver.cuMemHostUnregister(allocation.localBase) : 0;
-                    Posix.munmap(allocation.localBase, allocation.bytes, errno);
-                    yield rc2;
-                }
-                default -> 0;
-            };
-            if (rc != 0) {
-                LOG.warn("closing peer '{}''s allocation 0x{} returned {} ({})", name(), Long.toHexString(allocation.remoteBase), rc, CudaDriver.errorName(rc));
-            }
+            close(allocation, errno);
         }
+        closeDetached(errno);
         opened.clear();
         return count;
+    }
+
+    private void close(Opened allocation, Posix.Errno errno)
+    {
+        int rc = switch (allocation.export) {
+            case LEGACY_IPC -> sameProcess ? 0 : CudaDriver.cuIpcCloseMemHandle(allocation.localBase);
+            case VMM_FD -> {
+                if (sameProcess) {
+                    yield 0;
+                }
+                int unmap = CudaDriver.cuMemUnmap(allocation.localBase, allocation.bytes);
+                int free = CudaDriver.cuMemAddressFree(allocation.localBase, allocation.bytes);
+                int release = CudaDriver.cuMemRelease(allocation.importedHandle);
+                yield unmap != 0 ? unmap : free != 0 ? free : release;
+            }
+            case HOST_SHARED -> {
+                if (sameProcess) {
+                    yield 0;
+                }
+                int rc2 = allocation.pinned ? CudaDriver.cuMemHostUnregister(allocation.localBase) : 0;
+                Posix.munmap(allocation.localBase, allocation.bytes, errno);
+                yield rc2;
+            }
+            default -> 0;
+        };
+        if (rc != 0) {
+            LOG.warn("closing peer '{}''s allocation 0x{} returned {} ({})", name(), Long.toHexString(allocation.remoteBase), rc, CudaDriver.errorName(rc));
+        }
     }
 }

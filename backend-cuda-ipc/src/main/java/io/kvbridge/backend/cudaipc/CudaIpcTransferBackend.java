@@ -77,6 +77,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final PassedRegions passedRegions;
     private final long closeTimeoutNanos;
     private final AtomicInteger unansweredCloses = new AtomicInteger();
+    /** Which agents were passed the descriptor of each exported region, to unmap it when its last grant is revoked. */
+    private final Map<Integer, Set<String>> passedTo = new ConcurrentHashMap<>();
 
     CudaIpcTransferBackend(String agentName, int device, int streams, int batchSize, int maxInFlight, long transferTimeoutMillis, String allocationMode,
             boolean vmmSupported, long closeTimeoutMillis, Optional<byte[]> connectionKey, int maxQueuedNotifications)
@@ -125,6 +127,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
                             : "a key of " + keyLength + " bytes") + " that no live grant in that region has");
                     return -1;
                 }
+                passedTo.computeIfAbsent(regionId, ignored -> ConcurrentHashMap.newKeySet()).add(peer);
                 return registration.fd;
             }
 
@@ -132,6 +135,12 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
             public void peerClosing(ControlChannel.Link link)
             {
                 peerIsClosing(link);
+            }
+
+            @Override
+            public void peerRevoked(ControlChannel.Link link, int[] regionIds)
+            {
+                peerRevokedRegions(link, regionIds);
             }
 
             @Override
@@ -446,11 +455,62 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         return exportGrants.grant(key, Arrays.stream(regionIds, 0, distinct).distinct().toArray());
     }
 
-    /** Ends a grant: its key passes no more descriptors. Descriptors passed under it stay with their importers. */
+    /**
+     * Ends a grant: its key passes no more descriptors. When it was the last live grant in a region
+     * whose descriptor peers were passed, they are told to unmap that allocation, and the revoke
+     * waits, at most {@code close-timeout-ms}, until each said it did, after its last copy against
+     * this instance; a peer that does not answer in time is logged and counted.
+     */
     @Override
     public void revoke(long grant)
     {
-        exportGrants.revoke(grant);
+        int[] regions = exportGrants.revoke(grant);
+        List<Integer> unmapped = new ArrayList<>();
+        Set<String> agents = new java.util.HashSet<>();
+        for (int id : regions) {
+            Set<String> passed = exportGrants.anyLiveIn(id) ? null : passedTo.remove(id);
+            if (passed != null && !passed.isEmpty()) {
+                unmapped.add(id);
+                agents.addAll(passed);
+            }
+        }
+        if (unmapped.isEmpty() || guard.isClosed()) {
+            return;
+        }
+        List<String> silent = control.unmapHandshake(unmapped.stream().mapToInt(Integer::intValue).toArray(), agents,
+                System.nanoTime() + closeTimeoutNanos);
+        if (!silent.isEmpty()) {
+            unansweredCloses.addAndGet(silent.size());
+            LOG.warn("{}: peers {} did not say within close-timeout-ms={} that they unmapped regions {} after their last grant was revoked; their "
+                    + "late copies may still reach that memory", guard.description(), silent, TimeUnit.NANOSECONDS.toMillis(closeTimeoutNanos), unmapped);
+        }
+    }
+
+    /** A peer revoked its last grant in some regions: their mappings close here after the copies running against the peer, then it is told. */
+    private void peerRevokedRegions(ControlChannel.Link link, int[] regionIds)
+    {
+        List<CudaIpcPeer> revoking = new ArrayList<>();
+        for (CudaIpcPeer peer : peers) {
+            if (peer.link == link && !peer.sameProcess) {
+                revoking.add(peer);
+            }
+        }
+        if (revoking.isEmpty() || guard.isClosed()) {
+            // nothing of it is mapped here, or this instance is closing and its link's hang-up answers
+            if (revoking.isEmpty()) {
+                control.regionsUnmapped(link);
+            }
+            return;
+        }
+        try {
+            engine.call(() -> {
+                revoking.forEach(peer -> engine.detach(peer, regionIds));
+                return null;
+            }, closeTimeoutNanos, "unmapping regions peer '" + revoking.getFirst().name() + "' revoked");
+        }
+        catch (KvBridgeException closed) {
+            // this instance closes meanwhile, or its owner is stuck: the link's hang-up answers the peer
+        }
     }
 
     @Override
@@ -466,7 +526,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         return notificationBound.dropped();
     }
 
-    /** @return peers that did not answer a close of this instance in time. */
+    /** @return peers that did not answer a close of this instance, or the unmap notice of a revoke, in time. */
     int unansweredCloses()
     {
         return unansweredCloses.get();

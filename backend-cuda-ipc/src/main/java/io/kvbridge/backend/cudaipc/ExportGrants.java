@@ -90,6 +90,19 @@ final class ExportGrants
         return false;
     }
 
+    /** @return whether any live grant, under any key, lies in the region. */
+    synchronized boolean anyLiveIn(int regionId)
+    {
+        for (Grant grant : byHandle.values()) {
+            for (int id : grant.regionIds()) {
+                if (id == regionId) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
     /** Counts a refused descriptor request and keeps the latest reason per peer. */
     synchronized void refused(String peer, String reason)
     {

@@ -311,4 +311,47 @@ final class CudaIpcTwoProcessTest
         assertEquals(ErrorCode.PEER_UNKNOWN, io.kvbridge.testkit.KvBridgeAssertions.assertCode(ErrorCode.PEER_UNKNOWN,
                 () -> parent.post(TransferOp.WRITE, local, even, remote, even, 1, null, KEY_BYTES)).code());
     }
+
+    /**
+     * The child revokes its grants while slowed copies of the parent into its shared host memory
+     * run: the revoke returns only once the parent unmapped that memory, after its last copy, so
+     * nothing lands afterwards; a later post must fetch the descriptor again and is refused.
+     */
+    @org.junit.jupiter.api.Test
+    void aRevokeReturnsOnlyOnceTheCopiesIntoTheRevokedMemoryEnded() throws Exception
+    {
+        assumeFake();
+        startChild("legacy");
+        byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
+        long childHost = Long.parseLong(expect("ADDR")[2]);
+        commands.println("GRANT " + KEY);
+        expect("GRANTED");
+        TransferBackend parent = newBackend("legacy");
+        Allocation host = parent.allocate(BYTES, MemoryKind.HOST, 0);
+        MemorySegment hostMemory = MemorySegment.ofAddress(host.address()).reinterpret(BYTES);
+        for (long o = 0; o < BYTES; o += 8) {
+            hostMemory.set(ValueLayout.JAVA_LONG, o, pattern(1, o));
+        }
+        Peer peer = parent.connect(childMetadata);
+        PreparedList local = parent.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS));
+        PreparedList remote = parent.prepareRemote(peer, blocks(MemoryKind.HOST, childHost, 0, BLOCKS));
+        long opening = parent.post(TransferOp.WRITE, local, range(0, 1), remote, range(0, 1), 1, null, KEY_BYTES);
+        assertEquals(TransferStatus.DONE, await(parent, opening), () -> "opening write: " + parent.failure(opening));
+        // every other block: 8 separate copies of 200 ms each
+        int[] even = new int[8];
+        for (int i = 0; i < even.length; i++) {
+            even[i] = 2 * i + 2;
+        }
+        FakeCuda.set("copy_delay_us", 200_000);
+        long slow = parent.post(TransferOp.WRITE, local, even, remote, even, even.length, null, KEY_BYTES);
+        Thread.sleep(100);
+        commands.println("REVOKE");
+        assertEquals("0", expect("REVOKED")[1], "bytes landed in the child's memory after its revoke returned");
+        assertEquals(TransferStatus.DONE, await(parent, slow), () -> "the copies issued before the revoke: " + parent.failure(slow));
+        FakeCuda.set("copy_delay_us", 0);
+        io.kvbridge.testkit.KvBridgeAssertions.assertCode(ErrorCode.NOT_GRANTED,
+                () -> parent.post(TransferOp.WRITE, local, range(0, 1), remote, range(0, 1), 1, null, KEY_BYTES));
+        commands.println("EXIT");
+        expect("BYE");
+    }
 }
