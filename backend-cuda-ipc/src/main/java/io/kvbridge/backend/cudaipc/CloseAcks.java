@@ -6,8 +6,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 /**
- * The close handshake's bookkeeping: the closing thread asks for the close notice and waits; the
- * control thread sends it and counts the answers (or hang-ups) as they come.
+ * The answers to one notice (a close, or the unmap of revoked regions): the requesting thread
+ * waits; the control thread sends the notice and counts the answers (or hang-ups) as they come.
  *
  * <p>Threads: any; one lock.
  */

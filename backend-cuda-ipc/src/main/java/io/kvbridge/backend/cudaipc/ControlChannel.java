@@ -90,7 +90,7 @@ final class ControlChannel
     }
 
     /** An authenticated connection, inbound, or an outbound link. */
-    private static final class Connection
+    static final class Connection
     {
         final int fd;
         final boolean inbound;
@@ -129,13 +129,7 @@ final class ControlChannel
     private final ControlListener listener;
     private final AtomicLong refused = new AtomicLong();
     private volatile String lastRefusal;
-    private final CloseAcks closeAcks = new CloseAcks();
-    private final ConcurrentLinkedQueue<UnmapRequest> unmapRequests = new ConcurrentLinkedQueue<>();
-
-    /** Regions whose last grant was revoked, to be unmapped by the agents that were passed their descriptors. */
-    private record UnmapRequest(int[] regionIds, java.util.Set<String> agents, CloseAcks acks)
-    {
-    }
+    private final PeerNotices notices;
     private volatile boolean stopping;
     // the channel's thread only
     private final byte[] keyScratch = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
@@ -171,6 +165,7 @@ final class ControlChannel
         }
         this.listener = new ControlListener(description, listen);
         this.wakeFd = wake;
+        this.notices = new PeerNotices(SEND_DEADLINE_NANOS);
         this.thread = Thread.ofPlatform().daemon().name("kvbridge-cuda-ipc-io-" + agentName).unstarted(this::loop);
         thread.start();
     }
@@ -269,9 +264,9 @@ final class ControlChannel
      */
     List<String> closeHandshake(long deadlineNanos)
     {
-        closeAcks.request();
+        CloseAcks acks = notices.requestClose();
         wake();
-        return closeAcks.await(deadlineNanos, thread::isAlive);
+        return acks.await(deadlineNanos, thread::isAlive);
     }
 
     /**
@@ -282,51 +277,9 @@ final class ControlChannel
      */
     List<String> unmapHandshake(int[] regionIds, java.util.Set<String> agents, long deadlineNanos)
     {
-        CloseAcks acks = new CloseAcks();
-        acks.request();
-        unmapRequests.add(new UnmapRequest(regionIds.clone(), java.util.Set.copyOf(agents), acks));
+        CloseAcks acks = notices.requestUnmap(regionIds, agents);
         wake();
         return acks.await(deadlineNanos, thread::isAlive);
-    }
-
-    /** Sends each requested {@link #UNMAP} notice to the links of its agents; the channel's thread. */
-    private void sendUnmaps(Wire wire, List<Connection> connections)
-    {
-        UnmapRequest request;
-        while ((request = unmapRequests.poll()) != null) {
-            int[] ids = request.regionIds();
-            List<String> told = new ArrayList<>();
-            for (Connection connection : connections) {
-                if (!connection.inbound || !connection.primary || !request.agents().contains(connection.agent)) {
-                    continue;
-                }
-                wire.data.set(JAVA_BYTE, 0, UNMAP);
-                wire.data.set(SHORT, 1, (short) ids.length);
-                for (int i = 0; i < ids.length; i++) {
-                    wire.data.set(INT, 3 + 4L * i, ids[i]);
-                }
-                if (wire.send(connection.fd, 3 + 4 * ids.length, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS) == null) {
-                    connection.awaitingRegions.add(request.acks());
-                    told.add(connection.agent);
-                }
-            }
-            request.acks().sent(told);
-        }
-    }
-
-    /**
-     * Tells the peer of a link that the regions of its oldest {@link #UNMAP} notice are unmapped here; from any thread.
-     *
-     * @return null when sent, else why not.
-     */
-    String regionsUnmapped(Link link)
-    {
-        if (link.closed) {
-            return "its control connection is closed";
-        }
-        Wire wire = wires.get();
-        wire.data.set(JAVA_BYTE, 0, REGIONS_UNMAPPED);
-        return wire.send(link.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS);
     }
 
     /**
@@ -336,44 +289,27 @@ final class ControlChannel
      */
     String unmapped(Link link)
     {
+        return sendByte(link, UNMAPPED);
+    }
+
+    /**
+     * Tells the peer of a link that the regions of its oldest {@link #UNMAP} notice are unmapped here; from any thread.
+     *
+     * @return null when sent, else why not.
+     */
+    String regionsUnmapped(Link link)
+    {
+        return sendByte(link, REGIONS_UNMAPPED);
+    }
+
+    private String sendByte(Link link, byte type)
+    {
         if (link.closed) {
             return "its control connection is closed";
         }
         Wire wire = wires.get();
-        wire.data.set(JAVA_BYTE, 0, UNMAPPED);
+        wire.data.set(JAVA_BYTE, 0, type);
         return wire.send(link.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS);
-    }
-
-    /** Sends the close notice on every inbound link, once; the channel's thread. */
-    private void sendClosing(Wire wire, List<Connection> connections)
-    {
-        if (!closeAcks.due()) {
-            return;
-        }
-        List<String> told = new ArrayList<>();
-        for (Connection connection : connections) {
-            if (connection.inbound && connection.primary) {
-                wire.data.set(JAVA_BYTE, 0, CLOSING);
-                if (wire.send(connection.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS) == null) {
-                    connection.awaitingUnmap = true;
-                    told.add(connection.agent);
-                }
-            }
-        }
-        closeAcks.sent(told);
-    }
-
-    /** A peer answered the close notice, or hung up: its mappings of this instance's memory are gone. */
-    private void unmappedBy(Connection connection)
-    {
-        CloseAcks pending;
-        while ((pending = connection.awaitingRegions.poll()) != null) {
-            pending.answered(connection.agent);
-        }
-        if (connection.awaitingUnmap) {
-            connection.awaitingUnmap = false;
-            closeAcks.answered(connection.agent);
-        }
     }
 
     /**
@@ -434,8 +370,7 @@ final class ControlChannel
         try {
             while (!stopping) {
                 takeLinks(wire, connections);
-                sendUnmaps(wire, connections);
-                sendClosing(wire, connections);
+                notices.send(wire, connections);
                 long now = System.nanoTime();
                 listener.expire(wire, now);
                 int total = 2 + listener.admission.size() + connections.size();
@@ -635,14 +570,11 @@ final class ControlChannel
             return null;
         }
         if (type == UNMAPPED && length == 1) {
-            unmappedBy(connection);
+            notices.answeredAll(connection);
             return null;
         }
         if (type == REGIONS_UNMAPPED && length == 1) {
-            CloseAcks oldest = connection.awaitingRegions.poll();
-            if (oldest != null) {
-                oldest.answered(connection.agent);
-            }
+            notices.answeredOldestUnmap(connection);
             return null;
         }
         if (type == FD_REQUEST) {
@@ -673,7 +605,7 @@ final class ControlChannel
 
     private void hangUp(Wire wire, Connection connection, String reason)
     {
-        unmappedBy(connection);
+        notices.answeredAll(connection);
         Posix.close(connection.fd, wire.errno);
         if (connection.inbound) {
             inboundCount--;

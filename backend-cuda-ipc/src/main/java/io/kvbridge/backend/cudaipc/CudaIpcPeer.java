@@ -121,6 +121,8 @@ final class CudaIpcPeer extends TransportPeer
     private final List<Opened> detached = new java.util.ArrayList<>();
     /** Revoke notices whose allocations are detached and not yet closed, each answered once they are (owner thread). */
     int revokesToAnswer;
+    /** Counts the peer's revoke notices, so that descriptors fetched across one are not opened after it (written by the owner thread). */
+    volatile int revokeEpoch;
     /** The peer's instance is closing: once the mappings are closed, tell it so over the link (owner thread). */
     volatile boolean acknowledgeUnmap;
     /** Serialises fetching descriptors from the peer, so that one allocation is fetched and opened once. */
@@ -155,11 +157,12 @@ final class CudaIpcPeer extends TransportPeer
      * Opens regions whose descriptors the peer passed; owner thread.
      *
      * @param fds region id to descriptor (or -1); taken over (closed here).
+     * @param open false to only close the descriptors (a revoke came while they travelled).
      */
-    void openPassed(Map<Integer, Integer> fds, int device, Posix.Errno errno)
+    void openPassed(Map<Integer, Integer> fds, boolean open, int device, Posix.Errno errno)
     {
         try {
-            if (closed) {
+            if (closed || !open) {
                 return;
             }
             for (RemoteRegion region : regions) {
@@ -279,6 +282,7 @@ final class CudaIpcPeer extends TransportPeer
             }
         }
         revokesToAnswer++;
+        revokeEpoch++;
     }
 
     /** Closes the detached allocations; owner thread, only when no copy runs against the peer. */

@@ -99,61 +99,10 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         this.vmmSupported = vmmSupported;
         this.registrations = new Registrations<>(guard.description());
         this.lists = new PreparedLists<>(guard);
-        this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), new ControlEvents()
-        {
-            @Override
-            public void notification(String sender, byte[] message)
-            {
-                if (!guard.isClosed() && notificationBound.admit(sender, message.length)) {
-                    inbox.add(sender, message);
-                }
-            }
-
-            @Override
-            public void peerGone(String agent, String reason)
-            {
-                peerDied(agent, reason);
-            }
-
-            @Override
-            public int exportedFd(int regionId, byte[] key, int keyLength, String peer)
-            {
-                LocalRegistration registration = exported.get(regionId);
-                if (registration == null || !registration.live()) {
-                    return -1;
-                }
-                if (!exportGrants.covers(key, keyLength, regionId)) {
-                    exportGrants.refused(peer, "asked for the descriptor of region " + regionId + " under " + (keyLength == 0 ? "no grant key"
-                            : "a key of " + keyLength + " bytes") + " that no live grant in that region has");
-                    return -1;
-                }
-                passedTo.computeIfAbsent(regionId, ignored -> ConcurrentHashMap.newKeySet()).add(peer);
-                return registration.fd;
-            }
-
-            @Override
-            public void peerClosing(ControlChannel.Link link)
-            {
-                peerIsClosing(link);
-            }
-
-            @Override
-            public void peerRevoked(ControlChannel.Link link, int[] regionIds)
-            {
-                peerRevokedRegions(link, regionIds);
-            }
-
-            @Override
-            public int knownPid(String agent)
-            {
-                for (CudaIpcPeer peer : peers) {
-                    if (peer.name().equals(agent) && !peer.sameProcess) {
-                        return peer.metadata.pid();
-                    }
-                }
-                return -1;
-            }
-        });
+        CudaIpcEvents events = new CudaIpcEvents(guard, notifications, notificationBound, exported, exportGrants, passedTo, peers, owner,
+                TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis));
+        this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), events);
+        events.attach(control);
         this.localKey = agentName + "@" + control.socketName;
         this.passedRegions = new PassedRegions(control, owner);
         this.closeTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis);
@@ -297,62 +246,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         return peer;
     }
 
-    private void peerDied(String agent, String reason)
-    {
-        List<CudaIpcPeer> gone = new ArrayList<>();
-        for (CudaIpcPeer peer : peers) {
-            if (peer.name().equals(agent) && peer.markUnusable("its process is gone or closed its control connection (" + reason + ")")) {
-                gone.add(peer);
-            }
-        }
-        if (gone.isEmpty() || guard.isClosed()) {
-            return;
-        }
-        try {
-            engine.call(() -> {
-                gone.forEach(engine::retire);
-                return null;
-            });
-        }
-        catch (KvBridgeException closed) {
-            // the instance is closing: close() releases the mappings
-        }
-    }
-
-    /**
-     * A peer's instance closes: its memory is unmapped here after the copies running against it,
-     * then the peer is told; the control thread asks the owner and waits no longer than the close
-     * timeout. A closing instance answers by its link's hang-up, after its own mappings are gone.
-     */
-    private void peerIsClosing(ControlChannel.Link link)
-    {
-        List<CudaIpcPeer> closing = new ArrayList<>();
-        for (CudaIpcPeer peer : peers) {
-            if (peer.link == link) {
-                peer.markUnusable("its instance is closing");
-                closing.add(peer);
-            }
-        }
-        if (closing.isEmpty() || (guard.isClosed() && closing.stream().allMatch(peer -> peer.sameProcess))) {
-            // nothing of it is mapped here (disconnected, or in this process and this instance is closing too)
-            control.unmapped(link);
-            return;
-        }
-        if (guard.isClosed()) {
-            return;
-        }
-        closing.forEach(peer -> peer.acknowledgeUnmap = true);
-        try {
-            engine.call(() -> {
-                closing.forEach(engine::retire);
-                return null;
-            }, closeTimeoutNanos, "unmapping the memory of closing peer '" + closing.getFirst().name() + "'");
-        }
-        catch (KvBridgeException closed) {
-            // this instance closes meanwhile, or its owner is stuck: the link's hang-up answers the peer
-        }
-    }
-
     @Override
     public void disconnect(Peer peer)
     {
@@ -483,33 +376,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
             unansweredCloses.addAndGet(silent.size());
             LOG.warn("{}: peers {} did not say within close-timeout-ms={} that they unmapped regions {} after their last grant was revoked; their "
                     + "late copies may still reach that memory", guard.description(), silent, TimeUnit.NANOSECONDS.toMillis(closeTimeoutNanos), unmapped);
-        }
-    }
-
-    /** A peer revoked its last grant in some regions: their mappings close here after the copies running against the peer, then it is told. */
-    private void peerRevokedRegions(ControlChannel.Link link, int[] regionIds)
-    {
-        List<CudaIpcPeer> revoking = new ArrayList<>();
-        for (CudaIpcPeer peer : peers) {
-            if (peer.link == link && !peer.sameProcess) {
-                revoking.add(peer);
-            }
-        }
-        if (revoking.isEmpty() || guard.isClosed()) {
-            // nothing of it is mapped here, or this instance is closing and its link's hang-up answers
-            if (revoking.isEmpty()) {
-                control.regionsUnmapped(link);
-            }
-            return;
-        }
-        try {
-            engine.call(() -> {
-                revoking.forEach(peer -> engine.detach(peer, regionIds));
-                return null;
-            }, closeTimeoutNanos, "unmapping regions peer '" + revoking.getFirst().name() + "' revoked");
-        }
-        catch (KvBridgeException closed) {
-            // this instance closes meanwhile, or its owner is stuck: the link's hang-up answers the peer
         }
     }
 

@@ -48,6 +48,7 @@ final class PassedRegions
             int[] ids = wanted(remote, indices, count);
             int[] fds = new int[ids.length];
             CudaIpcMetadata metadata = peer.metadata;
+            int epoch = peer.revokeEpoch;
             control.fetch(metadata.socketName(), metadata.pid(), metadata.agentName(), grantKey == null ? NO_KEY : grantKey, ids, fds,
                     System.nanoTime() + FETCH_DEADLINE_NANOS);
             Map<Integer, Integer> byRegion = new HashMap<>();
@@ -55,7 +56,8 @@ final class PassedRegions
                 byRegion.put(ids[i], fds[i]);
             }
             engine.call(() -> {
-                peer.openPassed(byRegion, engine.device(), engine.errno);
+                // a revoke that came while the descriptors travelled wins: they are closed unopened
+                peer.openPassed(byRegion, peer.revokeEpoch == epoch, engine.device(), engine.errno);
                 return null;
             });
         }
