@@ -15,9 +15,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -101,7 +104,7 @@ final class ControlChannel
         /** Sent {@link #CLOSING}, and neither {@link #UNMAPPED} nor a hang-up came back yet. */
         boolean awaitingUnmap;
         /** The {@link #UNMAP} notices sent and not answered, oldest first. */
-        final java.util.ArrayDeque<CloseAcks> awaitingRegions = new java.util.ArrayDeque<>();
+        final ArrayDeque<CloseAcks> awaitingRegions = new ArrayDeque<>();
 
         Connection(int fd, boolean inbound, int pid, Link link, String agent, boolean primary)
         {
@@ -233,7 +236,7 @@ final class ControlChannel
     void fetch(String peerSocket, int peerPid, String peerAgent, byte[] grantKey, int[] regionIds, int[] fdsOut, long deadlineNanos)
     {
         Wire wire = wires.get();
-        java.util.Arrays.fill(fdsOut, -1);
+        Arrays.fill(fdsOut, -1);
         int fd = ControlClient.open(wire, auth, agentName, peerSocket, peerPid, peerAgent, false, deadlineNanos);
         boolean done = false;
         try {
@@ -275,7 +278,7 @@ final class ControlChannel
      *
      * @return the agents that did not answer in time, one entry per connection; empty when all did.
      */
-    List<String> unmapHandshake(int[] regionIds, java.util.Set<String> agents, long deadlineNanos)
+    List<String> unmapHandshake(int[] regionIds, Set<String> agents, long deadlineNanos)
     {
         CloseAcks acks = notices.requestUnmap(regionIds, agents);
         wake();

@@ -8,6 +8,7 @@ import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
@@ -294,7 +295,7 @@ final class CudaIpcEngine
     /** @return why a transfer cannot start because the peer revoked a region it copies to or from since the post, or null; allocation-free. */
     private static String detachedRegion(CudaIpcTransfer transfer)
     {
-        io.kvbridge.transport.DescriptorPairs copies = transfer.copies;
+        DescriptorPairs copies = transfer.copies;
         for (int i = 0; i < copies.size(); i++) {
             CudaIpcPeer.RemoteRegion region = transfer.remote.region(copies.remoteRegion(i));
             if (region.opened == null) {

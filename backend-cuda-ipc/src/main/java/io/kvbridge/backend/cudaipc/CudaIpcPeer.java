@@ -9,6 +9,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.TransportPeer;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -118,7 +119,7 @@ final class CudaIpcPeer extends TransportPeer
     }
 
     /** Allocations detached by the peer's revokes, to close once no copy runs against the peer (owner thread). */
-    private final List<Opened> detached = new java.util.ArrayList<>();
+    private final List<Opened> detached = new ArrayList<>();
     /** Revoke notices whose allocations are detached and not yet closed, each answered once they are (owner thread). */
     int revokesToAnswer;
     /** Counts the peer's revoke notices, so that descriptors fetched across one are not opened after it (written by the owner thread). */

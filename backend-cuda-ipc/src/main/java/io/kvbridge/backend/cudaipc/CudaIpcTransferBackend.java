@@ -26,6 +26,7 @@ import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -34,6 +35,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.ToIntFunction;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -72,7 +74,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final String localKey;
     private final NotificationBound notificationBound;
     /** The inbox's drain, made once: a drain allocates nothing. */
-    private final java.util.function.ToIntFunction<NotificationSink> drainInbox;
+    private final ToIntFunction<NotificationSink> drainInbox;
     private final ExportGrants exportGrants;
     private final PassedRegions passedRegions;
     private final long closeTimeoutNanos;
@@ -359,7 +361,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     {
         int[] regions = exportGrants.revoke(grant);
         List<Integer> unmapped = new ArrayList<>();
-        Set<String> agents = new java.util.HashSet<>();
+        Set<String> agents = new HashSet<>();
         for (int id : regions) {
             Set<String> passed = exportGrants.anyLiveIn(id) ? null : passedTo.remove(id);
             if (passed != null && !passed.isEmpty()) {
