@@ -6,37 +6,47 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.backend.cudaipc.ControlAdmission.Pending;
 import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.transfer.TransferBackend;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The control path between {@code cuda-ipc} instances on one node: a {@code SOCK_SEQPACKET}
  * Unix-domain socket in the abstract namespace per instance (message boundaries kept by the kernel,
- * nothing on the file system to clean up), carrying hellos, notifications and the file descriptors
- * of VMM and shared host allocations ({@code SCM_RIGHTS}). Descriptors travel over the socket
- * rather than through {@code pidfd_getfd}, because that needs ptrace rights over the exporter,
- * which Yama and container defaults deny between sibling processes such as a scheduler's workers;
- * a socket the exporter answers on needs no privilege and lets the exporter decide what it grants.
+ * nothing on the file system to clean up), carrying the handshake, notifications and the file
+ * descriptors of VMM and shared host allocations ({@code SCM_RIGHTS}). Descriptors travel over the
+ * socket rather than through {@code pidfd_getfd}, because that needs ptrace rights over the
+ * exporter, which Yama and container defaults deny between sibling processes.
  *
- * <p>Each instance connects once to each peer (its outbound link) and says hello with its agent
- * name and pid, which must match the kernel's {@code SO_PEERCRED}; the peer then knows who sends
- * what arrives on that connection. A hang-up of a link in either direction is how a dead peer
- * process is noticed.
+ * <p>An abstract socket has no file-system permissions: any process of the host may connect. So a
+ * connection is answered nothing until it authenticated ({@link ControlClient} describes the
+ * messages, {@link ControlAuth} the proofs), the kernel's {@code SO_PEERCRED} must agree with the
+ * pid it claims (and with the pid of a connected peer's metadata of that name), and a descriptor is
+ * passed only for a region that a live grant under the key the peer presents lies in. Connections
+ * that have not authenticated are bounded and displaced ({@link ControlAdmission}); the accept loop
+ * sheds them and pauses when the process runs out of descriptors, rather than spinning.
  *
  * <p>Threads: one platform thread ({@code kvbridge-cuda-ipc-io-<agent>}) polls the listening
  * socket and every connection, with a 200 ms timeout and an {@code eventfd} to be woken; it
- * answers descriptor requests itself and hands notifications and hang-ups to {@link Events}.
- * Sending works from any thread with that thread's own {@link Wire}.
+ * answers handshakes and descriptor requests itself and hands notifications and hang-ups to
+ * {@link ControlEvents}. Connecting and sending work from any thread with that thread's own {@link Wire}.
  */
 final class ControlChannel
 {
@@ -46,26 +56,27 @@ final class ControlChannel
     static final byte FD_REQUEST = 2;
     static final byte FDS = 3;
     static final byte NOTIFY = 4;
+    static final byte CHALLENGE = 5;
+    static final byte PROOF = 6;
+    static final byte ACCEPT = 7;
+    /** Exporter to importer, on the importer's link: this instance closes; unmap its memory and say so. */
+    static final byte CLOSING = 8;
+    /** Importer to exporter, on its link: every mapping of the exporter's memory is closed and no copy runs against it. */
+    static final byte UNMAPPED = 9;
+    /** Exporter to importer, on the importer's link: close the mappings of these regions (count u16, ids i32...) and say so. */
+    static final byte UNMAP = 10;
+    /** Importer to exporter, on its link: the regions of the oldest {@link #UNMAP} are unmapped and no copy runs against them. */
+    static final byte REGIONS_UNMAPPED = 11;
+    static final byte VERSION = 2;
+    /** A hello's bytes before the agent name. */
+    static final int HELLO_BYTES = 41;
     static final int MAX_NOTIFICATION = 64 * 1024;
+    /** Authenticated inbound connections held at once; a newer one beyond is refused. */
+    static final int MAX_ESTABLISHED = 1024;
+    static final ValueLayout.OfInt INT = JAVA_INT.withByteAlignment(1);
+    static final ValueLayout.OfShort SHORT = JAVA_SHORT.withByteAlignment(1);
     private static final long SEND_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(2);
     private static final int POLL_MILLIS = 200;
-
-    /** What the channel hands to its transport. */
-    interface Events
-    {
-        /** A peer's notification arrived; {@code message} is owned by the receiver. */
-        void notification(String sender, byte[] message);
-
-        /** A link to or from the peer of that agent name hung up. */
-        void peerGone(String agentName, String reason);
-
-        /**
-         * The descriptor of a region this instance exports, to pass to a peer that asked.
-         *
-         * @return the descriptor (still owned by the transport), or -1 when the region is not exported.
-         */
-        int exportedFd(int regionId);
-    }
 
     /** An outbound connection to one peer. */
     static final class Link
@@ -81,30 +92,36 @@ final class ControlChannel
         }
     }
 
-    private static final class Connection
+    /** An authenticated connection, inbound, or an outbound link. */
+    static final class Connection
     {
         final int fd;
         final boolean inbound;
-        final int credentialPid;
+        final int pid;
         final Link link;
-        String agent;
-        boolean primary;
+        final String agent;
+        final boolean primary;
+        /** Sent {@link #CLOSING}, and neither {@link #UNMAPPED} nor a hang-up came back yet. */
+        boolean awaitingUnmap;
+        /** The {@link #UNMAP} notices sent and not answered, oldest first. */
+        final ArrayDeque<CloseAcks> awaitingRegions = new ArrayDeque<>();
 
-        Connection(int fd, boolean inbound, int credentialPid, Link link)
+        Connection(int fd, boolean inbound, int pid, Link link, String agent, boolean primary)
         {
             this.fd = fd;
             this.inbound = inbound;
-            this.credentialPid = credentialPid;
+            this.pid = pid;
             this.link = link;
-            this.agent = link == null ? null : link.agent;
+            this.agent = agent;
+            this.primary = primary;
         }
     }
 
     private final String description;
     private final String agentName;
-    private final Events events;
+    private final ControlEvents events;
+    private final ControlAuth auth;
     final String socketName;
-    private final int listenFd;
     private final int wakeFd;
     private final Thread thread;
     private final ConcurrentLinkedQueue<Link> added = new ConcurrentLinkedQueue<>();
@@ -112,12 +129,20 @@ final class ControlChannel
     private final ThreadLocal<Wire> wires = ThreadLocal.withInitial(Wire::new);
     private final Posix.Errno wakeErrno = new Posix.Errno(Arena.ofAuto());
     private final MemorySegment wakeValue = Arena.ofAuto().allocate(8, 8);
+    private final ControlListener listener;
+    private final AtomicLong refused = new AtomicLong();
+    private volatile String lastRefusal;
+    private final PeerNotices notices;
     private volatile boolean stopping;
+    // the channel's thread only
+    private final byte[] keyScratch = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
+    private int inboundCount;
 
-    ControlChannel(String description, String agentName, Events events)
+    ControlChannel(String description, String agentName, ControlAuth auth, ControlEvents events)
     {
         this.description = requireNonNull(description, "description is null");
         this.agentName = requireNonNull(agentName, "agentName is null");
+        this.auth = requireNonNull(auth, "auth is null");
         this.events = requireNonNull(events, "events is null");
         Wire wire = wires.get();
         this.socketName = "kvbridge-cuda-ipc-" + Posix.getpid() + "-" + Long.toHexString(System.nanoTime() ^ CudaIpcTransferBackend.PROCESS_TOKEN)
@@ -141,8 +166,9 @@ final class ControlChannel
             Posix.close(listen, wire.errno);
             throw failure("eventfd", errno);
         }
-        this.listenFd = listen;
+        this.listener = new ControlListener(description, listen);
         this.wakeFd = wake;
+        this.notices = new PeerNotices(SEND_DEADLINE_NANOS);
         this.thread = Thread.ofPlatform().daemon().name("kvbridge-cuda-ipc-io-" + agentName).unstarted(this::loop);
         thread.start();
     }
@@ -158,140 +184,135 @@ final class ControlChannel
         return thread.isAlive();
     }
 
+    /** @return connections refused for failing the handshake or the kernel's credentials. */
+    long refusedConnections()
+    {
+        return refused.get();
+    }
+
+    /** @return connections closed for not authenticating in time, or displaced by newer ones. */
+    long shedConnections()
+    {
+        return listener.shed();
+    }
+
+    /** @return the refused connections with the latest reason, or empty when none was refused. */
+    Optional<String> problem()
+    {
+        long count = refused.get();
+        return count == 0 ? Optional.empty() : Optional.of("the control socket of " + description + " refused " + count
+                + " connections that failed authentication; latest: " + lastRefusal);
+    }
+
     /**
-     * Connects to a peer's socket, says hello and fetches the descriptors of some of its regions;
-     * runs on the calling thread, bounded by a deadline.
+     * Connects to a peer's socket, authenticates both ways and keeps the connection as the peer's
+     * outbound link (notifications go over it; its hang-up tells that the peer is gone).
      *
      * @param peerSocket the peer's abstract socket name, from its metadata.
      * @param peerPid the pid its metadata claims; the socket's owner must be that process.
      * @param peerAgent its agent name.
-     * @param regionIds regions whose descriptors are wanted (at most {@link Wire#MAX_FDS} per call are asked at once).
-     * @param fdsOut receives each region's descriptor, owned by the caller, or -1 where not granted.
-     * @param keep true to keep the connection as the peer's outbound link; false to close it after the exchange.
      * @param deadlineNanos when to give up.
-     * @return the link when kept, else null.
-     * @throws KvBridgeException {@code PEER_UNKNOWN} when the peer cannot be reached or answers wrongly.
+     * @return the link.
+     * @throws KvBridgeException {@code PEER_UNKNOWN} when the peer cannot be reached, is not who its
+     *     metadata says, or fails authentication.
      */
-    Link connect(String peerSocket, int peerPid, String peerAgent, int[] regionIds, int[] fdsOut, boolean keep, long deadlineNanos)
+    Link connect(String peerSocket, int peerPid, String peerAgent, long deadlineNanos)
     {
-        Wire wire = wires.get();
-        int fd = Posix.socket(Posix.AF_UNIX, Posix.SOCK_SEQPACKET | Posix.SOCK_CLOEXEC, 0, wire.errno);
-        if (fd < 0) {
-            throw failure("socket(AF_UNIX, SOCK_SEQPACKET)", wire.errno.last());
-        }
-        boolean done = false;
-        try {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment address = arena.allocate(Posix.SOCKADDR_UN_BYTES);
-                int length = Posix.abstractAddress(address, peerSocket.getBytes(StandardCharsets.UTF_8));
-                if (Posix.connect(fd, address, length, wire.errno) < 0) {
-                    throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + peerAgent + "' at @" + peerSocket + ": errno "
-                            + wire.errno.last() + " (" + Posix.strerror(wire.errno.last()) + "); the peer must run on this node, in this network "
-                            + "namespace, and be open");
-                }
-            }
-            int owner = Posix.peerPid(fd, wire.errno);
-            if (owner != peerPid) {
-                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peerAgent + "' claims pid=" + peerPid + " but its socket belongs to pid="
-                        + owner + "; refusing metadata that does not match the process serving it");
-            }
-            sendHello(wire, fd, keep, deadlineNanos);
-            for (int start = 0; start < regionIds.length; start += Wire.MAX_FDS) {
-                fetchFds(wire, fd, peerAgent, regionIds, start, Math.min(regionIds.length, start + Wire.MAX_FDS), fdsOut, deadlineNanos);
-            }
-            done = true;
-        }
-        finally {
-            if (!done || !keep) {
-                Posix.close(fd, wire.errno);
-            }
-        }
-        if (!keep) {
-            return null;
-        }
+        int fd = ControlClient.open(wires.get(), auth, agentName, peerSocket, peerPid, peerAgent, true, deadlineNanos);
         Link link = new Link(fd, peerAgent);
         added.add(link);
         wake();
         return link;
     }
 
-    private void sendHello(Wire wire, int fd, boolean primary, long deadlineNanos)
+    /**
+     * Fetches the descriptors of some of a peer's regions under a grant key, over a connection of
+     * its own (authenticated like a link) that is closed afterwards; runs on the calling thread.
+     *
+     * @param grantKey the key the peer's grants are under; empty for none.
+     * @param regionIds the regions wanted.
+     * @param fdsOut receives each region's descriptor, owned by the caller, or -1 where not granted.
+     */
+    void fetch(String peerSocket, int peerPid, String peerAgent, byte[] grantKey, int[] regionIds, int[] fdsOut, long deadlineNanos)
     {
-        byte[] name = agentName.getBytes(StandardCharsets.UTF_8);
-        wire.data.set(JAVA_BYTE, 0, HELLO);
-        wire.data.set(JAVA_BYTE, 1, (byte) (primary ? 1 : 0));
-        wire.data.set(JAVA_INT_UNALIGNED, 2, Posix.getpid());
-        wire.data.set(JAVA_SHORT_UNALIGNED, 6, (short) name.length);
-        MemorySegment.copy(name, 0, wire.data, JAVA_BYTE, 8, name.length);
-        String problem = wire.send(fd, 8 + name.length, null, 0, deadlineNanos);
-        if (problem != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "saying hello to a cuda-ipc peer failed: " + problem);
+        Wire wire = wires.get();
+        Arrays.fill(fdsOut, -1);
+        int fd = ControlClient.open(wire, auth, agentName, peerSocket, peerPid, peerAgent, false, deadlineNanos);
+        boolean done = false;
+        try {
+            for (int start = 0; start < regionIds.length; start += Wire.MAX_FDS) {
+                ControlClient.fetchFds(wire, fd, peerAgent, grantKey, regionIds, start, Math.min(regionIds.length, start + Wire.MAX_FDS), fdsOut,
+                        deadlineNanos);
+            }
+            done = true;
+        }
+        finally {
+            Posix.close(fd, wire.errno);
+            if (!done) {
+                for (int i = 0; i < fdsOut.length; i++) {
+                    if (fdsOut[i] >= 0) {
+                        Posix.close(fdsOut[i], wire.errno);
+                        fdsOut[i] = -1;
+                    }
+                }
+            }
         }
     }
 
-    private static final java.lang.foreign.ValueLayout.OfInt JAVA_INT_UNALIGNED = JAVA_INT.withByteAlignment(1);
-    private static final java.lang.foreign.ValueLayout.OfShort JAVA_SHORT_UNALIGNED = JAVA_SHORT.withByteAlignment(1);
-
-    private void fetchFds(Wire wire, int fd, String peerAgent, int[] ids, int from, int to, int[] fdsOut, long deadlineNanos)
+    /**
+     * Tells every peer connected to this instance that it closes, and waits until each said it
+     * unmapped this instance's memory (or hung up), at most until the deadline.
+     *
+     * @return the agents that did not answer in time, one entry per connection; empty when all did.
+     */
+    List<String> closeHandshake(long deadlineNanos)
     {
-        int count = to - from;
-        wire.data.set(JAVA_BYTE, 0, FD_REQUEST);
-        wire.data.set(JAVA_SHORT_UNALIGNED, 1, (short) count);
-        for (int i = 0; i < count; i++) {
-            wire.data.set(JAVA_INT_UNALIGNED, 3 + 4L * i, ids[from + i]);
+        CloseAcks acks = notices.requestClose();
+        wake();
+        return acks.await(deadlineNanos, thread::isAlive);
+    }
+
+    /**
+     * Tells the agents that were passed descriptors of some regions to unmap them, and waits until
+     * each said it did (or hung up), at most until the deadline.
+     *
+     * @return the agents that did not answer in time, one entry per connection; empty when all did.
+     */
+    List<String> unmapHandshake(int[] regionIds, Set<String> agents, long deadlineNanos)
+    {
+        CloseAcks acks = notices.requestUnmap(regionIds, agents);
+        wake();
+        return acks.await(deadlineNanos, thread::isAlive);
+    }
+
+    /**
+     * Tells the peer of a link that this instance unmapped its memory; from any thread.
+     *
+     * @return null when sent, else why not.
+     */
+    String unmapped(Link link)
+    {
+        return sendByte(link, UNMAPPED);
+    }
+
+    /**
+     * Tells the peer of a link that the regions of its oldest {@link #UNMAP} notice are unmapped here; from any thread.
+     *
+     * @return null when sent, else why not.
+     */
+    String regionsUnmapped(Link link)
+    {
+        return sendByte(link, REGIONS_UNMAPPED);
+    }
+
+    private String sendByte(Link link, byte type)
+    {
+        if (link.closed) {
+            return "its control connection is closed";
         }
-        String problem = wire.send(fd, 3 + 4 * count, null, 0, deadlineNanos);
-        if (problem != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "asking peer '" + peerAgent + "' for descriptors failed: " + problem);
-        }
-        while (true) {
-            long left = deadlineNanos - System.nanoTime();
-            if (left <= 0) {
-                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peerAgent + "' did not send the descriptors of " + count
-                        + " regions in time; it may be stuck or closing");
-            }
-            wire.await(fd, Posix.POLLIN, left);
-            long length = wire.receive(fd);
-            if (length == -1) {
-                continue;
-            }
-            if (length <= 0) {
-                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peerAgent + "' closed the connection instead of sending descriptors");
-            }
-            try {
-                if (length != 3 + 5L * count || wire.data.get(JAVA_BYTE, 0) != FDS || Short.toUnsignedInt(wire.data.get(JAVA_SHORT_UNALIGNED, 1)) != count) {
-                    throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "peer '" + peerAgent + "' answered a descriptor request for " + count
-                            + " regions with " + length + " bytes of another shape");
-                }
-                int granted = 0;
-                for (int i = 0; i < count; i++) {
-                    if (wire.data.get(JAVA_INT_UNALIGNED, 3 + 5L * i) != ids[from + i]) {
-                        throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "peer '" + peerAgent + "' answered for region "
-                                + wire.data.get(JAVA_INT_UNALIGNED, 3 + 5L * i) + " where region " + ids[from + i] + " was asked");
-                    }
-                    granted += wire.data.get(JAVA_BYTE, 7 + 5L * i) == 1 ? 1 : 0;
-                }
-                if (granted != wire.receivedFdCount) {
-                    throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "peer '" + peerAgent + "' granted " + granted + " descriptors but passed "
-                            + wire.receivedFdCount);
-                }
-                int next = 0;
-                for (int i = 0; i < count; i++) {
-                    if (wire.data.get(JAVA_BYTE, 7 + 5L * i) == 1) {
-                        fdsOut[from + i] = wire.receivedFds[next];
-                        wire.receivedFds[next++] = -1;
-                    }
-                    else {
-                        fdsOut[from + i] = -1;
-                    }
-                }
-                wire.receivedFdCount = 0;
-                return;
-            }
-            finally {
-                wire.closeReceived();
-            }
-        }
+        Wire wire = wires.get();
+        wire.data.set(JAVA_BYTE, 0, type);
+        return wire.send(link.fd, 1, null, 0, System.nanoTime() + SEND_DEADLINE_NANOS);
     }
 
     /**
@@ -345,51 +366,57 @@ final class ControlChannel
     {
         Wire wire = wires.get();
         List<Connection> connections = new ArrayList<>();
+        List<Pending> polledPending = new ArrayList<>();
         Arena arena = Arena.ofConfined();
         int capacity = 16;
         MemorySegment fds = arena.allocate(Posix.POLLFD_BYTES * capacity, 8);
         try {
             while (!stopping) {
-                Link link;
-                while ((link = added.poll()) != null) {
-                    connections.add(new Connection(link.fd, false, -1, link));
-                }
-                while ((link = removed.poll()) != null) {
-                    for (int i = 0; i < connections.size(); i++) {
-                        if (connections.get(i).link == link) {
-                            Posix.close(link.fd, wire.errno);
-                            connections.remove(i);
-                            break;
-                        }
-                    }
-                }
-                if (connections.size() + 2 > capacity) {
-                    capacity = Math.max(capacity * 2, connections.size() + 2);
+                takeLinks(wire, connections);
+                notices.send(wire, connections);
+                long now = System.nanoTime();
+                listener.expire(wire, now);
+                int total = 2 + listener.admission.size() + connections.size();
+                if (total > capacity) {
+                    capacity = Math.max(capacity * 2, total);
                     fds = arena.allocate(Posix.POLLFD_BYTES * capacity, 8);
                 }
                 setPoll(fds, 0, wakeFd);
-                setPoll(fds, 1, listenFd);
-                for (int i = 0; i < connections.size(); i++) {
-                    setPoll(fds, i + 2, connections.get(i).fd);
+                int listening = listener.pollFd();
+                setPoll(fds, 1, listening);
+                polledPending.clear();
+                for (Pending connection : listener.admission.all()) {
+                    setPoll(fds, 2 + polledPending.size(), connection.fd);
+                    polledPending.add(connection);
                 }
-                int ready = Posix.poll(fds.address(), connections.size() + 2, POLL_MILLIS, wire.errno);
+                int firstEstablished = 2 + polledPending.size();
+                for (int i = 0; i < connections.size(); i++) {
+                    setPoll(fds, firstEstablished + i, connections.get(i).fd);
+                }
+                int ready = Posix.poll(fds.address(), total, listener.pollMillis(now, POLL_MILLIS), wire.errno);
                 if (ready <= 0) {
                     continue;
                 }
                 if (revents(fds, 0) != 0) {
                     Posix.read(wakeFd, wakeValue.address(), 8, wire.errno);
                 }
-                if ((revents(fds, 1) & Posix.POLLIN) != 0) {
-                    accept(wire, connections);
+                for (int i = 0; i < polledPending.size(); i++) {
+                    short revents = revents(fds, 2 + i);
+                    Pending connection = polledPending.get(i);
+                    if (revents != 0) {
+                        handshake(wire, connection, revents, connections);
+                    }
                 }
                 // from the end, so a removal leaves the indices still to visit in place
-                int polled = Math.min(connections.size(), (int) (fds.byteSize() / Posix.POLLFD_BYTES) - 2);
-                for (int i = polled - 1; i >= 0; i--) {
-                    Connection connection = connections.get(i);
-                    if (fds.get(JAVA_INT, (i + 2) * Posix.POLLFD_BYTES) != connection.fd) {
+                for (int i = connections.size() - 1; i >= 0; i--) {
+                    if (firstEstablished + i >= total) {
                         continue;
                     }
-                    short revents = revents(fds, i + 2);
+                    Connection connection = connections.get(i);
+                    if (fds.get(JAVA_INT, (firstEstablished + i) * Posix.POLLFD_BYTES) != connection.fd) {
+                        continue;
+                    }
+                    short revents = revents(fds, firstEstablished + i);
                     if (revents == 0) {
                         continue;
                     }
@@ -402,6 +429,10 @@ final class ControlChannel
                         connections.remove(i);
                     }
                 }
+                // last, so that descriptors closed by displacement are not reused within this round
+                if (listening >= 0 && (revents(fds, 1) & Posix.POLLIN) != 0) {
+                    listener.accept(wire);
+                }
             }
         }
         catch (RuntimeException | Error e) {
@@ -411,9 +442,26 @@ final class ControlChannel
             for (Connection connection : connections) {
                 Posix.close(connection.fd, wire.errno);
             }
-            Posix.close(listenFd, wire.errno);
+            listener.close(wire);
             Posix.close(wakeFd, wire.errno);
             arena.close();
+        }
+    }
+
+    private void takeLinks(Wire wire, List<Connection> connections)
+    {
+        Link link;
+        while ((link = added.poll()) != null) {
+            connections.add(new Connection(link.fd, false, -1, link, link.agent, true));
+        }
+        while ((link = removed.poll()) != null) {
+            for (int i = 0; i < connections.size(); i++) {
+                if (connections.get(i).link == link) {
+                    Posix.close(link.fd, wire.errno);
+                    connections.remove(i);
+                    break;
+                }
+            }
         }
     }
 
@@ -430,15 +478,53 @@ final class ControlChannel
         return fds.get(JAVA_SHORT, index * Posix.POLLFD_BYTES + 6);
     }
 
-    private void accept(Wire wire, List<Connection> connections)
+    /** Advances a pending connection's handshake; refuses it, silently, at the first fault. */
+    private void handshake(Wire wire, Pending connection, short revents, List<Connection> connections)
     {
-        while (true) {
-            int fd = Posix.accept4(listenFd, Posix.SOCK_NONBLOCK | Posix.SOCK_CLOEXEC, wire.errno);
-            if (fd < 0) {
-                return;
-            }
-            connections.add(new Connection(fd, true, Posix.peerPid(fd, wire.errno), null));
+        String refusal;
+        if ((revents & Posix.POLLIN) == 0) {
+            refusal = "";
         }
+        else {
+            long length;
+            try {
+                length = wire.receive(connection.fd);
+                refusal = length == -1 ? null : length <= 0 ? "" : connection.saidHello() ? proof(wire, connection, (int) length, connections)
+                        : ServerHandshake.hello(wire, connection, (int) length, auth, events);
+            }
+            catch (KvBridgeException e) {
+                refusal = e.getMessage();
+            }
+            finally {
+                wire.closeReceived();
+            }
+        }
+        if (refusal != null && refusal.isEmpty()) {
+            // it went away before authenticating: nothing to refuse
+            listener.drop(wire, connection);
+        }
+        else if (refusal != null) {
+            listener.admission.remove(connection);
+            Posix.close(connection.fd, wire.errno);
+            refused.incrementAndGet();
+            lastRefusal = "pid " + connection.pid + " (uid " + connection.uid + "): " + refusal;
+            LOG.debug("{}: refused a control connection from pid {} uid {}: {}", description, connection.pid, connection.uid, refusal);
+        }
+    }
+
+    /** @return why the proof is refused, or null when the connection is established. */
+    private String proof(Wire wire, Pending connection, int length, List<Connection> connections)
+    {
+        if (inboundCount >= MAX_ESTABLISHED) {
+            return "agent '" + connection.agent + "' would exceed the " + MAX_ESTABLISHED + " control connections held already";
+        }
+        String refusal = ServerHandshake.proof(wire, connection, length, auth, agentName);
+        if (refusal == null) {
+            listener.admission.remove(connection);
+            connections.add(new Connection(connection.fd, true, connection.pid, null, connection.agent, connection.primary));
+            inboundCount++;
+        }
+        return refusal;
     }
 
     /** @return why the connection must go, or null to keep it. */
@@ -462,7 +548,7 @@ final class ControlChannel
                 return "reading its control connection failed: errno " + wire.errno.last();
             }
             try {
-                String problem = connection.inbound ? handle(wire, connection, (int) length) : "it sent a message on a connection it should only read";
+                String problem = connection.inbound ? handle(wire, connection, (int) length) : onLink(wire, connection, (int) length);
                 if (problem != null) {
                     return problem;
                 }
@@ -477,27 +563,6 @@ final class ControlChannel
     {
         MemorySegment data = wire.data;
         byte type = data.get(JAVA_BYTE, 0);
-        if (type == HELLO) {
-            if (length < 8 || connection.agent != null) {
-                return "a hello of " + length + " bytes is malformed or repeated";
-            }
-            int pid = data.get(JAVA_INT_UNALIGNED, 2);
-            int nameLength = Short.toUnsignedInt(data.get(JAVA_SHORT_UNALIGNED, 6));
-            if (nameLength == 0 || nameLength > CudaIpcMetadata.MAX_NAME_BYTES || 8 + nameLength != length) {
-                return "a hello names an agent of " + nameLength + " bytes in a message of " + length;
-            }
-            if (pid != connection.credentialPid) {
-                return "its hello claims pid=" + pid + " but the kernel says pid=" + connection.credentialPid;
-            }
-            byte[] name = new byte[nameLength];
-            MemorySegment.copy(data, JAVA_BYTE, 8, name, 0, nameLength);
-            connection.agent = new String(name, StandardCharsets.UTF_8);
-            connection.primary = data.get(JAVA_BYTE, 1) == 1;
-            return null;
-        }
-        if (connection.agent == null) {
-            return "it sent message type " + type + " before its hello";
-        }
         if (type == NOTIFY) {
             if (length - 1 > MAX_NOTIFICATION) {
                 return "a notification of " + (length - 1) + " bytes exceeds " + MAX_NOTIFICATION;
@@ -507,46 +572,57 @@ final class ControlChannel
             events.notification(connection.agent, message);
             return null;
         }
+        if (type == UNMAPPED && length == 1) {
+            notices.answeredAll(connection);
+            return null;
+        }
+        if (type == REGIONS_UNMAPPED && length == 1) {
+            notices.answeredOldestUnmap(connection);
+            return null;
+        }
         if (type == FD_REQUEST) {
-            int count = length >= 3 ? Short.toUnsignedInt(data.get(JAVA_SHORT_UNALIGNED, 1)) : -1;
-            if (count < 0 || count > Wire.MAX_FDS || length != 3 + 4 * count) {
-                return "a descriptor request of " + length + " bytes asks for " + count + " regions (at most " + Wire.MAX_FDS + ")";
-            }
-            int[] ids = new int[count];
-            int[] granted = new int[count];
-            int grantedCount = 0;
-            for (int i = 0; i < count; i++) {
-                ids[i] = data.get(JAVA_INT_UNALIGNED, 3 + 4L * i);
-            }
-            for (int i = 0; i < count; i++) {
-                int fd = events.exportedFd(ids[i]);
-                data.set(JAVA_INT_UNALIGNED, 3 + 5L * i, ids[i]);
-                data.set(JAVA_BYTE, 7 + 5L * i, (byte) (fd >= 0 ? 1 : 0));
-                if (fd >= 0) {
-                    granted[grantedCount++] = fd;
-                }
-            }
-            data.set(JAVA_BYTE, 0, FDS);
-            data.set(JAVA_SHORT_UNALIGNED, 1, (short) count);
-            String problem = wire.send(connection.fd, 3 + 5 * count, granted, grantedCount, System.nanoTime() + SEND_DEADLINE_NANOS);
-            return problem == null ? null : "answering its descriptor request failed: " + problem;
+            return ServerHandshake.answerFdRequest(wire, connection.fd, connection.agent, length, keyScratch, events);
         }
         return "it sent unknown message type " + type;
     }
 
+    /** What arrives on an outbound link: only the peer's close and unmap notices. */
+    private String onLink(Wire wire, Connection connection, int length)
+    {
+        MemorySegment data = wire.data;
+        if (data.get(JAVA_BYTE, 0) == CLOSING && length == 1) {
+            events.peerClosing(connection.link);
+            return null;
+        }
+        int count = length >= 3 ? Short.toUnsignedInt(data.get(SHORT, 1)) : -1;
+        if (data.get(JAVA_BYTE, 0) == UNMAP && count >= 0 && length == 3 + 4 * count) {
+            int[] ids = new int[count];
+            for (int i = 0; i < count; i++) {
+                ids[i] = data.get(INT, 3 + 4L * i);
+            }
+            events.peerRevoked(connection.link, ids);
+            return null;
+        }
+        return "it sent " + length + " bytes of type " + data.get(JAVA_BYTE, 0) + " on a link that carries only its close and unmap notices";
+    }
+
     private void hangUp(Wire wire, Connection connection, String reason)
     {
+        notices.answeredAll(connection);
         Posix.close(connection.fd, wire.errno);
+        if (connection.inbound) {
+            inboundCount--;
+        }
         if (connection.link != null) {
             connection.link.closed = true;
         }
         boolean matters = connection.link != null || connection.primary;
-        if (matters && connection.agent != null && !stopping) {
+        if (matters && !stopping) {
             LOG.debug("{}: peer '{}' is gone: {}", description, connection.agent, reason);
             events.peerGone(connection.agent, reason);
         }
         else if (!reason.equals("it closed the control connection")) {
-            LOG.warn("{}: dropped a control connection from pid {}: {}", description, connection.credentialPid, reason);
+            LOG.warn("{}: dropped a control connection of '{}' (pid {}): {}", description, connection.agent, connection.pid, reason);
         }
     }
 }

@@ -26,7 +26,8 @@ import java.util.Map;
  * (copies not done by then fail the transfer, default 30000), {@code close-timeout-ms} (how long
  * {@code close()} waits for the copy loop to take its stop, 100..600000, default 30000; a loop
  * inside a driver call that does not return fails the close with {@code DEADLINE_EXCEEDED}),
- * {@code allow-fake} (accept kvbridge's
+ * {@code max-queued-notifications} (notifications received and not drained, beyond which more
+ * are dropped and counted, 1..16777216, default 65536), {@code allow-fake} (accept kvbridge's
  * test fake of the driver; default: the {@value #ALLOW_FAKE_PROPERTY} property, else false).
  * {@code -D}{@value #LIBRARY_PROPERTY} names the driver file or its directory;
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off before anything loads.
@@ -102,6 +103,7 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
         int maxInFlight = options.intValue("max-in-flight", 16384, 1, 1 << 20);
         int timeoutMillis = options.intValue("transfer-timeout-ms", 30_000, 1, 3_600_000);
         int closeTimeoutMillis = options.intValue("close-timeout-ms", 30_000, 100, 600_000);
+        int maxQueuedNotifications = options.intValue("max-queued-notifications", 65536, 1, 1 << 24);
         boolean chosenAllowFake = options.booleanValue("allow-fake", allowFake());
         options.finish();
         if (!List.of("auto", "off").contains(batch)) {
@@ -123,7 +125,7 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=vmm but the device cannot export VMM memory as POSIX fds; use auto or legacy");
         }
         return new CudaIpcTransferBackend(context.agentName(), device, streams, batch.equals("off") ? 0 : batchSize, maxInFlight, timeoutMillis, allocation,
-                probe.vmmFd(), closeTimeoutMillis);
+                probe.vmmFd(), closeTimeoutMillis, context.connectionKey(), maxQueuedNotifications);
     }
 
     private boolean allowFake()

@@ -8,6 +8,7 @@ import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
@@ -70,6 +71,8 @@ final class CudaIpcEngine
     private final RunningTransfers<CudaIpcTransfer> running = new RunningTransfers<>();
     private final List<CudaIpcPeer> active = new ArrayList<>();
     private final List<CudaIpcPeer> retiring = new ArrayList<>();
+    /** Peers with allocations detached by revokes, closed and answered once no copy runs against them. */
+    private final List<CudaIpcPeer> detaching = new ArrayList<>();
     private long[] abandonedEvents = new long[8];
     private CudaIpcPeer[] abandonedPeers = new CudaIpcPeer[8];
     private int abandonedCount;
@@ -189,7 +192,7 @@ final class CudaIpcEngine
                 }
                 parked = true;
                 if (!thread.hasQueued()) {
-                    LockSupport.parkNanos(this, running.isEmpty() && abandonedCount == 0 && retiring.isEmpty() ? IDLE_PARK_NANOS : POLL_PARK_NANOS);
+                    LockSupport.parkNanos(this, running.isEmpty() && abandonedCount == 0 && retiring.isEmpty() && detaching.isEmpty() ? IDLE_PARK_NANOS : POLL_PARK_NANOS);
                 }
                 parked = false;
             }
@@ -263,6 +266,11 @@ final class CudaIpcEngine
             }
             transfer.event = out[0];
         }
+        String detached = detachedRegion(transfer);
+        if (detached != null) {
+            fail(transfer, new KvBridgeException(ErrorCode.NOT_GRANTED, detached));
+            return;
+        }
         long stream = streams[nextStream];
         nextStream = nextStream + 1 == streams.length ? 0 : nextStream + 1;
         transfer.reached = false;
@@ -282,6 +290,30 @@ final class CudaIpcEngine
             active.add(peer);
         }
         peer.inOrder.add(transfer);
+    }
+
+    /** @return why a transfer cannot start because the peer revoked a region it copies to or from since the post, or null; allocation-free. */
+    private static String detachedRegion(CudaIpcTransfer transfer)
+    {
+        DescriptorPairs copies = transfer.copies;
+        for (int i = 0; i < copies.size(); i++) {
+            CudaIpcPeer.RemoteRegion region = transfer.remote.region(copies.remoteRegion(i));
+            if (region.opened == null) {
+                return "peer '" + transfer.peer.name() + "' revoked its last grant in region " + region.advertised.id()
+                        + " after the post; post again under a live grant";
+            }
+        }
+        return null;
+    }
+
+    /** Detaches a peer's revoked regions; they are closed, and the peer answered, once no copy runs against it. Owner thread. */
+    void detach(CudaIpcPeer peer, int[] regionIds)
+    {
+        peer.detach(regionIds);
+        if (!detaching.contains(peer)) {
+            detaching.add(peer);
+        }
+        poll();
     }
 
     /**
@@ -410,15 +442,52 @@ final class CudaIpcEngine
                 progressed = true;
             }
         }
+        for (int i = detaching.size() - 1; i >= 0; i--) {
+            CudaIpcPeer peer = detaching.get(i);
+            if (peer.running == 0) {
+                peer.closeDetached(errno);
+                detaching.remove(i);
+                progressed = true;
+                answerRevokes(peer);
+            }
+        }
         for (int i = retiring.size() - 1; i >= 0; i--) {
             CudaIpcPeer peer = retiring.get(i);
             if (peer.running == 0) {
                 peer.closeMappings(errno);
                 retiring.remove(i);
+                detaching.remove(peer);
                 progressed = true;
+                answerRevokes(peer);
+                acknowledgeUnmap(peer);
             }
         }
         return progressed;
+    }
+
+    /** Tells a peer that the regions of each of its revoke notices are unmapped here. */
+    private void answerRevokes(CudaIpcPeer peer)
+    {
+        ControlChannel.Link link = peer.link;
+        for (; peer.revokesToAnswer > 0; peer.revokesToAnswer--) {
+            String problem = link == null ? "it has no link" : control.regionsUnmapped(link);
+            if (problem != null) {
+                LOG.debug("{}: telling peer '{}' that its revoked regions are unmapped failed: {}", guard.description(), peer.name(), problem);
+            }
+        }
+    }
+
+    /** Tells a closing peer that its memory is unmapped here and no copy runs against it any more. */
+    private void acknowledgeUnmap(CudaIpcPeer peer)
+    {
+        ControlChannel.Link link = peer.link;
+        if (peer.acknowledgeUnmap && link != null) {
+            peer.acknowledgeUnmap = false;
+            String problem = control.unmapped(link);
+            if (problem != null) {
+                LOG.debug("{}: telling closing peer '{}' that its memory is unmapped failed: {}", guard.description(), peer.name(), problem);
+            }
+        }
     }
 
     private void abandonEvent(long event, CudaIpcPeer peer)
@@ -500,6 +569,12 @@ final class CudaIpcEngine
     <T> T call(Supplier<T> action)
     {
         return thread.call(action);
+    }
+
+    /** As {@link #call(Supplier)}, waiting at most a while for the owner to take it. */
+    <T> T call(Supplier<T> action, long timeoutNanos, String what)
+    {
+        return thread.call(action, timeoutNanos, what);
     }
 
     /**

@@ -9,6 +9,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.TransportPeer;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -33,7 +34,8 @@ final class CudaIpcPeer extends TransportPeer
     static final class RemoteRegion
     {
         final Region advertised;
-        final Opened opened;
+        /** Null until opened: a region passed as a descriptor is opened when a post first needs it, under a grant. */
+        volatile Opened opened;
 
         RemoteRegion(Region advertised, Opened opened)
         {
@@ -116,30 +118,70 @@ final class CudaIpcPeer extends TransportPeer
         return high >= 0 && current[high].advertised.contains(address, length) ? current[high] : null;
     }
 
+    /** Allocations detached by the peer's revokes, to close once no copy runs against the peer (owner thread). */
+    private final List<Opened> detached = new ArrayList<>();
+    /** Revoke notices whose allocations are detached and not yet closed, each answered once they are (owner thread). */
+    int revokesToAnswer;
+    /** Counts the peer's revoke notices, so that descriptors fetched across one are not opened after it (written by the owner thread). */
+    volatile int revokeEpoch;
+    /** The peer's instance is closing: once the mappings are closed, tell it so over the link (owner thread). */
+    volatile boolean acknowledgeUnmap;
+    /** Serialises fetching descriptors from the peer, so that one allocation is fetched and opened once. */
+    final Object fetchLock = new Object();
+
     /**
-     * Opens what the metadata advertises and this process has not opened yet; owner thread.
+     * Opens what the metadata advertises that needs no descriptor (legacy IPC handles, a peer in
+     * this process); regions passed as descriptors wait for {@link #openPassed}. Owner thread.
      *
-     * @param fds per region of the metadata, the descriptor passed for it, or -1; taken over (closed here).
      * @param device this instance's device.
      */
-    void open(CudaIpcMetadata next, Map<Integer, Integer> fds, int device, Posix.Errno errno)
+    void open(CudaIpcMetadata next, int device, Posix.Errno errno)
+    {
+        List<Region> advertised = next.regions();
+        RemoteRegion[] built = new RemoteRegion[advertised.size()];
+        for (int i = 0; i < built.length; i++) {
+            Region region = advertised.get(i);
+            Opened allocation = opened.get(region.allocationBase());
+            if (allocation == null && (sameProcess || !region.export().passesDescriptor())) {
+                allocation = openAllocation(region, -1, device, errno);
+                if (allocation != null) {
+                    opened.put(region.allocationBase(), allocation);
+                }
+            }
+            built[i] = new RemoteRegion(region, allocation);
+        }
+        metadata = next;
+        regions = built;
+    }
+
+    /**
+     * Opens regions whose descriptors the peer passed; owner thread.
+     *
+     * @param fds region id to descriptor (or -1); taken over (closed here).
+     * @param open false to only close the descriptors (a revoke came while they travelled).
+     */
+    void openPassed(Map<Integer, Integer> fds, boolean open, int device, Posix.Errno errno)
     {
         try {
-            List<Region> advertised = next.regions();
-            RemoteRegion[] built = new RemoteRegion[advertised.size()];
-            for (int i = 0; i < built.length; i++) {
-                Region region = advertised.get(i);
-                Opened allocation = opened.get(region.allocationBase());
+            if (closed || !open) {
+                return;
+            }
+            for (RemoteRegion region : regions) {
+                int fd = fds.getOrDefault(region.advertised.id(), -1);
+                if (region.opened != null || fd < 0) {
+                    continue;
+                }
+                Opened allocation = opened.get(region.advertised.allocationBase());
                 if (allocation == null) {
-                    allocation = openAllocation(region, fds.getOrDefault(region.id(), -1), device, errno);
-                    if (allocation != null) {
-                        opened.put(region.allocationBase(), allocation);
+                    allocation = openAllocation(region.advertised, fd, device, errno);
+                    opened.put(region.advertised.allocationBase(), allocation);
+                }
+                for (RemoteRegion sibling : regions) {
+                    if (sibling.opened == null && sibling.advertised.allocationBase() == region.advertised.allocationBase()) {
+                        sibling.opened = allocation;
                     }
                 }
-                built[i] = new RemoteRegion(region, allocation);
             }
-            metadata = next;
-            regions = built;
         }
         finally {
             for (int fd : fds.values()) {
@@ -216,16 +258,54 @@ final class CudaIpcPeer extends TransportPeer
     }
 
     /**
+     * Detaches the allocations holding some regions, after the peer revoked its last grant in
+     * them: no new copy reaches them (a post fetches their descriptors again, under a grant); they
+     * are closed by {@link #closeDetached} once the copies already issued ended. Owner thread.
+     */
+    void detach(int[] regionIds)
+    {
+        for (RemoteRegion region : regions) {
+            boolean named = false;
+            for (int id : regionIds) {
+                named |= region.advertised.id() == id;
+            }
+            if (!named || region.opened == null || sameProcess) {
+                continue;
+            }
+            Opened allocation = opened.remove(region.advertised.allocationBase());
+            if (allocation != null) {
+                detached.add(allocation);
+            }
+            for (RemoteRegion sibling : regions) {
+                if (sibling.advertised.allocationBase() == region.advertised.allocationBase()) {
+                    sibling.opened = null;
+                }
+            }
+        }
+        revokesToAnswer++;
+        revokeEpoch++;
+    }
+
+    /** Closes the detached allocations; owner thread, only when no copy runs against the peer. */
+    void closeDetached(Posix.Errno errno)
+    {
+        for (Opened allocation : detached) {
+            close(allocation, errno);
+        }
+        detached.clear();
+    }
+
+    /**
      * Tells why a region of this peer cannot be reached from here.
      *
      * @return the reason with its fix, or null when it can.
      */
     String unreachableReason(RemoteRegion region)
     {
-        if (region.opened != null) {
+        Region advertised = region.advertised;
+        if (region.opened != null || (advertised.export().passesDescriptor() && !closed)) {
             return null;
         }
-        Region advertised = region.advertised;
         return String.format(Locale.ROOT, "peer '%s''s region %d (0x%x, %d bytes) is %s memory of another process (pid %d) that cannot be shared%s",
                 name(), advertised.id(), advertised.address(), advertised.bytes(), advertised.export().device() ? "device" : "host", metadata.pid(),
                 advertised.export() == Export.HOST_PRIVATE
@@ -254,32 +334,38 @@ final class CudaIpcPeer extends TransportPeer
         int count = 0;
         for (Opened allocation : opened.values()) {
             count++;
-            int rc = switch (allocation.export) {
-                case LEGACY_IPC -> sameProcess ? 0 : CudaDriver.cuIpcCloseMemHandle(allocation.localBase);
-                case VMM_FD -> {
-                    if (sameProcess) {
-                        yield 0;
-                    }
-                    int unmap = CudaDriver.cuMemUnmap(allocation.localBase, allocation.bytes);
-                    int free = CudaDriver.cuMemAddressFree(allocation.localBase, allocation.bytes);
-                    int release = CudaDriver.cuMemRelease(allocation.importedHandle);
-                    yield unmap != 0 ? unmap : free != 0 ? free : release;
-                }
-                case HOST_SHARED -> {
-                    if (sameProcess) {
-                        yield 0;
-                    }
-                    int rc2 = allocation.pinned ? CudaDriver.cuMemHostUnregister(allocation.localBase) : 0;
-                    Posix.munmap(allocation.localBase, allocation.bytes, errno);
-                    yield rc2;
-                }
-                default -> 0;
-            };
-            if (rc != 0) {
-                LOG.warn("closing peer '{}''s allocation 0x{} returned {} ({})", name(), Long.toHexString(allocation.remoteBase), rc, CudaDriver.errorName(rc));
-            }
+            close(allocation, errno);
         }
+        closeDetached(errno);
         opened.clear();
         return count;
+    }
+
+    private void close(Opened allocation, Posix.Errno errno)
+    {
+        int rc = switch (allocation.export) {
+            case LEGACY_IPC -> sameProcess ? 0 : CudaDriver.cuIpcCloseMemHandle(allocation.localBase);
+            case VMM_FD -> {
+                if (sameProcess) {
+                    yield 0;
+                }
+                int unmap = CudaDriver.cuMemUnmap(allocation.localBase, allocation.bytes);
+                int free = CudaDriver.cuMemAddressFree(allocation.localBase, allocation.bytes);
+                int release = CudaDriver.cuMemRelease(allocation.importedHandle);
+                yield unmap != 0 ? unmap : free != 0 ? free : release;
+            }
+            case HOST_SHARED -> {
+                if (sameProcess) {
+                    yield 0;
+                }
+                int rc2 = allocation.pinned ? CudaDriver.cuMemHostUnregister(allocation.localBase) : 0;
+                Posix.munmap(allocation.localBase, allocation.bytes, errno);
+                yield rc2;
+            }
+            default -> 0;
+        };
+        if (rc != 0) {
+            LOG.warn("closing peer '{}''s allocation 0x{} returned {} ({})", name(), Long.toHexString(allocation.remoteBase), rc, CudaDriver.errorName(rc));
+        }
     }
 }

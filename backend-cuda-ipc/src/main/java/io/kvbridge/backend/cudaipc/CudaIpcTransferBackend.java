@@ -10,6 +10,7 @@ import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
@@ -24,7 +25,8 @@ import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -33,6 +35,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.ToIntFunction;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@code cuda-ipc} instance: device (and host) memory moved between processes on one node with
@@ -48,6 +55,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
 {
     /** Random per JVM: two instances with the same token share an address space. */
     static final long PROCESS_TOKEN = new SecureRandom().nextLong();
+    private static final Logger LOG = LoggerFactory.getLogger(CudaIpcTransferBackend.class);
     /** Open instances of this JVM by agent name and socket, so a same-process peer's close is seen at once. */
     private static final Map<String, InstanceGuard> LOCAL_INSTANCES = new ConcurrentHashMap<>();
     private static final long CONNECT_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(10);
@@ -64,9 +72,18 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final String allocationMode;
     private final boolean vmmSupported;
     private final String localKey;
+    private final NotificationBound notificationBound;
+    /** The inbox's drain, made once: a drain allocates nothing. */
+    private final ToIntFunction<NotificationSink> drainInbox;
+    private final ExportGrants exportGrants;
+    private final PassedRegions passedRegions;
+    private final long closeTimeoutNanos;
+    private final AtomicInteger unansweredCloses = new AtomicInteger();
+    /** Which agents were passed the descriptor of each exported region, to unmap it when its last grant is revoked. */
+    private final Map<Integer, Set<String>> passedTo = new ConcurrentHashMap<>();
 
     CudaIpcTransferBackend(String agentName, int device, int streams, int batchSize, int maxInFlight, long transferTimeoutMillis, String allocationMode,
-            boolean vmmSupported, long closeTimeoutMillis)
+            boolean vmmSupported, long closeTimeoutMillis, Optional<byte[]> connectionKey, int maxQueuedNotifications)
     {
         InstanceGuard guard = new InstanceGuard(CudaIpcBackendFactory.NAME, agentName);
         CudaIpcEngine owner = new CudaIpcEngine(guard, device, streams, batchSize, TimeUnit.MILLISECONDS.toNanos(transferTimeoutMillis), maxInFlight + 64,
@@ -76,35 +93,21 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         super(guard, table, notifications);
         this.transfers = table;
         this.inbox = notifications;
+        this.notificationBound = new NotificationBound(maxQueuedNotifications);
+        this.drainInbox = notifications::drain;
+        this.exportGrants = new ExportGrants(guard.description());
         this.engine = owner;
         this.allocationMode = allocationMode;
         this.vmmSupported = vmmSupported;
         this.registrations = new Registrations<>(guard.description());
         this.lists = new PreparedLists<>(guard);
-        this.control = new ControlChannel(guard.description(), agentName, new ControlChannel.Events()
-        {
-            @Override
-            public void notification(String sender, byte[] message)
-            {
-                if (!guard.isClosed()) {
-                    inbox.add(sender, message);
-                }
-            }
-
-            @Override
-            public void peerGone(String agent, String reason)
-            {
-                peerDied(agent, reason);
-            }
-
-            @Override
-            public int exportedFd(int regionId)
-            {
-                LocalRegistration registration = exported.get(regionId);
-                return registration != null && registration.live() ? registration.fd : -1;
-            }
-        });
+        CudaIpcEvents events = new CudaIpcEvents(guard, notifications, notificationBound, exported, exportGrants, passedTo, peers, owner,
+                TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis));
+        this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), events);
+        events.attach(control);
         this.localKey = agentName + "@" + control.socketName;
+        this.passedRegions = new PassedRegions(control, owner);
+        this.closeTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis);
         try {
             engine.start(table, notifications, control, this::releaseNative);
         }
@@ -212,16 +215,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         guard.checkOpen();
         CudaIpcMetadata metadata = CudaIpcMetadata.decode(peerMetadata);
         boolean sameProcess = metadata.processToken() == PROCESS_TOKEN;
-        List<Integer> wanted = new ArrayList<>();
-        if (!sameProcess) {
-            for (CudaIpcMetadata.Region region : metadata.regions()) {
-                if (region.export().passesDescriptor()) {
-                    wanted.add(region.id());
-                }
-            }
-        }
-        int[] ids = wanted.stream().mapToInt(Integer::intValue).toArray();
-        int[] fds = new int[ids.length];
         CudaIpcPeer peer = new CudaIpcPeer(guard, metadata);
         if (sameProcess) {
             // a peer in this JVM is unusable the moment its instance closes, before its socket hangs up
@@ -231,15 +224,10 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
                 return target == null || target.isClosed() ? "it was closed" : null;
             };
         }
-        long deadline = System.nanoTime() + CONNECT_DEADLINE_NANOS;
-        peer.link = control.connect(metadata.socketName(), metadata.pid(), metadata.agentName(), ids, fds, true, deadline);
-        Map<Integer, Integer> byRegion = new HashMap<>();
-        for (int i = 0; i < ids.length; i++) {
-            byRegion.put(ids[i], fds[i]);
-        }
+        peer.link = control.connect(metadata.socketName(), metadata.pid(), metadata.agentName(), System.nanoTime() + CONNECT_DEADLINE_NANOS);
         try {
             engine.call(() -> {
-                peer.open(metadata, byRegion, engine.device(), engine.errno);
+                peer.open(metadata, engine.device(), engine.errno);
                 return null;
             });
         }
@@ -258,28 +246,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         }
         peers.add(peer);
         return peer;
-    }
-
-    private void peerDied(String agent, String reason)
-    {
-        List<CudaIpcPeer> gone = new ArrayList<>();
-        for (CudaIpcPeer peer : peers) {
-            if (peer.name().equals(agent) && peer.markUnusable("its process is gone or closed its control connection (" + reason + ")")) {
-                gone.add(peer);
-            }
-        }
-        if (gone.isEmpty() || guard.isClosed()) {
-            return;
-        }
-        try {
-            engine.call(() -> {
-                gone.forEach(engine::retire);
-                return null;
-            });
-        }
-        catch (KvBridgeException closed) {
-            // the instance is closing: close() releases the mappings
-        }
     }
 
     @Override
@@ -346,6 +312,100 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         return lists.add(CudaIpcList.remote(guard, own, descriptors, cover.regionIds(), regions));
     }
 
+    /**
+     * Grants peers presenting {@code key} the exported allocations the descriptors lie in: a peer in
+     * another process is passed an allocation's descriptor only under such a grant. The allocation
+     * is the unit: a descriptor opens all of it.
+     */
+    @Override
+    public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
+    {
+        requireNonNull(key, "key is null");
+        requireNonNull(access, "access is null");
+        requireNonNull(indices, "indices is null");
+        guard.checkOpen();
+        CudaIpcList list = guard.own(local, CudaIpcList.class);
+        if (key.length == 0 || key.length > MAX_GRANT_KEY_BYTES) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + key.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES + ")");
+        }
+        if (list.peer() != null) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "a grant names a local list (prepareLocal), not one of peer '" + list.peer().name() + "'");
+        }
+        if (count < 0 || count > indices.length) {
+            throw new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, "count=" + count + " with " + indices.length + " indices");
+        }
+        int[] regionIds = new int[count];
+        int distinct = 0;
+        for (int i = 0; i < count; i++) {
+            int index = indices[i];
+            if (index < 0 || index >= list.size()) {
+                throw new KvBridgeException(ErrorCode.INDEX_OUT_OF_RANGE, "grant index " + index + " at position " + i + " lies outside a list of "
+                        + list.size() + " descriptors");
+            }
+            int id = ((LocalRegistration) list.registration(list.regionId(index))).id;
+            if (distinct == 0 || regionIds[distinct - 1] != id) {
+                regionIds[distinct++] = id;
+            }
+        }
+        return exportGrants.grant(key, Arrays.stream(regionIds, 0, distinct).distinct().toArray());
+    }
+
+    /**
+     * Ends a grant: its key passes no more descriptors. When it was the last live grant in a region
+     * whose descriptor peers were passed, they are told to unmap that allocation, and the revoke
+     * waits, at most {@code close-timeout-ms}, until each said it did, after its last copy against
+     * this instance; a peer that does not answer in time is logged and counted.
+     */
+    @Override
+    public void revoke(long grant)
+    {
+        int[] regions = exportGrants.revoke(grant);
+        List<Integer> unmapped = new ArrayList<>();
+        Set<String> agents = new HashSet<>();
+        for (int id : regions) {
+            Set<String> passed = exportGrants.anyLiveIn(id) ? null : passedTo.remove(id);
+            if (passed != null && !passed.isEmpty()) {
+                unmapped.add(id);
+                agents.addAll(passed);
+            }
+        }
+        if (unmapped.isEmpty() || guard.isClosed()) {
+            return;
+        }
+        List<String> silent = control.unmapHandshake(unmapped.stream().mapToInt(Integer::intValue).toArray(), agents,
+                System.nanoTime() + closeTimeoutNanos);
+        if (!silent.isEmpty()) {
+            unansweredCloses.addAndGet(silent.size());
+            LOG.warn("{}: peers {} did not say within close-timeout-ms={} that they unmapped regions {} after their last grant was revoked; their "
+                    + "late copies may still reach that memory", guard.description(), silent, TimeUnit.NANOSECONDS.toMillis(closeTimeoutNanos), unmapped);
+        }
+    }
+
+    @Override
+    public int drainNotifications(NotificationSink sink)
+    {
+        requireNonNull(sink, "sink is null");
+        return notificationBound.drain(sink, drainInbox);
+    }
+
+    /** @return notifications dropped because the inbox was full. */
+    long droppedNotifications()
+    {
+        return notificationBound.dropped();
+    }
+
+    /** @return peers that did not answer a close of this instance, or the unmap notice of a revoke, in time. */
+    int unansweredCloses()
+    {
+        return unansweredCloses.get();
+    }
+
+    /** @return the control socket's counts: connections refused in the handshake, and silent ones shed. */
+    long[] controlCounts()
+    {
+        return new long[] {control.refusedConnections(), control.shedConnections(), exportGrants.refusals()};
+    }
+
     @Override
     public void releasePrepared(PreparedList list)
     {
@@ -355,6 +415,13 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
             byte[] notification)
+    {
+        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
+    }
+
+    @Override
+    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
+            byte[] notification, byte[] grantKey)
     {
         PostChecks.present(op, localIndices, remoteIndices);
         guard.checkOpen();
@@ -366,6 +433,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         CudaIpcTransfer transfer = transfers.acquire();
         try {
             PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+            // after the checks of every index: opens the peer's regions passed as descriptors on the first post that needs them
+            passedRegions.ensureOpened(remote, remoteIndices, count, grantKey);
         }
         catch (RuntimeException e) {
             transfers.abandon(transfer);
@@ -410,7 +479,9 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         if (!control.alive()) {
             return Optional.of("the control thread of " + guard.description() + " stopped; close the instance and create a new one");
         }
-        return engine.problem();
+        String problems = Stream.of(engine.problem(), control.problem(), exportGrants.problem(), notificationBound.problem())
+                .flatMap(Optional::stream).collect(Collectors.joining("; "));
+        return problems.isEmpty() ? Optional.empty() : Optional.of(problems);
     }
 
     @Override
@@ -421,6 +492,13 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
             peer.markUnusable("this transport was closed");
         }
         lists.releaseAll(null);
+        // peers that mapped this instance's memory unmap it, after their running copies, before it is freed
+        List<String> silent = control.closeHandshake(System.nanoTime() + closeTimeoutNanos);
+        if (!silent.isEmpty()) {
+            unansweredCloses.addAndGet(silent.size());
+            LOG.warn("{}: peers {} did not say within close-timeout-ms={} that they unmapped this instance's memory; closing anyway, their late copies "
+                    + "may still land in memory freed now", guard.description(), silent, TimeUnit.NANOSECONDS.toMillis(closeTimeoutNanos));
+        }
         // the owner drains running copies, then releases the native state and the context
         try {
             engine.stop();

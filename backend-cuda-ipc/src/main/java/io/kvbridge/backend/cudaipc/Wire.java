@@ -28,6 +28,8 @@ final class Wire
     private final MemorySegment vector;
     private final MemorySegment control;
     private final MemorySegment pollfd;
+    /** 16 bytes for small out-parameters ({@code SO_PEERCRED}). */
+    final MemorySegment scratch;
     final int[] receivedFds = new int[MAX_FDS];
     int receivedFdCount;
 
@@ -40,6 +42,7 @@ final class Wire
         vector = arena.allocate(16, 8);
         control = arena.allocate(CONTROL_BYTES, 8);
         pollfd = arena.allocate(Posix.POLLFD_BYTES, 8);
+        scratch = arena.allocate(16, 8);
         errno = new Posix.Errno(arena);
     }
 

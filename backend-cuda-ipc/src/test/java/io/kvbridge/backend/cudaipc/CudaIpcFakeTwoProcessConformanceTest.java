@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -15,6 +16,7 @@ import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.AbstractTransferBackendConformanceTest;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
@@ -112,6 +114,40 @@ final class CudaIpcFakeTwoProcessConformanceTest extends AbstractTransferBackend
             outcome = TransferStatus.FAILED;
         }
         assertEquals(TransferStatus.FAILED, outcome, "a transfer to a dead process fails or is refused");
+    }
+
+    /**
+     * The target closes while copies into its memory run in this process: its close returns only
+     * once this process unmapped that memory, after the last copy, so nothing lands afterwards.
+     */
+    @Test
+    void theTargetsCloseReturnsOnlyOnceNoCopyIntoItsMemoryRunsAnyMore() throws Exception
+    {
+        assumeTrue(FakeCuda.loaded(), "this test slows the fake driver's copies");
+        PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
+        PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
+        long opening = initiator.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, null, GRANT_KEY);
+        assertEquals(TransferStatus.DONE, awaitTerminal(initiator, opening), () -> String.valueOf(initiator.failure(opening)));
+        initiator.release(opening);
+        // every other block: 8 separate copies of 200 ms each, into the target's memory
+        int[] even = new int[8];
+        for (int i = 0; i < even.length; i++) {
+            even[i] = 2 * i + 2;
+        }
+        FakeCuda.set("copy_delay_us", 200_000);
+        try {
+            long slow = initiator.post(TransferOp.WRITE, local, even, remote, even, even.length, null, GRANT_KEY);
+            Thread.sleep(100);
+            target.close();
+            MemorySegment atClose = Arena.ofAuto().allocate(targetMemory.byteSize()).copyFrom(targetMemory);
+            Thread.sleep(even.length * 200L + 500);
+            assertEquals(-1, targetMemory.mismatch(atClose), "bytes landed in the target's memory after its close returned");
+            awaitTerminal(initiator, slow);
+            initiator.release(slow);
+        }
+        finally {
+            FakeCuda.set("copy_delay_us", 0);
+        }
     }
 
     private static String memfdInodeAt(long address) throws IOException

@@ -23,7 +23,12 @@ import java.util.Map;
  * reports every notification ({@code NOTIFIED <sender> <text>}), and on {@code CHECK <device|host>
  * <seed> <first> <count> <sourceFirst> [<sourceStep>]} copies its memory back to host and prints
  * {@code CHECKED <wrong words>}: block {@code first + b} must hold source block
- * {@code sourceFirst + b * sourceStep} (step 1 unless given).
+ * {@code sourceFirst + b * sourceStep} (step 1 unless given). {@code GRANT <key>} grants every block
+ * of both allocations, for reading and writing, under that key ({@code GRANTED}), {@code REVOKE}
+ * revokes those grants and prints {@code REVOKED 1} when the host memory changed within 2 s after
+ * (else 0); {@code HEALTH}
+ * prints {@code HEALTH ok} or the instance's problem; {@code EXHAUST} opens {@code /dev/null} until
+ * the process runs out of descriptors ({@code EXHAUSTED <n>}) and {@code RELEASE} closes them again.
  */
 public final class CudaIpcPeerProcess
 {
@@ -114,10 +119,52 @@ public final class CudaIpcPeerProcess
             }
         });
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        java.util.List<java.io.FileInputStream> exhausting = new java.util.ArrayList<>();
+        java.util.List<Long> grants = new java.util.ArrayList<>();
         String line;
         while ((line = in.readLine()) != null) {
             String[] words = line.split(" ");
             switch (words[0]) {
+                case "GRANT" -> {
+                    byte[] key = words[1].getBytes(StandardCharsets.UTF_8);
+                    for (var list : new PreparedList[] {backend.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS)),
+                            backend.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS))}) {
+                        grants.add(backend.grant(key, TransferOp.READ, list, range(0, BLOCKS), BLOCKS));
+                        grants.add(backend.grant(key, TransferOp.WRITE, list, range(0, BLOCKS), BLOCKS));
+                        backend.releasePrepared(list);
+                    }
+                    System.out.println("GRANTED");
+                }
+                case "REVOKE" -> {
+                    for (long grant : grants) {
+                        backend.revoke(grant);
+                    }
+                    grants.clear();
+                    // once revoke returned, no peer's copy may change the memory any more
+                    byte[] atRevoke = hostMemory.toArray(ValueLayout.JAVA_BYTE);
+                    Thread.sleep(2000);
+                    long changed = MemorySegment.mismatch(hostMemory, 0, BYTES, MemorySegment.ofArray(atRevoke), 0, BYTES) < 0 ? 0 : 1;
+                    System.out.println("REVOKED " + changed);
+                }
+                case "HEALTH" -> System.out.println("HEALTH " + backend.problem().orElse("ok"));
+                case "EXHAUST" -> {
+                    while (true) {
+                        try {
+                            exhausting.add(new java.io.FileInputStream("/dev/null"));
+                        }
+                        catch (java.io.IOException e) {
+                            break;
+                        }
+                    }
+                    System.out.println("EXHAUSTED " + exhausting.size());
+                }
+                case "RELEASE" -> {
+                    for (java.io.FileInputStream stream : exhausting) {
+                        stream.close();
+                    }
+                    exhausting.clear();
+                    System.out.println("RELEASED");
+                }
                 case "PEER" -> {
                     backend.connect(HexFormat.of().parseHex(words[1]));
                     System.out.println("CONNECTED");

@@ -53,6 +53,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(120)
 final class CudaIpcTwoProcessTest
 {
+    /** What the child grants its memory under, and every post presents. */
+    static final String KEY = "two-process";
+    private static final byte[] KEY_BYTES = KEY.getBytes(StandardCharsets.UTF_8);
     private final List<TransferBackend> backends = new ArrayList<>();
     private Process child;
     private PrintStream commands;
@@ -146,6 +149,8 @@ final class CudaIpcTwoProcessTest
         startChild(mode);
         byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
         String[] addresses = expect("ADDR");
+        commands.println("GRANT " + KEY);
+        expect("GRANTED");
         long childDevice = Long.parseLong(addresses[1]);
         long childHost = Long.parseLong(addresses[2]);
         TransferBackend parent = newBackend(mode);
@@ -162,15 +167,16 @@ final class CudaIpcTwoProcessTest
         expect("CONNECTED");
         // the counters are the fake's: on a real driver the bytes are checked, the mappings are not counted
         boolean fake = FakeCuda.loaded();
-        long handlesBefore = fake ? FakeCuda.stat("peer_handles") : 0;
-        assertTrue(!fake || handlesBefore >= 1, "the child's device allocation is open here (its host memory is mapped by the transport itself): " + handlesBefore);
 
         // device to device, into the child's upper half, with a notification
         PreparedList localDevice = parent.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS));
         PreparedList remoteDevice = parent.prepareRemote(peer, blocks(MemoryKind.DEVICE, childDevice, 0, BLOCKS));
-        long write = parent.post(TransferOp.WRITE, localDevice, range(0, 32), remoteDevice, range(32, 32), 32, "written".getBytes(StandardCharsets.UTF_8));
+        long write = parent.post(TransferOp.WRITE, localDevice, range(0, 32), remoteDevice, range(32, 32), 32, "written".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
         assertEquals(1, parent.operations(write), "32 contiguous blocks on both sides are one copy");
         assertEquals(TransferStatus.DONE, await(parent, write), () -> "write failed: " + parent.failure(write));
+        // a legacy allocation opens at connect, a VMM one (a descriptor the child passes under its grant) at the first post
+        long handlesBefore = fake ? FakeCuda.stat("peer_handles") : 0;
+        assertTrue(!fake || handlesBefore >= 1, "the child's device allocation is open here (its host memory is mapped by the transport itself): " + handlesBefore);
         String[] notified = expect("NOTIFIED");
         assertEquals(parent.agentName(), notified[1]);
         assertEquals("written", notified[2]);
@@ -181,7 +187,7 @@ final class CudaIpcTwoProcessTest
 
         // the child's device memory read into the parent's host memory: device to host across processes
         PreparedList localHost = parent.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS));
-        long read = parent.post(TransferOp.READ, localHost, range(40, 8), remoteDevice, range(0, 8), 8, null);
+        long read = parent.post(TransferOp.READ, localHost, range(40, 8), remoteDevice, range(0, 8), 8, null, KEY_BYTES);
         assertEquals(TransferStatus.DONE, await(parent, read));
         for (long o = 0; o < 8L * BLOCK_BYTES; o += 8) {
             assertEquals(pattern(2, o), hostMemory.get(ValueLayout.JAVA_LONG, 40L * BLOCK_BYTES + o), "byte " + o + " of the read");
@@ -189,7 +195,7 @@ final class CudaIpcTwoProcessTest
 
         // host to the child's shared host memory
         PreparedList remoteHost = parent.prepareRemote(peer, blocks(MemoryKind.HOST, childHost, 0, BLOCKS));
-        long hostWrite = parent.post(TransferOp.WRITE, localHost, range(0, 4), remoteHost, range(10, 4), 4, "host".getBytes(StandardCharsets.UTF_8));
+        long hostWrite = parent.post(TransferOp.WRITE, localHost, range(0, 4), remoteHost, range(10, 4), 4, "host".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
         assertEquals(TransferStatus.DONE, await(parent, hostWrite));
         assertEquals("host", expect("NOTIFIED")[2]);
         commands.println("CHECK host 1 10 4 0");
@@ -222,6 +228,8 @@ final class CudaIpcTwoProcessTest
         startChild(mode);
         byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
         String[] addresses = expect("ADDR");
+        commands.println("GRANT " + KEY);
+        expect("GRANTED");
         long childDevice = Long.parseLong(addresses[1]);
         long childHost = Long.parseLong(addresses[2]);
         TransferBackend parent = newBackend(mode);
@@ -246,8 +254,8 @@ final class CudaIpcTwoProcessTest
             even[i] = 2 * i;
         }
         FakeCuda.set("copy_delay_us", 50_000);
-        long hostPart = parent.post(TransferOp.WRITE, localHost, even, remoteHost, range(0, 16), 16, null);
-        long devicePart = parent.post(TransferOp.WRITE, localDevice, range(0, 8), remoteDevice, range(40, 8), 8, "mixed".getBytes(StandardCharsets.UTF_8));
+        long hostPart = parent.post(TransferOp.WRITE, localHost, even, remoteHost, range(0, 16), 16, null, KEY_BYTES);
+        long devicePart = parent.post(TransferOp.WRITE, localDevice, range(0, 8), remoteDevice, range(40, 8), 8, "mixed".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
         assertEquals(16, parent.operations(hostPart));
         assertEquals(1, parent.operations(devicePart));
         assertEquals("mixed", expect("NOTIFIED")[2]);
@@ -271,11 +279,12 @@ final class CudaIpcTwoProcessTest
         startChild(mode);
         byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
         long childDevice = Long.parseLong(expect("ADDR")[1]);
+        commands.println("GRANT " + KEY);
+        expect("GRANTED");
         TransferBackend parent = newBackend(mode);
         Allocation device = parent.allocate(BYTES, MemoryKind.DEVICE, 0);
         long handlesBefore = FakeCuda.stat("peer_handles");
         Peer peer = parent.connect(childMetadata);
-        assertEquals(handlesBefore + 1, FakeCuda.stat("peer_handles"), "the child's device allocation is opened once");
         PreparedList local = parent.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS));
         PreparedList remote = parent.prepareRemote(peer, blocks(MemoryKind.DEVICE, childDevice, 0, BLOCKS));
         // every other block: 16 separate copies of 100 ms each
@@ -284,8 +293,9 @@ final class CudaIpcTwoProcessTest
             even[i] = 2 * i;
         }
         FakeCuda.set("copy_delay_us", 100_000);
-        long handle = parent.post(TransferOp.WRITE, local, even, remote, even, 16, "never".getBytes(StandardCharsets.UTF_8));
+        long handle = parent.post(TransferOp.WRITE, local, even, remote, even, 16, "never".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
         assertEquals(16, parent.operations(handle));
+        assertEquals(handlesBefore + 1, FakeCuda.stat("peer_handles"), "the child's device allocation is opened once (at connect or at the first post)");
         Thread.sleep(200);
         child.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
         long started = System.nanoTime();
@@ -299,6 +309,49 @@ final class CudaIpcTwoProcessTest
         assertEquals(handlesBefore, FakeCuda.stat("peer_handles"), "the dead peer's allocations are closed");
         parent.release(handle);
         assertEquals(ErrorCode.PEER_UNKNOWN, io.kvbridge.testkit.KvBridgeAssertions.assertCode(ErrorCode.PEER_UNKNOWN,
-                () -> parent.post(TransferOp.WRITE, local, even, remote, even, 1, null)).code());
+                () -> parent.post(TransferOp.WRITE, local, even, remote, even, 1, null, KEY_BYTES)).code());
+    }
+
+    /**
+     * The child revokes its grants while slowed copies of the parent into its shared host memory
+     * run: the revoke returns only once the parent unmapped that memory, after its last copy, so
+     * nothing lands afterwards; a later post must fetch the descriptor again and is refused.
+     */
+    @org.junit.jupiter.api.Test
+    void aRevokeReturnsOnlyOnceTheCopiesIntoTheRevokedMemoryEnded() throws Exception
+    {
+        assumeFake();
+        startChild("legacy");
+        byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
+        long childHost = Long.parseLong(expect("ADDR")[2]);
+        commands.println("GRANT " + KEY);
+        expect("GRANTED");
+        TransferBackend parent = newBackend("legacy");
+        Allocation host = parent.allocate(BYTES, MemoryKind.HOST, 0);
+        MemorySegment hostMemory = MemorySegment.ofAddress(host.address()).reinterpret(BYTES);
+        for (long o = 0; o < BYTES; o += 8) {
+            hostMemory.set(ValueLayout.JAVA_LONG, o, pattern(1, o));
+        }
+        Peer peer = parent.connect(childMetadata);
+        PreparedList local = parent.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS));
+        PreparedList remote = parent.prepareRemote(peer, blocks(MemoryKind.HOST, childHost, 0, BLOCKS));
+        long opening = parent.post(TransferOp.WRITE, local, range(0, 1), remote, range(0, 1), 1, null, KEY_BYTES);
+        assertEquals(TransferStatus.DONE, await(parent, opening), () -> "opening write: " + parent.failure(opening));
+        // every other block: 8 separate copies of 200 ms each
+        int[] even = new int[8];
+        for (int i = 0; i < even.length; i++) {
+            even[i] = 2 * i + 2;
+        }
+        FakeCuda.set("copy_delay_us", 200_000);
+        long slow = parent.post(TransferOp.WRITE, local, even, remote, even, even.length, null, KEY_BYTES);
+        Thread.sleep(100);
+        commands.println("REVOKE");
+        assertEquals("0", expect("REVOKED")[1], "bytes landed in the child's memory after its revoke returned");
+        assertEquals(TransferStatus.DONE, await(parent, slow), () -> "the copies issued before the revoke: " + parent.failure(slow));
+        FakeCuda.set("copy_delay_us", 0);
+        io.kvbridge.testkit.KvBridgeAssertions.assertCode(ErrorCode.NOT_GRANTED,
+                () -> parent.post(TransferOp.WRITE, local, range(0, 1), remote, range(0, 1), 1, null, KEY_BYTES));
+        commands.println("EXIT");
+        expect("BYE");
     }
 }

@@ -44,6 +44,10 @@ public final class Posix
     public static final short POLLNVAL = 0x20;
     public static final int EINTR = 4;
     public static final int EAGAIN = 11;
+    public static final int EMFILE = 24;
+    public static final int ENFILE = 23;
+    public static final int ENOBUFS = 105;
+    public static final int ENOMEM = 12;
     public static final int MFD_CLOEXEC = 1;
     public static final int PROT_READ = 1;
     public static final int PROT_WRITE = 2;
@@ -79,6 +83,8 @@ public final class Posix
     private static final MethodHandle WRITE = bind("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG));
     private static final MethodHandle READ = bind("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG));
     private static final MethodHandle GETPID = Linker.nativeLinker().downcallHandle(Linker.nativeLinker().defaultLookup().find("getpid").orElseThrow(),
+            FunctionDescriptor.of(JAVA_INT));
+    private static final MethodHandle GETEUID = Linker.nativeLinker().downcallHandle(Linker.nativeLinker().defaultLookup().find("geteuid").orElseThrow(),
             FunctionDescriptor.of(JAVA_INT));
     private static final MethodHandle STRERROR = Linker.nativeLinker().downcallHandle(Linker.nativeLinker().defaultLookup().find("strerror").orElseThrow(),
             FunctionDescriptor.of(ADDRESS, JAVA_INT));
@@ -143,6 +149,17 @@ public final class Posix
     {
         try {
             return (int) GETPID.invokeExact();
+        }
+        catch (Throwable t) {
+            throw bug(t);
+        }
+    }
+
+    /** @return the effective user id of this process. */
+    public static int geteuid()
+    {
+        try {
+            return (int) GETEUID.invokeExact();
         }
         catch (Throwable t) {
             throw bug(t);
@@ -273,19 +290,21 @@ public final class Posix
     }
 
     /**
-     * Reads the peer's process id of a connected Unix socket ({@code SO_PEERCRED}), which the
-     * kernel vouches for.
+     * Reads the peer's process and user id of a connected Unix socket ({@code SO_PEERCRED}), which
+     * the kernel recorded when the connection was made and the peer cannot forge.
      *
-     * @return the pid, or -1 (errno in {@code errno}).
+     * @param credentials receives the pid at index 0 and the uid at index 1; -1 each on failure.
+     * @param scratch 16 bytes of native memory, reused by the caller.
+     * @return 0, or -1 (errno in {@code errno}).
      */
-    public static int peerPid(int fd, Errno errno)
+    public static int peerCredentials(int fd, int[] credentials, MemorySegment scratch, Errno errno)
     {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment credentials = arena.allocate(12);
-            MemorySegment length = arena.allocate(JAVA_INT);
-            length.set(JAVA_INT, 0, 12);
-            int rc = result((int) GETSOCKOPT.invokeExact(errno.state, fd, SOL_SOCKET, SO_PEERCRED, credentials.address(), length.address()), errno);
-            return rc < 0 ? -1 : credentials.get(JAVA_INT, 0);
+        try {
+            scratch.set(JAVA_INT, 12, 12);
+            int rc = result((int) GETSOCKOPT.invokeExact(errno.state, fd, SOL_SOCKET, SO_PEERCRED, scratch.address(), scratch.address() + 12), errno);
+            credentials[0] = rc < 0 ? -1 : scratch.get(JAVA_INT, 0);
+            credentials[1] = rc < 0 ? -1 : scratch.get(JAVA_INT, 4);
+            return rc;
         }
         catch (Throwable t) {
             throw bug(t);
