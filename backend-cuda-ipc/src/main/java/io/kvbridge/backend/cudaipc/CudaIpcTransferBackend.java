@@ -17,6 +17,7 @@ import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
+import io.kvbridge.transport.PeerText;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
@@ -473,15 +474,27 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         return new BackendResources(registrations.size(), lists.size(), peers.size(), transferCount);
     }
 
+    /**
+     * Whether this instance can serve: its control thread runs and its CUDA context is usable. What
+     * peers did (connections refused in the handshake, descriptor requests outside their grants,
+     * notifications dropped) is counted, logged and in {@link #peerReport()}, never here: any process
+     * of the host reaches the control socket and could otherwise turn the engine's health false.
+     */
     @Override
     protected Optional<String> workerProblem()
     {
         if (!control.alive()) {
             return Optional.of("the control thread of " + guard.description() + " stopped; close the instance and create a new one");
         }
-        String problems = Stream.of(engine.problem(), control.problem(), exportGrants.problem(), notificationBound.problem())
+        return engine.problem();
+    }
+
+    /** {@return what peers did that this instance refused or dropped, for diagnostics; empty when nothing} */
+    Optional<String> peerReport()
+    {
+        String report = Stream.of(control.problem(), exportGrants.problem(), notificationBound.problem())
                 .flatMap(Optional::stream).collect(Collectors.joining("; "));
-        return problems.isEmpty() ? Optional.empty() : Optional.of(problems);
+        return report.isEmpty() ? Optional.empty() : Optional.of(PeerText.printable(report));
     }
 
     @Override

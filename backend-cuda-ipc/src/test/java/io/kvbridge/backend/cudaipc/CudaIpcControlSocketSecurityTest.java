@@ -275,7 +275,8 @@ final class CudaIpcControlSocketSecurityTest
         assertEquals("0", intruder.expect("FDS", 60)[1], who + " obtained descriptors of the victim's memory");
         assertEquals("0", intruder.expect("ANSWERED", 10)[1], who + " was answered before it authenticated");
         assertEquals(0, wrongWords(bytes, 3), "the victim's memory is untouched");
-        assertTrue(victim.problem().orElse("").contains("refused"), () -> "the refusals are reported: " + victim.problem());
+        assertTrue(peerReport(victim).orElse("").contains("refused"), () -> "the refusals are reported: " + peerReport(victim));
+        assertTrue(victim.problem().isEmpty(), () -> "what intruders did turned the victim's health: " + victim.problem());
     }
 
     @Test
@@ -332,7 +333,8 @@ final class CudaIpcControlSocketSecurityTest
         assertEquals(ErrorCode.NOT_GRANTED, noKey.map(KvBridgeException::code).orElse(null), "no key: " + noKey);
         assertEquals(0, wrongWords(otherBytes, 4), "the ungranted allocation is untouched");
         assertEquals(0, wrongWords(grantedBytes, 3), "the granted one too, under the wrong key");
-        assertTrue(victim.problem().orElse("").contains("refused 3 descriptor requests"), () -> "the refusals are counted: " + victim.problem());
+        assertTrue(peerReport(victim).orElse("").contains("refused 3 descriptor requests"), () -> "the refusals are counted: " + peerReport(victim));
+        assertTrue(victim.problem().isEmpty(), () -> "refused requests turned the victim's health: " + victim.problem());
 
         // a revoked grant passes nothing more
         PreparedList all = victim.prepareLocal(blocks(MemoryKind.HOST, other.address(), 0, BLOCKS));
@@ -450,10 +452,11 @@ final class CudaIpcControlSocketSecurityTest
             sender.notify(peer, message);
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!receiver.problem().orElse("").contains("900 notifications were dropped") && System.nanoTime() < deadline) {
+        while (!peerReport(receiver).orElse("").contains("900 notifications were dropped") && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertTrue(receiver.problem().orElse("").contains("900 notifications were dropped"), () -> "the drops are counted: " + receiver.problem());
+        assertTrue(peerReport(receiver).orElse("").contains("900 notifications were dropped"), () -> "the drops are counted: " + peerReport(receiver));
+        assertTrue(receiver.problem().isEmpty(), () -> "a flood turned the receiver's health: " + receiver.problem());
         int[] drained = new int[1];
         assertEquals(100, receiver.drainNotifications((from, bytes) -> drained[0]++), "at most 100 were queued");
         // drained, the bound has room again
@@ -465,5 +468,10 @@ final class CudaIpcControlSocketSecurityTest
             Thread.sleep(5);
         }
         assertEquals(1, later);
+    }
+
+    private static Optional<String> peerReport(TransferBackend instance)
+    {
+        return ((CudaIpcTransferBackend) instance).peerReport();
     }
 }
