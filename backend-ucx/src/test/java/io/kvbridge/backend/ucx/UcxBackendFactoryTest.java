@@ -20,21 +20,16 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The factory is found by ServiceLoader, probes UCX without throwing, and says why it cannot run. */
 @Timeout(120)
+@ExtendWith(UcxInstalled.class)
 final class UcxBackendFactoryTest
 {
     private static final Duration STEP = Duration.ofSeconds(60);
-
-    @BeforeAll
-    static void requireUcx()
-    {
-        UcxTestSupport.assumeUcxInstalled();
-    }
 
     @Test
     void serviceLoaderFindsTheFactory()

@@ -5,17 +5,12 @@ import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.testkit.AbstractGrantedAccessConformanceTest;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** What the UCX transport refuses with access=granted (the default), over shared memory. */
+@ExtendWith(UcxInstalled.class)
 final class UcxGrantedAccessConformanceTest extends AbstractGrantedAccessConformanceTest
 {
-    @BeforeAll
-    static void requireUcx()
-    {
-        UcxTestSupport.assumeUcxInstalled();
-    }
-
     @Override
     protected TransferBackendFactory newFactory()
     {

@@ -24,10 +24,10 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The attack of {@link UcxHostilePeerTest} across processes, as it would come: the victim
@@ -39,16 +39,11 @@ import org.junit.jupiter.params.provider.ValueSource;
  * WRITE and READ still work.
  */
 @Timeout(120)
+@ExtendWith(UcxInstalled.class)
 final class UcxHostilePeerTwoProcessTest
 {
     private static final Duration STEP = Duration.ofSeconds(60);
     private static final byte ATTACK = (byte) 0x66;
-
-    @BeforeAll
-    static void requireUcx()
-    {
-        UcxTestSupport.assumeUcxInstalled();
-    }
 
     @ParameterizedTest(name = "tls={0}")
     @ValueSource(strings = {"sm", "tcp"})

@@ -9,22 +9,17 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Tests that open ucx instances and native memory: skipped without UCX, both closed after each test. */
+@ExtendWith(UcxInstalled.class)
 abstract class UcxInstancesTest
 {
     /** Instances the test opened, closed after it. */
     final List<TransferBackend> backends = new ArrayList<>();
     /** Memory of the test, freed after its instances closed. */
     Arena arena;
-
-    @BeforeAll
-    static void requireUcx()
-    {
-        UcxTestSupport.assumeUcxInstalled();
-    }
 
     @BeforeEach
     void openArena()

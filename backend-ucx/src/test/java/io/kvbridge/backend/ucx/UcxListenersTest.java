@@ -18,9 +18,10 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The TCP sockets UCX listens on, read from this process's descriptors and {@code /proc/net/tcp}:
@@ -28,12 +29,12 @@ import org.junit.jupiter.api.Timeout;
  * once {@code net-devices=all}.
  */
 @Timeout(120)
+@ExtendWith(UcxInstalled.class)
 final class UcxListenersTest
 {
-    @BeforeAll
-    static void requireUcxAndProc()
+    @BeforeEach
+    void requireProc()
     {
-        UcxTestSupport.assumeUcxInstalled();
         assumeTrue(Files.isReadable(Path.of("/proc/net/tcp")) && Files.isDirectory(Path.of("/proc/self/fd")), "no /proc/net/tcp here (not Linux?)");
         assumeTrue(System.getenv(UcxNetDevices.ENVIRONMENT) == null, "UCX_NET_DEVICES is set in the environment and decides the devices");
     }

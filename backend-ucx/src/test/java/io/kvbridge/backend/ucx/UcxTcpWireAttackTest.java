@@ -32,9 +32,10 @@ import java.time.Duration;
 import java.util.Base64;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A process that speaks UCX's tcp wire protocol itself instead of going through UCX: it connects to
@@ -47,6 +48,7 @@ import org.junit.jupiter.api.Timeout;
  * opening no such port, which it does by default when its side channel serves loopback.
  */
 @Timeout(120)
+@ExtendWith(UcxInstalled.class)
 final class UcxTcpWireAttackTest
 {
     private static final Duration STEP = Duration.ofSeconds(60);
@@ -58,10 +60,9 @@ final class UcxTcpWireAttackTest
     private static final int WRITTEN = 16;
     private static final byte ATTACK = (byte) 0xC3;
 
-    @BeforeAll
-    static void requireUcxAndProc()
+    @BeforeEach
+    void requireProc()
     {
-        UcxTestSupport.assumeUcxInstalled();
         assumeTrue(Files.isReadable(Path.of("/proc/net/tcp")), "no /proc/net/tcp here (not Linux?)");
     }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.backend.ucx.ffm.UcxAvailability;
+import java.util.Optional;
 
 /** Decides whether UCX tests run: they skip only where the UCX libraries are not installed at all. */
 final class UcxTestSupport
@@ -23,10 +24,24 @@ final class UcxTestSupport
      */
     static void assumeUcxInstalled()
     {
-        boolean installed = !UcxAvailability.librariesMissing();
-        if (!installed && (Boolean.getBoolean(REQUIRED_PROPERTY) || System.getenv("CI") != null)) {
-            fail("UCX is required here but missing: " + UcxAvailability.unavailabilityCause().orElse("?"));
+        Optional<String> missing = missing();
+        assumeTrue(missing.isEmpty(), () -> missing.orElse(""));
+    }
+
+    /**
+     * Why UCX tests cannot run here, failing instead where UCX is required.
+     *
+     * @return the reason to skip, naming the package to install; empty when UCX is installed.
+     */
+    static Optional<String> missing()
+    {
+        if (!UcxAvailability.librariesMissing()) {
+            return Optional.empty();
         }
-        assumeTrue(installed, () -> "UCX is not installed: " + UcxAvailability.unavailabilityCause().orElse("?"));
+        String cause = UcxAvailability.unavailabilityCause().orElse("?");
+        if (Boolean.getBoolean(REQUIRED_PROPERTY) || System.getenv("CI") != null) {
+            fail("UCX is required here but missing: " + cause);
+        }
+        return Optional.of("UCX is not installed: " + cause);
     }
 }

@@ -32,11 +32,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Producer and consumer in separate JVMs, exchanging metadata over stdin/stdout through this test:
@@ -44,6 +44,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * moves, after which the survivor's transfers fail within their deadline instead of hanging, and
  * the survivor still closes and exits normally.
  */
+@ExtendWith(UcxInstalled.class)
 final class UcxTwoProcessTest
 {
     private static final Duration STEP = Duration.ofSeconds(60);
@@ -58,12 +59,6 @@ final class UcxTwoProcessTest
     private static final double MAX_IDLE_CORE_SHARE = 0.10;
 
     private final List<ChildJvm> children = new ArrayList<>();
-
-    @BeforeAll
-    static void requireUcx()
-    {
-        UcxTestSupport.assumeUcxInstalled();
-    }
 
     @AfterEach
     void killChildren() throws InterruptedException
