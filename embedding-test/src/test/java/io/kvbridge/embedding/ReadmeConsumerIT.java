@@ -20,12 +20,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Builds an engine that knows kvbridge from the README only, as a separate Maven project against
- * the artifacts this build installed into a private repository: its pom is the README's dependency
- * snippet (the BOM and what the snippet names), its module descriptor the README's, its code the
- * README's embedding snippet. It then runs it on the class path and on the module path with the
- * JVM flags the README gives, and expects it to finish healthy and without a JVM warning. So the
- * README's coordinates, scopes, flags and code cannot drift from what the build publishes.
+ * Builds an engine that knows kvbridge from the embedding guide ({@code docs/embedding.md}) only, as
+ * a separate Maven project against the artifacts this build installed into a private repository:
+ * its pom is the guide's dependency snippet (the BOM and what the snippet names), its module
+ * descriptor the guide's, its code the guide's engine. It then runs it on the class path and on the
+ * module path with the JVM flags the guide gives, and expects it to finish healthy and without a
+ * JVM warning. So the guide's coordinates, scopes, flags and code cannot drift from what the build
+ * publishes.
  */
 @Timeout(600)
 class ReadmeConsumerIT
@@ -47,7 +48,7 @@ class ReadmeConsumerIT
         assumeTrue(Files.isExecutable(mvn), "no Maven at " + mvn + " to build the consumer project with");
 
         Path root = Path.of(require("kvbridge.root"));
-        readme = Files.readString(root.resolve("README.md"));
+        readme = Files.readString(root.resolve(ReadmeSnippets.GUIDE));
         project = Path.of(require("kvbridge.workDirectory"));
         BuildFiles.deleteTree(project);
         Path sources = project.resolve("src/main/java/com/example/engine");
@@ -73,7 +74,7 @@ class ReadmeConsumerIT
         ProcessRun.Result build = offlineBuild.exitCode() != 0 && offlineBuild.output().contains("offline mode")
                 ? ProcessRun.run(command, project, environment, MAVEN_SECONDS)
                 : offlineBuild;
-        assertEquals(0, build.exitCode(), () -> "the consumer project built from the README failed to build:\n" + build.output());
+        assertEquals(0, build.exitCode(), () -> "the consumer project built from the embedding guide failed to build:\n" + build.output());
     }
 
     @Test
@@ -108,12 +109,12 @@ class ReadmeConsumerIT
 
     private static void expectHealthy(ProcessRun.Result run)
     {
-        assertEquals(0, run.exitCode(), () -> "the README's embedding failed:\n" + run.output());
-        assertTrue(run.output().contains("kvbridge healthy"), () -> "the README's embedding did not report a healthy bridge:\n" + run.output());
-        assertFalse(run.output().contains("WARNING:"), () -> "the README's JVM flags left a JVM warning:\n" + run.output());
+        assertEquals(0, run.exitCode(), () -> "the embedding guide's engine failed:\n" + run.output());
+        assertTrue(run.output().contains("kvbridge healthy"), () -> "the embedding guide's engine did not report a healthy bridge:\n" + run.output());
+        assertFalse(run.output().contains("WARNING:"), () -> "the embedding guide's JVM flags left a JVM warning:\n" + run.output());
     }
 
-    /** The java command and the flags the README's run line gives for this path, minus what names the program. */
+    /** The java command and the flags the guide's run line gives for this path, minus what names the program. */
     private static List<String> javaWithReadmeFlags(String path)
     {
         List<String> command = new ArrayList<>();

@@ -7,11 +7,15 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * Reads the code blocks the README marks for this test: {@code <!-- embedding-test:NAME -->}, then
- * the next fenced block. An HTML comment renders as nothing, so the README reads as usual.
+ * Reads the code blocks the embedding guide ({@link #GUIDE}) marks for this test:
+ * {@code <!-- embedding-test:NAME -->}, then the next fenced block. An HTML comment renders as
+ * nothing, so the guide reads as usual.
  */
 final class ReadmeSnippets
 {
+    /** The embedding guide, relative to the repository root. */
+    static final String GUIDE = "docs/embedding.md";
+
     private ReadmeSnippets()
     {
     }
@@ -22,19 +26,19 @@ final class ReadmeSnippets
         String marker = "<!-- embedding-test:" + name + " -->";
         int at = readme.indexOf(marker);
         if (at < 0) {
-            fail("README.md has no '" + marker + "' before the block this test builds from; put it back above that block");
+            fail(GUIDE + " has no '" + marker + "' before the block this test builds from; put it back above that block");
         }
         int fence = readme.indexOf("```", at + marker.length());
         int start = readme.indexOf('\n', fence) + 1;
         int end = readme.indexOf("\n```", start);
         if (fence < 0 || start == 0 || end < 0) {
-            fail("README.md has no fenced code block after '" + marker + "'");
+            fail(GUIDE + " has no fenced code block after '" + marker + "'");
         }
         return readme.substring(start, end + 1);
     }
 
     /**
-     * Returns the JVM options of the README's {@code java} line that follows the comment
+     * Returns the JVM options of the guide's {@code java} line that follows the comment
      * {@code # <path>} in its {@code jvm-flags} block: every word after {@code java} up to the
      * class path or module path option.
      */
@@ -48,7 +52,7 @@ final class ReadmeSnippets
             }
         }
         if (comment < 0 || comment + 1 >= lines.size() || !lines.get(comment + 1).startsWith("java ")) {
-            fail("README.md's jvm-flags block has no '# " + path + "' comment followed by a java command line");
+            fail(GUIDE + "'s jvm-flags block has no '# " + path + "' comment followed by a java command line");
         }
         List<String> words = Arrays.asList(lines.get(comment + 1).split("\\s+"));
         List<String> flags = new ArrayList<>();
@@ -58,6 +62,6 @@ final class ReadmeSnippets
             }
             flags.add(word);
         }
-        return fail("README.md's " + path + " java line has no -cp or -p");
+        return fail(GUIDE + "'s " + path + " java line has no -cp or -p");
     }
 }

@@ -33,13 +33,13 @@ final class ConfigurationTest
     Path directory;
 
     @Test
-    void theReadmesFullDocumentReadsWithoutAProblemAndRoundTrips()
+    void theGuidesFullDocumentReadsWithoutAProblemAndRoundTrips()
             throws IOException
     {
-        Matcher block = Pattern.compile("(?s)## Configuration.*?```json\n(.*?)```").matcher(Files.readString(Path.of("..", "README.md")));
-        assertTrue(block.find(), "the README has a configuration example");
+        Matcher block = Pattern.compile("(?s)# Configuration.*?```json\n(.*?)```").matcher(Files.readString(Path.of("..", "docs", "configuration.md")));
+        assertTrue(block.find(), "docs/configuration.md has a configuration example");
         List<String> problems = new ArrayList<>();
-        BridgeConfig config = ConfigDocument.read("README", block.group(1), problems);
+        BridgeConfig config = ConfigDocument.read("docs/configuration.md", block.group(1), problems);
         assertEquals(List.of(), problems);
         assertEquals(new BridgeConfig(BridgeConfig.Role.PRODUCER, "prefill-0", "ucx", Map.of("ucx", Map.of("max-in-flight", "64"), "local",
                 Map.of("copy-threads", "2")), "prefill-0-host-a", "0.0.0.0", 5600, "10.0.0.5", Path.of("/etc/kvbridge/secret"), FailurePolicy.FAIL,
