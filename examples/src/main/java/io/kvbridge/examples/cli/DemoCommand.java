@@ -17,7 +17,10 @@ import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -85,6 +88,8 @@ final class DemoCommand implements Callable<Integer>
 
     /** What both engines' caches may take together; the demo runs on one machine. */
     private static final long MAX_CACHE_BYTES = 8L << 30;
+    /** How long an etcd endpoint of --discovery has to accept a connection before the demo refuses to start. */
+    private static final int DISCOVERY_PROBE_MILLIS = 1_000;
     /** 32 x 32 ranks handshake within the deadline on two cores; 64 x 64 does not. */
     private static final int MAX_RANK_PAIRS = 1024;
     private static final List<String> KV_PLANES = DemoOptions.CacheShape.KV_PLANES;
@@ -292,12 +297,17 @@ final class DemoCommand implements Callable<Integer>
                 hosts ? " (implied by --hosts)" : "");
         String location = "";
         if (discovery != null) {
+            DirectoryConfig directory = null;
             try {
-                location = DirectoryConfig.parse(discovery).location();
+                directory = DirectoryConfig.parse(discovery);
             }
             catch (KvBridgeException e) {
                 check(false, "--%s", e.getMessage().substring(e.getMessage().indexOf("discovery=")));
             }
+            location = directory.location();
+            // as --hosts does: one line up front, rather than every handshake's warnings and a failure later
+            String unreachable = unreachable(directory.endpoints());
+            check(unreachable == null, "--discovery=%s cannot be reached (%s); start etcd there, or leave --discovery out", discovery, unreachable);
         }
         int cacheDevice = cacheDevice(checkBackend());
         String[] planes = sides("--kv-planes", kvPlanes);
@@ -394,6 +404,22 @@ final class DemoCommand implements Callable<Integer>
         int count = devices == null ? Integer.MAX_VALUE : Integer.parseInt(devices);
         check(chosen >= 0 && chosen < count, "--device=%d is not a device '%s' sees (it sees %s: 0 to %d)", chosen, backend, devices, count - 1);
         return chosen;
+    }
+
+    /** {@return why none of the endpoints accepts a connection within a second, or null when one does} */
+    private static String unreachable(List<InetSocketAddress> endpoints)
+    {
+        List<String> reasons = new ArrayList<>();
+        for (InetSocketAddress endpoint : endpoints) {
+            try (Socket socket = new Socket()) {
+                socket.connect(endpoint, DISCOVERY_PROBE_MILLIS);
+                return null;
+            }
+            catch (IOException e) {
+                reasons.add(endpoint.getHostString() + ":" + endpoint.getPort() + ": " + e.getMessage());
+            }
+        }
+        return String.join("; ", reasons);
     }
 
     /**

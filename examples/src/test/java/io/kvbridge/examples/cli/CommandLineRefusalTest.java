@@ -69,6 +69,8 @@ final class CommandLineRefusalTest
             "demo --metrics-port 70000|--metrics-port=70000 is outside [0, 65535]",
             "demo --discovery 127.0.0.1:2379|--discovery=127.0.0.1:2379 is malformed: no scheme (expected scheme://host:port[,host:port...], for example etcd://127.0.0.1:2379)",
             "demo --discovery etcd://h:99999|--discovery=etcd://h:99999 is malformed: endpoint 'h:99999' has port 99999 outside 1..65535",
+            // an etcd nobody serves: one line up front, not the handshakes' warnings and a failure after seconds
+            "demo --discovery etcd://127.0.0.1:1|--discovery=etcd://127.0.0.1:1 cannot be reached (127.0.0.1:1: Connection refused); start etcd there, or leave --discovery out",
             "demo --concurrency 64 --max-tokens 65536|the caches would take ",
             // the Jlama engine: JVMs of their own, prompts that fit the model's context
             "demo --engine jlama --backend local|--engine jlama runs prefill and decode in JVMs of their own; --backend local stays in one process",
