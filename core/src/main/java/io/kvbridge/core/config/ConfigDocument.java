@@ -18,6 +18,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The configuration document: one JSON object shaped like vLLM's {@code --kv-transfer-config}, so
@@ -53,11 +55,14 @@ import java.util.Set;
  *
  * <p>Durations are text ({@code 500ms}, {@code 30s}, {@code PT30S}) or, as vLLM writes
  * {@code kv_lease_duration}, whole seconds. Option values are strings, integers or booleans,
- * handed to the plugin as text. Unknown keys are refused with the nearest valid name; a key vLLM
- * knows and kvbridge does not use says so. Reading reports every problem of the document at once.
+ * handed to the plugin as text. Unknown keys are refused with the nearest valid name; a key of vLLM's
+ * own (as its users write them for its NIXL connector) that kvbridge does not use is ignored, as vLLM
+ * ignores other connectors' keys, and named in one INFO line. Reading reports every problem of the
+ * document at once.
  */
 public final class ConfigDocument
 {
+    private static final Logger LOG = LoggerFactory.getLogger(ConfigDocument.class);
     /** The longest document read: a configuration is a few hundred bytes; a megabyte is a mistake. */
     public static final int MAX_CHARS = 1 << 20;
 
@@ -102,15 +107,21 @@ public final class ConfigDocument
         }
         @SuppressWarnings("unchecked")
         JsonFields top = new JsonFields("", (Map<String, ?>) map, problems);
-        refuseUnknown(top, TOP);
+        List<String> ignored = new ArrayList<>();
+        refuseUnknown(top, TOP, ignored);
         top.string("kv_connector", ConfigValues.MAX_NAME).filter(name -> !name.equals("kvbridge"))
-                .ifPresent(name -> top.problem("kv_connector", "=" + name + " is not kvbridge: this document configures another connector"));
+                .ifPresent(name -> top.problem("kv_connector", "=" + name + " is not kvbridge: this document configures another connector"
+                        + " (to configure kvbridge with the rest of it, write \"kv_connector\": \"kvbridge\")"));
         BridgeConfig.Role role = top.string("kv_role", 32).map(text2 -> ConfigValues.role("kv_role", text2, problems)).orElse(null);
         String engineId = top.string("engine_id", 4096).map(id -> ConfigValues.name("engine_id", id, problems)).orElse(null);
         FailurePolicy policy = top.string("kv_load_failure_policy", 32)
                 .map(name -> ConfigValues.failurePolicy("kv_load_failure_policy", name, problems)).orElse(null);
         JsonFields extra = top.object(EXTRA).orElse(new JsonFields(EXTRA, Map.of(), problems));
-        refuseUnknown(extra, EXTRA_KEYS);
+        refuseUnknown(extra, EXTRA_KEYS, ignored);
+        if (!ignored.isEmpty()) {
+            // vLLM ignores the keys of other connectors; so does kvbridge with vLLM's, and says which
+            LOG.info("{}: ignoring vLLM settings kvbridge does not use: {}", what, String.join(", ", ignored));
+        }
         Map<String, Map<String, String>> transports = new LinkedHashMap<>();
         extra.object("transports").ifPresent(all -> {
             for (String name : all.keys()) {
@@ -133,7 +144,7 @@ public final class ConfigDocument
 
     private static TlsFiles tls(JsonFields tls, List<String> problems)
     {
-        refuseUnknown(tls, TLS_KEYS);
+        refuseUnknown(tls, TLS_KEYS, new ArrayList<>());
         return new TlsFiles(path(tls, "cert_file"), path(tls, "key_file"), path(tls, "keystore_file"), path(tls, "keystore_password_file"),
                 path(tls, "ca_file"), path(tls, "truststore_file"), path(tls, "truststore_password_file"),
                 tls.string("client_auth", 32).map(text -> TlsFiles.clientAuth(tls.pathOf("client_auth"), text, problems)).orElse(null),
@@ -203,11 +214,11 @@ public final class ConfigDocument
         }
     }
 
-    private static void refuseUnknown(JsonFields fields, List<String> known)
+    private static void refuseUnknown(JsonFields fields, List<String> known, List<String> ignored)
     {
         for (String key : fields.keys()) {
             if (VLLM_ONLY.contains(key)) {
-                fields.problem(key, "is a vLLM setting kvbridge does not use; remove it");
+                ignored.add(fields.pathOf(key));
             }
             else if (!known.contains(key)) {
                 fields.problem(key, "is not a known key" + JsonFields.suggestion(key, known));

@@ -22,10 +22,13 @@ public final class ConfigEnvironment
 {
     /** The variable naming the configuration file, when the embedder names none. */
     public static final String CONFIG_FILE = "KVBRIDGE_CONFIG_FILE";
+    /** The variable holding the configuration document itself, as vLLM users pass {@code --kv-transfer-config}. */
+    public static final String KV_TRANSFER_CONFIG = "KVBRIDGE_KV_TRANSFER_CONFIG";
 
     /** Each variable with the key of the document it stands for, in the order the docs list them. */
     public static final Map<String, String> VARIABLES = orderedMap(
             CONFIG_FILE, "(the configuration file)",
+            KV_TRANSFER_CONFIG, "(the configuration document itself, JSON as vLLM's --kv-transfer-config; not with KVBRIDGE_CONFIG_FILE)",
             "KVBRIDGE_ROLE", "kv_role",
             "KVBRIDGE_ENGINE_ID", "engine_id",
             "KVBRIDGE_TRANSPORT", "kv_connector_extra_config.transport",

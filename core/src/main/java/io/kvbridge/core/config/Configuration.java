@@ -18,8 +18,9 @@ import java.util.Map;
 
 /**
  * Resolves a bridge's configuration from its sources, lowest precedence first: the defaults, the
- * configuration document (the text or file the embedder gives, else the file
- * {@code KVBRIDGE_CONFIG_FILE} names), the {@code KVBRIDGE_*} environment; the embedder's explicit
+ * configuration document (the text or file the embedder gives, else the document
+ * {@code KVBRIDGE_KV_TRANSFER_CONFIG} holds or the file {@code KVBRIDGE_CONFIG_FILE} names), the
+ * {@code KVBRIDGE_*} environment; the embedder's explicit
  * builder calls override all of them (applied by the runtime). The environment overrides the file
  * because it is what differs per host and container while the file is shared; explicit calls win
  * because code that sets a value means it. Every problem of every source is collected, so that one
@@ -77,10 +78,17 @@ public final class Configuration
     {
         List<String> problems = new ArrayList<>();
         BridgeConfig document = BridgeConfig.EMPTY;
+        String inline = text == null && file == null ? environment.get(ConfigEnvironment.KV_TRANSFER_CONFIG) : null;
         if (text != null) {
             document = ConfigDocument.read("configuration", text, problems);
         }
-        Path named = file != null || text != null ? file : ConfigEnvironment.configFile(environment, problems);
+        else if (inline != null && !inline.isEmpty()) {
+            document = ConfigDocument.read(ConfigEnvironment.KV_TRANSFER_CONFIG, inline, problems);
+            if (ConfigEnvironment.configFile(environment, new ArrayList<>()) != null) {
+                problems.add(ConfigEnvironment.KV_TRANSFER_CONFIG + " and " + ConfigEnvironment.CONFIG_FILE + " are both set; give the document one way");
+            }
+        }
+        Path named = file != null || text != null || (inline != null && !inline.isEmpty()) ? file : ConfigEnvironment.configFile(environment, problems);
         if (named != null) {
             String where = file != null ? "configuration file " + named : ConfigEnvironment.CONFIG_FILE + "=" + named;
             String contents = readDocument(where, named, problems);

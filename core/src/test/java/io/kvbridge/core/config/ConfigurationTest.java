@@ -71,6 +71,22 @@ final class ConfigurationTest
     }
 
     @Test
+    void vllmsOwnKeysAreIgnoredAndTheDocumentMayComeFromTheEnvironment()
+    {
+        String vllm = """
+                {"kv_connector": "kvbridge", "kv_role": "kv_producer", "engine_id": "prefill-0", "kv_buffer_device": "cuda", "kv_rank": 0,
+                 "kv_connector_extra_config": {"backends": ["UCX"], "num_threads": 8, "layout": "hma"}}""";
+        Configuration.Resolved resolved = Configuration.resolve(null, null, Map.of(ConfigEnvironment.KV_TRANSFER_CONFIG, vllm));
+        assertEquals(List.of(), resolved.problems());
+        assertEquals("prefill-0", resolved.config().engineId());
+        assertEquals("hma", resolved.config().layout());
+        Configuration.Resolved both = Configuration.resolve(null, null, Map.of(ConfigEnvironment.KV_TRANSFER_CONFIG, vllm,
+                ConfigEnvironment.CONFIG_FILE, "/etc/kvbridge.json"));
+        assertTrue(both.problems().contains("KVBRIDGE_KV_TRANSFER_CONFIG and KVBRIDGE_CONFIG_FILE are both set; give the document one way"),
+                both.problems()::toString);
+    }
+
+    @Test
     void everyProblemOfTheDocumentIsReportedAtOnce()
     {
         List<String> problems = new ArrayList<>();
@@ -82,14 +98,13 @@ final class ConfigurationTest
                    "transports": {"ucx": {"max-in-flight": [1]}, "local": "fast"}, "layout_options": {"x": null}, "num_threads": 4,
                    "secret_file": false}}""", problems);
         List<String> expected = List.of(
-                "kv_buffer_device is a vLLM setting kvbridge does not use; remove it",
                 "kv_rol is not a known key (did you mean kv_role?)",
-                "kv_connector=NixlConnector is not kvbridge: this document configures another connector",
+                "kv_connector=NixlConnector is not kvbridge: this document configures another connector (to configure kvbridge with the rest of it,"
+                        + " write \"kv_connector\": \"kvbridge\")",
                 "kv_role=producer is not a role (expected: kv_producer, kv_consumer or kv_both)",
                 "engine_id=\"has space\" is not 1 to 255 printable ASCII characters without spaces",
                 "kv_load_failure_policy=retry is not a failure policy (expected: fail or recompute)",
                 "kv_connector_extra_config.side_chanel_port is not a known key (did you mean side_channel_port?)",
-                "kv_connector_extra_config.num_threads is a vLLM setting kvbridge does not use; remove it",
                 "kv_connector_extra_config.transports.ucx.max-in-flight must be a string, an integer or a boolean, not an array",
                 "kv_connector_extra_config.transports.local must be an object, not the string \"fast\"",
                 "kv_connector_extra_config.modes holds sideways (expected: push or pull)",

@@ -20,6 +20,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -49,8 +50,12 @@ final class ConfigCommand implements Callable<Integer>
         @Spec
         private CommandSpec spec;
 
-        @Parameters(paramLabel = "FILE", description = "The JSON document.")
+        @Parameters(paramLabel = "FILE", arity = "0..1", description = "The JSON document's file (or give --kv-transfer-config).")
         private Path file;
+
+        @Option(names = "--kv-transfer-config", paramLabel = "JSON",
+                description = "The document itself, as vLLM users pass --kv-transfer-config (instead of FILE).")
+        private String inline;
 
         @Option(names = "--no-env", description = "Ignore the KVBRIDGE_* environment variables.")
         private boolean noEnvironment;
@@ -60,16 +65,20 @@ final class ConfigCommand implements Callable<Integer>
         {
             PrintWriter out = spec.commandLine().getOut();
             Map<String, String> environment = noEnvironment ? Map.of() : System.getenv();
-            Configuration.Resolved resolved = Configuration.resolve(null, file, environment);
+            if ((file == null) == (inline == null)) {
+                throw new ParameterException(spec.commandLine(), "give the document as FILE or as --kv-transfer-config JSON, one of the two");
+            }
+            Configuration.Resolved resolved = Configuration.resolve(inline, file, environment);
+            String name = file != null ? file.toString() : "--kv-transfer-config";
             List<String> problems = new ArrayList<>(resolved.problems());
             problems.addAll(plugins(resolved.config()));
             if (!problems.isEmpty()) {
-                out.printf("%s: %d problem%s%n", file, problems.size(), problems.size() == 1 ? "" : "s");
+                out.printf("%s: %d problem%s%n", name, problems.size(), problems.size() == 1 ? "" : "s");
                 problems.forEach(problem -> out.println("  " + problem));
                 out.flush();
                 return 1;
             }
-            out.println(file + ": valid" + (noEnvironment ? "" : " (with the KVBRIDGE_* environment)"));
+            out.println(name + ": valid" + (noEnvironment ? "" : " (with the KVBRIDGE_* environment)"));
             out.println(ConfigDocument.write(resolved.config()));
             out.flush();
             return 0;

@@ -76,4 +76,21 @@ final class ConfigCommandTest
         assertEquals(1, missing.exitCode());
         assertTrue(missing.out().contains("configuration file " + directory.resolve("none.json") + " does not exist"), missing.out());
     }
+
+    @Test
+    void aVllmUsersKvTransferConfigReadsAsWrittenAndMisspelledKvbridgeKeysAreStillRefused()
+    {
+        // as a vLLM user writes it for the NIXL connector, with kvbridge named as the connector
+        String vllm = """
+                {"kv_connector": "kvbridge", "kv_role": "kv_both", "kv_buffer_device": "cuda", "kv_buffer_size": 1000000000,
+                 "kv_connector_extra_config": {"backends": ["UCX"], "num_threads": 4, "transport": "local"}}""";
+        CliRun run = CliRun.of("config", "validate", "--no-env", "--kv-transfer-config", vllm);
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().startsWith("--kv-transfer-config: valid\n"), run.out());
+        CliRun misspelled = CliRun.of("config", "validate", "--no-env", "--kv-transfer-config",
+                "{\"kv_connector\": \"kvbridge\", \"kv_connector_extra_config\": {\"backends\": [\"UCX\"], \"trasnport\": \"local\"}}");
+        assertEquals(1, misspelled.exitCode(), misspelled.out() + misspelled.err());
+        assertTrue(misspelled.out().contains("kv_connector_extra_config.trasnport is not a known key (did you mean transport?)"), misspelled.out());
+        assertEquals(KvBridgeCli.USAGE, CliRun.of("config", "validate", "--no-env").exitCode(), "neither a file nor the document");
+    }
 }
