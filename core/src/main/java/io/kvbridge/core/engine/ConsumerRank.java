@@ -23,7 +23,6 @@ import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -76,7 +75,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         super(services, settings, "consumer");
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
-        this.stagePlanner = new StagePlanner(name, geometry, settings.cacheSpec(), rules, remoteCache);
+        this.stagePlanner = new StagePlanner(name, geometry, settings.cacheSpec(), rules, links);
         this.localBlocks = new BlockSelection(geometry.groups().size());
         this.remoteBlocks = new BlockSelection(geometry.groups().size());
         start(startWorker);
@@ -183,15 +182,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         request.pendingHandshakes = byAddress.size();
         for (Map.Entry<SideChannelAddress, List<RankKey>> entry : byAddress.entrySet()) {
-            String key = remoteKey(params.engineId(), entry.getKey());
+            RemoteKey key = new RemoteKey(params.engineId(), entry.getKey());
             // stages sharing a side channel name one epoch (the parameters check it): the first one's
             long expected = params.epoch(entry.getValue().getFirst().ppRank());
-            handshake(key, params.engineId(), socketAddress(entry.getKey()), entry.getValue(), expected)
+            handshake(key, entry.getValue(), expected)
                     .whenComplete((engine, failure) -> enqueue(() -> handshaken(request, key, expected, engine, failure)));
         }
     }
 
-    private void handshaken(ReceivingRequest request, String key, long expectedEpoch, RemoteEngine engine, Throwable failure)
+    private void handshaken(ReceivingRequest request, RemoteKey key, long expectedEpoch, RemoteEngine engine, Throwable failure)
     {
         if (request.ended) {
             return;
@@ -241,8 +240,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             // full prefix hit: nothing to read, but every producer rank must hear that it may free its blocks
             for (Stage stage : request.stages) {
                 for (int target : stage.targets()) {
-                    Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
-                    notifyQuietly(peer, Messages.completion(producerId, stage.consumers(), stage.engine().epoch()), "completion");
+                    PeerLink link = links.link(stage.remote(), stage.engine(), new RankKey(stage.ppRank(), target));
+                    notifyQuietly(link, Messages.completion(producerId, stage.consumers(), stage.engine().epoch()), "completion");
                 }
             }
             receivedAll(request);
@@ -286,15 +285,14 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     if (count == 0) {
                         continue;
                     }
-                    Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), rank);
-                    String planKey = stage.remoteKey() + "|pp" + stage.ppRank() + "|plan" + p;
-                    RemoteCache.Prepared local = remoteCache.prepared(planKey + "|slot" + slot, null, () -> plan.localDescriptors(slot));
-                    RemoteCache.Prepared theirs = remoteCache.prepared(planKey + "|" + rank, peer, () -> plan.remoteDescriptors(remote));
+                    PeerLink link = links.link(stage.remote(), stage.engine(), rank);
+                    PeerLink.Prepared local = link.mine(p, slot, () -> plan.localDescriptors(slot));
+                    PeerLink.Prepared theirs = link.theirs(p, 0, () -> plan.remoteDescriptors(remote));
                     ensureScratch(count);
                     int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
                     boolean attach = !split && notified.add(source);
                     try {
-                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, pullKeys[s], stage.remoteKey(),
+                        post(request, TransferOp.READ, link, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, pullKeys[s],
                                 leaseNanos).groups = groups;
                         request.transfersPosted++;
                     }
@@ -303,7 +301,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                         metrics.transferFailed();
                         if (e.code() == ErrorCode.PEER_UNKNOWN) {
                             // the cached peer is gone (closed, or its engine restarted): the next request asks the side channel again
-                            peerFailed(stage.remoteKey());
+                            peerFailed(stage.remote());
                         }
                         fail(request, e.code(), "posting the READ from producer rank " + rank + " failed: " + e.getMessage(), false,
                                 request.groupsFrom(rules, s, p));
@@ -315,15 +313,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 if (notified.contains(target)) {
                     continue;
                 }
-                Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
+                PeerLink link = links.link(stage.remote(), stage.engine(), new RankKey(stage.ppRank(), target));
                 if (sources.contains(target)) {
                     // read in several parts (mixed memory) or not at all: told once every READ succeeded
-                    request.parked.add(peer);
+                    request.parked.add(link);
                     notified.add(target);
                 }
                 else {
                     // a replica (MLA) or a duplicate head (GQA) this rank does not read: free it now
-                    notifyQuietly(peer, completion, "completion");
+                    notifyQuietly(link, completion, "completion");
                 }
             }
         }
@@ -340,23 +338,21 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
 
     private void sendParked(ReceivingRequest request)
     {
-        for (Peer peer : request.parked) {
-            Stage stage = stageOf(request, peer);
-            notifyQuietly(peer, Messages.completion(request.producerRequestId, stage.consumers(), stage.engine().epoch()), "completion");
+        for (PeerLink link : request.parked) {
+            Stage stage = stageOf(request, link);
+            notifyQuietly(link, Messages.completion(request.producerRequestId, stage.consumers(), stage.engine().epoch()), "completion");
         }
         request.parked.clear();
     }
 
-    private Stage stageOf(ReceivingRequest request, Peer peer)
+    private Stage stageOf(ReceivingRequest request, PeerLink link)
     {
         for (Stage stage : request.stages) {
-            for (int target : stage.targets()) {
-                if (remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target)) == peer) {
-                    return stage;
-                }
+            if (stage.ppRank() == link.rank().ppRank() && stage.remote().equals(link.remote())) {
+                return stage;
             }
         }
-        throw new IllegalStateException(name + ": parked peer " + peer.name() + " belongs to no stage of request " + request.id);
+        throw new IllegalStateException(name + ": parked link " + link + " belongs to no stage of request " + request.id);
     }
 
     private void push(ReceivingRequest request)
@@ -380,20 +376,20 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             long groups = rules.groupsWritten(stage.plans().getFirst());
             for (int target : stage.targets()) {
                 RankKey rank = new RankKey(stage.ppRank(), target);
-                Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), rank);
+                PeerLink link = links.link(stage.remote(), stage.engine(), rank);
                 boolean write = !release && sources.contains(target);
                 Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
                         ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
                         request.exchanged, stage.engine().epoch(), epoch, write ? pushKey : NO_KEY);
                 byte[] message = Messages.registration(registration);
-                boolean sent = notifyQuietly(peer, message, "push registration");
+                boolean sent = notifyQuietly(link, message, "push registration");
                 if (!sent) {
-                    // the cached peer may have failed for good (a producer that was stopped): try once more on a new one
-                    peer = remoteCache.reconnect(stage.remoteKey(), stage.engine(), rank);
-                    sent = peer != null && notifyQuietly(peer, message, "push registration");
+                    // the link's peer may have failed for good (a producer that was stopped): try once more on a new one
+                    link = links.reconnect(stage.remote(), stage.engine(), rank);
+                    sent = link != null && notifyQuietly(link, message, "push registration");
                 }
                 if (!sent) {
-                    peerFailed(stage.remoteKey());
+                    peerFailed(stage.remote());
                 }
                 if (!sent && write) {
                     fail(request, ErrorCode.TRANSFER_FAILED, "could not send the push registration to producer rank " + rank + " of "
@@ -401,7 +397,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                     return;
                 }
                 if (write) {
-                    request.writers.put(peer.name(), new Writer(stage.consumers(), groups, stage.engine().epoch()));
+                    request.writers.put(link.agent(), new Writer(stage.consumers(), groups, stage.engine().epoch()));
                 }
             }
         }
@@ -456,10 +452,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         for (Map.Entry<String, String> writer : request.writersDone.entrySet()) {
-            Peer peer = remoteCache.peerByAgent(writer.getKey());
-            if (peer != null) {
+            PeerLink link = links.byAgent(writer.getKey());
+            if (link != null) {
                 Writer asked = request.writers.get(writer.getKey());
-                notifyQuietly(peer, Messages.completion(writer.getValue(), asked.consumers(), asked.epoch()), "acknowledgement");
+                notifyQuietly(link, Messages.completion(writer.getValue(), asked.consumers(), asked.epoch()), "acknowledgement");
             }
         }
         receivedAll(request);
@@ -560,7 +556,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         request.dataArrived = true;
-        RemoteEngine stage0 = request.engines.get(remoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
+        RemoteEngine stage0 = request.engines.get(new RemoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
         if (stage0 != null && request.params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
             metrics.handover(request.mode, now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
         }
@@ -591,8 +587,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         long next = Long.MAX_VALUE;
-        Map<Peer, List<String>> heartbeats = null;
-        Map<Peer, Long> epochs = null;
+        Map<PeerLink, List<String>> heartbeats = null;
+        Map<PeerLink, Long> epochs = null;
         for (ReceivingRequest request : List.copyOf(requests.values())) {
             if (request.ended) {
                 continue;
@@ -615,9 +611,9 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 }
                 for (Stage stage : request.stages) {
                     for (int target : stage.targets()) {
-                        Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
-                        heartbeats.computeIfAbsent(peer, ignored -> new ArrayList<>()).add(request.producerRequestId);
-                        epochs.put(peer, stage.engine().epoch());
+                        PeerLink link = links.link(stage.remote(), stage.engine(), new RankKey(stage.ppRank(), target));
+                        heartbeats.computeIfAbsent(link, ignored -> new ArrayList<>()).add(request.producerRequestId);
+                        epochs.put(link, stage.engine().epoch());
                     }
                 }
             }
@@ -626,7 +622,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         nextScan = next;
         if (heartbeats != null) {
-            for (Map.Entry<Peer, List<String>> entry : heartbeats.entrySet()) {
+            for (Map.Entry<PeerLink, List<String>> entry : heartbeats.entrySet()) {
                 notifyQuietly(entry.getKey(), Messages.heartbeat(epochs.get(entry.getKey()), entry.getValue()), "heartbeat");
             }
         }

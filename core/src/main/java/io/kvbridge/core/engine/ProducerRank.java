@@ -22,7 +22,6 @@ import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -108,7 +107,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     }
 
     /** The consumer rank a write goes to, its id of the request, and its epoch that every notification to it names. */
-    private record PushTarget(Peer peer, String consumerRequestId, long consumerEpoch)
+    private record PushTarget(PeerLink link, String consumerRequestId, long consumerEpoch)
     {
     }
 
@@ -285,10 +284,10 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     {
         stale(sender, "push registration " + registration.requestId(), registration.epoch());
         // where this incarnation can answer (the consumer met it too), the consumer fails at once instead of at its registration timeout
-        Peer peer = remoteCache.peerByAgent(sender);
-        if (peer != null) {
+        PeerLink link = links.byAgent(sender);
+        if (link != null) {
             String producerId = registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId();
-            notifyQuietly(peer, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
+            notifyQuietly(link, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
                     StaleEpochs.registrationOfEarlierEpoch(settings.engineId(), registration, epoch), registration.consumerEpoch()), "push failure");
         }
     }
@@ -374,13 +373,13 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             return;
         }
         SideChannelAddress address = new SideChannelAddress(registration.host(), registration.port());
-        String remoteKey = remoteKey(registration.engineId(), address);
+        RemoteKey remote = new RemoteKey(registration.engineId(), address);
         RankKey rank = new RankKey(registration.ppRank(), registration.tpRank());
-        handshake(remoteKey, registration.engineId(), socketAddress(address), List.of(rank), registration.consumerEpoch())
-                .whenComplete((engine, failure) -> enqueue(() -> pushAfterHandshake(request, registration, remoteKey, rank, engine, failure)));
+        handshake(remote, List.of(rank), registration.consumerEpoch())
+                .whenComplete((engine, failure) -> enqueue(() -> pushAfterHandshake(request, registration, remote, rank, engine, failure)));
     }
 
-    private void pushAfterHandshake(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine,
+    private void pushAfterHandshake(Held request, Messages.Registration registration, RemoteKey remote, RankKey rank, RemoteEngine engine,
             Throwable failure)
     {
         if (held.get(request.id) != request || request.reason != null) {
@@ -401,19 +400,19 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                     StaleEpochs.consumerRestarted(registration, engine.epoch()));
             return;
         }
-        Peer peer = null;
+        PeerLink link = null;
         try {
-            peer = remoteCache.peer(remoteKey, engine, rank);
-            write(request, registration, remoteKey, rank, engine, peer);
+            link = links.link(remote, engine, rank);
+            write(request, registration, engine, link);
         }
         catch (RuntimeException e) {
             request.failed = true;
             metrics.transferFailed();
             LOG.warn("{}: push of request {} to consumer {} rank {} failed: {}; the lease frees its blocks", name, request.id,
                     registration.engineId(), rank, e.getMessage());
-            if (peer != null) {
+            if (link != null) {
                 ErrorCode code = e instanceof KvBridgeException typed ? typed.code() : ErrorCode.TRANSFER_FAILED;
-                tellPushFailed(new PushTarget(peer, registration.requestId(), registration.consumerEpoch()), request, code, e.getMessage());
+                tellPushFailed(new PushTarget(link, registration.requestId(), registration.consumerEpoch()), request, code, e.getMessage());
             }
         }
     }
@@ -421,16 +420,17 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     /** Spares the consumer its registration timeout: it learns at once that these writes will not come. */
     private void tellPushFailed(PushTarget target, Held request, ErrorCode code, String message)
     {
-        notifyQuietly(target.peer(), Messages.pushFailed(target.consumerRequestId(), request.id, code,
+        notifyQuietly(target.link(), Messages.pushFailed(target.consumerRequestId(), request.id, code,
                 "producer " + settings.engineId() + " rank " + geometry.rank() + " cannot write request " + request.id + ": " + message,
                 target.consumerEpoch()), "push failure");
     }
 
-    private void write(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine, Peer peer)
+    private void write(Held request, Messages.Registration registration, RemoteEngine engine, PeerLink link)
     {
+        RankKey rank = link.rank();
         CacheGeometry consumer = engine.metadata(rank).geometry();
         rules.checkPeer(consumer, "consumer " + registration.engineId() + " rank " + rank, name);
-        List<TransferPlan> plans = remoteCache.plans(remoteKey + "|" + rank, consumer, geometry);
+        List<TransferPlan> plans = links.plans(link.remote(), rank, consumer, geometry);
         KvBridgeException.check(!plans.isEmpty(), ErrorCode.PROTOCOL_ERROR, "consumer rank %s asked rank %s to write, but they share no layer", rank,
                 geometry.rank());
         if (plans.size() != 1) {
@@ -457,16 +457,16 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         byte[] done = Messages.pushDone(registration.requestId(), request.id, registration.consumerEpoch());
         int count = plan.indexCount(slot, consumerBlocks);
         if (count == 0) {
-            notifyQuietly(peer, done, "push completion");
+            notifyQuietly(link, done, "push completion");
             return;
         }
-        RemoteCache.Prepared producerList = remoteCache.prepared(remoteKey + "|" + rank + "|own", null, () -> plan.remoteDescriptors(geometry));
-        RemoteCache.Prepared consumerList = remoteCache.prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
+        PeerLink.Prepared producerList = link.mine(0, 0, () -> plan.remoteDescriptors(geometry));
+        PeerLink.Prepared consumerList = link.theirs(0, slot, () -> plan.localDescriptors(slot));
         ensureScratch(count);
         int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
-        Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, registration.grantKey(), remoteKey,
+        Transfer transfer = post(request, TransferOp.WRITE, link, producerList, scratchB, consumerList, scratchA, pairs, done, registration.grantKey(),
                 leaseNanos);
-        request.writes.put(transfer, new PushTarget(peer, registration.requestId(), registration.consumerEpoch()));
+        request.writes.put(transfer, new PushTarget(link, registration.requestId(), registration.consumerEpoch()));
         request.tracker.state(RequestState.IN_FLIGHT);
     }
 

@@ -19,7 +19,6 @@ import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.net.InetSocketAddress;
@@ -73,7 +72,7 @@ abstract class RankWorker
     final boolean mixedMemory;
     final String name;
     final PeerSessions sessions;
-    final RemoteCache remoteCache;
+    final PeerLinks links;
     final RequestGrants grants;
 
     private final SideChannelServer server;
@@ -109,7 +108,7 @@ abstract class RankWorker
         @Override
         public void peerMayBeGone(Transfer transfer)
         {
-            peerFailed(transfer.remoteKey);
+            peerFailed(transfer.remote);
         }
 
         @Override
@@ -146,7 +145,7 @@ abstract class RankWorker
         this.name = role + " " + settings.engineId() + " " + geometry.rank();
         this.transport = services.newTransport(role, settings);
         this.sessions = new PeerSessions(name, metrics);
-        this.remoteCache = new RemoteCache(name, transport, sessions, planFactory);
+        this.links = new PeerLinks(name, transport, sessions, planFactory);
         this.grants = new RequestGrants(name, transport, geometry);
         this.transfers = new InFlightTransfers(name, transport, metrics, settings.transferTimeout());
         List<Allocation> registered = new ArrayList<>();
@@ -241,13 +240,12 @@ abstract class RankWorker
      * Shakes hands through {@link RemoteEngines#handshake}, timing it when it was not answered from
      * the cache; a cached engine of another epoch than expected does not answer.
      */
-    final CompletableFuture<RemoteEngine> handshake(String key, String engineId, InetSocketAddress address, Collection<RankKey> ranks,
-            long expectedEpoch)
+    final CompletableFuture<RemoteEngine> handshake(RemoteKey key, Collection<RankKey> ranks, long expectedEpoch)
     {
         // asked before: a handshake on loopback can complete before its future is looked at, so being done says nothing
-        boolean answeredFromCache = remotes.answersFromCache(key, ranks, expectedEpoch);
+        boolean answeredFromCache = remotes.answersFromCache(key.cacheKey(), ranks, expectedEpoch);
         long started = now();
-        CompletableFuture<RemoteEngine> future = remotes.handshake(key, engineId, address, ranks, expectedEpoch);
+        CompletableFuture<RemoteEngine> future = remotes.handshake(key.cacheKey(), key.engineId(), key.socketAddress(), ranks, expectedEpoch);
         if (!answeredFromCache) {
             future.whenComplete((engine, failure) -> metrics.handshakeDone(now() - started, failure == null));
         }
@@ -345,15 +343,14 @@ abstract class RankWorker
     }
 
     /**
-     * A peer under a remote side channel failed: its peers and lists are dropped once this round is
-     * over, and the next handshake asks the side channel again, so that a restarted engine is met
+     * A peer of a remote engine failed: the engine's links are closed once this round is over, and the next handshake asks the side channel again, so that a restarted engine is met
      * with its new epoch (and its old memory registrations are never used) instead of through the
      * cached metadata of the incarnation that is gone.
      */
-    final void peerFailed(String remoteKey)
+    final void peerFailed(RemoteKey remote)
     {
-        remotes.revalidate(remoteKey);
-        enqueue(() -> remoteCache.forget(remoteKey + "|"));
+        remotes.revalidate(remote.cacheKey());
+        enqueue(() -> links.close(remote));
     }
 
     final boolean hasTransfers(Object owner)
@@ -365,21 +362,21 @@ abstract class RankWorker
      * Posts a transfer and tracks it; the post's own failure propagates. Its deadline is
      * {@code transferTimeout}, or the producer's lease when that is shorter: past the lease the
      * producer frees the blocks anyway, so a transfer still moving then is stuck on its peer. The
-     * peer's grant key goes with it ({@link RequestGrants}).
+     * peer's grant key goes with it ({@link RequestGrants}); the notification is sealed with the link's session.
      */
-    final Transfer post(Object owner, TransferOp op, RemoteCache.Prepared local, int[] localIndices, RemoteCache.Prepared remote, int[] remoteIndices, int count,
-            byte[] notification, byte[] grantKey, String remoteKey, long leaseNanos)
+    final Transfer post(Object owner, TransferOp op, PeerLink link, PeerLink.Prepared local, int[] localIndices, PeerLink.Prepared remote,
+            int[] remoteIndices, int count, byte[] notification, byte[] grantKey, long leaseNanos)
     {
         long bytes = 0;
         DescriptorList localDescriptors = local.descriptors();
         for (int i = 0; i < count; i++) {
             bytes += localDescriptors.length(localIndices[i]);
         }
-        RemoteEngines.InFlight mark = remotes.markInFlight(remoteKey);
+        RemoteEngines.InFlight mark = remotes.markInFlight(link.remote().cacheKey());
         long start = now();
         long handle;
         try {
-            byte[] sealed = notification == null ? null : sessions.seal(remote.peer(), notification);
+            byte[] sealed = notification == null ? null : link.seal(notification);
             handle = transport.post(op, local.list(), localIndices, remote.list(), remoteIndices, count, sealed, grantKey);
         }
         catch (RuntimeException e) {
@@ -389,7 +386,7 @@ abstract class RankWorker
         long posted = now();
         long limit = Math.min(settings.transferTimeout().toNanos(), leaseNanos);
         Transfer transfer = new Transfer(handle, owner, start, posted - start, posted + limit, bytes, count,
-                operationsOf(handle, count), mark, remoteKey);
+                operationsOf(handle, count), mark, link.remote());
         transfers.add(transfer);
         return transfer;
     }
@@ -417,11 +414,6 @@ abstract class RankWorker
         }
     }
 
-    static String remoteKey(String engineId, SideChannelAddress address)
-    {
-        return engineId + "@" + address;
-    }
-
     static InetSocketAddress socketAddress(SideChannelAddress address)
     {
         return new InetSocketAddress(address.host(), address.port());
@@ -429,21 +421,21 @@ abstract class RankWorker
 
     private void evicted(RemoteEngine engine)
     {
-        // every peer, list and plan of a remote side channel is cached under "<remote key>|..."
-        String prefix = remoteKey(engine.engineId(), new SideChannelAddress(engine.address().getHostString(), engine.address().getPort())) + "|";
-        enqueue(() -> remoteCache.forget(prefix));
+        // the evicted (or restarted) engine's links and plans go with it
+        RemoteKey key = RemoteKey.of(engine);
+        enqueue(() -> links.close(key));
     }
 
     /** Sends a notification without data; a failure is counted and logged, never thrown. */
-    final boolean notifyQuietly(Peer peer, byte[] message, String what)
+    final boolean notifyQuietly(PeerLink link, byte[] message, String what)
     {
         try {
-            transport.notify(peer, sessions.seal(peer, message));
+            transport.notify(link.peer(), link.seal(message));
             return true;
         }
         catch (RuntimeException e) {
             metrics.notificationFailed();
-            LOG.warn("{}: could not send {} to {}: {}", name, what, peer.name(), e.getMessage());
+            LOG.warn("{}: could not send {} to {}: {}", name, what, link.agent(), e.getMessage());
             return false;
         }
     }
@@ -565,7 +557,7 @@ abstract class RankWorker
         if (stillRetained > 0) {
             LOG.warn("{}: {} transfer handles could not be released before closing; the transport's close releases them", name, stillRetained);
         }
-        remoteCache.releaseAll();
+        links.closeAll();
         // out of the directory first, so that consumers stop finding a rank about to go
         try {
             publication.close();

@@ -207,7 +207,7 @@ final class FailureTest
             ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), false, b -> b.transferTimeout(Duration.ofHours(1)));
             consumer.blocksAllocated("d", producer.prefillFinished("r", ids(1)), TransferMode.PULL, ids(2));
             stepUntil(() -> consumer.registered("d"), "posted", consumer);
-            String key = RankWorker.remoteKey("p", producer.ownAddress);
+            String key = new RemoteKey("p", producer.ownAddress).cacheKey();
             // the engine TTL is 10 minutes: idle much longer, but a transfer to it is in flight
             clock.advance(Duration.ofMinutes(30));
             for (int i = 0; i < 5; i++) {
