@@ -27,7 +27,7 @@ final class PeerLinksTest
         try (EngineHarness harness = new EngineHarness()) {
             ProducerRank first = harness.producer("p", harness.cache(SHAPE, Rank.single()), true, b -> b);
             // an engine id may hold any printable character, so another engine's id can begin with "<id>@<address>|"
-            ProducerRank second = harness.producer("p@" + first.ownAddress + "|x", harness.cache(SHAPE, Rank.single()), true, b -> b);
+            ProducerRank second = harness.producer("p@" + first.runtime().ownAddress() + "|x", harness.cache(SHAPE, Rank.single()), true, b -> b);
             ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), false, b -> b);
             consumer.blocksAllocated("d-1", first.prefillFinished("r-1", ids(1)), TransferMode.PULL, ids(2));
             consumer.blocksAllocated("d-2", second.prefillFinished("r-2", ids(1)), TransferMode.PULL, ids(3));
@@ -38,8 +38,8 @@ final class PeerLinksTest
             ConnectorAudit before = consumer.audit();
             assertEquals(2, before.transport().peers(), "one link to each producer");
 
-            consumer.peerFailed(new RemoteKey("p", first.ownAddress));
-            consumer.step();
+            consumer.runtime().peers().peerFailed(new RemoteKey("p", first.runtime().ownAddress()));
+            consumer.runtime().step();
 
             ConnectorAudit after = consumer.audit();
             assertEquals(1, after.transport().peers(), "the second producer's link stays connected");
