@@ -356,7 +356,7 @@ public final class EngineServices implements AutoCloseable
         List<Health.Check> checks = new ArrayList<>();
         checks.add(HealthProbes.transport("transport", bridgeTransport));
         for (int i = 0; i < open.size(); i++) {
-            Health.Check check = open.get(i).check(answers.get(i), sent, deadline, timeout.toNanos());
+            Health.Check check = HealthProbes.connector(open.get(i), answers.get(i), sent, deadline, timeout.toNanos());
             // a connector closed meanwhile is gone, not broken
             if (!open.get(i).isClosed()) {
                 checks.add(check);

@@ -55,7 +55,7 @@ final class HealthProbes
      * reports no problem, it retains no handle, and no transfer is past its deadline by more than
      * {@code graceNanos} (deadlines are enforced by the worker's rounds, a few microseconds apart).
      */
-    static Check connector(RankRuntime worker, CompletableFuture<HealthReport> answer, long sentNanos, long deadlineNanos, long graceNanos)
+    static Check connector(OpenRank worker, CompletableFuture<HealthReport> answer, long sentNanos, long deadlineNanos, long graceNanos)
     {
         List<String> problems = new ArrayList<>();
         Thread thread = worker.workerThread();
@@ -89,7 +89,7 @@ final class HealthProbes
         if (overdueNanos > graceNanos) {
             problems.add(String.format(Locale.ROOT, "a transfer is %d ms past its deadline and was not failed (inFlightTransfers=%d,"
                     + " transferTimeout=%s): deadlines are enforced by the worker loop, which has not run since", TimeUnit.NANOSECONDS.toMillis(overdueNanos),
-                    worker.inFlightTransfers(), worker.settings().transferTimeout()));
+                    worker.inFlightTransfers(), worker.transferTimeout()));
         }
         if (!problems.isEmpty()) {
             return Check.failed(worker.name(), String.join("; ", problems));

@@ -4,7 +4,6 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
-import io.kvbridge.api.Health;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.core.sidechannel.RemoteEngines;
 import io.kvbridge.spi.ErrorCode;
@@ -14,6 +13,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -170,7 +170,8 @@ final class RankRuntime implements OpenRank
         return settings;
     }
 
-    TransferBackend transport()
+    @Override
+    public TransferBackend transport()
     {
         return endpoint.transport();
     }
@@ -220,7 +221,8 @@ final class RankRuntime implements OpenRank
         LockSupport.unpark(thread);
     }
 
-    long now()
+    @Override
+    public long now()
     {
         return services.clock().monotonicNanos();
     }
@@ -409,15 +411,15 @@ final class RankRuntime implements OpenRank
     }
 
     @Override
-    public Health.Check check(CompletableFuture<HealthReport> answer, long sentNanos, long deadlineNanos, long graceNanos)
-    {
-        return HealthProbes.connector(this, answer, sentNanos, deadlineNanos, graceNanos);
-    }
-
-    /** @return the worker thread, for health checks. */
-    Thread workerThread()
+    public Thread workerThread()
     {
         return thread;
+    }
+
+    @Override
+    public Duration transferTimeout()
+    {
+        return settings.transferTimeout();
     }
 
     @Override
@@ -426,20 +428,20 @@ final class RankRuntime implements OpenRank
         return closed.get();
     }
 
-    /** @return in-flight transfers as of the worker's last round. */
-    int inFlightTransfers()
+    @Override
+    public int inFlightTransfers()
     {
         return auditTransfers;
     }
 
-    /** @return retained handles as of the worker's last round. */
-    int retainedHandles()
+    @Override
+    public int retainedHandles()
     {
         return auditRetained;
     }
 
-    /** @return the earliest deadline of the transfers in flight as of the worker's last round; far ahead when none. */
-    long earliestDeadlineNanos()
+    @Override
+    public long earliestDeadlineNanos()
     {
         return auditEarliestDeadline;
     }
