@@ -7,7 +7,6 @@ import io.kvbridge.api.RequestState;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
 import io.kvbridge.core.engine.ReceivingRequest.Writer;
 import io.kvbridge.core.planner.BlockSelection;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -49,8 +48,9 @@ final class ConsumerTransfers
     private final RequestGrants grants;
     private final Ends ends;
     private final IndexScratch scratch = new IndexScratch();
-    private final BlockSelection localBlocks;
-    private final BlockSelection remoteBlocks;
+    // this rank's blocks of a request and the producer's
+    private final BlockSelection myBlocks;
+    private final BlockSelection theirBlocks;
 
     ConsumerTransfers(RankRuntime runtime, LayoutRules rules, Ends ends)
     {
@@ -63,8 +63,8 @@ final class ConsumerTransfers
         this.geometry = runtime.settings().geometry();
         this.metrics = runtime.metrics();
         this.grants = runtime.grants();
-        this.localBlocks = new BlockSelection(geometry.groups().size());
-        this.remoteBlocks = new BlockSelection(geometry.groups().size());
+        this.myBlocks = new BlockSelection(geometry.groups().size());
+        this.theirBlocks = new BlockSelection(geometry.groups().size());
     }
 
     /** Posts a planned pull request's READs, or tells every producer rank it may free its blocks when there is nothing to read. */
@@ -107,28 +107,28 @@ final class ConsumerTransfers
             Set<Integer> sources = new LinkedHashSet<>();
             byte[] completion = Messages.completion(producerId, stage.consumers(), stage.engine().epoch());
             for (int p = 0; p < stage.plans().size(); p++) {
-                TransferPlan plan = stage.plans().get(p);
-                long groups = rules.groupsWritten(plan);
+                LinkPlan plan = stage.plans().get(p);
+                long groups = rules.groupsWritten(plan.plan());
                 for (int source : plan.tpPlan().sources()) {
                     sources.add(source);
                     RankKey rank = new RankKey(stage.ppRank(), source);
                     CacheGeometry remote = stage.engine().metadata(rank).geometry();
                     int slot = plan.tpPlan().slotOf(source);
-                    localBlocks.select(request.ids).expandToKernel(geometry.kernelBlocksPerLogical());
-                    remoteBlocks.select(producerIds).expandToKernel(remote.kernelBlocksPerLogical());
-                    plan.alignBlocks(localBlocks, remoteBlocks);
-                    int count = plan.indexCount(slot, localBlocks);
+                    myBlocks.select(request.ids).expandToKernel(geometry.kernelBlocksPerLogical());
+                    theirBlocks.select(producerIds).expandToKernel(remote.kernelBlocksPerLogical());
+                    plan.align(myBlocks, theirBlocks);
+                    int count = plan.count(slot, myBlocks, theirBlocks);
                     if (count == 0) {
                         continue;
                     }
                     PeerLink link = links.link(stage.remote(), stage.engine(), rank);
-                    PeerLink.Prepared local = link.mine(p, slot, () -> plan.localDescriptors(slot));
-                    PeerLink.Prepared theirs = link.theirs(p, 0, () -> plan.remoteDescriptors(remote));
+                    PeerLink.Prepared mine = plan.mine(link, slot, geometry);
+                    PeerLink.Prepared theirs = plan.theirs(link, slot, remote);
                     scratch.ensure(count);
-                    int pairs = plan.indices(slot, localBlocks, scratch.mine(), remoteBlocks, scratch.theirs());
+                    int pairs = plan.indices(slot, myBlocks, scratch.mine(), theirBlocks, scratch.theirs());
                     boolean attach = !split && notified.add(source);
                     try {
-                        runtime.post(request, TransferOp.READ, link, local, scratch.mine(), theirs, scratch.theirs(), pairs, attach ? completion : null, pullKeys[s],
+                        runtime.post(request, TransferOp.READ, link, mine, scratch.mine(), theirs, scratch.theirs(), pairs, attach ? completion : null, pullKeys[s],
                                 leaseNanos).groups = groups;
                         request.transfersPosted++;
                     }
@@ -211,7 +211,7 @@ final class ConsumerTransfers
                         + " keeps its cache in mixed host and device memory: push does not support that, use pull");
             }
             List<Integer> sources = stage.plans().getFirst().tpPlan().sources();
-            long groups = rules.groupsWritten(stage.plans().getFirst());
+            long groups = rules.groupsWritten(stage.plans().getFirst().plan());
             for (int target : stage.targets()) {
                 RankKey rank = new RankKey(stage.ppRank(), target);
                 PeerLink link = links.link(stage.remote(), stage.engine(), rank);

@@ -8,6 +8,7 @@ import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.transfer.TransferBackend;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +31,7 @@ final class PeerLinks
     {
         final Map<RankKey, PeerLink> links = new HashMap<>();
         // plans against a remote rank's geometry; made without connecting to it
-        final Map<RankKey, List<TransferPlan>> plans = new HashMap<>();
+        final Map<RankKey, List<LinkPlan>> plans = new HashMap<>();
     }
 
     private final String name;
@@ -97,15 +98,25 @@ final class PeerLinks
     }
 
     /**
-     * Plans the transfers between a consumer and a producer geometry once per remote rank: the
-     * remote rank's geometry is one of the two, and is fixed for as long as its engine is known.
+     * Plans the transfers with a remote rank once, as this side sees them: the remote rank's
+     * geometry is fixed for as long as its engine is known, and a rank is either consumer or
+     * producer to it.
+     *
+     * @param mine this rank's geometry.
+     * @param theirs the remote rank's.
+     * @param consumer whether this rank is the consumer.
      */
-    List<TransferPlan> plans(RemoteKey key, RankKey rank, CacheGeometry consumer, CacheGeometry producer)
+    List<LinkPlan> plans(RemoteKey key, RankKey rank, CacheGeometry mine, CacheGeometry theirs, boolean consumer)
     {
         Remote remote = remote(key);
-        List<TransferPlan> plans = remote.plans.get(rank);
+        List<LinkPlan> plans = remote.plans.get(rank);
         if (plans == null) {
-            plans = planFactory.plans(consumer, producer);
+            List<TransferPlan> made = consumer ? planFactory.plans(mine, theirs) : planFactory.plans(theirs, mine);
+            List<LinkPlan> seen = new ArrayList<>(made.size());
+            for (int p = 0; p < made.size(); p++) {
+                seen.add(new LinkPlan(made.get(p), p, consumer));
+            }
+            plans = List.copyOf(seen);
             remote.plans.put(rank, plans);
         }
         return plans;

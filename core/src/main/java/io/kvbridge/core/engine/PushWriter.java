@@ -7,7 +7,6 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.RequestState;
 import io.kvbridge.core.engine.HeldRequest.PushTarget;
 import io.kvbridge.core.planner.BlockSelection;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
@@ -38,8 +37,9 @@ final class PushWriter
     private final TransferMetrics metrics;
     private final long leaseNanos;
     private final IndexScratch scratch = new IndexScratch();
-    private final BlockSelection consumerBlocks;
-    private final BlockSelection producerBlocks;
+    // this rank's blocks of a request and the consumer's
+    private final BlockSelection myBlocks;
+    private final BlockSelection theirBlocks;
 
     PushWriter(RankRuntime runtime, LayoutRules rules, long leaseNanos)
     {
@@ -52,8 +52,8 @@ final class PushWriter
         this.settings = runtime.settings();
         this.geometry = settings.geometry();
         this.metrics = runtime.metrics();
-        this.consumerBlocks = new BlockSelection(geometry.groups().size());
-        this.producerBlocks = new BlockSelection(geometry.groups().size());
+        this.myBlocks = new BlockSelection(geometry.groups().size());
+        this.theirBlocks = new BlockSelection(geometry.groups().size());
     }
 
     /**
@@ -112,14 +112,14 @@ final class PushWriter
         RankKey rank = link.rank();
         CacheGeometry consumer = engine.metadata(rank).geometry();
         rules.checkPeer(consumer, "consumer " + registration.engineId() + " rank " + rank, name);
-        List<TransferPlan> plans = links.plans(link.remote(), rank, consumer, geometry);
+        List<LinkPlan> plans = links.plans(link.remote(), rank, geometry, consumer, false);
         KvBridgeException.check(!plans.isEmpty(), ErrorCode.PROTOCOL_ERROR, "consumer rank %s asked rank %s to write, but they share no layer", rank,
                 geometry.rank());
         if (plans.size() != 1) {
             throw new KvBridgeException(ErrorCode.UNSUPPORTED, "consumer " + registration.engineId() + " rank " + rank
                     + " keeps its cache in mixed host and device memory: push does not support that, use pull");
         }
-        TransferPlan plan = plans.getFirst();
+        LinkPlan plan = plans.getFirst();
         int slot = plan.tpPlan().slotOf(geometry.rank().tpRank());
         if (slot < 0) {
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "consumer rank " + rank + " asked rank " + geometry.rank()
@@ -133,21 +133,21 @@ final class PushWriter
         for (int g = 0; g < consumerArrays.length; g++) {
             consumerArrays[g] = consumerIds.group(g);
         }
-        consumerBlocks.select(consumerArrays).expandToKernel(consumer.kernelBlocksPerLogical());
-        producerBlocks.select(request.blocks).expandToKernel(geometry.kernelBlocksPerLogical());
-        plan.alignBlocks(consumerBlocks, producerBlocks);
+        theirBlocks.select(consumerArrays).expandToKernel(consumer.kernelBlocksPerLogical());
+        myBlocks.select(request.blocks).expandToKernel(geometry.kernelBlocksPerLogical());
+        plan.align(myBlocks, theirBlocks);
         byte[] done = Messages.pushDone(registration.requestId(), request.id, registration.consumerEpoch());
-        int count = plan.indexCount(slot, consumerBlocks);
+        int count = plan.count(slot, myBlocks, theirBlocks);
         if (count == 0) {
             peers.notifyQuietly(link, done, "push completion");
             return;
         }
-        PeerLink.Prepared producerList = link.mine(0, 0, () -> plan.remoteDescriptors(geometry));
-        PeerLink.Prepared consumerList = link.theirs(0, slot, () -> plan.localDescriptors(slot));
+        PeerLink.Prepared mine = plan.mine(link, slot, geometry);
+        PeerLink.Prepared theirs = plan.theirs(link, slot, consumer);
         scratch.ensure(count);
-        int pairs = plan.indices(slot, consumerBlocks, scratch.theirs(), producerBlocks, scratch.mine());
-        Transfer transfer = runtime.post(request, TransferOp.WRITE, link, producerList, scratch.mine(), consumerList, scratch.theirs(), pairs, done, registration.grantKey(),
-                leaseNanos);
+        int pairs = plan.indices(slot, myBlocks, scratch.mine(), theirBlocks, scratch.theirs());
+        Transfer transfer = runtime.post(request, TransferOp.WRITE, link, mine, scratch.mine(), theirs, scratch.theirs(), pairs, done,
+                registration.grantKey(), leaseNanos);
         request.writes.put(transfer, new PushTarget(link, registration.requestId(), registration.consumerEpoch()));
         request.tracker.state(RequestState.IN_FLIGHT);
     }

@@ -3,7 +3,6 @@ package io.kvbridge.core.engine;
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import java.util.ArrayList;
@@ -16,7 +15,7 @@ import java.util.Map;
 final class ReceivingRequest
 {
     /** One producer stage as a request sees it. */
-    record Stage(int ppRank, RemoteKey remote, RemoteEngine engine, List<Integer> targets, List<TransferPlan> plans, int consumers)
+    record Stage(int ppRank, RemoteKey remote, RemoteEngine engine, List<Integer> targets, List<LinkPlan> plans, int consumers)
     {
     }
 
@@ -78,9 +77,9 @@ final class ReceivingRequest
     {
         long groups = 0;
         for (int s = stageIndex; s < stages.length; s++) {
-            List<TransferPlan> plans = stages[s].plans();
+            List<LinkPlan> plans = stages[s].plans();
             for (int p = s == stageIndex ? planIndex : 0; p < plans.size(); p++) {
-                groups |= rules.groupsWritten(plans.get(p));
+                groups |= rules.groupsWritten(plans.get(p).plan());
             }
         }
         return groups;

@@ -5,7 +5,6 @@ import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
 import io.kvbridge.core.planner.TpPlan;
 import io.kvbridge.core.planner.TransferEntry;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.core.wire.PeerCapability;
@@ -87,13 +86,13 @@ final class StagePlanner
             KvBridgeException.check(producer.rank().tpSize() == params.tpSize() && producer.rank().ppSize() == params.ppSize(),
                     ErrorCode.GEOMETRY_INCOMPATIBLE, "producer %s advertises rank %s but the transfer parameters say tpSize=%d ppSize=%d",
                     params.engineId(), producer.rank(), params.tpSize(), params.ppSize());
-            List<TransferPlan> plans = links.plans(key, first, geometry, producer);
+            List<LinkPlan> plans = links.plans(key, first, geometry, producer, true);
             if (plans.isEmpty()) {
                 // this producer stage owns none of this rank's layers: it neither writes nor expects this rank
                 continue;
             }
-            for (TransferPlan plan : plans) {
-                for (TransferEntry entry : plan.entries()) {
+            for (LinkPlan plan : plans) {
+                for (TransferEntry entry : plan.plan().entries()) {
                     if (entry.layer().isEmpty()) {
                         uncovered.removeAll(entry.local().members());
                     }
