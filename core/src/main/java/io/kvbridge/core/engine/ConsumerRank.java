@@ -6,7 +6,6 @@ import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
-import io.kvbridge.api.PullKey;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.RequestState;
@@ -14,8 +13,6 @@ import io.kvbridge.api.RequestView;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.core.planner.BlockSelection;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
 import io.kvbridge.core.engine.ReceivingRequest.Writer;
 import io.kvbridge.core.sidechannel.RankKey;
@@ -23,19 +20,15 @@ import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.transfer.Peer;
-import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,11 +40,19 @@ import org.slf4j.LoggerFactory;
  * A request ends exactly once: received, or failed with its invalid blocks; a failure cancels the
  * request's other transfers and is reported only once none of them can still write its blocks.
  */
-final class ConsumerRank extends RankWorker implements ConsumerConnector
+final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
 {
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerRank.class);
-    // what a registration that only frees a replica carries instead of a grant key
-    private static final byte[] NO_KEY = new byte[0];
+
+    // the shared runtime (worker, transport, transfers in flight, peers) this role is run by, and what the role reads of it
+    private final RankRuntime runtime;
+    final ConnectorSettings settings;
+    final CacheGeometry geometry;
+    final String name;
+    final long epoch;
+    private final TransferMetrics metrics;
+    private final PeerLinks links;
+    private final RequestGrants grants;
 
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
@@ -60,11 +61,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private final ConcurrentHashMap<String, RequestTracker> trackers = new ConcurrentHashMap<>();
     private final LayoutRules rules;
     private final StagePlanner stagePlanner;
+    private final ConsumerTransfers transfers;
 
     // worker-confined
     private final Map<String, ReceivingRequest> requests = new HashMap<>();
-    private final BlockSelection localBlocks;
-    private final BlockSelection remoteBlocks;
     private long nextScan = Long.MAX_VALUE;
 
     ConsumerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
@@ -73,19 +73,38 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 "consumer rank %s is one of %d pipeline stages but its settings carry no cache spec, so the producer ranks cannot be told how many "
                         + "decoder ranks address them; pass it with ConnectorSettings.Builder.cacheSpec", settings.geometry().rank(),
                 settings.geometry().rank().ppSize());
-        super(services, settings, "consumer");
+        this.runtime = new RankRuntime(services, settings, "consumer", this);
+        this.settings = settings;
+        this.geometry = settings.geometry();
+        this.name = runtime.name();
+        this.epoch = runtime.epoch();
+        this.metrics = runtime.metrics();
+        this.links = runtime.peers().links();
+        this.grants = runtime.grants();
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
-        this.stagePlanner = new StagePlanner(name, geometry, settings.cacheSpec(), rules, remoteCache);
-        this.localBlocks = new BlockSelection(geometry.groups().size());
-        this.remoteBlocks = new BlockSelection(geometry.groups().size());
-        start(startWorker);
+        this.stagePlanner = new StagePlanner(name, geometry, settings.cacheSpec(), rules, links);
+        this.transfers = new ConsumerTransfers(runtime, rules, new ConsumerTransfers.Ends()
+        {
+            @Override
+            public void fail(ReceivingRequest request, ErrorCode code, String message, boolean count, long groups)
+            {
+                ConsumerRank.this.fail(request, code, message, count, groups);
+            }
+
+            @Override
+            public void received(ReceivingRequest request)
+            {
+                receivedAll(request);
+            }
+        });
+        runtime.start(startWorker);
     }
 
     @Override
     public void blocksAllocated(String requestId, TransferParams params, TransferMode mode, BlockIds blocks)
     {
-        checkOpen();
+        runtime.checkOpen();
         CallerInputs.checkId(requestId);
         requireNonNull(params, "params is null");
         requireNonNull(mode, "mode is null");
@@ -105,7 +124,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         ReceivingRequest request = new ReceivingRequest(requestId, params, mode, blocks, rules, tracker);
         KvBridgeException.checkArgument(active.add(requestId), "request id %s is already being received by %s", requestId, name);
         trackers.put(requestId, tracker);
-        enqueue(() -> begin(request));
+        runtime.enqueue(() -> begin(request));
     }
 
     @Override
@@ -140,11 +159,11 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     @Override
     public ConnectorAudit audit()
     {
-        return baseAudit(active.size(), 0, 0);
+        return runtime.baseAudit(active.size(), 0, 0);
     }
 
     @Override
-    void publishAudit()
+    public void publishAudit()
     {
         // the caller-visible set of active ids is the audit; nothing else to publish
     }
@@ -159,7 +178,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     private void begin(ReceivingRequest request)
     {
         requests.put(request.id, request);
-        long now = now();
+        long now = runtime.now();
         request.beganNanos = now;
         request.deadline = now + (request.mode == TransferMode.PUSH ? settings.registrationTimeout() : settings.transferTimeout()).toNanos();
         request.tracker.deadline(request.deadline);
@@ -183,15 +202,15 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         request.pendingHandshakes = byAddress.size();
         for (Map.Entry<SideChannelAddress, List<RankKey>> entry : byAddress.entrySet()) {
-            String key = remoteKey(params.engineId(), entry.getKey());
+            RemoteKey key = new RemoteKey(params.engineId(), entry.getKey());
             // stages sharing a side channel name one epoch (the parameters check it): the first one's
             long expected = params.epoch(entry.getValue().getFirst().ppRank());
-            handshake(key, params.engineId(), socketAddress(entry.getKey()), entry.getValue(), expected)
-                    .whenComplete((engine, failure) -> enqueue(() -> handshaken(request, key, expected, engine, failure)));
+            runtime.peers().handshake(key, entry.getValue(), expected)
+                    .whenComplete((engine, failure) -> runtime.enqueue(() -> handshaken(request, key, expected, engine, failure)));
         }
     }
 
-    private void handshaken(ReceivingRequest request, String key, long expectedEpoch, RemoteEngine engine, Throwable failure)
+    private void handshaken(ReceivingRequest request, RemoteKey key, long expectedEpoch, RemoteEngine engine, Throwable failure)
     {
         if (request.ended) {
             return;
@@ -215,10 +234,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             request.stages = stagePlanner.plan(request.params, request.mode, request.engines);
             heartbeatsBegin(request);
             if (request.mode == TransferMode.PULL) {
-                pull(request);
+                transfers.pull(request);
             }
             else {
-                push(request);
+                transfers.push(request);
             }
         }
         catch (KvBridgeException e) {
@@ -234,187 +253,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
     }
 
-    private void pull(ReceivingRequest request)
-    {
-        String producerId = request.producerRequestId;
-        if (request.exchanged.isEmpty()) {
-            // full prefix hit: nothing to read, but every producer rank must hear that it may free its blocks
-            for (Stage stage : request.stages) {
-                for (int target : stage.targets()) {
-                    Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
-                    notifyQuietly(peer, Messages.completion(producerId, stage.consumers(), stage.engine().epoch()), "completion");
-                }
-            }
-            receivedAll(request);
-            return;
-        }
-        long leaseNanos = TimeUnit.MILLISECONDS.toNanos(request.params.leaseMillis());
-        byte[][] pullKeys = new byte[request.stages.length][];
-        for (int s = 0; s < request.stages.length; s++) {
-            PullKey key = request.params.pullKey(request.stages[s].ppRank());
-            if (key.isNone()) {
-                fail(request, ErrorCode.NOT_GRANTED, "cannot pull request " + producerId + " from producer " + request.params.engineId()
-                        + " stage " + request.stages[s].ppRank() + ": its parameters carry no pull key for that stage (written by a producer"
-                        + " that serves no pulls or predates pull keys, or a router dropped the key or did not merge every stage's parameters"
-                        + " with TransferParams.withEpochsOf); hand the consumer the parameters the producer returned, or push", true);
-                return;
-            }
-            pullKeys[s] = key.bytes();
-        }
-        int[][] producerIds = new int[request.params.blockIds().groupCount()][];
-        for (int g = 0; g < producerIds.length; g++) {
-            producerIds[g] = request.params.blockIds().group(g);
-        }
-        for (int s = 0; s < request.stages.length; s++) {
-            Stage stage = request.stages[s];
-            boolean split = stage.plans().size() > 1;
-            Set<Integer> notified = new LinkedHashSet<>();
-            Set<Integer> sources = new LinkedHashSet<>();
-            byte[] completion = Messages.completion(producerId, stage.consumers(), stage.engine().epoch());
-            for (int p = 0; p < stage.plans().size(); p++) {
-                TransferPlan plan = stage.plans().get(p);
-                long groups = rules.groupsWritten(plan);
-                for (int source : plan.tpPlan().sources()) {
-                    sources.add(source);
-                    RankKey rank = new RankKey(stage.ppRank(), source);
-                    CacheGeometry remote = stage.engine().metadata(rank).geometry();
-                    int slot = plan.tpPlan().slotOf(source);
-                    localBlocks.select(request.ids).expandToKernel(geometry.kernelBlocksPerLogical());
-                    remoteBlocks.select(producerIds).expandToKernel(remote.kernelBlocksPerLogical());
-                    plan.alignBlocks(localBlocks, remoteBlocks);
-                    int count = plan.indexCount(slot, localBlocks);
-                    if (count == 0) {
-                        continue;
-                    }
-                    Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), rank);
-                    String planKey = stage.remoteKey() + "|pp" + stage.ppRank() + "|plan" + p;
-                    RemoteCache.Prepared local = remoteCache.prepared(planKey + "|slot" + slot, null, () -> plan.localDescriptors(slot));
-                    RemoteCache.Prepared theirs = remoteCache.prepared(planKey + "|" + rank, peer, () -> plan.remoteDescriptors(remote));
-                    ensureScratch(count);
-                    int pairs = plan.indices(slot, localBlocks, scratchA, remoteBlocks, scratchB);
-                    boolean attach = !split && notified.add(source);
-                    try {
-                        post(request, TransferOp.READ, local, scratchA, theirs, scratchB, pairs, attach ? completion : null, pullKeys[s], stage.remoteKey(),
-                                leaseNanos).groups = groups;
-                        request.transfersPosted++;
-                    }
-                    catch (KvBridgeException e) {
-                        // no sibling READ is posted after a failure, and no producer is told the request is done
-                        metrics.transferFailed();
-                        if (e.code() == ErrorCode.PEER_UNKNOWN) {
-                            // the cached peer is gone (closed, or its engine restarted): the next request asks the side channel again
-                            peerFailed(stage.remoteKey());
-                        }
-                        fail(request, e.code(), "posting the READ from producer rank " + rank + " failed: " + e.getMessage(), false,
-                                request.groupsFrom(rules, s, p));
-                        return;
-                    }
-                }
-            }
-            for (int target : stage.targets()) {
-                if (notified.contains(target)) {
-                    continue;
-                }
-                Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
-                if (sources.contains(target)) {
-                    // read in several parts (mixed memory) or not at all: told once every READ succeeded
-                    request.parked.add(peer);
-                    notified.add(target);
-                }
-                else {
-                    // a replica (MLA) or a duplicate head (GQA) this rank does not read: free it now
-                    notifyQuietly(peer, completion, "completion");
-                }
-            }
-        }
-        request.posted = true;
-        request.deadline = Long.MAX_VALUE;
-        request.tracker.deadline(Long.MAX_VALUE);
-        request.tracker.state(RequestState.IN_FLIGHT);
-        request.tracker.progress(request.transfersDone, request.transfersPosted);
-        if (!hasTransfers(request)) {
-            sendParked(request);
-            receivedAll(request);
-        }
-    }
-
-    private void sendParked(ReceivingRequest request)
-    {
-        for (Peer peer : request.parked) {
-            Stage stage = stageOf(request, peer);
-            notifyQuietly(peer, Messages.completion(request.producerRequestId, stage.consumers(), stage.engine().epoch()), "completion");
-        }
-        request.parked.clear();
-    }
-
-    private Stage stageOf(ReceivingRequest request, Peer peer)
-    {
-        for (Stage stage : request.stages) {
-            for (int target : stage.targets()) {
-                if (remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target)) == peer) {
-                    return stage;
-                }
-            }
-        }
-        throw new IllegalStateException(name + ": parked peer " + peer.name() + " belongs to no stage of request " + request.id);
-    }
-
-    private void push(ReceivingRequest request)
-    {
-        boolean release = request.exchanged.isEmpty();
-        byte[] pushKey = release ? NO_KEY : RequestGrants.pushKey();
-        if (!release) {
-            int[][] exchanged = new int[request.exchanged.groupCount()][];
-            for (int g = 0; g < exchanged.length; g++) {
-                exchanged[g] = request.exchanged.group(g);
-            }
-            // the producer ranks that write may reach these blocks and nothing else, until the request ends here
-            request.grants = grants.grant(pushKey, TransferOp.WRITE, exchanged);
-        }
-        for (Stage stage : request.stages) {
-            if (stage.plans().size() > 1) {
-                throw new KvBridgeException(ErrorCode.UNSUPPORTED, "producer " + request.params.engineId() + " stage " + stage.ppRank()
-                        + " keeps its cache in mixed host and device memory: push does not support that, use pull");
-            }
-            List<Integer> sources = stage.plans().getFirst().tpPlan().sources();
-            long groups = rules.groupsWritten(stage.plans().getFirst());
-            for (int target : stage.targets()) {
-                RankKey rank = new RankKey(stage.ppRank(), target);
-                Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), rank);
-                boolean write = !release && sources.contains(target);
-                Messages.Registration registration = new Messages.Registration(request.id, request.producerRequestId, settings.engineId(),
-                        ownAddress.host(), ownAddress.port(), geometry.rank().ppRank(), geometry.rank().tpRank(), stage.consumers(), write,
-                        request.exchanged, stage.engine().epoch(), epoch, write ? pushKey : NO_KEY);
-                byte[] message = Messages.registration(registration);
-                boolean sent = notifyQuietly(peer, message, "push registration");
-                if (!sent) {
-                    // the cached peer may have failed for good (a producer that was stopped): try once more on a new one
-                    peer = remoteCache.reconnect(stage.remoteKey(), stage.engine(), rank);
-                    sent = peer != null && notifyQuietly(peer, message, "push registration");
-                }
-                if (!sent) {
-                    peerFailed(stage.remoteKey());
-                }
-                if (!sent && write) {
-                    fail(request, ErrorCode.TRANSFER_FAILED, "could not send the push registration to producer rank " + rank + " of "
-                            + request.params.engineId(), true);
-                    return;
-                }
-                if (write) {
-                    request.writers.put(peer.name(), new Writer(stage.consumers(), groups, stage.engine().epoch()));
-                }
-            }
-        }
-        request.posted = true;
-        request.tracker.state(RequestState.REGISTERED);
-        request.tracker.progress(0, request.writers.size());
-        if (request.writers.isEmpty()) {
-            receivedAll(request);
-        }
-    }
-
     @Override
-    void onNotification(String sender, byte[] message)
+    public void onNotification(String sender, byte[] message)
     {
         switch (Messages.parse(message)) {
             case Messages.PushDone done when done.epoch() != epoch -> stale(sender, "push completion of " + done.requestId(), done.epoch());
@@ -430,7 +270,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     /** A producer answers a registration of an earlier incarnation of this engine: that request is not this one's. */
     private void stale(String sender, String what, long named)
     {
-        StaleEpochs.refuse(sessions, sender, what, named, settings.engineId(), epoch);
+        StaleEpochs.refuse(runtime.peers().sessions(), sender, what, named, settings.engineId(), epoch);
     }
 
     private void pushDone(Messages.PushDone done, String sender)
@@ -456,10 +296,10 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         for (Map.Entry<String, String> writer : request.writersDone.entrySet()) {
-            Peer peer = remoteCache.peerByAgent(writer.getKey());
-            if (peer != null) {
+            PeerLink link = links.byAgent(writer.getKey());
+            if (link != null) {
                 Writer asked = request.writers.get(writer.getKey());
-                notifyQuietly(peer, Messages.completion(writer.getValue(), asked.consumers(), asked.epoch()), "acknowledgement");
+                runtime.peers().notifyQuietly(link, Messages.completion(writer.getValue(), asked.consumers(), asked.epoch()), "acknowledgement");
             }
         }
         receivedAll(request);
@@ -478,7 +318,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     }
 
     @Override
-    void transferDone(Transfer transfer)
+    public void transferDone(Transfer transfer)
     {
         ReceivingRequest request = (ReceivingRequest) transfer.owner;
         request.transfersDone++;
@@ -488,13 +328,13 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     }
 
     @Override
-    void transferFailed(Transfer transfer, ErrorCode code, String message)
+    public void transferFailed(Transfer transfer, ErrorCode code, String message)
     {
         fail((ReceivingRequest) transfer.owner, code, message, false, transfer.groups);
     }
 
     @Override
-    void releasedLate(Transfer transfer)
+    public void releasedLate(Transfer transfer)
     {
         settle((ReceivingRequest) transfer.owner);
     }
@@ -502,14 +342,14 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     /** Reports a request once none of its transfers is in flight or retained: received when all succeeded, else its failure. */
     private void settle(ReceivingRequest request)
     {
-        if (hasTransfers(request)) {
+        if (runtime.hasTransfers(request)) {
             return;
         }
         if (request.failure != null) {
             reportFailure(request);
         }
         else if (!request.ended && request.posted) {
-            sendParked(request);
+            transfers.sendParked(request);
             receivedAll(request);
         }
     }
@@ -526,7 +366,7 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         if (request.ended) {
             return;
         }
-        request.invalidate(groups | transfers.groupsWritten(request));
+        request.invalidate(groups | runtime.groupsInFlight(request));
         request.ended = true;
         request.failure = code;
         request.failureMessage = message;
@@ -535,8 +375,8 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             metrics.transferFailed();
         }
         LOG.warn("{}: request {} failed ({}): {}", name, request.id, code.id(), message);
-        cancelTransfers(request);
-        if (!hasTransfers(request)) {
+        runtime.cancelTransfers(request);
+        if (!runtime.hasTransfers(request)) {
             reportFailure(request);
         }
     }
@@ -560,16 +400,16 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
             return;
         }
         request.dataArrived = true;
-        RemoteEngine stage0 = request.engines.get(remoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
+        RemoteEngine stage0 = request.engines.get(new RemoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
         if (stage0 != null && request.params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
-            metrics.handover(request.mode, now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
+            metrics.handover(request.mode, runtime.now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
         }
     }
 
     private void receivedAll(ReceivingRequest request)
     {
         request.ended = true;
-        metrics.requestDone(false, request.mode, now() - request.beganNanos);
+        metrics.requestDone(false, request.mode, runtime.now() - request.beganNanos);
         if (requests.remove(request.id) == request) {
             request.grants = grants.revoke(request.grants);
             active.remove(request.id);
@@ -579,20 +419,20 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
     }
 
     @Override
-    long nextTimerNanos()
+    public long nextTimerNanos()
     {
         return nextScan;
     }
 
     @Override
-    void tick(long now)
+    public void tick(long now)
     {
         if (now - nextScan < 0) {
             return;
         }
         long next = Long.MAX_VALUE;
-        Map<Peer, List<String>> heartbeats = null;
-        Map<Peer, Long> epochs = null;
+        Map<PeerLink, List<String>> heartbeats = null;
+        Map<PeerLink, Long> epochs = null;
         for (ReceivingRequest request : List.copyOf(requests.values())) {
             if (request.ended) {
                 continue;
@@ -615,9 +455,9 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
                 }
                 for (Stage stage : request.stages) {
                     for (int target : stage.targets()) {
-                        Peer peer = remoteCache.peer(stage.remoteKey(), stage.engine(), new RankKey(stage.ppRank(), target));
-                        heartbeats.computeIfAbsent(peer, ignored -> new ArrayList<>()).add(request.producerRequestId);
-                        epochs.put(peer, stage.engine().epoch());
+                        PeerLink link = links.link(stage.remote(), stage.engine(), new RankKey(stage.ppRank(), target));
+                        heartbeats.computeIfAbsent(link, ignored -> new ArrayList<>()).add(request.producerRequestId);
+                        epochs.put(link, stage.engine().epoch());
                     }
                 }
             }
@@ -626,9 +466,21 @@ final class ConsumerRank extends RankWorker implements ConsumerConnector
         }
         nextScan = next;
         if (heartbeats != null) {
-            for (Map.Entry<Peer, List<String>> entry : heartbeats.entrySet()) {
-                notifyQuietly(entry.getKey(), Messages.heartbeat(epochs.get(entry.getKey()), entry.getValue()), "heartbeat");
+            for (Map.Entry<PeerLink, List<String>> entry : heartbeats.entrySet()) {
+                runtime.peers().notifyQuietly(entry.getKey(), Messages.heartbeat(epochs.get(entry.getKey()), entry.getValue()), "heartbeat");
             }
         }
+    }
+
+    @Override
+    public RankRuntime runtime()
+    {
+        return runtime;
+    }
+
+    @Override
+    public void close()
+    {
+        runtime.close();
     }
 }

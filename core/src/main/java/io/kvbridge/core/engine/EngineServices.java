@@ -59,7 +59,7 @@ public final class EngineServices implements AutoCloseable
     private final Map<String, SharedServer> servers = new HashMap<>();
     // the gauges this bridge registered, taken out of the registry when it closes
     private final List<Gauge> gauges = new ArrayList<>();
-    private final List<RankWorker> workers = new ArrayList<>();
+    private final List<OpenRank> workers = new ArrayList<>();
 
     private static final class SharedServer
     {
@@ -267,12 +267,12 @@ public final class EngineServices implements AutoCloseable
         }
     }
 
-    synchronized void opened(RankWorker worker)
+    synchronized void opened(OpenRank worker)
     {
         workers.add(worker);
     }
 
-    synchronized void closed(RankWorker worker)
+    synchronized void closed(OpenRank worker)
     {
         workers.remove(worker);
     }
@@ -284,7 +284,7 @@ public final class EngineServices implements AutoCloseable
      */
     public ConnectorAudit audit()
     {
-        List<RankWorker> open;
+        List<OpenRank> open;
         synchronized (this) {
             open = List.copyOf(workers);
         }
@@ -298,7 +298,7 @@ public final class EngineServices implements AutoCloseable
         int peers = 0;
         int handles = 0;
         int grants = 0;
-        for (RankWorker worker : open) {
+        for (OpenRank worker : open) {
             ConnectorAudit audit = worker.audit();
             requests += audit.requests();
             transfers += audit.inFlightTransfers();
@@ -330,19 +330,18 @@ public final class EngineServices implements AutoCloseable
         requireNonNull(bridgeTransport, "bridgeTransport is null");
         requireNonNull(timeout, "timeout is null");
         KvBridgeException.checkArgument(timeout.isPositive(), "health probe timeout=%s is not positive", timeout);
-        List<RankWorker> open;
+        List<OpenRank> open;
         Map<String, SharedServer> serving = new TreeMap<>();
         synchronized (this) {
             open = new ArrayList<>(workers);
             serving.putAll(servers);
         }
-        open.sort(Comparator.comparing(worker -> worker.name));
+        open.sort(Comparator.comparing(OpenRank::name));
         long sent = System.nanoTime();
         long deadline = sent + timeout.toNanos();
-        List<CompletableFuture<RankWorker.HealthReport>> answers = new ArrayList<>();
-        for (RankWorker worker : open) {
-            // a worker that does not run would never take the probe from its queue
-            answers.add(worker.workerThread().isAlive() ? worker.probe() : new CompletableFuture<>());
+        List<CompletableFuture<HealthReport>> answers = new ArrayList<>();
+        for (OpenRank worker : open) {
+            answers.add(worker.probe());
         }
         SideChannelClient prober = new SideChannelClient(sideChannelSettings.toBuilder().connectTimeout(timeout).readTimeout(timeout)
                 .handshakeTimeout(timeout).build(), clock);
@@ -384,11 +383,11 @@ public final class EngineServices implements AutoCloseable
     @Override
     public void close()
     {
-        List<RankWorker> open;
+        List<OpenRank> open;
         synchronized (this) {
             open = List.copyOf(workers);
         }
-        for (RankWorker worker : open) {
+        for (OpenRank worker : open) {
             worker.close();
         }
         summaries.shutdownNow();

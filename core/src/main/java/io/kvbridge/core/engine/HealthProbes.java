@@ -55,12 +55,12 @@ final class HealthProbes
      * reports no problem, it retains no handle, and no transfer is past its deadline by more than
      * {@code graceNanos} (deadlines are enforced by the worker's rounds, a few microseconds apart).
      */
-    static Check connector(RankWorker worker, CompletableFuture<RankWorker.HealthReport> answer, long sentNanos, long deadlineNanos, long graceNanos)
+    static Check connector(OpenRank worker, CompletableFuture<HealthReport> answer, long sentNanos, long deadlineNanos, long graceNanos)
     {
         List<String> problems = new ArrayList<>();
         Thread thread = worker.workerThread();
         Thread.State state = thread.getState();
-        RankWorker.HealthReport report = null;
+        HealthReport report = null;
         if (state == Thread.State.NEW) {
             problems.add("worker thread " + thread.getName() + " was never started: nothing runs this connector's requests, transfers or deadlines");
         }
@@ -76,7 +76,7 @@ final class HealthProbes
                         thread.getName(), TimeUnit.NANOSECONDS.toMillis(deadlineNanos - sentNanos), thread.getState(), where(thread)));
             }
         }
-        problemOf(worker.transport).ifPresent(problem -> problems.add("transport: " + problem));
+        problemOf(worker.transport()).ifPresent(problem -> problems.add("transport: " + problem));
         int retained = report != null ? report.retainedHandles() : worker.retainedHandles();
         if (retained > 0) {
             String which = report == null ? "" : String.format(Locale.ROOT, " (%s; the oldest posted %d ms ago)", report.retainedHandleIds(),
@@ -89,18 +89,18 @@ final class HealthProbes
         if (overdueNanos > graceNanos) {
             problems.add(String.format(Locale.ROOT, "a transfer is %d ms past its deadline and was not failed (inFlightTransfers=%d,"
                     + " transferTimeout=%s): deadlines are enforced by the worker loop, which has not run since", TimeUnit.NANOSECONDS.toMillis(overdueNanos),
-                    worker.inFlightTransfers(), worker.settings.transferTimeout()));
+                    worker.inFlightTransfers(), worker.transferTimeout()));
         }
         if (!problems.isEmpty()) {
-            return Check.failed(worker.name, String.join("; ", problems));
+            return Check.failed(worker.name(), String.join("; ", problems));
         }
         // the answer may be an earlier call's probe, answered just after this call sent its own
         long latencyNanos = Math.max(0, report.answeredAtNanos() - sentNanos);
-        return Check.passed(worker.name, String.format(Locale.ROOT, "worker answered in %.1f ms; inFlightTransfers=%d, retainedHandles=0;"
+        return Check.passed(worker.name(), String.format(Locale.ROOT, "worker answered in %.1f ms; inFlightTransfers=%d, retainedHandles=0;"
                 + " transport: no problem reported", latencyNanos / 1e6, worker.inFlightTransfers()));
     }
 
-    private static RankWorker.HealthReport await(CompletableFuture<RankWorker.HealthReport> answer, long deadlineNanos)
+    private static HealthReport await(CompletableFuture<HealthReport> answer, long deadlineNanos)
     {
         try {
             return answer.get(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);

@@ -80,7 +80,7 @@ final class InFlightTransfers
     }
 
     /** {@return a health report of the retained handles, answered now} */
-    RankWorker.HealthReport retainedReport(long now)
+    HealthReport retainedReport(long now)
     {
         return retained.report(now);
     }

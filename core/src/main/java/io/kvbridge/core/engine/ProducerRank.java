@@ -15,14 +15,10 @@ import io.kvbridge.api.RequestIds;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.core.planner.BlockSelection;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RankKey;
-import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -44,10 +40,19 @@ import org.slf4j.LoggerFactory;
  * pull complete the same way. A request is reported once: completed, expired or aborted, and only
  * when none of its WRITEs can still move data.
  */
-final class ProducerRank extends RankWorker implements ProducerConnector
+final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
 {
     private static final Logger LOG = LoggerFactory.getLogger(ProducerRank.class);
-    private static final long[] NO_GRANTS = new long[0];
+
+    // the shared runtime (worker, transport, transfers in flight, peers) this role is run by, and what the role reads of it
+    private final RankRuntime runtime;
+    final ConnectorSettings settings;
+    final CacheGeometry geometry;
+    final String name;
+    final long epoch;
+    private final TransferMetrics metrics;
+    private final PeerLinks links;
+    private final RequestGrants grants;
 
     private final long leaseNanos;
     private final long extensionNanos;
@@ -64,62 +69,35 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private final LayoutRules rules;
 
     // worker-confined
-    private final Map<String, Held> held = new HashMap<>();
+    private final Map<String, HeldRequest> held = new HashMap<>();
     private final Map<String, String> heldByBase = new HashMap<>();
     private final RegistrationStash stash = new RegistrationStash();
     private final Map<String, Long> served = new HashMap<>();
     // requests reported recently: a registration naming one of them arrived too late and is dropped, not stashed
     private final Map<String, Long> ended = new HashMap<>();
-    private final List<Held> finishing = new ArrayList<>();
+    private final List<HeldRequest> finishing = new ArrayList<>();
     private long nextLeaseCheck = Long.MAX_VALUE;
     private long nextStashCheck;
-    private final BlockSelection consumerBlocks;
-    private final BlockSelection producerBlocks;
+    private final PushWriter writer;
 
     private volatile int auditHeld;
     private volatile int auditStashed;
 
-    /** A finished request whose blocks are held. */
-    private static final class Held
-    {
-        final String id;
-        final int[][] blocks;
-        final RequestTracker tracker;
-        final long heldSince;
-        long deadline;
-        final List<String> doneBy = new ArrayList<>(2);
-        final List<String> registrations = new ArrayList<>(1);
-        // each posted write, with whom to tell if it fails
-        final Map<Transfer, PushTarget> writes = new HashMap<>(2);
-        int expected;
-        boolean failed;
-        FreeReason reason;
-        // what consumers that pull may read, until the blocks are freed
-        long[] grants = NO_GRANTS;
-
-        Held(String id, int[][] blocks, long heldSince, long deadline, RequestTracker tracker)
-        {
-            this.id = id;
-            this.heldSince = heldSince;
-            this.blocks = blocks;
-            this.deadline = deadline;
-            this.tracker = tracker;
-        }
-    }
-
-    /** The consumer rank a write goes to, its id of the request, and its epoch that every notification to it names. */
-    private record PushTarget(Peer peer, String consumerRequestId, long consumerEpoch)
-    {
-    }
-
     ProducerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
     {
-        super(services, settings, "producer");
+        this.runtime = new RankRuntime(services, settings, "producer", this);
+        this.settings = settings;
+        this.geometry = settings.geometry();
+        this.name = runtime.name();
+        this.epoch = runtime.epoch();
+        this.metrics = runtime.metrics();
+        this.links = runtime.peers().links();
+        this.grants = runtime.grants();
         this.leaseNanos = settings.leaseDuration().toNanos();
         this.extensionNanos = leaseNanos * 2 / 3;
         this.stashNanos = 2 * Math.max(leaseNanos, settings.registrationTimeout().toNanos());
         this.stageAddresses = settings.stageSideChannels().isEmpty()
-                ? Collections.nCopies(geometry.rank().ppSize(), ownAddress) : settings.stageSideChannels();
+                ? Collections.nCopies(geometry.rank().ppSize(), runtime.ownAddress()) : settings.stageSideChannels();
         // this process knows the epoch of the stages its own side channel serves; another process's stages are named unknown
         Long[] epochs = new Long[stageAddresses.size()];
         this.ownStages = new boolean[epochs.length];
@@ -131,28 +109,27 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         this.pullKeys = services.pullKeys(settings.engineId());
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
-        this.consumerBlocks = new BlockSelection(geometry.groups().size());
-        this.producerBlocks = new BlockSelection(geometry.groups().size());
-        start(startWorker);
+        this.writer = new PushWriter(runtime, rules, leaseNanos);
+        runtime.start(startWorker);
     }
 
     @Override
     public TransferParams prefillFinished(String requestId, BlockIds blocks)
     {
-        long now = now();
+        long now = runtime.now();
         return prefillFinished(requestId, blocks, now, now + leaseNanos);
     }
 
     @Override
     public TransferParams prefillFinished(String requestId, BlockIds blocks, long callerNowNanos, long callerDeadlineNanos)
     {
-        checkOpen();
+        runtime.checkOpen();
         CallerInputs.checkId(requestId);
         requireNonNull(blocks, "blocks is null");
         CallerInputs.checkBlocks(blocks, logicalCapacity, "producer");
         rules.checkServed(blocks, "producer", name);
         // clocks of other processes are not comparable: only the remaining duration is carried over
-        long finished = now();
+        long finished = runtime.now();
         long deadline = finished + Math.max(0, callerDeadlineNanos - callerNowNanos);
         KvBridgeException.checkArgument(active.add(requestId), "request id %s is already held by %s", requestId, name);
         int[][] ids = new int[blocks.groupCount()][];
@@ -161,12 +138,12 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
         RequestTracker tracker = new RequestTracker(deadline, blocks.total());
         trackers.put(requestId, tracker);
-        Held request = new Held(requestId, ids, finished, deadline, tracker);
+        HeldRequest request = new HeldRequest(requestId, ids, finished, deadline, tracker);
         // only the parameters carry the key: whoever they were not handed to cannot read the request
         PullKey pullKey = settings.modes().contains(TransferMode.PULL) ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
         // before the parameters leave: a consumer may read before this rank's worker runs the hold
         request.grants = grantPulls(requestId, pullKey, ids);
-        enqueue(() -> hold(request, blocks.isEmpty()));
+        runtime.enqueue(() -> hold(request, blocks.isEmpty()));
         PullKey[] keys = new PullKey[ownStages.length];
         for (int stage = 0; stage < keys.length; stage++) {
             keys[stage] = ownStages[stage] ? pullKey : PullKey.NONE;
@@ -178,7 +155,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     private long[] grantPulls(String requestId, PullKey pullKey, int[][] ids)
     {
         if (pullKey.isNone()) {
-            return NO_GRANTS;
+            return HeldRequest.NO_GRANTS;
         }
         try {
             return grants.grant(pullKey.bytes(), TransferOp.READ, ids);
@@ -186,16 +163,16 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         catch (KvBridgeException e) {
             // a consumer's READ is then refused and fails the request there: nothing is exposed
             LOG.warn("{}: granting the blocks of request {} to pulling consumers failed: {}", name, requestId, e.getMessage());
-            return NO_GRANTS;
+            return HeldRequest.NO_GRANTS;
         }
     }
 
     @Override
     public void abort(String requestId)
     {
-        checkOpen();
-        enqueue(() -> {
-            Held request = held.get(requestId);
+        runtime.checkOpen();
+        runtime.enqueue(() -> {
+            HeldRequest request = held.get(requestId);
             if (request != null) {
                 finish(request, FreeReason.ABORTED);
             }
@@ -228,17 +205,17 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     @Override
     public ConnectorAudit audit()
     {
-        return baseAudit(active.size(), auditHeld, auditStashed);
+        return runtime.baseAudit(active.size(), auditHeld, auditStashed);
     }
 
     @Override
-    void publishAudit()
+    public void publishAudit()
     {
         auditHeld = held.size();
         auditStashed = stash.size();
     }
 
-    private void hold(Held request, boolean nothingHeld)
+    private void hold(HeldRequest request, boolean nothingHeld)
     {
         if (nothingHeld) {
             // nothing to read: the blocks are free at once
@@ -258,7 +235,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     }
 
     @Override
-    void onNotification(String sender, byte[] message)
+    public void onNotification(String sender, byte[] message)
     {
         switch (Messages.parse(message)) {
             case Messages.Completion completion when completion.epoch() != epoch -> stale(sender, "completion of " + completion.requestId(), completion.epoch());
@@ -278,27 +255,27 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     /** A consumer still talks to an earlier incarnation of this engine: nothing is freed, extended or written for what it names. */
     private void stale(String sender, String what, long named)
     {
-        StaleEpochs.refuse(sessions, sender, what, named, settings.engineId(), epoch);
+        StaleEpochs.refuse(runtime.peers().sessions(), sender, what, named, settings.engineId(), epoch);
     }
 
     private void staleRegistration(Messages.Registration registration, String sender)
     {
         stale(sender, "push registration " + registration.requestId(), registration.epoch());
         // where this incarnation can answer (the consumer met it too), the consumer fails at once instead of at its registration timeout
-        Peer peer = remoteCache.peerByAgent(sender);
-        if (peer != null) {
+        PeerLink link = links.byAgent(sender);
+        if (link != null) {
             String producerId = registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId();
-            notifyQuietly(peer, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
+            runtime.peers().notifyQuietly(link, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
                     StaleEpochs.registrationOfEarlierEpoch(settings.engineId(), registration, epoch), registration.consumerEpoch()), "push failure");
         }
     }
 
     private void completed(String requestId, String sender, int consumers)
     {
-        Held request = held.get(requestId);
+        HeldRequest request = held.get(requestId);
         if (request == null && active.contains(requestId)) {
             // the consumer can finish before this worker has run the prefillFinished command the caller queued
-            runCommands();
+            runtime.runCommands();
             request = held.get(requestId);
         }
         if (request == null || request.reason != null) {
@@ -319,9 +296,9 @@ final class ProducerRank extends RankWorker implements ProducerConnector
 
     private void heartbeat(List<String> requestIds)
     {
-        long extended = now() + extensionNanos;
+        long extended = runtime.now() + extensionNanos;
         for (String id : requestIds) {
-            Held request = held.get(id);
+            HeldRequest request = held.get(id);
             if (request != null && request.reason == null && request.deadline < extended) {
                 request.deadline = extended;
                 request.tracker.deadline(extended);
@@ -336,7 +313,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             LOG.debug("{}: duplicate push registration {} from {} ignored", name, key, sender);
             return;
         }
-        Held request = null;
+        HeldRequest request = null;
         if (!registration.producerRequestId().isEmpty()) {
             request = held.get(registration.producerRequestId());
         }
@@ -353,16 +330,16 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             return;
         }
         if (request == null || request.reason != null) {
-            stash.put(registration, sender, now() + stashNanos);
+            stash.put(registration, sender, runtime.now() + stashNanos);
             return;
         }
         startPush(request, registration, sender);
     }
 
-    private void startPush(Held request, Messages.Registration registration, String sender)
+    private void startPush(HeldRequest request, Messages.Registration registration, String sender)
     {
         String key = RegistrationStash.key(registration);
-        served.put(key, now() + stashNanos);
+        served.put(key, runtime.now() + stashNanos);
         request.registrations.add(key);
         if (!registration.write()) {
             // this rank holds a replica the consumer does not need: the registration frees it
@@ -374,117 +351,28 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             return;
         }
         SideChannelAddress address = new SideChannelAddress(registration.host(), registration.port());
-        String remoteKey = remoteKey(registration.engineId(), address);
+        RemoteKey remote = new RemoteKey(registration.engineId(), address);
         RankKey rank = new RankKey(registration.ppRank(), registration.tpRank());
-        handshake(remoteKey, registration.engineId(), socketAddress(address), List.of(rank), registration.consumerEpoch())
-                .whenComplete((engine, failure) -> enqueue(() -> pushAfterHandshake(request, registration, remoteKey, rank, engine, failure)));
-    }
-
-    private void pushAfterHandshake(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine,
-            Throwable failure)
-    {
-        if (held.get(request.id) != request || request.reason != null) {
-            LOG.debug("{}: request {} ended before the handshake with consumer {} finished", name, request.id, registration.engineId());
-            return;
-        }
-        if (failure != null) {
-            metrics.transferFailed();
-            LOG.warn("{}: no push for request {} to consumer {}: {}; the lease frees its blocks", name, request.id, registration.engineId(),
-                    failure.getMessage());
-            return;
-        }
-        if (engine.epoch() != registration.consumerEpoch()) {
-            // the consumer restarted since it registered: its blocks of this request are gone, and no one waits for the writes
-            request.failed = true;
-            metrics.transferFailed();
-            LOG.warn("{}: no push for request {}: {} ({}); the lease frees its blocks", name, request.id, ErrorCode.STALE_EPOCH.id(),
-                    StaleEpochs.consumerRestarted(registration, engine.epoch()));
-            return;
-        }
-        Peer peer = null;
-        try {
-            peer = remoteCache.peer(remoteKey, engine, rank);
-            write(request, registration, remoteKey, rank, engine, peer);
-        }
-        catch (RuntimeException e) {
-            request.failed = true;
-            metrics.transferFailed();
-            LOG.warn("{}: push of request {} to consumer {} rank {} failed: {}; the lease frees its blocks", name, request.id,
-                    registration.engineId(), rank, e.getMessage());
-            if (peer != null) {
-                ErrorCode code = e instanceof KvBridgeException typed ? typed.code() : ErrorCode.TRANSFER_FAILED;
-                tellPushFailed(new PushTarget(peer, registration.requestId(), registration.consumerEpoch()), request, code, e.getMessage());
-            }
-        }
-    }
-
-    /** Spares the consumer its registration timeout: it learns at once that these writes will not come. */
-    private void tellPushFailed(PushTarget target, Held request, ErrorCode code, String message)
-    {
-        notifyQuietly(target.peer(), Messages.pushFailed(target.consumerRequestId(), request.id, code,
-                "producer " + settings.engineId() + " rank " + geometry.rank() + " cannot write request " + request.id + ": " + message,
-                target.consumerEpoch()), "push failure");
-    }
-
-    private void write(Held request, Messages.Registration registration, String remoteKey, RankKey rank, RemoteEngine engine, Peer peer)
-    {
-        CacheGeometry consumer = engine.metadata(rank).geometry();
-        rules.checkPeer(consumer, "consumer " + registration.engineId() + " rank " + rank, name);
-        List<TransferPlan> plans = remoteCache.plans(remoteKey + "|" + rank, consumer, geometry);
-        KvBridgeException.check(!plans.isEmpty(), ErrorCode.PROTOCOL_ERROR, "consumer rank %s asked rank %s to write, but they share no layer", rank,
-                geometry.rank());
-        if (plans.size() != 1) {
-            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "consumer " + registration.engineId() + " rank " + rank
-                    + " keeps its cache in mixed host and device memory: push does not support that, use pull");
-        }
-        TransferPlan plan = plans.getFirst();
-        int slot = plan.tpPlan().slotOf(geometry.rank().tpRank());
-        if (slot < 0) {
-            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "consumer rank " + rank + " asked rank " + geometry.rank()
-                    + " to write, but its plan reads from ranks " + plan.tpPlan().sources());
-        }
-        BlockIds consumerIds = registration.blocks();
-        KvBridgeException.check(consumerIds.groupCount() == consumer.groups().size(), ErrorCode.PROTOCOL_ERROR,
-                "registration of %s lists %d block groups but the consumer's cache has %d", registration.requestId(), consumerIds.groupCount(),
-                consumer.groups().size());
-        int[][] consumerArrays = new int[consumerIds.groupCount()][];
-        for (int g = 0; g < consumerArrays.length; g++) {
-            consumerArrays[g] = consumerIds.group(g);
-        }
-        consumerBlocks.select(consumerArrays).expandToKernel(consumer.kernelBlocksPerLogical());
-        producerBlocks.select(request.blocks).expandToKernel(geometry.kernelBlocksPerLogical());
-        plan.alignBlocks(consumerBlocks, producerBlocks);
-        byte[] done = Messages.pushDone(registration.requestId(), request.id, registration.consumerEpoch());
-        int count = plan.indexCount(slot, consumerBlocks);
-        if (count == 0) {
-            notifyQuietly(peer, done, "push completion");
-            return;
-        }
-        RemoteCache.Prepared producerList = remoteCache.prepared(remoteKey + "|" + rank + "|own", null, () -> plan.remoteDescriptors(geometry));
-        RemoteCache.Prepared consumerList = remoteCache.prepared(remoteKey + "|" + rank + "|slot" + slot, peer, () -> plan.localDescriptors(slot));
-        ensureScratch(count);
-        int pairs = plan.indices(slot, consumerBlocks, scratchA, producerBlocks, scratchB);
-        Transfer transfer = post(request, TransferOp.WRITE, producerList, scratchB, consumerList, scratchA, pairs, done, registration.grantKey(), remoteKey,
-                leaseNanos);
-        request.writes.put(transfer, new PushTarget(peer, registration.requestId(), registration.consumerEpoch()));
-        request.tracker.state(RequestState.IN_FLIGHT);
+        runtime.peers().handshake(remote, List.of(rank), registration.consumerEpoch())
+                .whenComplete((engine, failure) -> runtime.enqueue(() -> writer.afterHandshake(held.get(request.id) == request, request, registration, remote,
+                        rank, engine, failure)));
     }
 
     @Override
-    void transferDone(Transfer transfer)
+    public void transferDone(Transfer transfer)
     {
-        Held request = (Held) transfer.owner;
+        HeldRequest request = (HeldRequest) transfer.owner;
         request.writes.remove(transfer);
         settle(request);
     }
 
     @Override
-    void transferFailed(Transfer transfer, ErrorCode code, String message)
+    public void transferFailed(Transfer transfer, ErrorCode code, String message)
     {
-        Held request = (Held) transfer.owner;
-        PushTarget target = request.writes.remove(transfer);
+        HeldRequest request = (HeldRequest) transfer.owner;
+        HeldRequest.PushTarget target = request.writes.remove(transfer);
         if (target != null) {
-            tellPushFailed(target, request, code, message);
+            writer.tellPushFailed(target, request, code, message);
         }
         request.failed = true;
         LOG.warn("{}: push write of request {} failed ({}): {}; the lease frees its blocks", name, request.id, code.id(), message);
@@ -492,14 +380,14 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     }
 
     @Override
-    void releasedLate(Transfer transfer)
+    public void releasedLate(Transfer transfer)
     {
-        Held request = (Held) transfer.owner;
+        HeldRequest request = (HeldRequest) transfer.owner;
         request.writes.remove(transfer);
         settle(request);
     }
 
-    private void finish(Held request, FreeReason reason)
+    private void finish(HeldRequest request, FreeReason reason)
     {
         if (request.reason != null) {
             return;
@@ -507,18 +395,18 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         request.reason = reason;
         if (reason != FreeReason.COMPLETED) {
             // nobody waits for these writes any more: stop them before the blocks are freed
-            cancelTransfers(request);
+            runtime.cancelTransfers(request);
         }
         settle(request);
     }
 
     /** Reports a finishing request once none of its writes can move data any more. */
-    private void settle(Held request)
+    private void settle(HeldRequest request)
     {
         if (request.reason == null && request.writes.isEmpty()) {
             request.tracker.state(RequestState.HELD);
         }
-        if (request.reason != null && !hasTransfers(request)) {
+        if (request.reason != null && !runtime.hasTransfers(request)) {
             if (held.remove(request.id) == request) {
                 // no consumer reads the blocks once this returns, so the engine may reuse them
                 request.grants = grants.revoke(request.grants);
@@ -528,12 +416,12 @@ final class ProducerRank extends RankWorker implements ProducerConnector
         }
     }
 
-    private void report(Held request, FreeReason reason)
+    private void report(HeldRequest request, FreeReason reason)
     {
         if (reason == FreeReason.COMPLETED) {
-            metrics.requestDone(true, request.registrations.isEmpty() ? TransferMode.PULL : TransferMode.PUSH, now() - request.heldSince);
+            metrics.requestDone(true, request.registrations.isEmpty() ? TransferMode.PULL : TransferMode.PUSH, runtime.now() - request.heldSince);
         }
-        ended.put(request.id, now() + stashNanos);
+        ended.put(request.id, runtime.now() + stashNanos);
         // a consumer may use the same request id again for a new request once this one ended
         for (String key : request.registrations) {
             served.remove(key);
@@ -549,18 +437,18 @@ final class ProducerRank extends RankWorker implements ProducerConnector
     }
 
     @Override
-    long nextTimerNanos()
+    public long nextTimerNanos()
     {
         return nextLeaseCheck == Long.MAX_VALUE || nextStashCheck - nextLeaseCheck < 0 ? nextStashCheck : nextLeaseCheck;
     }
 
     @Override
-    void tick(long now)
+    public void tick(long now)
     {
         if (now - nextLeaseCheck >= 0) {
             long next = Long.MAX_VALUE;
             finishing.clear();
-            for (Held request : held.values()) {
+            for (HeldRequest request : held.values()) {
                 if (request.reason != null) {
                     continue;
                 }
@@ -572,7 +460,7 @@ final class ProducerRank extends RankWorker implements ProducerConnector
                 }
             }
             nextLeaseCheck = next;
-            for (Held request : finishing) {
+            for (HeldRequest request : finishing) {
                 metrics.leaseExpired();
                 LOG.info("{}: lease of request {} expired ({} of {} consumer ranks finished); freeing its blocks", name, request.id,
                         request.doneBy.size(), request.expected == 0 ? "?" : request.expected);
@@ -589,5 +477,17 @@ final class ProducerRank extends RankWorker implements ProducerConnector
             served.values().removeIf(expiry -> now - expiry >= 0);
             ended.values().removeIf(expiry -> now - expiry >= 0);
         }
+    }
+
+    @Override
+    public RankRuntime runtime()
+    {
+        return runtime;
+    }
+
+    @Override
+    public void close()
+    {
+        runtime.close();
     }
 }

@@ -3,10 +3,8 @@ package io.kvbridge.core.engine;
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
-import io.kvbridge.spi.transfer.Peer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -17,7 +15,7 @@ import java.util.Map;
 final class ReceivingRequest
 {
     /** One producer stage as a request sees it. */
-    record Stage(int ppRank, String remoteKey, RemoteEngine engine, List<Integer> targets, List<TransferPlan> plans, int consumers)
+    record Stage(int ppRank, RemoteKey remote, RemoteEngine engine, List<Integer> targets, List<LinkPlan> plans, int consumers)
     {
     }
 
@@ -38,7 +36,7 @@ final class ReceivingRequest
     long invalidGroups;
     int transfersPosted;
     int transfersDone;
-    final Map<String, RemoteEngine> engines = new HashMap<>();
+    final Map<RemoteKey, RemoteEngine> engines = new HashMap<>();
     String producerRequestId;
     int pendingHandshakes;
     Stage[] stages;
@@ -55,7 +53,7 @@ final class ReceivingRequest
     long nextHeartbeat;
     final long heartbeatNanos;
     // pull: completions sent once every split READ succeeded
-    final List<Peer> parked = new ArrayList<>(1);
+    final List<PeerLink> parked = new ArrayList<>(1);
     // push: writer agent -> what it writes; writers done -> producer request id to acknowledge
     final Map<String, Writer> writers = new LinkedHashMap<>();
     final Map<String, String> writersDone = new HashMap<>();
@@ -79,9 +77,9 @@ final class ReceivingRequest
     {
         long groups = 0;
         for (int s = stageIndex; s < stages.length; s++) {
-            List<TransferPlan> plans = stages[s].plans();
+            List<LinkPlan> plans = stages[s].plans();
             for (int p = s == stageIndex ? planIndex : 0; p < plans.size(); p++) {
-                groups |= rules.groupsWritten(plans.get(p));
+                groups |= rules.groupsWritten(plans.get(p).plan());
             }
         }
         return groups;

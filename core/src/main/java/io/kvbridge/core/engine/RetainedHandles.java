@@ -87,7 +87,7 @@ final class RetainedHandles
     }
 
     /** {@return a health report of the retained handles, answered now} */
-    RankWorker.HealthReport report(long now)
+    HealthReport report(long now)
     {
         long oldest = now;
         StringJoiner ids = new StringJoiner(", ");
@@ -100,7 +100,7 @@ final class RetainedHandles
                 ids.add("0x" + Long.toHexString(transfer.handle));
             }
         }
-        return new RankWorker.HealthReport(retained.size(), ids + (retained.size() > REPORTED_HANDLES ? ", ..." : ""), now - oldest,
+        return new HealthReport(retained.size(), ids + (retained.size() > REPORTED_HANDLES ? ", ..." : ""), now - oldest,
                 System.nanoTime());
     }
 }

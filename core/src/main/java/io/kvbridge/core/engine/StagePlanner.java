@@ -5,7 +5,6 @@ import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
 import io.kvbridge.core.planner.TpPlan;
 import io.kvbridge.core.planner.TransferEntry;
-import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.core.wire.PeerCapability;
@@ -34,15 +33,15 @@ final class StagePlanner
     // null, or the whole model's spec, which decoder pipeline stages need
     private final ModelCacheSpec spec;
     private final LayoutRules rules;
-    private final RemoteCache remoteCache;
+    private final PeerLinks links;
 
-    StagePlanner(String name, CacheGeometry geometry, ModelCacheSpec spec, LayoutRules rules, RemoteCache remoteCache)
+    StagePlanner(String name, CacheGeometry geometry, ModelCacheSpec spec, LayoutRules rules, PeerLinks links)
     {
         this.name = name;
         this.geometry = geometry;
         this.spec = spec;
         this.rules = rules;
-        this.remoteCache = remoteCache;
+        this.links = links;
     }
 
     /** The producer tensor-parallel ranks a rank addresses in every stage; they depend on the sizes only. */
@@ -57,12 +56,12 @@ final class StagePlanner
      *
      * @param params the request's parameters.
      * @param mode pull or push.
-     * @param engines the handshaken engines by remote key.
+     * @param engines the handshaken engines by their side channels.
      * @return the stages that hold layers of this rank.
      * @throws KvBridgeException when a producer lacks the mode, disagrees with the parameters or
      *     the layout, or no stage serves some of this rank's layers.
      */
-    Stage[] plan(TransferParams params, TransferMode mode, Map<String, RemoteEngine> engines)
+    Stage[] plan(TransferParams params, TransferMode mode, Map<RemoteKey, RemoteEngine> engines)
     {
         List<Integer> targets = targets(params.tpSize());
         PeerCapability wanted = mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL;
@@ -72,7 +71,7 @@ final class StagePlanner
         }
         List<Stage> stages = new ArrayList<>(params.ppSize());
         for (int stage = 0; stage < params.ppSize(); stage++) {
-            String key = RankWorker.remoteKey(params.engineId(), params.sideChannels().get(stage));
+            RemoteKey key = new RemoteKey(params.engineId(), params.sideChannels().get(stage));
             RemoteEngine engine = engines.get(key);
             KvBridgeException.check(engine.capabilities().contains(wanted), ErrorCode.UNSUPPORTED,
                     "producer %s and this consumer share capabilities %s, not %s", params.engineId(), PeerCapability.wireNames(engine.capabilities()),
@@ -82,17 +81,18 @@ final class StagePlanner
                 RankKey rank = new RankKey(stage, target);
                 rules.checkPeer(engine.metadata(rank).geometry(), "producer " + params.engineId() + " rank " + rank, name);
             }
-            CacheGeometry producer = engine.metadata(new RankKey(stage, targets.getFirst())).geometry();
+            RankKey first = new RankKey(stage, targets.getFirst());
+            CacheGeometry producer = engine.metadata(first).geometry();
             KvBridgeException.check(producer.rank().tpSize() == params.tpSize() && producer.rank().ppSize() == params.ppSize(),
                     ErrorCode.GEOMETRY_INCOMPATIBLE, "producer %s advertises rank %s but the transfer parameters say tpSize=%d ppSize=%d",
                     params.engineId(), producer.rank(), params.tpSize(), params.ppSize());
-            List<TransferPlan> plans = remoteCache.plans(key + "|pp" + stage, geometry, producer);
+            List<LinkPlan> plans = links.plans(key, first, geometry, producer, true);
             if (plans.isEmpty()) {
                 // this producer stage owns none of this rank's layers: it neither writes nor expects this rank
                 continue;
             }
-            for (TransferPlan plan : plans) {
-                for (TransferEntry entry : plan.entries()) {
+            for (LinkPlan plan : plans) {
+                for (TransferEntry entry : plan.plan().entries()) {
                     if (entry.layer().isEmpty()) {
                         uncovered.removeAll(entry.local().members());
                     }

@@ -18,13 +18,13 @@ final class Transfer
     // what the transport issued for the descriptor pairs after coalescing
     final int operations;
     final RemoteEngines.InFlight mark;
-    // the remote side channel's key: its peers and lists are dropped when this transfer is stopped in flight
-    final String remoteKey;
+    // the remote engine the transfer moves data with: its links are closed when this transfer is stopped in flight
+    final RemoteKey remote;
     // consumer: the cache groups whose blocks this transfer writes, as a mask (LayoutRules.groupsWritten)
     long groups = LayoutRules.ALL_GROUPS;
 
     Transfer(long handle, Object owner, long postedNanos, long postDurationNanos, long deadlineNanos, long bytes, int descriptors,
-            int operations, RemoteEngines.InFlight mark, String remoteKey)
+            int operations, RemoteEngines.InFlight mark, RemoteKey remote)
     {
         this.handle = handle;
         this.owner = owner;
@@ -35,6 +35,6 @@ final class Transfer
         this.descriptors = descriptors;
         this.operations = operations;
         this.mark = mark;
-        this.remoteKey = remoteKey;
+        this.remote = remote;
     }
 }

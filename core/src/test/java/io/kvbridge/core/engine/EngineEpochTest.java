@@ -68,7 +68,7 @@ final class EngineEpochTest
         try (EngineHarness harness = new EngineHarness()) {
             TestCache firstCache = harness.cache(SHAPE, Rank.single());
             ProducerRank first = harness.producer("prefill", firstCache, true, b -> b);
-            int port = first.ownAddress.port();
+            int port = first.runtime().ownAddress().port();
             TestCache consumerCache = harness.cache(SHAPE, Rank.single());
             ConsumerRank consumer = harness.consumer("decode", consumerCache, true, b -> b);
             firstCache.fill(1, new int[] {1, 2});
@@ -79,7 +79,7 @@ final class EngineEpochTest
             first.close();
             TestCache secondCache = harness.cache(SHAPE, Rank.single());
             ProducerRank second = harness.producer("prefill", secondCache, true, b -> b.sideChannel("127.0.0.1", port));
-            assertEquals(port, second.ownAddress.port());
+            assertEquals(port, second.runtime().ownAddress().port());
             assertNotEquals(first.epoch, second.epoch);
             secondCache.fill(9, new int[] {1, 2});
 
@@ -113,7 +113,7 @@ final class EngineEpochTest
         try (EngineHarness harness = new EngineHarness()) {
             TestCache firstCache = harness.cache(SHAPE, Rank.single());
             ProducerRank first = harness.producer("prefill", firstCache, true, b -> b);
-            int port = first.ownAddress.port();
+            int port = first.runtime().ownAddress().port();
             TestCache consumerCache = harness.cache(SHAPE, Rank.single());
             ConsumerRank consumer = harness.consumer("decode", consumerCache, true, b -> b);
             firstCache.fill(1, new int[] {1, 2});
@@ -156,7 +156,7 @@ final class EngineEpochTest
             ProducerRank producer = harness.producer("prefill", producerCache, false, b -> b);
             TestCache firstCache = harness.cache(SHAPE, Rank.single());
             ConsumerRank first = harness.consumer("decode", firstCache, false, b -> b);
-            int port = first.ownAddress.port();
+            int port = first.runtime().ownAddress().port();
             producerCache.fill(3, new int[] {1, 2});
             TransferParams params = producer.prefillFinished("r1", ids(1, 2));
             first.blocksAllocated("d-r1", params, TransferMode.PUSH, ids(7, 8));
@@ -165,7 +165,7 @@ final class EngineEpochTest
             first.close();
             TestCache secondCache = harness.cache(SHAPE, Rank.single());
             ConsumerRank second = harness.consumer("decode", secondCache, true, b -> b.sideChannel("127.0.0.1", port));
-            assertEquals(port, second.ownAddress.port());
+            assertEquals(port, second.runtime().ownAddress().port());
             assertNotEquals(first.epoch, second.epoch);
 
             // the producer takes the registration, shakes hands with the consumer's side channel and finds another epoch
@@ -203,7 +203,7 @@ final class EngineEpochTest
             consumer.send(Messages.registration(new Messages.Registration("d-r1", "r1", "decode", "127.0.0.1", 1, 0, 0, 1, false, ids(2), earlier,
                     0x5eedL, new byte[0])));
             await(() -> {
-                producer.step();
+                producer.runtime().step();
                 return staleRejections(harness) == 3;
             }, "three stale notifications counted");
             assertEquals(List.of(), producer.poll(), "a completion or registration for an earlier epoch freed the blocks");

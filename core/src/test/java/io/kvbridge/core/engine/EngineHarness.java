@@ -87,22 +87,22 @@ final class EngineHarness implements AutoCloseable
      * A bare transport of the same kind that shook hands with a rank's side channel as a peer does,
      * for sending hand-made notifications sealed with the session that opened.
      */
-    RawPeer rawPeerTo(RankWorker target)
+    RawPeer rawPeerTo(ConnectorRank target)
     {
         TransferBackend transport = rawTransport();
-        RankKey rank = RankKey.of(target.geometry.rank());
+        RankKey rank = RankKey.of(target.runtime().settings().geometry().rank());
         SideChannelClient.SessionRequest session = new SideChannelClient.SessionRequest(transport.agentName(), SessionKey.newNonce());
-        SideChannelClient.Fetched fetched = services.client().fetch(RankWorker.socketAddress(target.ownAddress), List.of(rank), session).getFirst();
+        SideChannelClient.Fetched fetched = services.client().fetch(RankRuntime.socketAddress(target.runtime().ownAddress()), List.of(rank), session).getFirst();
         SessionKey key = SessionKey.derive(services.sideChannelSettings().secret(), session.nonce(), fetched.sessionNonce(), transport.agentName(),
-                target.settings.engineId(), rank.ppRank(), rank.tpRank());
-        return new RawPeer(transport, transport.connect(target.transport.localMetadata()), new NotificationSeal(key));
+                target.runtime().settings().engineId(), rank.ppRank(), rank.tpRank());
+        return new RawPeer(transport, transport.connect(target.runtime().transport().localMetadata()), new NotificationSeal(key));
     }
 
     /** A bare transport that never shook hands with the rank: what it sends is not sealed. */
-    RawPeer strangerTo(RankWorker target)
+    RawPeer strangerTo(ConnectorRank target)
     {
         TransferBackend transport = rawTransport();
-        return new RawPeer(transport, transport.connect(target.transport.localMetadata()), null);
+        return new RawPeer(transport, transport.connect(target.runtime().transport().localMetadata()), null);
     }
 
     private TransferBackend rawTransport()
@@ -149,11 +149,11 @@ final class EngineHarness implements AutoCloseable
     }
 
     /** Steps hand-driven ranks until the condition holds. */
-    static void stepUntil(BooleanSupplier condition, String what, RankWorker... ranks)
+    static void stepUntil(BooleanSupplier condition, String what, ConnectorRank... ranks)
     {
         await(() -> {
-            for (RankWorker rank : ranks) {
-                rank.step();
+            for (ConnectorRank rank : ranks) {
+                rank.runtime().step();
             }
             return condition.getAsBoolean();
         }, what);

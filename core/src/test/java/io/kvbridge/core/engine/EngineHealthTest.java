@@ -73,7 +73,7 @@ final class EngineHealthTest
             assertTrue(Health.of(checks).healthy(), () -> Health.of(checks).problems().toString());
             assertTrue(check(checks, producer.name).detail().startsWith("worker answered in "), checks::toString);
             assertTrue(check(checks, "side channel p").detail().contains("answered the request for rank pp0:tp0 at 127.0.0.1:"
-                    + producer.ownAddress.port()), checks::toString);
+                    + producer.runtime().ownAddress().port()), checks::toString);
         }
     }
 
@@ -87,7 +87,7 @@ final class EngineHealthTest
             server.close();
 
             List<Check> checks = harness.services.health(transport, TIMEOUT);
-            assertFailedWith(check(checks, "side channel p"), "127.0.0.1:" + producer.ownAddress.port(), ErrorCode.PEER_UNKNOWN.id(),
+            assertFailedWith(check(checks, "side channel p"), "127.0.0.1:" + producer.runtime().ownAddress().port(), ErrorCode.PEER_UNKNOWN.id(),
                     "peers cannot shake hands with engine p");
             assertTrue(check(checks, producer.name).ok(), "the connector itself still runs");
             assertTrue(check(checks, "transport").ok());
@@ -104,10 +104,10 @@ final class EngineHealthTest
             assertTrue(check(harness.services.health(transport, TIMEOUT), producer.name).ok());
 
             breakable.drainFailure = new InternalError("injected: the native transport crashed");
-            await(() -> !producer.workerThread().isAlive(), "the worker thread to die");
+            await(() -> !producer.runtime().workerThread().isAlive(), "the worker thread to die");
 
             assertFailedWith(check(harness.services.health(transport, TIMEOUT), producer.name),
-                    "worker thread " + producer.workerThread().getName() + " has stopped (state=TERMINATED)", "close it and open a new one");
+                    "worker thread " + producer.runtime().workerThread().getName() + " has stopped (state=TERMINATED)", "close it and open a new one");
         }
     }
 
@@ -121,11 +121,11 @@ final class EngineHealthTest
             CountDownLatch gate = new CountDownLatch(1);
             breakable.drainGate = gate;
             try {
-                await(() -> producer.workerThread().getState() == Thread.State.WAITING, "the worker to block in its transport");
+                await(() -> producer.runtime().workerThread().getState() == Thread.State.WAITING, "the worker to block in its transport");
                 Check stalled = check(harness.services.health(transport, TIMEOUT), producer.name);
                 assertFailedWith(stalled, "did not answer a probe within 500 ms", "state=WAITING", "RecordingBackendFactory", "its loop is stalled");
                 // the unanswered probe is reused: a stalled worker's queue does not grow with each check
-                assertTrue(producer.probe() == producer.probe());
+                assertTrue(producer.runtime().probe() == producer.runtime().probe());
             }
             finally {
                 breakable.drainGate = null;

@@ -98,7 +98,7 @@ final class FailureTest
             assertEquals(ids(7, 8, 9), failure.invalidBlocks());
             assertEquals(1, faults.created().stream().mapToInt(backend -> backend.counters().failedPosts).sum(), "the second READ was never tried");
             for (ProducerRank producer : producers) {
-                assertEquals(List.of(), recording.receivedBy(producer.transport.agentName()), "no producer was told the request is done");
+                assertEquals(List.of(), recording.receivedBy(producer.runtime().transport().agentName()), "no producer was told the request is done");
             }
             assertEquals(1.0, harness.registry.get("kvbridge.transfer.failed").counter().count());
         }
@@ -207,13 +207,13 @@ final class FailureTest
             ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), false, b -> b.transferTimeout(Duration.ofHours(1)));
             consumer.blocksAllocated("d", producer.prefillFinished("r", ids(1)), TransferMode.PULL, ids(2));
             stepUntil(() -> consumer.registered("d"), "posted", consumer);
-            String key = RankWorker.remoteKey("p", producer.ownAddress);
+            String key = new RemoteKey("p", producer.runtime().ownAddress()).cacheKey();
             // the engine TTL is 10 minutes: idle much longer, but a transfer to it is in flight
             clock.advance(Duration.ofMinutes(30));
             for (int i = 0; i < 5; i++) {
-                consumer.step();
+                consumer.runtime().step();
             }
-            assertTrue(consumer.remotes.cached(key).isPresent(), "not evicted while a transfer is in flight");
+            assertTrue(consumer.runtime().peers().remotes().cached(key).isPresent(), "not evicted while a transfer is in flight");
             assertEquals(1, consumer.audit().inFlightTransfers());
             // the stalled transfer passes its deadline, is released, and the engine becomes idle
             clock.advance(Duration.ofMinutes(31));
@@ -223,9 +223,9 @@ final class FailureTest
             // a transfer stopped in flight drops its remote's peers and lists, so that the next request connects afresh
             stepUntil(() -> consumer.audit().transport().preparedLists() == 0 && consumer.audit().transport().peers() == 0, "peers and lists dropped",
                     consumer);
-            assertTrue(consumer.remotes.cached(key).isPresent(), "the handshake stays cached until the engine is idle past the TTL");
+            assertTrue(consumer.runtime().peers().remotes().cached(key).isPresent(), "the handshake stays cached until the engine is idle past the TTL");
             clock.advance(Duration.ofMinutes(11));
-            stepUntil(() -> consumer.remotes.cached(key).isEmpty(), "evicted", consumer);
+            stepUntil(() -> consumer.runtime().peers().remotes().cached(key).isEmpty(), "evicted", consumer);
         }
     }
 

@@ -42,7 +42,7 @@ final class FloodDuringTransferTest
             ProducerRank producer = harness.producer("prefill", producerCache, true, b -> b);
             List<FreedRequest> freed = new ArrayList<>();
             int requests = 0;
-            try (Flood flood = new Flood(RankWorker.socketAddress(producer.ownAddress), 200, 500)) {
+            try (Flood flood = new Flood(RankRuntime.socketAddress(producer.runtime().ownAddress()), 200, 500)) {
                 // each consumer engine comes up during the flood, so each shakes hands through it
                 for (int engine = 0; engine < 3; engine++) {
                     TestCache consumerCache = harness.cache(TestCache.Shape.of(2, 64, false), Rank.single());
@@ -68,7 +68,7 @@ final class FloodDuringTransferTest
             assertEquals(requests, freed.stream().filter(f -> f.reason() == FreeReason.COMPLETED).count(), freed.toString());
             assertEquals(0, harness.registry.get("kvbridge.lease.expired").counter().count());
             assertEquals(0, harness.registry.get("kvbridge.transfer.failed").counter().count());
-            assertTrue(producer.services.sideChannel("prefill").connectionsAccepted() > 200, "the flood never reached the side channel");
+            assertTrue(producer.runtime().services().sideChannel("prefill").connectionsAccepted() > 200, "the flood never reached the side channel");
         }
     }
 }

@@ -48,10 +48,10 @@ final class ForgedNotificationsTest
         return counter == null ? 0 : counter.count();
     }
 
-    private static void steps(RankWorker rank, int count)
+    private static void steps(ConnectorRank rank, int count)
     {
         for (int i = 0; i < count; i++) {
-            rank.step();
+            rank.runtime().step();
         }
     }
 
@@ -146,10 +146,10 @@ final class ForgedNotificationsTest
             SideChannelClient wrongSecret = new SideChannelClient(SideChannelSettings.builder().secret("another-secret-of-32-bytes-long!".getBytes(US_ASCII))
                     .build(), SideChannelClock.system());
             for (SideChannelClient client : List.of(withoutSecret, wrongSecret)) {
-                assertError(ErrorCode.AUTHENTICATION_FAILED, () -> client.fetch(RankWorker.socketAddress(producer.ownAddress), List.of(new RankKey(0, 0)),
+                assertError(ErrorCode.AUTHENTICATION_FAILED, () -> client.fetch(RankRuntime.socketAddress(producer.runtime().ownAddress()), List.of(new RankKey(0, 0)),
                         new SideChannelClient.SessionRequest(attacker.transport().agentName(), SessionKey.newNonce())));
             }
-            assertEquals(0, producer.services.sideChannel("prefill").sessionsOpened(), "a refused handshake opened a session");
+            assertEquals(0, producer.runtime().services().sideChannel("prefill").sessionsOpened(), "a refused handshake opened a session");
             for (int request = 0; request < 4; request++) {
                 int[] blocks = {request * 2, request * 2 + 1};
                 producerCache.fill(request, blocks);

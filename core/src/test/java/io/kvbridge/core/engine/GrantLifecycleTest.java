@@ -85,7 +85,7 @@ final class GrantLifecycleTest
             assertTrue(failure.message().contains(ErrorCode.NOT_GRANTED.id()), failure.message());
             consumerCache.checkZero(new int[] {20, 21});
             // a read under the key of a request that ended is a late peer, not a probe: refused, counted, not a health problem
-            assertTrue(producer.transport.problem().isEmpty(), () -> "a late read made the producer unhealthy: " + producer.transport.problem());
+            assertTrue(producer.runtime().transport().problem().isEmpty(), () -> "a late read made the producer unhealthy: " + producer.runtime().transport().problem());
         }
     }
 

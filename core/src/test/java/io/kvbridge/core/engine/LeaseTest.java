@@ -30,7 +30,7 @@ final class LeaseTest
     private static void steps(ProducerRank producer, int count)
     {
         for (int i = 0; i < count; i++) {
-            producer.step();
+            producer.runtime().step();
         }
     }
 
@@ -185,7 +185,7 @@ final class LeaseTest
             consumer.blocksAllocated("d-1", params.withRequestId(""), TransferMode.PUSH, ids(5));
             stepUntil(() -> consumer.registered("d-1"), "registered", consumer);
             clock.advance(Duration.ofSeconds(10));
-            consumer.step();
+            consumer.runtime().step();
             long consumerLeft = consumer.nextTimerNanos() - clock.monotonicNanos();
             assertTrue(consumerLeft > TimeUnit.SECONDS.toNanos(40) && consumerLeft <= TimeUnit.SECONDS.toNanos(50),
                     () -> "consumer's next timer in " + consumerLeft + " ns, expected the registration deadline about 50 s ahead");

@@ -49,11 +49,11 @@ final class MixedMemoryTest
             List<String> received = new ArrayList<>();
             await(() -> EngineHarness.collect(consumer, received, new ArrayList<>()) != null && received.size() == 1, "received");
             consumerCache.check(6, new int[] {4, 5, 6}, 3);
-            assertEquals(List.of(TransferOp.READ, TransferOp.READ), recording.postsBy(consumer.transport.agentName()), "one READ per memory kind");
+            assertEquals(List.of(TransferOp.READ, TransferOp.READ), recording.postsBy(consumer.runtime().transport().agentName()), "one READ per memory kind");
             List<FreedRequest> freed = new ArrayList<>();
             await(() -> EngineHarness.drain(producer, freed).size() == 1, "freed");
             assertEquals(new FreedRequest("mixed", FreeReason.COMPLETED), freed.getFirst());
-            assertEquals(List.of("mixed:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.transport.agentName()), "one completion, sent after both parts");
+            assertEquals(List.of("mixed:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.runtime().transport().agentName()), "one completion, sent after both parts");
         }
     }
 
@@ -76,7 +76,7 @@ final class MixedMemoryTest
                 await(() -> EngineHarness.collect(consumer, received, failed) != null && received.size() + failed.size() == 1, "ended");
                 String completion = "m" + request + ":1:" + TransferParams.formatEpoch(producer.epoch);
                 if (failed.isEmpty()) {
-                    await(() -> recording.receivedBy(producer.transport.agentName()).contains(completion), "completion after both parts");
+                    await(() -> recording.receivedBy(producer.runtime().transport().agentName()).contains(completion), "completion after both parts");
                 }
                 else {
                     failures++;
@@ -88,9 +88,9 @@ final class MixedMemoryTest
             List<FreedRequest> freed = new ArrayList<>();
             await(() -> EngineHarness.drain(producer, freed).size() == successes, "successful requests freed");
             for (String completion : failedIds) {
-                assertTrue(!recording.receivedBy(producer.transport.agentName()).contains(completion), "parked completion dropped: " + completion);
+                assertTrue(!recording.receivedBy(producer.runtime().transport().agentName()).contains(completion), "parked completion dropped: " + completion);
             }
-            assertEquals(successes, recording.receivedBy(producer.transport.agentName()).size());
+            assertEquals(successes, recording.receivedBy(producer.runtime().transport().agentName()).size());
             assertTrue(failures > 0 && failures < 12, "both outcomes seen, failures=" + failures);
         }
     }

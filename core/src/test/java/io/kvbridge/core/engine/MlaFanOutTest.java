@@ -86,16 +86,16 @@ final class MlaFanOutTest
                 // one completion from each decoder rank it serves, each saying how many there are
                 assertEquals(Collections.nCopies(perWriter, "prefill-7:" + perWriter + ":" + TransferParams.formatEpoch(producer.epoch)), completions(recording, producer), "producer rank " + p);
                 if (mode == TransferMode.PUSH) {
-                    assertEquals(Collections.nCopies(perWriter, TransferOp.WRITE), recording.postsBy(producer.transport.agentName()),
+                    assertEquals(Collections.nCopies(perWriter, TransferOp.WRITE), recording.postsBy(producer.runtime().transport().agentName()),
                             "producer rank " + p + " writes each decoder rank it serves once");
                 }
             }
             for (ConsumerRank consumer : consumers) {
-                assertEquals(mode == TransferMode.PULL ? List.of(TransferOp.READ) : List.of(), recording.postsBy(consumer.transport.agentName()));
+                assertEquals(mode == TransferMode.PULL ? List.of(TransferOp.READ) : List.of(), recording.postsBy(consumer.runtime().transport().agentName()));
             }
-            List<RankWorker> all = new ArrayList<>(producers);
+            List<ConnectorRank> all = new ArrayList<>(producers);
             all.addAll(consumers);
-            await(() -> all.stream().allMatch(rank -> rank.audit().idle()), "idle audits");
+            await(() -> all.stream().allMatch(rank -> rank.runtime().audit().idle()), "idle audits");
             for (ProducerRank producer : producers) {
                 assertEquals(List.of(), producer.poll(), "reported once");
             }
@@ -129,16 +129,16 @@ final class MlaFanOutTest
             assertTrue(failure.message().contains("tpSize=6 cannot shard kvHeads=4 evenly"), failure.message());
             assertTrue(failure.message().contains("kvHeads a multiple of tpSize, or tpSize a multiple of kvHeads"), failure.message());
             for (ProducerRank producer : producers) {
-                assertEquals(List.of(), recording.receivedBy(producer.transport.agentName()), "no registration reached the producer");
+                assertEquals(List.of(), recording.receivedBy(producer.runtime().transport().agentName()), "no registration reached the producer");
                 assertEquals(1, producer.audit().requests(), "the prefill is still held: only the lease or an abort frees it");
                 producer.abort("prefill-8");
                 List<FreedRequest> freed = new ArrayList<>();
                 await(() -> EngineHarness.drain(producer, freed).size() == 1, "aborted");
                 assertEquals(List.of(new FreedRequest("prefill-8", FreeReason.ABORTED)), freed);
             }
-            List<RankWorker> all = new ArrayList<>(producers);
+            List<ConnectorRank> all = new ArrayList<>(producers);
             all.add(consumer);
-            await(() -> all.stream().allMatch(rank -> rank.audit().idle()), "idle audits");
+            await(() -> all.stream().allMatch(rank -> rank.runtime().audit().idle()), "idle audits");
         }
     }
 
@@ -150,7 +150,7 @@ final class MlaFanOutTest
     /** Completions a producer rank received, without push registrations and heartbeats. */
     private static List<String> completions(RecordingBackendFactory recording, ProducerRank producer)
     {
-        return recording.receivedBy(producer.transport.agentName()).stream()
+        return recording.receivedBy(producer.runtime().transport().agentName()).stream()
                 .filter(message -> !message.startsWith("PUSH_REG:") && !message.startsWith("HB:"))
                 .toList();
     }

@@ -50,7 +50,7 @@ final class PushMatchingTest
             stepUntil(() -> harness.registry.find("kvbridge.transfer.time").timer() != null
                     && harness.registry.get("kvbridge.transfer.time").timer().count() == 1, "stage 0 write", consumer);
             for (int i = 0; i < 50; i++) {
-                consumer.step();
+                consumer.runtime().step();
             }
             assertTrue(consumer.poll().isEmpty(), "one of two stages does not complete the request");
             assertEquals(1, consumer.audit().requests());
@@ -59,7 +59,7 @@ final class PushMatchingTest
             stranger.send(Messages.pushDone("nobody", "r-pp", consumer.epoch));
             stranger.send(Messages.pushDone("d-pp", "r-pp", consumer.epoch));
             for (int i = 0; i < 50; i++) {
-                consumer.step();
+                consumer.runtime().step();
             }
             assertTrue(consumer.poll().isEmpty(), "unknown ids and unknown writers change nothing");
             assertEquals(1, consumer.audit().requests());
@@ -86,7 +86,7 @@ final class PushMatchingTest
     private static TransferParams routerFirst(ProducerRank producer)
     {
         // a router that hands the consumer the producer's address before the prefill finished
-        return new TransferParams(producer.settings.engineId(), "", List.of(producer.ownAddress), 1, 1, ids(), EnumSet.allOf(TransferMode.class),
+        return new TransferParams(producer.settings.engineId(), "", List.of(producer.runtime().ownAddress()), 1, 1, ids(), EnumSet.allOf(TransferMode.class),
                 30_000);
     }
 
@@ -189,7 +189,7 @@ final class PushMatchingTest
             consumer.send(registration.clone());
             stepUntil(() -> producer.audit().stashedRegistrations() == 1, "stashed", producer);
             for (int i = 0; i < 20; i++) {
-                producer.step();
+                producer.runtime().step();
             }
             assertEquals(1, producer.audit().stashedRegistrations(), "the same registration twice stages one entry");
             byte[] malformed = "PUSH_REG:\u00c1\u0001not msgpack".getBytes(StandardCharsets.ISO_8859_1);

@@ -45,7 +45,7 @@ final class RequestInspectionTest
             TransferParams params = producer.prefillFinished("r", ids(1, 2, 3));
             assertTrue(producer.inspect("r", view));
             assertEquals(RequestState.PENDING, view.state(), "the worker has not run the command yet");
-            producer.step();
+            producer.runtime().step();
             assertTrue(producer.inspect("r", view));
             assertEquals(RequestState.HELD, view.state());
             assertEquals(1_000_000_000L + Duration.ofSeconds(10).toNanos(), view.deadlineNanos(), "the lease deadline");
@@ -78,9 +78,9 @@ final class RequestInspectionTest
         try (EngineHarness harness = new EngineHarness(new LocalBackendFactory(), clock)) {
             ProducerRank producer = harness.producer("prefill", harness.cache(SHAPE, Rank.single()), false, b -> b.leaseDuration(Duration.ofSeconds(1)));
             producer.prefillFinished("r", ids(1));
-            producer.step();
+            producer.runtime().step();
             nanos.addAndGet(Duration.ofSeconds(2).toNanos());
-            producer.step();
+            producer.runtime().step();
             RequestView view = new RequestView();
             assertTrue(producer.inspect("r", view));
             assertEquals(RequestState.EXPIRED, view.state());

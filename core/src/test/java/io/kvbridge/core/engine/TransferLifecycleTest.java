@@ -89,14 +89,14 @@ final class TransferLifecycleTest
                 List<FreedRequest> freed = new ArrayList<>();
                 await(() -> EngineHarness.drain(producer, freed).size() == 1, "freed");
                 assertEquals(List.of(new FreedRequest("req", FreeReason.COMPLETED)), freed);
-                assertEquals(List.of("req:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.transport.agentName()));
+                assertEquals(List.of("req:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.runtime().transport().agentName()));
                 await(() -> {
                     ConnectorAudit audit = producer.audit();
                     return audit.leasesHeld() == 0 && audit.inFlightTransfers() == 0 && audit.requests() == 0;
                 }, "empty lease and in-flight state");
                 assertEquals(List.of(), producer.poll(), "reported once");
             }
-            assertEquals(List.of(TransferOp.READ), recording.postsBy(consumer.transport.agentName()), "one replica read");
+            assertEquals(List.of(TransferOp.READ), recording.postsBy(consumer.runtime().transport().agentName()), "one replica read");
         }
     }
 
@@ -123,12 +123,12 @@ final class TransferLifecycleTest
             await(() -> EngineHarness.collect(consumer, received, new ArrayList<>()) != null && received.size() == 1, "received");
             // rank 0's replica was read (ranks 1..3 were filled with other bytes and must not be)
             consumerCache.check(7, new int[] {5, 6, 7}, 3);
-            assertEquals(List.of(TransferOp.READ), recording.postsBy(consumer.transport.agentName()));
+            assertEquals(List.of(TransferOp.READ), recording.postsBy(consumer.runtime().transport().agentName()));
             for (ProducerRank producer : producers) {
                 List<FreedRequest> freed = new ArrayList<>();
                 await(() -> EngineHarness.drain(producer, freed).size() == 1, "freed");
                 assertEquals(FreeReason.COMPLETED, freed.getFirst().reason());
-                assertEquals(List.of("prefill-42:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.transport.agentName()));
+                assertEquals(List.of("prefill-42:1:" + TransferParams.formatEpoch(producer.epoch)), recording.receivedBy(producer.runtime().transport().agentName()));
             }
         }
     }

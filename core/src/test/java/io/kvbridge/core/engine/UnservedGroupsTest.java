@@ -43,8 +43,8 @@ final class UnservedGroupsTest
                     () -> consumer.blocksAllocated("d", params, TransferMode.PULL, BlockIds.of(new int[] {3}, new int[] {4})));
             assertEquals(ErrorCode.BLOCK_OUT_OF_RANGE, refusedToo.code());
             assertEquals(0, consumer.audit().requests(), "nothing was started");
-            consumer.step();
-            assertEquals(0, consumer.inFlightTransfers(), "nothing was posted");
+            consumer.runtime().step();
+            assertEquals(0, consumer.runtime().inFlightTransfers(), "nothing was posted");
         }
     }
 

@@ -1,0 +1,42 @@
+package io.kvbridge.core.engine;
+
+import io.kvbridge.api.FreeReason;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** A finished request whose blocks a {@link ProducerRank} holds; confined to its worker, except the tracker. */
+final class HeldRequest
+{
+    static final long[] NO_GRANTS = new long[0];
+
+    /** The consumer rank a write goes to, its id of the request, and its epoch that every notification to it names. */
+    record PushTarget(PeerLink link, String consumerRequestId, long consumerEpoch)
+    {
+    }
+
+    final String id;
+    final int[][] blocks;
+    final RequestTracker tracker;
+    final long heldSince;
+    long deadline;
+    final List<String> doneBy = new ArrayList<>(2);
+    final List<String> registrations = new ArrayList<>(1);
+    // each posted write, with whom to tell if it fails
+    final Map<Transfer, PushTarget> writes = new HashMap<>(2);
+    int expected;
+    boolean failed;
+    FreeReason reason;
+    // what consumers that pull may read, until the blocks are freed
+    long[] grants = NO_GRANTS;
+
+    HeldRequest(String id, int[][] blocks, long heldSince, long deadline, RequestTracker tracker)
+    {
+        this.id = id;
+        this.heldSince = heldSince;
+        this.blocks = blocks;
+        this.deadline = deadline;
+        this.tracker = tracker;
+    }
+}

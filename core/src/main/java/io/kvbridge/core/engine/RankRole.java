@@ -1,0 +1,33 @@
+package io.kvbridge.core.engine;
+
+import io.kvbridge.api.ConnectorAudit;
+import io.kvbridge.spi.ErrorCode;
+
+/**
+ * What a {@link RankRuntime} calls back into the role (producer or consumer) it runs, always on its
+ * worker thread except {@link #audit()}.
+ */
+interface RankRole
+{
+    /** An authenticated notification from a peer. */
+    void onNotification(String sender, byte[] message);
+
+    void transferDone(Transfer transfer);
+
+    void transferFailed(Transfer transfer, ErrorCode code, String message);
+
+    /** A transfer whose release failed earlier was released now. */
+    void releasedLate(Transfer transfer);
+
+    /** Runs the role's timers. */
+    void tick(long now);
+
+    /** {@return when {@link #tick} next has something to do, on the services' clock; Long.MAX_VALUE for nothing} */
+    long nextTimerNanos();
+
+    /** Publishes what {@link #audit()} reads from other threads. */
+    void publishAudit();
+
+    /** Counts what the rank holds; any thread. */
+    ConnectorAudit audit();
+}
