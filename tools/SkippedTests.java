@@ -24,16 +24,18 @@ import org.w3c.dom.NodeList;
  */
 public final class SkippedTests
 {
-    /** A reason's keyword, and what brings the missing piece. */
+    /** A phrase of a reason that says something is missing here, and what brings it. */
     private static final Map<String, String> REMEDIES = Map.of(
-            "ucx", "libucx0 (apt-get install libucx0 libucx-dev)",
-            "etcd", "etcd-server (apt-get install etcd-server)",
+            "ucx is not installed", "libucx0 (apt-get install libucx0)",
+            "libucx-dev", "libucx-dev (apt-get install libucx-dev)",
+            "the ucx transport cannot run here", "libucx0 (apt-get install libucx0)",
+            "no etcd binary", "etcd-server (apt-get install etcd-server)",
             "gcc", "gcc (apt-get install gcc)",
-            "namespace", "root and iproute2 (network namespaces)",
-            "root", "root and iproute2 (network namespaces)",
-            "nixl", "a NIXL installation (see backend-nixl/README.md)",
-            "gpu", "an NVIDIA GPU with its driver",
-            "cuda", "an NVIDIA GPU with its driver");
+            "needs root", "root, with iproute2 (network namespaces)",
+            "namespaces need root", "root, with iproute2 (network namespaces)",
+            "no installed nixl", "a NIXL installation (see backend-nixl/README.md)",
+            "no usable cuda driver", "an NVIDIA GPU with its driver",
+            "setpriv", "util-linux's setpriv");
 
     private SkippedTests()
     {
@@ -67,8 +69,7 @@ public final class SkippedTests
                 if (skips.getLength() == 0) {
                     continue;
                 }
-                String message = ((Element) skips.item(0)).getAttribute("message");
-                String reason = message.isBlank() ? "(no reason given)" : message.strip().lines().findFirst().orElse("");
+                String reason = reason((Element) skips.item(0));
                 String module = root.relativize(report).getName(0).toString();
                 String className = module + ": " + testCase.getAttribute("classname");
                 skipped.computeIfAbsent(className, key -> new TreeMap<>()).merge(reason, 1, Integer::sum);
@@ -116,6 +117,25 @@ public final class SkippedTests
             }
         }
         return reports;
+    }
+
+    /**
+     * The skip's reason: Surefire writes it as the {@code message} attribute, or, keeping stack
+     * traces, as the first line of the element's text, behind the assumption's exception class.
+     */
+    private static String reason(Element skipped)
+    {
+        String text = skipped.getAttribute("message");
+        if (text.isBlank()) {
+            text = skipped.getTextContent();
+        }
+        String first = text == null ? "" : text.strip().lines().findFirst().orElse("");
+        for (String prefix : List.of("org.opentest4j.TestAbortedException: ", "Assumption failed: ")) {
+            if (first.startsWith(prefix)) {
+                first = first.substring(prefix.length());
+            }
+        }
+        return first.isBlank() ? "(no reason given)" : first;
     }
 
     private static long count(Element suite, String attribute)

@@ -234,7 +234,10 @@ final class CudaIpcControlSocketSecurityTest
         }
     }
 
-    /** The module's classes, copied where any user may read them (the build's own may lie under a private home). */
+    /**
+     * The test's class path, directories and jars, copied where any user may read them (the build's
+     * own may lie under a private home).
+     */
     private String readableClassPath() throws IOException
     {
         classes = Files.createTempDirectory("kvbridge-hostile", PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
@@ -242,10 +245,20 @@ final class CudaIpcControlSocketSecurityTest
         int index = 0;
         for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
             Path source = Path.of(entry);
+            Path target = classes.resolve(String.valueOf(index++));
+            if (Files.isRegularFile(source)) {
+                // a jar: what a reactor build that packaged the other modules puts on the class path
+                Files.createDirectories(target);
+                Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rwxr-xr-x"));
+                Path jar = target.resolve(source.getFileName().toString());
+                Files.copy(source, jar);
+                Files.setPosixFilePermissions(jar, PosixFilePermissions.fromString("rw-r--r--"));
+                entries.add(jar.toString());
+                continue;
+            }
             if (!Files.isDirectory(source)) {
                 continue;
             }
-            Path target = classes.resolve(String.valueOf(index++));
             try (Stream<Path> walk = Files.walk(source)) {
                 for (Path path : (Iterable<Path>) walk::iterator) {
                     Path copy = target.resolve(source.relativize(path).toString());
