@@ -60,6 +60,8 @@ public final class RemoteEngines
     // the transport agent whose notifications the sessions opened at each handshake authenticate; null: open none
     private final String localAgent;
     private final byte[] secret;
+    // whether the side channel's answers prove which engine sent them: a secret's MAC, or TLS
+    private final boolean answersProven;
     private final EngineLocator locator;
 
     private final Object lock = new Object();
@@ -142,6 +144,7 @@ public final class RemoteEngines
         this.localAgent = localAgent;
         this.client = requireNonNull(client, "client is null");
         this.secret = client.settings().secret();
+        this.answersProven = secret.length > 0 || client.settings().tls() != null;
         this.verifier = requireNonNull(verifier, "verifier is null");
         requireNonNull(localCapabilities, "localCapabilities is null");
         this.localCapabilities = Set.copyOf(localCapabilities.isEmpty() ? EnumSet.noneOf(PeerCapability.class) : EnumSet.copyOf(localCapabilities));
@@ -282,9 +285,11 @@ public final class RemoteEngines
 
     /**
      * Shakes hands where the locator says the engine serves now, and at the address given when the
-     * locator knows none, the handshake there fails or answers with another epoch than the caller
-     * expects: a directory entry is a hint, and a stale or forged one must not fail a request whose
-     * parameters name the engine's address.
+     * locator knows none, the handshake there fails, or it answers with another epoch than the caller
+     * expects and nothing proves who answered: a directory entry is a hint, and a stale or forged one
+     * must not fail a request whose parameters name the engine's address. Where the side channel
+     * authenticates its answers (a shared secret, or TLS), another epoch there is the engine itself,
+     * restarted, which the caller reports as a stale epoch rather than asking an old address.
      */
     private RemoteEngine located(String engineId, InetSocketAddress address, List<RankKey> missing, RemoteEngine previous, long expectedEpoch)
     {
@@ -292,7 +297,7 @@ public final class RemoteEngines
         if (!target.equals(address)) {
             try {
                 RemoteEngine found = perform(engineId, address, target, missing, previous);
-                if (expectedEpoch == RankMetadata.UNKNOWN_EPOCH || found.epoch() == expectedEpoch) {
+                if (expectedEpoch == RankMetadata.UNKNOWN_EPOCH || found.epoch() == expectedEpoch || answersProven) {
                     return found;
                 }
                 locator.failed(engineId, target, "the side channel there answered with epoch " + RankMetadata.formatEpoch(found.epoch())

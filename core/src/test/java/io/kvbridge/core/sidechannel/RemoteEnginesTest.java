@@ -4,6 +4,7 @@ import static io.kvbridge.core.wire.Trees.assertError;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.core.wire.CompatibilityMode;
@@ -176,6 +177,52 @@ final class RemoteEnginesTest
         assertEquals(server.address(), engine.servedAt(), "the handshake went to the address given");
         assertEquals(1, failures.size(), failures.toString());
         assertTrue(failures.getFirst().startsWith("prefill-0 " + dead), failures.toString());
+    }
+
+    @Test
+    void aLocatedSideChannelThatProvesItselfAndAnswersAnotherEpochIsTheRestartedEngineNotAForgedHint()
+    {
+        byte[] secret = "a secret both engines were given, 32+".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        List<RankMetadata> ranks = SideChannelFixtures.engine("prefill-0", 1, 1);
+        SideChannelServer restarted = SideChannelServer.start("prefill-0", ranks, SideChannelFixtures.fast().secret(secret).build(), SideChannelClock.system());
+        resources.add(restarted);
+        // the parameters name an address nobody serves any more (the old process's), and the old epoch
+        InetSocketAddress old = new InetSocketAddress("127.0.0.1", 1);
+        long oldEpoch = TestingGeometries.EPOCH + 1;
+        List<String> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+        EngineLocator directory = new EngineLocator()
+        {
+            @Override
+            public Optional<InetSocketAddress> locate(String engineId, java.util.Collection<RankKey> wanted, InetSocketAddress given)
+            {
+                return Optional.of(restarted.address());
+            }
+
+            @Override
+            public void failed(String engineId, InetSocketAddress located, String reason)
+            {
+                failures.add(reason);
+            }
+        };
+        ModelIdentity local = TestingGeometries.identity(SideChannelFixtures.LAYERS);
+        for (boolean proven : new boolean[] {true, false}) {
+            SideChannelSettings settings = (proven ? SideChannelFixtures.fast().secret(secret) : SideChannelFixtures.fast()).build();
+            RemoteEngines engines = new RemoteEngines(new SideChannelClient(settings, SideChannelClock.system()),
+                    new HandshakeVerifier(local, CompatibilityMode.STRICT, settings.limits()), EnumSet.of(PeerCapability.PULL), TTL, clock,
+                    virtualThreads(), evicted::add, null, directory);
+            if (proven) {
+                // the authenticated answer is the engine: its new epoch goes to the caller, who reports the request's epoch stale
+                RemoteEngine engine = engines.handshake("k", "prefill-0", old, List.of(new RankKey(0, 0)), oldEpoch).join();
+                assertEquals(restarted.address(), engine.servedAt());
+                assertEquals(TestingGeometries.EPOCH, engine.epoch());
+                assertEquals(List.of(), failures);
+            }
+            else {
+                // unproven, it may be a forged entry's: the router's address decides, and nothing serves there
+                assertThrows(java.util.concurrent.CompletionException.class,
+                        () -> engines.handshake("k", "prefill-0", old, List.of(new RankKey(0, 0)), oldEpoch).join());
+            }
+        }
     }
 
     private static void republish(SideChannelServer server, List<RankMetadata> ranks, long epoch)
