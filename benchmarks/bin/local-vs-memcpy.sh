@@ -7,7 +7,7 @@ OUT="${OUT_DIR:-$ROOT/benchmarks/target/results}"
 mkdir -p "$OUT"
 JAVA="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}/bin/java"
 
-gcc -O2 -o "$OUT/memcpy_stream" "$ROOT/benchmarks/native/memcpy_stream.c"
+gcc -O2 -o "$OUT/memcpy_stream" "$ROOT/examples/src/main/resources/io/kvbridge/examples/bench/memcpy_stream.c"
 "$OUT/memcpy_stream" 32768 | tee "$OUT/memcpy.txt"
 "$JAVA" --enable-native-access=ALL-UNNAMED -jar "$ROOT/benchmarks/target/benchmarks.jar" LocalTransportBenchmark \
     -rf json -rff "$OUT/local.json" | tee "$OUT/local.txt" | grep -E "^Benchmark|writeOneGibibyte"

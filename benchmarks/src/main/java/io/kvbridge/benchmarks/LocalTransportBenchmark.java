@@ -30,7 +30,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code local} WRITE throughput: one operation streams 1 GiB from one allocation into another in
  * {@code blockBytes} descriptors, posted as transfers of {@code blocksPerTransfer} blocks with up to
  * 8 in flight. GB/s = 1.073741824 / (seconds per operation). The baseline in the same run is
- * {@code benchmarks/native/memcpy_stream.c} (single-thread glibc memcpy over the same 1 GiB).
+ * {@code examples/src/main/resources/io/kvbridge/examples/bench/memcpy_stream.c} (single-thread glibc memcpy over the same 1 GiB).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)

@@ -2,9 +2,9 @@ package io.kvbridge.examples.demo;
 
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.examples.hosts.HostCommandException;
-import io.kvbridge.examples.hosts.HostEtcd;
-import io.kvbridge.examples.hosts.VirtualHosts;
+import io.kvbridge.netlab.HostCommandException;
+import io.kvbridge.netlab.HostEtcd;
+import io.kvbridge.netlab.VirtualHosts;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -2,12 +2,12 @@ package io.kvbridge.examples.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.examples.hosts.Namespaces;
-import io.kvbridge.examples.hosts.VirtualHosts;
+import io.kvbridge.netlab.VirtualHosts;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
@@ -71,8 +72,9 @@ final class HostFaultsTest
     @BeforeAll
     static void startHosts()
     {
-        Namespaces.assumeNamespaces();
-        Namespaces.assumeEtcd();
+        // root, iproute2, veth pairs and the etcd binary: the demo's own check, the reason named in the skip
+        Optional<String> noHosts = DemoHosts.unavailability();
+        assumeTrue(noHosts.isEmpty(), () -> noHosts.orElseThrow());
         Ucx.assumeAvailable();
         // room for every request of the class: the pools never take blocks back
         options = new DemoOptions("ucx", "pull", "hma", 1, 1, 1, 1, 64, 64, TOKENS, 1, 0, true, LEASE_MILLIS, DemoOptions.CacheShape.DEFAULT,
@@ -200,7 +202,8 @@ final class HostFaultsTest
     @Test
     void delayAndLossSlowRequestsButEveryOneArrives() throws Exception
     {
-        Namespaces.assumeImpairment();
+        Optional<String> noImpairment = VirtualHosts.impairmentUnavailability();
+        assumeTrue(noImpairment.isEmpty(), () -> noImpairment.orElseThrow());
         long before = timed(TransferMode.PULL);
         VirtualHosts.Host decode = hosts.decode();
         // 5 ms each way and 1 % of frames lost (a few per request, so TCP retransmits): requests still arrive within the 2 s lease

@@ -1,4 +1,4 @@
-package io.kvbridge.examples.hosts;
+package io.kvbridge.netlab;
 
 import static java.util.Objects.requireNonNull;
 

@@ -1,4 +1,4 @@
-package io.kvbridge.examples.hosts;
+package io.kvbridge.netlab;
 
 import java.io.File;
 import java.io.IOException;
@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /** Runs short external commands with a deadline; a failure is a {@link HostCommandException}. */
-public final class HostCommands
+final class HostCommands
 {
     /** Enough for any {@code ip} or {@code tc} call, even on a loaded machine. */
     public static final Duration DEFAULT_DEADLINE = Duration.ofSeconds(10);

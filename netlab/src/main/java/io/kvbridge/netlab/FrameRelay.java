@@ -1,4 +1,4 @@
-package io.kvbridge.examples.hosts;
+package io.kvbridge.netlab;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -244,7 +244,7 @@ final class FrameRelay implements AutoCloseable
             Path source = directory.resolve(SOURCE);
             try (InputStream in = FrameRelay.class.getResourceAsStream(SOURCE)) {
                 if (in == null) {
-                    throw new IllegalStateException(SOURCE + " is not packaged next to " + FrameRelay.class.getName() + "; rebuild the examples module");
+                    throw new IllegalStateException(SOURCE + " is not packaged next to " + FrameRelay.class.getName() + "; rebuild the netlab module");
                 }
                 Files.copy(in, source);
             }

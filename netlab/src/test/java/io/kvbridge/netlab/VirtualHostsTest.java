@@ -1,4 +1,4 @@
-package io.kvbridge.examples.hosts;
+package io.kvbridge.netlab;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

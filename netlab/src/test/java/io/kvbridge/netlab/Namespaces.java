@@ -1,11 +1,11 @@
-package io.kvbridge.examples.hosts;
+package io.kvbridge.netlab;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.Optional;
 
 /** Skips a test, with the reason, where {@link VirtualHosts} cannot run: not root, no {@code ip netns}, no veth pairs. */
-public final class Namespaces
+final class Namespaces
 {
     private static volatile Optional<String> unavailability;
 
