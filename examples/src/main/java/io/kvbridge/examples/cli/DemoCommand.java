@@ -407,16 +407,23 @@ final class DemoCommand implements Callable<Integer>
     }
 
     /** {@return why none of the endpoints accepts a connection within a second, or null when one does} */
-    private static String unreachable(List<InetSocketAddress> endpoints)
+    static String unreachable(List<InetSocketAddress> endpoints)
     {
         List<String> reasons = new ArrayList<>();
         for (InetSocketAddress endpoint : endpoints) {
+            String name = endpoint.getHostString() + ":" + endpoint.getPort();
+            // the location's endpoints are kept unresolved; a connect needs the address
+            InetSocketAddress resolved = new InetSocketAddress(endpoint.getHostString(), endpoint.getPort());
+            if (resolved.isUnresolved()) {
+                reasons.add(name + ": unknown host");
+                continue;
+            }
             try (Socket socket = new Socket()) {
-                socket.connect(endpoint, DISCOVERY_PROBE_MILLIS);
+                socket.connect(resolved, DISCOVERY_PROBE_MILLIS);
                 return null;
             }
             catch (IOException e) {
-                reasons.add(endpoint.getHostString() + ":" + endpoint.getPort() + ": " + e.getMessage());
+                reasons.add(name + ": " + e.getMessage());
             }
         }
         return String.join("; ", reasons);

@@ -59,6 +59,18 @@ final class KvBridgeCliTest
     }
 
     @Test
+    void aDiscoveryEndpointThatAcceptsConnectionsIsReachableAsTheLocationGivesIt() throws Exception
+    {
+        try (java.net.ServerSocket listening = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            // DirectoryConfig keeps its endpoints unresolved, as here
+            java.net.InetSocketAddress served = java.net.InetSocketAddress.createUnresolved("127.0.0.1", listening.getLocalPort());
+            java.net.InetSocketAddress dead = java.net.InetSocketAddress.createUnresolved("127.0.0.1", 1);
+            assertEquals(null, DemoCommand.unreachable(List.of(dead, served)));
+            assertTrue(DemoCommand.unreachable(List.of(dead)).contains("127.0.0.1:1: Connection refused"), DemoCommand.unreachable(List.of(dead)));
+        }
+    }
+
+    @Test
     void durationsAreAcceptedWhereSecondsAre()
     {
         assertEquals(5.0, new ParsedTextConverter.SecondsConverter().convert("5s"));
