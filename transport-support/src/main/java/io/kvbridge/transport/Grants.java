@@ -29,7 +29,6 @@ import org.slf4j.LoggerFactory;
 public final class Grants
 {
     private static final Logger LOG = LoggerFactory.getLogger(Grants.class);
-    private static final long LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final int MAX_PEERS_REPORTED = 8;
     // keys revoked lately: an access under one is a peer that came late (a lease expired under a
     // slow consumer), not a probe, and is counted without being reported as a problem
@@ -53,7 +52,7 @@ public final class Grants
         }
     };
     private final Map<String, String> lastRefusalByPeer = new LinkedHashMap<>();
-    private long lastLogNanos;
+    private final LogInterval refusalLog = new LogInterval(LogInterval.TEN_SECONDS_NANOS);
     private long loggedRefusals;
 
     /**
@@ -217,11 +216,9 @@ public final class Grants
             lastRefusalByPeer.remove(lastRefusalByPeer.keySet().iterator().next());
         }
         lastRefusalByPeer.put(name, why);
-        long now = System.nanoTime();
-        if (lastLogNanos == 0 || now - lastLogNanos > LOG_INTERVAL_NANOS) {
+        if (refusalLog.due(System.nanoTime())) {
             LOG.warn("{} refused {} peer accesses outside their grants ({} since the last such line; logged at most every 10 s), the latest of peer '{}': {}",
                     description, refusals, refusals - loggedRefusals, name, why);
-            lastLogNanos = now;
             loggedRefusals = refusals;
         }
     }

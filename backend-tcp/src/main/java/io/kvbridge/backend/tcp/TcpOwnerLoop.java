@@ -4,6 +4,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
+import io.kvbridge.transport.LogInterval;
 import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PeerText;
 import io.kvbridge.transport.Registrations;
@@ -44,7 +45,6 @@ final class TcpOwnerLoop
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpOwnerLoop.class);
     private static final long IDLE_SLEEP_MILLIS = 1_000;
-    private static final long ACCEPT_LOG_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final long ACCEPT_BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final long ACCEPT_BACKOFF_MAX_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -78,7 +78,7 @@ final class TcpOwnerLoop
     private long acceptPausedUntil;
     private long acceptBackoffNanos = ACCEPT_BACKOFF_MIN_NANOS;
     private long acceptFailures;
-    private long lastAcceptLog;
+    private final LogInterval acceptLog = new LogInterval(LogInterval.TEN_SECONDS_NANOS);
     // one instance: a method reference written in the loop would be a new object every round
     private final Consumer<SelectionKey> onReady = this::ready;
     private volatile boolean sleeping;
@@ -340,8 +340,7 @@ final class TcpOwnerLoop
             }
             oldest.close("accepting failed and the oldest connections that had not proved who they are were closed to make room");
         }
-        if (lastAcceptLog == 0 || now - lastAcceptLog > ACCEPT_LOG_NANOS) {
-            lastAcceptLog = now;
+        if (acceptLog.due(now)) {
             LOG.warn("{}: accepting a connection failed ({} times so far; logged at most every 10 s): {}; not accepting for {} ms and closed up to {}"
                     + " connections that had not proved who they are; if the process is out of descriptors, raise its limit (ulimit -n)",
                     description, acceptFailures, e.toString(), TimeUnit.NANOSECONDS.toMillis(acceptBackoffNanos / 2), shed);

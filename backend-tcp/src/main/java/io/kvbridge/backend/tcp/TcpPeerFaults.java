@@ -1,10 +1,10 @@
 package io.kvbridge.backend.tcp;
 
 import io.kvbridge.transport.Inbox;
+import io.kvbridge.transport.LogInterval;
 import io.kvbridge.transport.PeerText;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,17 +20,16 @@ import org.slf4j.LoggerFactory;
 final class TcpPeerFaults
 {
     private static final Logger LOG = LoggerFactory.getLogger(TcpPeerFaults.class);
-    private static final long LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final String description;
     private final Inbox inbox;
     private volatile long malformed;
     private volatile String lastMalformed;
-    private long lastMalformedLog;
+    private final LogInterval malformedLog = new LogInterval(LogInterval.TEN_SECONDS_NANOS);
     private volatile long rejected;
     private volatile String lastRejected;
-    private long lastRejectedLog;
-    private long lastDroppedLog;
+    private final LogInterval rejectedLog = new LogInterval(LogInterval.TEN_SECONDS_NANOS);
+    private final LogInterval droppedLog = new LogInterval(LogInterval.TEN_SECONDS_NANOS);
 
     TcpPeerFaults(String description, Inbox inbox)
     {
@@ -44,9 +43,7 @@ final class TcpPeerFaults
         String peer = PeerText.printable(name);
         malformed++;
         lastMalformed = peer + ": " + what;
-        long now = System.nanoTime();
-        if (lastMalformedLog == 0 || now - lastMalformedLog > LOG_INTERVAL_NANOS) {
-            lastMalformedLog = now;
+        if (malformedLog.due(System.nanoTime())) {
             LOG.warn("{}: closed the connection of {}, which broke the protocol: {} ({} such connections so far; logged at most every 10 s)",
                     description, peer, what, malformed);
         }
@@ -58,9 +55,7 @@ final class TcpPeerFaults
         String peer = PeerText.printable(name);
         rejected++;
         lastRejected = peer + ": " + what;
-        long now = System.nanoTime();
-        if (lastRejectedLog == 0 || now - lastRejectedLog > LOG_INTERVAL_NANOS) {
-            lastRejectedLog = now;
+        if (rejectedLog.due(System.nanoTime())) {
             LOG.warn("{}: closed the connection of {}, which did not prove who it is: {} ({} such connections so far; logged at most every 10 s)",
                     description, peer, what, rejected);
         }
@@ -69,9 +64,7 @@ final class TcpPeerFaults
     /** A notification of a verified peer was dropped: the inbox held its bound (the inbox counts it). */
     void dropped(String name)
     {
-        long now = System.nanoTime();
-        if (lastDroppedLog == 0 || now - lastDroppedLog > LOG_INTERVAL_NANOS) {
-            lastDroppedLog = now;
+        if (droppedLog.due(System.nanoTime())) {
             LOG.warn("{}: dropped a notification of peer '{}': {} notifications ({} bytes) wait undrained ({} dropped so far; logged at most"
                     + " every 10 s)", description, PeerText.printable(name), inbox.size(), inbox.bytes(), inbox.dropped());
         }
