@@ -170,61 +170,50 @@ class EtcdDiscoveryEndToEndTest
     void aForgedEntryDoesNotRedirectADecoderWhoseEnginesShareASecret()
             throws Exception
     {
-        try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
-                EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
-                KvBridge prefill = bridge(etcd, SECRET); KvBridge decode = bridge(etcd, SECRET)) {
-            MemorySegment producerMemory = arena.allocate(2048, 64);
-            MemorySegment consumerMemory = arena.allocate(2048, 64);
-            producerMemory.fill((byte) 42);
-            ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill-etcd", geometry(producerMemory)).build());
-            ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode-etcd", geometry(consumerMemory)).build());
-            // whoever can write etcd, without the secret: the producer's own metadata, epoch included, at an address of its choosing
-            PublishedRank real = PublishedRank.decode(observer.resolve("prefill-etcd").getFirst(), WireLimits.DEFAULT);
-            putLeaseless(etcd, PublishedRank.entry("127.0.0.1", 1, real.metadata()));
-            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r1"), "a forged entry failed the request");
-            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r2"));
-            assertEquals(1, refusedEntriesOf(decode), "the forged entry is counted once, not per request");
-        }
+        // whoever can write etcd, without the secret: the producer's own metadata, epoch included, at an address of its choosing
+        assertEntryFailsNoRequest(SECRET, real -> PublishedRank.entry("127.0.0.1", 1, real.metadata()), 2, "a forged entry failed the request");
     }
 
     @Test
     void aDeadLeaselessEntryFallsBackToTheRoutersAddress()
             throws Exception
     {
-        try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
-                EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
-                KvBridge prefill = bridge(etcd, SECRET); KvBridge decode = bridge(etcd, SECRET)) {
-            MemorySegment producerMemory = arena.allocate(2048, 64);
-            MemorySegment consumerMemory = arena.allocate(2048, 64);
-            producerMemory.fill((byte) 42);
-            ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill-etcd", geometry(producerMemory)).build());
-            ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode-etcd", geometry(consumerMemory)).build());
-            // what an earlier incarnation signed and left behind without a lease: genuine, and naming a port where nothing listens
-            PublishedRank real = PublishedRank.decode(observer.resolve("prefill-etcd").getFirst(), WireLimits.DEFAULT);
-            putLeaseless(etcd, PublishedRank.entry("127.0.0.1", 1, real.metadata(), EntrySigner.of(SECRET)));
-            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r1"), "a dead entry failed a request whose parameters name the producer");
-            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r2"));
-            assertEquals(1, refusedEntriesOf(decode), "the dead address is counted once, not per request");
-        }
+        // what an earlier incarnation signed and left behind without a lease: genuine, and naming a port where nothing listens
+        assertEntryFailsNoRequest(SECRET, real -> PublishedRank.entry("127.0.0.1", 1, real.metadata(), EntrySigner.of(SECRET)), 2,
+                "a dead entry failed a request whose parameters name the producer");
     }
 
     @Test
     void withoutASecretAnUnverifiableEntryThatDisagreesWithTheRoutersParametersIsNotUsed()
             throws Exception
     {
+        // the real epoch, another address: nothing can tell it from the producer's own entry
+        assertEntryFailsNoRequest(new byte[0], real -> PublishedRank.entry("127.0.0.1", 1, real.metadata()), 1,
+                "an unverifiable entry redirected the handshake");
+    }
+
+    /**
+     * Puts, beside the producer's own entry, one made from it by {@code entry} (lease-less, so it
+     * stays), then pulls {@code requests} requests with parameters that name the producer's real
+     * address: each must arrive, and the entry must be refused and counted once, not per request.
+     */
+    private void assertEntryFailsNoRequest(byte[] secret, java.util.function.Function<PublishedRank, DirectoryEntry> entry, int requests, String failed)
+            throws Exception
+    {
         try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
                 EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
-                KvBridge prefill = bridge(etcd, new byte[0]); KvBridge decode = bridge(etcd, new byte[0])) {
+                KvBridge prefill = bridge(etcd, secret); KvBridge decode = bridge(etcd, secret)) {
             MemorySegment producerMemory = arena.allocate(2048, 64);
             MemorySegment consumerMemory = arena.allocate(2048, 64);
             producerMemory.fill((byte) 42);
             ProducerConnector producer = prefill.producer(ConnectorSettings.builder("prefill-etcd", geometry(producerMemory)).build());
             ConsumerConnector consumer = decode.consumer(ConnectorSettings.builder("decode-etcd", geometry(consumerMemory)).build());
-            // the real epoch, another address: nothing can tell it from the producer's own entry
             PublishedRank real = PublishedRank.decode(observer.resolve("prefill-etcd").getFirst(), WireLimits.DEFAULT);
-            putLeaseless(etcd, PublishedRank.entry("127.0.0.1", 1, real.metadata()));
-            assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r1"), "an unverifiable entry redirected the handshake");
-            assertEquals(1, refusedEntriesOf(decode));
+            putLeaseless(etcd, entry.apply(real));
+            for (int r = 1; r <= requests; r++) {
+                assertEquals(List.of(), pull(producer, consumer, consumerMemory, "r" + r), failed);
+            }
+            assertEquals(1, refusedEntriesOf(decode), "the entry is counted once, not per request");
         }
     }
 
