@@ -97,16 +97,14 @@ public record CacheGeometry(
                 region.name(), group.id(), region.members(), region.packed() ? " packed" : region.part().plane() ? " as a " + region.part() + " plane" : "");
         check(region.split() == SplitClass.SPLIT, "region %s of state group %d is %s (expected: SPLIT, each component sharded along its split dimension)",
                 region.name(), group.id(), region.split());
-        StringBuilder components = new StringBuilder();
         for (StateComponent component : group.state()) {
             check(component.splitsOver(tpSize), "layer %s, state component %s: splitDim=%d is not divisible by this rank's tpSize=%d (expected: a "
                     + "tensor-parallel size dividing %d)", region.members().getFirst(), component.name(), component.splitDim(), tpSize, component.splitDim());
-            components.append(components.isEmpty() ? "" : " + ").append(component.name()).append('=').append(component.bytesPerRank(tpSize));
         }
         long expected = group.stateBytes(tpSize);
         check(region.blockBytes() == expected, "layer %s: state region %s has blockBytes=%d but group %d gives %d = %s at tpSize=%d; check the state "
                 + "dtypes, heads, state size and convolution width", region.members().getFirst(), region.name(), region.blockBytes(), group.id(), expected,
-                components, tpSize);
+                group.describeState(tpSize), tpSize);
     }
 
     /** A layer may lie in two regions only as its two planes, of one shape. */

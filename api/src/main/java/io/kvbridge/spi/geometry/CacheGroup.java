@@ -93,6 +93,38 @@ public record CacheGroup(int id, GroupKind kind, int windowTokens, int kvHeads, 
     }
 
     /**
+     * Checks that every component of a layer's state splits evenly over a tensor-parallel size.
+     *
+     * @param layer the layer, for the message.
+     * @param tpSize ranks sharing each component.
+     * @throws io.kvbridge.spi.KvBridgeException {@code TP_UNSUPPORTED} naming the layer, the first
+     *     component whose split dimension {@code tpSize} does not divide, and both values.
+     */
+    public void checkStateSplits(String layer, int tpSize)
+    {
+        for (StateComponent component : state) {
+            io.kvbridge.spi.KvBridgeException.check(component.splitsOver(tpSize), io.kvbridge.spi.ErrorCode.TP_UNSUPPORTED,
+                    "layer %s, state component %s: splitDim=%d is not divisible by tpSize=%d, so the ranks cannot hold equal shares (expected: a "
+                            + "tensor-parallel size dividing %d)", layer, component.name(), component.splitDim(), tpSize, component.splitDim());
+        }
+    }
+
+    /**
+     * Describes one state's bytes on a rank component by component, for messages.
+     *
+     * @param tpSize ranks sharing each component; it divides every split dimension.
+     * @return e.g. {@code conv.x=48 + conv.B=24 + conv.C=24 + ssm=64}.
+     */
+    public String describeState(int tpSize)
+    {
+        StringBuilder text = new StringBuilder();
+        for (StateComponent component : state) {
+            text.append(text.isEmpty() ? "" : " + ").append(component.name()).append('=').append(component.bytesPerRank(tpSize));
+        }
+        return text.toString();
+    }
+
+    /**
      * Returns where a component starts inside one state on a rank.
      *
      * @param component index in {@code [0, state().size()]}; the size gives the state's bytes.
