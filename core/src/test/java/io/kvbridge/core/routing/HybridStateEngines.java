@@ -27,31 +27,31 @@ import java.util.List;
  * global unit of the split dimension, byte). Producer ranks are filled, decoder ranks start zeroed,
  * and after a transfer every byte of every decoder rank is compared with the expected image.
  */
-final class HybridStateEngines
+public final class HybridStateEngines
 {
-    static final int KV_HEADS = 4;
-    static final int BLOCK_TOKENS = 2;
-    static final int HEAD_SIZE = 2;
-    static final int KV_CAPACITY = 6;
-    static final int STATE_CAPACITY = 3;
-    static final List<StateComponent> MAMBA2 = StateComponent.mamba2(4, 2, 2, 2, 3, "bfloat16", "float32");
-    static final List<CacheGroup> GROUPS = List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, KV_HEADS, HEAD_SIZE),
+    public static final int KV_HEADS = 4;
+    public static final int BLOCK_TOKENS = 2;
+    public static final int HEAD_SIZE = 2;
+    public static final int KV_CAPACITY = 6;
+    public static final int STATE_CAPACITY = 3;
+    public static final List<StateComponent> MAMBA2 = StateComponent.mamba2(4, 2, 2, 2, 3, "bfloat16", "float32");
+    public static final List<CacheGroup> GROUPS = List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, KV_HEADS, HEAD_SIZE),
             new CacheGroup(1, GroupKind.MAMBA, 0, 4, 2, MAMBA2));
-    static final List<LayerSpec> LAYERS = List.of(new LayerSpec("layers.0", 0), new LayerSpec("layers.1", 1), new LayerSpec("layers.2", 1),
+    public static final List<LayerSpec> LAYERS = List.of(new LayerSpec("layers.0", 0), new LayerSpec("layers.1", 1), new LayerSpec("layers.2", 1),
             new LayerSpec("layers.3", 0));
-    static final ModelIdentity MODEL = new ModelIdentity("test/hybrid-ssm", "bfloat16", "bfloat16", KV_HEADS, HEAD_SIZE, LAYERS.size(), true);
+    public static final ModelIdentity MODEL = new ModelIdentity("test/hybrid-ssm", "bfloat16", "bfloat16", KV_HEADS, HEAD_SIZE, LAYERS.size(), true);
 
     private HybridStateEngines()
     {
     }
 
-    static ModelCacheSpec spec(int ppSize)
+    public static ModelCacheSpec spec(int ppSize)
     {
         return new ModelCacheSpec(MODEL, BLOCK_TOKENS, 1, GROUPS, LAYERS, ModelCacheSpec.evenStages(LAYERS.size(), ppSize));
     }
 
     /** Bytes of one KV head of one block: K and V of every token, bf16. */
-    static long headBytes()
+    public static long headBytes()
     {
         return (long) BLOCK_TOKENS * 2 * HEAD_SIZE * 2;
     }
@@ -81,18 +81,18 @@ final class HybridStateEngines
     }
 
     /** The value of one byte, from what it means; never 0 so untouched bytes show. */
-    static byte kvByte(int layer, int position, int globalHead, long offset)
+    public static byte kvByte(int layer, int position, int globalHead, long offset)
     {
         return (byte) (1 + Math.floorMod(layer * 131 + position * 31 + globalHead * 17 + offset * 7, 251));
     }
 
-    static byte stateByte(int layer, int position, int component, long globalUnit, long offset)
+    public static byte stateByte(int layer, int position, int component, long globalUnit, long offset)
     {
         return (byte) (1 + Math.floorMod(layer * 101 + position * 37 + component * 53 + globalUnit * 13 + offset * 3 + 1, 251));
     }
 
     /** Calls {@code sink} with (address, expected byte) for every byte a rank holds of a request's blocks. */
-    static void forEachByte(CacheGeometry geometry, int[][] blockIds, ByteSink sink)
+    public static void forEachByte(CacheGeometry geometry, int[][] blockIds, ByteSink sink)
     {
         int tp = geometry.rank().tpSize();
         int tpRank = geometry.rank().tpRank();
@@ -129,8 +129,14 @@ final class HybridStateEngines
     }
 
     /** Receives one byte's address and value. */
-    interface ByteSink
+    public interface ByteSink
     {
+        /**
+         * Receives one byte.
+         *
+         * @param address where it lies.
+         * @param value what it holds.
+         */
         void accept(long address, byte value);
     }
 
