@@ -9,9 +9,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
-import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
-import io.kvbridge.spi.geometry.ModelIdentity;
 import io.kvbridge.spi.geometry.Rank;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.geometry.StateComponent;
@@ -33,18 +31,12 @@ import org.junit.jupiter.api.Test;
 final class HmaStateGroupsTest
 {
     private static final CacheLayout LAYOUT = new HmaCacheLayoutFactory().create(Map.of());
-    private static final List<StateComponent> MAMBA2 = StateComponent.mamba2(4, 8, 4, 2, 3, "bfloat16", "float32");
+    private static final List<StateComponent> MAMBA2 = HybridModels.MAMBA2;
     private static final CacheGroup STATE = new CacheGroup(1, GroupKind.MAMBA, 0, 4, 8, MAMBA2);
 
     private static ModelCacheSpec spec(List<Integer> stages, List<StateComponent> state)
     {
-        List<LayerSpec> layers = new ArrayList<>();
-        for (int i = 0; i < 8; i++) {
-            layers.add(new LayerSpec("model.layers." + i, i % 4 == 3 ? 0 : 1));
-        }
-        ModelIdentity identity = new ModelIdentity("hybrid-ssm-8", "bfloat16", "bfloat16", 2, 8, 8, true);
-        return new ModelCacheSpec(identity, HybridModels.BLOCK_TOKENS, 1,
-                List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 2, 8), new CacheGroup(1, GroupKind.MAMBA, 0, 4, 8, state)), layers, stages);
+        return HybridModels.hybridSsm(stages, state);
     }
 
     /** One allocation per attention pool (64 pages), then one per state layer (4 states). */
