@@ -63,6 +63,9 @@ public record CacheGeometry(
         for (Region region : regions) {
             check(regionNames.add(region.name()), "two regions are named %s", region.name());
             check(region.groupId() < groups.size(), "region %s: groupId=%d but only %d groups exist", region.name(), region.groupId(), groups.size());
+            if (region.groupId() >= 0 && groups.get(region.groupId()).stateful()) {
+                checkStateRegion(region, groups.get(region.groupId()), rank.tpSize());
+            }
             for (BlockRun run : region.spans()) {
                 long end = run.end(region.stride(), region.blockBytes());
                 check(allocations.stream().anyMatch(a -> a.kind() == region.memoryKind() && a.device() == region.device()
@@ -84,6 +87,24 @@ public record CacheGeometry(
             check(!region.part().plane() || bothPlanes.contains(held.getKey()), "layer %s has its %s plane in region %s but no %s plane (expected: both planes of a layer, or one JOINT region)",
                     held.getKey(), region.part(), region.name(), region.part() == KvPart.KEY ? KvPart.VALUE : KvPart.KEY);
         }
+    }
+
+    /** A state region holds one layer, one whole state per block, with the components its group describes. */
+    private static void checkStateRegion(Region region, CacheGroup group, int tpSize)
+    {
+        check(region.members().size() == 1 && !region.packed() && region.part() == KvPart.JOINT,
+                "region %s of state group %d holds %s%s (expected: one layer's whole state per block, never pooled, packed or split into planes)",
+                region.name(), group.id(), region.members(), region.packed() ? " packed" : region.part().plane() ? " as a " + region.part() + " plane" : "");
+        check(region.split() == SplitClass.SPLIT, "region %s of state group %d is %s (expected: SPLIT, each component sharded along its split dimension)",
+                region.name(), group.id(), region.split());
+        for (StateComponent component : group.state()) {
+            check(component.splitsOver(tpSize), "layer %s, state component %s: splitDim=%d is not divisible by this rank's tpSize=%d (expected: a "
+                    + "tensor-parallel size dividing %d)", region.members().getFirst(), component.name(), component.splitDim(), tpSize, component.splitDim());
+        }
+        long expected = group.stateBytes(tpSize);
+        check(region.blockBytes() == expected, "layer %s: state region %s has blockBytes=%d but group %d gives %d = %s at tpSize=%d; check the state "
+                + "dtypes, heads, state size and convolution width", region.members().getFirst(), region.name(), region.blockBytes(), group.id(), expected,
+                group.describeState(tpSize), tpSize);
     }
 
     /** A layer may lie in two regions only as its two planes, of one shape. */

@@ -63,8 +63,8 @@ final class ConsumerTransfers
         this.geometry = runtime.settings().geometry();
         this.metrics = runtime.metrics();
         this.grants = runtime.grants();
-        this.myBlocks = new BlockSelection(geometry.groups().size());
-        this.theirBlocks = new BlockSelection(geometry.groups().size());
+        this.myBlocks = BlockSelection.forGroups(geometry.groups());
+        this.theirBlocks = BlockSelection.forGroups(geometry.groups());
     }
 
     /** Posts a planned pull request's READs, or tells every producer rank it may free its blocks when there is nothing to read. */

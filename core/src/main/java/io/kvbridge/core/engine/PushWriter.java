@@ -52,8 +52,8 @@ final class PushWriter
         this.settings = runtime.settings();
         this.geometry = settings.geometry();
         this.metrics = runtime.metrics();
-        this.myBlocks = new BlockSelection(geometry.groups().size());
-        this.theirBlocks = new BlockSelection(geometry.groups().size());
+        this.myBlocks = BlockSelection.forGroups(geometry.groups());
+        this.theirBlocks = BlockSelection.forGroups(geometry.groups());
     }
 
     /**

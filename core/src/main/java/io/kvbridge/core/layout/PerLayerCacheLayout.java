@@ -34,6 +34,10 @@ import java.util.Optional;
  * block a row of the layers' pages in model order. With views (joint K/V only), view {@code i} names
  * layer {@code i}; per-layer views lie in allocations of their own, cross-layer views share one and
  * must not share a byte; a view's stride may exceed the block (padding, other layers' pages).
+ *
+ * <p>A layer of a Mamba state group ({@link GroupKind#MAMBA}) becomes one state region: each block
+ * one whole state on this rank, its components back to back ({@link CacheGroup#stateBytes}), never
+ * split into planes; its allocation or view is given like an attention layer's.
  */
 final class PerLayerCacheLayout implements CacheLayout
 {
@@ -83,6 +87,14 @@ final class PerLayerCacheLayout implements CacheLayout
             CacheGroup group = spec.groups().get(layer.groupId());
             check(group.kind() != GroupKind.MLA, "layer %s belongs to MLA group %d; per-layer describes head-sharded attention, "
                     + "use the 'mla' layout for MLA models", layer.name(), group.id());
+            if (group.stateful()) {
+                // a Mamba layer: one whole state per block, its components back to back
+                group.checkStateSplits(layer.name(), rank.tpSize());
+                check(placement.planes() != PerLayerPlacement.KvPlanes.SPLIT, "layer %s keeps Mamba state, which has no K/V planes to put in a [2, blocks, "
+                        + "...] tensor; use kv-planes=joint or blockwise for hybrid models", layer.name());
+                pageBytes[i] = group.stateBytes(rank.tpSize());
+                continue;
+            }
             int heads = PerLayerBlockDescriptor.headsPerRank(group.kvHeads(), rank.tpSize());
             pageBytes[i] = PerLayerBlockDescriptor.blockBytes(heads, kernelTokens, group.headSize(), elementBytes);
         }
@@ -97,7 +109,7 @@ final class PerLayerCacheLayout implements CacheLayout
                 Allocation allocation = memory.allocations().get(i);
                 int capacity = PerLayerBlockDescriptor.checkCapacity(layers.get(i).name(), allocation.bytes(), pageBytes[i]);
                 allocations.add(allocation);
-                addLayer(regions, layers.get(i), allocation, 0, pageBytes[i], pageBytes[i], capacity);
+                addLayer(regions, layers.get(i), stateful(spec, layers.get(i)), allocation, 0, pageBytes[i], pageBytes[i], capacity);
             }
         }
         else if (memory.views().isEmpty()) {
@@ -113,7 +125,7 @@ final class PerLayerCacheLayout implements CacheLayout
             allocations.add(allocation);
             long offset = 0;
             for (int i = 0; i < layers.size(); i++) {
-                addLayer(regions, layers.get(i), allocation, offset, pageBytes[i], row, capacity);
+                addLayer(regions, layers.get(i), stateful(spec, layers.get(i)), allocation, offset, pageBytes[i], row, capacity);
                 offset += pageBytes[i];
             }
         }
@@ -127,8 +139,11 @@ final class PerLayerCacheLayout implements CacheLayout
                 LayerView view = memory.views().get(i);
                 check(view.layer().equals(layer.name()), "view %d is of layer %s but layer %d of stage %d is %s; give views in model order",
                         i, view.layer(), i, rank.ppRank(), layer.name());
-                check(view.blockBytes() == pageBytes[i], "layer %s: view blockBytes=%d but the spec gives %d (kvHeads/tpSize x %d tokens x 2 x headSize x %d bytes); "
-                        + "check the cache dtype, head counts and block size", layer.name(), view.blockBytes(), pageBytes[i], kernelTokens, elementBytes);
+                CacheGroup group = spec.groups().get(layer.groupId());
+                check(view.blockBytes() == pageBytes[i], "layer %s: view blockBytes=%d but the spec gives %d (%s); check the %s", layer.name(),
+                        view.blockBytes(), pageBytes[i], group.stateful() ? "state " + group.describeState(rank.tpSize())
+                                : String.format(Locale.ROOT, "kvHeads/tpSize x %d tokens x 2 x headSize x %d bytes", kernelTokens, elementBytes),
+                        group.stateful() ? "state dtypes, heads, state size and convolution width" : "cache dtype, head counts and block size");
                 Allocation home = memory.allocationHolding(view);
                 boolean shared = allocations.contains(home);
                 check(!shared || crossLayer, "layer %s shares allocation %s with another layer; per-layer gives every layer its own allocation, "
@@ -136,7 +151,8 @@ final class PerLayerCacheLayout implements CacheLayout
                 if (!shared) {
                     allocations.add(home);
                 }
-                Region region = region(layer.name(), layer, home, view.address(), view.blockBytes(), view.blockStride(), view.blocks(), KvPart.JOINT);
+                Region region = region(layer.name(), layer, home, view.address(), view.blockBytes(), view.blockStride(), view.blocks(), KvPart.JOINT,
+                        group.stateful());
                 for (Region other : regions) {
                     check(!region.sharesBytesWith(other), "layer %s: view [0x%x, +%d every %d bytes, %d blocks) shares bytes with layer %s's; views of one "
                             + "allocation must interleave without overlapping", layer.name(), view.address(), view.blockBytes(), view.blockStride(),
@@ -152,29 +168,40 @@ final class PerLayerCacheLayout implements CacheLayout
      * Adds the regions of one layer whose page sits at {@code offset} in every row of {@code row}
      * bytes of an allocation: one joint region, or its two planes.
      */
-    private void addLayer(List<Region> regions, LayerSpec layer, Allocation home, long offset, long page, long row, int capacity)
+    private void addLayer(List<Region> regions, LayerSpec layer, boolean state, Allocation home, long offset, long page, long row, int capacity)
     {
         long base = home.address();
         long half = page / 2;
+        if (state) {
+            // a state has no planes: one region, its page in every row
+            regions.add(region(layer.name(), layer, home, base + offset, page, row, capacity, KvPart.JOINT, true));
+            return;
+        }
         switch (placement.planes()) {
-            case JOINT -> regions.add(region(layer.name(), layer, home, base + offset, page, row, capacity, KvPart.JOINT));
+            case JOINT -> regions.add(region(layer.name(), layer, home, base + offset, page, row, capacity, KvPart.JOINT, false));
             case BLOCKWISE -> {
-                regions.add(region(layer.name() + "/k", layer, home, base + offset, half, row, capacity, KvPart.KEY));
-                regions.add(region(layer.name() + "/v", layer, home, base + offset + half, half, row, capacity, KvPart.VALUE));
+                regions.add(region(layer.name() + "/k", layer, home, base + offset, half, row, capacity, KvPart.KEY, false));
+                regions.add(region(layer.name() + "/v", layer, home, base + offset + half, half, row, capacity, KvPart.VALUE, false));
             }
             case SPLIT -> {
                 // [2, blocks, row / 2]: every key plane first, then every value plane
                 long plane = (long) capacity * (row / 2);
-                regions.add(region(layer.name() + "/k", layer, home, base + offset / 2, half, row / 2, capacity, KvPart.KEY));
-                regions.add(region(layer.name() + "/v", layer, home, base + plane + offset / 2, half, row / 2, capacity, KvPart.VALUE));
+                regions.add(region(layer.name() + "/k", layer, home, base + offset / 2, half, row / 2, capacity, KvPart.KEY, false));
+                regions.add(region(layer.name() + "/v", layer, home, base + plane + offset / 2, half, row / 2, capacity, KvPart.VALUE, false));
             }
         }
     }
 
-    private Region region(String name, LayerSpec layer, Allocation home, long base, long blockBytes, long stride, int capacity, KvPart part)
+    /** A state's components are each sharded along their own dimension, whatever order attention blocks use. */
+    private Region region(String name, LayerSpec layer, Allocation home, long base, long blockBytes, long stride, int capacity, KvPart part, boolean state)
     {
-        return new Region(name, base, blockBytes, stride, capacity, layer.groupId(), home.kind(), home.device(), order.split(),
+        return new Region(name, base, blockBytes, stride, capacity, layer.groupId(), home.kind(), home.device(), state ? SplitClass.SPLIT : order.split(),
                 List.of(layer.name()), List.of(), part);
+    }
+
+    private static boolean stateful(ModelCacheSpec spec, LayerSpec layer)
+    {
+        return spec.groups().get(layer.groupId()).stateful();
     }
 
     /**

@@ -5,7 +5,9 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.api.BlockSizes;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.geometry.CacheGroup;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The block ids of one side of a request, per cache group, and the transformations the planner
@@ -61,6 +63,25 @@ public final class BlockSelection
             ids[g] = new int[0];
             factors[g] = 1;
         }
+    }
+
+    /**
+     * Creates an empty selection for a geometry's groups, its state groups marked
+     * {@link #indivisible}: a state block is a whole state, never expanded or split.
+     *
+     * @param groups the cache groups in id order; not empty.
+     * @return the selection.
+     */
+    public static BlockSelection forGroups(List<CacheGroup> groups)
+    {
+        requireNonNull(groups, "groups is null");
+        BlockSelection selection = new BlockSelection(groups.size());
+        for (int g = 0; g < groups.size(); g++) {
+            if (groups.get(g).stateful()) {
+                selection.indivisible(g);
+            }
+        }
+        return selection;
     }
 
     /**

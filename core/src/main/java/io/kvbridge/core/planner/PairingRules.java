@@ -6,6 +6,7 @@ import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.geometry.StateComponent;
 import java.util.List;
 import java.util.Locale;
 
@@ -37,6 +38,9 @@ final class PairingRules
         for (int g = 0; g < local.groups().size(); g++) {
             CacheGroup mine = local.groups().get(g);
             CacheGroup theirs = remote.groups().get(g);
+            if (mine.stateful() && theirs.stateful()) {
+                checkStates(local, mine, theirs);
+            }
             check(mine.equals(theirs), "cache group %d is %s locally but %s on the remote (expected: identical groups)", g, mine, theirs);
         }
         long localLogical = (long) local.blockTokens() * local.kernelBlocksPerLogical();
@@ -59,6 +63,28 @@ final class PairingRules
         return localTokens / remoteTokens;
     }
 
+    /** Names the first state component the sides describe differently, and a layer of the group. */
+    private static void checkStates(CacheGeometry local, CacheGroup mine, CacheGroup theirs)
+    {
+        String layer = local.regions().stream().filter(region -> region.groupId() == mine.id()).map(region -> region.members().getFirst()).findFirst()
+                .orElse("(none on this rank)");
+        for (int c = 0; c < Math.max(mine.state().size(), theirs.state().size()); c++) {
+            StateComponent a = c < mine.state().size() ? mine.state().get(c) : null;
+            StateComponent b = c < theirs.state().size() ? theirs.state().get(c) : null;
+            check(a != null && a.equals(b),
+                    "state group %d (layer %s, ...), component %d: local %s but remote %s (expected: the same state components, dtypes and sizes on both "
+                            + "sides; check that both engines run the same model with the same state dtypes)",
+                    mine.id(), layer, c, describe(a), describe(b));
+        }
+    }
+
+    private static String describe(StateComponent component)
+    {
+        return component == null ? "no component"
+                : String.format(Locale.ROOT, "%s (dtype=%s splitDim=%d unitElements=%d)", component.name(), component.dtype(), component.splitDim(),
+                        component.unitElements());
+    }
+
     /**
      * Checks that the entries agree with the geometries they pair: each is what
      * {@link TransferEntry#whole} or {@link TransferEntry#ofLayer} builds from them (which checks
@@ -69,9 +95,16 @@ final class PairingRules
         KvBridgeException.check(!entries.isEmpty(), ErrorCode.ROUTING_FAILED, "no transfer entries: nothing would be moved (expected: at least one local region paired with a remote one)");
         for (int e = 0; e < entries.size(); e++) {
             TransferEntry entry = entries.get(e);
-            TransferEntry rebuilt = entry.byLayer()
-                    ? TransferEntry.ofLayer(local, entry.localRegion(), remote, entry.remoteRegion(), entry.layer(), entry.groupId())
-                    : TransferEntry.whole(local, entry.localRegion(), remote, entry.remoteRegion());
+            TransferEntry rebuilt = entry.stateComponent()
+                    ? TransferEntry.ofStateComponent(local, entry.localRegion(), remote, entry.remoteRegion(), entry.layer(), entry.groupId(), entry.component())
+                    : entry.byLayer()
+                            ? TransferEntry.ofLayer(local, entry.localRegion(), remote, entry.remoteRegion(), entry.layer(), entry.groupId())
+                            : TransferEntry.whole(local, entry.localRegion(), remote, entry.remoteRegion());
+            int group = entry.byLayer() ? entry.groupId() : entry.local().groupId();
+            KvBridgeException.check(entry.stateComponent() || group < 0 || !local.groups().get(group).stateful(), ErrorCode.ROUTING_FAILED,
+                    "entry %d moves %s of state group %d as one block, but a state moves component by component (a whole block would put the peer's "
+                            + "x, B, C and SSM shares in the wrong places when tensor-parallel sizes differ); build its entries with TransferEntry.ofState",
+                    e, entry.byLayer() ? "layer " + entry.layer() : "region " + entry.local().name(), group);
             KvBridgeException.check(rebuilt.equals(entry), ErrorCode.ROUTING_FAILED,
                     "entry %d (%s, group %d) carries local=%s remote=%s, which differs from the regions it names: local=%s remote=%s; build entries from the geometries they pair",
                     e, entry.byLayer() ? "layer " + entry.layer() : "whole region", entry.groupId(), entry.local(), entry.remote(), rebuilt.local(), rebuilt.remote());
@@ -111,6 +144,10 @@ final class PairingRules
      */
     static int checkEntry(CacheGeometry local, CacheGeometry remote, Region mine, Region theirs, TpPlan tp, int ratio, int remoteRatio)
     {
+        if (mine.groupId() >= 0 && local.groups().get(mine.groupId()).stateful()) {
+            checkStateComponent(local, mine, theirs, tp);
+            return 1;
+        }
         check(mine.part() == theirs.part(),
                 "region %s holds the %s of its layers locally but remote region %s holds the %s (expected: the same part on both sides; joint K/V and split planes order bytes differently)",
                 mine.name(), mine.part(), theirs.name(), theirs.part());
@@ -178,6 +215,30 @@ final class PairingRules
         check((long) tp.rankOffsetFactor() * share + share / tp.sources().size() <= theirs.blockBytes(),
                 "region %s: this rank's slice at rankOffsetFactor=%d x %d bytes lies outside remote blockBytes=%d",
                 mine.name(), tp.rankOffsetFactor(), share, theirs.blockBytes());
+    }
+
+    /**
+     * A state component (an entry of {@link TransferEntry#ofState}) is sharded along its own split
+     * dimension: this rank reads every source's share when the peer has more ranks, or its own
+     * share of one source's component when it has more, never a permuted slice. Its blocks are whole
+     * states, so block sizes in tokens do not split them.
+     */
+    private static void checkStateComponent(CacheGeometry local, Region mine, Region theirs, TpPlan tp)
+    {
+        int larger = Math.max(tp.localTp(), tp.remoteTp());
+        KvBridgeException.check(tp.localTp() == tp.remoteTp() || tp.kvHeads() >= larger, ErrorCode.TP_UNSUPPORTED,
+                "state %s: the plan reads attention kvHeads=%d from %s (local tpSize=%d, remote tpSize=%d), but a state needs its share from every "
+                        + "rank; attention heads fewer than the larger tpSize=%d are deduplicated across ranks (expected: kvHeads of at least %d, or equal "
+                        + "tensor-parallel sizes)", mine.name(), tp.kvHeads(), tp.sources(), tp.localTp(), tp.remoteTp(), larger, larger);
+        long expected = mine.blockBytes() * tp.localTp() / tp.remoteTp();
+        check(theirs.blockBytes() == expected,
+                "state %s: remote component holds %d bytes per state but local %d x local tpSize=%d / remote tpSize=%d = %d are expected; check that both "
+                        + "engines run the same model with the same state dtypes", mine.name(), theirs.blockBytes(), mine.blockBytes(), tp.localTp(),
+                tp.remoteTp(), expected);
+        int sources = tp.sources().size();
+        check(mine.blockBytes() % sources == 0 && (long) tp.rankOffsetFactor() * mine.blockBytes() + mine.blockBytes() / sources <= theirs.blockBytes(),
+                "state %s: this rank's share (%d bytes from %d sources at rankOffsetFactor=%d) lies outside the remote component's %d bytes",
+                mine.name(), mine.blockBytes(), sources, tp.rankOffsetFactor(), theirs.blockBytes());
     }
 
     private static void checkBlockBytes(Region mine, Region theirs, long expected, String how)

@@ -5,8 +5,10 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.StateComponent;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -35,10 +37,37 @@ import java.util.Locale;
  * @param groupId the cache group whose block ids address the entry, or -1 for every group (a whole
  *     shared region only).
  * @param local the local geometry the entry uses: the local region, or its view of {@code layer}.
+ * <p>A layer of a state group ({@link io.kvbridge.spi.geometry.GroupKind#MAMBA}) moves as one
+ * entry per <b>state component</b> ({@link #component()}): each side's view is the component's
+ * byte range inside every state, at that side's tensor-parallel size. A component is sharded along
+ * its own split dimension, so a rank's share of a peer's component is one contiguous range of it,
+ * and moving components one by one lands every byte in place without a permutation.
+ *
+ * <pre>
+ *   state at TP 1:  [ conv.x (x0 x1) | conv.B (B0 B1) | conv.C (C0 C1) | ssm (h0 h1) ]
+ *   state at TP 2, rank 1:  [ x1 | B1 | C1 | h1 ]   (four descriptors per state)
+ * </pre>
+ *
  * @param remote the remote geometry the entry uses: the remote region, or its view of {@code layer}.
+ * @param component index of the state component the entry moves, or -1 for an attention entry.
  */
-public record TransferEntry(int localRegion, int remoteRegion, String layer, int groupId, Region local, Region remote)
+public record TransferEntry(int localRegion, int remoteRegion, String layer, int groupId, Region local, Region remote, int component)
 {
+    /**
+     * Creates an entry of attention blocks (no state component).
+     *
+     * @param localRegion see the record.
+     * @param remoteRegion see the record.
+     * @param layer see the record.
+     * @param groupId see the record.
+     * @param local see the record.
+     * @param remote see the record.
+     */
+    public TransferEntry(int localRegion, int remoteRegion, String layer, int groupId, Region local, Region remote)
+    {
+        this(localRegion, remoteRegion, layer, groupId, local, remote, -1);
+    }
+
     /** Validates the values. */
     public TransferEntry
     {
@@ -49,6 +78,9 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
         checkArgument(remoteRegion >= 0, "remoteRegion=%d is negative", remoteRegion);
         checkArgument(groupId >= -1, "groupId=%d is below -1", groupId);
         checkArgument(layer.isEmpty() || groupId >= 0, "layer %s: groupId=%d (expected: a layer belongs to one cache group)", layer, groupId);
+        checkArgument(component >= -1, "component=%d is below -1", component);
+        checkArgument(component == -1 || !layer.isEmpty(), "component %d given for a whole-region entry (expected: state components move layer by layer)",
+                component);
     }
 
     /**
@@ -112,9 +144,138 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
         requireNonNull(local, "local is null");
         List<TransferEntry> entries = new ArrayList<>(local.regions().size());
         for (int r = 0; r < local.regions().size(); r++) {
-            entries.add(whole(local, r, remote, r));
+            addWhole(entries, local, r, remote, r);
         }
         return List.copyOf(entries);
+    }
+
+    /**
+     * Adds the entries that move one local region paired by position: the whole region, or for a
+     * state region its layer component by component.
+     *
+     * @param entries receives the entries.
+     * @param local the local geometry.
+     * @param localRegion index of the local region.
+     * @param remote the remote geometry.
+     * @param remoteRegion index of the remote region.
+     */
+    public static void addWhole(List<TransferEntry> entries, CacheGeometry local, int localRegion, CacheGeometry remote, int remoteRegion)
+    {
+        Region mine = region(local, localRegion, "local");
+        if (mine.groupId() >= 0 && local.groups().get(mine.groupId()).stateful()) {
+            entries.addAll(ofState(local, localRegion, remote, remoteRegion, mine.members().getFirst(), mine.groupId()));
+        }
+        else {
+            entries.add(whole(local, localRegion, remote, remoteRegion));
+        }
+    }
+
+    /**
+     * Pairs the regions holding one layer of a state group, one entry per state component.
+     *
+     * @param local the local geometry.
+     * @param localRegion index of the local region holding the layer.
+     * @param remote the remote geometry.
+     * @param remoteRegion index of the remote region holding the layer.
+     * @param layer the layer's global name.
+     * @param groupId the layer's cache group, a state group on both sides.
+     * @return one entry per component, in the group's component order.
+     * @throws io.kvbridge.spi.KvBridgeException {@code GEOMETRY_INCOMPATIBLE} when the group is not
+     *     a state group on both sides or its components differ, {@code TP_UNSUPPORTED} when a
+     *     side's tensor-parallel size does not divide a component's split dimension, and the
+     *     errors of {@link #ofLayer}.
+     */
+    public static List<TransferEntry> ofState(CacheGeometry local, int localRegion, CacheGeometry remote, int remoteRegion, String layer, int groupId)
+    {
+        TransferEntry layerEntry = ofLayer(local, localRegion, remote, remoteRegion, layer, groupId);
+        CacheGroup group = stateGroup(local, groupId, layer, "local");
+        CacheGroup peerGroup = stateGroup(remote, groupId, layer, "remote");
+        checkSameComponents(layer, group, peerGroup);
+        List<TransferEntry> entries = new ArrayList<>(group.state().size());
+        for (int c = 0; c < group.state().size(); c++) {
+            entries.add(new TransferEntry(localRegion, remoteRegion, layer, groupId,
+                    componentView(layerEntry.local(), group, c, local.rank().tpSize(), "local", layer),
+                    componentView(layerEntry.remote(), peerGroup, c, remote.rank().tpSize(), "remote", layer), c));
+        }
+        return List.copyOf(entries);
+    }
+
+    /**
+     * Rebuilds a state component entry from the geometries it names.
+     *
+     * @param local the local geometry.
+     * @param localRegion index of the local region holding the layer.
+     * @param remote the remote geometry.
+     * @param remoteRegion index of the remote region holding the layer.
+     * @param layer the layer's global name.
+     * @param groupId the layer's state group.
+     * @param component the component's index.
+     * @return the entry {@link #ofState} builds for that component.
+     */
+    static TransferEntry ofStateComponent(CacheGeometry local, int localRegion, CacheGeometry remote, int remoteRegion, String layer, int groupId,
+            int component)
+    {
+        List<TransferEntry> all = ofState(local, localRegion, remote, remoteRegion, layer, groupId);
+        if (component >= all.size()) {
+            throw Checks.failure(ErrorCode.ROUTING_FAILED, "layer %s: state component %d does not exist (group %d has %d components)", layer, component,
+                    groupId, all.size());
+        }
+        return all.get(component);
+    }
+
+    /**
+     * Tells whether the entry moves one state component.
+     *
+     * @return true when {@link #component()} is not -1.
+     */
+    public boolean stateComponent()
+    {
+        return component >= 0;
+    }
+
+    private static CacheGroup stateGroup(CacheGeometry geometry, int groupId, String layer, String side)
+    {
+        if (groupId < 0 || groupId >= geometry.groups().size() || !geometry.groups().get(groupId).stateful()) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s: cache group %d is not a state group on the %s side (rank %s has groups %s)",
+                    layer, groupId, side, geometry.rank(), geometry.groups());
+        }
+        return geometry.groups().get(groupId);
+    }
+
+    /** Both sides must describe one state alike, component by component: the bytes would otherwise land in the wrong place. */
+    private static void checkSameComponents(String layer, CacheGroup mine, CacheGroup theirs)
+    {
+        if (mine.state().size() != theirs.state().size()) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s: local state group %d has %d components %s but the remote one %d %s "
+                    + "(expected: the same components on both sides)", layer, mine.id(), mine.state().size(), mine.state(), theirs.state().size(), theirs.state());
+        }
+        for (int c = 0; c < mine.state().size(); c++) {
+            StateComponent a = mine.state().get(c);
+            StateComponent b = theirs.state().get(c);
+            if (!a.equals(b)) {
+                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s, state component %d: local %s (dtype=%s splitDim=%d unitElements=%d) but remote "
+                        + "%s (dtype=%s splitDim=%d unitElements=%d); check that both engines run the same model with the same state dtypes",
+                        layer, c, a.name(), a.dtype(), a.splitDim(), a.unitElements(), b.name(), b.dtype(), b.splitDim(), b.unitElements());
+            }
+        }
+    }
+
+    /** A component's bytes inside every state of a layer's view, at one side's tensor-parallel size. */
+    private static Region componentView(Region layerView, CacheGroup group, int component, int tpSize, String side, String layer)
+    {
+        StateComponent spec = group.state().get(component);
+        if (!spec.splitsOver(tpSize)) {
+            throw Checks.failure(ErrorCode.TP_UNSUPPORTED, "layer %s, state component %s: the %s tpSize=%d does not divide splitDim=%d, so its ranks cannot "
+                    + "hold equal shares (expected: tensor-parallel sizes dividing %d on both sides)", layer, spec.name(), side, tpSize, spec.splitDim(),
+                    spec.splitDim());
+        }
+        long offset = group.componentOffset(component, tpSize);
+        long bytes = spec.bytesPerRank(tpSize);
+        if (layerView.blockBytes() != group.stateBytes(tpSize)) {
+            throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s: %s state region %s has blockBytes=%d but its components need %d at tpSize=%d",
+                    layer, side, layerView.name(), layerView.blockBytes(), group.stateBytes(tpSize), tpSize);
+        }
+        return layerView.narrowed(layer + "/" + spec.name(), layerView.base() + offset, bytes, group.id(), List.of(layer));
     }
 
     /**
@@ -139,6 +300,14 @@ public record TransferEntry(int localRegion, int remoteRegion, String layer, int
     {
         String side = localSide ? "local" : "remote";
         Region region = region(geometry, localSide ? localRegion : remoteRegion, side);
+        if (stateComponent()) {
+            CacheGroup group = stateGroup(geometry, groupId, layer, side);
+            if (component >= group.state().size()) {
+                throw Checks.failure(ErrorCode.GEOMETRY_INCOMPATIBLE, "layer %s: %s rank %s describes %d state components, not component %d", layer, side,
+                        geometry.rank(), group.state().size(), component);
+            }
+            return componentView(view(region, layer, groupId, side), group, component, geometry.rank().tpSize(), side, layer);
+        }
         return byLayer() ? view(region, layer, groupId, side) : region;
     }
 

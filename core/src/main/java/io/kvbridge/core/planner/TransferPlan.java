@@ -49,6 +49,9 @@ public final class TransferPlan
     private final int remoteRatio;
     private final boolean[] replicatedEntries;
     private final int[] runs;
+    // sub-blocks per block on each side: the block size ratio, or 1 for a state (a state is never split)
+    private final int[] splits;
+    private final int[] remoteSplits;
     private final long[] localRunBytes;
     private final long[] remoteRunBytes;
     private final long[] remoteOffsets;
@@ -70,12 +73,16 @@ public final class TransferPlan
 
         int count = this.entries.size();
         boolean allReplicated = true;
-        int kvHeads = local.model().totalKvHeads();
+        // a plan of state components alone shards as if every rank held distinct heads
+        int kvHeads = Math.max(local.rank().tpSize(), remote.rank().tpSize());
         for (int e = count - 1; e >= 0; e--) {
-            Region mine = this.entries.get(e).local();
+            TransferEntry entry = this.entries.get(e);
+            Region mine = entry.local();
             if (!PairingRules.replicated(mine)) {
                 allReplicated = false;
-                kvHeads = PairingRules.headsOf(local, mine);
+                if (!entry.stateComponent()) {
+                    kvHeads = PairingRules.headsOf(local, mine);
+                }
             }
         }
         this.tp = TpPlan.compute(local.rank().tpRank(), local.rank().tpSize(), remote.rank().tpSize(), kvHeads, allReplicated);
@@ -83,6 +90,8 @@ public final class TransferPlan
         int sources = tp.sources().size();
         this.replicatedEntries = new boolean[count];
         this.runs = new int[count];
+        this.splits = new int[count];
+        this.remoteSplits = new int[count];
         this.localRunBytes = new long[count];
         this.remoteRunBytes = new long[count];
         this.remoteOffsets = new long[count];
@@ -102,21 +111,25 @@ public final class TransferPlan
             int headRuns = PairingRules.checkEntry(local, remote, mine, theirs, tp, ratio, remoteRatio);
             boolean replicatedEntry = PairingRules.replicated(mine);
             boolean byHead = headRuns > 1;
+            int split = entry.stateComponent() ? 1 : ratio;
+            int remoteSplit = entry.stateComponent() ? 1 : remoteRatio;
+            splits[e] = split;
+            remoteSplits[e] = remoteSplit;
             // this rank's bytes of one remote block
-            long share = mine.blockBytes() * remoteRatio / ratio;
+            long share = mine.blockBytes() * remoteSplit / split;
             replicatedEntries[e] = replicatedEntry;
             // each source slot moves its own heads: runs per slot, and the local bytes of one run
             runs[e] = byHead ? headRuns / sources : 1;
             localRunBytes[e] = mine.blockBytes() / headRuns;
-            remoteRunBytes[e] = byHead ? localRunBytes[e] * remoteRatio / ratio : share;
+            remoteRunBytes[e] = byHead ? localRunBytes[e] * remoteSplit / split : share;
             remoteOffsets[e] = replicatedEntry ? 0 : tp.rankOffsetFactor() * share;
-            pairBytes[e] = byHead ? localRunBytes[e] / ratio : mine.blockBytes() / ratio / (replicatedEntry ? 1 : sources);
+            pairBytes[e] = byHead ? localRunBytes[e] / split : mine.blockBytes() / split / (replicatedEntry ? 1 : sources);
             sliceBytes[e] = replicatedEntry ? 0 : byHead ? runs[e] * localRunBytes[e] : pairBytes[e];
             laterSlots[e] = !replicatedEntry;
             localNames[e] = mine.name();
             remoteNames[e] = theirs.name();
-            localCapacities[e] = subBlocks(mine, ratio);
-            remoteCapacities[e] = subBlocks(theirs, remoteRatio);
+            localCapacities[e] = subBlocks(mine, split);
+            remoteCapacities[e] = subBlocks(theirs, remoteSplit);
             groupIds[e] = entry.groupId();
         }
         this.localSpace = new IndexSpace("local", localNames, localCapacities, runs, groupIds);
@@ -295,13 +308,14 @@ public final class TransferPlan
         for (int e = 0; e < entries.size(); e++) {
             Region region = entries.get(e).local();
             long run = localRunBytes[e];
-            long sub = run / ratio;
+            int split = splits[e];
+            long sub = run / split;
             long length = pairBytes[e];
             long slice = sources == 1 ? 0 : slot * sliceBytes[e];
             int entryRuns = runs[e];
             for (int block = 0; block < region.capacity(); block++) {
                 long address = region.blockAddress(block) + slice;
-                for (int s = 0; s < ratio; s++) {
+                for (int s = 0; s < split; s++) {
                     for (int h = 0; h < entryRuns; h++) {
                         addresses[n] = address + h * run + s * sub;
                         lengths[n] = length;
@@ -341,12 +355,13 @@ public final class TransferPlan
             long offset = remoteOffsets[e];
             long length = pairBytes[e];
             long run = remoteRunBytes[e];
-            long sub = run / remoteRatio;
+            int remoteSplit = remoteSplits[e];
+            long sub = run / remoteSplit;
             int entryRuns = runs[e];
             int capacity = region.capacity();
             for (int block = 0; block < capacity; block++) {
                 long address = region.blockAddress(block) + offset;
-                for (int s = 0; s < remoteRatio; s++) {
+                for (int s = 0; s < remoteSplit; s++) {
                     for (int h = 0; h < entryRuns; h++) {
                         addresses[n] = address + h * run + s * sub;
                         lengths[n] = length;

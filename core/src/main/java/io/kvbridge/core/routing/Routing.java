@@ -256,7 +256,7 @@ public final class Routing
         checkNotEmpty(local.regions().size(), local, remote);
         List<TransferEntry> entries = new ArrayList<>(local.regions().size());
         for (int r = 0; r < local.regions().size(); r++) {
-            entries.add(TransferEntry.whole(local, r, remote, offset + r));
+            TransferEntry.addWhole(entries, local, r, remote, offset + r);
         }
         return entries;
     }
@@ -282,7 +282,12 @@ public final class Routing
                     }
                     throw missing(layer, region, local, remote);
                 }
-                entries.add(TransferEntry.ofLayer(local, l, remote, r, layer, group));
+                if (local.groups().get(group).stateful()) {
+                    entries.addAll(TransferEntry.ofState(local, l, remote, r, layer, group));
+                }
+                else {
+                    entries.add(TransferEntry.ofLayer(local, l, remote, r, layer, group));
+                }
             }
         }
         if (!partialPeer) {

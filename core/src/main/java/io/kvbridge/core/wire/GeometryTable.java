@@ -8,6 +8,7 @@ import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.StateComponent;
 import io.kvbridge.spi.memory.Allocation;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -64,6 +65,19 @@ public final class GeometryTable
         }
         out.append("\ngroups\n");
         table(out, List.of("id", "kind", "window", "kv_heads", "head_size"), groups);
+        List<List<String>> components = new ArrayList<>();
+        for (CacheGroup group : geometry.groups()) {
+            for (int c = 0; c < group.state().size(); c++) {
+                StateComponent component = group.state().get(c);
+                components.add(List.of(Integer.toString(group.id()), component.name(), component.dtype(), Integer.toString(component.splitDim()),
+                        Long.toString(component.unitElements()), Long.toString(group.componentOffset(c, geometry.rank().tpSize())),
+                        Long.toString(component.bytesPerRank(geometry.rank().tpSize()))));
+            }
+        }
+        if (!components.isEmpty()) {
+            out.append("\nstate components (offset and bytes on this rank)\n");
+            table(out, List.of("group", "component", "dtype", "split_dim", "unit_elements", "offset", "bytes"), components);
+        }
 
         List<List<String>> allocations = new ArrayList<>();
         for (int i = 0; i < geometry.allocations().size(); i++) {

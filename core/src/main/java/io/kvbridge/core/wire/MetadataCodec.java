@@ -14,6 +14,7 @@ import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Rank;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.geometry.StateComponent;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import java.util.ArrayList;
@@ -76,15 +77,26 @@ public final class MetadataCodec
         tree.put("kernel_blocks_per_logical", geometry.kernelBlocksPerLogical());
         tree.put("model", fields("model", model.model(), "dtype", model.dtype(), "cache_dtype", model.cacheDtype(),
                 "total_kv_heads", model.totalKvHeads(), "head_size", model.headSize(), "layer_count", model.layerCount(), "hma", model.hma()));
-        tree.put("groups", geometry.groups().stream()
-                .map(group -> fields("id", group.id(), "kind", group.kind(), "window_tokens", group.windowTokens(), "kv_heads", group.kvHeads(),
-                        "head_size", group.headSize()))
-                .toList());
+        tree.put("groups", geometry.groups().stream().map(MetadataCodec::groupTree).toList());
         tree.put("allocations", geometry.allocations().stream()
                 .map(allocation -> fields("address", allocation.address(), "bytes", allocation.bytes(), "memory_kind", allocation.kind(),
                         "device", allocation.device()))
                 .toList());
         tree.put("regions", geometry.regions().stream().map(MetadataCodec::regionTree).toList());
+        return tree;
+    }
+
+    private static Map<String, Object> groupTree(CacheGroup group)
+    {
+        Map<String, Object> tree = fields("id", group.id(), "kind", group.kind(), "window_tokens", group.windowTokens(), "kv_heads", group.kvHeads(),
+                "head_size", group.headSize());
+        if (group.stateful()) {
+            // only state groups carry components, so attention geometries encode as they always did
+            tree.put("state", group.state().stream()
+                    .map(component -> fields("name", component.name(), "dtype", component.dtype(), "split_dim", component.splitDim(),
+                            "unit_elements", component.unitElements()))
+                    .toList());
+        }
         return tree;
     }
 
@@ -151,12 +163,18 @@ public final class MetadataCodec
         ModelIdentity model = decodeModel(map.requireMap("model"));
         List<CacheGroup> groups = new ArrayList<>();
         for (WireMap group : map.requireMaps("groups")) {
+            List<StateComponent> state = new ArrayList<>();
+            for (WireMap component : group.optionalMaps("state")) {
+                state.add(rebuild(component, component.path(), () -> new StateComponent(component.requireString("name"), component.requireString("dtype"),
+                        component.requireInt("split_dim"), component.requireLong("unit_elements"))));
+            }
             groups.add(rebuild(group, group.path(), () -> new CacheGroup(
                     group.requireInt("id"),
                     group.requireEnum("kind", GroupKind.class),
                     group.optionalInt("window_tokens", 0),
                     group.requireInt("kv_heads"),
-                    group.requireInt("head_size"))));
+                    group.requireInt("head_size"),
+                    state)));
         }
         List<Allocation> allocations = new ArrayList<>();
         for (WireMap allocation : map.requireMaps("allocations")) {

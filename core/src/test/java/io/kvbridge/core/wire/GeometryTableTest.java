@@ -36,6 +36,18 @@ final class GeometryTableTest
     }
 
     @Test
+    void rendersStateComponentsWithTheirOffsetsOnThisRank()
+    {
+        String text = GeometryTable.render(TestingGeometries.metadata("prefill-0", TestingGeometries.hybridState()));
+        assertTrue(text.contains("1   mamba           0       64        64\n"), text);
+        // TP 2: conv.x 2048 channels x 3 x 2 B, conv.B and conv.C 512 x 3 x 2 B, ssm 32 heads x 64 x 128 x 4 B
+        String ssm = text.lines().filter(line -> line.startsWith("1      ssm")).findFirst().orElseThrow();
+        assertEquals(List.of("1", "ssm", "float32", "64", "8192", Long.toString(3 * 2048 * 2 + 2 * 3 * 512 * 2), Long.toString(32L * 8192 * 4)),
+                List.of(ssm.split(" +")));
+        assertTrue(text.contains("state components (offset and bytes on this rank)"), text);
+    }
+
+    @Test
     void abbreviatesLongMemberListsAndShowsPackedPages()
     {
         CacheGeometry perLayer = TestingGeometries.perLayer(5, Rank.single());

@@ -63,6 +63,17 @@ final class MetadataCodecTest
     }
 
     @Test
+    void onlyStateGroupsCarryComponentsSoAttentionGroupsEncodeAsBefore()
+    {
+        Map<String, Object> hybrid = tree(TestingGeometries.metadata("engine-a", TestingGeometries.hybridState()));
+        List<Object> groups = list(hybrid.get("groups"));
+        assertEquals(Set.of("id", "kind", "window_tokens", "kv_heads", "head_size"), map(groups.get(0)).keySet());
+        List<Object> state = list(map(groups.get(1)).get("state"));
+        assertEquals(4, state.size());
+        assertEquals(Map.of("name", "ssm", "dtype", "float32", "split_dim", 64, "unit_elements", 64L * 128), map(state.get(3)));
+    }
+
+    @Test
     void roundTripWithoutTransportOrCapabilities()
     {
         RankMetadata metadata = new RankMetadata("e", TestingGeometries.EPOCH, "", new byte[0], Set.of(), TestingGeometries.pooledHma());
@@ -168,7 +179,7 @@ final class MetadataCodecTest
                 Arguments.of("regions[0].memory_kind", "gpu", "regions[0].memory_kind", "value=gpu is not one of [host, device]"),
                 Arguments.of("regions[0].split", 1L, "regions[0].split", "expected a string, got an integer"),
                 Arguments.of("groups", List.of("full"), "groups[0]", "expected a map, got a string"),
-                Arguments.of("groups[0].kind", "linear", "groups[0].kind", "value=linear is not one of [full_attention, sliding_window, mla]"),
+                Arguments.of("groups[0].kind", "linear", "groups[0].kind", "value=linear is not one of [full_attention, sliding_window, mla, mamba]"),
                 Arguments.of("model.hma", "yes", "model.hma", "expected a boolean, got a string"),
                 Arguments.of("model.head_size", 1.5, "model.head_size", "expected an integer within the signed 64-bit range, got a float"),
                 Arguments.of("transport_metadata", "not bytes", "transport_metadata", "expected binary, got a string"),

@@ -113,9 +113,27 @@ public final class TestingGeometries
                 List.of(device, host), regions);
     }
 
+    /** An attention layer and a Mamba-2 layer (bf16 convolution state, fp32 SSM state) on rank 1 of TP 2. */
+    public static CacheGeometry hybridState()
+    {
+        ModelIdentity identity = new ModelIdentity("test/hybrid-ssm", "bfloat16", "bfloat16", 8, 128, 2, true);
+        CacheGroup mamba = new CacheGroup(1, GroupKind.MAMBA, 0, 64, 64, io.kvbridge.spi.geometry.StateComponent.mamba2(64, 64, 128, 8, 3, "bfloat16", "float32"));
+        long page = 4L * 16 * 2 * 128 * 2;
+        long state = mamba.stateBytes(2);
+        Allocation allocation = new Allocation(HOST_BASE, 64 * page + 4 * state, MemoryKind.HOST, 0);
+        List<Region> regions = List.of(
+                new Region("model.layers.0.self_attn", HOST_BASE, page, page, 64, 0, MemoryKind.HOST, 0, SplitClass.SPLIT, List.of("model.layers.0.self_attn"),
+                        List.of()),
+                new Region("model.layers.1.mixer", HOST_BASE + 64 * page, state, state, 4, 1, MemoryKind.HOST, 0, SplitClass.SPLIT,
+                        List.of("model.layers.1.mixer"), List.of()));
+        return new CacheGeometry("hma", new Rank(0, 1, 1, 2), identity, 16, 1, List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 8, 128), mamba),
+                List.of(allocation), regions);
+    }
+
     public static List<CacheGeometry> all()
     {
-        return List.of(perLayer(4, Rank.single()), perLayer(93, new Rank(0, 1, 1, 2)), pooledHma(), packedMla(), deviceRegions(), pagedPlanes());
+        return List.of(perLayer(4, Rank.single()), perLayer(93, new Rank(0, 1, 1, 2)), pooledHma(), packedMla(), deviceRegions(), pagedPlanes(),
+                hybridState());
     }
 
     /**

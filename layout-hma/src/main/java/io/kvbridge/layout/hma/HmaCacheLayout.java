@@ -51,23 +51,43 @@ final class HmaCacheLayout implements CacheLayout
     {
         requireNonNull(spec, "spec is null");
         requireNonNull(memory, "memory is null");
-        List<LayerSpec> layers = spec.layersOwnedBy(rank);
+        List<LayerSpec> owned = spec.layersOwnedBy(rank);
         int kernelTokens = spec.kernelBlockTokens();
         long[] pagePerGroup = new long[spec.groups().size()];
-        int[] groupIds = new int[layers.size()];
-        for (int i = 0; i < layers.size(); i++) {
-            CacheGroup group = spec.groups().get(layers.get(i).groupId());
-            check(group.kind() == GroupKind.FULL_ATTENTION || group.kind() == GroupKind.SLIDING_WINDOW,
-                    "layer %s belongs to %s group %d; hma pools full-attention and sliding-window groups, use the 'mla' layout for MLA",
-                    layers.get(i).name(), group.kind(), group.id());
+        // attention layers pool by the allocator's rule; state layers keep one state region each
+        List<LayerSpec> layers = new ArrayList<>();
+        List<LayerSpec> states = new ArrayList<>();
+        List<LayerView> views = new ArrayList<>();
+        List<LayerView> stateViews = new ArrayList<>();
+        check(memory.views().isEmpty() || memory.views().size() == owned.size(),
+                "%d layer views given for the %d layers this stage owns; give one view per layer in model order", memory.views().size(), owned.size());
+        for (int i = 0; i < owned.size(); i++) {
+            LayerSpec layer = owned.get(i);
+            CacheGroup group = spec.groups().get(layer.groupId());
+            check(group.kind() == GroupKind.FULL_ATTENTION || group.kind() == GroupKind.SLIDING_WINDOW || group.stateful(),
+                    "layer %s belongs to %s group %d; hma pools full-attention and sliding-window groups beside Mamba state groups, use the 'mla' "
+                            + "layout for MLA", layer.name(), group.kind(), group.id());
+            if (!memory.views().isEmpty()) {
+                LayerView view = memory.views().get(i);
+                check(view.layer().equals(layer.name()), "view %d is of layer %s but layer %d of the stage is %s; give views in model order",
+                        i, view.layer(), i, layer.name());
+                (group.stateful() ? stateViews : views).add(view);
+            }
+            if (group.stateful()) {
+                group.checkStateSplits(layer.name(), rank.tpSize());
+                states.add(layer);
+                continue;
+            }
             int heads = HmaPoolDescriptor.headsPerRank(group.kvHeads(), rank.tpSize());
             pagePerGroup[group.id()] = HmaPoolDescriptor.pageBytes(heads, kernelTokens, group.headSize(), spec.identity().cacheElementBytes());
-            groupIds[i] = group.id();
+            layers.add(layer);
         }
+        int[] groupIds = layers.stream().mapToInt(LayerSpec::groupId).toArray();
         long pageBytes = HmaPoolDescriptor.checkUniformPageBytes(pagePerGroup);
         List<Pool> pools = memory.views().isEmpty()
-                ? poolsByAllocatorRule(layers, groupIds, memory.allocations(), pageBytes, rank)
-                : poolsFromViews(layers, memory, pageBytes);
+                ? poolsByAllocatorRule(layers, groupIds, memory.allocations().subList(0, Math.max(0, memory.allocations().size() - states.size())),
+                        pageBytes, rank)
+                : poolsFromViews(layers, views, memory, pageBytes);
         List<Allocation> allocations = new ArrayList<>();
         List<Region> regions = new ArrayList<>();
         for (Pool pool : pools) {
@@ -84,6 +104,35 @@ final class HmaCacheLayout implements CacheLayout
             regions.add(new Region(members.getFirst(), pool.base(), pageBytes, pool.stride(), pool.capacity(), groupId, pool.home().kind(),
                     pool.home().device(), SplitClass.SPLIT, members, List.of()));
         }
+        for (int s = 0; s < states.size(); s++) {
+            LayerSpec layer = states.get(s);
+            CacheGroup group = spec.groups().get(layer.groupId());
+            long stateBytes = group.stateBytes(rank.tpSize());
+            Allocation home;
+            Region region;
+            if (memory.views().isEmpty()) {
+                home = memory.allocations().get(memory.allocations().size() - states.size() + s);
+                region = new Region(layer.name(), home.address(), stateBytes, stateBytes, HmaPoolDescriptor.checkStateCapacity(layer.name(), home.bytes(),
+                        stateBytes), group.id(), home.kind(), home.device(), SplitClass.SPLIT, List.of(layer.name()), List.of());
+            }
+            else {
+                LayerView view = stateViews.get(s);
+                check(view.blockBytes() == stateBytes, "layer %s: state view blockBytes=%d but group %d gives %d = %s at tpSize=%d; check the state dtypes, "
+                        + "heads, state size and convolution width", layer.name(), view.blockBytes(), group.id(), stateBytes, group.describeState(rank.tpSize()),
+                        rank.tpSize());
+                home = memory.allocationHolding(view);
+                region = new Region(layer.name(), view.address(), stateBytes, view.blockStride(), view.blocks(), group.id(), home.kind(), home.device(),
+                        SplitClass.SPLIT, List.of(layer.name()), List.of());
+            }
+            if (!allocations.contains(home)) {
+                allocations.add(home);
+            }
+            for (Region other : regions) {
+                KvBridgeException.check(!region.sharesBytesWith(other), ErrorCode.GEOMETRY_INVALID, "state of layer %s [0x%x, +%d every %d bytes) shares bytes "
+                        + "with region %s; a state needs pages of its own", layer.name(), region.base(), stateBytes, region.stride(), other.name());
+            }
+            regions.add(region);
+        }
         return new CacheGeometry(NAME, rank, spec.identity(), kernelTokens, spec.kernelBlocksPerLogical(), spec.groups(), allocations, regions);
     }
 
@@ -96,8 +145,9 @@ final class HmaCacheLayout implements CacheLayout
     {
         int[] poolOf = HmaPoolDescriptor.poolIndices(groupIds);
         int poolCount = HmaPoolDescriptor.poolCount(poolOf);
-        check(allocations.size() == poolCount, "stage %d pools its %d layers into %d pools (layer i of every group shares pool i) but %d allocations "
-                + "were given; pass one allocation per pool in pool order, or layer views", rank.ppRank(), layers.size(), poolCount, allocations.size());
+        check(allocations.size() == poolCount, "stage %d pools its %d attention layers into %d pools (layer i of every group shares pool i) but %d "
+                + "allocations were given for them; pass one allocation per pool in pool order, then one per state layer, or layer views", rank.ppRank(),
+                layers.size(), poolCount, allocations.size());
         List<Pool> pools = new ArrayList<>();
         for (int p = 0; p < poolCount; p++) {
             List<LayerSpec> members = new ArrayList<>();
@@ -112,17 +162,13 @@ final class HmaCacheLayout implements CacheLayout
         return pools;
     }
 
-    private static List<Pool> poolsFromViews(List<LayerSpec> layers, CacheMemory memory, long pageBytes)
+    private static List<Pool> poolsFromViews(List<LayerSpec> layers, List<LayerView> views, CacheMemory memory, long pageBytes)
     {
-        check(memory.views().size() == layers.size(), "%d layer views given for the %d layers this stage owns; give one view per layer in model order",
-                memory.views().size(), layers.size());
         Map<Long, List<LayerSpec>> membersByBase = new LinkedHashMap<>();
         Map<Long, LayerView> viewByBase = new LinkedHashMap<>();
         for (int i = 0; i < layers.size(); i++) {
             LayerSpec layer = layers.get(i);
-            LayerView view = memory.views().get(i);
-            check(view.layer().equals(layer.name()), "view %d is of layer %s but layer %d of the stage is %s; give views in model order",
-                    i, view.layer(), i, layer.name());
+            LayerView view = views.get(i);
             check(view.blockBytes() == pageBytes, "layer %s: view blockBytes=%d but the groups' page is %d bytes; check the cache dtype, heads and block size",
                     layer.name(), view.blockBytes(), pageBytes);
             LayerView first = viewByBase.putIfAbsent(view.address(), view);

@@ -147,6 +147,24 @@ public final class HmaPoolDescriptor
     }
 
     /**
+     * Returns the states an allocation of a state layer holds.
+     *
+     * @param layer the layer, for the message.
+     * @param allocationBytes bytes of the allocation.
+     * @param stateBytes bytes of one state on this rank.
+     * @return {@code allocationBytes / stateBytes}.
+     * @throws KvBridgeException {@code LAYOUT_UNSUPPORTED} when it holds no whole state.
+     */
+    public static int checkStateCapacity(String layer, long allocationBytes, long stateBytes)
+    {
+        long states = allocationBytes / stateBytes;
+        KvBridgeException.check(states > 0 && states <= Integer.MAX_VALUE, ErrorCode.LAYOUT_UNSUPPORTED,
+                "state layer %s: allocation of %d bytes holds %d states of %d bytes (expected: between 1 and %d)", layer, allocationBytes, states, stateBytes,
+                Integer.MAX_VALUE);
+        return (int) states;
+    }
+
+    /**
      * Checks that every group uses the same page size, as pools shared by groups require.
      *
      * @param pageBytesPerGroup page bytes of each group, in group order; 0 for a group without

@@ -1,5 +1,6 @@
 package io.kvbridge.layout.hma;
 
+import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Rank;
@@ -42,6 +43,36 @@ abstract class HmaCases extends AbstractCacheLayoutConformanceTest
         return new LayoutCase(name, spec, CacheMemory.of(pools), rank, placement);
     }
 
+    /** Attention layers pooled by the allocator's rule, then one allocation per Mamba layer holding its states. */
+    LayoutCase pooledWithStates(String name, ModelCacheSpec spec, Rank rank)
+    {
+        List<LayerSpec> layers = spec.layersOfStage(rank.ppRank());
+        long page = HybridModels.PAGE / rank.tpSize();
+        List<Allocation> pools = new ArrayList<>();
+        List<Allocation> states = new ArrayList<>();
+        List<LayerView> placement = new ArrayList<>();
+        int attention = 0;
+        for (LayerSpec layer : layers) {
+            CacheGroup group = spec.groups().get(layer.groupId());
+            if (group.stateful()) {
+                long stateBytes = group.stateBytes(rank.tpSize());
+                Allocation home = allocate(CAPACITY * stateBytes);
+                states.add(home);
+                placement.add(new LayerView(layer.name(), home.address(), stateBytes, stateBytes, CAPACITY));
+            }
+            else {
+                // one attention group: every attention layer is a pool of its own
+                Allocation home = allocate(CAPACITY * page);
+                pools.add(home);
+                placement.add(new LayerView(layer.name(), home.address(), page, page, CAPACITY));
+                attention++;
+            }
+        }
+        List<Allocation> allocations = new ArrayList<>(pools);
+        allocations.addAll(states);
+        return new LayoutCase(name + " (" + attention + " pools)", spec, CacheMemory.of(allocations), rank, placement);
+    }
+
     @Override
     protected List<LayoutCase> cases()
     {
@@ -50,6 +81,10 @@ abstract class HmaCases extends AbstractCacheLayoutConformanceTest
         cases.add(pooledByRule("the same model, PP2 stage 0", HybridModels.twoGroups(List.of(15, 15)), new Rank(0, 2, 0, 1)));
         cases.add(pooledByRule("the same model, PP2 stage 1", HybridModels.twoGroups(List.of(15, 15)), new Rank(1, 2, 0, 1)));
         cases.add(pooledByRule("five groups of six layers", HybridModels.sixLayerGroups(), Rank.single()));
+
+        cases.add(pooledWithStates("hybrid Mamba-2: 2 attention pools and 6 state layers, PP1", HybridModels.hybridSsm(List.of(8), HybridModels.MAMBA2),
+                Rank.single()));
+        cases.add(pooledWithStates("the same hybrid, PP2 stage 1 at TP2", HybridModels.hybridSsm(List.of(4, 4), HybridModels.MAMBA2), new Rank(1, 2, 1, 2)));
 
         // views: the engine pooled layers pairwise in model order inside one tensor, pages padded to 1.5 KiB
         ModelCacheSpec spec = HybridModels.twoGroups(List.of(30));

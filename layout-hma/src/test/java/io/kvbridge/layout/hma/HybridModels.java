@@ -5,6 +5,7 @@ import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.ModelIdentity;
+import io.kvbridge.spi.geometry.StateComponent;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -71,6 +72,21 @@ final class HybridModels
         return new ModelCacheSpec(identity, BLOCK_TOKENS, 1,
                 List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, kvHeads, fullHeadSize), new CacheGroup(1, GroupKind.SLIDING_WINDOW, 512, kvHeads, slidingHeadSize)),
                 List.of(new LayerSpec("a", 0), new LayerSpec("b", 1)), List.of(2));
+    }
+
+    /** Mamba-2 state of 4 heads of 8, state size 4, 2 B/C groups, a convolution window of 3: 288 bf16 + 512 fp32 bytes at TP1. */
+    static final List<StateComponent> MAMBA2 = StateComponent.mamba2(4, 8, 4, 2, 3, "bfloat16", "float32");
+
+    /** An 8-layer hybrid: layers 3 and 7 full attention (group 0, 1 KiB pages at TP1), the other six Mamba-2 (group 1). */
+    static ModelCacheSpec hybridSsm(List<Integer> stages, List<StateComponent> state)
+    {
+        List<LayerSpec> layers = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            layers.add(new LayerSpec("model.layers." + i, i % 4 == 3 ? 0 : 1));
+        }
+        ModelIdentity identity = new ModelIdentity("hybrid-ssm-8", "bfloat16", "bfloat16", 2, 8, 8, true);
+        return new ModelCacheSpec(identity, BLOCK_TOKENS, 1,
+                List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 2, 8), new CacheGroup(1, GroupKind.MAMBA, 0, 4, 8, state)), layers, stages);
     }
 
     private static ModelIdentity identity()
