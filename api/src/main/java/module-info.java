@@ -15,5 +15,4 @@ module io.kvbridge.api
     exports io.kvbridge.spi.transfer;
 
     uses io.kvbridge.api.KvBridgeRuntime;
-    uses io.kvbridge.spi.discovery.DirectoryFactory;
 }

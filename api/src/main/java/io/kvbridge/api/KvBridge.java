@@ -503,16 +503,16 @@ public interface KvBridge extends AutoCloseable
         }
 
         /**
-         * kvbridge-core is an automatic module that requires nothing by name, so on the module path
-         * the JDK leaves its dependencies (SLF4J, Guice, ...) unresolved unless the launch adds them,
-         * and the first class it needs fails to load deep inside the runtime's start-up.
+         * kvbridge-core runs on Guice, an automatic module that cannot require its own dependencies
+         * by name, so on the module path the JDK leaves those (jakarta.inject, ...) unresolved unless
+         * the launch adds them, and the first class it needs fails to load deep inside the start-up.
          */
         private static KvBridgeException unresolvedRuntime(Throwable e)
         {
             boolean modulePath = KvBridge.class.getModule().isNamed();
             String fix = modulePath
-                    ? "on the module path the JDK resolves only modules that something requires, and kvbridge-core (an automatic module) "
-                            + "requires none by name: add --add-modules ALL-MODULE-PATH to the java command (or name the missing module)"
+                    ? "on the module path the JDK resolves only modules that something requires, and kvbridge-core's dependencies include "
+                            + "automatic modules (Guice) that cannot require theirs: add --add-modules ALL-MODULE-PATH to the java command (or name the missing module)"
                     : "put every jar kvbridge-core depends on (its Maven runtime dependencies) on the class path";
             return new KvBridgeException(ErrorCode.PLUGIN_UNKNOWN, "the kvbridge runtime could not load what it needs (" + e.getMessage() + "): " + fix, e);
         }

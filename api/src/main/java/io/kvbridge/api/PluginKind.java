@@ -6,5 +6,7 @@ public enum PluginKind
     /** A {@link io.kvbridge.spi.transfer.TransferBackendFactory}. */
     TRANSPORT,
     /** A {@link io.kvbridge.spi.layout.CacheLayoutFactory}. */
-    LAYOUT
+    LAYOUT,
+    /** A {@link io.kvbridge.spi.discovery.DirectoryFactory}, named by the scheme it serves. */
+    DISCOVERY
 }

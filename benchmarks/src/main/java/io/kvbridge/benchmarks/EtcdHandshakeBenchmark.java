@@ -1,6 +1,7 @@
 package io.kvbridge.benchmarks;
 
 import io.kvbridge.core.discovery.PublishedRank;
+import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
@@ -12,7 +13,6 @@ import io.kvbridge.core.wire.RankMetadata;
 import io.kvbridge.core.wire.WireLimits;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.discovery.DirectoryEntry;
-import io.kvbridge.spi.discovery.Directories;
 import io.kvbridge.spi.discovery.EngineDirectory;
 import io.kvbridge.testkit.EtcdServer;
 import java.io.IOException;
@@ -89,9 +89,11 @@ public class EtcdHandshakeBenchmark
         client = new SideChannelClient(settings, SideChannelClock.system());
         verifier = new HandshakeVerifier(metadata.geometry().model(), CompatibilityMode.STRICT, settings.limits());
         rank = RankKey.of(metadata.rank());
-        producer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
+        // opened as the bridge opens its directory: the plugin registry's discovery plugin for the scheme
+        PluginRegistry plugins = PluginRegistry.discover(EtcdHandshakeBenchmark.class.getClassLoader());
+        producer = plugins.directory("etcd").open(DirectoryConfig.parse(etcd.location()));
         producer.publish(PublishedRank.entry("127.0.0.1", server.address().getPort(), metadata));
-        consumer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
+        consumer = plugins.directory("etcd").open(DirectoryConfig.parse(etcd.location()));
         // a publication etcd could not take at once is put by the directory's own retries
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (consumer.resolve(ENGINE).isEmpty()) {

@@ -7,7 +7,7 @@ import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelServer;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
-import io.kvbridge.core.sidechannel.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.core.wire.CompatibilityMode;
 import io.kvbridge.core.wire.HandshakePayload;
 import io.kvbridge.core.wire.HandshakeVerifier;

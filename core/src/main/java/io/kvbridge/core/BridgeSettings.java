@@ -3,7 +3,7 @@ package io.kvbridge.core;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.core.config.BridgeConfig;
-import io.kvbridge.core.sidechannel.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.spi.KvBridgeException;
 import java.time.Duration;
 import java.util.LinkedHashMap;

@@ -13,7 +13,7 @@ import io.kvbridge.core.config.Configuration;
 import io.kvbridge.core.config.TlsFiles;
 import io.kvbridge.core.config.TlsLoader;
 import io.kvbridge.core.plugin.PluginRegistry;
-import io.kvbridge.core.sidechannel.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.ArrayList;
 import java.util.Collection;

@@ -17,7 +17,6 @@ import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.sidechannel.SideChannelClock;
 import io.kvbridge.core.sidechannel.SideChannelSettings;
-import io.kvbridge.spi.discovery.Directories;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
@@ -101,7 +100,7 @@ final class KvBridgeModule extends AbstractModule
 
     @Provides
     @Singleton
-    Discovery discovery(BridgeSettings bridgeSettings, SideChannelSettings sideChannelSettings)
+    Discovery discovery(BridgeSettings bridgeSettings, SideChannelSettings sideChannelSettings, PluginRegistry plugins)
     {
         String location = bridgeSettings.config().discovery();
         if (location == null) {
@@ -113,7 +112,7 @@ final class KvBridgeModule extends AbstractModule
             config = config.with(leaseTtl, config.requestTimeout(), config.maxEntryBytes());
         }
         LOG.info("discovery through {} (lease {})", config.location(), config.leaseTtl());
-        return new Discovery(Directories.open(config, KvBridgeModule.class.getClassLoader()), sideChannelSettings.limits(),
+        return new Discovery(plugins.directory(config.scheme()).open(config), sideChannelSettings.limits(),
                 sideChannelSettings.secret());
     }
 

@@ -4,10 +4,19 @@ import org.junit.jupiter.api.Test;
 import org.w3c.dom.Element;
 import org.w3c.dom.Node;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 import static io.kvbridge.embedding.BuildFiles.children;
 import static io.kvbridge.embedding.BuildFiles.path;
@@ -17,11 +26,31 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * Every module builds from its own folder: no module's pom names a path into a sibling module (its
  * sources or its target folder), which would tie the build to the order and layout of the checkout.
  * What one module makes for another (the fake native libraries) travels as a build artifact the owner
- * attaches.
+ * attaches. And no code outside core uses a core package that core's module descriptor does not
+ * export: on the class path nothing else would stop it, and on the module path it would not run.
  */
 class ModuleBoundaryTest
 {
     private static final Path ROOT = Path.of(BuildFiles.require("kvbridge.root"));
+    // string literals, character literals and comments, which name classes without using them
+    private static final Pattern NOT_CODE = Pattern.compile("\"\"\"[\\s\\S]*?\"\"\"|\"(?:\\\\.|[^\"\\\\\\n])*\"|'(?:\\\\.|[^'\\\\\\n])+'|//[^\\n]*|/\\*[\\s\\S]*?\\*/");
+    private static final Pattern CORE_TYPE = Pattern.compile("\\bio\\.kvbridge\\.core((?:\\.[a-z][a-z0-9_]*)*)\\.[A-Z]");
+    private static final Pattern EXPORTS = Pattern.compile("\\bexports\\s+([\\w.]+)\\s*;");
+    /**
+     * Code that still reaches into core's internals, each with what it uses them for. The list only
+     * shrinks: a file here that no longer needs an internal package fails the test until it is removed.
+     */
+    private static final Map<String, String> NOT_YET_ON_EXPORTED_API = Map.ofEntries(
+            Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/DescriptorIndexBenchmark.java", "measures the planner's descriptor index"),
+            Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/RemoteDescriptorListBenchmark.java", "measures the planner's remote descriptor lists"),
+            Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/RoutingBenchmark.java", "measures the planner's pipeline routing"),
+            Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/HandshakeBenchmark.java", "measures the side channel's handshake and its wire codec"),
+            Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/EtcdHandshakeBenchmark.java", "measures the handshake through discovery entries"),
+            Map.entry("examples/src/main/java/io/kvbridge/examples/bench/BenchInitiator.java", "frames the bench's control messages with the wire codec"),
+            Map.entry("examples/src/main/java/io/kvbridge/examples/bench/BenchLink.java", "frames and authenticates the bench's control messages"),
+            Map.entry("examples/src/main/java/io/kvbridge/examples/bench/BenchTarget.java", "frames the bench's control messages with the wire codec"),
+            Map.entry("examples/src/test/java/io/kvbridge/examples/cli/InspectCommandTest.java", "serves a side channel for the inspect command"),
+            Map.entry("examples/src/test/java/io/kvbridge/examples/routing/PipelineRoutingDataTest.java", "checks the demo's routing against the planner"));
 
     @Test
     void noPomReachesIntoASiblingModule()
@@ -43,6 +72,95 @@ class ModuleBoundaryTest
         }
         assertEquals(List.of(), reaches,
                 "a module's pom must not name a path inside a sibling module; let the sibling attach what it makes as an artifact (as backend-nixl and backend-cuda-ipc attach native-fakes) and depend on that");
+    }
+
+    @Test
+    void nothingOutsideCoreUsesAPackageCoreDoesNotExport()
+    {
+        Set<String> exported = coreExports();
+        Map<String, Set<String>> internal = new TreeMap<>();
+        for (String module : modules()) {
+            Path sources = ROOT.resolve(module).resolve("src");
+            if (module.equals("core") || !Files.isDirectory(sources)) {
+                continue;
+            }
+            for (Path file : javaFiles(sources)) {
+                Set<String> packages = internalCorePackages(read(file), exported);
+                if (!packages.isEmpty()) {
+                    internal.put(ROOT.relativize(file).toString().replace('\\', '/'), packages);
+                }
+            }
+        }
+        List<String> newUses = internal.entrySet().stream().filter(entry -> !NOT_YET_ON_EXPORTED_API.containsKey(entry.getKey()))
+                .map(entry -> entry.getKey() + " uses " + entry.getValue()).toList();
+        assertEquals(List.of(), newUses, "code outside core may use only the packages core/src/main/java/module-info.java exports " + exported
+                + ": use the public API (io.kvbridge.api, io.kvbridge.spi.*) or those packages, or add a narrow type to an exported package");
+        List<String> cleared = NOT_YET_ON_EXPORTED_API.keySet().stream().filter(file -> !internal.containsKey(file)).sorted().toList();
+        assertEquals(List.of(), cleared, "these files no longer use core's internal packages: remove them from NOT_YET_ON_EXPORTED_API");
+    }
+
+    @Test
+    void theBoundaryScanSeesImportsAndQualifiedNamesButNotTextAboutThem()
+    {
+        Set<String> exported = Set.of("io.kvbridge.core.config");
+        String code = """
+                import io.kvbridge.core.config.Sizes;
+                import static io.kvbridge.core.wire.WireLimits.DEFAULT;
+                // io.kvbridge.core.planner.TransferPlan in a comment
+                /** {@link io.kvbridge.core.engine.Engine} in javadoc */
+                class Probe { String name = "io.kvbridge.core.layout.PerLayerCacheLayoutFactory"; Object o = new io.kvbridge.core.sidechannel.RankKey(); }
+                """;
+        assertEquals(Set.of("io.kvbridge.core.wire", "io.kvbridge.core.sidechannel"), internalCorePackages(code, exported));
+        assertEquals(Set.of("io.kvbridge.core"), internalCorePackages("import io.kvbridge.core.CoreKvBridgeRuntime;", exported));
+    }
+
+    /** The packages core's descriptor exports to every module (qualified exports aside). */
+    private static Set<String> coreExports()
+    {
+        String descriptor = NOT_CODE.matcher(read(ROOT.resolve("core/src/main/java/module-info.java"))).replaceAll(" ");
+        Set<String> exported = new TreeSet<>();
+        for (Matcher matcher = EXPORTS.matcher(descriptor); matcher.find(); ) {
+            exported.add(matcher.group(1));
+        }
+        return exported;
+    }
+
+    private static Set<String> internalCorePackages(String source, Set<String> exported)
+    {
+        Set<String> packages = new TreeSet<>();
+        for (Matcher matcher = CORE_TYPE.matcher(NOT_CODE.matcher(source).replaceAll(" ")); matcher.find(); ) {
+            String name = "io.kvbridge.core" + matcher.group(1);
+            if (!exported.contains(name)) {
+                packages.add(name);
+            }
+        }
+        return packages;
+    }
+
+    private static List<String> modules()
+    {
+        Element parent = BuildFiles.parse(ROOT.resolve("pom.xml")).getDocumentElement();
+        return children(path(parent, "modules"), "module").stream().map(module -> module.getTextContent().strip()).toList();
+    }
+
+    private static List<Path> javaFiles(Path root)
+    {
+        try (Stream<Path> files = Files.walk(root)) {
+            return files.filter(file -> file.toString().endsWith(".java")).sorted().toList();
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static String read(Path file)
+    {
+        try {
+            return Files.readString(file);
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
+        }
     }
 
     /** Element text only: comments may name a sibling's path to explain where something comes from. */

@@ -143,7 +143,7 @@ public abstract class AbstractCacheLayoutConformanceTest
     /**
      * Extension point for the geometry wire format, which {@link #geometrySurvivesTheWireFormat()}
      * checks each geometry's round trip through. By default it is kvbridge-core's own
-     * ({@code io.kvbridge.core.wire.GeometryRoundTrip}) when {@code kvbridge-core} is on the test
+     * ({@code io.kvbridge.core.tools.GeometryRoundTrip}) when {@code kvbridge-core} is on the test
      * class path, which is how a layout written outside this project runs the whole suite; a
      * plugin module that may not see core leaves it out, and that test is then reported as
      * skipped, not passed.

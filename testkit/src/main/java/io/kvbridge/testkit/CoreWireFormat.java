@@ -12,7 +12,7 @@ import java.util.Optional;
  */
 final class CoreWireFormat
 {
-    static final String CLASS_NAME = "io.kvbridge.core.wire.GeometryRoundTrip";
+    static final String CLASS_NAME = "io.kvbridge.core.tools.GeometryRoundTrip";
 
     private CoreWireFormat()
     {

@@ -1,6 +1,6 @@
 package io.kvbridge.core.config;
 
-import io.kvbridge.core.sidechannel.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.IOException;

@@ -14,7 +14,7 @@ import java.util.Set;
 
 /**
  * Reads the side channel secret from a file. The file must exist, be a regular file of at most
- * {@value #MAX_BYTES} bytes and hold at least {@value MessageAuthenticator#MIN_SECRET_BYTES} bytes
+ * {@value #MAX_BYTES} bytes and hold at least {@value #MIN_BYTES} bytes
  * once one trailing line break is removed (so {@code openssl rand -hex 32 > secret} works). A file
  * others may read or write is refused, not warned about: a secret every user of the host can read
  * authenticates nothing, and one anybody can write can be replaced; the fix is {@code chmod 600}
@@ -24,6 +24,9 @@ import java.util.Set;
  */
 public final class SecretFile
 {
+    /** The fewest bytes a secret holds: what the side channel's message authentication needs. */
+    public static final int MIN_BYTES = MessageAuthenticator.MIN_SECRET_BYTES;
+
     /** The largest secret file read; a secret is tens of bytes. */
     static final int MAX_BYTES = 4096;
 

@@ -1,6 +1,6 @@
 package io.kvbridge.core.config;
 
-import io.kvbridge.core.sidechannel.SideChannelTls.ClientAuth;
+import io.kvbridge.core.tls.SideChannelTls.ClientAuth;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;

@@ -1,6 +1,6 @@
 package io.kvbridge.core.config;
 
-import io.kvbridge.core.sidechannel.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -8,6 +8,7 @@ import io.kvbridge.api.PluginKind;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.discovery.DirectoryFactory;
 import io.kvbridge.spi.layout.CacheLayoutFactory;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
@@ -23,8 +24,9 @@ import java.util.TreeMap;
 import java.util.stream.Collectors;
 
 /**
- * The transports and layouts found on the class path, validated once: names follow the rule,
- * no two plugins of a kind share a name, and every plugin was built against this SPI version. Each
+ * The transports, layouts and discovery plugins found on the class or module path, validated once:
+ * names (a discovery plugin's is its scheme) follow the rule, no two plugins of a kind share a name,
+ * and every plugin was built against this SPI version. Each
  * transport is probed at most once, when first asked about: selecting one by name probes that one
  * only, so no other transport's native library is loaded; {@code auto} and {@link #describe()}
  * probe them all.
@@ -33,9 +35,10 @@ public final class PluginRegistry
 {
     private final Map<String, DiscoveredTransport> transports;
     private final Map<String, CacheLayoutFactory> layouts;
+    private final Map<String, DirectoryFactory> directories;
 
     /**
-     * Validates discovered factories; probes nothing yet.
+     * Validates discovered transports and layouts, with no discovery plugin; probes nothing yet.
      *
      * @param transportFactories transport factories, in discovery order.
      * @param layoutFactories layout factories, in discovery order.
@@ -43,6 +46,21 @@ public final class PluginRegistry
      *     {@code PLUGIN_SPI_MISMATCH}, naming both sides.
      */
     public PluginRegistry(Iterable<TransferBackendFactory> transportFactories, Iterable<CacheLayoutFactory> layoutFactories)
+    {
+        this(transportFactories, layoutFactories, List.of());
+    }
+
+    /**
+     * Validates discovered factories; probes nothing and opens nothing yet.
+     *
+     * @param transportFactories transport factories, in discovery order.
+     * @param layoutFactories layout factories, in discovery order.
+     * @param directoryFactories discovery plugins, in discovery order.
+     * @throws KvBridgeException {@code PLUGIN_NAME_INVALID}, {@code PLUGIN_DUPLICATE} or
+     *     {@code PLUGIN_SPI_MISMATCH}, naming both sides.
+     */
+    public PluginRegistry(Iterable<TransferBackendFactory> transportFactories, Iterable<CacheLayoutFactory> layoutFactories,
+            Iterable<DirectoryFactory> directoryFactories)
     {
         Map<String, DiscoveredTransport> foundTransports = new TreeMap<>();
         for (TransferBackendFactory factory : transportFactories) {
@@ -61,8 +79,17 @@ public final class PluginRegistry
                 throw duplicate(PluginKind.LAYOUT, factory.name(), previous.getClass(), factory.getClass());
             }
         }
+        Map<String, DirectoryFactory> foundDirectories = new TreeMap<>();
+        for (DirectoryFactory factory : directoryFactories) {
+            checkPlugin(PluginKind.DISCOVERY, factory.scheme(), spiVersionOf(factory), factory.getClass());
+            DirectoryFactory previous = foundDirectories.putIfAbsent(factory.scheme(), factory);
+            if (previous != null) {
+                throw duplicate(PluginKind.DISCOVERY, factory.scheme(), previous.getClass(), factory.getClass());
+            }
+        }
         this.transports = java.util.Collections.unmodifiableMap(foundTransports);
         this.layouts = java.util.Collections.unmodifiableMap(foundLayouts);
+        this.directories = java.util.Collections.unmodifiableMap(foundDirectories);
     }
 
     /**
@@ -75,7 +102,8 @@ public final class PluginRegistry
     {
         return new PluginRegistry(
                 ServiceLoader.load(TransferBackendFactory.class, classLoader),
-                ServiceLoader.load(CacheLayoutFactory.class, classLoader));
+                ServiceLoader.load(CacheLayoutFactory.class, classLoader),
+                ServiceLoader.load(DirectoryFactory.class, classLoader));
     }
 
     /** {@return the transports by name, sorted} */
@@ -88,6 +116,29 @@ public final class PluginRegistry
     public Map<String, CacheLayoutFactory> layouts()
     {
         return layouts;
+    }
+
+    /** {@return the discovery plugins by the scheme they serve, sorted} */
+    public Map<String, DirectoryFactory> directories()
+    {
+        return directories;
+    }
+
+    /**
+     * Finds the discovery plugin of a scheme.
+     *
+     * @param scheme the scheme of a discovery location, for example {@code etcd}.
+     * @return the factory.
+     * @throws KvBridgeException {@code PLUGIN_UNKNOWN} listing the schemes found and the artifact to add.
+     */
+    public DirectoryFactory directory(String scheme)
+    {
+        DirectoryFactory factory = directories.get(requireNonNull(scheme, "scheme is null"));
+        if (factory == null) {
+            throw new KvBridgeException(ErrorCode.PLUGIN_UNKNOWN, "no discovery plugin serves the scheme '" + scheme + "'; available: "
+                    + directories.keySet() + " (for etcd add kvbridge-discovery-etcd to the class path)");
+        }
+        return factory;
     }
 
     /**
@@ -140,7 +191,7 @@ public final class PluginRegistry
     }
 
     /**
-     * Describes every plugin, transports first.
+     * Describes every plugin: transports, then layouts, then discovery plugins.
      *
      * @return one entry per plugin.
      */
@@ -160,6 +211,10 @@ public final class PluginRegistry
             result.add(new PluginInfo(PluginKind.LAYOUT, layout.name(), true, List.of(), java.util.Set.of(), details,
                     layout.getClass().getName(), sourceOf(layout.getClass())));
         }
+        for (DirectoryFactory directory : directories.values()) {
+            result.add(new PluginInfo(PluginKind.DISCOVERY, directory.scheme(), true, List.of(), java.util.Set.of(), Map.of(),
+                    directory.getClass().getName(), sourceOf(directory.getClass())));
+        }
         return ImmutableList.copyOf(result);
     }
 
@@ -167,11 +222,12 @@ public final class PluginRegistry
      * Summarises what was found, for the one INFO line logged at start.
      *
      * @return for example {@code transports [local, nixl (not probed), ucx (unavailable)]; layouts [hma, per-layer]};
-     *     it probes nothing itself.
+     *     discovery schemes follow when a discovery plugin was found; it probes nothing itself.
      */
     public String summary()
     {
-        return "transports " + describeTransports() + "; layouts " + layouts.keySet();
+        String summary = "transports " + describeTransports() + "; layouts " + layouts.keySet();
+        return directories.isEmpty() ? summary : summary + "; discovery " + directories.keySet();
     }
 
     private String describeTransports()
@@ -197,6 +253,19 @@ public final class PluginRegistry
             throw new KvBridgeException(ErrorCode.PLUGIN_SPI_MISMATCH, kind.name().toLowerCase(java.util.Locale.ROOT) + " plugin '" + name + "' ("
                     + type.getName() + " from " + sourceOf(type) + ") was built for SPI version " + spiVersion + " but this kvbridge-api has SPI version "
                     + Spi.VERSION + "; use a plugin jar built for SPI version " + Spi.VERSION);
+        }
+    }
+
+    /** A discovery plugin compiled before {@link DirectoryFactory#spiVersion()} existed lacks the method: an older SPI. */
+    private static int spiVersionOf(DirectoryFactory factory)
+    {
+        try {
+            return factory.spiVersion();
+        }
+        catch (AbstractMethodError e) {
+            throw new KvBridgeException(ErrorCode.PLUGIN_SPI_MISMATCH, "discovery plugin '" + factory.scheme() + "' (" + factory.getClass().getName()
+                    + " from " + sourceOf(factory.getClass()) + ") was built for an SPI without DirectoryFactory.spiVersion() but this kvbridge-api has SPI version "
+                    + Spi.VERSION + "; use a plugin jar built for SPI version " + Spi.VERSION, e);
         }
     }
 

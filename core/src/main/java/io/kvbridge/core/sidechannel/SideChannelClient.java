@@ -2,6 +2,7 @@ package io.kvbridge.core.sidechannel;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.core.wire.AuthenticationCounters;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.MessageAuthenticator.Direction;
@@ -11,6 +12,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -22,6 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLHandshakeException;
 import javax.net.ssl.SSLSocket;
 
 /**
@@ -188,9 +191,9 @@ public final class SideChannelClient
             }
         }
         catch (SSLException e) {
-            KvBridgeException failure = SideChannelTls.failed(address, e);
+            KvBridgeException failure = failed(address, e);
             // a server under a flood may close a connection mid-handshake, as it closes plain ones before their first request
-            throw budget.replies == 0 && SideChannelTls.closedDuringHandshake(e) ? new Unanswered(failure) : failure;
+            throw budget.replies == 0 && closedDuringHandshake(e) ? new Unanswered(failure) : failure;
         }
         catch (IOException e) {
             // in TLS 1.3 the server checks a client's certificate after the client finished its handshake: a refusal
@@ -356,5 +359,23 @@ public final class SideChannelClient
                 "no reply from the side channel at %s within readTimeout=%s for rank %s: the peer accepted the connection but did not answer"
                         + " (is this port a kvbridge side channel, and is the peer overloaded?)",
                 address, settings.readTimeout(), rank));
+    }
+
+    /**
+     * Tells whether a TLS failure may be the server closing a connection it had not served yet
+     * (as it does under a connection flood), which a new connection can get past.
+     */
+    private static boolean closedDuringHandshake(SSLException e)
+    {
+        return e instanceof SSLHandshakeException && e.getCause() instanceof EOFException;
+    }
+
+    /** Explains a TLS failure against a peer's side channel. */
+    private static KvBridgeException failed(InetSocketAddress address, SSLException e)
+    {
+        return new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
+                "the TLS handshake with the side channel at %s failed: %s (does the peer serve TLS? is its certificate signed by the configured"
+                        + " CA and issued for %s? does it require a client certificate this engine lacks?)", address, e.getMessage(),
+                address.getHostString()), e);
     }
 }

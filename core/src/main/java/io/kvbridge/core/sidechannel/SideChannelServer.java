@@ -2,6 +2,7 @@ package io.kvbridge.core.sidechannel;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.core.wire.AuthenticationCounters;
 import io.kvbridge.core.wire.HandshakePayload;
 import io.kvbridge.core.wire.MessageAuthenticator;

@@ -2,6 +2,7 @@ package io.kvbridge.core.sidechannel;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.core.wire.CompatibilityMode;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.WireLimits;

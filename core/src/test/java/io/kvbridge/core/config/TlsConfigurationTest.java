@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvbridge.core.sidechannel.SideChannelTls.ClientAuth;
+import io.kvbridge.core.tls.SideChannelTls.ClientAuth;
 import io.kvbridge.core.sidechannel.TestCertificates;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -11,6 +11,9 @@ import io.kvbridge.core.local.LocalBackendFactory;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.discovery.DirectoryConfig;
+import io.kvbridge.spi.discovery.DirectoryFactory;
+import io.kvbridge.spi.discovery.EngineDirectory;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheLayoutFactory;
 import io.kvbridge.spi.transfer.Availability;
@@ -49,6 +52,16 @@ final class PluginRegistryTest
         public CacheLayout create(Map<String, String> config)
         {
             throw new KvBridgeException(ErrorCode.UNSUPPORTED, "not created in these tests");
+        }
+    }
+
+    /** A discovery plugin whose scheme and version a test chooses. */
+    private record TestingDirectory(String scheme, int spiVersion) implements DirectoryFactory
+    {
+        @Override
+        public EngineDirectory open(DirectoryConfig config)
+        {
+            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "not opened in these tests");
         }
     }
 
@@ -204,5 +217,60 @@ final class PluginRegistryTest
         assertEquals(List.of(PluginKind.TRANSPORT, PluginKind.TRANSPORT, PluginKind.LAYOUT, PluginKind.LAYOUT), plugins.stream().map(PluginInfo::kind).toList());
         assertEquals(List.of("why"), plugins.get(1).reasons());
         assertEquals("transports [alpha, zeta (unavailable)]; layouts [hma, per-layer]", registry.summary());
+    }
+
+    @Test
+    void discoveryPluginsAreCheckedLikeEveryOtherPlugin()
+    {
+        KvBridgeException old = assertCode(ErrorCode.PLUGIN_SPI_MISMATCH,
+                () -> new PluginRegistry(List.of(), List.of(), List.of(new TestingDirectory("etcd", Spi.VERSION + 3))));
+        assertTrue(old.getMessage().contains("discovery plugin 'etcd' (" + TestingDirectory.class.getName()), old.getMessage());
+        assertTrue(old.getMessage().contains("built for SPI version " + (Spi.VERSION + 3) + " but this kvbridge-api has SPI version " + Spi.VERSION),
+                old.getMessage());
+        KvBridgeException twice = assertCode(ErrorCode.PLUGIN_DUPLICATE,
+                () -> new PluginRegistry(List.of(), List.of(), List.of(new TestingDirectory("etcd", Spi.VERSION), new TestingDirectory("etcd", Spi.VERSION))));
+        assertTrue(twice.getMessage().contains("two discovery plugins are named 'etcd'"), twice.getMessage());
+        for (String scheme : new String[] {"", "ETCD", "zk+tls", "9p"}) {
+            assertCode(ErrorCode.PLUGIN_NAME_INVALID, () -> new PluginRegistry(List.of(), List.of(), List.of(new TestingDirectory(scheme, Spi.VERSION))));
+        }
+    }
+
+    @Test
+    void aDiscoveryPluginBuiltBeforeItsSpiHadAVersionIsAMismatch()
+    {
+        // what the JVM does when a class compiled against the older interface lacks spiVersion()
+        DirectoryFactory older = (DirectoryFactory) java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {DirectoryFactory.class},
+                (proxy, method, args) -> switch (method.getName()) {
+                    case "scheme" -> "etcd";
+                    case "spiVersion" -> throw new AbstractMethodError("Receiver class does not define or inherit an implementation of spiVersion()");
+                    default -> throw new UnsupportedOperationException(method.getName());
+                });
+        KvBridgeException e = assertCode(ErrorCode.PLUGIN_SPI_MISMATCH, () -> new PluginRegistry(List.of(), List.of(), List.of(older)));
+        assertTrue(e.getMessage().contains("built for an SPI without DirectoryFactory.spiVersion()") && e.getMessage().contains("SPI version " + Spi.VERSION),
+                e.getMessage());
+    }
+
+    @Test
+    void aDiscoverySchemeIsFoundOrNamedWithTheOnesAvailable()
+    {
+        TestingDirectory etcd = new TestingDirectory("etcd", Spi.VERSION);
+        PluginRegistry registry = new PluginRegistry(List.of(available("alpha", 0)), List.of(new TestingLayout("hma", Spi.VERSION)),
+                List.of(new TestingDirectory("zk", Spi.VERSION), etcd));
+        assertEquals(etcd, registry.directory("etcd"));
+        assertEquals(List.of("etcd", "zk"), List.copyOf(registry.directories().keySet()));
+        KvBridgeException unknown = assertCode(ErrorCode.PLUGIN_UNKNOWN, () -> registry.directory("consul"));
+        assertTrue(unknown.getMessage().contains("no discovery plugin serves the scheme 'consul'; available: [etcd, zk]"), unknown.getMessage());
+        assertEquals("transports [alpha (not probed)]; layouts [hma]; discovery [etcd, zk]", registry.summary());
+        List<PluginInfo> plugins = registry.describe();
+        assertEquals(List.of("alpha", "hma", "etcd", "zk"), plugins.stream().map(PluginInfo::name).toList());
+        assertEquals(List.of(PluginKind.TRANSPORT, PluginKind.LAYOUT, PluginKind.DISCOVERY, PluginKind.DISCOVERY), plugins.stream().map(PluginInfo::kind).toList());
+        assertEquals(TestingDirectory.class.getName(), plugins.get(2).implementation());
+    }
+
+    @Test
+    void discoverFindsTheEtcdPluginOnTheClassPath()
+    {
+        PluginRegistry registry = PluginRegistry.discover(getClass().getClassLoader());
+        assertEquals("io.kvbridge.discovery.etcd.EtcdDirectoryFactory", registry.directory("etcd").getClass().getName());
     }
 }

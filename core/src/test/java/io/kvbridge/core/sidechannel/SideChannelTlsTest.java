@@ -6,7 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.core.config.TlsFiles;
-import io.kvbridge.core.sidechannel.SideChannelTls.ClientAuth;
+import io.kvbridge.core.tls.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls.ClientAuth;
 import io.kvbridge.core.wire.HandshakePayload;
 import io.kvbridge.core.wire.RankMetadata;
 import io.kvbridge.spi.ErrorCode;

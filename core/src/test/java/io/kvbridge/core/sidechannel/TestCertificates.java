@@ -2,6 +2,7 @@ package io.kvbridge.core.sidechannel;
 
 import io.kvbridge.core.config.TlsFiles;
 import io.kvbridge.core.config.TlsLoader;
+import io.kvbridge.core.tls.SideChannelTls;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

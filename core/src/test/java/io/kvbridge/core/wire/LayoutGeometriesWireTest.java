@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.core.tools.GeometryRoundTrip;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;

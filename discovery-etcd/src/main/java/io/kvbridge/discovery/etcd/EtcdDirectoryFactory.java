@@ -1,5 +1,6 @@
 package io.kvbridge.discovery.etcd;
 
+import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.discovery.DirectoryFactory;
 import io.kvbridge.spi.discovery.EngineDirectory;
@@ -20,6 +21,12 @@ public final class EtcdDirectoryFactory
     public String scheme()
     {
         return SCHEME;
+    }
+
+    @Override
+    public int spiVersion()
+    {
+        return Spi.VERSION;
     }
 
     @Override

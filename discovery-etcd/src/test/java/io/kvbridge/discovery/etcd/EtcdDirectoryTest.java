@@ -12,7 +12,8 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.discovery.DirectoryEntry;
 import io.kvbridge.spi.discovery.DirectoryHealth;
-import io.kvbridge.spi.discovery.Directories;
+import io.kvbridge.spi.Spi;
+import io.kvbridge.spi.discovery.DirectoryFactory;
 import io.kvbridge.spi.discovery.EngineDirectory;
 import io.kvbridge.testkit.EtcdServer;
 import java.io.IOException;
@@ -65,7 +66,7 @@ class EtcdDirectoryTest
 
     private static EngineDirectory open()
     {
-        return Directories.open(DirectoryConfig.parse(etcd.location()).with(TTL, REQUEST_TIMEOUT, 64 << 10), null);
+        return new EtcdDirectoryFactory().open(DirectoryConfig.parse(etcd.location()).with(TTL, REQUEST_TIMEOUT, 64 << 10));
     }
 
     private static DirectoryEntry entry(String engineId, int pp, int tp, String value)
@@ -169,7 +170,7 @@ class EtcdDirectoryTest
         public static void main(String[] args)
                 throws InterruptedException
         {
-            EngineDirectory directory = Directories.open(DirectoryConfig.parse(args[0]).with(TTL, REQUEST_TIMEOUT, 64 << 10), null);
+            EngineDirectory directory = new EtcdDirectoryFactory().open(DirectoryConfig.parse(args[0]).with(TTL, REQUEST_TIMEOUT, 64 << 10));
             directory.publish(entry(args[1], 0, 0, "alive"));
             Thread.sleep(Long.MAX_VALUE);
         }
@@ -267,10 +268,16 @@ class EtcdDirectoryTest
         assertEquals(ErrorCode.CONFIG_INVALID, assertThrows(KvBridgeException.class, () -> DirectoryConfig.parse("127.0.0.1:2379")).code());
         assertEquals(ErrorCode.CONFIG_INVALID, assertThrows(KvBridgeException.class, () -> DirectoryConfig.parse("etcd://a:1,b:99999")).code());
         assertEquals("etcd://a:1,[::1]:2379", DirectoryConfig.parse("etcd://a:1, [::1]:2379/").location());
-        KvBridgeException unknown = assertThrows(KvBridgeException.class, () -> Directories.open(DirectoryConfig.parse("zk://a:1"), null));
-        assertEquals(ErrorCode.PLUGIN_UNKNOWN, unknown.code());
-        assertTrue(unknown.getMessage().contains("schemes found: [etcd]"), unknown.getMessage());
         assertTrue(DirectoryConfig.parse("etcd://a:1").endpoints().getFirst().isUnresolved(), "parsing resolves no host");
+    }
+
+    @Test
+    void theServiceFileNamesTheFactoryBuiltForThisSpi()
+    {
+        List<DirectoryFactory> found = java.util.ServiceLoader.load(DirectoryFactory.class).stream().map(java.util.ServiceLoader.Provider::get).toList();
+        assertEquals(List.of(EtcdDirectoryFactory.class), found.stream().<Class<?>>map(Object::getClass).toList());
+        assertEquals(EtcdDirectoryFactory.SCHEME, found.getFirst().scheme());
+        assertEquals(Spi.VERSION, found.getFirst().spiVersion());
     }
 
     private static ByteSequence key(String key)

@@ -2,7 +2,7 @@ package io.kvbridge.examples.bench;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.core.sidechannel.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.MessageAuthenticator.Direction;
 import io.kvbridge.core.wire.MessageAuthenticator.Opened;

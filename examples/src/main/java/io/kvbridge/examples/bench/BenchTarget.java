@@ -5,7 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.core.config.Durations;
 import io.kvbridge.core.config.Sizes;
-import io.kvbridge.core.sidechannel.SideChannelTls;
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.WireMap;
 import io.kvbridge.core.wire.WireWriter;

@@ -2,12 +2,12 @@ package io.kvbridge.examples.cli;
 
 import io.kvbridge.api.PluginInfo;
 import io.kvbridge.api.PluginKind;
+import io.kvbridge.core.config.SecretFile;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.config.TlsFiles;
 import io.kvbridge.core.config.TlsLoader;
 import io.kvbridge.core.plugin.PluginRegistry;
-import io.kvbridge.core.sidechannel.SideChannelTls;
-import io.kvbridge.core.wire.MessageAuthenticator;
+import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.examples.bench.BaselineResult;
 import io.kvbridge.examples.bench.BenchInitiator;
 import io.kvbridge.examples.bench.BenchTarget;
@@ -276,9 +276,9 @@ final class BenchRoles
             return null;
         }
         byte[] secret = InputChecks.readSmallFile(spec, "--secret-file", secretFile, MAX_SECRET_BYTES);
-        InputChecks.check(spec, secret.length >= MessageAuthenticator.MIN_SECRET_BYTES,
+        InputChecks.check(spec, secret.length >= SecretFile.MIN_BYTES,
                 "--secret-file=%s holds %d bytes, fewer than the %d a secret needs; give both hosts the same file of random bytes",
-                secretFile, secret.length, MessageAuthenticator.MIN_SECRET_BYTES);
+                secretFile, secret.length, SecretFile.MIN_BYTES);
         return secret;
     }
 

@@ -6,7 +6,6 @@ import io.kvbridge.core.config.ConfigDocument;
 import io.kvbridge.core.config.Configuration;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
-import io.kvbridge.spi.discovery.Directories;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import java.io.PrintWriter;
@@ -115,7 +114,7 @@ final class ConfigCommand implements Callable<Integer>
             }
             if (config.discovery() != null) {
                 String scheme = DirectoryConfig.parse(config.discovery()).scheme();
-                List<String> schemes = Directories.schemes(ConfigCommand.class.getClassLoader());
+                java.util.Set<String> schemes = registry.directories().keySet();
                 if (!schemes.contains(scheme)) {
                     problems.add("discovery " + config.discovery() + " names scheme " + scheme + ", which no discovery plugin on the class path serves"
                             + " (schemes found: " + schemes + ")");

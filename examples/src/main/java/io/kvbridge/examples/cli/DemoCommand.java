@@ -4,7 +4,7 @@ import io.kvbridge.api.BlockSizes;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
-import io.kvbridge.core.sidechannel.SideChannelSettings;
+import io.kvbridge.core.tools.SideChannelDefaults;
 import io.kvbridge.examples.demo.DemoFailure;
 import io.kvbridge.examples.demo.DemoHosts;
 import io.kvbridge.examples.demo.DemoModel;
@@ -272,7 +272,7 @@ final class DemoCommand implements Callable<Integer>
         }
         check(leaseSeconds >= 0.1 && leaseSeconds <= 3600, "--lease-seconds=%s is outside [0.1, 3600]", leaseSeconds);
         // every rank of one engine handshakes with the other's side channel at once: more than it serves at a time are refused after the start
-        int connections = SideChannelSettings.builder().build().maxConnections();
+        int connections = SideChannelDefaults.maxConnections();
         check((long) producerPp * producerTp <= connections && (long) consumerPp * consumerTp <= connections,
                 "--producer-pp x --producer-tp = %d and --consumer-pp x --consumer-tp = %d ranks must each be at most %d, the handshakes a side channel "
                         + "serves at once; use fewer stages or ranks", producerPp * producerTp, consumerPp * consumerTp, connections);

@@ -3,16 +3,8 @@ package io.kvbridge.examples.cli;
 import io.kvbridge.core.config.SecretFile;
 import io.kvbridge.core.config.TlsFiles;
 import io.kvbridge.core.config.TlsLoader;
-import io.kvbridge.core.sidechannel.RankKey;
-import io.kvbridge.core.sidechannel.SideChannelClient;
-import io.kvbridge.core.sidechannel.SideChannelClock;
-import io.kvbridge.core.sidechannel.SideChannelSettings;
-import io.kvbridge.core.sidechannel.SideChannelTls;
-import io.kvbridge.core.wire.GeometryTable;
-import io.kvbridge.core.wire.HandshakePayload;
-import io.kvbridge.core.wire.MetadataCodec;
-import io.kvbridge.core.wire.RankMetadata;
-import io.kvbridge.core.wire.WireLimits;
+import io.kvbridge.core.tls.SideChannelTls;
+import io.kvbridge.core.tools.PeerInspector;
 import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -79,43 +71,29 @@ final class InspectCommand implements Callable<Integer>
         InputChecks.check(spec, ppSize >= 1 && tpSize >= 1 && (long) ppSize * tpSize <= MAX_RANKS, "--pp=%d x --tp=%d must be between 1 and %d ranks",
                 ppSize, tpSize, MAX_RANKS);
         InputChecks.within(spec, "--timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT);
-        SideChannelSettings.Builder settings = SideChannelSettings.builder().handshakeTimeout(timeout)
-                .readTimeout(timeout).connectTimeout(timeout);
+        byte[] secret = null;
         if (secretFile != null) {
             // the configuration's own checks: a secret others may read or write authenticates nothing
             List<String> problems = new ArrayList<>();
-            byte[] secret = SecretFile.read("--secret-file", secretFile, problems);
+            secret = SecretFile.read("--secret-file", secretFile, problems);
             InputChecks.check(spec, secret != null, "%s; give the file the peer was started with", String.join("; ", problems));
-            settings.secret(secret);
         }
+        SideChannelTls tls = null;
         if (tlsCa != null || tlsCert != null || tlsKey != null) {
             List<String> problems = new ArrayList<>();
-            SideChannelTls tls = TlsLoader.load(new TlsFiles(tlsCert, tlsKey, null, null, tlsCa, null, null, null, tlsNoVerifyHostname ? false : null),
-                    problems);
+            tls = TlsLoader.load(new TlsFiles(tlsCert, tlsKey, null, null, tlsCa, null, null, null, tlsNoVerifyHostname ? false : null), problems);
             InputChecks.check(spec, problems.isEmpty(), "TLS options refused: %s (tls.* here are --tls-cert, --tls-key and --tls-ca)",
                     String.join("; ", problems));
-            settings.tls(tls);
         }
-        List<RankKey> ranks = new ArrayList<>();
-        for (int pp = 0; pp < ppSize; pp++) {
-            for (int tp = 0; tp < tpSize; tp++) {
-                ranks.add(new RankKey(pp, tp));
-            }
-        }
-        SideChannelClient client = new SideChannelClient(settings.build(), SideChannelClock.system());
         PrintWriter out = spec.commandLine().getOut();
         List<Map<String, Object>> all = new ArrayList<>();
-        for (SideChannelClient.Fetched fetched : client.fetch(peer, ranks)) {
-            // decoded without a compatibility check: inspecting a peer needs no local model
-            HandshakePayload payload = HandshakePayload.decode(fetched.payload(), WireLimits.DEFAULT);
-            RankMetadata metadata = MetadataCodec.decode(payload.metadata(), WireLimits.DEFAULT);
+        for (PeerInspector.RankReport rank : new PeerInspector(timeout, secret, tls).inspect(peer, ppSize, tpSize)) {
             if (json) {
-                all.add(GeometryTable.toData(metadata));
+                all.add(rank.data());
             }
             else {
-                out.printf("%s rank %s (compatibility hash %s, %d metadata bytes)%n", peer, fetched.rank(), payload.compatibilityHash(),
-                        payload.metadata().length);
-                out.println(GeometryTable.render(metadata));
+                out.printf("%s rank %s (compatibility hash %s, %d metadata bytes)%n", peer, rank.rank(), rank.compatibilityHash(), rank.metadataBytes());
+                out.println(rank.table());
             }
         }
         if (json) {

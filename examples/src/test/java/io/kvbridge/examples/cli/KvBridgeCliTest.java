@@ -99,6 +99,20 @@ final class KvBridgeCliTest
                 "per-layer", "io.kvbridge.core.layout.PerLayerCacheLayoutFactory"), layouts, run.out());
     }
 
+    @Test
+    void pluginsListsTheDiscoveryPluginsByScheme() throws Exception
+    {
+        CliRun run = CliRun.of("plugins", "--json");
+        assertEquals(0, run.exitCode(), run.err());
+        Map<String, String> discovery = new TreeMap<>();
+        for (JsonNode plugin : new ObjectMapper().readTree(run.out())) {
+            if (plugin.get("kind").asText().equals("discovery")) {
+                discovery.put(plugin.get("name").asText(), plugin.get("implementation").asText());
+            }
+        }
+        assertEquals(Map.of("etcd", "io.kvbridge.discovery.etcd.EtcdDirectoryFactory"), discovery, run.out());
+    }
+
     /** Reduced demo runs (20 requests, shorter prompts) in every mode and topology the engine supports. */
     @ParameterizedTest
     @ValueSource(strings = {"", "--mode pull", "--mode mixed", "--layout mla", "--layout per-layer", "--producer-tp 2 --consumer-tp 1", "--consumer-pp 2",

@@ -1,24 +1,21 @@
-package io.kvbridge.core.sidechannel;
+package io.kvbridge.core.tls;
 
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.security.GeneralSecurityException;
-import java.util.Locale;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
-import javax.net.ssl.SSLHandshakeException;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLServerSocket;
 import javax.net.ssl.SSLSocket;
@@ -191,15 +188,6 @@ public final class SideChannelTls
     }
 
     /**
-     * Tells whether a TLS failure may be the server closing a connection it had not served yet
-     * (as it does under a connection flood), which a new connection can get past.
-     */
-    static boolean closedDuringHandshake(SSLException e)
-    {
-        return e instanceof SSLHandshakeException && e.getCause() instanceof EOFException;
-    }
-
-    /**
      * Tells whether a frame header is really the start of a TLS record (an alert or a handshake,
      * version 3.x): what a plain client reads from a TLS server, and a plain server from a TLS client.
      *
@@ -210,15 +198,6 @@ public final class SideChannelTls
     {
         int type = (int) (frameLength >>> 24);
         return (type == 0x15 || type == 0x16) && (frameLength >>> 16 & 0xff) == 0x03;
-    }
-
-    /** Explains a TLS failure against a peer's side channel. */
-    static KvBridgeException failed(InetSocketAddress address, SSLException e)
-    {
-        return new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, String.format(Locale.ROOT,
-                "the TLS handshake with the side channel at %s failed: %s (does the peer serve TLS? is its certificate signed by the configured"
-                        + " CA and issued for %s? does it require a client certificate this engine lacks?)", address, e.getMessage(),
-                address.getHostString()), e);
     }
 
     private static void closeQuietly(Socket socket)

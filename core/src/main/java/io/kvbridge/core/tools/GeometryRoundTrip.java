@@ -1,5 +1,11 @@
-package io.kvbridge.core.wire;
+package io.kvbridge.core.tools;
 
+import io.kvbridge.core.wire.CompatibilityMode;
+import io.kvbridge.core.wire.HandshakePayload;
+import io.kvbridge.core.wire.HandshakeVerifier;
+import io.kvbridge.core.wire.PeerCapability;
+import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.core.wire.WireLimits;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import java.util.EnumSet;
 

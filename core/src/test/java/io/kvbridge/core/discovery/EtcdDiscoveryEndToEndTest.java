@@ -1,4 +1,4 @@
-package io.kvbridge.discovery.etcd;
+package io.kvbridge.core.discovery;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,12 +16,10 @@ import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.core.discovery.EntrySigner;
-import io.kvbridge.core.discovery.PublishedRank;
+import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.wire.WireLimits;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.discovery.DirectoryEntry;
-import io.kvbridge.spi.discovery.Directories;
 import io.kvbridge.spi.discovery.EngineDirectory;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
@@ -82,7 +80,7 @@ class EtcdDiscoveryEndToEndTest
             throws InterruptedException
     {
         try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
-                EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null)) {
+                EngineDirectory observer = openDirectory(etcd.location())) {
             MemorySegment producerMemory = arena.allocate(2048, 64);
             MemorySegment consumerMemory = arena.allocate(2048, 64);
             producerMemory.fill((byte) 42);
@@ -127,12 +125,16 @@ class EtcdDiscoveryEndToEndTest
         return KvBridge.builder().config(config(etcd)).sideChannelSecret(secret).build();
     }
 
-    /** Puts an entry as whoever can write etcd does: straight into the key, bound to no lease, so it never expires. */
+    /**
+     * Puts an entry as whoever can write etcd does: straight into the key the etcd plugin documents
+     * ({@code /kvbridge/engines/<engineId>/<ppRank>/<tpRank>}), bound to no lease, so it never expires.
+     */
     private static void putLeaseless(EtcdServer etcd, DirectoryEntry entry)
             throws Exception
     {
         try (Client raw = Client.builder().endpoints("http://" + etcd.endpoint()).build()) {
-            raw.getKVClient().put(EtcdKeys.key(entry), ByteSequence.from(entry.value())).get(5, TimeUnit.SECONDS);
+            ByteSequence key = ByteSequence.from("/kvbridge/engines/" + entry.engineId() + "/" + entry.ppRank() + "/" + entry.tpRank(), StandardCharsets.UTF_8);
+            raw.getKVClient().put(key, ByteSequence.from(entry.value())).get(5, TimeUnit.SECONDS);
         }
     }
 
@@ -201,7 +203,7 @@ class EtcdDiscoveryEndToEndTest
             throws Exception
     {
         try (EtcdServer etcd = EtcdServer.start(work); Arena arena = Arena.ofShared();
-                EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null);
+                EngineDirectory observer = openDirectory(etcd.location());
                 KvBridge prefill = bridge(etcd, secret); KvBridge decode = bridge(etcd, secret)) {
             MemorySegment producerMemory = arena.allocate(2048, 64);
             MemorySegment consumerMemory = arena.allocate(2048, 64);
@@ -228,7 +230,7 @@ class EtcdDiscoveryEndToEndTest
                 Health.Check down = prefill.health().checks().stream().filter(check -> check.name().equals("discovery")).findFirst().orElseThrow();
                 assertTrue(!down.ok() && down.detail().contains("unreachable since"), down.toString());
                 etcd.start();
-                try (EngineDirectory observer = Directories.open(DirectoryConfig.parse(etcd.location()), null)) {
+                try (EngineDirectory observer = openDirectory(etcd.location())) {
                     long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
                     List<DirectoryEntry> entries = observer.resolve("prefill-late");
                     while (entries.isEmpty() && System.nanoTime() < deadline) {
@@ -239,5 +241,11 @@ class EtcdDiscoveryEndToEndTest
                 }
             }
         }
+    }
+
+    /** Opens the directory as the bridge does: through the plugin registry, which found the etcd plugin on the class path. */
+    private static EngineDirectory openDirectory(String location)
+    {
+        return PluginRegistry.discover(EtcdDiscoveryEndToEndTest.class.getClassLoader()).directory("etcd").open(DirectoryConfig.parse(location));
     }
 }
