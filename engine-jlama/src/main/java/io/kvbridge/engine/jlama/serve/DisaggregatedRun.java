@@ -5,17 +5,27 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvbridge.engine.jlama.SyntheticModel;
 import io.kvbridge.engine.jlama.SyntheticModelWriter;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The router of a disaggregated Jlama run: writes the model, starts a reference JVM, a prefill JVM
  * and a decode JVM alike, sends every prompt to prefill, hands the {@code TransferParams} JSON to
  * decode, and compares every generated token and every step's logits bits with the reference.
+ * Up to {@link RunOptions#concurrency()} sessions are in flight at once, each engine holding a
+ * session slot per session in flight.
  */
 public final class DisaggregatedRun
 {
@@ -40,7 +50,7 @@ public final class DisaggregatedRun
         Path model = SyntheticModelWriter.write(directory.resolve("model-" + options.model()), shape);
         byte[] secret = new byte[32];
         new SecureRandom().nextBytes(secret);
-        int slots = 2;
+        int slots = options.slots();
         ServerOptions reference = new ServerOptions("reference", model, directory.resolve("pages-reference"), options.backend(), 1,
                 options.blockTokens(), secret, -1);
         ServerOptions prefill = new ServerOptions("prefill", model, directory.resolve("pages-prefill"), options.backend(), slots,
@@ -50,19 +60,65 @@ public final class DisaggregatedRun
         try (EngineProcess referenceJvm = EngineProcess.start(reference, classPath, directory.resolve("reference.log"), READY_SECONDS);
                 EngineProcess prefillJvm = EngineProcess.start(prefill, classPath, directory.resolve("prefill.log"), READY_SECONDS);
                 EngineProcess decodeJvm = EngineProcess.start(decode, classPath, directory.resolve("decode.log"), READY_SECONDS)) {
+            // the prompts are drawn before anything runs, so that they do not depend on the sessions' order of completion
             SplittableRandom random = new SplittableRandom(options.seed());
-            List<SessionResult> results = new ArrayList<>();
+            List<int[]> prompts = new ArrayList<>();
             for (int s = 0; s < options.sessions(); s++) {
-                int length = random.nextInt(options.promptMin(), options.promptMax() + 1);
-                int[] prompt = new int[length];
-                prompt[0] = SyntheticModel.BOS;
-                for (int i = 1; i < length; i++) {
-                    prompt[i] = random.nextInt(SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary());
+                prompts.add(prompt(random, random.nextInt(options.promptMin(), options.promptMax() + 1), shape));
+            }
+            List<SessionResult> results = new ArrayList<>();
+            try (ExecutorService inFlight = Executors.newFixedThreadPool(options.concurrency(), Thread.ofVirtual().name("jlama-session-", 0).factory())) {
+                List<Future<SessionResult>> futures = new ArrayList<>();
+                for (int s = 0; s < options.sessions(); s++) {
+                    int index = s;
+                    futures.add(inFlight.submit(() -> session("session-" + index, options.modeOf(index), prompts.get(index), options, shape, referenceJvm,
+                            prefillJvm, decodeJvm)));
                 }
-                results.add(session("session-" + s, options.modeOf(s), prompt, options, shape, referenceJvm, prefillJvm, decodeJvm));
+                for (Future<SessionResult> future : futures) {
+                    results.add(await(future));
+                }
             }
             Idle idle = awaitIdle(prefillJvm, decodeJvm, options.sessions());
             return new RunReport(options, results, idle.prefill(), idle.decode(), idle.decoderForwarded());
+        }
+    }
+
+    /**
+     * Draws a prompt: the begin token, then ordinary tokens.
+     *
+     * @param random the draw.
+     * @param length tokens.
+     * @param shape the model, for its vocabulary.
+     * @return the prompt.
+     */
+    static int[] prompt(SplittableRandom random, int length, SyntheticModel shape)
+    {
+        int[] prompt = new int[length];
+        prompt[0] = SyntheticModel.BOS;
+        for (int i = 1; i < length; i++) {
+            prompt[i] = random.nextInt(SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary());
+        }
+        return prompt;
+    }
+
+    /** Every request a session makes has its own deadline, so a session's result comes within their sum. */
+    private static SessionResult await(Future<SessionResult> future)
+    {
+        try {
+            return future.get(4L * REQUEST_SECONDS, TimeUnit.SECONDS);
+        }
+        catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+        catch (TimeoutException e) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "a session did not finish within " + 4 * REQUEST_SECONDS + " s", e);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "interrupted while waiting for a session", e);
         }
     }
 

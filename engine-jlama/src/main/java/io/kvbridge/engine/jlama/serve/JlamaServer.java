@@ -31,6 +31,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -65,6 +67,7 @@ public final class JlamaServer implements AutoCloseable
     private final ProducerConnector producer;
     private final ConsumerConnector consumer;
     private final Map<String, Integer> heldSlots = new HashMap<>();
+    private final Map<String, Receiving> receiving = new LinkedHashMap<>();
     private int freed;
 
     private JlamaServer(ServerOptions options, PrintStream out)
@@ -124,8 +127,10 @@ public final class JlamaServer implements AutoCloseable
     private void loop(BlockingQueue<String> commands) throws InterruptedException
     {
         while (true) {
-            String line = commands.poll(1, TimeUnit.MILLISECONDS);
+            // sessions being received want the consumer polled often; an idle engine may wait longer
+            String line = commands.poll(receiving.isEmpty() ? 1000 : 200, TimeUnit.MICROSECONDS);
             pollProducer();
+            pollConsumer();
             if (line == null) {
                 continue;
             }
@@ -157,8 +162,9 @@ public final class JlamaServer implements AutoCloseable
             catch (RuntimeException e) {
                 reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
             }
-            reply.put("id", command.path("id").asText());
-            Lines.send(out, reply);
+            if (reply != null) {
+                reply(command.path("id").asText(), reply);
+            }
         }
     }
 
@@ -220,7 +226,12 @@ public final class JlamaServer implements AutoCloseable
         row.set(ValueLayout.JAVA_BYTE, 1, (byte) (row.get(ValueLayout.JAVA_BYTE, 1) ^ 0x10));
     }
 
-    private ObjectNode decode(ObjectNode command) throws InterruptedException
+    /**
+     * Starts receiving a session: refuses it when it is longer than the pages, takes a slot and
+     * tells kvbridge the blocks; the reply comes from {@link #pollConsumer} once the blocks arrived
+     * and the steps ran, so that several sessions' transfers are in flight at once.
+     */
+    private ObjectNode decode(ObjectNode command)
     {
         String id = command.path("id").asText();
         int promptLength = command.path("promptLength").asInt();
@@ -230,54 +241,98 @@ public final class JlamaServer implements AutoCloseable
         KvBridgeException.check(promptLength > 0 && steps >= 0 && promptLength + steps <= pool.maxTokens(), ErrorCode.INVALID_ARGUMENT,
                 "session %s: %d prompt tokens and %d decode steps need %d positions but this decoder's Jlama pages hold %d; refused before any transfer",
                 id, promptLength, steps, promptLength + steps, pool.maxTokens());
+        KvBridgeException.check(!receiving.containsKey(id), ErrorCode.INVALID_ARGUMENT, "session %s is already being received", id);
         TransferParams params = TransferParamsJson.read(command.path("params").asText());
         int slot = pool.acquire();
         try {
             long start = System.nanoTime();
             consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, promptLength));
-            awaitReceived(id, start);
-            long transferNanos = System.nanoTime() - start;
-            long forwardedBefore = engine.forwardTokens();
-            ArrayNode tokens = Lines.JSON.createArrayNode();
-            ArrayNode digests = Lines.JSON.createArrayNode();
-            long firstStepNanos = 0;
-            for (int s = 0; s < steps; s++) {
-                long stepStart = System.nanoTime();
-                JlamaEngine.Step step = engine.decode(pool.buffer(slot), token, promptLength + s);
-                if (s == 0) {
-                    firstStepNanos = System.nanoTime() - stepStart;
-                }
-                token = step.token();
-                tokens.add(token);
-                digests.add(Lines.digest(step.logits()));
-            }
-            ObjectNode reply = Lines.object().put("transferNanos", transferNanos).put("firstStepNanos", firstStepNanos)
-                    .put("forwardedTokens", engine.forwardTokens() - forwardedBefore);
-            reply.set("tokens", tokens);
-            reply.set("digests", digests);
-            return reply;
+            receiving.put(id, new Receiving(id, slot, promptLength, steps, token, start));
+            return null;
         }
-        finally {
+        catch (RuntimeException e) {
             pool.release(slot);
+            throw e;
         }
     }
 
-    private void awaitReceived(String id, long start) throws InterruptedException
+    /** A session whose blocks kvbridge is moving into a decoder slot. */
+    private record Receiving(String id, int slot, int promptLength, int steps, int token, long startNanos)
     {
-        while (System.nanoTime() - start < RECEIVE_DEADLINE_NANOS) {
-            ReceiveBatch batch = consumer.poll();
-            for (ReceiveFailure failure : batch.failed()) {
-                if (failure.requestId().equals(id)) {
-                    throw new KvBridgeException(failure.code(), "session " + id + ": the transfer failed: " + failure.message());
-                }
-            }
-            if (batch.received().contains(id)) {
-                return;
-            }
-            Thread.sleep(0, 200_000);
+    }
+
+    /** Answers every session whose blocks arrived (by decoding it), whose transfer failed, or that waited past its deadline. */
+    private void pollConsumer()
+    {
+        if (consumer == null || receiving.isEmpty()) {
+            return;
         }
-        throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "session " + id + ": no blocks received within "
-                + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s");
+        ReceiveBatch batch = consumer.poll();
+        for (ReceiveFailure failure : batch.failed()) {
+            Receiving session = receiving.remove(failure.requestId());
+            if (session != null) {
+                pool.release(session.slot());
+                reply(session.id(), Lines.object().put("error", failure.code().name()).put("message",
+                        "session " + session.id() + ": the transfer failed: " + failure.message()));
+            }
+        }
+        for (String id : batch.received()) {
+            Receiving session = receiving.remove(id);
+            if (session != null) {
+                long transferNanos = System.nanoTime() - session.startNanos();
+                ObjectNode reply;
+                try {
+                    reply = decodeSteps(session, transferNanos);
+                }
+                catch (RuntimeException e) {
+                    reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
+                }
+                finally {
+                    pool.release(session.slot());
+                }
+                reply(id, reply);
+            }
+        }
+        long now = System.nanoTime();
+        for (Receiving session : List.copyOf(receiving.values())) {
+            if (now - session.startNanos() > RECEIVE_DEADLINE_NANOS) {
+                receiving.remove(session.id());
+                pool.release(session.slot());
+                reply(session.id(), Lines.object().put("error", ErrorCode.DEADLINE_EXCEEDED.name()).put("message", "session " + session.id()
+                        + ": no blocks received within " + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s"));
+            }
+        }
+    }
+
+    /** Decodes greedily from the prompt's end, reading the moved K/V rows as if this JVM had computed them. */
+    private ObjectNode decodeSteps(Receiving session, long transferNanos)
+    {
+        long forwardedBefore = engine.forwardTokens();
+        ArrayNode tokens = Lines.JSON.createArrayNode();
+        ArrayNode digests = Lines.JSON.createArrayNode();
+        long firstStepNanos = 0;
+        int token = session.token();
+        for (int s = 0; s < session.steps(); s++) {
+            long stepStart = System.nanoTime();
+            JlamaEngine.Step step = engine.decode(pool.buffer(session.slot()), token, session.promptLength() + s);
+            if (s == 0) {
+                firstStepNanos = System.nanoTime() - stepStart;
+            }
+            token = step.token();
+            tokens.add(token);
+            digests.add(Lines.digest(step.logits()));
+        }
+        ObjectNode reply = Lines.object().put("transferNanos", transferNanos).put("firstStepNanos", firstStepNanos)
+                .put("forwardedTokens", engine.forwardTokens() - forwardedBefore);
+        reply.set("tokens", tokens);
+        reply.set("digests", digests);
+        return reply;
+    }
+
+    private void reply(String id, ObjectNode reply)
+    {
+        reply.put("id", id);
+        Lines.send(out, reply);
     }
 
     private ObjectNode generate(ObjectNode command)
@@ -291,12 +346,17 @@ public final class JlamaServer implements AutoCloseable
             long prefillNanos = System.nanoTime() - start;
             ArrayNode tokens = Lines.JSON.createArrayNode().add(step.token());
             ArrayNode digests = Lines.JSON.createArrayNode().add(Lines.digest(step.logits()));
+            long firstStepNanos = 0;
             for (int s = 0; s < steps; s++) {
+                long stepStart = System.nanoTime();
                 step = engine.decode(pool.buffer(slot), step.token(), prompt.length + s);
+                if (s == 0) {
+                    firstStepNanos = System.nanoTime() - stepStart;
+                }
                 tokens.add(step.token());
                 digests.add(Lines.digest(step.logits()));
             }
-            ObjectNode reply = Lines.object().put("prefillNanos", prefillNanos);
+            ObjectNode reply = Lines.object().put("prefillNanos", prefillNanos).put("firstStepNanos", firstStepNanos);
             reply.set("tokens", tokens);
             reply.set("digests", digests);
             return reply;
