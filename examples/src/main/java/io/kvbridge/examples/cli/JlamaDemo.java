@@ -47,6 +47,11 @@ final class JlamaDemo
             description = "--engine jlama: llama (8 layers, 8 query heads over 2 KV heads) or qwen2 (6 layers, 4 KV heads) (default: ${DEFAULT-VALUE}).")
     private String model;
 
+    @Option(names = "--turns", paramLabel = "N", defaultValue = "1",
+            description = "--engine jlama: turns per session; a later turn's prompt repeats the earlier prompt and output and adds 8 to 64 "
+                    + "new tokens, and the decoder, which kept the session, receives only the blocks it does not hold (default: ${DEFAULT-VALUE}).")
+    private int turns;
+
     @Option(names = "--ttft", paramLabel = "LENGTHS",
             description = "--engine jlama: instead of the sessions, time the decoder's first token for prompts of these lengths "
                     + "(for example 256,1024,2048), through kvbridge against the decoder recomputing the prompt.")
@@ -109,8 +114,12 @@ final class JlamaDemo
         if (ttft != null) {
             return runTtft(spec, transport, mode.toLowerCase(Locale.ROOT), seed, json);
         }
+        InputChecks.check(spec, turns >= 1 && turns <= 4, "--turns=%d is outside [1, 4]", turns);
         RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, 16, -1,
-                concurrency);
+                concurrency, turns);
+        InputChecks.check(spec, options.maxPositions() <= 4096,
+                "--prompt-tokens=%s, --decode-tokens=%d and --turns=%d need up to %d positions in the last turn but the model's context is 4096",
+                promptTokens, decodeTokens, turns, options.maxPositions());
         Path directory = runDirectory();
         PrintWriter out = spec.commandLine().getOut();
         try {

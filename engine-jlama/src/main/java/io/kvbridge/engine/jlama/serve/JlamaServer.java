@@ -30,6 +30,7 @@ import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -68,6 +69,7 @@ public final class JlamaServer implements AutoCloseable
     private final ConsumerConnector consumer;
     private final Map<String, Integer> heldSlots = new HashMap<>();
     private final Map<String, Receiving> receiving = new LinkedHashMap<>();
+    private final Map<String, Conversation> conversations = new HashMap<>();
     private int freed;
 
     private JlamaServer(ServerOptions options, PrintStream out)
@@ -152,6 +154,7 @@ public final class JlamaServer implements AutoCloseable
                     case "decode" -> decode(command);
                     case "generate" -> generate(command);
                     case "abort" -> abort(command);
+                    case "forget" -> forget(command);
                     case "audit" -> audit();
                     default -> throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "unknown op " + op);
                 };
@@ -242,12 +245,19 @@ public final class JlamaServer implements AutoCloseable
                 "session %s: %d prompt tokens and %d decode steps need %d positions but this decoder's Jlama pages hold %d; refused before any transfer",
                 id, promptLength, steps, promptLength + steps, pool.maxTokens());
         KvBridgeException.check(!receiving.containsKey(id), ErrorCode.INVALID_ARGUMENT, "session %s is already being received", id);
+        String conversation = command.hasNonNull("conversation") ? command.path("conversation").asText() : null;
+        int[] prompt = conversation == null ? null : ints(command.path("prompt"));
+        KvBridgeException.check(prompt == null || prompt.length == promptLength, ErrorCode.INVALID_ARGUMENT,
+                "session %s: a turn of conversation %s must carry its %d prompt tokens, got %d", id, conversation, promptLength,
+                prompt == null ? 0 : prompt.length);
         TransferParams params = TransferParamsJson.read(command.path("params").asText());
-        int slot = pool.acquire();
+        Conversation held = conversation == null ? null : conversations.remove(conversation);
+        int slot = held != null ? held.slot() : pool.acquire();
+        int cachedTokens = held == null ? 0 : cachedPrefix(held.tokens(), prompt);
         try {
             long start = System.nanoTime();
-            consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, promptLength));
-            receiving.put(id, new Receiving(id, slot, promptLength, steps, token, start));
+            consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, cachedTokens / pool.blockTokens(), promptLength));
+            receiving.put(id, new Receiving(id, slot, promptLength, steps, token, start, conversation, prompt, cachedTokens));
             return null;
         }
         catch (RuntimeException e) {
@@ -256,8 +266,38 @@ public final class JlamaServer implements AutoCloseable
         }
     }
 
+    /**
+     * Returns how many of a new turn's first tokens this decoder's slot already holds, in whole
+     * blocks: the new prompt must repeat what the slot holds, and a block is kept only when every
+     * token in it matches (the last, partly matching one is received again).
+     */
+    private int cachedPrefix(int[] held, int[] prompt)
+    {
+        int same = 0;
+        while (same < held.length && same < prompt.length && held[same] == prompt[same]) {
+            same++;
+        }
+        return same / pool.blockTokens() * pool.blockTokens();
+    }
+
+    /** A conversation's decoder slot between turns, and the tokens whose K/V rows it holds (prompt and fed tokens, in position order). */
+    private record Conversation(int slot, int[] tokens)
+    {
+    }
+
+    /** Lets go of a conversation's slot: the router will send no further turn. */
+    private ObjectNode forget(ObjectNode command)
+    {
+        Conversation held = conversations.remove(command.path("conversation").asText());
+        if (held != null) {
+            pool.release(held.slot());
+        }
+        return Lines.object().put("forgotten", held != null);
+    }
+
     /** A session whose blocks kvbridge is moving into a decoder slot. */
-    private record Receiving(String id, int slot, int promptLength, int steps, int token, long startNanos)
+    private record Receiving(String id, int slot, int promptLength, int steps, int token, long startNanos, String conversation, int[] prompt,
+            int cachedTokens)
     {
     }
 
@@ -281,14 +321,18 @@ public final class JlamaServer implements AutoCloseable
             if (session != null) {
                 long transferNanos = System.nanoTime() - session.startNanos();
                 ObjectNode reply;
+                boolean keep = false;
                 try {
                     reply = decodeSteps(session, transferNanos);
+                    keep = session.conversation() != null;
                 }
                 catch (RuntimeException e) {
                     reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
                 }
                 finally {
-                    pool.release(session.slot());
+                    if (!keep) {
+                        pool.release(session.slot());
+                    }
                 }
                 reply(id, reply);
             }
@@ -322,8 +366,16 @@ public final class JlamaServer implements AutoCloseable
             tokens.add(token);
             digests.add(Lines.digest(step.logits()));
         }
+        if (session.conversation() != null) {
+            // the slot now holds the prompt's rows and those of every token fed since: what the next turn may reuse
+            int[] held = Arrays.copyOf(session.prompt(), session.promptLength() + session.steps());
+            for (int s = 0; s < session.steps(); s++) {
+                held[session.promptLength() + s] = s == 0 ? session.token() : tokens.get(s - 1).asInt();
+            }
+            conversations.put(session.conversation(), new Conversation(session.slot(), held));
+        }
         ObjectNode reply = Lines.object().put("transferNanos", transferNanos).put("firstStepNanos", firstStepNanos)
-                .put("forwardedTokens", engine.forwardTokens() - forwardedBefore);
+                .put("forwardedTokens", engine.forwardTokens() - forwardedBefore).put("cachedTokens", session.cachedTokens());
         reply.set("tokens", tokens);
         reply.set("digests", digests);
         return reply;
