@@ -57,7 +57,7 @@ final class JlamaDemo
                     + "(for example 256,1024,2048), through kvbridge against the decoder recomputing the prompt.")
     private String ttft;
 
-    @Option(names = "--repetitions", paramLabel = "N", defaultValue = "5",
+    @Option(names = "--ttft-runs", paramLabel = "N", defaultValue = "5",
             description = "--ttft: timed pairs per length; the medians are reported (default: ${DEFAULT-VALUE}).")
     private int repetitions;
 
@@ -143,7 +143,7 @@ final class JlamaDemo
         InputChecks.check(spec, lengths.stream().allMatch(n -> n >= 2 && n + 1 <= 4096), "--ttft=%s: each length must be in [2, 4095] (the model's context)",
                 ttft);
         InputChecks.check(spec, mode.equals("push") || mode.equals("pull"), "--ttft times one mode at a time; --mode=%s (expected: push or pull)", mode);
-        InputChecks.check(spec, repetitions >= 1 && repetitions <= 100, "--repetitions=%d is outside [1, 100]", repetitions);
+        InputChecks.check(spec, repetitions >= 1 && repetitions <= 100, "--ttft-runs=%d is outside [1, 100]", repetitions);
         TtftOptions options = new TtftOptions(transport, mode, model, lengths, repetitions, 2, bitIdentity.equals("on"), seed, 16);
         Path directory = runDirectory();
         PrintWriter out = spec.commandLine().getOut();
