@@ -49,8 +49,11 @@ import java.util.concurrent.TimeUnit;
  *       {@code prefillFinished} with the slot's blocks, answers the first token and the
  *       {@link TransferParams} as JSON, and returns the slot when kvbridge frees the request.</li>
  *   <li>{@code decode}: refuses a session longer than its pages before any byte moves, reports
- *       {@code blocksAllocated} for a free slot, waits until kvbridge received the blocks, then
- *       decodes greedily from the prompt's end without running the prompt.</li>
+ *       {@code blocksAllocated} for a free slot (or, for a later turn of a {@code conversation}, for
+ *       the blocks of the slot it kept that it does not hold yet), and answers once kvbridge received
+ *       the blocks and it decoded greedily from the prompt's end without running the prompt; several
+ *       sessions are received at once.</li>
+ *   <li>{@code forget}: lets go of a conversation's kept slot.</li>
  *   <li>{@code reference}: prefill and decode in this one JVM, no kvbridge: what the others must
  *       reproduce bit for bit.</li>
  * </ul>
