@@ -190,14 +190,41 @@ public final class JlamaSessionPool
      */
     public BlockIds blockIds(int slot, int tokens)
     {
+        return blockIds(slot, 0, tokens);
+    }
+
+    /**
+     * Returns the block ids of a slot's tokens from a block on: the uncached suffix of a session
+     * whose first blocks the slot already holds.
+     *
+     * @param slot the slot.
+     * @param firstBlock the first block to list (the cached blocks before it are left out).
+     * @param tokens tokens the request holds.
+     * @return {@code slot * blocksPerSession + j} for {@code j} from {@code firstBlock} to the block holding token {@code tokens - 1}.
+     */
+    public BlockIds blockIds(int slot, int firstBlock, int tokens)
+    {
         KvBridgeException.check(tokens > 0 && tokens <= maxTokens(), ErrorCode.INVALID_ARGUMENT,
                 "a session of %d tokens does not fit Jlama's pages of this engine (at most %d tokens a session)", tokens, maxTokens());
         JlamaPageGeometry g = engine.paging();
         int blocksPerSession = g.contextPages() * (g.tokensPerPage() / blockTokens);
-        int[] ids = new int[(tokens + blockTokens - 1) / blockTokens];
+        int blocks = (tokens + blockTokens - 1) / blockTokens;
+        KvBridgeException.check(firstBlock >= 0 && firstBlock <= blocks, ErrorCode.INVALID_ARGUMENT,
+                "first block %d is outside the %d blocks of a %d-token session", firstBlock, blocks, tokens);
+        int[] ids = new int[blocks - firstBlock];
         for (int j = 0; j < ids.length; j++) {
-            ids[j] = slot * blocksPerSession + j;
+            ids[j] = slot * blocksPerSession + firstBlock + j;
         }
         return BlockIds.of(ids);
+    }
+
+    /**
+     * Returns the tokens per kvbridge block.
+     *
+     * @return the block size.
+     */
+    public int blockTokens()
+    {
+        return blockTokens;
     }
 }

@@ -44,6 +44,28 @@ class DisaggregatedJlamaTest
     }
 
     @Test
+    void aSecondTurnReceivesOnlyTheBlocksTheDecoderDoesNotHoldAndStaysBitIdentical(@TempDir Path dir)
+    {
+        int steps = 4;
+        RunReport report = DisaggregatedRun.run(new RunOptions("tcp", "mixed", 2, 40, 90, steps, 9, "llama", 16, -1, 2, 2), dir, classPath());
+        System.err.println(report.toText());
+        assertTrue(report.passed(), report::toText);
+        assertEquals(4, report.sessions().size(), "two turns of two sessions");
+        long bytesPerToken = 64L * Float.BYTES * 2 * 8;
+        for (int s = 0; s < 2; s++) {
+            SessionResult first = report.sessions().get(2 * s);
+            SessionResult second = report.sessions().get(2 * s + 1);
+            assertEquals(0, first.cachedTokens(), "a first turn holds nothing");
+            // the decoder holds the first turn's prompt and the tokens it fed: whole blocks of those are not moved again
+            int held = first.promptTokens() + steps;
+            assertEquals(held / 16 * 16, second.cachedTokens(), second.id());
+            assertTrue(second.promptTokens() > held, "the second turn's prompt adds the first turn's output and new tokens");
+            long suffixBlocks = (second.promptTokens() + 15) / 16 - second.cachedTokens() / 16;
+            assertEquals(suffixBlocks * 16 * bytesPerToken, second.bytesMoved(), "only the uncached suffix moves");
+        }
+    }
+
+    @Test
     void aSessionLongerThanTheDecodersPagesIsRefusedBeforeAnyTransfer(@TempDir Path dir)
     {
         Path model = SyntheticModelWriter.write(dir.resolve("model"), SyntheticModel.llamaGqa(5));

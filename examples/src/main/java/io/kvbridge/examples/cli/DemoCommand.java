@@ -198,7 +198,7 @@ final class DemoCommand implements Callable<Integer>
     public Integer call()
     {
         if (jlama.selected(spec)) {
-            return jlama.run(spec, backend, mode.toString(), seed, json);
+            return jlama.run(spec, backend, mode.toString(), seed, json, concurrency);
         }
         DemoOptions options = validate();
         PrintWriter out = spec.commandLine().getOut();

@@ -3,6 +3,9 @@ package io.kvbridge.examples.cli;
 import io.kvbridge.engine.jlama.serve.DisaggregatedRun;
 import io.kvbridge.engine.jlama.serve.RunOptions;
 import io.kvbridge.engine.jlama.serve.RunReport;
+import io.kvbridge.engine.jlama.serve.TtftBenchmark;
+import io.kvbridge.engine.jlama.serve.TtftOptions;
+import io.kvbridge.engine.jlama.serve.TtftReport;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -10,6 +13,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Locale;
 import java.util.stream.Stream;
 import picocli.CommandLine.Model.CommandSpec;
@@ -43,6 +47,25 @@ final class JlamaDemo
             description = "--engine jlama: llama (8 layers, 8 query heads over 2 KV heads) or qwen2 (6 layers, 4 KV heads) (default: ${DEFAULT-VALUE}).")
     private String model;
 
+    @Option(names = "--turns", paramLabel = "N", defaultValue = "1",
+            description = "--engine jlama: turns per session; a later turn's prompt repeats the earlier prompt and output and adds 8 to 64 "
+                    + "new tokens, and the decoder, which kept the session, receives only the blocks it does not hold (default: ${DEFAULT-VALUE}).")
+    private int turns;
+
+    @Option(names = "--ttft", paramLabel = "LENGTHS",
+            description = "--engine jlama: instead of the sessions, time the decoder's first token for prompts of these lengths "
+                    + "(for example 256,1024,2048), through kvbridge against the decoder recomputing the prompt.")
+    private String ttft;
+
+    @Option(names = "--ttft-runs", paramLabel = "N", defaultValue = "5",
+            description = "--ttft: timed pairs per length; the medians are reported (default: ${DEFAULT-VALUE}).")
+    private int repetitions;
+
+    @Option(names = "--bit-identity", paramLabel = "on|off", defaultValue = "on",
+            description = "--engine jlama: on runs the engine JVMs with -XX:DisableIntrinsic=_VectorReductionCoerced (same logits bits in "
+                    + "every JVM, about half the speed); off leaves it out (--ttft only) (default: ${DEFAULT-VALUE}).")
+    private String bitIdentity;
+
     /**
      * Tells whether the command line picked Jlama.
      *
@@ -63,9 +86,10 @@ final class JlamaDemo
      * @param mode push, pull or mixed.
      * @param seed seeds the weights and the prompts.
      * @param json whether to print JSON.
+     * @param concurrency the demo's {@code --concurrency}: sessions in flight, each engine getting a slot per session in flight.
      * @return 0 when every token and logit matched, 1 otherwise.
      */
-    int run(CommandSpec spec, String backend, String mode, long seed, boolean json)
+    int run(CommandSpec spec, String backend, String mode, long seed, boolean json, int concurrency)
     {
         boolean backendGiven = spec.commandLine().getParseResult().hasMatchedOption("--backend");
         InputChecks.check(spec, !(backendGiven && backend.equals("local")),
@@ -82,14 +106,21 @@ final class JlamaDemo
         InputChecks.check(spec, sessions >= 1 && sessions <= 256, "--sessions=%d is outside [1, 256]", sessions);
         InputChecks.check(spec, decodeTokens >= 1 && decodeTokens <= 1024, "--decode-tokens=%d is outside [1, 1024]", decodeTokens);
         InputChecks.check(spec, model.equals("llama") || model.equals("qwen2"), "--jlama-model=%s (expected: llama or qwen2)", model);
-        RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, 16, -1);
-        Path directory;
-        try {
-            directory = Files.createTempDirectory("kvbridge-jlama-");
+        InputChecks.check(spec, concurrency >= 1 && concurrency <= RunOptions.MAX_CONCURRENCY, "--concurrency=%d is outside [1, %d]", concurrency,
+                RunOptions.MAX_CONCURRENCY);
+        InputChecks.check(spec, bitIdentity.equals("on") || bitIdentity.equals("off"), "--bit-identity=%s (expected: on or off)", bitIdentity);
+        InputChecks.check(spec, ttft != null || bitIdentity.equals("on"),
+                "--bit-identity off is for --ttft only: the sessions' audit compares logits bits, which the flag keeps equal across JVMs");
+        if (ttft != null) {
+            return runTtft(spec, transport, mode.toLowerCase(Locale.ROOT), seed, json);
         }
-        catch (IOException e) {
-            throw new UncheckedIOException("cannot create the run's directory: " + e.getMessage(), e);
-        }
+        InputChecks.check(spec, turns >= 1 && turns <= 4, "--turns=%d is outside [1, 4]", turns);
+        RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, 16, -1,
+                concurrency, turns);
+        InputChecks.check(spec, options.maxPositions() <= 4096,
+                "--prompt-tokens=%s, --decode-tokens=%d and --turns=%d need up to %d positions in the last turn but the model's context is 4096",
+                promptTokens, decodeTokens, turns, options.maxPositions());
+        Path directory = runDirectory();
         PrintWriter out = spec.commandLine().getOut();
         try {
             RunReport report = DisaggregatedRun.run(options, directory, System.getProperty("java.class.path"));
@@ -98,12 +129,52 @@ final class JlamaDemo
             return report.passed() ? 0 : 1;
         }
         catch (KvBridgeException e) {
-            spec.commandLine().getErr().println(ErrorLines.prefix(spec.commandLine()) + "failed: " + ErrorLines.oneLine(e.getMessage()));
-            spec.commandLine().getErr().flush();
-            return 1;
+            return failed(spec, e);
         }
         finally {
             delete(directory);
+        }
+    }
+
+    private int runTtft(CommandSpec spec, String transport, String mode, long seed, boolean json)
+    {
+        InputChecks.check(spec, ttft.matches("\\d{1,4}(,\\d{1,4})*"), "--ttft=%s (expected: prompt lengths separated by commas, for example 256,1024,2048)", ttft);
+        List<Integer> lengths = Stream.of(ttft.split(",")).map(Integer::parseInt).toList();
+        InputChecks.check(spec, lengths.stream().allMatch(n -> n >= 2 && n + 1 <= 4096), "--ttft=%s: each length must be in [2, 4095] (the model's context)",
+                ttft);
+        InputChecks.check(spec, mode.equals("push") || mode.equals("pull"), "--ttft times one mode at a time; --mode=%s (expected: push or pull)", mode);
+        InputChecks.check(spec, repetitions >= 1 && repetitions <= 100, "--ttft-runs=%d is outside [1, 100]", repetitions);
+        TtftOptions options = new TtftOptions(transport, mode, model, lengths, repetitions, 2, bitIdentity.equals("on"), seed, 16);
+        Path directory = runDirectory();
+        PrintWriter out = spec.commandLine().getOut();
+        try {
+            TtftReport report = TtftBenchmark.run(options, directory, System.getProperty("java.class.path"));
+            out.println(json ? report.toJson().toString() : report.toText());
+            out.flush();
+            return !options.bitIdentical() || report.allIdentical() ? 0 : 1;
+        }
+        catch (KvBridgeException e) {
+            return failed(spec, e);
+        }
+        finally {
+            delete(directory);
+        }
+    }
+
+    private static int failed(CommandSpec spec, KvBridgeException e)
+    {
+        spec.commandLine().getErr().println(ErrorLines.prefix(spec.commandLine()) + "failed: " + ErrorLines.oneLine(e.getMessage()));
+        spec.commandLine().getErr().flush();
+        return 1;
+    }
+
+    private static Path runDirectory()
+    {
+        try {
+            return Files.createTempDirectory("kvbridge-jlama-");
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException("cannot create the run's directory: " + e.getMessage(), e);
         }
     }
 

@@ -5,17 +5,27 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvbridge.engine.jlama.SyntheticModel;
 import io.kvbridge.engine.jlama.SyntheticModelWriter;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The router of a disaggregated Jlama run: writes the model, starts a reference JVM, a prefill JVM
  * and a decode JVM alike, sends every prompt to prefill, hands the {@code TransferParams} JSON to
  * decode, and compares every generated token and every step's logits bits with the reference.
+ * Up to {@link RunOptions#concurrency()} sessions are in flight at once, each engine holding a
+ * session slot per session in flight.
  */
 public final class DisaggregatedRun
 {
@@ -40,7 +50,7 @@ public final class DisaggregatedRun
         Path model = SyntheticModelWriter.write(directory.resolve("model-" + options.model()), shape);
         byte[] secret = new byte[32];
         new SecureRandom().nextBytes(secret);
-        int slots = 2;
+        int slots = options.slots();
         ServerOptions reference = new ServerOptions("reference", model, directory.resolve("pages-reference"), options.backend(), 1,
                 options.blockTokens(), secret, -1);
         ServerOptions prefill = new ServerOptions("prefill", model, directory.resolve("pages-prefill"), options.backend(), slots,
@@ -50,24 +60,119 @@ public final class DisaggregatedRun
         try (EngineProcess referenceJvm = EngineProcess.start(reference, classPath, directory.resolve("reference.log"), READY_SECONDS);
                 EngineProcess prefillJvm = EngineProcess.start(prefill, classPath, directory.resolve("prefill.log"), READY_SECONDS);
                 EngineProcess decodeJvm = EngineProcess.start(decode, classPath, directory.resolve("decode.log"), READY_SECONDS)) {
+            // the prompts are drawn before anything runs, so that they do not depend on the sessions' order of completion
             SplittableRandom random = new SplittableRandom(options.seed());
-            List<SessionResult> results = new ArrayList<>();
+            List<int[]> prompts = new ArrayList<>();
+            List<List<int[]>> followUps = new ArrayList<>();
             for (int s = 0; s < options.sessions(); s++) {
-                int length = random.nextInt(options.promptMin(), options.promptMax() + 1);
-                int[] prompt = new int[length];
-                prompt[0] = SyntheticModel.BOS;
-                for (int i = 1; i < length; i++) {
-                    prompt[i] = random.nextInt(SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary());
+                prompts.add(prompt(random, random.nextInt(options.promptMin(), options.promptMax() + 1), shape));
+                List<int[]> later = new ArrayList<>();
+                for (int turn = 1; turn < options.turns(); turn++) {
+                    later.add(userTokens(random, random.nextInt(RunOptions.FOLLOW_UP_MIN, RunOptions.FOLLOW_UP_MAX + 1), shape));
                 }
-                results.add(session("session-" + s, options.modeOf(s), prompt, options, shape, referenceJvm, prefillJvm, decodeJvm));
+                followUps.add(later);
             }
-            Idle idle = awaitIdle(prefillJvm, decodeJvm, options.sessions());
+            List<SessionResult> results = new ArrayList<>();
+            try (ExecutorService inFlight = Executors.newFixedThreadPool(options.concurrency(), Thread.ofVirtual().name("jlama-session-", 0).factory())) {
+                List<Future<List<SessionResult>>> futures = new ArrayList<>();
+                for (int s = 0; s < options.sessions(); s++) {
+                    int index = s;
+                    futures.add(inFlight.submit(() -> conversation("session-" + index, options.modeOf(index), prompts.get(index), followUps.get(index),
+                            options, shape, referenceJvm, prefillJvm, decodeJvm)));
+                }
+                for (Future<List<SessionResult>> future : futures) {
+                    results.addAll(await(future));
+                }
+            }
+            Idle idle = awaitIdle(prefillJvm, decodeJvm, results.size());
             return new RunReport(options, results, idle.prefill(), idle.decode(), idle.decoderForwarded());
         }
     }
 
-    private static SessionResult session(String id, String mode, int[] prompt, RunOptions options, SyntheticModel shape, EngineProcess reference,
-            EngineProcess prefill, EngineProcess decode)
+    /**
+     * Draws a prompt: the begin token, then ordinary tokens.
+     *
+     * @param random the draw.
+     * @param length tokens.
+     * @param shape the model, for its vocabulary.
+     * @return the prompt.
+     */
+    static int[] prompt(SplittableRandom random, int length, SyntheticModel shape)
+    {
+        int[] prompt = new int[length];
+        prompt[0] = SyntheticModel.BOS;
+        for (int i = 1; i < length; i++) {
+            prompt[i] = random.nextInt(SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary());
+        }
+        return prompt;
+    }
+
+    /** A later turn's new user tokens: ordinary tokens only. */
+    private static int[] userTokens(SplittableRandom random, int length, SyntheticModel shape)
+    {
+        return random.ints(length, SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary()).toArray();
+    }
+
+    /** Every request a session makes has its own deadline, so a session's result comes within their sum. */
+    private static List<SessionResult> await(Future<List<SessionResult>> future)
+    {
+        try {
+            return future.get(8L * REQUEST_SECONDS, TimeUnit.SECONDS);
+        }
+        catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+        catch (TimeoutException e) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "a session did not finish within " + 8 * REQUEST_SECONDS + " s", e);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "interrupted while waiting for a session", e);
+        }
+    }
+
+    /** Serves a session's turns one after another: each later turn repeats the earlier one's prompt and output, then new tokens. */
+    private static List<SessionResult> conversation(String id, String mode, int[] prompt, List<int[]> followUps, RunOptions options,
+            SyntheticModel shape, EngineProcess reference, EngineProcess prefill, EngineProcess decode)
+    {
+        String conversation = followUps.isEmpty() ? null : id;
+        List<SessionResult> turns = new ArrayList<>();
+        int[] turnPrompt = prompt;
+        try {
+            for (int turn = 0; turn <= followUps.size(); turn++) {
+                String turnId = followUps.isEmpty() ? id : id + "-turn-" + (turn + 1);
+                SessionResult result = turn(turnId, mode, turnPrompt, conversation, options, shape, reference, prefill, decode);
+                turns.add(result);
+                if (result.error() != null || turn == followUps.size()) {
+                    break;
+                }
+                turnPrompt = concat(turnPrompt, result.tokens(), followUps.get(turn));
+            }
+        }
+        finally {
+            if (conversation != null) {
+                decode.request(command("forget", id + "-forget").put("conversation", conversation), REQUEST_SECONDS);
+            }
+        }
+        return turns;
+    }
+
+    private static int[] concat(int[] prompt, List<Integer> generated, int[] followUp)
+    {
+        int[] next = new int[prompt.length + generated.size() + followUp.length];
+        System.arraycopy(prompt, 0, next, 0, prompt.length);
+        for (int i = 0; i < generated.size(); i++) {
+            next[prompt.length + i] = generated.get(i);
+        }
+        System.arraycopy(followUp, 0, next, prompt.length + generated.size(), followUp.length);
+        return next;
+    }
+
+    private static SessionResult turn(String id, String mode, int[] prompt, String conversation, RunOptions options, SyntheticModel shape,
+            EngineProcess reference, EngineProcess prefill, EngineProcess decode)
     {
         ArrayNode tokens = Lines.JSON.valueToTree(prompt);
         ObjectNode expected = reference.request(command("generate", id).put("steps", options.decodeTokens()).set("prompt", tokens), REQUEST_SECONDS);
@@ -76,8 +181,12 @@ public final class DisaggregatedRun
         if (first.has("error")) {
             return failed(id, mode, prompt.length, referenceTokens, "prefill: " + first.path("message").asText());
         }
-        ObjectNode decoded = decode.request(command("decode", id).put("promptLength", prompt.length).put("steps", options.decodeTokens())
-                .put("token", first.path("token").asInt()).put("mode", mode).put("params", first.path("params").asText()), REQUEST_SECONDS);
+        ObjectNode decodeCommand = command("decode", id).put("promptLength", prompt.length).put("steps", options.decodeTokens())
+                .put("token", first.path("token").asInt()).put("mode", mode).put("params", first.path("params").asText());
+        if (conversation != null) {
+            decodeCommand.put("conversation", conversation).set("prompt", tokens);
+        }
+        ObjectNode decoded = decode.request(decodeCommand, REQUEST_SECONDS);
         if (decoded.has("error")) {
             prefill.request(command("abort", id), REQUEST_SECONDS);
             return failed(id, mode, prompt.length, referenceTokens, "decode: " + decoded.path("error").asText() + ": " + decoded.path("message").asText());
@@ -96,15 +205,17 @@ public final class DisaggregatedRun
                 mismatched.add(step);
             }
         }
-        long blocks = (prompt.length + options.blockTokens() - 1) / options.blockTokens();
+        int cachedTokens = decoded.path("cachedTokens").asInt();
+        long blocks = (prompt.length + options.blockTokens() - 1) / options.blockTokens() - cachedTokens / options.blockTokens();
         long bytes = blocks * options.blockTokens() * shape.kvLength() * Float.BYTES * 2L * shape.layers();
         return new SessionResult(id, mode, prompt.length, generated, referenceTokens, mismatched, first.path("prefillNanos").asLong(),
-                decoded.path("transferNanos").asLong(), decoded.path("firstStepNanos").asLong(), bytes, decoded.path("forwardedTokens").asLong(), null);
+                decoded.path("transferNanos").asLong(), decoded.path("firstStepNanos").asLong(), bytes, decoded.path("forwardedTokens").asLong(), null,
+                cachedTokens);
     }
 
     private static SessionResult failed(String id, String mode, int promptTokens, List<Integer> referenceTokens, String error)
     {
-        return new SessionResult(id, mode, promptTokens, List.of(), referenceTokens, List.of(), 0, 0, 0, 0, 0, error);
+        return new SessionResult(id, mode, promptTokens, List.of(), referenceTokens, List.of(), 0, 0, 0, 0, 0, error, 0);
     }
 
     private record Idle(ObjectNode prefill, ObjectNode decode, long decoderForwarded)

@@ -13,14 +13,17 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
  * An engine JVM the router started: {@link JlamaServer} with one role, spoken to by request and
- * reply. Every JVM is started with the same options, so that Jlama's vector reductions give the
- * same bits in each ({@link #JVM_OPTIONS}).
+ * reply. Requests may be in flight at once from several threads: a reply goes to the request of
+ * its {@code id}. Every JVM is started with the same options, so that Jlama's vector reductions
+ * give the same bits in each ({@link #JVM_OPTIONS}).
  */
 public final class EngineProcess implements AutoCloseable
 {
@@ -31,11 +34,17 @@ public final class EngineProcess implements AutoCloseable
     public static final List<String> JVM_OPTIONS = List.of("--add-modules", "jdk.incubator.vector", "-XX:+UnlockDiagnosticVMOptions",
             "-XX:DisableIntrinsic=_VectorReductionCoerced", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow");
 
+    /** {@link #JVM_OPTIONS} without the disabled intrinsic: faster, but a logit's bits may then depend on the JIT tier. */
+    public static final List<String> FAST_JVM_OPTIONS = JVM_OPTIONS.stream()
+            .filter(o -> !o.equals("-XX:+UnlockDiagnosticVMOptions") && !o.startsWith("-XX:DisableIntrinsic")).toList();
+
     private final String role;
     private final Process process;
     private final PrintStream in;
     private final Path log;
-    private final BlockingQueue<ObjectNode> replies = new LinkedBlockingQueue<>();
+    /** Messages that answer no request in flight: the ready line, a broken output. */
+    private final BlockingQueue<ObjectNode> unsolicited = new LinkedBlockingQueue<>();
+    private final Map<String, BlockingQueue<ObjectNode>> inFlight = new ConcurrentHashMap<>();
 
     private EngineProcess(String role, Process process, Path log)
     {
@@ -48,12 +57,15 @@ public final class EngineProcess implements AutoCloseable
                 for (String line = out.readLine(); line != null; line = out.readLine()) {
                     ObjectNode message = Lines.parse(line);
                     if (message != null) {
-                        replies.add(message);
+                        BlockingQueue<ObjectNode> waiting = inFlight.get(message.path("id").asText());
+                        (waiting != null ? waiting : unsolicited).add(message);
                     }
                 }
             }
             catch (IOException | RuntimeException e) {
-                replies.add(Lines.object().put("error", "PROTOCOL").put("message", role + " output failed: " + e));
+                ObjectNode broken = Lines.object().put("error", "PROTOCOL").put("message", role + " output failed: " + e);
+                unsolicited.add(broken);
+                inFlight.values().forEach(waiting -> waiting.add(broken));
             }
         });
     }
@@ -69,9 +81,24 @@ public final class EngineProcess implements AutoCloseable
      */
     public static EngineProcess start(ServerOptions options, String classPath, Path log, int readySeconds)
     {
+        return start(options, classPath, log, readySeconds, JVM_OPTIONS);
+    }
+
+    /**
+     * Starts an engine JVM with the given JVM options and waits until it is ready.
+     *
+     * @param options what it runs.
+     * @param classPath the class path holding kvbridge, its transports and Jlama.
+     * @param log where its standard error goes.
+     * @param readySeconds how long loading may take.
+     * @param jvmOptions {@link #JVM_OPTIONS} (bit-identical) or {@link #FAST_JVM_OPTIONS}.
+     * @return the running engine.
+     */
+    public static EngineProcess start(ServerOptions options, String classPath, Path log, int readySeconds, List<String> jvmOptions)
+    {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(JVM_OPTIONS);
+        command.addAll(jvmOptions);
         command.addAll(List.of("-cp", classPath, JlamaServer.class.getName()));
         command.addAll(options.toArguments());
         Process process;
@@ -82,26 +109,36 @@ public final class EngineProcess implements AutoCloseable
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "cannot start the " + options.role() + " JVM: " + e.getMessage(), e);
         }
         EngineProcess engine = new EngineProcess(options.role(), process, log);
-        ObjectNode ready = engine.await(readySeconds);
+        ObjectNode ready = engine.await(engine.unsolicited, readySeconds);
         KvBridgeException.check("ready".equals(ready.path("op").asText()), ErrorCode.TRANSFER_FAILED, "%s JVM did not start: %s%s", options.role(),
                 ready, engine.logTail());
         return engine;
     }
 
     /**
-     * Sends a command and waits for its reply.
+     * Sends a command and waits for its reply; safe from several threads, each with commands of
+     * ids of their own.
      *
-     * @param command the command.
+     * @param command the command, with an {@code id} no other request in flight to this engine has.
      * @param seconds how long to wait.
      * @return the reply; an {@code error} field when the engine refused or failed.
      */
     public ObjectNode request(ObjectNode command, int seconds)
     {
-        Lines.send(in, command);
-        return await(seconds);
+        String id = command.path("id").asText();
+        BlockingQueue<ObjectNode> reply = new LinkedBlockingQueue<>();
+        KvBridgeException.check(inFlight.putIfAbsent(id, reply) == null, ErrorCode.INVALID_ARGUMENT,
+                "%s JVM: a request with id %s is already in flight; give each request in flight an id of its own", role, id);
+        try {
+            Lines.send(in, command);
+            return await(reply, seconds);
+        }
+        finally {
+            inFlight.remove(id);
+        }
     }
 
-    private ObjectNode await(int seconds)
+    private ObjectNode await(BlockingQueue<ObjectNode> replies, int seconds)
     {
         ObjectNode reply = null;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);

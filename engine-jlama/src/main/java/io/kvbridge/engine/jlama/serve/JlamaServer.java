@@ -30,7 +30,10 @@ import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -46,8 +49,11 @@ import java.util.concurrent.TimeUnit;
  *       {@code prefillFinished} with the slot's blocks, answers the first token and the
  *       {@link TransferParams} as JSON, and returns the slot when kvbridge frees the request.</li>
  *   <li>{@code decode}: refuses a session longer than its pages before any byte moves, reports
- *       {@code blocksAllocated} for a free slot, waits until kvbridge received the blocks, then
- *       decodes greedily from the prompt's end without running the prompt.</li>
+ *       {@code blocksAllocated} for a free slot (or, for a later turn of a {@code conversation}, for
+ *       the blocks of the slot it kept that it does not hold yet), and answers once kvbridge received
+ *       the blocks and it decoded greedily from the prompt's end without running the prompt; several
+ *       sessions are received at once.</li>
+ *   <li>{@code forget}: lets go of a conversation's kept slot.</li>
  *   <li>{@code reference}: prefill and decode in this one JVM, no kvbridge: what the others must
  *       reproduce bit for bit.</li>
  * </ul>
@@ -65,6 +71,8 @@ public final class JlamaServer implements AutoCloseable
     private final ProducerConnector producer;
     private final ConsumerConnector consumer;
     private final Map<String, Integer> heldSlots = new HashMap<>();
+    private final Map<String, Receiving> receiving = new LinkedHashMap<>();
+    private final Map<String, Conversation> conversations = new HashMap<>();
     private int freed;
 
     private JlamaServer(ServerOptions options, PrintStream out)
@@ -124,8 +132,10 @@ public final class JlamaServer implements AutoCloseable
     private void loop(BlockingQueue<String> commands) throws InterruptedException
     {
         while (true) {
-            String line = commands.poll(1, TimeUnit.MILLISECONDS);
+            // sessions being received want the consumer polled often; an idle engine may wait longer
+            String line = commands.poll(receiving.isEmpty() ? 1000 : 200, TimeUnit.MICROSECONDS);
             pollProducer();
+            pollConsumer();
             if (line == null) {
                 continue;
             }
@@ -147,6 +157,7 @@ public final class JlamaServer implements AutoCloseable
                     case "decode" -> decode(command);
                     case "generate" -> generate(command);
                     case "abort" -> abort(command);
+                    case "forget" -> forget(command);
                     case "audit" -> audit();
                     default -> throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "unknown op " + op);
                 };
@@ -157,8 +168,9 @@ public final class JlamaServer implements AutoCloseable
             catch (RuntimeException e) {
                 reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
             }
-            reply.put("id", command.path("id").asText());
-            Lines.send(out, reply);
+            if (reply != null) {
+                reply(command.path("id").asText(), reply);
+            }
         }
     }
 
@@ -220,7 +232,12 @@ public final class JlamaServer implements AutoCloseable
         row.set(ValueLayout.JAVA_BYTE, 1, (byte) (row.get(ValueLayout.JAVA_BYTE, 1) ^ 0x10));
     }
 
-    private ObjectNode decode(ObjectNode command) throws InterruptedException
+    /**
+     * Starts receiving a session: refuses it when it is longer than the pages, takes a slot and
+     * tells kvbridge the blocks; the reply comes from {@link #pollConsumer} once the blocks arrived
+     * and the steps ran, so that several sessions' transfers are in flight at once.
+     */
+    private ObjectNode decode(ObjectNode command)
     {
         String id = command.path("id").asText();
         int promptLength = command.path("promptLength").asInt();
@@ -230,54 +247,147 @@ public final class JlamaServer implements AutoCloseable
         KvBridgeException.check(promptLength > 0 && steps >= 0 && promptLength + steps <= pool.maxTokens(), ErrorCode.INVALID_ARGUMENT,
                 "session %s: %d prompt tokens and %d decode steps need %d positions but this decoder's Jlama pages hold %d; refused before any transfer",
                 id, promptLength, steps, promptLength + steps, pool.maxTokens());
+        KvBridgeException.check(!receiving.containsKey(id), ErrorCode.INVALID_ARGUMENT, "session %s is already being received", id);
+        String conversation = command.hasNonNull("conversation") ? command.path("conversation").asText() : null;
+        int[] prompt = conversation == null ? null : ints(command.path("prompt"));
+        KvBridgeException.check(prompt == null || prompt.length == promptLength, ErrorCode.INVALID_ARGUMENT,
+                "session %s: a turn of conversation %s must carry its %d prompt tokens, got %d", id, conversation, promptLength,
+                prompt == null ? 0 : prompt.length);
         TransferParams params = TransferParamsJson.read(command.path("params").asText());
-        int slot = pool.acquire();
+        Conversation held = conversation == null ? null : conversations.remove(conversation);
+        int slot = held != null ? held.slot() : pool.acquire();
+        int cachedTokens = held == null ? 0 : cachedPrefix(held.tokens(), prompt);
         try {
             long start = System.nanoTime();
-            consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, promptLength));
-            awaitReceived(id, start);
-            long transferNanos = System.nanoTime() - start;
-            long forwardedBefore = engine.forwardTokens();
-            ArrayNode tokens = Lines.JSON.createArrayNode();
-            ArrayNode digests = Lines.JSON.createArrayNode();
-            long firstStepNanos = 0;
-            for (int s = 0; s < steps; s++) {
-                long stepStart = System.nanoTime();
-                JlamaEngine.Step step = engine.decode(pool.buffer(slot), token, promptLength + s);
-                if (s == 0) {
-                    firstStepNanos = System.nanoTime() - stepStart;
-                }
-                token = step.token();
-                tokens.add(token);
-                digests.add(Lines.digest(step.logits()));
-            }
-            ObjectNode reply = Lines.object().put("transferNanos", transferNanos).put("firstStepNanos", firstStepNanos)
-                    .put("forwardedTokens", engine.forwardTokens() - forwardedBefore);
-            reply.set("tokens", tokens);
-            reply.set("digests", digests);
-            return reply;
+            consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, cachedTokens / pool.blockTokens(), promptLength));
+            receiving.put(id, new Receiving(id, slot, promptLength, steps, token, start, conversation, prompt, cachedTokens));
+            return null;
         }
-        finally {
+        catch (RuntimeException e) {
             pool.release(slot);
+            throw e;
         }
     }
 
-    private void awaitReceived(String id, long start) throws InterruptedException
+    /**
+     * Returns how many of a new turn's first tokens this decoder's slot already holds, in whole
+     * blocks: the new prompt must repeat what the slot holds, and a block is kept only when every
+     * token in it matches (the last, partly matching one is received again).
+     */
+    private int cachedPrefix(int[] held, int[] prompt)
     {
-        while (System.nanoTime() - start < RECEIVE_DEADLINE_NANOS) {
-            ReceiveBatch batch = consumer.poll();
-            for (ReceiveFailure failure : batch.failed()) {
-                if (failure.requestId().equals(id)) {
-                    throw new KvBridgeException(failure.code(), "session " + id + ": the transfer failed: " + failure.message());
-                }
-            }
-            if (batch.received().contains(id)) {
-                return;
-            }
-            Thread.sleep(0, 200_000);
+        int same = 0;
+        while (same < held.length && same < prompt.length && held[same] == prompt[same]) {
+            same++;
         }
-        throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, "session " + id + ": no blocks received within "
-                + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s");
+        return same / pool.blockTokens() * pool.blockTokens();
+    }
+
+    /** A conversation's decoder slot between turns, and the tokens whose K/V rows it holds (prompt and fed tokens, in position order). */
+    private record Conversation(int slot, int[] tokens)
+    {
+    }
+
+    /** Lets go of a conversation's slot: the router will send no further turn. */
+    private ObjectNode forget(ObjectNode command)
+    {
+        Conversation held = conversations.remove(command.path("conversation").asText());
+        if (held != null) {
+            pool.release(held.slot());
+        }
+        return Lines.object().put("forgotten", held != null);
+    }
+
+    /** A session whose blocks kvbridge is moving into a decoder slot. */
+    private record Receiving(String id, int slot, int promptLength, int steps, int token, long startNanos, String conversation, int[] prompt,
+            int cachedTokens)
+    {
+    }
+
+    /** Answers every session whose blocks arrived (by decoding it), whose transfer failed, or that waited past its deadline. */
+    private void pollConsumer()
+    {
+        if (consumer == null || receiving.isEmpty()) {
+            return;
+        }
+        ReceiveBatch batch = consumer.poll();
+        for (ReceiveFailure failure : batch.failed()) {
+            Receiving session = receiving.remove(failure.requestId());
+            if (session != null) {
+                pool.release(session.slot());
+                reply(session.id(), Lines.object().put("error", failure.code().name()).put("message",
+                        "session " + session.id() + ": the transfer failed: " + failure.message()));
+            }
+        }
+        for (String id : batch.received()) {
+            Receiving session = receiving.remove(id);
+            if (session != null) {
+                long transferNanos = System.nanoTime() - session.startNanos();
+                ObjectNode reply;
+                boolean keep = false;
+                try {
+                    reply = decodeSteps(session, transferNanos);
+                    keep = session.conversation() != null;
+                }
+                catch (RuntimeException e) {
+                    reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
+                }
+                finally {
+                    if (!keep) {
+                        pool.release(session.slot());
+                    }
+                }
+                reply(id, reply);
+            }
+        }
+        long now = System.nanoTime();
+        for (Receiving session : List.copyOf(receiving.values())) {
+            if (now - session.startNanos() > RECEIVE_DEADLINE_NANOS) {
+                receiving.remove(session.id());
+                pool.release(session.slot());
+                reply(session.id(), Lines.object().put("error", ErrorCode.DEADLINE_EXCEEDED.name()).put("message", "session " + session.id()
+                        + ": no blocks received within " + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s"));
+            }
+        }
+    }
+
+    /** Decodes greedily from the prompt's end, reading the moved K/V rows as if this JVM had computed them. */
+    private ObjectNode decodeSteps(Receiving session, long transferNanos)
+    {
+        long forwardedBefore = engine.forwardTokens();
+        ArrayNode tokens = Lines.JSON.createArrayNode();
+        ArrayNode digests = Lines.JSON.createArrayNode();
+        long firstStepNanos = 0;
+        int token = session.token();
+        for (int s = 0; s < session.steps(); s++) {
+            long stepStart = System.nanoTime();
+            JlamaEngine.Step step = engine.decode(pool.buffer(session.slot()), token, session.promptLength() + s);
+            if (s == 0) {
+                firstStepNanos = System.nanoTime() - stepStart;
+            }
+            token = step.token();
+            tokens.add(token);
+            digests.add(Lines.digest(step.logits()));
+        }
+        if (session.conversation() != null) {
+            // the slot now holds the prompt's rows and those of every token fed since: what the next turn may reuse
+            int[] held = Arrays.copyOf(session.prompt(), session.promptLength() + session.steps());
+            for (int s = 0; s < session.steps(); s++) {
+                held[session.promptLength() + s] = s == 0 ? session.token() : tokens.get(s - 1).asInt();
+            }
+            conversations.put(session.conversation(), new Conversation(session.slot(), held));
+        }
+        ObjectNode reply = Lines.object().put("transferNanos", transferNanos).put("firstStepNanos", firstStepNanos)
+                .put("forwardedTokens", engine.forwardTokens() - forwardedBefore).put("cachedTokens", session.cachedTokens());
+        reply.set("tokens", tokens);
+        reply.set("digests", digests);
+        return reply;
+    }
+
+    private void reply(String id, ObjectNode reply)
+    {
+        reply.put("id", id);
+        Lines.send(out, reply);
     }
 
     private ObjectNode generate(ObjectNode command)
@@ -291,12 +401,17 @@ public final class JlamaServer implements AutoCloseable
             long prefillNanos = System.nanoTime() - start;
             ArrayNode tokens = Lines.JSON.createArrayNode().add(step.token());
             ArrayNode digests = Lines.JSON.createArrayNode().add(Lines.digest(step.logits()));
+            long firstStepNanos = 0;
             for (int s = 0; s < steps; s++) {
+                long stepStart = System.nanoTime();
                 step = engine.decode(pool.buffer(slot), step.token(), prompt.length + s);
+                if (s == 0) {
+                    firstStepNanos = System.nanoTime() - stepStart;
+                }
                 tokens.add(step.token());
                 digests.add(Lines.digest(step.logits()));
             }
-            ObjectNode reply = Lines.object().put("prefillNanos", prefillNanos);
+            ObjectNode reply = Lines.object().put("prefillNanos", prefillNanos).put("firstStepNanos", firstStepNanos);
             reply.set("tokens", tokens);
             reply.set("digests", digests);
             return reply;

@@ -18,10 +18,46 @@ import java.util.Locale;
  * @param blockTokens tokens per kvbridge block.
  * @param corruptBlock negative control: the block of layer 0's key plane the prefill JVM changes
  *     one byte of before each transfer; -1 for none.
+ * @param concurrency sessions in flight at once; both engines get at least this many slots.
+ * @param turns turns per session: each later turn's prompt is the earlier turn's prompt, its
+ *     generated tokens and {@link #FOLLOW_UP_MIN}..{@link #FOLLOW_UP_MAX} new tokens, and the decoder
+ *     keeps the session's slot between turns, receiving only the blocks it does not hold.
  */
 public record RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
-        int blockTokens, int corruptBlock)
+        int blockTokens, int corruptBlock, int concurrency, int turns)
 {
+    /** Fewest new tokens a later turn adds. */
+    public static final int FOLLOW_UP_MIN = 8;
+
+    /** Most new tokens a later turn adds. */
+    public static final int FOLLOW_UP_MAX = 64;
+
+    /** Sessions in flight when not given. */
+    public static final int DEFAULT_CONCURRENCY = 8;
+
+    /** The most sessions in flight: each takes a slot of pages (16 to 32 MiB) in both engines. */
+    public static final int MAX_CONCURRENCY = 64;
+
+    /**
+     * Options with {@link #DEFAULT_CONCURRENCY} sessions in flight.
+     *
+     * @param backend kvbridge transport.
+     * @param mode {@code push}, {@code pull} or {@code mixed}.
+     * @param sessions sessions to serve.
+     * @param promptMin shortest prompt.
+     * @param promptMax longest prompt.
+     * @param decodeTokens decode steps.
+     * @param seed seed.
+     * @param model shape.
+     * @param blockTokens tokens per block.
+     * @param corruptBlock negative control block, or -1.
+     */
+    public RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
+            int blockTokens, int corruptBlock)
+    {
+        this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, DEFAULT_CONCURRENCY, 1);
+    }
+
     /** Validates the values. */
     public RunOptions
     {
@@ -31,6 +67,29 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         KvBridgeException.checkArgument(promptMin > 1 && promptMax >= promptMin, "prompt tokens %d..%d (expected: 2 <= A <= B)", promptMin, promptMax);
         KvBridgeException.checkArgument(decodeTokens > 0, "decode tokens=%d is not positive", decodeTokens);
         KvBridgeException.checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
+        KvBridgeException.checkArgument(turns >= 1, "turns=%d is not positive", turns);
+        KvBridgeException.checkArgument(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency=%d is outside [1, %d]", concurrency,
+                MAX_CONCURRENCY);
+    }
+
+    /**
+     * Returns the most positions a session's last turn needs: every turn's prompt growth, generated tokens and decode steps.
+     *
+     * @return the positions.
+     */
+    public int maxPositions()
+    {
+        return promptMax + turns * (decodeTokens + 1) + (turns - 1) * FOLLOW_UP_MAX;
+    }
+
+    /**
+     * Returns the session slots each engine gets: one per session in flight, and at least 2.
+     *
+     * @return the slots.
+     */
+    public int slots()
+    {
+        return Math.max(2, concurrency);
     }
 
     /**

@@ -55,7 +55,8 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
             ObjectNode node = list.addObject().put("id", s.id()).put("mode", s.mode()).put("promptTokens", s.promptTokens())
                     .put("generatedTokens", s.tokens().size()).put("identical", s.identical(options.decodeTokens()))
                     .put("prefillMs", millis(s.prefillNanos())).put("transferMs", millis(s.transferNanos()))
-                    .put("firstDecodeStepMs", millis(s.firstStepNanos())).put("bytesMoved", s.bytesMoved());
+                    .put("firstDecodeStepMs", millis(s.firstStepNanos())).put("bytesMoved", s.bytesMoved())
+                    .put("cachedTokens", s.cachedTokens());
             node.set("mismatchedSteps", Lines.JSON.valueToTree(s.mismatchedSteps()));
             if (s.error() != null) {
                 node.put("error", s.error());
@@ -74,14 +75,16 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
     public String toText()
     {
         StringBuilder text = new StringBuilder();
-        text.append(String.format(Locale.ROOT, "jlama %s over %s, mode %s: %d sessions, %d decode steps each%n", options.model(), options.backend(),
-                options.mode(), sessions.size(), options.decodeTokens()));
-        text.append(String.format(Locale.ROOT, "  %-11s %-5s %7s %9s %10s %12s %11s  %s%n", "session", "mode", "prompt", "prefill", "transfer",
-                "first step", "bytes", "bit-identical"));
+        text.append(String.format(Locale.ROOT, "jlama %s over %s, mode %s: %d sessions%s, %d in flight, %d decode steps each%n", options.model(),
+                options.backend(), options.mode(), options.sessions(), options.turns() > 1 ? " of " + options.turns() + " turns" : "",
+                options.concurrency(), options.decodeTokens()));
+        text.append(String.format(Locale.ROOT, "  %-18s %-5s %7s %7s %9s %10s %12s %11s  %s%n", "session", "mode", "prompt", "cached", "prefill",
+                "transfer", "first step", "bytes", "bit-identical"));
         long bytes = 0;
         for (SessionResult s : sessions) {
             bytes += s.bytesMoved();
-            text.append(String.format(Locale.ROOT, "  %-11s %-5s %7d %7.1fms %8.1fms %10.1fms %11d  %s%n", s.id(), s.mode(), s.promptTokens(),
+            text.append(String.format(Locale.ROOT, "  %-18s %-5s %7d %7d %7.1fms %8.1fms %10.1fms %11d  %s%n", s.id(), s.mode(), s.promptTokens(),
+                    s.cachedTokens(),
                     millis(s.prefillNanos()), millis(s.transferNanos()), millis(s.firstStepNanos()), s.bytesMoved(),
                     s.error() != null ? "REFUSED: " + s.error() : s.identical(options.decodeTokens()) ? "yes" : "NO, steps " + s.mismatchedSteps()));
         }

@@ -17,9 +17,11 @@ import java.util.List;
  * @param bytesMoved KV bytes of the prompt's blocks.
  * @param decoderForwardedTokens tokens the decoder ran through the model for this session.
  * @param error the refusal or failure, or null.
+ * @param cachedTokens prompt tokens the decoder already held from the session's earlier turn, which
+ *     kvbridge did not move (a prefix hit); 0 for a first turn.
  */
 public record SessionResult(String id, String mode, int promptTokens, List<Integer> tokens, List<Integer> referenceTokens, List<Integer> mismatchedSteps,
-        long prefillNanos, long transferNanos, long firstStepNanos, long bytesMoved, long decoderForwardedTokens, String error)
+        long prefillNanos, long transferNanos, long firstStepNanos, long bytesMoved, long decoderForwardedTokens, String error, int cachedTokens)
 {
     /**
      * Tells whether the session matched its reference bit for bit and the decoder ran only its steps.
