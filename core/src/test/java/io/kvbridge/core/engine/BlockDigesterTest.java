@@ -57,6 +57,39 @@ final class BlockDigesterTest
     }
 
     @Test
+    void comparingARequestsBlocksAllocatesNothing()
+    {
+        try (Arena arena = Arena.ofConfined()) {
+            TestCache cache = new TestCache(arena, TestCache.Shape.of(4, 32, false), Rank.single());
+            int[] blocks = {3, 4, 5, 6, 7, 8, 9, 10};
+            cache.fill(2, blocks);
+            BlockDigester digester = new BlockDigester(cache.geometry);
+            BlockDigests digests = digester.digest(new int[][] {blocks});
+            com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+            long thread = Thread.currentThread().threadId();
+            int matched = 0;
+            int calls = 0;
+            // warm up, so that the measured loop runs compiled code
+            for (int i = 0; i < 20_000; i++) {
+                matched += digester.firstMismatch(0, blocks, digests, 0) == -1 ? 1 : 0;
+                calls++;
+            }
+            // the least of several rounds: an allocation per call shows in every round, a late compilation in one
+            long allocated = Long.MAX_VALUE;
+            for (int round = 0; round < 10 && allocated > 0; round++) {
+                long before = threads.getThreadAllocatedBytes(thread);
+                for (int i = 0; i < 20_000; i++) {
+                    matched += digester.firstMismatch(0, blocks, digests, 0) == -1 ? 1 : 0;
+                }
+                calls += 20_000;
+                allocated = Math.min(allocated, threads.getThreadAllocatedBytes(thread) - before);
+            }
+            assertEquals(calls, matched, "every block matched every time");
+            assertEquals(0, allocated, "bytes allocated by 20000 comparisons of 8 blocks of 4 layers, least of the rounds");
+        }
+    }
+
+    @Test
     void theShapeIgnoresAddressesAndCapacityButNotBlockBytesOrLayers()
     {
         try (Arena arena = Arena.ofConfined()) {
