@@ -6,7 +6,9 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.memory.MemoryKind;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
@@ -43,6 +45,8 @@ import java.util.Set;
  *     exchanges ({@link CacheLayout#exchangedBlocks}, sliding-window clipping). When null, a bridge
  *     uses the layout registered under the geometry's {@code layoutName} with its default options;
  *     without one nothing is clipped and no layout check runs.
+ * @param integrity whether the rank computes (producer) or requires and checks (consumer) a CRC32C of
+ *     every block it moves (default {@link Integrity#OFF}); host memory only.
  */
 public record ConnectorSettings(
         String engineId,
@@ -57,7 +61,8 @@ public record ConnectorSettings(
         Duration registrationTimeout,
         FailurePolicy failurePolicy,
         ModelCacheSpec cacheSpec,
-        CacheLayout layout)
+        CacheLayout layout,
+        Integrity integrity)
 {
     /** Validates and copies. */
     public ConnectorSettings
@@ -88,6 +93,38 @@ public record ConnectorSettings(
         check(cacheSpec == null || cacheSpec.identity().equals(geometry.model()) && cacheSpec.ppSize() == geometry.rank().ppSize(), ErrorCode.CONFIG_INVALID,
                 "cacheSpec describes model %s with %d pipeline stages but the geometry is rank %s of model %s (expected: the spec the geometry was described from)",
                 cacheSpec == null ? null : cacheSpec.identity().model(), cacheSpec == null ? 0 : cacheSpec.ppSize(), geometry.rank(), geometry.model().model());
+        requireNonNull(integrity, "integrity is null");
+        for (Region region : geometry.regions()) {
+            // reading device memory needs a kernel or a staging copy to host, neither of which the connector has
+            check(integrity == Integrity.OFF || region.memoryKind() == MemoryKind.HOST, ErrorCode.CONFIG_INVALID,
+                    "integrity=%s needs host memory but region %s is %s memory of device %d; set integrity=off for a device cache",
+                    integrity.configName(), region.name(), region.memoryKind(), region.device());
+        }
+    }
+
+    /**
+     * Creates settings without block digests ({@link Integrity#OFF}).
+     *
+     * @param engineId the engine's id.
+     * @param geometry this rank's cache.
+     * @param bindHost address the side channel binds to.
+     * @param port side channel port.
+     * @param advertisedHost host peers use to reach the side channel.
+     * @param stageSideChannels side channels of stages served by other processes.
+     * @param modes transfer modes.
+     * @param leaseDuration producer lease.
+     * @param transferTimeout deadline of one posted transfer.
+     * @param registrationTimeout consumer push watchdog.
+     * @param failurePolicy consumer failure policy.
+     * @param cacheSpec the cache spec, or null.
+     * @param layout the layout, or null.
+     */
+    public ConnectorSettings(String engineId, CacheGeometry geometry, String bindHost, int port, String advertisedHost,
+            List<SideChannelAddress> stageSideChannels, Set<TransferMode> modes, Duration leaseDuration, Duration transferTimeout,
+            Duration registrationTimeout, FailurePolicy failurePolicy, ModelCacheSpec cacheSpec, CacheLayout layout)
+    {
+        this(engineId, geometry, bindHost, port, advertisedHost, stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout,
+                failurePolicy, cacheSpec, layout, Integrity.OFF);
     }
 
     /**
@@ -99,7 +136,7 @@ public record ConnectorSettings(
     public ConnectorSettings withLayout(CacheLayout layout)
     {
         return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost, stageSideChannels, modes, leaseDuration, transferTimeout,
-                registrationTimeout, failurePolicy, cacheSpec, layout);
+                registrationTimeout, failurePolicy, cacheSpec, layout, integrity);
     }
 
     private static void positive(String name, Duration value)
@@ -139,6 +176,7 @@ public record ConnectorSettings(
         private FailurePolicy failurePolicy = FailurePolicy.FAIL;
         private ModelCacheSpec cacheSpec;
         private CacheLayout layout;
+        private Integrity integrity = Integrity.OFF;
 
         private Builder(String engineId, CacheGeometry geometry)
         {
@@ -269,6 +307,18 @@ public record ConnectorSettings(
         }
 
         /**
+         * Sets whether the rank computes (producer) or requires and checks (consumer) block digests.
+         *
+         * @param integrity the setting.
+         * @return this builder.
+         */
+        public Builder integrity(Integrity integrity)
+        {
+            this.integrity = integrity;
+            return this;
+        }
+
+        /**
          * Builds the validated settings.
          *
          * @return the settings.
@@ -277,7 +327,7 @@ public record ConnectorSettings(
         public ConnectorSettings build()
         {
             return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost == null ? bindHost : advertisedHost,
-                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy, cacheSpec, layout);
+                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy, cacheSpec, layout, integrity);
         }
     }
 }

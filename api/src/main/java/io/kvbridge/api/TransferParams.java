@@ -47,6 +47,9 @@ import java.util.Set;
  *     does not know (a stage served by another process, merged in by {@link #withEpochsOf}) or that
  *     grants no pulls. A consumer pulls only from stages whose key it is given; stages with one side
  *     channel name one key. {@link #toString()} does not show them.
+ * @param digests the CRC32C of every block as the issuing producer rank held it at
+ *     {@code prefillFinished} ({@link Integrity#CRC32C}), one per id of {@code blockIds};
+ *     {@link BlockDigests#NONE} when the producer computes none.
  *
  * @see TransferParamsJson the JSON form a router carries
  */
@@ -61,7 +64,8 @@ public record TransferParams(
         long leaseMillis,
         long finishedNanos,
         List<Long> epochs,
-        List<PullKey> pullKeys)
+        List<PullKey> pullKeys,
+        BlockDigests digests)
 {
     /** {@link #finishedNanos} of parameters that do not say when the prefill finished. */
     public static final long UNKNOWN_TIME = Long.MIN_VALUE;
@@ -105,6 +109,30 @@ public record TransferParams(
             checkArgument(pullKeys.get(first).equals(pullKeys.get(stage)), "stages %d and %d share side channel %s but name different pull keys"
                     + " (expected: one process, one key)", first, stage, sideChannels.get(stage));
         }
+        requireNonNull(digests, "digests is null");
+        checkArgument(digests.isNone() || digests.fits(blockIds), "%s do not match blockIds=%s (expected: one digest per block id of every group)",
+                digests, blockIds);
+    }
+
+    /**
+     * Creates parameters without block digests, as a producer with {@link Integrity#OFF} does.
+     *
+     * @param engineId the producer engine's id.
+     * @param requestId the producer's id of the request, or empty.
+     * @param sideChannels side channel of each producer pipeline stage.
+     * @param tpSize producer tensor-parallel size.
+     * @param ppSize producer pipeline-parallel size.
+     * @param blockIds the producer's block ids per cache group.
+     * @param modes the transfer modes the producer serves.
+     * @param leaseMillis the producer's lease in milliseconds.
+     * @param finishedNanos when the prefill finished on the producer's clock, or {@link #UNKNOWN_TIME}.
+     * @param epochs the epoch of each stage's side channel.
+     * @param pullKeys the pull key of each stage.
+     */
+    public TransferParams(String engineId, String requestId, List<SideChannelAddress> sideChannels, int tpSize, int ppSize, BlockIds blockIds,
+            Set<TransferMode> modes, long leaseMillis, long finishedNanos, List<Long> epochs, List<PullKey> pullKeys)
+    {
+        this(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs, pullKeys, BlockDigests.NONE);
     }
 
     /**
@@ -177,7 +205,19 @@ public record TransferParams(
     public TransferParams withRequestId(String producerRequestId)
     {
         return new TransferParams(engineId, producerRequestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs,
-                pullKeys);
+                pullKeys, digests);
+    }
+
+    /**
+     * Returns a copy that carries block digests, as a producer with {@link Integrity#CRC32C} issues it.
+     *
+     * @param blockDigests one digest per block id.
+     * @return the copy.
+     */
+    public TransferParams withDigests(BlockDigests blockDigests)
+    {
+        return new TransferParams(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, epochs,
+                pullKeys, blockDigests);
     }
 
     /**
@@ -187,7 +227,8 @@ public record TransferParams(
      * have every stage checked, and to let a consumer pull from every stage.
      *
      * @param other another stage's parameters of the same engine, side channels and request.
-     * @return the copy, with every epoch and pull key either names.
+     * @return the copy, with every epoch and pull key either names, and this one's digests (a stage's digests cover its own
+     *     layers only, so they are not merged).
      * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} when the two describe other
      *     engines, side channels or requests, or name two epochs or two pull keys for one stage (it
      *     restarted between them).
@@ -217,7 +258,7 @@ public record TransferParams(
             keys[stage] = mine.isNone() ? theirs : mine;
         }
         return new TransferParams(engineId, requestId, sideChannels, tpSize, ppSize, blockIds, modes, leaseMillis, finishedNanos, List.of(merged),
-                List.of(keys));
+                List.of(keys), digests);
     }
 
     /**
@@ -237,7 +278,7 @@ public record TransferParams(
     {
         return "TransferParams[engineId=" + engineId + ", requestId=" + requestId + ", sideChannels=" + sideChannels + ", tpSize=" + tpSize
                 + ", ppSize=" + ppSize + ", blockIds=" + blockIds + ", modes=" + modes + ", leaseMillis=" + leaseMillis + ", finishedNanos="
-                + finishedNanos + ", epochs=" + epochs.stream().map(TransferParams::formatEpoch).toList() + ", pullKeys=" + pullKeys + "]";
+                + finishedNanos + ", epochs=" + epochs.stream().map(TransferParams::formatEpoch).toList() + ", pullKeys=" + pullKeys + ", digests=" + digests + "]";
     }
 
     /**

@@ -28,7 +28,8 @@ import java.util.Set;
  *  "transfer_mode": "push",
  *  "kvbridge": {"version": 3, "side_channels": [{"host": "10.0.0.5", "port": 5600, "epoch": "9f86d081884c7d65",
  *                                               "pull_key": "5e884898da28047151d0e56f8dc62927"}],
- *               "modes": ["push"], "lease_ms": 30000, "finished_ns": 81234567890}}
+ *               "modes": ["push"], "lease_ms": 30000, "finished_ns": 81234567890,
+ *               "digests": {"shape": "5c3e9a01", "crc32c": [[3735928559, 305419896, 4023233417], [19088743, 2596069104]]}}}
  * }</pre>
  *
  * <p>{@code remote_host} and {@code remote_port} are pipeline stage 0's side channel;
@@ -40,6 +41,13 @@ import java.util.Set;
  * holds it may read the request while it is held), the modes, the lease and when the prefill finished (on
  * the producer's clock, for the hand-over metric). An epoch is 16 hex digits in a string, not a
  * number: it is 64 random bits, which a router in JavaScript would round as a JSON number.
+ *
+ * <p>{@code digests} is present only when the producer computes block digests
+ * ({@link Integrity#CRC32C}): its shape fingerprint as 8 lower-case hex digits and one CRC32C per
+ * block id, as an integer in {@code [0, 4294967295]}, in the layout of {@code remote_block_ids}
+ * (a flat list for a single group is read too). A count that differs from the block ids' is refused.
+ * Parameters without it are read as before, and a reader that predates it refuses the unknown key,
+ * so a producer turns digests on once its decoders read them.
  *
  * <p>Version 2 documents, written before pull keys, are read without keys: a consumer can push with
  * them, and pulling fails naming the request. Version 1 documents, written before engines had epochs, are refused rather than read without
@@ -71,9 +79,10 @@ public final class TransferParamsJson
     private static final int MAX_ID_LENGTH = 1024;
     private static final int MAX_HOST_LENGTH = 255;
     /** The most values (keys and array elements) a document holds; a map is read no further. */
-    private static final int MAX_VALUES = MAX_BLOCK_IDS + 4 * MAX_STAGES + 256;
+    private static final int MAX_VALUES = 2 * MAX_BLOCK_IDS + 4 * MAX_STAGES + 256;
+    private static final long MAX_CRC = 0xffff_ffffL;
     private static final JsonReader READER = JsonReader.of(ErrorCode.PROTOCOL_ERROR, MAX_CHARS, 8, MAX_VALUES);
-    private static final Set<String> KVBRIDGE_KEYS = Set.of("version", "side_channels", "modes", "lease_ms", "finished_ns");
+    private static final Set<String> KVBRIDGE_KEYS = Set.of("version", "side_channels", "modes", "lease_ms", "finished_ns", "digests");
 
     private TransferParamsJson()
     {
@@ -143,6 +152,9 @@ public final class TransferParamsJson
         own.put("lease_ms", params.leaseMillis());
         if (params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
             own.put("finished_ns", params.finishedNanos());
+        }
+        if (!params.digests().isNone()) {
+            own.put("digests", digests(params.digests()));
         }
         map.put("kvbridge", own);
         return map;
@@ -243,11 +255,13 @@ public final class TransferParamsJson
         long lease = own.integer("lease_ms", 1, Long.MAX_VALUE / 1_000_000).orElse(0);
         required(own, "lease_ms", lease == 0 ? null : lease);
         long finished = own.integer("finished_ns", Long.MIN_VALUE + 1, Long.MAX_VALUE).orElse(TransferParams.UNKNOWN_TIME);
+        BlockDigests digests = own.object("digests").map(nested -> digests(nested, blocks)).orElse(BlockDigests.NONE);
         if (!problems.isEmpty()) {
             throw invalid(problems);
         }
         try {
-            return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished, epochs, pullKeys);
+            return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished, epochs, pullKeys,
+                    digests);
         }
         catch (KvBridgeException e) {
             String reason = e.getMessage().substring(e.code().id().length() + 2);
@@ -296,6 +310,72 @@ public final class TransferParamsJson
             }
         }
         return BlockIds.of(ids);
+    }
+
+    private static Map<String, Object> digests(BlockDigests digests)
+    {
+        List<List<Long>> groups = new ArrayList<>();
+        for (int g = 0; g < digests.groupCount(); g++) {
+            List<Long> group = new ArrayList<>(digests.size(g));
+            for (int i = 0; i < digests.size(g); i++) {
+                group.add(Integer.toUnsignedLong(digests.get(g, i)));
+            }
+            groups.add(group);
+        }
+        Map<String, Object> map = new LinkedHashMap<>();
+        map.put("shape", String.format(Locale.ROOT, "%08x", digests.shape()));
+        map.put("crc32c", groups);
+        return map;
+    }
+
+    private static BlockDigests digests(JsonFields fields, BlockIds blocks)
+    {
+        fields.refuseUnknown(Set.of("shape", "crc32c"));
+        String shapeText = fields.string("shape", 16).orElse(null);
+        int shape = 0;
+        if (shapeText == null) {
+            required(fields, "shape", null);
+        }
+        else if (shapeText.length() == 8 && shapeText.chars().allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            shape = Integer.parseUnsignedInt(shapeText, 16);
+        }
+        else {
+            fields.problem("shape", "is \"" + shapeText + "\" (expected: 8 lower-case hex digits, as the producer wrote it)");
+        }
+        List<?> groups = fields.array("crc32c", MAX_BLOCK_IDS).orElse(null);
+        if (groups == null) {
+            required(fields, "crc32c", null);
+            return BlockDigests.NONE;
+        }
+        boolean flat = !groups.isEmpty() && !(groups.getFirst() instanceof List<?>);
+        List<?> lists = flat ? List.of(groups) : groups;
+        if (lists.size() != blocks.groupCount()) {
+            fields.problem("crc32c", "has " + lists.size() + " cache groups but remote_block_ids has " + blocks.groupCount()
+                    + " (expected: one digest per block id)");
+            return BlockDigests.NONE;
+        }
+        int[][] crcs = new int[lists.size()][];
+        for (int g = 0; g < crcs.length; g++) {
+            if (!(lists.get(g) instanceof List<?> group)) {
+                fields.problem("crc32c", "group " + g + " is " + JsonFields.describe(lists.get(g)) + " (expected: an array of CRC32C values)");
+                return BlockDigests.NONE;
+            }
+            if (group.size() != blocks.size(g)) {
+                fields.problem("crc32c", "group " + g + " has " + group.size() + " digests but " + blocks.size(g)
+                        + " block ids (expected: one digest per block id)");
+                return BlockDigests.NONE;
+            }
+            crcs[g] = new int[group.size()];
+            for (int i = 0; i < crcs[g].length; i++) {
+                if (!(group.get(i) instanceof Long crc) || crc < 0 || crc > MAX_CRC) {
+                    fields.problem("crc32c", String.format(Locale.ROOT, "group %d position %d is %s (expected: an integer in [0, %d])", g, i,
+                            JsonFields.describe(group.get(i)), MAX_CRC));
+                    return BlockDigests.NONE;
+                }
+                crcs[g][i] = (int) (long) crc;
+            }
+        }
+        return crcs.length == 0 ? BlockDigests.NONE : BlockDigests.of(shape, crcs);
     }
 
     private static List<SideChannelAddress> stages(JsonFields own, String host, long port, long ppSize, List<Long> epochs, List<PullKey> pullKeys)

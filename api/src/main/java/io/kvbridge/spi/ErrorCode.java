@@ -81,7 +81,19 @@ public enum ErrorCode
      */
     STALE_EPOCH,
     /** The operation is valid but not supported by this component. */
-    UNSUPPORTED;
+    UNSUPPORTED,
+    /**
+     * A received block's bytes differ from the digest its producer computed at
+     * {@code prefillFinished}: they were changed in flight or in memory after the prefill. The
+     * request's blocks from the first mismatching one on are invalid.
+     */
+    DIGEST_MISMATCH,
+    /**
+     * The consumer checks block digests but the request's parameters carry none it can compare: the
+     * producer does not compute them ({@code integrity} off there), or the two engines' shapes differ
+     * so that a producer block's bytes are not one consumer block's.
+     */
+    DIGEST_UNAVAILABLE;
 
     /**
      * Returns the stable identifier, for example {@code KVB/DescriptorOutOfRange}.

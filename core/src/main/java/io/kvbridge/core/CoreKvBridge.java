@@ -129,6 +129,9 @@ final class CoreKvBridge implements KvBridge
         if (config.failurePolicy() != null) {
             builder.failurePolicy(config.failurePolicy());
         }
+        if (config.integrity() != null) {
+            builder.integrity(config.integrity());
+        }
         if (config.layout() != null && config.layout().equals(geometry.layoutName())) {
             builder.layout(configuredLayout());
         }

@@ -3,6 +3,7 @@ package io.kvbridge.core.config;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.api.FailurePolicy;
+import io.kvbridge.api.Integrity;
 import io.kvbridge.api.TransferMode;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,6 +39,8 @@ import java.util.TreeMap;
  * @param tls the side channel's TLS files and modes; {@link TlsFiles#EMPTY} when none are given.
  * @param allowUnauthenticated whether the side channel may serve an address other hosts reach without
  *     a secret or TLS requiring client certificates.
+ * @param integrity whether connectors compute (producer) or require and check (consumer) a CRC32C
+ *     of every block.
  */
 public record BridgeConfig(
         Role role,
@@ -59,11 +62,12 @@ public record BridgeConfig(
         String discovery,
         Duration discoveryLeaseTtl,
         TlsFiles tls,
-        Boolean allowUnauthenticated)
+        Boolean allowUnauthenticated,
+        Integrity integrity)
 {
     /** Nothing given. */
     public static final BridgeConfig EMPTY = new BridgeConfig(null, null, null, Map.of(), null, null, null, null, null, null, null, null, null,
-            null, null, Map.of(), null, null, TlsFiles.EMPTY, null);
+            null, null, Map.of(), null, null, TlsFiles.EMPTY, null, null);
 
     /** Which connectors an engine runs; vLLM's {@code kv_role}. */
     public enum Role
@@ -113,6 +117,40 @@ public record BridgeConfig(
         }
     }
 
+    /**
+     * A configuration that says nothing about integrity.
+     *
+     * @param role which connectors the engine runs.
+     * @param engineId the engine's id.
+     * @param transport transport name, or {@code auto}.
+     * @param transportOptions options per transport name.
+     * @param agentName the agent name peers see.
+     * @param sideChannelHost the address the side channel binds to.
+     * @param sideChannelPort the side channel's port.
+     * @param advertisedHost the host peers reach the side channel at.
+     * @param secretFile the file holding the side channel secret.
+     * @param failurePolicy what a consumer reports failed blocks with.
+     * @param leaseDuration how long a producer holds finished blocks.
+     * @param transferTimeout the deadline of one posted transfer.
+     * @param registrationTimeout how long a push registration waits.
+     * @param modes the transfer modes.
+     * @param layout the cache layout's name.
+     * @param layoutOptions the cache layout's options.
+     * @param discovery the discovery directory's location.
+     * @param discoveryLeaseTtl how long the directory keeps a rank's entry.
+     * @param tls the side channel's TLS files and modes.
+     * @param allowUnauthenticated whether the side channel may serve without authentication.
+     */
+    public BridgeConfig(Role role, String engineId, String transport, Map<String, Map<String, String>> transportOptions, String agentName,
+            String sideChannelHost, Integer sideChannelPort, String advertisedHost, Path secretFile, FailurePolicy failurePolicy,
+            Duration leaseDuration, Duration transferTimeout, Duration registrationTimeout, Set<TransferMode> modes, String layout,
+            Map<String, String> layoutOptions, String discovery, Duration discoveryLeaseTtl, TlsFiles tls, Boolean allowUnauthenticated)
+    {
+        this(role, engineId, transport, transportOptions, agentName, sideChannelHost, sideChannelPort, advertisedHost, secretFile, failurePolicy,
+                leaseDuration, transferTimeout, registrationTimeout, modes, layout, layoutOptions, discovery, discoveryLeaseTtl, tls,
+                allowUnauthenticated, null);
+    }
+
     /** Copies the maps and the modes. */
     public BridgeConfig
     {
@@ -144,7 +182,7 @@ public record BridgeConfig(
                 pick(leaseDuration, other.leaseDuration), pick(transferTimeout, other.transferTimeout),
                 pick(registrationTimeout, other.registrationTimeout), pick(modes, other.modes), pick(layout, other.layout), layoutMerged,
                 pick(discovery, other.discovery), pick(discoveryLeaseTtl, other.discoveryLeaseTtl), tls.overriddenBy(other.tls),
-                pick(allowUnauthenticated, other.allowUnauthenticated));
+                pick(allowUnauthenticated, other.allowUnauthenticated), pick(integrity, other.integrity));
     }
 
     /**

@@ -71,7 +71,7 @@ public final class ConfigDocument
     private static final List<String> TOP = List.of("kv_connector", "kv_role", "engine_id", "kv_load_failure_policy", EXTRA);
     private static final List<String> EXTRA_KEYS = List.of("transport", "transports", "agent_name", "side_channel_host", "side_channel_port",
             "advertised_host", "secret_file", "kv_lease_duration", "transfer_timeout", "push_registration_timeout", "modes", "layout", "layout_options",
-            "discovery", "discovery_lease_ttl", "tls", "side_channel_allow_unauthenticated");
+            "discovery", "discovery_lease_ttl", "tls", "side_channel_allow_unauthenticated", "integrity");
     private static final List<String> TLS_KEYS = List.of("cert_file", "key_file", "keystore_file", "keystore_password_file", "ca_file",
             "truststore_file", "truststore_password_file", "client_auth", "verify_hostname");
     // vLLM's own keys of --kv-transfer-config and of NIXL's extra config that kvbridge has no use for
@@ -139,7 +139,8 @@ public final class ConfigDocument
                 extra.string("discovery", 4096).map(location -> ConfigValues.discovery(extra.pathOf("discovery"), location, problems)).orElse(null),
                 leaseTtl(extra, problems),
                 extra.object("tls").map(tls -> tls(tls, problems)).orElse(TlsFiles.EMPTY),
-                extra.bool("side_channel_allow_unauthenticated").orElse(null));
+                extra.bool("side_channel_allow_unauthenticated").orElse(null),
+                extra.string("integrity", 32).map(setting -> ConfigValues.integrity(extra.pathOf("integrity"), setting, problems)).orElse(null));
     }
 
     private static TlsFiles tls(JsonFields tls, List<String> problems)
@@ -203,6 +204,7 @@ public final class ConfigDocument
             extra.put("tls", write(config.tls()));
         }
         putIfGiven(extra, "side_channel_allow_unauthenticated", config.allowUnauthenticated());
+        putIfGiven(extra, "integrity", config.integrity() == null ? null : config.integrity().configName());
         top.put(EXTRA, extra);
         return JsonWriter.write(top, false, 2);
     }

@@ -43,6 +43,7 @@ public final class ConfigEnvironment
             "KVBRIDGE_TRANSFER_TIMEOUT", "kv_connector_extra_config.transfer_timeout",
             "KVBRIDGE_MODES", "kv_connector_extra_config.modes (comma-separated)",
             "KVBRIDGE_LAYOUT", "kv_connector_extra_config.layout",
+            "KVBRIDGE_INTEGRITY", "kv_connector_extra_config.integrity (off, crc32c)",
             "KVBRIDGE_DISCOVERY", "kv_connector_extra_config.discovery",
             "KVBRIDGE_TLS_CERT_FILE", "kv_connector_extra_config.tls.cert_file",
             "KVBRIDGE_TLS_KEY_FILE", "kv_connector_extra_config.tls.key_file",
@@ -109,7 +110,8 @@ public final class ConfigEnvironment
                         env.get("KVBRIDGE_TLS_TRUSTSTORE_FILE", ConfigEnvironment::path),
                         env.get("KVBRIDGE_TLS_TRUSTSTORE_PASSWORD_FILE", ConfigEnvironment::path),
                         env.get("KVBRIDGE_TLS_CLIENT_AUTH", TlsFiles::clientAuth), env.get("KVBRIDGE_TLS_VERIFY_HOSTNAME", TlsFiles::bool)),
-                env.get("KVBRIDGE_SIDE_CHANNEL_ALLOW_UNAUTHENTICATED", TlsFiles::bool));
+                env.get("KVBRIDGE_SIDE_CHANNEL_ALLOW_UNAUTHENTICATED", TlsFiles::bool),
+                env.get("KVBRIDGE_INTEGRITY", ConfigValues::integrity));
     }
 
     /**

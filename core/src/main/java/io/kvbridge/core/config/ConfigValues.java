@@ -1,6 +1,7 @@
 package io.kvbridge.core.config;
 
 import io.kvbridge.api.FailurePolicy;
+import io.kvbridge.api.Integrity;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
@@ -60,6 +61,17 @@ final class ConfigValues
                 yield null;
             }
         };
+    }
+
+    static Integrity integrity(String where, String text, List<String> problems)
+    {
+        try {
+            return Integrity.parse(where, text);
+        }
+        catch (KvBridgeException e) {
+            problems.add(reason(e));
+            return null;
+        }
     }
 
     static TransferMode mode(String where, String text, List<String> problems)

@@ -62,6 +62,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     private final LayoutRules rules;
     private final StagePlanner stagePlanner;
     private final ConsumerTransfers transfers;
+    private final DigestCheck digests;
 
     // worker-confined
     private final Map<String, ReceivingRequest> requests = new HashMap<>();
@@ -84,6 +85,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
         this.stagePlanner = new StagePlanner(name, geometry, settings.cacheSpec(), rules, links);
+        this.digests = new DigestCheck(name, geometry, settings.integrity());
         this.transfers = new ConsumerTransfers(runtime, rules, new ConsumerTransfers.Ends()
         {
             @Override
@@ -185,6 +187,11 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         request.nextHeartbeat = now + request.heartbeatNanos;
         nextScan = Math.min(nextScan, Math.min(request.deadline, request.nextHeartbeat));
         TransferParams params = request.params;
+        DigestCheck.Failure unavailable = digests.unavailable(request.id, params, request.ids);
+        if (unavailable != null) {
+            fail(request, unavailable.code(), unavailable.message(), true);
+            return;
+        }
         List<Integer> targets;
         try {
             targets = stagePlanner.targets(params.tpSize());
@@ -387,8 +394,11 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             request.grants = grants.revoke(request.grants);
             active.remove(request.id);
             request.tracker.state(RequestState.FAILED);
-            failed.add(InvalidBlocks.failure(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.invalidGroups,
-                    settings.failurePolicy()));
+            failed.add(request.firstMismatch != null
+                    ? InvalidBlocks.mismatched(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.firstMismatch,
+                            settings.failurePolicy())
+                    : InvalidBlocks.failure(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.invalidGroups,
+                            settings.failurePolicy()));
         }
     }
 
@@ -408,6 +418,13 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
 
     private void receivedAll(ReceivingRequest request)
     {
+        // the last byte arrived: the engine sees the blocks only if they are the producer's
+        DigestCheck.Failure mismatch = digests.verify(request.id, request.params, request.ids);
+        if (mismatch != null) {
+            request.firstMismatch = mismatch.firstInvalid();
+            fail(request, mismatch.code(), mismatch.message(), true, mismatch.groups());
+            return;
+        }
         request.ended = true;
         metrics.requestDone(false, request.mode, runtime.now() - request.beganNanos);
         if (requests.remove(request.id) == request) {

@@ -37,4 +37,28 @@ final class InvalidBlocks
         }
         return new ReceiveFailure(requestId, code, message, BlockIds.of(invalid), policy, first == Integer.MAX_VALUE ? longest : first);
     }
+
+    /**
+     * The failure of a request whose blocks a digest check refused: in each mismatching group the
+     * exchanged blocks from its first mismatch on (the blocks before it matched their digests, so
+     * an engine that recomputes keeps them), and the earliest such position in the engine's lists.
+     *
+     * @param firstMismatch per group, the position in its exchanged blocks of the first mismatch; -1 when it matched.
+     */
+    static ReceiveFailure mismatched(String requestId, ErrorCode code, String message, BlockIds requested, int[][] exchanged, int[] firstMismatch,
+            FailurePolicy policy)
+    {
+        int[][] invalid = new int[exchanged.length][];
+        int longest = 0;
+        int first = Integer.MAX_VALUE;
+        for (int g = 0; g < exchanged.length; g++) {
+            longest = Math.max(longest, requested.size(g));
+            int from = firstMismatch[g];
+            invalid[g] = from < 0 ? new int[0] : java.util.Arrays.copyOfRange(exchanged[g], from, exchanged[g].length);
+            if (from >= 0) {
+                first = Math.min(first, requested.size(g) - exchanged[g].length + from);
+            }
+        }
+        return new ReceiveFailure(requestId, code, message, BlockIds.of(invalid), policy, first == Integer.MAX_VALUE ? longest : first);
+    }
 }

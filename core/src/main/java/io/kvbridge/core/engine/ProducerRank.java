@@ -2,11 +2,13 @@ package io.kvbridge.core.engine;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.BlockDigests;
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.FreedRequest;
+import io.kvbridge.api.Integrity;
 import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.PullKey;
 import io.kvbridge.api.RequestState;
@@ -67,6 +69,8 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     private final ConcurrentLinkedQueue<FreedRequest> freed = new ConcurrentLinkedQueue<>();
     private final ConcurrentHashMap<String, RequestTracker> trackers = new ConcurrentHashMap<>();
     private final LayoutRules rules;
+    // null unless integrity is on: the digests of a request's blocks ride in its parameters
+    private final BlockDigester digester;
 
     // worker-confined
     private final Map<String, HeldRequest> held = new HashMap<>();
@@ -109,6 +113,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         this.pullKeys = services.pullKeys(settings.engineId());
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
+        this.digester = settings.integrity() == Integrity.OFF ? null : new BlockDigester(settings.geometry());
         this.writer = new PushWriter(runtime, rules, leaseNanos);
         runtime.start(startWorker);
     }
@@ -148,8 +153,10 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         for (int stage = 0; stage < keys.length; stage++) {
             keys[stage] = ownStages[stage] ? pullKey : PullKey.NONE;
         }
+        // the blocks are final now: what a consumer receives must digest the same
+        BlockDigests digests = digester == null ? BlockDigests.NONE : digester.digest(ids);
         return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stageEpochs, List.of(keys));
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stageEpochs, List.of(keys), digests);
     }
 
     private long[] grantPulls(String requestId, PullKey pullKey, int[][] ids)

@@ -49,6 +49,8 @@ final class ReceivingRequest
     boolean dataArrived;
     ErrorCode failure;
     String failureMessage;
+    // a digest mismatch: per group, the first exchanged position that differs (-1 for a group that matched); else null
+    int[] firstMismatch;
     long deadline;
     long nextHeartbeat;
     final long heartbeatNanos;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.api.FailurePolicy;
+import io.kvbridge.api.Integrity;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -44,7 +45,7 @@ final class ConfigurationTest
         assertEquals(new BridgeConfig(BridgeConfig.Role.PRODUCER, "prefill-0", "ucx", Map.of("ucx", Map.of("max-in-flight", "64"), "local",
                 Map.of("copy-threads", "2")), "prefill-0-host-a", "0.0.0.0", 5600, "10.0.0.5", Path.of("/etc/kvbridge/secret"), FailurePolicy.FAIL,
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofSeconds(60), EnumSet.allOf(TransferMode.class), "hma", Map.of(), null, null, TlsFiles.EMPTY,
-                null),
+                null, Integrity.OFF),
                 config);
         assertEquals(config, ConfigDocument.read("written", ConfigDocument.write(config), problems));
         assertEquals(List.of(), problems);

@@ -49,6 +49,26 @@ final class TransferStream
     /** Per transfer of the last pass: the post() call, and post to completion, in nanoseconds. */
     private final long[] postNanos;
     private final long[] transferNanos;
+    // what runs on the posting thread before each post and after each completion; null for nothing
+    private BlockCheck check;
+
+    /** Work done per transfer around the transport's own, timed with it: the bench's block digests. */
+    interface BlockCheck
+    {
+        /**
+         * Runs before a transfer is posted.
+         *
+         * @param transfer the transfer's index in the pass.
+         */
+        void posting(int transfer);
+
+        /**
+         * Runs once a transfer is DONE, before it counts as completed.
+         *
+         * @param transfer the transfer's index in the pass.
+         */
+        void done(int transfer);
+    }
 
     /**
      * Sets a stream up.
@@ -79,6 +99,16 @@ final class TransferStream
         this.busy = new boolean[window];
         this.postNanos = new long[transfers];
         this.transferNanos = new long[transfers];
+    }
+
+    /**
+     * Sets what runs around every transfer of the next passes.
+     *
+     * @param blockCheck the work, or null for none.
+     */
+    void check(BlockCheck blockCheck)
+    {
+        this.check = blockCheck;
     }
 
     /** {@return transfers per pass} */
@@ -113,6 +143,9 @@ final class TransferStream
                         }
                         slotTransfers[slot] = posted;
                         long before = System.nanoTime();
+                        if (check != null) {
+                            check.posting(posted);
+                        }
                         slotHandles[slot] = transport.post(op, local, indices, remote, indices, batch, null, grantKey);
                         long after = System.nanoTime();
                         postNanos[posted] = after - before;
@@ -135,6 +168,9 @@ final class TransferStream
                                 throw new KvBridgeException(cause == null ? ErrorCode.TRANSFER_FAILED : cause.code(), String.format(Locale.ROOT,
                                         "%s transfer %d of %d (%d descriptors) failed: %s", op, slotTransfers[slot], transfers, batch,
                                         cause == null ? status : cause.getMessage()), cause);
+                            }
+                            if (check != null) {
+                                check.done(slotTransfers[slot]);
                             }
                             completed++;
                             lastProgress = now;

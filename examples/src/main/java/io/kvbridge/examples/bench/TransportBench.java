@@ -2,6 +2,7 @@ package io.kvbridge.examples.bench;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.Integrity;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -190,6 +191,23 @@ public final class TransportBench implements AutoCloseable
      */
     public Result measure(long blockBytes)
     {
+        return measure(blockBytes, Integrity.OFF);
+    }
+
+    /**
+     * Measures as {@link #measure(long)} does, with or without block digests: with
+     * {@link Integrity#CRC32C} each source block's CRC32C is computed before its transfer is posted and
+     * the destination block's compared with it once the transfer is DONE, on the stream's thread, as
+     * an engine's producer and consumer do per request; the figures include that work.
+     *
+     * @param blockBytes bytes per transfer; must divide the total.
+     * @param integrity whether blocks are digested.
+     * @return the fastest timed pass's figures.
+     */
+    public Result measure(long blockBytes, Integrity integrity)
+    {
+        KvBridgeException.check(integrity == Integrity.OFF || kind == MemoryKind.HOST, ErrorCode.UNSUPPORTED,
+                "block digests read host memory only; the bench's %s memory is measured without them", kind);
         KvBridgeException.checkArgument(blockBytes > 0 && totalBytes % blockBytes == 0,
                 "blockBytes=%d must be positive and divide totalBytes=%d", blockBytes, totalBytes);
         long blockCount = totalBytes / blockBytes;
@@ -200,6 +218,9 @@ public final class TransportBench implements AutoCloseable
             PreparedList remote = producer.prepareRemote(peer, blocksOf(destinationAllocation, blocks, blockBytes));
             try {
                 TransferStream stream = new TransferStream(producer, TransferOp.WRITE, blocks, 1, window, TRANSFER_TIMEOUT_NANOS, GRANT_KEY);
+                if (integrity != Integrity.OFF) {
+                    stream.check(new BenchDigests(transport, source, destination, blockBytes, blocks));
+                }
                 long[] bestLatencies = null;
                 stream.pass(local, remote);
                 long best = Long.MAX_VALUE;

@@ -1,6 +1,7 @@
 package io.kvbridge.examples.cli;
 
 import io.kvbridge.api.BlockSizes;
+import io.kvbridge.api.Integrity;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
@@ -187,6 +188,17 @@ final class DemoCommand implements Callable<Integer>
     @Option(names = "--json", description = "Print the audit as one JSON object.")
     private boolean json;
 
+    @Option(names = "--integrity", paramLabel = "off|crc32c", defaultValue = "off",
+            description = "Block digests of both engines: crc32c makes the producer digest every block and the decoder check them before a request "
+                    + "counts as received; one-rank engines of one cache shape, host caches (default: ${DEFAULT-VALUE}).")
+    private String integrity;
+
+    @Option(names = "--fault", paramLabel = "corrupt:N",
+            description = "Inject a fault: corrupt:N changes one byte of every N-th request in the producer's memory after prefillFinished; with "
+                    + "--integrity crc32c the demo passes only if exactly those requests fail with KVB/DigestMismatch, without it the parity check "
+                    + "counts the byte.")
+    private String fault;
+
     @Option(names = "--metrics-port", paramLabel = "PORT",
             description = "Serve both engines' meters in Prometheus text format at http://127.0.0.1:PORT/metrics while the demo runs (0: any free port).")
     private Integer metricsPort;
@@ -336,9 +348,11 @@ final class DemoCommand implements Callable<Integer>
         check(layout != Layout.HMA || shapes[0].blockTokens() == shapes[1].blockTokens(),
                 "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
                         + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
+        Integrity digests = integrity(shapes, cacheDevice);
+        int corruptEvery = corruptEvery(cacheDevice);
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
                 concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice,
-                location, hosts, transportOptions);
+                location, hosts, transportOptions, digests, corruptEvery);
         if (hosts) {
             // last, since it makes and removes a namespace: every cheaper refusal comes first
             DemoHosts.unavailability().ifPresent(reason -> check(false, "--hosts cannot run here: %s", reason));
@@ -347,6 +361,35 @@ final class DemoCommand implements Callable<Integer>
         check(cacheBytes <= MAX_CACHE_BYTES, "the caches would take %,d bytes (more than %s) with --concurrency=%d --max-tokens=%d; lower either",
                 cacheBytes, Sizes.format(MAX_CACHE_BYTES), concurrency, maxTokens);
         return options;
+    }
+
+    /** --integrity: digests compare one producer rank's blocks with one decoder rank's of the same shape, in host memory. */
+    private Integrity integrity(DemoOptions.CacheShape[] shapes, int cacheDevice)
+    {
+        check(integrity.equals("off") || integrity.equals("crc32c"), "--integrity=%s is not off or crc32c", integrity);
+        if (integrity.equals("off")) {
+            return Integrity.OFF;
+        }
+        check(producerPp == 1 && producerTp == 1 && consumerPp == 1 && consumerTp == 1, "--integrity crc32c compares one producer rank's blocks with one "
+                + "decoder rank's; add --producer-pp 1 --producer-tp 1 --consumer-pp 1 --consumer-tp 1");
+        check(shapes[0].equals(shapes[1]), "--integrity crc32c compares blocks of one cache shape; give both engines the same --block-tokens, "
+                + "--kernel-block-tokens, --kv-planes and --placement");
+        check(cacheDevice == DemoOptions.HOST_CACHES, "--integrity crc32c reads host memory; drop --device");
+        return Integrity.CRC32C;
+    }
+
+    /** --fault corrupt:N: every N-th request has a byte changed in the producer's host memory. */
+    private int corruptEvery(int cacheDevice)
+    {
+        if (fault == null) {
+            return 0;
+        }
+        check(fault.startsWith("corrupt:") && fault.substring("corrupt:".length()).matches("[1-9][0-9]{0,8}"),
+                "--fault=%s is not corrupt:N with N a positive count (every N-th request has a byte changed)", fault);
+        int every = Integer.parseInt(fault.substring("corrupt:".length()));
+        check(every <= requests, "--fault=%s changes no request of --requests=%d; give N at most the request count", fault, requests);
+        check(cacheDevice == DemoOptions.HOST_CACHES, "--fault corrupt changes a byte in host memory; drop --device");
+        return every;
     }
 
     /** Splits a {@code PRODUCER[:CONSUMER]} value into the two sides' values. */
@@ -487,6 +530,11 @@ final class DemoCommand implements Callable<Integer>
         out.printf(Locale.ROOT, "  expired leases            %d%n", audit.get("expiredLeases"));
         out.printf(Locale.ROOT, "  parity errors             %d bytes (every byte of every layer checked; %d bytes changed outside requests)%n",
                 audit.get("parityErrors"), audit.get("bytesChangedOutsideRequests"));
+        out.printf(Locale.ROOT, "  integrity                 %s%n", audit.get("integrity"));
+        if (audit.get("corruption") instanceof Map<?, ?> corruption) {
+            out.printf(Locale.ROOT, "  fault %-19s %s requests changed after prefillFinished, %s refused by their digests (KVB/DigestMismatch)%n",
+                    corruption.get("fault"), corruption.get("requestsCorrupted"), corruption.get("refusedByDigest"));
+        }
         out.printf(Locale.ROOT, "  decoder prompt tokens     %,d received / %,d needed (%,d computed locally)%n", audit.get("decoderPromptTokensReceived"),
                 audit.get("decoderPromptTokensNeeded"), audit.get("decoderPromptTokensComputedLocally"));
         out.println("  metadata audit");

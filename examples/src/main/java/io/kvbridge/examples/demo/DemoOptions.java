@@ -2,6 +2,7 @@ package io.kvbridge.examples.demo;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.Integrity;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.List;
 import java.util.Map;
@@ -33,10 +34,14 @@ import java.util.Map;
  *     hosts' etcd, set when it starts.
  * @param transportOptions options every engine gives its transport on top of the demo's own, such as
  *     {@code allow-unchecked-tcp-lane=true} for {@code ucx} between hosts; named in the audit.
+ * @param integrity whether both engines digest every block ({@code crc32c}) or not ({@code off}).
+ * @param corruptEvery the {@code corrupt:N} fault: every N-th request (the N-th, the 2N-th, ...) has one
+ *     byte of its last block changed in the producer's memory after {@code prefillFinished}, before any
+ *     byte moves; 0 for none.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
-        int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions)
+        int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity, int corruptEvery)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
@@ -70,6 +75,32 @@ public record DemoOptions(String backend, String mode, String layout, int produc
                 idleMillis, leaseMillis);
         KvBridgeException.checkArgument(cacheDevice >= HOST_CACHES, "cacheDevice=%d is neither a device index nor HOST_CACHES", cacheDevice);
         KvBridgeException.checkArgument(!hosts || processes, "hosts=true needs processes=true: every host runs its ranks in a JVM of its own");
+        integrity = integrity == null ? Integrity.OFF : integrity;
+        KvBridgeException.checkArgument(corruptEvery >= 0, "corruptEvery=%d is negative", corruptEvery);
+    }
+
+    /** Options without block digests or faults. */
+    public DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
+            int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache,
+            CacheShape consumerCache, int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions)
+    {
+        this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
+                leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, Integrity.OFF, 0);
+    }
+
+    /**
+     * @param request a request's index, from 0.
+     * @return whether the {@code corrupt:N} fault changes a byte of it: the N-th, 2N-th, ... request.
+     */
+    public boolean corrupted(int request)
+    {
+        return corruptEvery > 0 && (request + 1) % corruptEvery == 0;
+    }
+
+    /** @return how many of the requests the {@code corrupt:N} fault changes. */
+    public int corruptedRequests()
+    {
+        return corruptEvery == 0 ? 0 : requests / corruptEvery;
     }
 
     /** Options with both caches in host memory, in the default shape. */
@@ -87,7 +118,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withDiscovery(String location)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions, integrity, corruptEvery);
     }
 
     /**
@@ -97,7 +128,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withTransportOptions(Map<String, String> options)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options, integrity, corruptEvery);
     }
 
     /** @return whether the caches are in device memory. */

@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.BiConsumer;
 import java.util.function.IntConsumer;
+import java.util.function.IntPredicate;
 import java.util.stream.IntStream;
 
 /**
@@ -35,6 +36,8 @@ public final class DemoRun
 {
     /** How long the run may go without any event before it is declared stuck. */
     private static final long STALL_NANOS = 180_000_000_000L;
+    /** How a decoder host reports a request its digests refused: the code's id leads the failure. */
+    private static final String DIGEST_MISMATCH = io.kvbridge.spi.ErrorCode.DIGEST_MISMATCH.id() + " ";
 
     private final DemoOptions options;
     private final IntConsumer progress;
@@ -73,6 +76,7 @@ public final class DemoRun
         int producerRanksDone;
         int decoderHostsDone;
         boolean failed;
+        boolean digestRefused;
 
         Active(int index, int tokens, int[][] producerIds, int[][] decoderIds)
         {
@@ -227,12 +231,17 @@ public final class DemoRun
         long completed;
         long expiredLeases;
         long receiveFailures;
+        // the corrupt:N fault: which requests it changed, and how many of them the decoder refused by their digests
+        final IntPredicate corrupted;
+        long digestRefused;
+        long digestRefusedTokens;
 
-        Ledger(int producerRanks, int decoderHosts, BlockPool decoderBlocks)
+        Ledger(int producerRanks, int decoderHosts, BlockPool decoderBlocks, IntPredicate corrupted)
         {
             this.producerRanks = producerRanks;
             this.decoderHosts = decoderHosts;
             this.decoderBlocks = decoderBlocks;
+            this.corrupted = corrupted;
         }
 
         void started(Active request)
@@ -277,7 +286,12 @@ public final class DemoRun
             }
             parityErrors += parity;
             request.decoderHostsDone++;
-            if (!failures.isEmpty()) {
+            if (!failures.isEmpty() && corrupted.test(index) && failures.stream().allMatch(failure -> failure.startsWith(DIGEST_MISMATCH))) {
+                // what the fault is for: the decoder refused the changed bytes instead of taking them as data
+                request.failed = true;
+                request.digestRefused = true;
+            }
+            else if (!failures.isEmpty()) {
                 request.failed = true;
                 receiveFailures += failures.size();
                 failures.forEach(failure -> problems.add("decoder failed " + EngineHost.decoderId(index) + ": " + failure));
@@ -286,6 +300,10 @@ public final class DemoRun
                 if (!request.failed) {
                     tokensReceived += request.tokens;
                     completed++;
+                }
+                else if (request.digestRefused) {
+                    digestRefused++;
+                    digestRefusedTokens += request.tokens;
                 }
                 decoderBlocks.release(request.decoderIds);
             }
@@ -309,7 +327,7 @@ public final class DemoRun
         DemoOptions.CacheShape decoderShape = options.consumerCache();
         BlockPool producerBlocks = new BlockPool(model, producerCapacity, producerShape.blockTokens());
         Ledger ledger = new Ledger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(),
-                new BlockPool(model, decoderCapacity, decoderShape.blockTokens()));
+                new BlockPool(model, decoderCapacity, decoderShape.blockTokens()), options::corrupted);
         SplittableRandom random = new SplittableRandom(options.seed());
         int next = 0;
         int finished = 0;
@@ -405,6 +423,14 @@ public final class DemoRun
         audit.put("failedNotifications", failedNotifications);
         audit.put("expiredLeases", Math.max(ledger.expiredLeases, expiredCounted));
         audit.put("parityErrors", ledger.parityErrors);
+        audit.put("integrity", options.integrity().configName());
+        if (options.corruptEvery() > 0) {
+            Map<String, Object> fault = new LinkedHashMap<>();
+            fault.put("fault", "corrupt:" + options.corruptEvery());
+            fault.put("requestsCorrupted", options.corruptedRequests());
+            fault.put("refusedByDigest", ledger.digestRefused);
+            audit.put("corruption", fault);
+        }
         audit.put("bytesChangedOutsideRequests", leftover);
         audit.put("decoderPromptTokensNeeded", ledger.tokensNeeded);
         audit.put("decoderPromptTokensReceived", ledger.tokensReceived);
@@ -417,9 +443,12 @@ public final class DemoRun
         problems.addAll((List<String>) decoder.get("health"));
         audit.put("problems", problems.stream().limit(20).toList());
         boolean idleOk = (boolean) producer.get("idleOk") && (boolean) decoder.get("idleOk");
-        boolean ok = ledger.completed == options.requests() && failedTransfers == 0 && ledger.receiveFailures == 0 && failedNotifications == 0
+        // with the corrupt:N fault, exactly the changed requests are refused by their digests (each counted as a failed transfer by
+        // the one decoder rank), and no changed byte reaches the parity check
+        boolean ok = ledger.completed == options.requests() - ledger.digestRefused && ledger.digestRefused == options.corruptedRequests()
+                && failedTransfers == ledger.digestRefused && ledger.receiveFailures == 0 && failedNotifications == 0
                 && ledger.expiredLeases == 0 && expiredCounted == 0 && ledger.parityErrors == 0 && leftover == 0
-                && ledger.tokensReceived == ledger.tokensNeeded && ledger.problems.isEmpty() && idleOk;
+                && ledger.tokensReceived == ledger.tokensNeeded - ledger.digestRefusedTokens && ledger.problems.isEmpty() && idleOk;
         audit.put("idleOk", idleOk);
         audit.put("ok", ok);
         return audit;

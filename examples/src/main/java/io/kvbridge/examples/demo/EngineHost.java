@@ -107,7 +107,8 @@ public final class EngineHost implements DemoHost
                 // a push decoder gives up on writes that did not come within two leases: the producer
                 // would have freed the blocks by then, and the demo's prefill itself takes no time
                 ConnectorSettings.Builder settings = ConnectorSettings.builder(spec.engineId(), rank).cacheSpec(engine.spec)
-                        .leaseDuration(Duration.ofMillis(options.leaseMillis())).registrationTimeout(Duration.ofMillis(2 * options.leaseMillis()));
+                        .leaseDuration(Duration.ofMillis(options.leaseMillis())).registrationTimeout(Duration.ofMillis(2 * options.leaseMillis()))
+                        .integrity(options.integrity());
                 if (!spec.bindHost().isEmpty()) {
                     settings.sideChannel(spec.bindHost(), 0);
                 }
@@ -174,7 +175,36 @@ public final class EngineHost implements DemoHost
             TransferParams own = rank.prefillFinished(producerId(request), BlockIds.of(blockIds));
             first = first == null ? own : first;
         }
+        if (spec.options().corrupted(request)) {
+            corrupt(engine.shape.blocks(tokens), blockIds);
+        }
         params.put(request, first);
+    }
+
+    /**
+     * The {@code corrupt:N} fault: changes one byte of the request in this producer's memory after
+     * {@code prefillFinished} digested it and before any byte moves, as a flipped bit in flight would
+     * arrive: byte 0 of the last page of the first layer visited, a token the producer wrote in a block
+     * every group exchanges (a sliding window keeps the trailing blocks). Host caches only.
+     */
+    private void corrupt(int promptBlocks, int[][] blockIds)
+    {
+        int[] target = {-1, -1};
+        engine.forEachPage(promptBlocks, blockIds, EngineMemory.Access.READ, (page, where) -> {
+            if (target[0] == -1 || where.layer() == target[0] && where.firstToken() > target[1]) {
+                target[0] = where.layer();
+                target[1] = where.firstToken();
+            }
+            return 0;
+        });
+        boolean[] done = {false};
+        engine.forEachPage(promptBlocks, blockIds, EngineMemory.Access.WRITE, (page, where) -> {
+            if (!done[0] && where.layer() == target[0] && where.firstToken() == target[1]) {
+                page.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) ~page.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+                done[0] = true;
+            }
+            return 0;
+        });
     }
 
     @Override

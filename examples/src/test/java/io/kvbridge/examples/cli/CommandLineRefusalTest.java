@@ -92,6 +92,11 @@ final class CommandLineRefusalTest
             "demo --layout mla --consumer-pp 30 --consumer-tp 8|--consumer-pp x --consumer-tp = 240 ranks must each be at most 64",
             "demo --producer-pp 30 --producer-tp 4 --consumer-tp 4|--producer-pp x --producer-tp = 120 and",
             "demo --producer-pp 16 --producer-tp 4 --consumer-pp 16 --consumer-tp 4|64 producer ranks times 64 decoder ranks is more than 1024 rank pairs",
+            "demo --integrity crc32c|--integrity crc32c compares one producer rank's blocks with one decoder rank's; add --producer-pp 1",
+            "demo --integrity sha1|--integrity=sha1 is not off or crc32c",
+            "demo --producer-pp 1 --integrity crc32c --block-tokens 16:32 --layout per-layer|--integrity crc32c compares blocks of one cache shape",
+            "demo --fault corrupt:0|--fault=corrupt:0 is not corrupt:N with N a positive count",
+            "demo --fault corrupt:500|--fault=corrupt:500 changes no request of --requests=200",
             // unknown options and commands, with the nearest name
             "demo --frob|Unknown option: '--frob'",
             "demo --requets 3|did you mean --requests?",
