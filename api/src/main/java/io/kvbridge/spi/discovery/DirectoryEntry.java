@@ -39,8 +39,23 @@ public record DirectoryEntry(String engineId, int ppRank, int tpRank, byte[] val
         requireNonNull(engineId, "engineId is null");
         checkArgument(!engineId.isEmpty() && engineId.length() <= 256, "engineId of %d characters (expected: 1..256)", engineId.length());
         checkArgument(engineId.chars().noneMatch(c -> c == '/' || Character.isISOControl(c)),
-                "engineId=%s holds '/' or a control character, which a directory key cannot carry", engineId);
+                "engineId=%s holds '/' or a control character, which a directory key cannot carry", printable(engineId));
         return engineId;
+    }
+
+    /** The id as a message may show it: control characters (a hostile id's line breaks and terminal escapes) and backslashes as Java-style u-escapes. */
+    private static String printable(String engineId)
+    {
+        StringBuilder out = new StringBuilder(engineId.length() + 16);
+        engineId.chars().forEach(c -> {
+            if (Character.isISOControl(c) || c == '\\') {
+                out.append(String.format(java.util.Locale.ROOT, "\\u%04x", c));
+            }
+            else {
+                out.append((char) c);
+            }
+        });
+        return out.toString();
     }
 
     /** {@return a copy of the published bytes} */

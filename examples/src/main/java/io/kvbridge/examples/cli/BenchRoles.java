@@ -69,7 +69,6 @@ final class BenchRoles
     private static final Duration TARGET_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration INITIATOR_TIMEOUT = Duration.ofSeconds(30);
     private static final Duration MAX_TIMEOUT = Duration.ofHours(24);
-    private static final int MAX_SECRET_BYTES = 64 << 10;
     private static final int MAX_BATCH = 1 << 16;
     private static final List<String> ROLE_OPTIONS = List.of("--listen", "--peer", "--transport", "--batch", "--timeout", "--secret-file", "--tls-cert",
             "--tls-key", "--tls-ca", "--tls-client-auth", "--tls-no-verify-hostname");
@@ -103,7 +102,7 @@ final class BenchRoles
     private Duration timeout;
 
     @Option(names = "--secret-file", paramLabel = "FILE",
-            description = "With --role: a shared secret (16 to 65536 bytes, the same file on both hosts) authenticating every control message.")
+            description = "With --role: a shared secret (16 to 4096 bytes, readable by its owner only, the same on both hosts) authenticating every control message.")
     private Path secretFile;
 
     @Option(names = "--tls-cert", paramLabel = "FILE",
@@ -275,10 +274,10 @@ final class BenchRoles
         if (secretFile == null) {
             return null;
         }
-        byte[] secret = InputChecks.readSmallFile(spec, "--secret-file", secretFile, MAX_SECRET_BYTES);
-        InputChecks.check(spec, secret.length >= SecretFile.MIN_BYTES,
-                "--secret-file=%s holds %d bytes, fewer than the %d a secret needs; give both hosts the same file of random bytes",
-                secretFile, secret.length, SecretFile.MIN_BYTES);
+        // The same checks as an engine's secret file: owner-only permissions, one trailing line break dropped.
+        List<String> problems = new ArrayList<>();
+        byte[] secret = SecretFile.read("--secret-file", secretFile, problems);
+        InputChecks.check(spec, problems.isEmpty(), "%s", String.join("; ", problems));
         return secret;
     }
 

@@ -114,6 +114,8 @@ final class CommandLineRefusalTest
             "inspect 127.0.0.1:9 --secret-file {dir}/huge-secret|--secret-file={dir}/huge-secret is longer than 4096 bytes",
             "inspect 127.0.0.1:9 --secret-file {dir}/readable-secret|--secret-file={dir}/readable-secret may be read or written by every user of the host; run chmod 600 {dir}/readable-secret",
             "inspect 127.0.0.1:9 --secret-file {dir}/short-secret|--secret-file={dir}/short-secret holds 9 bytes, fewer than the 16",
+            "bench --role target --listen 127.0.0.1:0 --secret-file {dir}/readable-secret|--secret-file={dir}/readable-secret may be read or written by every user of the host; run chmod 600 {dir}/readable-secret",
+            "bench --role initiator --peer 127.0.0.1:9 --secret-file {dir}/short-secret|--secret-file={dir}/short-secret holds 9 bytes, fewer than the 16",
             "inspect 127.0.0.1:9 --pp 0|--pp=0 x --tp=1 must be between 1 and 4096 ranks",
             "inspect no-port-here|address no-port-here is not HOST:PORT",
             "inspect 127.0.0.1:99999|address 127.0.0.1:99999 is not HOST:PORT",
