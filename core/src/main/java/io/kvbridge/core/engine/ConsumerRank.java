@@ -345,7 +345,8 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
                     failure.requestId(), failure.reason());
             return;
         }
-        // the failing writer is not done, so its groups are among the unfinished writers' that fail() marks
+        // the failing writer is not done, so its groups are among the unfinished writers' that fail() marks; its message proves it stopped
+        request.writersStopped.add(sender);
         fail(request, failure.code(), failure.reason(), true, 0);
     }
 
@@ -434,7 +435,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             long writerGroups = 0;
             if (!revokeProven) {
                 for (Map.Entry<String, Writer> writer : request.writers.entrySet()) {
-                    if (!request.writersDone.containsKey(writer.getKey())) {
+                    if (!request.writersDone.containsKey(writer.getKey()) && !request.writersStopped.contains(writer.getKey())) {
                         unproven.add(writer.getKey());
                         writerGroups |= writer.getValue().groups();
                     }

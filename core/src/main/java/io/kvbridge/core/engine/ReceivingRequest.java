@@ -60,6 +60,8 @@ final class ReceivingRequest
     // push: writer agent -> what it writes; writers done -> producer request id to acknowledge
     final Map<String, Writer> writers = new LinkedHashMap<>();
     final Map<String, String> writersDone = new HashMap<>();
+    // push: writers that reported their write failed, which a producer does only once it moves no byte
+    final Set<String> writersStopped = new HashSet<>();
     // after a failure: writers whose writes are not proven stopped, and the blocks they keep from reuse (Quarantines)
     final Set<String> unprovenWriters = new HashSet<>();
     QuarantinedBlocks quarantine;

@@ -211,6 +211,26 @@ final class LocalTransferBackend extends AbstractTransferBackend
         }
     }
 
+    /**
+     * A released copy still running stops at its next descriptor; the release waits for that
+     * (up to 10 s), so no byte of it lands after the release returned.
+     */
+    @Override
+    protected void cancelRunning()
+    {
+        if (!copier.awaitReleasedCopies(REVOKE_WAIT_NANOS)) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, guard.description() + ": a released transfer still copies after "
+                    + TimeUnit.NANOSECONDS.toMillis(REVOKE_WAIT_NANOS) + " ms; its memory may still be written, so keep it from reuse");
+        }
+    }
+
+    /** A release returns only once the copy threads left the released transfer ({@link #cancelRunning}). */
+    @Override
+    public WriteStop writeStopOnRelease()
+    {
+        return WriteStop.ON_RETURN;
+    }
+
     /** A revoke returns only once the copies it admitted ended ({@link #revoke}). */
     @Override
     public WriteStop writeStopOnRevoke()

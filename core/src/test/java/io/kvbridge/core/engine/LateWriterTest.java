@@ -16,6 +16,8 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.Rank;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.testkit.FaultInjectingBackendFactory;
+import io.kvbridge.testkit.FaultPlan;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -63,12 +65,35 @@ final class LateWriterTest
     @Test
     void aPullReadTheTransportCannotCancelKeepsTheBlocksQuarantinedUntilItEnds()
     {
-        // local's release does not wait for a copy in progress, so a READ past its deadline lingers until it ends
+        // the stalled READ is on the wire, where a release does not stop it (as with ucx, nixl, cuda-ipc): it lingers until it ends
         StallingBackendFactory factory = new StallingBackendFactory(new LocalBackendFactory(), "-consumer-", TransferOp.READ, null);
         Outcome outcome = run(factory, TransferMode.PULL);
         assertEquals(TransferStatus.DONE, outcome.landed().status(), "the late READ landed: quarantining was needed");
         assertEquals(1, outcome.quarantined().size(), "the lingering READ's blocks were not quarantined");
         assertEquals(ids(CONSUMER_BLOCKS), outcome.quarantined().getFirst().blocks());
+    }
+
+    @Test
+    void aWriterThatReportedItsFailureIsNotQuarantined()
+    {
+        // every post fails at once, so the producer reports the failed write: that message proves the writer stopped
+        FaultInjectingBackendFactory failing = new FaultInjectingBackendFactory(new LocalBackendFactory(), FaultPlan.none(3).withFailedPosts(1.0));
+        StallingBackendFactory factory = new StallingBackendFactory(failing, "-nobody-", TransferOp.WRITE, "-consumer-");
+        try (EngineHarness harness = new EngineHarness(factory, SideChannelClock.system())) {
+            TestCache producerCache = harness.cache(SHAPE, Rank.single());
+            TestCache consumerCache = harness.cache(SHAPE, Rank.single());
+            ProducerRank producer = harness.producer("prefill", producerCache, true, b -> b);
+            ConsumerRank consumer = harness.consumer("decode", consumerCache, true, b -> b.registrationTimeout(Duration.ofSeconds(20)));
+            TransferParams params = producer.prefillFinished("req-1", ids(4, 5));
+            consumer.blocksAllocated("d-1", params, TransferMode.PUSH, ids(CONSUMER_BLOCKS));
+            List<ReceiveFailure> failed = new ArrayList<>();
+            List<QuarantinedBlocks> quarantined = new ArrayList<>();
+            List<QuarantinedBlocks> released = new ArrayList<>();
+            await(() -> collect(consumer, failed, quarantined, released) && !failed.isEmpty(), "the producer's failure reported");
+            assertTrue(failed.getFirst().message().contains("cannot write request"), failed.getFirst().message());
+            assertEquals(List.of(), quarantined, "the writer that said its write failed was kept as unproven");
+            assertEquals(0, consumer.audit().quarantinedRequests());
+        }
     }
 
     private record Outcome(ReceiveFailure failure, List<QuarantinedBlocks> quarantined, StallingBackendFactory.Landed landed)

@@ -280,6 +280,13 @@ final class StallingBackendFactory extends ForwardingBackendFactory
             }
         }
 
+        /** A post on the wire lands whatever the release: a transport like this proves nothing by releasing. */
+        @Override
+        public WriteStop writeStopOnRelease()
+        {
+            return stallsPosts ? WriteStop.AFTER_PROOF : delegate().writeStopOnRelease();
+        }
+
         @Override
         public WriteStop writeStopOnRevoke()
         {
