@@ -32,7 +32,10 @@ public interface ConsumerConnector extends AutoCloseable
     void blocksAllocated(String requestId, TransferParams params, TransferMode mode, BlockIds blocks);
 
     /**
-     * Returns what was received and what failed since the last call.
+     * Returns what was received and what failed since the last call, and which blocks of failed
+     * requests a late writer may still reach ({@link ReceiveBatch#quarantined()}: never free or
+     * reuse them, not even to recompute into) or was proven to have stopped reaching
+     * ({@link ReceiveBatch#released()}). A quarantine comes in the same batch as its request's failure.
      *
      * @return the batch; {@link ReceiveBatch#EMPTY} when nothing happened.
      */

@@ -9,8 +9,11 @@ import java.util.List;
  *
  * @param received consumer request ids whose blocks are all in place.
  * @param failed requests that will not receive their blocks.
+ * @param quarantined blocks of failed requests (this batch's or an earlier one's) that a late
+ *     writer may still reach: not to be freed or reused until released.
+ * @param released quarantined blocks proven safe again, each exactly as quarantined earlier.
  */
-public record ReceiveBatch(List<String> received, List<ReceiveFailure> failed)
+public record ReceiveBatch(List<String> received, List<ReceiveFailure> failed, List<QuarantinedBlocks> quarantined, List<QuarantinedBlocks> released)
 {
     /** Nothing happened. */
     public static final ReceiveBatch EMPTY = new ReceiveBatch(List.of(), List.of());
@@ -20,11 +23,24 @@ public record ReceiveBatch(List<String> received, List<ReceiveFailure> failed)
     {
         received = List.copyOf(requireNonNull(received, "received is null"));
         failed = List.copyOf(requireNonNull(failed, "failed is null"));
+        quarantined = List.copyOf(requireNonNull(quarantined, "quarantined is null"));
+        released = List.copyOf(requireNonNull(released, "released is null"));
     }
 
-    /** {@return true when nothing was received and nothing failed} */
+    /**
+     * Creates a batch that quarantines and releases nothing.
+     *
+     * @param received see the record.
+     * @param failed see the record.
+     */
+    public ReceiveBatch(List<String> received, List<ReceiveFailure> failed)
+    {
+        this(received, failed, List.of(), List.of());
+    }
+
+    /** {@return true when nothing was received, failed, quarantined or released} */
     public boolean isEmpty()
     {
-        return received.isEmpty() && failed.isEmpty();
+        return received.isEmpty() && failed.isEmpty() && quarantined.isEmpty() && released.isEmpty();
     }
 }

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.spi.transfer.WriteStop;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 
@@ -141,6 +142,18 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     public void revoke(long grant)
     {
         delegate.revoke(grant);
+    }
+
+    @Override
+    public WriteStop writeStopOnRevoke()
+    {
+        return delegate.writeStopOnRevoke();
+    }
+
+    @Override
+    public WriteStop writeStopOnRelease()
+    {
+        return delegate.writeStopOnRelease();
     }
 
     @Override

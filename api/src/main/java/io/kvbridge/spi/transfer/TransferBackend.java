@@ -202,14 +202,44 @@ public interface TransferBackend extends AutoCloseable
     }
 
     /**
-     * Ends a grant. When it returns no peer access starts under it any more, and accesses it
-     * admitted have finished or their peer was cut off, so the memory may be reused at once.
-     * Idempotent; {@link #NO_GRANT} is ignored.
+     * Ends a grant. When it returns no peer access starts under it any more; on a transport whose
+     * {@link #writeStopOnRevoke()} is {@link WriteStop#ON_RETURN}, accesses it admitted have finished
+     * or their peer was cut off too, so the memory may be reused at once. Idempotent;
+     * {@link #NO_GRANT} is ignored.
      *
      * @param grant a handle from {@link #grant}.
+     * @throws KvBridgeException {@code DEADLINE_EXCEEDED} from an {@code ON_RETURN} transport when an
+     *     admitted access still runs and could not be cut off in time: the memory must not be reused
+     *     until the peer proves it stopped.
      */
     default void revoke(long grant)
     {
+    }
+
+    /**
+     * Tells what a returning {@link #revoke} proves about peers' writes into the granted memory.
+     * The default, for a transport that does not check grants or cannot stop an admitted write, is
+     * {@link WriteStop#AFTER_PROOF}.
+     *
+     * @return {@link WriteStop#ON_RETURN} when no write admitted under a revoked grant lands after
+     *     the revoke returned.
+     */
+    default WriteStop writeStopOnRevoke()
+    {
+        return WriteStop.AFTER_PROOF;
+    }
+
+    /**
+     * Tells what a returning {@link #release} of a transfer still in progress proves about bytes
+     * it would land in this instance's memory (a READ's destination). The default is
+     * {@link WriteStop#AFTER_PROOF}: the caller then keeps the handle and the memory until the
+     * transfer's status ends, and releases it after.
+     *
+     * @return {@link WriteStop#ON_RETURN} when a released transfer lands no byte after the release returned.
+     */
+    default WriteStop writeStopOnRelease()
+    {
+        return WriteStop.AFTER_PROOF;
     }
 
     /**
@@ -294,7 +324,8 @@ public interface TransferBackend extends AutoCloseable
 
     /**
      * Releases a handle. Releasing a transfer still in progress cancels it: its destination bytes
-     * are then undefined and its notification is not delivered.
+     * are then undefined and its notification is not delivered. Whether a byte may still land after
+     * this returns, {@link #writeStopOnRelease()} tells.
      *
      * @param handle from {@link #post}.
      */

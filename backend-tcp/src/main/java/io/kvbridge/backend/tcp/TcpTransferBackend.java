@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Coverage;
 import io.kvbridge.transport.Grants;
@@ -306,6 +307,23 @@ final class TcpTransferBackend extends AbstractTransferBackend
                 // the owner stopped: no connection is read any more
             }
         }
+    }
+
+    /**
+     * A revoke returns once every write it admitted was received, or after its connection was cut
+     * off: this instance's own receiver lands the bytes, so nothing lands after that.
+     */
+    @Override
+    public WriteStop writeStopOnRevoke()
+    {
+        return WriteStop.ON_RETURN;
+    }
+
+    /** A release sweeps the transfer on the owner before it returns ({@link #cancelRunning}), and only the owner lands bytes. */
+    @Override
+    public WriteStop writeStopOnRelease()
+    {
+        return WriteStop.ON_RETURN;
     }
 
     @Override

@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Coverage;
 import io.kvbridge.transport.Grants;
@@ -231,6 +232,17 @@ final class UcxTransferBackend extends AbstractTransferBackend
         long handle = grants.grant(key, access, list, indices, count);
         grantKeys.put(handle, key.clone());
         return handle;
+    }
+
+    /**
+     * With {@code access=granted} this instance's owner lands every byte a peer sends after checking
+     * its grant, and a revoke returns once the admitted runs settled or the key was cut off; with
+     * {@code access=registered} peers put one-sided into registered memory and nothing stops them.
+     */
+    @Override
+    public WriteStop writeStopOnRevoke()
+    {
+        return options.granted() ? WriteStop.ON_RETURN : WriteStop.AFTER_PROOF;
     }
 
     /**

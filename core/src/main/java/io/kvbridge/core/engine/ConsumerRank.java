@@ -6,6 +6,7 @@ import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.ConsumerConnector;
+import io.kvbridge.api.QuarantinedBlocks;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.RequestState;
@@ -22,6 +23,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -57,12 +59,17 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
     private final ConcurrentLinkedQueue<String> received = new ConcurrentLinkedQueue<>();
-    private final ConcurrentLinkedQueue<ReceiveFailure> failed = new ConcurrentLinkedQueue<>();
+    // failures and quarantine reports: added and drained under their own lock, so a failure and its quarantine share a batch
+    private final List<ReceiveFailure> failed = new ArrayList<>();
+    private final List<QuarantinedBlocks> quarantined = new ArrayList<>();
+    private final List<QuarantinedBlocks> released = new ArrayList<>();
+    private volatile boolean reportsPending;
     private final ConcurrentHashMap<String, RequestTracker> trackers = new ConcurrentHashMap<>();
     private final LayoutRules rules;
     private final StagePlanner stagePlanner;
     private final ConsumerTransfers transfers;
     private final DigestCheck digests;
+    private final Quarantines quarantines;
 
     // worker-confined
     private final Map<String, ReceivingRequest> requests = new HashMap<>();
@@ -100,6 +107,12 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
                 receivedAll(request);
             }
         });
+        this.quarantines = new Quarantines(name, blocks -> {
+            synchronized (failed) {
+                released.add(blocks);
+                reportsPending = true;
+            }
+        });
         runtime.start(startWorker);
     }
 
@@ -132,22 +145,31 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     @Override
     public ReceiveBatch poll()
     {
-        if (received.isEmpty() && failed.isEmpty()) {
+        if (received.isEmpty() && !reportsPending) {
             return ReceiveBatch.EMPTY;
         }
         List<String> done = new ArrayList<>();
-        List<ReceiveFailure> failures = new ArrayList<>();
         String id;
         while ((id = received.poll()) != null) {
             done.add(id);
             RequestTracker.reported(trackers, id);
         }
-        ReceiveFailure failure;
-        while ((failure = failed.poll()) != null) {
-            failures.add(failure);
+        List<ReceiveFailure> failures;
+        List<QuarantinedBlocks> quarantinedNow;
+        List<QuarantinedBlocks> releasedNow;
+        synchronized (failed) {
+            failures = List.copyOf(failed);
+            quarantinedNow = List.copyOf(quarantined);
+            releasedNow = List.copyOf(released);
+            failed.clear();
+            quarantined.clear();
+            released.clear();
+            reportsPending = false;
+        }
+        for (ReceiveFailure failure : failures) {
             RequestTracker.reported(trackers, failure.requestId());
         }
-        return new ReceiveBatch(done, failures);
+        return new ReceiveBatch(done, failures, quarantinedNow, releasedNow);
     }
 
     @Override
@@ -161,7 +183,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     @Override
     public ConnectorAudit audit()
     {
-        return runtime.baseAudit(active.size(), 0, 0);
+        return runtime.baseAudit(active.size(), 0, 0, quarantines.count());
     }
 
     @Override
@@ -283,6 +305,11 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     private void pushDone(Messages.PushDone done, String sender)
     {
         ReceivingRequest request = requests.get(done.requestId());
+        if ((request == null || request.ended) && quarantines.holds(done.requestId())) {
+            // its write ended with its data in place: that writer proved it stopped
+            quarantines.acknowledged(done.requestId(), sender, runtime::lingers);
+            return;
+        }
         if (request == null || request.ended || request.mode != TransferMode.PUSH) {
             LOG.info("{}: push completion from {} for request {} that is not waiting (received, failed or unknown); ignored", name, sender,
                     done.requestId());
@@ -315,12 +342,18 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     private void pushFailed(Messages.PushFailed failure, String sender)
     {
         ReceivingRequest request = requests.get(failure.requestId());
+        if ((request == null || request.ended) && quarantines.holds(failure.requestId())) {
+            // a producer reports a failed write only once it moves no byte: proof for that writer
+            quarantines.acknowledged(failure.requestId(), sender, runtime::lingers);
+            return;
+        }
         if (request == null || request.ended || request.mode != TransferMode.PUSH || !request.writers.containsKey(sender)) {
             LOG.info("{}: push failure from {} for request {}, which is not waiting for that producer rank; ignored: {}", name, sender,
                     failure.requestId(), failure.reason());
             return;
         }
-        // the failing writer is not done, so its groups are among the unfinished writers' that fail() marks
+        // the failing writer is not done, so its groups are among the unfinished writers' that fail() marks; its message proves it stopped
+        request.writersStopped.add(sender);
         fail(request, failure.code(), failure.reason(), true, 0);
     }
 
@@ -344,6 +377,13 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     public void releasedLate(Transfer transfer)
     {
         settle((ReceivingRequest) transfer.owner);
+    }
+
+    @Override
+    public void stopped(Transfer transfer, boolean done)
+    {
+        ReceivingRequest request = (ReceivingRequest) transfer.owner;
+        quarantines.releaseIfProven(request, runtime.lingers(request));
     }
 
     /** Reports a request once none of its transfers is in flight or retained: received when all succeeded, else its failure. */
@@ -388,17 +428,42 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         }
     }
 
+    /**
+     * Reports a failed request, with the blocks a writer not proven stopped may still reach
+     * quarantined in the same batch: push writers that did not finish, unless revoking their grant
+     * proves their writes ended, and the request's lingering READs.
+     */
     private void reportFailure(ReceivingRequest request)
     {
         if (requests.remove(request.id) == request) {
-            request.grants = grants.revoke(request.grants);
+            boolean revokeProven = grants.revokeWrites(request.grants);
+            request.grants = new long[0];
+            Set<String> unproven = new HashSet<>();
+            long writerGroups = 0;
+            if (!revokeProven) {
+                for (Map.Entry<String, Writer> writer : request.writers.entrySet()) {
+                    if (!request.writersDone.containsKey(writer.getKey()) && !request.writersStopped.contains(writer.getKey())) {
+                        unproven.add(writer.getKey());
+                        writerGroups |= writer.getValue().groups();
+                    }
+                }
+            }
+            boolean lingering = runtime.lingers(request);
+            QuarantinedBlocks quarantine = quarantines.enter(request, unproven, writerGroups, lingering ? runtime.groupsLingering(request) : 0, lingering);
             active.remove(request.id);
             request.tracker.state(RequestState.FAILED);
-            failed.add(request.firstMismatch != null
+            ReceiveFailure failure = request.firstMismatch != null
                     ? InvalidBlocks.mismatched(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.firstMismatch,
                             settings.failurePolicy())
                     : InvalidBlocks.failure(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.invalidGroups,
-                            settings.failurePolicy()));
+                            settings.failurePolicy());
+            synchronized (failed) {
+                failed.add(failure);
+                if (quarantine != null) {
+                    quarantined.add(quarantine);
+                }
+                reportsPending = true;
+            }
         }
     }
 

@@ -298,6 +298,7 @@ public final class EngineServices implements AutoCloseable
         int peers = 0;
         int handles = 0;
         int grants = 0;
+        int quarantined = 0;
         for (OpenRank worker : open) {
             ConnectorAudit audit = worker.audit();
             requests += audit.requests();
@@ -306,12 +307,14 @@ public final class EngineServices implements AutoCloseable
             stashed += audit.stashedRegistrations();
             retained += audit.retainedHandles();
             grants += audit.grants();
+            quarantined += audit.quarantinedRequests();
             registrations += audit.transport().registrations();
             lists += audit.transport().preparedLists();
             peers += audit.transport().peers();
             handles += audit.transport().transfers();
         }
-        return new ConnectorAudit(requests, transfers, leases, stashed, retained, grants, new BackendResources(registrations, lists, peers, handles));
+        return new ConnectorAudit(requests, transfers, leases, stashed, retained, grants, new BackendResources(registrations, lists, peers, handles),
+                quarantined);
     }
 
     /**

@@ -6,6 +6,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.spi.transfer.WriteStop;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,6 +15,11 @@ import java.util.concurrent.TimeUnit;
 /**
  * The transfers a rank's worker posted and polls until they end or pass their deadline, and the
  * handles whose release failed and is retried ({@link RetainedHandles}). Worker thread only.
+ *
+ * <p>A transport whose release of a running transfer does not prove its bytes stopped
+ * ({@link WriteStop#AFTER_PROOF}) is not asked to cancel: a transfer that passes its deadline or is
+ * cancelled while still in progress <em>lingers</em>, its handle kept and polled until the transfer
+ * ends, which is the proof; only then is it released ({@link Outcome#stopped}).
  */
 final class InFlightTransfers
 {
@@ -36,9 +42,19 @@ final class InFlightTransfers
 
         /** A transfer whose release failed earlier was released now. */
         void releasedLate(Transfer transfer);
+
+        /**
+         * A lingering transfer ended and was released: it moves no byte any more.
+         *
+         * @param done whether it ended {@code DONE} (its notification, if any, was delivered).
+         */
+        void stopped(Transfer transfer, boolean done);
     }
 
     private final List<Transfer> transfers = new ArrayList<>();
+    // failed or cancelled while in progress on a transport whose release proves nothing: polled until they end
+    private final List<Transfer> lingering = new ArrayList<>();
+    private final boolean releaseStopsWrites;
     private final TransferBackend transport;
     private final TransferMetrics metrics;
     private final RetainedHandles retained;
@@ -50,6 +66,7 @@ final class InFlightTransfers
         this.metrics = requireNonNull(metrics, "metrics is null");
         this.transferTimeout = requireNonNull(transferTimeout, "transferTimeout is null");
         this.retained = new RetainedHandles(name, transport);
+        this.releaseStopsWrites = transport.writeStopOnRelease() == WriteStop.ON_RETURN;
     }
 
     void add(Transfer transfer)
@@ -57,9 +74,10 @@ final class InFlightTransfers
         transfers.add(transfer);
     }
 
+    /** {@return the handles held: transfers in flight and lingering ones} */
     int size()
     {
-        return transfers.size();
+        return transfers.size() + lingering.size();
     }
 
     boolean isEmpty()
@@ -91,6 +109,7 @@ final class InFlightTransfers
      */
     void poll(long now, Outcome outcome)
     {
+        pollLingering(outcome);
         for (int i = 0; i < transfers.size(); i++) {
             Transfer transfer = transfers.get(i);
             TransferStatus status;
@@ -121,7 +140,12 @@ final class InFlightTransfers
                 outcome.peerMayBeGone(transfer);
                 ErrorCode code = status == TransferStatus.FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.DEADLINE_EXCEEDED;
                 String message = status == TransferStatus.FAILED ? failure : stalled(transfer, now);
-                retained.release(transfer);
+                if (status == TransferStatus.IN_PROGRESS && !releaseStopsWrites) {
+                    linger(transfer);
+                }
+                else {
+                    retained.release(transfer);
+                }
                 outcome.failed(transfer, code, message);
             }
         }
@@ -152,7 +176,10 @@ final class InFlightTransfers
         return earliest;
     }
 
-    /** Cancels every in-flight transfer of an owner (no data is moved after this). */
+    /**
+     * Cancels every in-flight transfer of an owner: released, so no data moves after this, where
+     * the transport proves it; left lingering until it ends where it does not.
+     */
     void cancel(Object owner, Outcome outcome)
     {
         for (int i = 0; i < transfers.size(); i++) {
@@ -160,12 +187,77 @@ final class InFlightTransfers
             if (transfer.owner == owner) {
                 removeAt(i);
                 i--;
-                if (inProgress(transfer)) {
+                boolean running = inProgress(transfer);
+                if (running) {
                     outcome.peerMayBeGone(transfer);
                 }
-                retained.release(transfer);
+                if (running && !releaseStopsWrites) {
+                    linger(transfer);
+                }
+                else {
+                    retained.release(transfer);
+                }
             }
         }
+    }
+
+    private void linger(Transfer transfer)
+    {
+        transfer.lingering = true;
+        lingering.add(transfer);
+    }
+
+    /** Releases each lingering transfer that ended; the transport forgetting a handle ends it too. */
+    private void pollLingering(Outcome outcome)
+    {
+        for (int i = 0; i < lingering.size(); i++) {
+            Transfer transfer = lingering.get(i);
+            TransferStatus status;
+            try {
+                status = transport.status(transfer.handle);
+            }
+            catch (KvBridgeException e) {
+                // HANDLE_UNKNOWN or CLOSED: the transport let go of the transfer, so nothing of it runs
+                status = TransferStatus.FAILED;
+            }
+            if (status == TransferStatus.IN_PROGRESS) {
+                continue;
+            }
+            lingering.set(i, lingering.getLast());
+            lingering.removeLast();
+            i--;
+            retained.release(transfer);
+            outcome.stopped(transfer, status == TransferStatus.DONE);
+        }
+    }
+
+    /** {@return whether a transfer of {@code owner} lingers: failed or cancelled, but not yet proven to move no byte} */
+    boolean lingers(Object owner)
+    {
+        for (int i = 0; i < lingering.size(); i++) {
+            if (lingering.get(i).owner == owner) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@return the cache groups the lingering transfers of {@code owner} write, as a mask} */
+    long groupsLingering(Object owner)
+    {
+        long groups = 0;
+        for (int i = 0; i < lingering.size(); i++) {
+            if (lingering.get(i).owner == owner) {
+                groups |= lingering.get(i).groups;
+            }
+        }
+        return groups;
+    }
+
+    /** {@return the transfers lingering} */
+    int lingeringCount()
+    {
+        return lingering.size();
     }
 
     private boolean inProgress(Transfer transfer)
@@ -214,6 +306,11 @@ final class InFlightTransfers
             retained.release(transfer);
         }
         transfers.clear();
+        // closing: the caller deregisters the memory and closes the transport next, which ends them
+        for (Transfer transfer : lingering) {
+            retained.release(transfer);
+        }
+        lingering.clear();
         for (int attempt = 0; attempt < 3 && retained.size() > 0; attempt++) {
             retained.retry(outcome);
         }

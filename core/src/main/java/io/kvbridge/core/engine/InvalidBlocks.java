@@ -61,4 +61,15 @@ final class InvalidBlocks
         }
         return new ReceiveFailure(requestId, code, message, BlockIds.of(invalid), policy, first == Integer.MAX_VALUE ? longest : first);
     }
+
+    /** The exchanged blocks of the groups in a mask; {@link LayoutRules#ALL_GROUPS} for all. */
+    static BlockIds ofGroups(int[][] exchanged, long groups)
+    {
+        int[][] chosen = new int[exchanged.length][];
+        for (int g = 0; g < exchanged.length; g++) {
+            boolean in = g >= Long.SIZE ? groups == LayoutRules.ALL_GROUPS : (groups & (1L << g)) != 0;
+            chosen[g] = in ? exchanged[g] : new int[0];
+        }
+        return BlockIds.of(chosen);
+    }
 }

@@ -377,12 +377,25 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     public void transferFailed(Transfer transfer, ErrorCode code, String message)
     {
         HeldRequest request = (HeldRequest) transfer.owner;
-        HeldRequest.PushTarget target = request.writes.remove(transfer);
+        // a write that lingers may still land: the consumer is told once it stopped (stopped()), so that the message proves it
+        HeldRequest.PushTarget target = transfer.lingering ? null : request.writes.remove(transfer);
         if (target != null) {
             writer.tellPushFailed(target, request, code, message);
         }
         request.failed = true;
         LOG.warn("{}: push write of request {} failed ({}): {}; the lease frees its blocks", name, request.id, code.id(), message);
+        settle(request);
+    }
+
+    @Override
+    public void stopped(Transfer transfer, boolean done)
+    {
+        HeldRequest request = (HeldRequest) transfer.owner;
+        HeldRequest.PushTarget target = request.writes.remove(transfer);
+        // a write that ended DONE delivered its completion with its data; one that failed says so now, after its last byte
+        if (target != null && !done) {
+            writer.tellPushFailed(target, request, ErrorCode.TRANSFER_FAILED, "the write was stopped after it failed or passed its deadline");
+        }
         settle(request);
     }
 

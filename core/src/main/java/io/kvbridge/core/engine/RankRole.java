@@ -19,6 +19,14 @@ interface RankRole
     /** A transfer whose release failed earlier was released now. */
     void releasedLate(Transfer transfer);
 
+    /**
+     * A lingering transfer (failed or cancelled while in progress, on a transport whose release
+     * proves nothing) ended: it moves no byte any more.
+     *
+     * @param done whether it ended {@code DONE}.
+     */
+    void stopped(Transfer transfer, boolean done);
+
     /** Runs the role's timers. */
     void tick(long now);
 

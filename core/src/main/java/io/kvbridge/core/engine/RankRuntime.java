@@ -74,6 +74,7 @@ final class RankRuntime implements OpenRank
     // published by the worker for audits from other threads
     private volatile int auditTransfers;
     private volatile int auditRetained;
+    private volatile int auditLingering;
     private volatile long auditEarliestDeadline;
     // the health probe waiting in the queue, so that a stalled worker's queue does not grow with every check
     private final AtomicReference<CompletableFuture<HealthReport>> pendingProbe = new AtomicReference<>();
@@ -147,6 +148,12 @@ final class RankRuntime implements OpenRank
         public void releasedLate(Transfer transfer)
         {
             role.releasedLate(transfer);
+        }
+
+        @Override
+        public void stopped(Transfer transfer, boolean done)
+        {
+            role.stopped(transfer, done);
         }
     }
 
@@ -245,7 +252,7 @@ final class RankRuntime implements OpenRank
     /** How long a worker whose transport wakes it parks: until its earliest timer is due ({@link WokenPark}). */
     private long wokenParkNanos()
     {
-        return WokenPark.nanos(now(), auditRetained > 0, role.nextTimerNanos(), auditEarliestDeadline, nextEvictionCheck, ACTIVE_PARK_NANOS);
+        return WokenPark.nanos(now(), auditRetained > 0 || auditLingering > 0, role.nextTimerNanos(), auditEarliestDeadline, nextEvictionCheck, ACTIVE_PARK_NANOS);
     }
 
     /**
@@ -271,6 +278,7 @@ final class RankRuntime implements OpenRank
             }
             auditTransfers = transfers.size();
             auditRetained = transfers.retainedCount();
+            auditLingering = transfers.lingeringCount();
             auditEarliestDeadline = transfers.earliestDeadline(now + NO_DEADLINE_AHEAD_NANOS);
             role.publishAudit();
         }
@@ -321,6 +329,18 @@ final class RankRuntime implements OpenRank
     boolean hasTransfers(Object owner)
     {
         return transfers.holds(owner);
+    }
+
+    /** {@return whether a transfer of an owner lingers (see {@link InFlightTransfers#lingers})} */
+    boolean lingers(Object owner)
+    {
+        return transfers.lingers(owner);
+    }
+
+    /** {@return the cache groups the lingering transfers of an owner write} */
+    long groupsLingering(Object owner)
+    {
+        return transfers.groupsLingering(owner);
     }
 
     /**
@@ -378,7 +398,12 @@ final class RankRuntime implements OpenRank
 
     ConnectorAudit baseAudit(int requests, int leases, int stashed)
     {
-        return new ConnectorAudit(requests, auditTransfers, leases, stashed, auditRetained, grants.live(), endpoint.transport().resources());
+        return baseAudit(requests, leases, stashed, 0);
+    }
+
+    ConnectorAudit baseAudit(int requests, int leases, int stashed, int quarantined)
+    {
+        return new ConnectorAudit(requests, auditTransfers, leases, stashed, auditRetained, grants.live(), endpoint.transport().resources(), quarantined);
     }
 
     @Override
@@ -482,5 +507,6 @@ final class RankRuntime implements OpenRank
         endpoint.close();
         auditTransfers = 0;
         auditRetained = 0;
+        auditLingering = 0;
     }
 }

@@ -1,15 +1,18 @@
 package io.kvbridge.core.engine;
 
 import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.QuarantinedBlocks;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /** A request a {@link ConsumerRank} is receiving; confined to its worker, except the tracker. */
 final class ReceivingRequest
@@ -59,6 +62,11 @@ final class ReceivingRequest
     // push: writer agent -> what it writes; writers done -> producer request id to acknowledge
     final Map<String, Writer> writers = new LinkedHashMap<>();
     final Map<String, String> writersDone = new HashMap<>();
+    // push: writers that reported their write failed, which a producer does only once it moves no byte
+    final Set<String> writersStopped = new HashSet<>();
+    // after a failure: writers whose writes are not proven stopped, and the blocks they keep from reuse (Quarantines)
+    final Set<String> unprovenWriters = new HashSet<>();
+    QuarantinedBlocks quarantine;
 
     ReceivingRequest(String id, TransferParams params, TransferMode mode, BlockIds blocks, LayoutRules rules, RequestTracker tracker)
     {

@@ -10,6 +10,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.WriteStop;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -182,6 +183,31 @@ final class RequestGrants
             }
         }
         return NONE;
+    }
+
+    /**
+     * Ends a consumer's grants to its writers and tells whether that proves no write under them
+     * lands any more: the transport checks grants, a returning revoke proves its admitted writes
+     * ended ({@link WriteStop#ON_RETURN}), and every revoke returned. A revoke that throws proves
+     * nothing: the writes it admitted may still run.
+     *
+     * @param handles the request's grants; none when the transport does not check grants.
+     * @return whether the writes under them provably stopped.
+     */
+    synchronized boolean revokeWrites(long[] handles)
+    {
+        live -= handles.length;
+        boolean proven = Boolean.TRUE.equals(checked) && transport.writeStopOnRevoke() == WriteStop.ON_RETURN;
+        for (long handle : handles) {
+            try {
+                transport.revoke(handle);
+            }
+            catch (RuntimeException e) {
+                proven = false;
+                LOG.warn("{}: revoking grant {} failed, so its writers may still write: {}", name, handle, e.toString());
+            }
+        }
+        return proven;
     }
 
     private boolean checksGrants()

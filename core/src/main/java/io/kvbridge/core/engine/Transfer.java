@@ -22,6 +22,8 @@ final class Transfer
     final RemoteKey remote;
     // consumer: the cache groups whose blocks this transfer writes, as a mask (LayoutRules.groupsWritten)
     long groups = LayoutRules.ALL_GROUPS;
+    // failed or cancelled while in progress, its handle kept until the transfer ends (InFlightTransfers)
+    boolean lingering;
 
     Transfer(long handle, Object owner, long postedNanos, long postDurationNanos, long deadlineNanos, long bytes, int descriptors,
             int operations, RemoteEngines.InFlight mark, RemoteKey remote)

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +37,8 @@ final class LocalCopier
     private final Thread[] threads;
     private final List<ArrayBlockingQueue<LocalTransfer>> queues;
     private final BiConsumer<LocalTransfer, KvBridgeException> onComplete;
+    // what each thread copies now, so that a release can wait until no thread copies a released transfer
+    private final AtomicReferenceArray<LocalTransfer> copying;
 
     /**
      * Starts the copy threads.
@@ -47,6 +50,7 @@ final class LocalCopier
         this.guard = guard;
         this.onComplete = onComplete;
         this.threads = new Thread[threadCount];
+        this.copying = new AtomicReferenceArray<>(threadCount);
         List<ArrayBlockingQueue<LocalTransfer>> threadQueues = new ArrayList<>();
         for (int i = 0; i < threadCount; i++) {
             // every slot may be queued once per thread, plus the stop marker
@@ -90,7 +94,9 @@ final class LocalCopier
             if (transfer == STOP) {
                 return;
             }
+            copying.set(part, transfer);
             KvBridgeException failure = copyPart(transfer, part);
+            copying.set(part, null);
             if (failure != null) {
                 // recorded before counting down, so the part that finishes last sees it
                 transfer.partFailure = failure;
@@ -141,6 +147,27 @@ final class LocalCopier
             }
             offset += length;
         }
+    }
+
+    /**
+     * Waits until no thread copies a released transfer: a copy stops at the next descriptor once its
+     * transfer is released, so this returns within one descriptor's copy.
+     *
+     * @return false when one still copied after {@code timeoutNanos}.
+     */
+    boolean awaitReleasedCopies(long timeoutNanos)
+    {
+        long deadline = System.nanoTime() + timeoutNanos;
+        for (int i = 0; i < copying.length(); i++) {
+            LocalTransfer transfer;
+            while ((transfer = copying.get(i)) != null && transfer.cancelled()) {
+                if (System.nanoTime() - deadline > 0) {
+                    return false;
+                }
+                Thread.onSpinWait();
+            }
+        }
+        return true;
     }
 
     Optional<String> problem()

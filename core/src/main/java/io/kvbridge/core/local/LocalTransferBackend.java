@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
@@ -26,8 +27,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The embedded transport: peers in the same JVM, bytes moved by
@@ -47,7 +46,6 @@ import org.slf4j.LoggerFactory;
  */
 final class LocalTransferBackend extends AbstractTransferBackend
 {
-    private static final Logger LOG = LoggerFactory.getLogger(LocalTransferBackend.class);
     // copies are memory copies: a grant's admitted transfers end within this even on a loaded machine
     private static final long REVOKE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
@@ -199,14 +197,45 @@ final class LocalTransferBackend extends AbstractTransferBackend
         return grants.grant(key, access, list, indices, count);
     }
 
+    /**
+     * Ends a grant once every copy it admitted has finished: copies of a local peer cannot be cut
+     * off, so the revoke waits for them, and says so when they outlast the wait.
+     */
     @Override
     public void revoke(long grant)
     {
         if (!grants.revoke(grant, REVOKE_WAIT_NANOS)) {
-            // copies of a local peer cannot be cut off; they end on their own
-            LOG.warn("{}: a transfer admitted under grant {} still runs after {} ms", guard.description(), grant,
-                    TimeUnit.NANOSECONDS.toMillis(REVOKE_WAIT_NANOS));
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, guard.description() + ": a transfer admitted under grant " + grant
+                    + " still runs after " + TimeUnit.NANOSECONDS.toMillis(REVOKE_WAIT_NANOS) + " ms; its copy may still write the granted memory, "
+                    + "so keep it from reuse until the transfer ends");
         }
+    }
+
+    /**
+     * A released copy still running stops at its next descriptor; the release waits for that
+     * (up to 10 s), so no byte of it lands after the release returned.
+     */
+    @Override
+    protected void cancelRunning()
+    {
+        if (!copier.awaitReleasedCopies(REVOKE_WAIT_NANOS)) {
+            throw new KvBridgeException(ErrorCode.DEADLINE_EXCEEDED, guard.description() + ": a released transfer still copies after "
+                    + TimeUnit.NANOSECONDS.toMillis(REVOKE_WAIT_NANOS) + " ms; its memory may still be written, so keep it from reuse");
+        }
+    }
+
+    /** A release returns only once the copy threads left the released transfer ({@link #cancelRunning}). */
+    @Override
+    public WriteStop writeStopOnRelease()
+    {
+        return WriteStop.ON_RETURN;
+    }
+
+    /** A revoke returns only once the copies it admitted ended ({@link #revoke}). */
+    @Override
+    public WriteStop writeStopOnRevoke()
+    {
+        return WriteStop.ON_RETURN;
     }
 
     @Override

@@ -307,6 +307,7 @@ public final class EngineHost implements DemoHost
         held.put("stashedRegistrations", idle.stashedRegistrations());
         held.put("retainedHandles", idle.retainedHandles());
         held.put("grants", idle.grants());
+        held.put("quarantinedRequests", idle.quarantinedRequests());
         held.put("transportHandles", idle.transport().transfers());
         held.put("registrations", idle.transport().registrations());
         held.put("registrationsExpected", registrationsExpected);

@@ -1,0 +1,116 @@
+package io.kvbridge.core.engine;
+
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.QuarantinedBlocks;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The failed requests of one consumer rank whose blocks a writer may still reach, because nothing
+ * proved its writes stopped: push writers whose grant revoke proves nothing
+ * ({@link io.kvbridge.spi.transfer.WriteStop#AFTER_PROOF}, or a revoke that failed), and pull READs
+ * that linger ({@link InFlightTransfers}). A request leaves only on proof: each such writer's
+ * completion or failure message (a producer sends either only once its write moves no byte), and
+ * each lingering READ's end. Worker thread only, except {@link #count()}.
+ */
+final class Quarantines
+{
+    private static final Logger LOG = LoggerFactory.getLogger(Quarantines.class);
+
+    /** Where a release is reported; entering is reported by the caller, with the request's failure. */
+    interface Reports
+    {
+        void released(QuarantinedBlocks blocks);
+    }
+
+    private final String name;
+    private final Reports reports;
+    // consumer request id -> quarantined requests under it (an id may be reused once reported)
+    private final Map<String, List<ReceivingRequest>> byId = new HashMap<>();
+    private final AtomicInteger count = new AtomicInteger();
+
+    Quarantines(String name, Reports reports)
+    {
+        this.name = name;
+        this.reports = reports;
+    }
+
+    /**
+     * Quarantines a failed request's blocks that its unproven writers may reach, if any.
+     *
+     * @param writers agents of push writers whose writes are not proven stopped.
+     * @param writerGroups the groups those writers write, as a mask.
+     * @param lingeringGroups the groups the request's lingering READs write, as a mask.
+     * @param lingering whether a READ of the request lingers.
+     * @return the quarantined blocks, or null when nothing is unproven.
+     */
+    QuarantinedBlocks enter(ReceivingRequest request, Set<String> writers, long writerGroups, long lingeringGroups, boolean lingering)
+    {
+        if (writers.isEmpty() && !lingering) {
+            return null;
+        }
+        BlockIds blocks = InvalidBlocks.ofGroups(request.ids, writerGroups | lingeringGroups);
+        String reason = (writers.isEmpty() ? "" : "producer ranks " + writers + " may still write (the transport's revoke does not prove their "
+                + "writes stopped); released on each one's completion or failure message")
+                + (writers.isEmpty() || !lingering ? "" : "; ")
+                + (lingering ? "a READ still runs (the transport's release does not prove it stopped); released when it ends" : "");
+        request.unprovenWriters.addAll(writers);
+        request.quarantine = new QuarantinedBlocks(request.id, blocks, reason);
+        byId.computeIfAbsent(request.id, ignored -> new ArrayList<>(1)).add(request);
+        count.incrementAndGet();
+        LOG.warn("{}: request {} quarantines blocks {}: {}", name, request.id, blocks, reason);
+        return request.quarantine;
+    }
+
+    /** A writer of a quarantined request said its write ended (completion or failure): proof for that writer. */
+    void acknowledged(String requestId, String sender, Predicate<ReceivingRequest> lingers)
+    {
+        List<ReceivingRequest> under = byId.get(requestId);
+        if (under == null) {
+            return;
+        }
+        for (ReceivingRequest request : List.copyOf(under)) {
+            if (request.unprovenWriters.remove(sender)) {
+                releaseIfProven(request, lingers.test(request));
+            }
+        }
+    }
+
+    /** {@return whether a request with this id is quarantined} */
+    boolean holds(String requestId)
+    {
+        return byId.containsKey(requestId);
+    }
+
+    /** Releases a quarantined request once no writer of it and no READ of it is unproven. */
+    void releaseIfProven(ReceivingRequest request, boolean lingering)
+    {
+        if (request.quarantine == null || lingering || !request.unprovenWriters.isEmpty()) {
+            return;
+        }
+        List<ReceivingRequest> under = byId.get(request.id);
+        if (under == null || !under.remove(request)) {
+            return;
+        }
+        if (under.isEmpty()) {
+            byId.remove(request.id);
+        }
+        count.decrementAndGet();
+        LOG.info("{}: request {} releases its quarantined blocks {}: every writer proved it stopped", name, request.id, request.quarantine.blocks());
+        reports.released(request.quarantine);
+        request.quarantine = null;
+    }
+
+    /** {@return the requests quarantined now; any thread} */
+    int count()
+    {
+        return count.get();
+    }
+}
