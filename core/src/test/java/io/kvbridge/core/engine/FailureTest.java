@@ -135,7 +135,8 @@ final class FailureTest
     {
         FaultPlan plan = FaultPlan.none(13).withTransferErrors(1.0);
         try (EngineHarness harness = new EngineHarness(new FaultInjectingBackendFactory(new LocalBackendFactory(), plan), SideChannelClock.system())) {
-            ProducerRank producer = harness.producer("p", harness.cache(SHAPE, Rank.single()), true, b -> b.leaseDuration(Duration.ofMillis(300)));
+            // the lease outlives a slow first handshake on a loaded machine; the failure itself must come at once
+            ProducerRank producer = harness.producer("p", harness.cache(SHAPE, Rank.single()), true, b -> b.leaseDuration(Duration.ofSeconds(3)));
             ConsumerRank consumer = harness.consumer("d", harness.cache(SHAPE, Rank.single()), true,
                     b -> b.registrationTimeout(Duration.ofHours(1)));
             consumer.blocksAllocated("d-1", producer.prefillFinished("p-1", ids(1)), TransferMode.PUSH, ids(2));
