@@ -16,7 +16,6 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetSocketAddress;
@@ -237,11 +236,13 @@ final class DemoCommand implements Callable<Integer>
 
     private static Map<String, Object> run(DemoOptions options, Progress progress, MetricsEndpoint metrics)
     {
-        return new DemoRun(options, progress, (producer, decoder) -> {
-            if (metrics != null) {
-                metrics.attach("prefill", producer.metricsRegistry(MeterRegistry.class));
-                metrics.attach("decode", decoder.metricsRegistry(MeterRegistry.class));
-            }
+        if (metrics == null) {
+            return new DemoRun(options, progress).run();
+        }
+        // the bridges are built with the endpoint's registries, and it answers once both exist
+        return new DemoRun(options, progress, metrics::registry, (producer, decoder) -> {
+            metrics.built();
+            metrics.built();
         }).run();
     }
 
