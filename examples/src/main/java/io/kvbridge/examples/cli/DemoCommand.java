@@ -490,6 +490,10 @@ final class DemoCommand implements Callable<Integer>
                 audit.get("parityErrors"), audit.get("bytesChangedOutsideRequests"));
         out.printf(Locale.ROOT, "  decoder prompt tokens     %,d received / %,d needed (%,d computed locally)%n", audit.get("decoderPromptTokensReceived"),
                 audit.get("decoderPromptTokensNeeded"), audit.get("decoderPromptTokensComputedLocally"));
+        Map<String, Object> latency = (Map<String, Object>) audit.get("latency");
+        out.printf(Locale.ROOT, "  request latency           %s (decoder: blocksAllocated to received)%n", percentiles(latency.get("request")));
+        out.printf(Locale.ROOT, "  hand-over latency         %s (prefill finished to the decoder's first data in place)%n",
+                percentiles(latency.get("handover")));
         out.println("  metadata audit");
         for (String side : List.of("producer", "decoder")) {
             Map<String, Object> engine = (Map<String, Object>) metadata.get(side);
@@ -509,5 +513,23 @@ final class DemoCommand implements Callable<Integer>
             out.println("  problem: " + problem);
         }
         out.println(Boolean.TRUE.equals(audit.get("ok")) ? "  result                    OK" : "  result                    FAILED");
+    }
+
+    /** {@return "p50 <= 20 ms, p99 <= 50 ms of 200", each the upper bound of its histogram bucket} */
+    @SuppressWarnings("unchecked")
+    private static String percentiles(Object value)
+    {
+        Map<String, Object> latency = (Map<String, Object>) value;
+        long count = ((Number) latency.get("count")).longValue();
+        if (count == 0) {
+            return "none recorded";
+        }
+        return String.format(Locale.ROOT, "p50 %s, p99 %s of %,d", bound(latency.get("p50Ms")), bound(latency.get("p99Ms")), count);
+    }
+
+    private static String bound(Object milliseconds)
+    {
+        double value = ((Number) milliseconds).doubleValue();
+        return value < 0 ? "above the last bucket" : String.format(Locale.ROOT, "<= %s ms", value == Math.rint(value) ? Long.toString((long) value) : Double.toString(value));
     }
 }

@@ -417,6 +417,11 @@ public final class DemoRun
         audit.put("decoderPromptTokensNeeded", ledger.tokensNeeded);
         audit.put("decoderPromptTokensReceived", ledger.tokensReceived);
         audit.put("decoderPromptTokensComputedLocally", ledger.tokensNeeded - ledger.tokensReceived);
+        // from the decoder's timers: blocksAllocated to received, and prefill finished to the first data in place
+        Map<String, Object> latency = new LinkedHashMap<>();
+        latency.put("request", LatencyBuckets.percentiles(decoder.get("requestLatency")));
+        latency.put("handover", LatencyBuckets.percentiles(decoder.get("handoverLatency")));
+        audit.put("latency", latency);
         audit.put("metadata", Map.of("producer", metadata(producer, options.producerPp(), options.producerTp()), "decoder",
                 metadata(decoder, options.consumerPp(), options.consumerTp())));
         audit.put("idle", Map.of("waitMillis", options.idleMillis(), "producer", producer.get("idle"), "decoder", decoder.get("idle")));
@@ -451,6 +456,9 @@ public final class DemoRun
             }
             for (Map.Entry<String, Object> entry : ((Map<String, Object>) audit.get("idle")).entrySet()) {
                 idle.merge(entry.getKey(), ((Number) entry.getValue()).longValue(), (a, b) -> (long) a + (long) b);
+            }
+            for (String latency : List.of("requestLatency", "handoverLatency")) {
+                merged.put(latency, LatencyBuckets.add(merged.get(latency), audit.get(latency)));
             }
             stages.addAll((List<Map<String, Object>>) audit.get("stages"));
             for (String problem : (List<String>) audit.get("health")) {

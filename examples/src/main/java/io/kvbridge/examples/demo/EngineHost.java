@@ -280,6 +280,9 @@ public final class EngineHost implements DemoHost
         audit.put("failedTransfers", counter(meters, "kvbridge.transfer.failed"));
         audit.put("failedNotifications", counter(meters, "kvbridge.notification.failed"));
         audit.put("expiredLeases", counter(meters, "kvbridge.lease.expired"));
+        // the decoder's side of a request, and the hand-over the decoder records
+        audit.put("requestLatency", LatencyBuckets.read(meters, "kvbridge.request.time", "side", spec.prefill() ? "producer" : "consumer"));
+        audit.put("handoverLatency", LatencyBuckets.read(meters, "kvbridge.handover.time"));
         audit.put("nonZeroBytes", spec.prefill() ? 0 : engine.nonZeroBytes());
         audit.put("cacheBytes", engine.totalBytes());
         // what the hosts allocated, not what was asked: the audit shows where the bytes really were

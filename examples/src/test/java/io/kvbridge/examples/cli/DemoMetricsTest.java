@@ -79,6 +79,9 @@ final class DemoMetricsTest
         assertTrue(body.contains("engine=\"decode\""), body);
         assertEquals(body.lines().filter(line -> line.startsWith("# TYPE kvbridge_transfer_failed_total ")).count(), 1, body);
         assertEquals(0, demo.get(), err.toString() + out);
+        // the audit's latency percentiles come from the decoder's timers, one request time per request
+        assertTrue(out.toString().matches("(?s).*\"latency\"\\s*:\\s*\\{\\s*\"request\"\\s*:\\s*\\{\\s*\"count\"\\s*:\\s*20\\s*,\\s*\"p50Ms\"\\s*:\\s*[0-9.]+.*"),
+                out.toString());
     }
 
     @Test
