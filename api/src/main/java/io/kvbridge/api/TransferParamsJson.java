@@ -75,6 +75,8 @@ public final class TransferParamsJson
     public static final int MAX_BLOCK_IDS = 1 << 20;
     /** The most pipeline stages read. */
     public static final int MAX_STAGES = 256;
+    /** The lease assumed for parameters without kvbridge's object (vLLM's): what kvbridge's producers hold by default. */
+    public static final long VLLM_LEASE_MILLIS = 30_000;
 
     private static final int MAX_ID_LENGTH = 1024;
     private static final int MAX_HOST_LENGTH = 255;
@@ -163,7 +165,8 @@ public final class TransferParamsJson
     /**
      * Reads parameters from JSON.
      *
-     * @param json the object {@link #write} wrote, possibly with other keys a router added.
+     * @param json the object {@link #write} wrote, possibly with other keys a router added, or the
+     *     {@code kv_transfer_params} vLLM's NixlConnector writes (read for push, see {@link #VLLM_LEASE_MILLIS}).
      * @return the parameters.
      * @throws KvBridgeException {@code PROTOCOL_ERROR} naming every problem.
      */
@@ -217,12 +220,11 @@ public final class TransferParamsJson
         String host = required(fields, "remote_host", fields.string("remote_host", MAX_HOST_LENGTH).orElse(null));
         long port = fields.integer("remote_port", 1, 65_535).orElse(0);
         required(fields, "remote_port", port == 0 ? null : port);
-        fields.string("transfer_mode", 8).ifPresent(mode -> mode(fields, "transfer_mode", mode));
+        TransferMode transferMode = fields.string("transfer_mode", 8).map(mode -> mode(fields, "transfer_mode", mode)).orElse(null);
 
         JsonFields own = fields.object("kvbridge").orElse(null);
         if (own == null) {
-            problems.add("kvbridge is missing: these parameters were not written by a kvbridge producer (TransferParamsJson.write)");
-            throw invalid(problems);
+            return fromVllm(fields, problems, engineId, requestId, blocks, (int) tpSize, (int) ppSize, host, (int) port, transferMode);
         }
         own.refuseUnknown(KVBRIDGE_KEYS);
         long version = own.integer("version", 1, Integer.MAX_VALUE).orElse(0);
@@ -262,6 +264,36 @@ public final class TransferParamsJson
         try {
             return new TransferParams(engineId, requestId, stages, (int) tpSize, (int) ppSize, blocks, modes, lease, finished, epochs, pullKeys,
                     digests);
+        }
+        catch (KvBridgeException e) {
+            String reason = e.getMessage().substring(e.code().id().length() + 2);
+            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "kv_transfer_params are inconsistent: " + reason, e);
+        }
+    }
+
+    /**
+     * Parameters as vLLM's NixlConnector writes them, without kvbridge's own object: its one side
+     * channel is {@code remote_host}/{@code remote_port}, no epoch is checked, the lease is the
+     * producers' default, and the mode is push, since a pull needs the key only a kvbridge
+     * producer writes.
+     */
+    private static TransferParams fromVllm(JsonFields fields, List<String> problems, String engineId, String requestId, BlockIds blocks, int tpSize,
+            int ppSize, String host, int port, TransferMode transferMode)
+    {
+        if (ppSize > 1) {
+            fields.problem("pp_size", "=" + ppSize + " needs every stage's side channel, in kvbridge.side_channels, which this document lacks"
+                    + " (write it with TransferParamsJson.write, or give pp_size 1)");
+        }
+        if (transferMode == TransferMode.PULL) {
+            fields.problem("transfer_mode", "=pull needs kvbridge.side_channels[].pull_key, which only a kvbridge producer writes"
+                    + " (TransferParamsJson.write); without kvbridge the decoder can only be pushed to (transfer_mode push)");
+        }
+        if (!problems.isEmpty()) {
+            throw invalid(problems);
+        }
+        try {
+            return new TransferParams(engineId, requestId, List.of(new SideChannelAddress(host, port)), tpSize, 1, blocks, EnumSet.of(TransferMode.PUSH),
+                    VLLM_LEASE_MILLIS, TransferParams.UNKNOWN_TIME, List.of(TransferParams.UNKNOWN_EPOCH), List.of(PullKey.NONE));
         }
         catch (KvBridgeException e) {
             String reason = e.getMessage().substring(e.code().id().length() + 2);

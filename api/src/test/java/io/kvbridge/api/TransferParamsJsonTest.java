@@ -250,6 +250,45 @@ final class TransferParamsJsonTest
     }
 
     @Test
+    void parametersAsVllmsNixlConnectorWritesThemAreReadForPush()
+    {
+        // the keys of NixlConnector's request_finished, nothing of kvbridge's own
+        TransferParams params = TransferParamsJson.read("""
+                {"do_remote_prefill": true, "do_remote_decode": false, "remote_block_ids": [7, 8, 9], "remote_engine_id": "prefill-0",
+                 "remote_request_id": "cmpl-1", "remote_host": "10.0.0.5", "remote_port": 5600, "tp_size": 2}""");
+        assertEquals("prefill-0", params.engineId());
+        assertEquals("cmpl-1", params.requestId());
+        assertEquals(List.of(new SideChannelAddress("10.0.0.5", 5600)), params.sideChannels());
+        assertEquals(2, params.tpSize());
+        assertEquals(1, params.ppSize());
+        assertEquals(1, params.blockIds().groupCount());
+        assertEquals(List.of(7, 8, 9), List.of(params.blockIds().get(0, 0), params.blockIds().get(0, 1), params.blockIds().get(0, 2)));
+        assertEquals(Set.of(TransferMode.PUSH), params.modes());
+        assertEquals(TransferParamsJson.VLLM_LEASE_MILLIS, params.leaseMillis());
+        assertEquals(TransferParams.UNKNOWN_TIME, params.finishedNanos());
+        assertEquals(List.of(TransferParams.UNKNOWN_EPOCH), params.epochs());
+        assertEquals(List.of(PullKey.NONE), params.pullKeys());
+        // the grouped form of newer versions, with the keys they add, reads the same way
+        TransferParams grouped = TransferParamsJson.read("""
+                {"do_remote_prefill": true, "do_remote_decode": false, "remote_block_ids": [[7, 8, 9], [1]], "remote_engine_id": "prefill-0",
+                 "remote_host": "10.0.0.5", "remote_port": 5600, "tp_size": 1, "remote_num_tokens": 40}""");
+        assertEquals(2, grouped.blockIds().groupCount());
+        assertEquals("", grouped.requestId());
+    }
+
+    @Test
+    void parametersWithoutKvbridgesObjectNameWhatTheyLack()
+    {
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> TransferParamsJson.read("""
+                {"do_remote_prefill": true, "remote_block_ids": [1], "remote_engine_id": "prefill-0", "remote_host": "10.0.0.5",
+                 "remote_port": 5600, "transfer_mode": "pull"}"""));
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
+        assertTrue(e.getMessage().contains("tp_size is missing"), e.getMessage());
+        assertTrue(e.getMessage().contains("transfer_mode=pull needs kvbridge.side_channels[].pull_key, which only a kvbridge producer writes"),
+                e.getMessage());
+    }
+
+    @Test
     void inconsistentAddressesAndStagesAreRefused()
     {
         Map<String, Object> map = TransferParamsJson.toMap(TWO_STAGES);
@@ -262,7 +301,7 @@ final class TransferParamsJsonTest
         assertTrue(message.contains("stage 0 is 10.0.0.5:5600 but remote_host and remote_port say 10.9.9.9:5600"), message);
         map.remove("kvbridge");
         message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
-        assertTrue(message.contains("kvbridge is missing: these parameters were not written by a kvbridge producer"), message);
+        assertTrue(message.contains("pp_size=2 needs every stage's side channel, in kvbridge.side_channels, which this document lacks"), message);
         map.put("do_remote_prefill", false);
         message = assertThrows(KvBridgeException.class, () -> TransferParamsJson.fromMap(map)).getMessage();
         assertTrue(message.contains("do_remote_prefill is false"), message);

@@ -20,21 +20,27 @@ final class ReadmeSnippets
     {
     }
 
-    /** {@return the content of the fenced block after the marker {@code embedding-test:name}} */
+    /** {@return the content of the fenced block after the marker {@code embedding-test:name} in the guide} */
     static String block(String readme, String name)
     {
+        return block(readme, name, GUIDE);
+    }
+
+    /** {@return the content of the fenced block after the marker {@code embedding-test:name} in {@code document}, named {@code source}} */
+    static String block(String document, String name, String source)
+    {
         String marker = "<!-- embedding-test:" + name + " -->";
-        int at = readme.indexOf(marker);
+        int at = document.indexOf(marker);
         if (at < 0) {
-            fail(GUIDE + " has no '" + marker + "' before the block this test builds from; put it back above that block");
+            fail(source + " has no '" + marker + "' before the block this test builds from; put it back above that block");
         }
-        int fence = readme.indexOf("```", at + marker.length());
-        int start = readme.indexOf('\n', fence) + 1;
-        int end = readme.indexOf("\n```", start);
+        int fence = document.indexOf("```", at + marker.length());
+        int start = document.indexOf('\n', fence) + 1;
+        int end = document.indexOf("\n```", start);
         if (fence < 0 || start == 0 || end < 0) {
-            fail(GUIDE + " has no fenced code block after '" + marker + "'");
+            fail(source + " has no fenced code block after '" + marker + "'");
         }
-        return readme.substring(start, end + 1);
+        return document.substring(start, end + 1);
     }
 
     /**

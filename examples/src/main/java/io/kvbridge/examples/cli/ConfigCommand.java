@@ -24,8 +24,8 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /** {@code kvbridge config}: the bridge's configuration document. */
-@Command(name = "config", mixinStandardHelpOptions = true, description = "Check a bridge's configuration document.",
-        subcommands = ConfigCommand.Validate.class)
+@Command(name = "config", mixinStandardHelpOptions = true, description = "Write or check a bridge's configuration document.",
+        subcommands = {ConfigCommand.Init.class, ConfigCommand.Validate.class})
 final class ConfigCommand implements Callable<Integer>
 {
     @Spec
@@ -37,6 +37,65 @@ final class ConfigCommand implements Callable<Integer>
     {
         spec.commandLine().usage(spec.commandLine().getErr());
         return KvBridgeCli.USAGE;
+    }
+
+    /**
+     * {@code kvbridge config init}: a valid document to start from on stdout, what each key means on
+     * stderr (JSON has no comments, and the reader refuses them), so that {@code config init > FILE}
+     * writes a document {@code config validate} accepts.
+     */
+    @Command(name = "init", mixinStandardHelpOptions = true,
+            description = {"Print a configuration document to start from, every key at its default, on stdout, and what each key",
+                    "means on stderr: `kvbridge config init > kvbridge.json` writes the document alone."})
+    static final class Init implements Callable<Integer>
+    {
+        /** The template: a valid document, kvbridge's keys at their defaults. */
+        static final String TEMPLATE = """
+                {
+                  "kv_connector": "kvbridge",
+                  "kv_role": "kv_both",
+                  "engine_id": "engine-0",
+                  "kv_load_failure_policy": "fail",
+                  "kv_connector_extra_config": {
+                    "transport": "auto",
+                    "side_channel_host": "127.0.0.1",
+                    "side_channel_port": 0,
+                    "kv_lease_duration": "30s",
+                    "transfer_timeout": "30s",
+                    "push_registration_timeout": "60s",
+                    "modes": ["push", "pull"]
+                  }
+                }""";
+
+        /** What each key means, one line each, as the notes on stderr give them. */
+        static final List<String> NOTES = List.of(
+                "kv_role: kv_producer (prefill), kv_consumer (decode) or kv_both; a bridge refuses connectors of the other kind",
+                "engine_id: the same on every rank of one engine, unique among engines",
+                "kv_load_failure_policy: fail or recompute, reported with a decoder's failed requests",
+                "transport: auto (the best that can run here), local, tcp, ucx, nixl or cuda-ipc; `kvbridge plugins` says which can run",
+                "side_channel_host, side_channel_port: where this engine's side channel listens; port 0 picks a free one",
+                "  beyond loopback add \"secret_file\": \"/path\" (at least 16 random bytes that other users cannot read),",
+                "  the same on every engine, or TLS (docs/configuration.md); an engine serving beyond loopback without either refuses to start",
+                "kv_lease_duration: how long a producer holds a finished request's blocks for its decoder",
+                "transfer_timeout: deadline of one transfer; push_registration_timeout: how long a decoder's push registration waits",
+                "modes: push, pull or both; the decoder picks per request",
+                "every key, layouts, discovery and the KVBRIDGE_* variables that override them: docs/configuration.md",
+                "check a document with: kvbridge config validate FILE");
+
+        @Spec
+        private CommandSpec spec;
+
+        @Override
+        public Integer call()
+        {
+            PrintWriter err = spec.commandLine().getErr();
+            NOTES.forEach(note -> err.println("# " + note));
+            err.flush();
+            PrintWriter out = spec.commandLine().getOut();
+            out.println(TEMPLATE);
+            out.flush();
+            return 0;
+        }
     }
 
     /** {@code kvbridge config validate FILE}: every problem of a document at once. */

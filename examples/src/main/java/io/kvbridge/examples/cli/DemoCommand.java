@@ -17,7 +17,6 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.Capability;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetSocketAddress;
@@ -249,11 +248,13 @@ final class DemoCommand implements Callable<Integer>
 
     private static Map<String, Object> run(DemoOptions options, Progress progress, MetricsEndpoint metrics)
     {
-        return new DemoRun(options, progress, (producer, decoder) -> {
-            if (metrics != null) {
-                metrics.attach("prefill", producer.metricsRegistry(MeterRegistry.class));
-                metrics.attach("decode", decoder.metricsRegistry(MeterRegistry.class));
-            }
+        if (metrics == null) {
+            return new DemoRun(options, progress).run();
+        }
+        // the bridges are built with the endpoint's registries, and it answers once both exist
+        return new DemoRun(options, progress, metrics::registry, (producer, decoder) -> {
+            metrics.built();
+            metrics.built();
         }).run();
     }
 
@@ -537,6 +538,10 @@ final class DemoCommand implements Callable<Integer>
         }
         out.printf(Locale.ROOT, "  decoder prompt tokens     %,d received / %,d needed (%,d computed locally)%n", audit.get("decoderPromptTokensReceived"),
                 audit.get("decoderPromptTokensNeeded"), audit.get("decoderPromptTokensComputedLocally"));
+        Map<String, Object> latency = (Map<String, Object>) audit.get("latency");
+        out.printf(Locale.ROOT, "  request latency           %s (decoder: blocksAllocated to received)%n", percentiles(latency.get("request")));
+        out.printf(Locale.ROOT, "  hand-over latency         %s (prefill finished to the decoder's first data in place)%n",
+                percentiles(latency.get("handover")));
         out.println("  metadata audit");
         for (String side : List.of("producer", "decoder")) {
             Map<String, Object> engine = (Map<String, Object>) metadata.get(side);
@@ -556,5 +561,23 @@ final class DemoCommand implements Callable<Integer>
             out.println("  problem: " + problem);
         }
         out.println(Boolean.TRUE.equals(audit.get("ok")) ? "  result                    OK" : "  result                    FAILED");
+    }
+
+    /** {@return "p50 <= 20 ms, p99 <= 50 ms of 200", each the upper bound of its histogram bucket} */
+    @SuppressWarnings("unchecked")
+    private static String percentiles(Object value)
+    {
+        Map<String, Object> latency = (Map<String, Object>) value;
+        long count = ((Number) latency.get("count")).longValue();
+        if (count == 0) {
+            return "none recorded";
+        }
+        return String.format(Locale.ROOT, "p50 %s, p99 %s of %,d", bound(latency.get("p50Ms")), bound(latency.get("p99Ms")), count);
+    }
+
+    private static String bound(Object milliseconds)
+    {
+        double value = ((Number) milliseconds).doubleValue();
+        return value < 0 ? "above the last bucket" : String.format(Locale.ROOT, "<= %s ms", value == Math.rint(value) ? Long.toString((long) value) : Double.toString(value));
     }
 }

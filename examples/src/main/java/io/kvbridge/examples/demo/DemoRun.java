@@ -7,6 +7,7 @@ import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
 import java.util.function.IntConsumer;
 import java.util.function.IntPredicate;
 import java.util.stream.IntStream;
@@ -41,6 +43,7 @@ public final class DemoRun
 
     private final DemoOptions options;
     private final IntConsumer progress;
+    private final Function<String, MeterRegistry> meters;
     private final BiConsumer<KvBridge, KvBridge> started;
 
     /**
@@ -49,20 +52,23 @@ public final class DemoRun
      */
     public DemoRun(DemoOptions options, IntConsumer progress)
     {
-        this(options, progress, (producer, decoder) -> {
+        this(options, progress, engine -> null, (producer, decoder) -> {
         });
     }
 
     /**
      * @param options the checked options.
      * @param progress told the number of requests finished so far.
+     * @param meters the registry each engine's bridge is built with, by engine name ({@code prefill},
+     *     {@code decode}), or null for the bridge's own; not asked when the engines run in processes of their own.
      * @param started given the producer's and the decoder's bridge once both are built, before any
      *     request; not called when the engines run in processes of their own.
      */
-    public DemoRun(DemoOptions options, IntConsumer progress, BiConsumer<KvBridge, KvBridge> started)
+    public DemoRun(DemoOptions options, IntConsumer progress, Function<String, MeterRegistry> meters, BiConsumer<KvBridge, KvBridge> started)
     {
         this.options = options;
         this.progress = progress;
+        this.meters = requireNonNull(meters, "meters is null");
         this.started = requireNonNull(started, "started is null");
     }
 
@@ -151,9 +157,11 @@ public final class DemoRun
             }
             else {
                 String suffix = ProcessHandle.current().pid() + "-" + System.nanoTime();
-                EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, producerCapacity, producerStages, List.of(), secret), "demo-prefill-" + suffix);
+                EngineHost producer = new EngineHost(new HostSpec(HostSpec.PREFILL, options, producerCapacity, producerStages, List.of(), secret), "demo-prefill-" + suffix,
+                        meters.apply("prefill"));
                 producers.add(producer);
-                EngineHost decoder = new EngineHost(new HostSpec(HostSpec.DECODE, options, decoderCapacity, decoderStages, List.of(), secret), "demo-decode-" + suffix);
+                EngineHost decoder = new EngineHost(new HostSpec(HostSpec.DECODE, options, decoderCapacity, decoderStages, List.of(), secret), "demo-decode-" + suffix,
+                        meters.apply("decode"));
                 decoders.add(decoder);
                 started.accept(producer.bridge(), decoder.bridge());
             }
@@ -435,6 +443,11 @@ public final class DemoRun
         audit.put("decoderPromptTokensNeeded", ledger.tokensNeeded);
         audit.put("decoderPromptTokensReceived", ledger.tokensReceived);
         audit.put("decoderPromptTokensComputedLocally", ledger.tokensNeeded - ledger.tokensReceived);
+        // from the decoder's timers: blocksAllocated to received, and prefill finished to the first data in place
+        Map<String, Object> latency = new LinkedHashMap<>();
+        latency.put("request", LatencyBuckets.percentiles(decoder.get("requestLatency")));
+        latency.put("handover", LatencyBuckets.percentiles(decoder.get("handoverLatency")));
+        audit.put("latency", latency);
         audit.put("metadata", Map.of("producer", metadata(producer, options.producerPp(), options.producerTp()), "decoder",
                 metadata(decoder, options.consumerPp(), options.consumerTp())));
         audit.put("idle", Map.of("waitMillis", options.idleMillis(), "producer", producer.get("idle"), "decoder", decoder.get("idle")));
@@ -472,6 +485,9 @@ public final class DemoRun
             }
             for (Map.Entry<String, Object> entry : ((Map<String, Object>) audit.get("idle")).entrySet()) {
                 idle.merge(entry.getKey(), ((Number) entry.getValue()).longValue(), (a, b) -> (long) a + (long) b);
+            }
+            for (String latency : List.of("requestLatency", "handoverLatency")) {
+                merged.put(latency, LatencyBuckets.add(merged.get(latency), audit.get(latency)));
             }
             stages.addAll((List<Map<String, Object>>) audit.get("stages"));
             for (String problem : (List<String>) audit.get("health")) {

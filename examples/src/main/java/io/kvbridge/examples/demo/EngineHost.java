@@ -72,12 +72,27 @@ public final class EngineHost implements DemoHost
      */
     public EngineHost(HostSpec spec, String agentName)
     {
+        this(spec, agentName, null);
+    }
+
+    /**
+     * Builds the bridge, recording into a registry of the caller's, the caches and a connector per rank.
+     *
+     * @param spec what to run.
+     * @param agentName the transport agent's name, unique among the demo's hosts.
+     * @param meters the registry the bridge is built with, or null for the bridge's own.
+     */
+    public EngineHost(HostSpec spec, String agentName, MeterRegistry meters)
+    {
         this.spec = spec;
         DemoOptions options = spec.options();
         this.arena = Arena.ofShared();
         KvBridge opened = null;
         try {
             KvBridge.Builder builder = KvBridge.builder().transport(options.backend()).agentName(agentName).sideChannelSecret(spec.sideChannelSecret());
+            if (meters != null) {
+                builder.meterRegistry(meters);
+            }
             Map<String, String> transportConfig = new LinkedHashMap<>(options.transportOptions());
             if (options.deviceCaches()) {
                 // every instance of the bridge, the ranks' included, works on the caches' device
@@ -295,6 +310,9 @@ public final class EngineHost implements DemoHost
         audit.put("failedTransfers", counter(meters, "kvbridge.transfer.failed"));
         audit.put("failedNotifications", counter(meters, "kvbridge.notification.failed"));
         audit.put("expiredLeases", counter(meters, "kvbridge.lease.expired"));
+        // the decoder's side of a request, and the hand-over the decoder records
+        audit.put("requestLatency", LatencyBuckets.read(meters, "kvbridge.request.time", "side", spec.prefill() ? "producer" : "consumer"));
+        audit.put("handoverLatency", LatencyBuckets.read(meters, "kvbridge.handover.time"));
         audit.put("nonZeroBytes", spec.prefill() ? 0 : engine.nonZeroBytes());
         audit.put("cacheBytes", engine.totalBytes());
         // what the hosts allocated, not what was asked: the audit shows where the bytes really were

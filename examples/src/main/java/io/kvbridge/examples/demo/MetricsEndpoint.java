@@ -7,7 +7,6 @@ import com.sun.net.httpserver.HttpServer;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -24,12 +23,14 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * Serves the engines' Micrometer meters at {@code /metrics} on the loopback interface, in the
  * Prometheus text format or, for a scraper that asks for it ({@code Accept:
- * application/openmetrics-text}), in OpenMetrics. Each engine's registry gets a Prometheus registry
- * of its own, tagged {@code engine=<name>}; a scrape merges them so that every metric family
- * appears once.
+ * application/openmetrics-text}), in OpenMetrics. Each engine is built with a Prometheus registry of
+ * its own ({@link #registry}, tagged {@code engine=<name>}), which it records into from its first
+ * meter; a scrape merges them so that every metric family appears once. Handing the registry to the
+ * bridge's builder, rather than adding it to the bridge's composite later, keeps Micrometer from
+ * warning that a registry joined a composite that already had meters.
  *
  * <p>The port is bound at once, so that it can be printed, but answered only once every expected
- * engine is attached: a scrape that arrives earlier waits in the socket's backlog, so the first
+ * engine is built: a scrape that arrives earlier waits in the socket's backlog, so the first
  * answer already holds every engine's meters (each bridge registers all of its meters when it is
  * built) instead of an empty body that would read as "no metrics".
  */
@@ -40,13 +41,10 @@ public final class MetricsEndpoint implements AutoCloseable
     /** OpenMetrics' content type. */
     static final String OPENMETRICS_TEXT = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-    private record Attached(CompositeMeterRegistry engine, PrometheusMeterRegistry prometheus)
-    {
-    }
-
     private final HttpServer server;
     private final int engines;
-    private final List<Attached> attached = new CopyOnWriteArrayList<>();
+    private final List<PrometheusMeterRegistry> registries = new CopyOnWriteArrayList<>();
+    private int built;
     private boolean serving;
 
     private MetricsEndpoint(HttpServer server, int engines)
@@ -59,7 +57,7 @@ public final class MetricsEndpoint implements AutoCloseable
      * Binds 127.0.0.1 and serves once the expected engines are attached.
      *
      * @param port the TCP port; 0 picks a free one (see {@link #port()}).
-     * @param engines how many engines will be attached before the first scrape is answered.
+     * @param engines how many engines will be {@link #built} before the first scrape is answered.
      * @return the endpoint.
      */
     public static MetricsEndpoint start(int port, int engines)
@@ -86,24 +84,25 @@ public final class MetricsEndpoint implements AutoCloseable
     }
 
     /**
-     * Exposes an engine's meters, past and future, tagged {@code engine=<name>}.
+     * Returns a new registry for an engine's bridge to be built with ({@code KvBridge.Builder.meterRegistry}).
      *
-     * @param name the engine's name.
-     * @param registry the engine's registry, as {@code KvBridge.metricsRegistry(MeterRegistry.class)} returns it.
+     * @param name the engine's name, its meters' {@code engine} tag.
+     * @return a Prometheus registry this endpoint scrapes and closes.
      */
-    public void attach(String name, MeterRegistry registry)
+    public MeterRegistry registry(String name)
     {
         requireNonNull(name, "name is null");
-        if (!(registry instanceof CompositeMeterRegistry composite)) {
-            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "the engine's registry is a " + registry.getClass().getName()
-                    + ", not a composite one, so a Prometheus registry cannot be added to it");
-        }
         PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         prometheus.config().commonTags("engine", name);
-        // a composite hands the meters it already has to a registry added later, so nothing is missed
-        composite.add(prometheus);
-        attached.add(new Attached(composite, prometheus));
-        startServingOnce(attached.size() >= engines);
+        registries.add(prometheus);
+        return prometheus;
+    }
+
+    /** Counts one engine built with its {@link #registry}; the first scrape is answered once all expected are. */
+    public synchronized void built()
+    {
+        built++;
+        startServingOnce(built >= engines);
     }
 
     private synchronized void startServingOnce(boolean ready)
@@ -131,9 +130,9 @@ public final class MetricsEndpoint implements AutoCloseable
         boolean openMetrics = contentType.equals(OPENMETRICS_TEXT);
         Map<String, List<String>> headers = new LinkedHashMap<>();
         Map<String, List<String>> samples = new LinkedHashMap<>();
-        for (Attached engine : attached) {
+        for (PrometheusMeterRegistry engine : registries) {
             String family = null;
-            for (String line : engine.prometheus().scrape(contentType).split("\n")) {
+            for (String line : engine.scrape(contentType).split("\n")) {
                 if (line.isBlank() || line.equals("# EOF")) {
                     continue;
                 }
@@ -187,10 +186,9 @@ public final class MetricsEndpoint implements AutoCloseable
         // a scrape waiting for engines that never came is answered by the connection closing
         startServingOnce(true);
         server.stop(0);
-        for (Attached engine : attached) {
-            engine.engine().remove(engine.prometheus());
-            engine.prometheus().close();
+        for (PrometheusMeterRegistry engine : registries) {
+            engine.close();
         }
-        attached.clear();
+        registries.clear();
     }
 }

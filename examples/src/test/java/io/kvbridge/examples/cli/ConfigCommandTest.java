@@ -93,4 +93,19 @@ final class ConfigCommandTest
         assertTrue(misspelled.out().contains("kv_connector_extra_config.trasnport is not a known key (did you mean transport?)"), misspelled.out());
         assertEquals(KvBridgeCli.USAGE, CliRun.of("config", "validate", "--no-env").exitCode(), "neither a file nor the document");
     }
+
+    @Test
+    void initPrintsATemplateThatValidatesAndExplainsItsKeysOnStderr(@TempDir Path directory) throws Exception
+    {
+        CliRun init = CliRun.of("config", "init");
+        assertEquals(0, init.exitCode(), init.err());
+        Path file = Files.writeString(directory.resolve("kvbridge.json"), init.out());
+        CliRun validate = CliRun.of("config", "validate", "--no-env", file.toString());
+        assertEquals(0, validate.exitCode(), validate.out() + validate.err());
+        assertTrue(validate.out().startsWith(file + ": valid"), validate.out());
+        for (String key : List.of("kv_role", "engine_id", "transport", "side_channel_host", "kv_lease_duration", "modes", "secret_file")) {
+            assertTrue(init.err().lines().anyMatch(line -> line.startsWith("# ") && line.contains(key)), key + " explained in\n" + init.err());
+        }
+        assertTrue(init.out().strip().startsWith("{") && !init.out().contains("#"), "stdout holds the document alone:\n" + init.out());
+    }
 }

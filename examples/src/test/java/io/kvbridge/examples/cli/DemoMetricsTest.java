@@ -3,18 +3,24 @@ package io.kvbridge.examples.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.slf4j.LoggerFactory;
 
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 final class DemoMetricsTest
@@ -23,6 +29,24 @@ final class DemoMetricsTest
 
     @Test
     void demoServesBothEnginesMetricsInPrometheusFormatWhileItRuns() throws Exception
+    {
+        // a successful run warns about nothing, Micrometer's registries included
+        Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+        ListAppender<ILoggingEvent> logged = new ListAppender<>();
+        logged.start();
+        root.addAppender(logged);
+        try {
+            runsAndServes();
+        }
+        finally {
+            root.detachAppender(logged);
+        }
+        List<String> warnings = logged.list.stream().filter(event -> event.getLevel().isGreaterOrEqual(Level.WARN))
+                .map(event -> event.getLoggerName() + ": " + event.getFormattedMessage()).toList();
+        assertEquals(List.of(), warnings);
+    }
+
+    private static void runsAndServes() throws Exception
     {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
@@ -55,6 +79,9 @@ final class DemoMetricsTest
         assertTrue(body.contains("engine=\"decode\""), body);
         assertEquals(body.lines().filter(line -> line.startsWith("# TYPE kvbridge_transfer_failed_total ")).count(), 1, body);
         assertEquals(0, demo.get(), err.toString() + out);
+        // the audit's latency percentiles come from the decoder's timers, one request time per request
+        assertTrue(out.toString().matches("(?s).*\"latency\"\\s*:\\s*\\{\\s*\"request\"\\s*:\\s*\\{\\s*\"count\"\\s*:\\s*20\\s*,\\s*\"p50Ms\"\\s*:\\s*[0-9.]+.*"),
+                out.toString());
     }
 
     @Test

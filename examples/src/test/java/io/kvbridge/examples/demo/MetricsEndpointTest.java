@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.api.KvBridge;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -26,11 +25,12 @@ final class MetricsEndpointTest
         try (MetricsEndpoint endpoint = MetricsEndpoint.start(0, 2)) {
             URI uri = URI.create("http://127.0.0.1:" + endpoint.port() + "/metrics");
             CompletableFuture<HttpResponse<String>> early = client.sendAsync(HttpRequest.newBuilder(uri).GET().build(), HttpResponse.BodyHandlers.ofString());
-            try (KvBridge prefill = KvBridge.builder().transport("local").build(); KvBridge decode = KvBridge.builder().transport("local").build()) {
-                endpoint.attach("prefill", prefill.metricsRegistry(MeterRegistry.class));
+            try (KvBridge prefill = KvBridge.builder().transport("local").meterRegistry(endpoint.registry("prefill")).build();
+                    KvBridge decode = KvBridge.builder().transport("local").meterRegistry(endpoint.registry("decode")).build()) {
+                endpoint.built();
                 Thread.sleep(200);
                 assertFalse(early.isDone(), "not answered while an engine is missing");
-                endpoint.attach("decode", decode.metricsRegistry(MeterRegistry.class));
+                endpoint.built();
                 HttpResponse<String> response = early.get(20, TimeUnit.SECONDS);
                 assertEquals(200, response.statusCode());
                 assertEquals(MetricsEndpoint.PROMETHEUS_TEXT, response.headers().firstValue("Content-Type").orElse(""));
