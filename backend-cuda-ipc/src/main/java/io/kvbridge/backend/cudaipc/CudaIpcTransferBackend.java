@@ -23,6 +23,7 @@ import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -207,7 +208,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         for (LocalRegistration registration : registrations.all()) {
             regions.add(registration.advertised());
         }
-        return new CudaIpcMetadata(agentName(), io.kvbridge.backend.cudaipc.ffm.Posix.getpid(), PROCESS_TOKEN, control.socketName, regions).encode();
+        return new CudaIpcMetadata(agentName(), Libc.getpid(), PROCESS_TOKEN, control.socketName, regions).encode();
     }
 
     @Override
