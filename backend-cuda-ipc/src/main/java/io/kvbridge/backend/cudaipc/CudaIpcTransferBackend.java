@@ -425,13 +425,10 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
             byte[] notification, byte[] grantKey)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
-        guard.checkOpen();
-        CudaIpcList local = guard.own(localList, CudaIpcList.class);
-        CudaIpcList remote = guard.own(remoteList, CudaIpcList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
-        PostChecks.usable(local, remote);
-        PostChecks.notification(notification, ControlChannel.MAX_NOTIFICATION);
+        PostChecks.opening(guard, CudaIpcList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                ControlChannel.MAX_NOTIFICATION);
+        CudaIpcList local = (CudaIpcList) localList;
+        CudaIpcList remote = (CudaIpcList) remoteList;
         CudaIpcTransfer transfer = transfers.acquire();
         try {
             PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);

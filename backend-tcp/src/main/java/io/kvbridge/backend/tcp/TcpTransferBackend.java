@@ -34,7 +34,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -62,7 +61,6 @@ final class TcpTransferBackend extends AbstractTransferBackend
     private final TcpOwnerLoop loop;
     private final OwnerThread owner;
     private final Map<Long, TcpPeer> peers = new HashMap<>();
-    private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
     private final Inbox inbox;
 
     /**
@@ -279,9 +277,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
     {
         TcpPreparedList list = guard.own(local, TcpPreparedList.class);
         guard.checkOpen();
-        long handle = grants.grant(key, access, list, indices, count);
-        grantKeys.put(handle, key.clone());
-        return handle;
+        return grants.grant(key, access, list, indices, count);
     }
 
     /**
@@ -291,11 +287,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        byte[] key = grantKeys.remove(grant);
-        if (key == null) {
-            return;
-        }
-        if (!grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()))) {
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> {
             try {
                 owner.call(() -> {
                     loop.cutOff(key);
@@ -305,7 +297,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
             catch (KvBridgeException e) {
                 // the owner stopped: no connection is read any more
             }
-        }
+        });
     }
 
     @Override
@@ -318,15 +310,12 @@ final class TcpTransferBackend extends AbstractTransferBackend
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
             byte[] grantKey)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
-        guard.checkOpen();
-        TcpPreparedList local = guard.own(localList, TcpPreparedList.class);
-        TcpPreparedList remote = guard.own(remoteList, TcpPreparedList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
-        PostChecks.notification(notification, TcpWire.MAX_NOTIFICATION_BYTES);
+        PostChecks.opening(guard, TcpPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                TcpWire.MAX_NOTIFICATION_BYTES);
         KvBridgeException.checkArgument(grantKey == null || grantKey.length <= TcpWire.MAX_KEY, "grant key of %d bytes exceeds %d",
                 grantKey == null ? 0 : grantKey.length, TcpWire.MAX_KEY);
-        PostChecks.usable(local, remote);
+        TcpPreparedList local = (TcpPreparedList) localList;
+        TcpPreparedList remote = (TcpPreparedList) remoteList;
         TcpTransfer transfer = transfers.acquire();
         try {
             transfer.prepare(this);

@@ -24,9 +24,7 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -58,8 +56,6 @@ final class UcxTransferBackend extends AbstractTransferBackend
     private final UcxTransfers transfers;
     private final Grants grants;
     private final UcxActiveMessages activeMessages;
-    // grant handles to their keys, for cutting off peers whose accesses outlast a revoke
-    private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
 
     UcxTransferBackend(String agentName, UcxOptions options)
     {
@@ -228,9 +224,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
         if (activeMessages == null) {
             return NO_GRANT;
         }
-        long handle = grants.grant(key, access, list, indices, count);
-        grantKeys.put(handle, key.clone());
-        return handle;
+        return grants.grant(key, access, list, indices, count);
     }
 
     /**
@@ -240,11 +234,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        byte[] key = grantKeys.remove(grant);
-        if (key == null) {
-            return;
-        }
-        if (!grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()))) {
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> {
             try {
                 owner.call(() -> {
                     activeMessages.cutOff(key);
@@ -257,7 +247,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
                 }
                 // the owner stopped: its worker is destroyed, which ended every access
             }
-        }
+        });
     }
 
     @Override
@@ -270,13 +260,11 @@ final class UcxTransferBackend extends AbstractTransferBackend
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
             byte[] grantKey)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
+        PostChecks.opening(guard, UcxPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                MAX_NOTIFICATION_BYTES);
         checkOpen();
-        UcxPreparedList local = guard.own(localList, UcxPreparedList.class);
-        UcxPreparedList remote = guard.own(remoteList, UcxPreparedList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
-        PostChecks.notification(notification, MAX_NOTIFICATION_BYTES);
-        PostChecks.usable(local, remote);
+        UcxPreparedList local = (UcxPreparedList) localList;
+        UcxPreparedList remote = (UcxPreparedList) remoteList;
         if (grantKey != null && (grantKey.length == 0 || grantKey.length > MAX_GRANT_KEY_BYTES)) {
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES
                     + ", or null for none)");
