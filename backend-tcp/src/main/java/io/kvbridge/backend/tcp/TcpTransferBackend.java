@@ -287,17 +287,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> {
-            try {
-                owner.call(() -> {
-                    loop.cutOff(key);
-                    return null;
-                });
-            }
-            catch (KvBridgeException e) {
-                // the owner stopped: no connection is read any more
-            }
-        });
+        // an owner that stopped took its connections with it: nobody is left to cut off then
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> owner.runUnlessStopped(() -> loop.cutOff(key)));
     }
 
     @Override

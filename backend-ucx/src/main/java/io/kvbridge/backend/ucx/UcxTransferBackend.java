@@ -234,20 +234,8 @@ final class UcxTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> {
-            try {
-                owner.call(() -> {
-                    activeMessages.cutOff(key);
-                    return null;
-                });
-            }
-            catch (KvBridgeException e) {
-                if (e.code() != ErrorCode.CLOSED) {
-                    throw e;
-                }
-                // the owner stopped: its worker is destroyed, which ended every access
-            }
-        });
+        // an owner that stopped took its connections with it: nobody is left to cut off then
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> owner.runUnlessStopped(() -> activeMessages.cutOff(key)));
     }
 
     @Override
