@@ -210,12 +210,6 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
-    {
-        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
-    }
-
-    @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
             byte[] grantKey)
     {

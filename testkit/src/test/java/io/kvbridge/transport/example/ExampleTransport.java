@@ -209,7 +209,7 @@ public final class ExampleTransport implements TransferBackendFactory
 
         @Override
         public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
-                byte[] notification)
+                byte[] notification, byte[] grantKey)
         {
             // notifications cross no wire here: any length fits
             PostChecks.opening(guard, ExampleList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
