@@ -35,6 +35,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -58,6 +59,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     private final PreparedLists<TcpPreparedList> lists;
     private final TransferTable<TcpTransfer> transfers;
     private final Grants grants;
+    // made once, not per revoke; an owner that stopped took its connections with it: nobody is left to cut off then
+    private final Consumer<byte[]> cutOff;
     private final TcpOwnerLoop loop;
     private final OwnerThread owner;
     private final Map<Long, TcpPeer> peers = new HashMap<>();
@@ -85,6 +88,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
         this.loop = new TcpOwnerLoop(guard.description(), agentName, instanceId, options, registrations, grants, inbox, table,
                 new TcpHandshake(connectionKey));
         this.owner = loop.owner();
+        this.cutOff = key -> owner.runUnlessStopped(() -> loop.cutOff(key));
         owner.start();
     }
 
@@ -287,8 +291,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        // an owner that stopped took its connections with it: nobody is left to cut off then
-        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> owner.runUnlessStopped(() -> loop.cutOff(key)));
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), cutOff);
     }
 
     @Override

@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * The UCX transport: one UCP context and worker per instance, driven by one owner thread that
@@ -55,6 +56,8 @@ final class UcxTransferBackend extends AbstractTransferBackend
     private final UcxMessaging messaging;
     private final UcxTransfers transfers;
     private final Grants grants;
+    // made once, not per revoke; an owner that stopped took its connections with it: nobody is left to cut off then
+    private final Consumer<byte[]> cutOff;
     private final UcxActiveMessages activeMessages;
 
     UcxTransferBackend(String agentName, UcxOptions options)
@@ -86,6 +89,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
         this.transfers = ucxTransfers;
         this.grants = ucxGrants;
         this.activeMessages = ucxActiveMessages;
+        this.cutOff = key -> owner.runUnlessStopped(() -> activeMessages.cutOff(key));
         loop.start(transfers, messaging, endpoints, activeMessages, new UcxShutdown(guard.description(), options, worker, memory, endpoints, messaging,
                 transfers, activeMessages));
         try {
@@ -234,8 +238,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        // an owner that stopped took its connections with it: nobody is left to cut off then
-        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), key -> owner.runUnlessStopped(() -> activeMessages.cutOff(key)));
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), cutOff);
     }
 
     @Override
