@@ -300,8 +300,10 @@ final class TcpTransferBackend extends AbstractTransferBackend
     {
         PostChecks.opening(guard, TcpPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
                 TcpWire.MAX_NOTIFICATION_BYTES);
-        KvBridgeException.checkArgument(grantKey == null || grantKey.length <= TcpWire.MAX_KEY, "grant key of %d bytes exceeds %d",
-                grantKey == null ? 0 : grantKey.length, TcpWire.MAX_KEY);
+        // not checkArgument: its varargs array is a per-post allocation wherever the JIT does not remove it
+        if (grantKey != null && grantKey.length > TcpWire.MAX_KEY) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes exceeds " + TcpWire.MAX_KEY);
+        }
         TcpPreparedList local = (TcpPreparedList) localList;
         TcpPreparedList remote = (TcpPreparedList) remoteList;
         TcpTransfer transfer = transfers.acquire();
