@@ -4,6 +4,7 @@
 module io.kvbridge.testkit
 {
     requires transitive io.kvbridge.api;
+    requires io.kvbridge.transport;
     requires transitive org.junit.jupiter.api;
     requires java.net.http;
 

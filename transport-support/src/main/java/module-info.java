@@ -8,4 +8,5 @@ module io.kvbridge.transport
     requires org.slf4j;
 
     exports io.kvbridge.transport;
+    exports io.kvbridge.transport.libc;
 }

@@ -1,19 +1,11 @@
 package io.kvbridge.testkit;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcMemory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,40 +19,13 @@ import java.util.List;
  * {@code /proc/<pid>/fd/<n>} (allowed to a process that may ptrace the other, as a parent may under
  * Yama's {@code ptrace_scope=1}) and maps it {@code MAP_SHARED} with {@code MAP_FIXED_NOREPLACE} at
  * the same address, so descriptors built from it are valid in both processes and both see every byte.
- * Bound through FFM; loaded only by a suite whose target runs in a child process.
+ * Calls the C library through the transport toolkit's one binding; loaded only by a suite whose target
+ * runs in a child process.
  */
 final class SharedMappings
 {
-    private static final int O_RDWR = 2;
-    private static final int O_CLOEXEC = 0x80000;
-    private static final int PROT_READ = 1;
-    private static final int PROT_WRITE = 2;
-    private static final int MAP_SHARED = 1;
-    private static final int MAP_FIXED_NOREPLACE = 0x100000;
-    private static final int EEXIST = 17;
-    private static final long MAP_FAILED = -1L;
-
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final StructLayout CAPTURED = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURED.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final Linker.Option ERRNO_OPTION = Linker.Option.captureCallState("errno");
-    private static final MethodHandle OPEN = bind("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), ERRNO_OPTION,
-            Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle MMAP = bind("mmap", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG),
-            ERRNO_OPTION);
-    private static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle CLOSE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle STRERROR = bind("strerror", FunctionDescriptor.of(ADDRESS, JAVA_INT));
-
     private SharedMappings()
     {
-    }
-
-    private static MethodHandle bind(String function, FunctionDescriptor descriptor, Linker.Option... options)
-    {
-        MemorySegment symbol = LINKER.defaultLookup().find(function)
-                .orElseThrow(() -> new IllegalStateException("the C library exports no " + function + "(); shared target memory needs Linux"));
-        return LINKER.downcallHandle(symbol, descriptor, options);
     }
 
     /**
@@ -139,23 +104,21 @@ final class SharedMappings
     {
         String path = "/proc/" + pid + "/fd/" + file.fd();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CAPTURED);
-            int descriptor = (int) OPEN.invokeExact(state, arena.allocateFrom(path), O_RDWR | O_CLOEXEC, 0);
+            Errno errno = new Errno(arena);
+            int descriptor = Libc.open(path, Libc.O_RDWR | Libc.O_CLOEXEC, errno);
             if (descriptor < 0) {
-                int errno = errno(state);
-                throw new IllegalStateException("open(" + path + ") failed: errno " + errno + " (" + strerror(errno) + "); the test process opens its "
+                throw new IllegalStateException("open(" + path + ") failed: " + Errno.describe(errno.last()) + "; the test process opens its "
                         + "child's memory there, which needs the right to ptrace the child (Yama ptrace_scope 0 or 1, no container policy denying it)");
             }
             try {
-                long mapped = (long) MMAP.invokeExact(state, address, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, descriptor,
-                        file.offset());
-                if (mapped == MAP_FAILED) {
-                    int errno = errno(state);
-                    if (errno == EEXIST) {
+                long mapped = LibcMemory.mmap(address, bytes, LibcMemory.PROT_READ | LibcMemory.PROT_WRITE,
+                        LibcMemory.MAP_SHARED | LibcMemory.MAP_FIXED_NOREPLACE, descriptor, file.offset(), errno);
+                if (mapped == LibcMemory.MAP_FAILED) {
+                    if (errno.last() == Errno.EEXIST) {
                         return false;
                     }
-                    throw new IllegalStateException(String.format("mmap of %s (offset %d) at 0x%x, %d bytes, failed: errno %d (%s)", path,
-                            file.offset(), address, bytes, errno, strerror(errno)));
+                    throw new IllegalStateException(String.format("mmap of %s (offset %d) at 0x%x, %d bytes, failed: %s", path,
+                            file.offset(), address, bytes, Errno.describe(errno.last())));
                 }
                 if (mapped != address) {
                     // a kernel older than 4.17 takes the flag for a hint and maps elsewhere
@@ -166,14 +129,8 @@ final class SharedMappings
             }
             finally {
                 // the mapping holds the file; close() of a descriptor just opened has nothing to report
-                int ignored = (int) CLOSE.invokeExact(descriptor);
+                Libc.close(descriptor, errno);
             }
-        }
-        catch (RuntimeException | Error e) {
-            throw e;
-        }
-        catch (Throwable t) {
-            throw new IllegalStateException("calling open/mmap through FFM failed", t);
         }
     }
 
@@ -181,18 +138,10 @@ final class SharedMappings
     static void unmap(long address, long bytes)
     {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CAPTURED);
-            int rc = (int) MUNMAP.invokeExact(state, address, bytes);
-            if (rc != 0) {
-                int errno = errno(state);
-                throw new IllegalStateException(String.format("munmap(0x%x, %d) failed: errno %d (%s)", address, bytes, errno, strerror(errno)));
+            Errno errno = new Errno(arena);
+            if (LibcMemory.munmap(address, bytes, errno) != 0) {
+                throw new IllegalStateException(String.format("munmap(0x%x, %d) failed: %s", address, bytes, Errno.describe(errno.last())));
             }
-        }
-        catch (RuntimeException | Error e) {
-            throw e;
-        }
-        catch (Throwable t) {
-            throw new IllegalStateException("calling munmap through FFM failed", t);
         }
     }
 
@@ -243,21 +192,5 @@ final class SharedMappings
             throw new UncheckedIOException(e);
         }
         return overlapping;
-    }
-
-    private static int errno(MemorySegment state)
-    {
-        return (int) ERRNO.get(state, 0L);
-    }
-
-    private static String strerror(int errno)
-    {
-        try {
-            MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
-            return text.reinterpret(256).getString(0);
-        }
-        catch (Throwable t) {
-            return "no description";
-        }
     }
 }

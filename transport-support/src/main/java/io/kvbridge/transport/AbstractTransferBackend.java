@@ -5,7 +5,9 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.NotificationSink;
+import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.util.Optional;
 
@@ -92,6 +94,25 @@ public abstract class AbstractTransferBackend implements TransferBackend
     protected void cancelRunning()
     {
     }
+
+    /**
+     * Posts without a grant key: {@link #post(TransferOp, PreparedList, int[], PreparedList, int[], int, byte[], byte[])}
+     * with {@code null}, so a toolkit transport implements one {@code post}.
+     */
+    @Override
+    public final long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
+            byte[] notification)
+    {
+        return post(op, local, localIndices, remote, remoteIndices, count, notification, null);
+    }
+
+    /**
+     * {@inheritDoc} The one {@code post} a toolkit transport implements; one whose peers do not
+     * check grants ignores the key. Its opening checks are {@link PostChecks#opening}.
+     */
+    @Override
+    public abstract long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
+            byte[] notification, byte[] grantKey);
 
     @Override
     public int drainNotifications(NotificationSink sink)

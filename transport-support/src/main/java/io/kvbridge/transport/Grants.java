@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -160,13 +161,37 @@ public final class Grants
      */
     public boolean revoke(long handle, long timeoutNanos)
     {
-        Entry entry;
+        Entry entry = end(handle);
+        return entry == null || entry.awaitIdle(timeoutNanos);
+    }
+
+    /**
+     * Ends a grant as {@link #revoke(long, long)} does and, when accesses its key admitted still
+     * run at the deadline, hands the key to {@code cutOff}, which must end those peers' accesses
+     * (close their connections) before it returns, so the memory can be reused.
+     *
+     * @param handle from {@link #grant}; unknown and {@link TransferBackend#NO_GRANT} handles are ignored.
+     * @param timeoutNanos how long to wait for admitted accesses.
+     * @param cutOff receives a copy of the grant's key, on the calling thread; called at most once.
+     */
+    public void revoke(long handle, long timeoutNanos, Consumer<byte[]> cutOff)
+    {
+        requireNonNull(cutOff, "cutOff is null");
+        Entry entry = end(handle);
+        if (entry != null && !entry.awaitIdle(timeoutNanos)) {
+            cutOff.accept(entry.key.clone());
+        }
+    }
+
+    /** Removes a grant so no access is admitted under it; returns its key's entry, or null for an unknown handle. */
+    private Entry end(long handle)
+    {
         synchronized (this) {
             Grant grant = byHandle.remove(handle);
             if (grant == null) {
-                return true;
+                return null;
             }
-            entry = grant.entry;
+            Entry entry = grant.entry;
             entry.remove(grant);
             // remembered from the first of a key's grants revoked: a request's grants go one by one,
             // and an access that finds some gone came late as much as one that finds none
@@ -174,8 +199,8 @@ public final class Grants
             if (entry.grants.length == 0) {
                 delete(entry);
             }
+            return entry;
         }
-        return entry.awaitIdle(timeoutNanos);
     }
 
     /**

@@ -60,6 +60,19 @@ public final class NativeLibrary
     }
 
     /**
+     * Words a probe's {@code native-access} detail the same for every transport: whether the
+     * transport's module may call restricted methods, and else the flag that silences the JDK's warning.
+     *
+     * @param transportClass any class of the transport.
+     * @return {@code enabled}, or {@code not enabled (pass --enable-native-access=... to silence the JDK warning)}.
+     */
+    public static String nativeAccessDetail(Class<?> transportClass)
+    {
+        return transportClass.getModule().isNativeAccessEnabled() ? "enabled"
+                : "not enabled (pass --enable-native-access=" + nativeAccessFlag(transportClass) + " to silence the JDK warning)";
+    }
+
+    /**
      * Returns the property that names a transport's library.
      *
      * @param transport such as {@code ucx}.

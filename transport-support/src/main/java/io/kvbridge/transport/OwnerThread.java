@@ -217,6 +217,32 @@ public final class OwnerThread
     }
 
     /**
+     * Runs an action on the owner thread and waits for it, unless the owner has stopped: what an
+     * owner held (connections, a worker) ended with it, so an action that ends part of it, such as
+     * cutting off a peer a revoke outlasted, has nothing left to do then. For calls off the hot path.
+     *
+     * @param action what to run.
+     * @return true when it ran, false when the owner had stopped.
+     * @throws KvBridgeException what the action threw.
+     */
+    public boolean runUnlessStopped(Runnable action)
+    {
+        try {
+            call(() -> {
+                action.run();
+                return null;
+            });
+            return true;
+        }
+        catch (KvBridgeException e) {
+            if (e.code() != ErrorCode.CLOSED) {
+                throw e;
+            }
+            return false;
+        }
+    }
+
+    /**
      * Runs an action on the owner thread and returns its result; for calls off the hot path.
      *
      * @param <T> the result type.

@@ -20,6 +20,38 @@ public final class PostChecks
     }
 
     /**
+     * Makes the opening checks of a post in the order every transport makes them: the operation and
+     * index arrays given ({@link #present}), the instance open, both lists this instance's own and
+     * of its list type, on the right sides with {@code count} fitting both index arrays
+     * ({@link #check}), the notification within the transport's limit ({@link #notification}), and
+     * both lists still usable ({@link #usable}). The caller then casts its lists to {@code type},
+     * which this checked. Allocates nothing unless a check fails.
+     *
+     * @param guard the posting instance's guard.
+     * @param type the instance's list type.
+     * @param op the operation.
+     * @param localList the list passed as local.
+     * @param localIndices indices into it.
+     * @param remoteList the list passed as remote.
+     * @param remoteIndices indices into it.
+     * @param count number of pairs.
+     * @param notification the notification, or null.
+     * @param maxNotificationBytes the transport's limit for it.
+     * @throws KvBridgeException {@code CLOSED}, and as the checks named above say.
+     */
+    public static void opening(InstanceGuard guard, Class<? extends OwnedPreparedList> type, TransferOp op, PreparedList localList, int[] localIndices,
+            PreparedList remoteList, int[] remoteIndices, int count, byte[] notification, int maxNotificationBytes)
+    {
+        present(op, localIndices, remoteIndices);
+        guard.checkOpen();
+        OwnedPreparedList local = guard.own(localList, type);
+        OwnedPreparedList remote = guard.own(remoteList, type);
+        check(local, localIndices, remote, remoteIndices, count);
+        notification(notification, maxNotificationBytes);
+        usable(local, remote);
+    }
+
+    /**
      * Checks that a post's operation and index arrays are given, before anything else is looked at.
      *
      * @param op the operation.

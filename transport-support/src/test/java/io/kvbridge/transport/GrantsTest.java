@@ -10,8 +10,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.MemoryKind;
+import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -133,6 +136,27 @@ class GrantsTest
         second.done(grants);
         assertTrue(revoked.get(10, TimeUnit.SECONDS));
         entry.done(grants);
+    }
+
+    @Test
+    void aRevokeOutlastedByAnAccessHandsItsKeyToCutOff()
+    {
+        Grants grants = new Grants("test 'agent'");
+        List<String> cutOff = new ArrayList<>();
+        long idle = grants.grant(key("idle"), TransferOp.READ, new Blocks(), new int[] {0}, 1);
+        grants.revoke(idle, 0, key -> cutOff.add(new String(key, StandardCharsets.UTF_8)));
+        assertEquals(List.of(), cutOff, "no access was admitted: nobody to cut off");
+
+        long busy = grants.grant(key("busy"), TransferOp.READ, new Blocks(), new int[] {0}, 1);
+        Grants.Entry entry = grants.admit(key("busy"), 4);
+        grants.revoke(busy, TimeUnit.MILLISECONDS.toNanos(20), key -> cutOff.add(new String(key, StandardCharsets.UTF_8)));
+        assertEquals(List.of("busy"), cutOff, "the access outlasted the wait");
+        assertNull(grants.admit(key("busy"), 4), "no access is admitted under the revoked grant");
+        entry.done(grants);
+
+        grants.revoke(busy, 0, key -> cutOff.add("again"));
+        grants.revoke(TransferBackend.NO_GRANT, 0, key -> cutOff.add("none"));
+        assertEquals(List.of("busy"), cutOff, "unknown handles are ignored");
     }
 
     @Test

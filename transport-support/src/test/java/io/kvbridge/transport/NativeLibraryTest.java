@@ -30,6 +30,14 @@ final class NativeLibraryTest
     }
 
     @Test
+    void aProbeReportsNativeAccessOneWay()
+    {
+        // the build runs tests with --enable-native-access=ALL-UNNAMED
+        assertEquals("enabled", NativeLibrary.nativeAccessDetail(NativeLibraryTest.class));
+        assertEquals("ALL-UNNAMED", NativeLibrary.nativeAccessFlag(NativeLibraryTest.class));
+    }
+
+    @Test
     void theKillSwitchSaysHowToUndoIt()
     {
         assertTrue(NativeLibrary.disabled(TRANSPORT).isEmpty());

@@ -2,6 +2,8 @@ package io.kvbridge.transport;
 
 import static io.kvbridge.transport.TransferTableTest.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -46,6 +48,24 @@ final class OwnerThreadTest
         assertTrue(owner.problem().isEmpty());
         stop = true;
         assertTrue(owner.join(10_000));
+    }
+
+    @Test
+    void runUnlessStoppedRunsOnTheOwnerUntilItStops()
+    {
+        startParkingLoop();
+        AtomicReference<Thread> ranOn = new AtomicReference<>();
+        assertTrue(owner.runUnlessStopped(() -> ranOn.set(Thread.currentThread())));
+        assertSame(owner.thread(), ranOn.get());
+        KvBridgeException refused = new KvBridgeException(ErrorCode.NATIVE_ERROR, "refused");
+        assertSame(refused, assertThrows(KvBridgeException.class, () -> owner.runUnlessStopped(() -> {
+            throw refused;
+        })), "what the action throws is not taken for a stopped owner");
+        stop = true;
+        assertTrue(owner.join(10_000));
+        ranOn.set(null);
+        assertFalse(owner.runUnlessStopped(() -> ranOn.set(Thread.currentThread())));
+        assertNull(ranOn.get(), "a stopped owner runs nothing");
     }
 
     @Test

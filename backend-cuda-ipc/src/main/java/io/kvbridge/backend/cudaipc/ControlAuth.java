@@ -1,6 +1,6 @@
 package io.kvbridge.backend.cudaipc;
 
-import io.kvbridge.backend.cudaipc.ffm.Posix;
+import io.kvbridge.transport.libc.Libc;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
@@ -32,7 +32,7 @@ final class ControlAuth
     ControlAuth(Optional<byte[]> key)
     {
         this.key = key.map(byte[]::clone).filter(k -> k.length > 0).orElse(null);
-        this.uid = Posix.geteuid();
+        this.uid = Libc.geteuid();
     }
 
     /** @return whether peers must prove the connection key. */

@@ -7,10 +7,12 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.backend.cudaipc.ControlAdmission.Pending;
-import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcSockets;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -127,7 +129,7 @@ final class ControlChannel
     private final ConcurrentLinkedQueue<Link> added = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<Link> removed = new ConcurrentLinkedQueue<>();
     private final ThreadLocal<Wire> wires = ThreadLocal.withInitial(Wire::new);
-    private final Posix.Errno wakeErrno = new Posix.Errno(Arena.ofAuto());
+    private final Errno wakeErrno = new Errno(Arena.ofAuto());
     private final MemorySegment wakeValue = Arena.ofAuto().allocate(8, 8);
     private final ControlListener listener;
     private final AtomicLong refused = new AtomicLong();
@@ -145,25 +147,25 @@ final class ControlChannel
         this.auth = requireNonNull(auth, "auth is null");
         this.events = requireNonNull(events, "events is null");
         Wire wire = wires.get();
-        this.socketName = "kvbridge-cuda-ipc-" + Posix.getpid() + "-" + Long.toHexString(System.nanoTime() ^ CudaIpcTransferBackend.PROCESS_TOKEN)
+        this.socketName = "kvbridge-cuda-ipc-" + Libc.getpid() + "-" + Long.toHexString(System.nanoTime() ^ CudaIpcTransferBackend.PROCESS_TOKEN)
                 + "-" + Integer.toHexString(System.identityHashCode(this));
-        int listen = Posix.socket(Posix.AF_UNIX, Posix.SOCK_SEQPACKET | Posix.SOCK_NONBLOCK | Posix.SOCK_CLOEXEC, 0, wire.errno);
+        int listen = LibcSockets.socket(LibcSockets.AF_UNIX, LibcSockets.SOCK_SEQPACKET | LibcSockets.SOCK_NONBLOCK | LibcSockets.SOCK_CLOEXEC, 0, wire.errno);
         if (listen < 0) {
             throw failure("socket(AF_UNIX, SOCK_SEQPACKET)", wire.errno.last());
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment address = arena.allocate(Posix.SOCKADDR_UN_BYTES);
-            int length = Posix.abstractAddress(address, socketName.getBytes(StandardCharsets.UTF_8));
-            if (Posix.bind(listen, address, length, wire.errno) < 0 || Posix.listen(listen, 128, wire.errno) < 0) {
+            MemorySegment address = arena.allocate(LibcSockets.SOCKADDR_UN_BYTES);
+            int length = LibcSockets.abstractAddress(address, socketName.getBytes(StandardCharsets.UTF_8));
+            if (LibcSockets.bind(listen, address, length, wire.errno) < 0 || LibcSockets.listen(listen, 128, wire.errno) < 0) {
                 int errno = wire.errno.last();
-                Posix.close(listen, wire.errno);
+                Libc.close(listen, wire.errno);
                 throw failure("bind/listen on @" + socketName, errno);
             }
         }
-        int wake = Posix.eventfd(wire.errno);
+        int wake = Libc.eventfd(wire.errno);
         if (wake < 0) {
             int errno = wire.errno.last();
-            Posix.close(listen, wire.errno);
+            Libc.close(listen, wire.errno);
             throw failure("eventfd", errno);
         }
         this.listener = new ControlListener(description, listen);
@@ -175,7 +177,7 @@ final class ControlChannel
 
     private KvBridgeException failure(String what, int errno)
     {
-        return new KvBridgeException(ErrorCode.NATIVE_ERROR, what + " failed for " + description + ": errno " + errno + " (" + Posix.strerror(errno) + ")");
+        return new KvBridgeException(ErrorCode.NATIVE_ERROR, what + " failed for " + description + ": errno " + errno + " (" + Libc.strerror(errno) + ")");
     }
 
     /** @return true while the channel's thread runs. */
@@ -247,11 +249,11 @@ final class ControlChannel
             done = true;
         }
         finally {
-            Posix.close(fd, wire.errno);
+            Libc.close(fd, wire.errno);
             if (!done) {
                 for (int i = 0; i < fdsOut.length; i++) {
                     if (fdsOut[i] >= 0) {
-                        Posix.close(fdsOut[i], wire.errno);
+                        Libc.close(fdsOut[i], wire.errno);
                         fdsOut[i] = -1;
                     }
                 }
@@ -358,7 +360,7 @@ final class ControlChannel
     {
         synchronized (wakeValue) {
             wakeValue.set(JAVA_LONG, 0, 1L);
-            Posix.write(wakeFd, wakeValue.address(), 8, wakeErrno);
+            Libc.write(wakeFd, wakeValue.address(), 8, wakeErrno);
         }
     }
 
@@ -369,7 +371,7 @@ final class ControlChannel
         List<Pending> polledPending = new ArrayList<>();
         Arena arena = Arena.ofConfined();
         int capacity = 16;
-        MemorySegment fds = arena.allocate(Posix.POLLFD_BYTES * capacity, 8);
+        MemorySegment fds = arena.allocate(Libc.POLLFD_BYTES * capacity, 8);
         try {
             while (!stopping) {
                 takeLinks(wire, connections);
@@ -379,7 +381,7 @@ final class ControlChannel
                 int total = 2 + listener.admission.size() + connections.size();
                 if (total > capacity) {
                     capacity = Math.max(capacity * 2, total);
-                    fds = arena.allocate(Posix.POLLFD_BYTES * capacity, 8);
+                    fds = arena.allocate(Libc.POLLFD_BYTES * capacity, 8);
                 }
                 setPoll(fds, 0, wakeFd);
                 int listening = listener.pollFd();
@@ -393,12 +395,12 @@ final class ControlChannel
                 for (int i = 0; i < connections.size(); i++) {
                     setPoll(fds, firstEstablished + i, connections.get(i).fd);
                 }
-                int ready = Posix.poll(fds.address(), total, listener.pollMillis(now, POLL_MILLIS), wire.errno);
+                int ready = Libc.poll(fds.address(), total, listener.pollMillis(now, POLL_MILLIS), wire.errno);
                 if (ready <= 0) {
                     continue;
                 }
                 if (revents(fds, 0) != 0) {
-                    Posix.read(wakeFd, wakeValue.address(), 8, wire.errno);
+                    Libc.read(wakeFd, wakeValue.address(), 8, wire.errno);
                 }
                 for (int i = 0; i < polledPending.size(); i++) {
                     short revents = revents(fds, 2 + i);
@@ -413,15 +415,15 @@ final class ControlChannel
                         continue;
                     }
                     Connection connection = connections.get(i);
-                    if (fds.get(JAVA_INT, (firstEstablished + i) * Posix.POLLFD_BYTES) != connection.fd) {
+                    if (fds.get(JAVA_INT, (firstEstablished + i) * Libc.POLLFD_BYTES) != connection.fd) {
                         continue;
                     }
                     short revents = revents(fds, firstEstablished + i);
                     if (revents == 0) {
                         continue;
                     }
-                    String gone = (revents & Posix.POLLIN) != 0 ? read(wire, connection) : null;
-                    if (gone == null && (revents & (Posix.POLLHUP | Posix.POLLERR | Posix.POLLNVAL)) != 0 && (revents & Posix.POLLIN) == 0) {
+                    String gone = (revents & Libc.POLLIN) != 0 ? read(wire, connection) : null;
+                    if (gone == null && (revents & (Libc.POLLHUP | Libc.POLLERR | Libc.POLLNVAL)) != 0 && (revents & Libc.POLLIN) == 0) {
                         gone = "it closed the control connection";
                     }
                     if (gone != null) {
@@ -430,7 +432,7 @@ final class ControlChannel
                     }
                 }
                 // last, so that descriptors closed by displacement are not reused within this round
-                if (listening >= 0 && (revents(fds, 1) & Posix.POLLIN) != 0) {
+                if (listening >= 0 && (revents(fds, 1) & Libc.POLLIN) != 0) {
                     listener.accept(wire);
                 }
             }
@@ -440,10 +442,10 @@ final class ControlChannel
         }
         finally {
             for (Connection connection : connections) {
-                Posix.close(connection.fd, wire.errno);
+                Libc.close(connection.fd, wire.errno);
             }
             listener.close(wire);
-            Posix.close(wakeFd, wire.errno);
+            Libc.close(wakeFd, wire.errno);
             arena.close();
         }
     }
@@ -457,7 +459,7 @@ final class ControlChannel
         while ((link = removed.poll()) != null) {
             for (int i = 0; i < connections.size(); i++) {
                 if (connections.get(i).link == link) {
-                    Posix.close(link.fd, wire.errno);
+                    Libc.close(link.fd, wire.errno);
                     connections.remove(i);
                     break;
                 }
@@ -467,22 +469,22 @@ final class ControlChannel
 
     private static void setPoll(MemorySegment fds, int index, int fd)
     {
-        long offset = index * Posix.POLLFD_BYTES;
+        long offset = index * Libc.POLLFD_BYTES;
         fds.set(JAVA_INT, offset, fd);
-        fds.set(JAVA_SHORT, offset + 4, Posix.POLLIN);
+        fds.set(JAVA_SHORT, offset + 4, Libc.POLLIN);
         fds.set(JAVA_SHORT, offset + 6, (short) 0);
     }
 
     private static short revents(MemorySegment fds, int index)
     {
-        return fds.get(JAVA_SHORT, index * Posix.POLLFD_BYTES + 6);
+        return fds.get(JAVA_SHORT, index * Libc.POLLFD_BYTES + 6);
     }
 
     /** Advances a pending connection's handshake; refuses it, silently, at the first fault. */
     private void handshake(Wire wire, Pending connection, short revents, List<Connection> connections)
     {
         String refusal;
-        if ((revents & Posix.POLLIN) == 0) {
+        if ((revents & Libc.POLLIN) == 0) {
             refusal = "";
         }
         else {
@@ -505,7 +507,7 @@ final class ControlChannel
         }
         else if (refusal != null) {
             listener.admission.remove(connection);
-            Posix.close(connection.fd, wire.errno);
+            Libc.close(connection.fd, wire.errno);
             refused.incrementAndGet();
             lastRefusal = "pid " + connection.pid + " (uid " + connection.uid + "): " + refusal;
             LOG.debug("{}: refused a control connection from pid {} uid {}: {}", description, connection.pid, connection.uid, refusal);
@@ -609,7 +611,7 @@ final class ControlChannel
     private void hangUp(Wire wire, Connection connection, String reason)
     {
         notices.answeredAll(connection);
-        Posix.close(connection.fd, wire.errno);
+        Libc.close(connection.fd, wire.errno);
         if (connection.inbound) {
             inboundCount--;
         }

@@ -4,9 +4,11 @@ import static io.kvbridge.backend.cudaipc.ControlChannel.INT;
 import static io.kvbridge.backend.cudaipc.ControlChannel.SHORT;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
-import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcSockets;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -42,16 +44,16 @@ final class ControlClient
      */
     static int open(Wire wire, ControlAuth auth, String ownName, String peerSocket, int peerPid, String peerAgent, boolean primary, long deadlineNanos)
     {
-        int fd = Posix.socket(Posix.AF_UNIX, Posix.SOCK_SEQPACKET | Posix.SOCK_NONBLOCK | Posix.SOCK_CLOEXEC, 0, wire.errno);
+        int fd = LibcSockets.socket(LibcSockets.AF_UNIX, LibcSockets.SOCK_SEQPACKET | LibcSockets.SOCK_NONBLOCK | LibcSockets.SOCK_CLOEXEC, 0, wire.errno);
         if (fd < 0) {
             throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "socket(AF_UNIX, SOCK_SEQPACKET) failed: errno " + wire.errno.last() + " ("
-                    + Posix.strerror(wire.errno.last()) + ")");
+                    + Libc.strerror(wire.errno.last()) + ")");
         }
         boolean done = false;
         try {
             connect(wire, fd, peerSocket, peerAgent, deadlineNanos);
             int[] credentials = new int[2];
-            Posix.peerCredentials(fd, credentials, wire.scratch, wire.errno);
+            LibcSockets.peerCredentials(fd, credentials, wire.scratch, wire.errno);
             String wrong = auth.checkCredentials(credentials[1], credentials[0], peerPid);
             if (wrong != null) {
                 throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "refusing the control socket @" + peerSocket + " of peer '" + peerAgent + "' (pid "
@@ -63,7 +65,7 @@ final class ControlClient
         }
         finally {
             if (!done) {
-                Posix.close(fd, wire.errno);
+                Libc.close(fd, wire.errno);
             }
         }
     }
@@ -71,14 +73,14 @@ final class ControlClient
     private static void connect(Wire wire, int fd, String peerSocket, String peerAgent, long deadlineNanos)
     {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment address = arena.allocate(Posix.SOCKADDR_UN_BYTES);
-            int length = Posix.abstractAddress(address, peerSocket.getBytes(StandardCharsets.UTF_8));
+            MemorySegment address = arena.allocate(LibcSockets.SOCKADDR_UN_BYTES);
+            int length = LibcSockets.abstractAddress(address, peerSocket.getBytes(StandardCharsets.UTF_8));
             // a full backlog answers EAGAIN on a non-blocking Unix socket: retry until the deadline
-            while (Posix.connect(fd, address, length, wire.errno) < 0) {
+            while (LibcSockets.connect(fd, address, length, wire.errno) < 0) {
                 int errno = wire.errno.last();
-                if ((errno != Posix.EAGAIN && errno != Posix.EINTR) || deadlineNanos - System.nanoTime() <= 0) {
+                if ((errno != Errno.EAGAIN && errno != Errno.EINTR) || deadlineNanos - System.nanoTime() <= 0) {
                     throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "cannot reach peer '" + peerAgent + "' at @" + peerSocket + ": errno " + errno
-                            + " (" + Posix.strerror(errno) + "); the peer must run on this node, in this network namespace, and be open");
+                            + " (" + Libc.strerror(errno) + "); the peer must run on this node, in this network namespace, and be open");
                 }
                 LockSupport.parkNanos(CONNECT_RETRY_NANOS);
             }
@@ -93,7 +95,7 @@ final class ControlClient
         data.set(JAVA_BYTE, 0, ControlChannel.HELLO);
         data.set(JAVA_BYTE, 1, ControlChannel.VERSION);
         data.set(JAVA_BYTE, 2, (byte) (primary ? 1 : 0));
-        data.set(INT, 3, Posix.getpid());
+        data.set(INT, 3, Libc.getpid());
         MemorySegment.copy(clientNonce, 0, data, JAVA_BYTE, 7, ControlAuth.NONCE_BYTES);
         data.set(SHORT, 39, (short) name.length);
         MemorySegment.copy(name, 0, data, JAVA_BYTE, ControlChannel.HELLO_BYTES, name.length);
@@ -130,7 +132,7 @@ final class ControlClient
             if (left <= 0) {
                 throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peerAgent + "' did not send " + what + " in time; it may be stuck or closing");
             }
-            wire.await(fd, Posix.POLLIN, left);
+            wire.await(fd, Libc.POLLIN, left);
             long received = wire.receive(fd);
             wire.closeReceived();
             if (received == -1) {
@@ -177,7 +179,7 @@ final class ControlClient
                 throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peerAgent + "' did not send the descriptors of " + count
                         + " regions in time; it may be stuck or closing");
             }
-            wire.await(fd, Posix.POLLIN, left);
+            wire.await(fd, Libc.POLLIN, left);
             long length = wire.receive(fd);
             if (length == -1) {
                 continue;

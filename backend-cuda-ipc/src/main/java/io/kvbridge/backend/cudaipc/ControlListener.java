@@ -1,7 +1,9 @@
 package io.kvbridge.backend.cudaipc;
 
 import io.kvbridge.backend.cudaipc.ControlAdmission.Pending;
-import io.kvbridge.backend.cudaipc.ffm.Posix;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcSockets;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -63,16 +65,16 @@ final class ControlListener
     void accept(Wire wire)
     {
         for (int n = 0; n < ACCEPTS_PER_ROUND && !paused; n++) {
-            int fd = Posix.accept4(listenFd, Posix.SOCK_NONBLOCK | Posix.SOCK_CLOEXEC, wire.errno);
+            int fd = LibcSockets.accept4(listenFd, LibcSockets.SOCK_NONBLOCK | LibcSockets.SOCK_CLOEXEC, wire.errno);
             if (fd < 0) {
                 int errno = wire.errno.last();
-                if (errno == Posix.EMFILE || errno == Posix.ENFILE || errno == Posix.ENOBUFS || errno == Posix.ENOMEM) {
+                if (errno == Errno.EMFILE || errno == Errno.ENFILE || errno == Errno.ENOBUFS || errno == Errno.ENOMEM) {
                     outOfDescriptors(wire, errno);
                 }
                 return;
             }
             backoffNanos = 0;
-            Posix.peerCredentials(fd, credentials, wire.scratch, wire.errno);
+            LibcSockets.peerCredentials(fd, credentials, wire.scratch, wire.errno);
             for (Pending displaced : admission.admit(new Pending(fd, credentials[0], credentials[1], System.nanoTime()))) {
                 drop(wire, displaced);
             }
@@ -91,7 +93,7 @@ final class ControlListener
         pausedUntil = System.nanoTime() + backoffNanos;
         if (first) {
             LOG.warn("{}: accepting a control connection failed with errno {} ({}); shedding unauthenticated connections and pausing the listener "
-                    + "up to {} ms at a time; raise the process's descriptor limit (ulimit -n) if peers are refused", description, errno, Posix.strerror(errno),
+                    + "up to {} ms at a time; raise the process's descriptor limit (ulimit -n) if peers are refused", description, errno, Libc.strerror(errno),
                     TimeUnit.NANOSECONDS.toMillis(MAX_BACKOFF_NANOS));
         }
     }
@@ -101,7 +103,7 @@ final class ControlListener
     {
         admission.remove(connection);
         shed.incrementAndGet();
-        Posix.close(connection.fd, wire.errno);
+        Libc.close(connection.fd, wire.errno);
     }
 
     /** @return connections closed for not authenticating in time, displaced by newer ones, or gone before authenticating. */
@@ -114,8 +116,8 @@ final class ControlListener
     void close(Wire wire)
     {
         for (Pending connection : admission.all()) {
-            Posix.close(connection.fd, wire.errno);
+            Libc.close(connection.fd, wire.errno);
         }
-        Posix.close(listenFd, wire.errno);
+        Libc.close(listenFd, wire.errno);
     }
 }

@@ -4,7 +4,6 @@ import static io.kvbridge.backend.cudaipc.ffm.CudaLayouts.CUDA_ERROR_NOT_READY;
 
 import io.kvbridge.backend.cudaipc.ffm.CudaDriver;
 import io.kvbridge.backend.cudaipc.ffm.CudaMemcpyBatch;
-import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
@@ -14,6 +13,7 @@ import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.RunningTransfers;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.libc.Errno;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -80,7 +80,7 @@ final class CudaIpcEngine
     private long hostCopyStream;
     private long hostCopyEvent;
     private Runnable shutdown;
-    final Posix.Errno errno = new Posix.Errno(Arena.ofAuto());
+    final Errno errno = new Errno(Arena.ofAuto());
 
     /**
      * @param batchSize copies per batch call, or 0 for one {@code cuMemcpyAsync} per copy always.

@@ -3,11 +3,13 @@ package io.kvbridge.backend.cudaipc;
 import io.kvbridge.backend.cudaipc.CudaIpcMetadata.Export;
 import io.kvbridge.backend.cudaipc.CudaIpcMetadata.Region;
 import io.kvbridge.backend.cudaipc.ffm.CudaDriver;
-import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.TransportPeer;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcMemory;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -135,7 +137,7 @@ final class CudaIpcPeer extends TransportPeer
      *
      * @param device this instance's device.
      */
-    void open(CudaIpcMetadata next, int device, Posix.Errno errno)
+    void open(CudaIpcMetadata next, int device, Errno errno)
     {
         List<Region> advertised = next.regions();
         RemoteRegion[] built = new RemoteRegion[advertised.size()];
@@ -160,7 +162,7 @@ final class CudaIpcPeer extends TransportPeer
      * @param fds region id to descriptor (or -1); taken over (closed here).
      * @param open false to only close the descriptors (a revoke came while they travelled).
      */
-    void openPassed(Map<Integer, Integer> fds, boolean open, int device, Posix.Errno errno)
+    void openPassed(Map<Integer, Integer> fds, boolean open, int device, Errno errno)
     {
         try {
             if (closed || !open) {
@@ -186,14 +188,14 @@ final class CudaIpcPeer extends TransportPeer
         finally {
             for (int fd : fds.values()) {
                 if (fd >= 0) {
-                    Posix.close(fd, errno);
+                    Libc.close(fd, errno);
                 }
             }
         }
     }
 
     /** @return the allocation opened, or null when this process cannot reach it (the reason is given at prepareRemote). */
-    private Opened openAllocation(Region region, int fd, int device, Posix.Errno errno)
+    private Opened openAllocation(Region region, int fd, int device, Errno errno)
     {
         long base = region.allocationBase();
         long bytes = region.allocationBytes();
@@ -243,10 +245,10 @@ final class CudaIpcPeer extends TransportPeer
                 if (fd < 0) {
                     throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + name() + "' did not pass the descriptor of its host region " + region.id());
                 }
-                long address = Posix.mmapShared(fd, bytes, errno);
-                if (address == Posix.MAP_FAILED) {
+                long address = LibcMemory.mmapShared(fd, bytes, errno);
+                if (address == LibcMemory.MAP_FAILED) {
                     throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "mapping peer '" + name() + "''s host region " + region.id() + " (" + bytes
-                            + " bytes) failed: errno " + errno.last() + " (" + Posix.strerror(errno.last()) + ")");
+                            + " bytes) failed: errno " + errno.last() + " (" + Libc.strerror(errno.last()) + ")");
                 }
                 boolean pinned = CudaDriver.cuMemHostRegister(address, bytes, io.kvbridge.backend.cudaipc.ffm.CudaLayouts.CU_MEMHOSTREGISTER_PORTABLE) == 0;
                 return new Opened(Export.HOST_SHARED, base, bytes, address, 0, pinned);
@@ -287,7 +289,7 @@ final class CudaIpcPeer extends TransportPeer
     }
 
     /** Closes the detached allocations; owner thread, only when no copy runs against the peer. */
-    void closeDetached(Posix.Errno errno)
+    void closeDetached(Errno errno)
     {
         for (Opened allocation : detached) {
             close(allocation, errno);
@@ -324,7 +326,7 @@ final class CudaIpcPeer extends TransportPeer
      *
      * @return how many were closed.
      */
-    int closeMappings(Posix.Errno errno)
+    int closeMappings(Errno errno)
     {
         if (closed) {
             return 0;
@@ -341,7 +343,7 @@ final class CudaIpcPeer extends TransportPeer
         return count;
     }
 
-    private void close(Opened allocation, Posix.Errno errno)
+    private void close(Opened allocation, Errno errno)
     {
         int rc = switch (allocation.export) {
             case LEGACY_IPC -> sameProcess ? 0 : CudaDriver.cuIpcCloseMemHandle(allocation.localBase);
@@ -359,7 +361,7 @@ final class CudaIpcPeer extends TransportPeer
                     yield 0;
                 }
                 int rc2 = allocation.pinned ? CudaDriver.cuMemHostUnregister(allocation.localBase) : 0;
-                Posix.munmap(allocation.localBase, allocation.bytes, errno);
+                LibcMemory.munmap(allocation.localBase, allocation.bytes, errno);
                 yield rc2;
             }
             default -> 0;

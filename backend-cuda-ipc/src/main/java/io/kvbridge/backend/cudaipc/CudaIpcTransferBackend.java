@@ -23,6 +23,7 @@ import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -207,7 +208,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         for (LocalRegistration registration : registrations.all()) {
             regions.add(registration.advertised());
         }
-        return new CudaIpcMetadata(agentName(), io.kvbridge.backend.cudaipc.ffm.Posix.getpid(), PROCESS_TOKEN, control.socketName, regions).encode();
+        return new CudaIpcMetadata(agentName(), Libc.getpid(), PROCESS_TOKEN, control.socketName, regions).encode();
     }
 
     @Override
@@ -415,22 +416,12 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
 
     @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
-            byte[] notification)
-    {
-        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
-    }
-
-    @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
             byte[] notification, byte[] grantKey)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
-        guard.checkOpen();
-        CudaIpcList local = guard.own(localList, CudaIpcList.class);
-        CudaIpcList remote = guard.own(remoteList, CudaIpcList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
-        PostChecks.usable(local, remote);
-        PostChecks.notification(notification, ControlChannel.MAX_NOTIFICATION);
+        PostChecks.opening(guard, CudaIpcList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                ControlChannel.MAX_NOTIFICATION);
+        CudaIpcList local = (CudaIpcList) localList;
+        CudaIpcList remote = (CudaIpcList) remoteList;
         CudaIpcTransfer transfer = transfers.acquire();
         try {
             PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);

@@ -10,12 +10,14 @@ import static io.kvbridge.backend.cudaipc.ffm.CudaLayouts.CU_POINTER_ATTRIBUTE_R
 
 import io.kvbridge.backend.cudaipc.CudaIpcMetadata.Export;
 import io.kvbridge.backend.cudaipc.ffm.CudaDriver;
-import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.memory.MemoryKind;
 import io.kvbridge.transport.Registration;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcMemory;
 import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -199,14 +201,14 @@ final class LocalMemory
     /**
      * Undoes a registration: unpins, closes the exported descriptor and frees what the transport allocated.
      */
-    static void release(LocalRegistration registration, Posix.Errno errno)
+    static void release(LocalRegistration registration, Errno errno)
     {
         Allocation allocation = registration.allocation();
         if (registration.pinned) {
             warnIf(CudaDriver.cuMemHostUnregister(allocation.address()), "cuMemHostUnregister", allocation);
         }
         if (registration.fd >= 0) {
-            Posix.close(registration.fd, errno);
+            Libc.close(registration.fd, errno);
         }
         switch (registration.owned) {
             case NONE -> {
@@ -217,7 +219,7 @@ final class LocalMemory
                 warnIf(CudaDriver.cuMemAddressFree(allocation.address(), registration.allocationBytes), "cuMemAddressFree", allocation);
                 warnIf(CudaDriver.cuMemRelease(registration.vmmHandle), "cuMemRelease", allocation);
             }
-            case HOST_MEMFD -> Posix.munmap(allocation.address(), registration.allocationBytes, errno);
+            case HOST_MEMFD -> LibcMemory.munmap(allocation.address(), registration.allocationBytes, errno);
         }
     }
 
@@ -235,24 +237,24 @@ final class LocalMemory
      *
      * @param mode {@code vmm}, {@code legacy} or {@code auto} for device memory.
      */
-    static Allocated allocate(long bytes, MemoryKind kind, int device, String mode, boolean vmmSupported, Posix.Errno errno)
+    static Allocated allocate(long bytes, MemoryKind kind, int device, String mode, boolean vmmSupported, Errno errno)
     {
         if (kind == MemoryKind.HOST) {
             long size = (bytes + 4095) & ~4095L;
-            int fd = Posix.memfdCreate("kvbridge-cuda-ipc-host", errno);
-            if (fd < 0 || Posix.ftruncate(fd, size, errno) < 0) {
+            int fd = LibcMemory.memfdCreate("kvbridge-cuda-ipc-host", errno);
+            if (fd < 0 || LibcMemory.ftruncate(fd, size, errno) < 0) {
                 int e = errno.last();
                 if (fd >= 0) {
-                    Posix.close(fd, errno);
+                    Libc.close(fd, errno);
                 }
                 throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "memfd_create/ftruncate of " + size + " host bytes failed: errno " + e + " ("
-                        + Posix.strerror(e) + ")");
+                        + Libc.strerror(e) + ")");
             }
-            long address = Posix.mmapShared(fd, size, errno);
-            if (address == Posix.MAP_FAILED) {
+            long address = LibcMemory.mmapShared(fd, size, errno);
+            if (address == LibcMemory.MAP_FAILED) {
                 int e = errno.last();
-                Posix.close(fd, errno);
-                throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "mmap of " + size + " shared host bytes failed: errno " + e + " (" + Posix.strerror(e) + ")");
+                Libc.close(fd, errno);
+                throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "mmap of " + size + " shared host bytes failed: errno " + e + " (" + Libc.strerror(e) + ")");
             }
             return new Allocated(new Allocation(address, bytes, MemoryKind.HOST, 0), Owned.HOST_MEMFD, fd, 0, size);
         }
@@ -296,7 +298,7 @@ final class LocalMemory
     }
 
     /** Frees memory allocated here that never became a registration. */
-    static void free(Allocated allocated, Posix.Errno errno)
+    static void free(Allocated allocated, Errno errno)
     {
         LocalRegistration unregistered = new LocalRegistration(allocated.allocation(), -1, Export.HOST_PRIVATE, allocated.allocation().address(),
                 allocated.allocationBytes(), new byte[0], allocated.fd(), false, allocated.owned(), allocated.vmmHandle());

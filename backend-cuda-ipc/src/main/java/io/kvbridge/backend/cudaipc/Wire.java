@@ -4,9 +4,11 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcSockets;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -20,10 +22,10 @@ final class Wire
 {
     static final int MAX_MESSAGE = 64 * 1024 + 64;
     static final int MAX_FDS = 64;
-    private static final long CONTROL_BYTES = Posix.CMSG_HEADER_BYTES + MAX_FDS * 4L;
+    private static final long CONTROL_BYTES = LibcSockets.CMSG_HEADER_BYTES + MAX_FDS * 4L;
 
     final MemorySegment data;
-    final Posix.Errno errno;
+    final Errno errno;
     private final MemorySegment header;
     private final MemorySegment vector;
     private final MemorySegment control;
@@ -38,12 +40,12 @@ final class Wire
         // reclaimed with the wire: a thread that stops using it leaves nothing behind
         Arena arena = Arena.ofAuto();
         data = arena.allocate(MAX_MESSAGE, 16);
-        header = arena.allocate(Posix.MSGHDR_BYTES, 8);
+        header = arena.allocate(LibcSockets.MSGHDR_BYTES, 8);
         vector = arena.allocate(16, 8);
         control = arena.allocate(CONTROL_BYTES, 8);
-        pollfd = arena.allocate(Posix.POLLFD_BYTES, 8);
+        pollfd = arena.allocate(Libc.POLLFD_BYTES, 8);
         scratch = arena.allocate(16, 8);
-        errno = new Posix.Errno(arena);
+        errno = new Errno(arena);
     }
 
     private void prepare(long length, long controlLength)
@@ -72,29 +74,29 @@ final class Wire
     {
         long controlLength = 0;
         if (fdCount > 0) {
-            controlLength = Posix.CMSG_HEADER_BYTES + ((fdCount * 4L + 7) & ~7L);
+            controlLength = LibcSockets.CMSG_HEADER_BYTES + ((fdCount * 4L + 7) & ~7L);
             control.fill((byte) 0);
-            control.set(JAVA_LONG, 0, Posix.CMSG_HEADER_BYTES + fdCount * 4L);
-            control.set(JAVA_INT, 8, Posix.SOL_SOCKET);
-            control.set(JAVA_INT, 12, Posix.SCM_RIGHTS);
+            control.set(JAVA_LONG, 0, LibcSockets.CMSG_HEADER_BYTES + fdCount * 4L);
+            control.set(JAVA_INT, 8, LibcSockets.SOL_SOCKET);
+            control.set(JAVA_INT, 12, LibcSockets.SCM_RIGHTS);
             for (int i = 0; i < fdCount; i++) {
-                control.set(JAVA_INT, Posix.CMSG_HEADER_BYTES + 4L * i, fds[i]);
+                control.set(JAVA_INT, LibcSockets.CMSG_HEADER_BYTES + 4L * i, fds[i]);
             }
         }
         while (true) {
             prepare(length, controlLength);
-            long sent = Posix.sendmsg(fd, header.address(), Posix.MSG_NOSIGNAL | Posix.MSG_DONTWAIT, errno);
+            long sent = LibcSockets.sendmsg(fd, header.address(), LibcSockets.MSG_NOSIGNAL | LibcSockets.MSG_DONTWAIT, errno);
             if (sent == length) {
                 return null;
             }
             if (sent >= 0) {
                 return "sendmsg sent " + sent + " of " + length + " bytes";
             }
-            if (errno.last() == Posix.EINTR) {
+            if (errno.last() == Errno.EINTR) {
                 continue;
             }
-            if (errno.last() != Posix.EAGAIN) {
-                return "sendmsg failed: errno " + errno.last() + " (" + Posix.strerror(errno.last()) + ")";
+            if (errno.last() != Errno.EAGAIN) {
+                return "sendmsg failed: errno " + errno.last() + " (" + Libc.strerror(errno.last()) + ")";
             }
             long left = deadlineNanos - System.nanoTime();
             if (left <= 0) {
@@ -118,23 +120,23 @@ final class Wire
         receivedFdCount = 0;
         long length;
         do {
-            length = Posix.recvmsg(fd, header.address(), Posix.MSG_DONTWAIT | Posix.MSG_CMSG_CLOEXEC, errno);
+            length = LibcSockets.recvmsg(fd, header.address(), LibcSockets.MSG_DONTWAIT | LibcSockets.MSG_CMSG_CLOEXEC, errno);
         }
-        while (length < 0 && errno.last() == Posix.EINTR);
+        while (length < 0 && errno.last() == Errno.EINTR);
         if (length < 0) {
-            return errno.last() == Posix.EAGAIN ? -1 : -2;
+            return errno.last() == Errno.EAGAIN ? -1 : -2;
         }
         long controlLength = header.get(JAVA_LONG, 40);
-        if (controlLength >= Posix.CMSG_HEADER_BYTES && control.get(JAVA_INT, 8) == Posix.SOL_SOCKET && control.get(JAVA_INT, 12) == Posix.SCM_RIGHTS) {
+        if (controlLength >= LibcSockets.CMSG_HEADER_BYTES && control.get(JAVA_INT, 8) == LibcSockets.SOL_SOCKET && control.get(JAVA_INT, 12) == LibcSockets.SCM_RIGHTS) {
             long cmsgLength = control.get(JAVA_LONG, 0);
-            int count = (int) Math.max(0, Math.min(MAX_FDS, (cmsgLength - Posix.CMSG_HEADER_BYTES) / 4));
+            int count = (int) Math.max(0, Math.min(MAX_FDS, (cmsgLength - LibcSockets.CMSG_HEADER_BYTES) / 4));
             for (int i = 0; i < count; i++) {
-                receivedFds[i] = control.get(JAVA_INT, Posix.CMSG_HEADER_BYTES + 4L * i);
+                receivedFds[i] = control.get(JAVA_INT, LibcSockets.CMSG_HEADER_BYTES + 4L * i);
             }
             receivedFdCount = count;
         }
         int flags = header.get(JAVA_INT, 48);
-        if ((flags & (Posix.MSG_CTRUNC | Posix.MSG_TRUNC)) != 0) {
+        if ((flags & (LibcSockets.MSG_CTRUNC | LibcSockets.MSG_TRUNC)) != 0) {
             closeReceived();
             throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "a control message of " + length + " bytes or its descriptors were truncated (flags=0x"
                     + Integer.toHexString(flags) + "); the peer sent more than " + MAX_MESSAGE + " bytes or " + MAX_FDS + " descriptors");
@@ -147,7 +149,7 @@ final class Wire
     {
         for (int i = 0; i < receivedFdCount; i++) {
             if (receivedFds[i] >= 0) {
-                Posix.close(receivedFds[i], errno);
+                Libc.close(receivedFds[i], errno);
                 receivedFds[i] = -1;
             }
         }
@@ -165,7 +167,7 @@ final class Wire
         pollfd.set(JAVA_SHORT, 4, events);
         pollfd.set(JAVA_SHORT, 6, (short) 0);
         int millis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, (nanos + 999_999) / 1_000_000));
-        int ready = Posix.poll(pollfd.address(), 1, millis, errno);
+        int ready = Libc.poll(pollfd.address(), 1, millis, errno);
         return ready > 0 ? pollfd.get(JAVA_SHORT, 6) : 0;
     }
 }

@@ -11,7 +11,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvbridge.backend.cudaipc.ffm.Posix;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
@@ -23,6 +22,8 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcSockets;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -423,11 +424,11 @@ final class CudaIpcControlSocketSecurityTest
         String socket = CudaIpcMetadata.decode(victim.metadata()).socketName();
         List<Integer> waiting = new ArrayList<>();
         try (var arena = java.lang.foreign.Arena.ofConfined()) {
-            MemorySegment address = arena.allocate(Posix.SOCKADDR_UN_BYTES);
-            int length = Posix.abstractAddress(address, socket.getBytes(StandardCharsets.UTF_8));
+            MemorySegment address = arena.allocate(LibcSockets.SOCKADDR_UN_BYTES);
+            int length = LibcSockets.abstractAddress(address, socket.getBytes(StandardCharsets.UTF_8));
             for (int i = 0; i < 4; i++) {
-                int fd = Posix.socket(Posix.AF_UNIX, Posix.SOCK_SEQPACKET | Posix.SOCK_NONBLOCK | Posix.SOCK_CLOEXEC, 0, wire.errno);
-                assertTrue(fd >= 0 && Posix.connect(fd, address, length, wire.errno) == 0, "connecting to the victim's backlog");
+                int fd = LibcSockets.socket(LibcSockets.AF_UNIX, LibcSockets.SOCK_SEQPACKET | LibcSockets.SOCK_NONBLOCK | LibcSockets.SOCK_CLOEXEC, 0, wire.errno);
+                assertTrue(fd >= 0 && LibcSockets.connect(fd, address, length, wire.errno) == 0, "connecting to the victim's backlog");
                 waiting.add(fd);
             }
         }
@@ -442,7 +443,7 @@ final class CudaIpcControlSocketSecurityTest
         victim.child().expect("RELEASED", 30);
         legitimateWrite(victim, 8);
         for (int fd : waiting) {
-            Posix.close(fd, wire.errno);
+            Libc.close(fd, wire.errno);
         }
     }
 

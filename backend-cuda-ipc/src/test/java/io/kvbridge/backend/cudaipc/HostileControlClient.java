@@ -4,7 +4,9 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-import io.kvbridge.backend.cudaipc.ffm.Posix;
+import io.kvbridge.transport.libc.Libc;
+import io.kvbridge.transport.libc.LibcMemory;
+import io.kvbridge.transport.libc.LibcSockets;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -15,7 +17,7 @@ import java.util.List;
 /**
  * A process that attacks a control socket it found (as any local user finds abstract sockets in
  * {@code /proc/net/unix}), run by the tests in a child JVM, as another user or as the same one. It
- * uses nothing but libc through {@link Posix} and the message buffers of {@link Wire}, and needs no
+ * uses nothing but libc through {@link LibcSockets} and the message buffers of {@link Wire}, and needs no
  * driver, no key and no file of the victim.
  *
  * <ul>
@@ -45,12 +47,12 @@ public final class HostileControlClient
 
     private static int open(Wire wire, String socket, boolean blocking)
     {
-        int fd = Posix.socket(Posix.AF_UNIX, Posix.SOCK_SEQPACKET | Posix.SOCK_CLOEXEC | (blocking ? 0 : Posix.SOCK_NONBLOCK), 0, wire.errno);
+        int fd = LibcSockets.socket(LibcSockets.AF_UNIX, LibcSockets.SOCK_SEQPACKET | LibcSockets.SOCK_CLOEXEC | (blocking ? 0 : LibcSockets.SOCK_NONBLOCK), 0, wire.errno);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment address = arena.allocate(Posix.SOCKADDR_UN_BYTES);
-            int length = Posix.abstractAddress(address, socket.getBytes(StandardCharsets.UTF_8));
-            if (Posix.connect(fd, address, length, wire.errno) < 0) {
-                Posix.close(fd, wire.errno);
+            MemorySegment address = arena.allocate(LibcSockets.SOCKADDR_UN_BYTES);
+            int length = LibcSockets.abstractAddress(address, socket.getBytes(StandardCharsets.UTF_8));
+            if (LibcSockets.connect(fd, address, length, wire.errno) < 0) {
+                Libc.close(fd, wire.errno);
                 return -1;
             }
         }
@@ -62,7 +64,7 @@ public final class HostileControlClient
     {
         long deadline = System.nanoTime() + 2_000_000_000L;
         while (System.nanoTime() < deadline) {
-            wire.await(fd, Posix.POLLIN, deadline - System.nanoTime());
+            wire.await(fd, Libc.POLLIN, deadline - System.nanoTime());
             long length;
             try {
                 length = wire.receive(fd);
@@ -88,7 +90,7 @@ public final class HostileControlClient
         if (fd >= 0) {
             wire.data.set(JAVA_BYTE, 0, (byte) 1);
             wire.data.set(JAVA_BYTE, 1, (byte) 1);
-            wire.data.set(JAVA_INT.withByteAlignment(1), 2, Posix.getpid());
+            wire.data.set(JAVA_INT.withByteAlignment(1), 2, Libc.getpid());
             wire.data.set(JAVA_SHORT.withByteAlignment(1), 6, (short) name.length);
             MemorySegment.copy(name, 0, wire.data, JAVA_BYTE, 8, name.length);
             wire.send(fd, 8 + name.length, null, 0, System.nanoTime() + 1_000_000_000L);
@@ -102,7 +104,7 @@ public final class HostileControlClient
                 answered++;
                 take(wire, stolen);
             }
-            Posix.close(fd, wire.errno);
+            Libc.close(fd, wire.errno);
         }
         // version 2: hello with a nonce, a made-up proof, then a request under a guessed key
         fd = open(wire, socket, true);
@@ -112,7 +114,7 @@ public final class HostileControlClient
             wire.data.set(JAVA_BYTE, 0, (byte) 1);
             wire.data.set(JAVA_BYTE, 1, (byte) 2);
             wire.data.set(JAVA_BYTE, 2, (byte) 0);
-            wire.data.set(JAVA_INT.withByteAlignment(1), 3, Posix.getpid());
+            wire.data.set(JAVA_INT.withByteAlignment(1), 3, Libc.getpid());
             MemorySegment.copy(nonce, 0, wire.data, JAVA_BYTE, 7, 32);
             wire.data.set(JAVA_SHORT.withByteAlignment(1), 39, (short) name.length);
             MemorySegment.copy(name, 0, wire.data, JAVA_BYTE, 41, name.length);
@@ -141,14 +143,14 @@ public final class HostileControlClient
                     take(wire, stolen);
                 }
             }
-            Posix.close(fd, wire.errno);
+            Libc.close(fd, wire.errno);
         }
         // what it got, it uses: every descriptor is mapped and its first page overwritten
         for (int stolenFd : stolen) {
-            long address = Posix.mmapShared(stolenFd, 4096, wire.errno);
-            if (address != Posix.MAP_FAILED) {
+            long address = LibcMemory.mmapShared(stolenFd, 4096, wire.errno);
+            if (address != LibcMemory.MAP_FAILED) {
                 MemorySegment.ofAddress(address).reinterpret(4096).fill((byte) 0x5A);
-                Posix.munmap(address, 4096, wire.errno);
+                LibcMemory.munmap(address, 4096, wire.errno);
             }
         }
         System.out.println("FDS " + stolen.size());

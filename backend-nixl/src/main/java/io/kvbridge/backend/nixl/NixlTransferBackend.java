@@ -134,8 +134,10 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
+    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
+            byte[] grantKey)
     {
+        // NIXL's peers do not check grants: the key is not sent
         return transfers.post(op, local, localIndices, remote, remoteIndices, count, notification);
     }
 

@@ -65,18 +65,15 @@ final class NixlTransfers
     /** Checks a post on the caller's thread, hands it to the owner and waits until NIXL accepted it. */
     long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
-        guard.checkOpen();
-        NixlPreparedList local = guard.own(localList, NixlPreparedList.class);
-        NixlPreparedList remote = guard.own(remoteList, NixlPreparedList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
+        PostChecks.opening(guard, NixlPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                MAX_NOTIFICATION_BYTES);
+        NixlPreparedList local = (NixlPreparedList) localList;
+        NixlPreparedList remote = (NixlPreparedList) remoteList;
         if (count == 0) {
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "count=0: NIXL moves at least one descriptor pair; use notify() to send a message alone");
         }
-        PostChecks.notification(notification, MAX_NOTIFICATION_BYTES);
         // NIXL takes the indices as they are and merges runs itself: they are only checked here
         PostChecks.pairs(local, localIndices, remote, remoteIndices, count);
-        PostChecks.usable(local, remote);
         NixlTransfer transfer = table.acquire();
         transfer.op = op;
         transfer.local = local;

@@ -6,6 +6,7 @@ import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.NativeLibrary;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -56,8 +57,7 @@ public final class TcpBackendFactory implements TransferBackendFactory
         Map<String, String> details = new LinkedHashMap<>();
         details.put("data", "kvbridge's own frames over one TCP connection per peer; the target checks every run against its grants");
         details.put("listen", "the side channel's address by default (option host)");
-        boolean nativeAccess = TcpBackendFactory.class.getModule().isNativeAccessEnabled();
-        details.put("native-access", nativeAccess ? "enabled" : "not enabled (pass --enable-native-access=ALL-UNNAMED to silence the JDK warning)");
+        details.put("native-access", NativeLibrary.nativeAccessDetail(TcpBackendFactory.class));
         return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.CROSS_PROCESS, Capability.CROSS_HOST,
                 Capability.PEER_FAILURE_DETECTION, Capability.COALESCING, Capability.GRANTED_ACCESS), details);
     }

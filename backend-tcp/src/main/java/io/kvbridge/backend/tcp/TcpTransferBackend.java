@@ -35,8 +35,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -60,10 +60,11 @@ final class TcpTransferBackend extends AbstractTransferBackend
     private final PreparedLists<TcpPreparedList> lists;
     private final TransferTable<TcpTransfer> transfers;
     private final Grants grants;
+    // made once, not per revoke; an owner that stopped took its connections with it: nobody is left to cut off then
+    private final Consumer<byte[]> cutOff;
     private final TcpOwnerLoop loop;
     private final OwnerThread owner;
     private final Map<Long, TcpPeer> peers = new HashMap<>();
-    private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
     private final Inbox inbox;
 
     /**
@@ -88,6 +89,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
         this.loop = new TcpOwnerLoop(guard.description(), agentName, instanceId, options, registrations, grants, inbox, table,
                 new TcpHandshake(connectionKey));
         this.owner = loop.owner();
+        this.cutOff = key -> owner.runUnlessStopped(() -> loop.cutOff(key));
         owner.start();
     }
 
@@ -280,9 +282,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
     {
         TcpPreparedList list = guard.own(local, TcpPreparedList.class);
         guard.checkOpen();
-        long handle = grants.grant(key, access, list, indices, count);
-        grantKeys.put(handle, key.clone());
-        return handle;
+        return grants.grant(key, access, list, indices, count);
     }
 
     /**
@@ -292,21 +292,7 @@ final class TcpTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        byte[] key = grantKeys.remove(grant);
-        if (key == null) {
-            return;
-        }
-        if (!grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()))) {
-            try {
-                owner.call(() -> {
-                    loop.cutOff(key);
-                    return null;
-                });
-            }
-            catch (KvBridgeException e) {
-                // the owner stopped: no connection is read any more
-            }
-        }
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), cutOff);
     }
 
     /**
@@ -327,24 +313,17 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
-    {
-        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
-    }
-
-    @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
             byte[] grantKey)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
-        guard.checkOpen();
-        TcpPreparedList local = guard.own(localList, TcpPreparedList.class);
-        TcpPreparedList remote = guard.own(remoteList, TcpPreparedList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
-        PostChecks.notification(notification, TcpWire.MAX_NOTIFICATION_BYTES);
-        KvBridgeException.checkArgument(grantKey == null || grantKey.length <= TcpWire.MAX_KEY, "grant key of %d bytes exceeds %d",
-                grantKey == null ? 0 : grantKey.length, TcpWire.MAX_KEY);
-        PostChecks.usable(local, remote);
+        PostChecks.opening(guard, TcpPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                TcpWire.MAX_NOTIFICATION_BYTES);
+        // not checkArgument: its varargs array is a per-post allocation wherever the JIT does not remove it
+        if (grantKey != null && grantKey.length > TcpWire.MAX_KEY) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes exceeds " + TcpWire.MAX_KEY);
+        }
+        TcpPreparedList local = (TcpPreparedList) localList;
+        TcpPreparedList remote = (TcpPreparedList) remoteList;
         TcpTransfer transfer = transfers.acquire();
         try {
             transfer.prepare(this);

@@ -25,10 +25,9 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * The UCX transport: one UCP context and worker per instance, driven by one owner thread that
@@ -58,9 +57,9 @@ final class UcxTransferBackend extends AbstractTransferBackend
     private final UcxMessaging messaging;
     private final UcxTransfers transfers;
     private final Grants grants;
+    // made once, not per revoke; an owner that stopped took its connections with it: nobody is left to cut off then
+    private final Consumer<byte[]> cutOff;
     private final UcxActiveMessages activeMessages;
-    // grant handles to their keys, for cutting off peers whose accesses outlast a revoke
-    private final Map<Long, byte[]> grantKeys = new ConcurrentHashMap<>();
 
     UcxTransferBackend(String agentName, UcxOptions options)
     {
@@ -91,6 +90,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
         this.transfers = ucxTransfers;
         this.grants = ucxGrants;
         this.activeMessages = ucxActiveMessages;
+        this.cutOff = key -> owner.runUnlessStopped(() -> activeMessages.cutOff(key));
         loop.start(transfers, messaging, endpoints, activeMessages, new UcxShutdown(guard.description(), options, worker, memory, endpoints, messaging,
                 transfers, activeMessages));
         try {
@@ -229,9 +229,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
         if (activeMessages == null) {
             return NO_GRANT;
         }
-        long handle = grants.grant(key, access, list, indices, count);
-        grantKeys.put(handle, key.clone());
-        return handle;
+        return grants.grant(key, access, list, indices, count);
     }
 
     /**
@@ -252,43 +250,18 @@ final class UcxTransferBackend extends AbstractTransferBackend
     @Override
     public void revoke(long grant)
     {
-        byte[] key = grantKeys.remove(grant);
-        if (key == null) {
-            return;
-        }
-        if (!grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()))) {
-            try {
-                owner.call(() -> {
-                    activeMessages.cutOff(key);
-                    return null;
-                });
-            }
-            catch (KvBridgeException e) {
-                if (e.code() != ErrorCode.CLOSED) {
-                    throw e;
-                }
-                // the owner stopped: its worker is destroyed, which ended every access
-            }
-        }
-    }
-
-    @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
-    {
-        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
+        grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), cutOff);
     }
 
     @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
             byte[] grantKey)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
+        PostChecks.opening(guard, UcxPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                MAX_NOTIFICATION_BYTES);
         checkOpen();
-        UcxPreparedList local = guard.own(localList, UcxPreparedList.class);
-        UcxPreparedList remote = guard.own(remoteList, UcxPreparedList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
-        PostChecks.notification(notification, MAX_NOTIFICATION_BYTES);
-        PostChecks.usable(local, remote);
+        UcxPreparedList local = (UcxPreparedList) localList;
+        UcxPreparedList remote = (UcxPreparedList) remoteList;
         if (grantKey != null && (grantKey.length == 0 || grantKey.length > MAX_GRANT_KEY_BYTES)) {
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES
                     + ", or null for none)");

@@ -7,6 +7,7 @@ import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.NativeLibrary;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -46,8 +47,7 @@ public final class LocalBackendFactory implements TransferBackendFactory
         Map<String, String> details = new LinkedHashMap<>();
         details.put("copy", "MemorySegment.copy on the transport's own threads");
         details.put("peers", "same JVM");
-        boolean nativeAccess = LocalBackendFactory.class.getModule().isNativeAccessEnabled();
-        details.put("native-access", nativeAccess ? "enabled" : "not enabled (pass --enable-native-access=ALL-UNNAMED to silence the JDK warning)");
+        details.put("native-access", NativeLibrary.nativeAccessDetail(LocalBackendFactory.class));
         return Availability.available(EnumSet.of(Capability.HOST_MEMORY, Capability.SIMULATED_DEVICE_MEMORY, Capability.COALESCING, Capability.GRANTED_ACCESS), details);
     }
 

@@ -239,21 +239,13 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
-    {
-        return post(op, localList, localIndices, remoteList, remoteIndices, count, notification, null);
-    }
-
-    @Override
     public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
             byte[] grantKey)
     {
-        PostChecks.present(op, localIndices, remoteIndices);
-        guard.checkOpen();
-        LocalPreparedList local = guard.own(localList, LocalPreparedList.class);
-        LocalPreparedList remote = guard.own(remoteList, LocalPreparedList.class);
-        PostChecks.check(local, localIndices, remote, remoteIndices, count);
-        PostChecks.usable(local, remote);
+        // notifications cross no wire here: any length fits
+        PostChecks.opening(guard, LocalPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification, Integer.MAX_VALUE);
+        LocalPreparedList local = (LocalPreparedList) localList;
+        LocalPreparedList remote = (LocalPreparedList) remoteList;
         LocalTransfer transfer = transfers.acquire();
         try {
             transfer.bytes = PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);

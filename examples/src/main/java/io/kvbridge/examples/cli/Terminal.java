@@ -1,17 +1,13 @@
 package io.kvbridge.examples.cli;
 
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
 import java.io.Console;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.util.Optional;
+import java.lang.foreign.Arena;
 
 /** Whether the process's standard error is a terminal, where progress may redraw one line with rate and ETA. */
 final class Terminal
 {
-    private static final int STANDARD_ERROR = 2;
-
     private Terminal()
     {
     }
@@ -25,16 +21,12 @@ final class Terminal
      */
     static boolean isStandardError()
     {
-        try {
-            Linker linker = Linker.nativeLinker();
-            Optional<MethodHandle> isatty = linker.defaultLookup().find("isatty")
-                    .map(symbol -> linker.downcallHandle(symbol, FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT)));
-            if (isatty.isPresent()) {
-                return (int) isatty.get().invokeExact(STANDARD_ERROR) == 1;
-            }
+        try (Arena arena = Arena.ofConfined()) {
+            return Libc.isatty(Libc.STDERR, new Errno(arena)) == 1;
         }
-        catch (Throwable e) {
-            // no native access (a JVM started without --enable-native-access): the console is the next best answer
+        catch (RuntimeException | LinkageError e) {
+            // no native access (a JVM started without --enable-native-access) or no C library to bind:
+            // the console is the next best answer
         }
         Console console = System.console();
         return console != null && console.isTerminal();

@@ -7,9 +7,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.transport.NativeLibrary;
+import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
@@ -44,8 +44,6 @@ final class NixlLibrary
 
     private static final ValueLayout STATUS = JAVA_INT;
     private static final ValueLayout POINTER = JAVA_LONG;
-    private static final MethodHandle FREE = new NativeLibrary.Binder("libc", Linker.nativeLinker().defaultLookup(), "a C library with free()")
-            .bind("free", FunctionDescriptor.ofVoid(ADDRESS));
 
     final Path path;
     final NixlApiLevel level;
@@ -206,12 +204,7 @@ final class NixlLibrary
     /** Frees what NIXL {@code malloc}ed and handed over. */
     static void free(MemorySegment pointer)
     {
-        try {
-            FREE.invokeExact(pointer);
-        }
-        catch (Throwable t) {
-            throw rethrow(t);
-        }
+        Libc.free(pointer.address());
     }
 
     /**

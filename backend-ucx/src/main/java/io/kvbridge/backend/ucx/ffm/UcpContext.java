@@ -11,6 +11,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
@@ -194,23 +196,24 @@ public final class UcpContext
         return Scratch.with(scratch -> {
             MemorySegment bufferOut = scratch.allocate(ADDRESS);
             MemorySegment sizeOut = scratch.allocate(JAVA_LONG);
-            long stream = (long) UcpNative.OPEN_MEMSTREAM.invokeExact(bufferOut.address(), sizeOut.address());
+            Errno errno = new Errno(scratch);
+            long stream = Libc.openMemstream(bufferOut.address(), sizeOut.address(), errno);
             if (stream == 0) {
-                throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "open_memstream failed; cannot list UCX resources");
+                throw errno.failure(ErrorCode.NATIVE_ERROR, "open_memstream", "opening a stream to list UCX resources into");
             }
             UcpNative.UCP_CONTEXT_PRINT_INFO.invokeExact(context, stream);
-            int closed = (int) UcpNative.FCLOSE.invokeExact(stream);
+            int closed = Libc.fclose(stream, errno);
             long buffer = bufferOut.get(JAVA_LONG, 0);
             try {
                 if (closed != 0) {
-                    throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "fclose of the UCX info stream failed");
+                    throw errno.failure(ErrorCode.NATIVE_ERROR, "fclose", "closing the stream UCX listed its resources into");
                 }
                 byte[] text = new byte[(int) Math.min(sizeOut.get(JAVA_LONG, 0), 1 << 20)];
                 MemorySegment.copy(Scratch.pointer(buffer, text.length), JAVA_BYTE, 0, text, 0, text.length);
                 return new String(text, StandardCharsets.UTF_8);
             }
             finally {
-                UcpNative.FREE.invokeExact(buffer);
+                Libc.free(buffer);
             }
         });
     }

@@ -8,7 +8,6 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import java.lang.foreign.StructLayout;
 
@@ -135,12 +134,6 @@ final class UcpLayouts
             JAVA_LONG.withName("memory_types"),
             sequenceLayout(32, JAVA_BYTE).withName("name"));
 
-    /** {@code struct pollfd}, 8 bytes. */
-    static final StructLayout POLLFD = structLayout(
-            JAVA_INT.withName("fd"),
-            JAVA_SHORT.withName("events"),
-            JAVA_SHORT.withName("revents"));
-
     // offsets used by the bindings, computed once from the layouts above
     static final long PARAMS_FIELD_MASK = offset(PARAMS, "field_mask");
     static final long PARAMS_FEATURES = offset(PARAMS, "features");
@@ -173,9 +166,6 @@ final class UcpLayouts
     static final long AM_RECV_PARAM_REPLY_EP = offset(AM_RECV_PARAM, "reply_ep");
     static final long CONTEXT_ATTR_FIELD_MASK = offset(CONTEXT_ATTR, "field_mask");
     static final long CONTEXT_ATTR_MEMORY_TYPES = offset(CONTEXT_ATTR, "memory_types");
-    static final long POLLFD_FD = offset(POLLFD, "fd");
-    static final long POLLFD_EVENTS = offset(POLLFD, "events");
-    static final long POLLFD_REVENTS = offset(POLLFD, "revents");
 
     private UcpLayouts()
     {

@@ -5,9 +5,10 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.kvbridge.transport.NativeLibrary;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
@@ -34,7 +35,6 @@ final class UcpNative
     private static final ValueLayout STATUS = JAVA_BYTE;
     private static final ValueLayout SIZE = JAVA_LONG;
 
-    private static final NativeLibrary.Binder LIBC = new NativeLibrary.Binder("the C library", Linker.nativeLinker().defaultLookup(), "a POSIX C library");
     static final boolean SIGNALS_LEFT_TO_JVM = disableUcxSignalHandlers();
     // libucs first: libucp needs it, and it must be the one kvbridge configured
     private static final NativeLibrary.Binder UCS = new NativeLibrary.Binder(UCS_SONAME, NativeLibrary.load(TRANSPORT, UCS_SONAME), REQUIREMENT);
@@ -94,19 +94,10 @@ final class UcpNative
     static final MethodHandle UCP_REQUEST_CHECK_STATUS = UCP.bind("ucp_request_check_status", FunctionDescriptor.of(STATUS, POINTER));
     static final MethodHandle UCP_REQUEST_FREE = UCP.bind("ucp_request_free", FunctionDescriptor.ofVoid(POINTER));
 
-    static final MethodHandle EVENTFD = LIBC.bind("eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    static final MethodHandle READ = LIBC.bind("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, POINTER, SIZE));
-    static final MethodHandle WRITE = LIBC.bind("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, POINTER, SIZE));
-    static final MethodHandle POLL = LIBC.bind("poll", FunctionDescriptor.of(JAVA_INT, POINTER, JAVA_LONG, JAVA_INT));
-    static final MethodHandle CLOSE = LIBC.bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-    static final MethodHandle OPEN_MEMSTREAM = LIBC.bind("open_memstream", FunctionDescriptor.of(POINTER, POINTER, POINTER));
-    static final MethodHandle FCLOSE = LIBC.bind("fclose", FunctionDescriptor.of(JAVA_INT, POINTER));
-    static final MethodHandle FREE = LIBC.bind("free", FunctionDescriptor.ofVoid(POINTER));
 
     static {
         UCS.finish();
         UCP.finish();
-        LIBC.finish();
     }
 
     private UcpNative()
@@ -122,16 +113,8 @@ final class UcpNative
      */
     private static boolean disableUcxSignalHandlers()
     {
-        MethodHandle setenv = LIBC.bind("setenv", FunctionDescriptor.of(JAVA_INT, POINTER, POINTER, JAVA_INT));
-        if (setenv == null) {
-            return false;
-        }
         try (Arena arena = Arena.ofConfined()) {
-            int result = (int) setenv.invokeExact(arena.allocateFrom("UCX_ERROR_SIGNALS").address(), arena.allocateFrom("").address(), 1);
-            return result == 0;
-        }
-        catch (Throwable e) {
-            throw new AssertionError("setenv failed unexpectedly: " + e, e);
+            return Libc.setenv("UCX_ERROR_SIGNALS", "", new Errno(arena)) == 0;
         }
     }
 }

@@ -5,7 +5,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import io.kvbridge.spi.ErrorCode;
-import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.transport.libc.Errno;
+import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -17,9 +18,6 @@ import java.lang.foreign.MemorySegment;
  */
 public final class WakeupFd implements AutoCloseable
 {
-    private static final int EFD_NONBLOCK = 0x800;
-    private static final int EFD_CLOEXEC = 0x80000;
-    private static final short POLLIN = 1;
     // the 8-byte counter increment write() sends; shared by every instance, never changed
     private static final MemorySegment ONE = Arena.global().allocate(JAVA_LONG);
 
@@ -30,24 +28,24 @@ public final class WakeupFd implements AutoCloseable
     private final Arena arena = Arena.ofShared();
     private final MemorySegment pollSet;
     private final MemorySegment drainBuffer;
+    // one errno per thread that calls: the owner's for await, the lock holder's for signal and close
+    private final Errno ownerErrno;
+    private final Errno lockedErrno;
     private final int fd;
     private boolean closed;
 
     /** Creates the eventfd; must be called on the owner thread. */
     public WakeupFd()
     {
-        try {
-            fd = (int) UcpNative.EVENTFD.invokeExact(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        }
-        catch (Throwable e) {
-            arena.close();
-            throw new AssertionError("eventfd call failed unexpectedly: " + e, e);
-        }
+        ownerErrno = new Errno(arena);
+        lockedErrno = new Errno(arena);
+        fd = Libc.eventfd(ownerErrno);
         if (fd < 0) {
             arena.close();
-            throw new KvBridgeException(ErrorCode.NATIVE_ERROR, "eventfd failed; the process may be out of file descriptors (ulimit -n)");
+            throw ownerErrno.failure(ErrorCode.NATIVE_ERROR, "eventfd", "creating the UCX worker's wake-up descriptor; the process may be out of file "
+                    + "descriptors (raise ulimit -n)");
         }
-        pollSet = arena.allocate(UcpLayouts.POLLFD, 2);
+        pollSet = arena.allocate(Libc.POLLFD_BYTES * 2, 8);
         drainBuffer = arena.allocate(JAVA_LONG);
     }
 
@@ -58,14 +56,9 @@ public final class WakeupFd implements AutoCloseable
         if (closed) {
             return;
         }
-        try {
-            long written = (long) UcpNative.WRITE.invokeExact(fd, ONE.address(), 8L);
-            // a full counter (written < 0, EAGAIN) already wakes the poller: nothing is lost
-            assert written == 8 || written < 0;
-        }
-        catch (Throwable e) {
-            throw new AssertionError("eventfd write failed unexpectedly: " + e, e);
-        }
+        long written = Libc.write(fd, ONE.address(), 8L, lockedErrno);
+        // a full counter (written < 0, EAGAIN) already wakes the poller: nothing is lost
+        assert written == 8 || written < 0;
     }
 
     /**
@@ -77,23 +70,18 @@ public final class WakeupFd implements AutoCloseable
      */
     public void await(int workerFd, int timeoutMillis)
     {
-        long second = UcpLayouts.POLLFD.byteSize();
-        pollSet.set(JAVA_INT, UcpLayouts.POLLFD_FD, workerFd);
-        pollSet.set(JAVA_SHORT, UcpLayouts.POLLFD_EVENTS, POLLIN);
-        pollSet.set(JAVA_SHORT, UcpLayouts.POLLFD_REVENTS, (short) 0);
-        pollSet.set(JAVA_INT, second + UcpLayouts.POLLFD_FD, fd);
-        pollSet.set(JAVA_SHORT, second + UcpLayouts.POLLFD_EVENTS, POLLIN);
-        pollSet.set(JAVA_SHORT, second + UcpLayouts.POLLFD_REVENTS, (short) 0);
-        try {
-            // an interrupted poll (-1, EINTR) is an early wake-up, which the caller tolerates
-            int ready = (int) UcpNative.POLL.invokeExact(pollSet.address(), 2L, timeoutMillis);
-            if (ready > 0 && (pollSet.get(JAVA_SHORT, second + UcpLayouts.POLLFD_REVENTS) & POLLIN) != 0) {
-                long read = (long) UcpNative.READ.invokeExact(fd, drainBuffer.address(), 8L);
-                assert read == 8 || read < 0;
-            }
-        }
-        catch (Throwable e) {
-            throw new AssertionError("poll failed unexpectedly: " + e, e);
+        long second = Libc.POLLFD_BYTES;
+        pollSet.set(JAVA_INT, 0, workerFd);
+        pollSet.set(JAVA_SHORT, Libc.POLLFD_EVENTS, Libc.POLLIN);
+        pollSet.set(JAVA_SHORT, Libc.POLLFD_REVENTS, (short) 0);
+        pollSet.set(JAVA_INT, second, fd);
+        pollSet.set(JAVA_SHORT, second + Libc.POLLFD_EVENTS, Libc.POLLIN);
+        pollSet.set(JAVA_SHORT, second + Libc.POLLFD_REVENTS, (short) 0);
+        // an interrupted poll (-1, EINTR) is an early wake-up, which the caller tolerates
+        int ready = Libc.poll(pollSet.address(), 2L, timeoutMillis, ownerErrno);
+        if (ready > 0 && (pollSet.get(JAVA_SHORT, second + Libc.POLLFD_REVENTS) & Libc.POLLIN) != 0) {
+            long read = Libc.read(fd, drainBuffer.address(), 8L, ownerErrno);
+            assert read == 8 || read < 0;
         }
     }
 
@@ -106,11 +94,8 @@ public final class WakeupFd implements AutoCloseable
         }
         closed = true;
         try {
-            int result = (int) UcpNative.CLOSE.invokeExact(fd);
-            assert result == 0;
-        }
-        catch (Throwable e) {
-            throw new AssertionError("close failed unexpectedly: " + e, e);
+            int result = Libc.close(fd, lockedErrno);
+            assert result == 0 : "close(" + fd + "): " + Errno.describe(lockedErrno.last());
         }
         finally {
             arena.close();

@@ -62,10 +62,9 @@ final class UcpLayoutsTest
     }
 
     @Test
-    void contextAttributesAndPollMatchC()
+    void contextAttributesMatchC()
     {
         check(UcpLayouts.CONTEXT_ATTR, 64, "field_mask", 0, "request_size", 8, "thread_mode", 16, "memory_types", 24, "name", 32);
-        check(UcpLayouts.POLLFD, 8, "fd", 0, "events", 4, "revents", 6);
     }
 
     @Test

@@ -209,14 +209,13 @@ public final class ExampleTransport implements TransferBackendFactory
 
         @Override
         public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
-                byte[] notification)
+                byte[] notification, byte[] grantKey)
         {
-            PostChecks.present(op, localIndices, remoteIndices);
-            guard.checkOpen();
-            ExampleList local = guard.own(localList, ExampleList.class);
-            ExampleList remote = guard.own(remoteList, ExampleList.class);
-            PostChecks.check(local, localIndices, remote, remoteIndices, count);
-            PostChecks.usable(local, remote);
+            // notifications cross no wire here: any length fits
+            PostChecks.opening(guard, ExampleList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
+                    Integer.MAX_VALUE);
+            ExampleList local = (ExampleList) localList;
+            ExampleList remote = (ExampleList) remoteList;
             ExampleTransfer transfer = transfers.acquire();
             try {
                 PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
