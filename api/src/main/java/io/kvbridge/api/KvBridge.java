@@ -157,6 +157,9 @@ public interface KvBridge extends AutoCloseable
     /** Collects the settings of a {@link KvBridge}. Not thread-safe. */
     final class Builder
     {
+        /** The one type {@link #meterRegistry(Object)} accepts, with its subclasses. */
+        private static final String MICROMETER_REGISTRY = "io.micrometer.core.instrument.MeterRegistry";
+
         private String transport = AUTO;
         private String agentName = "";
         private final Map<String, String> transportConfig = new LinkedHashMap<>();
@@ -322,19 +325,47 @@ public interface KvBridge extends AutoCloseable
 
         /**
          * Makes the bridge record its meters into the engine's own Micrometer registry, from the
-         * first meter on, instead of a registry of its own. The bridge never closes it. The type is
-         * {@code Object} because this module depends on the JDK only; {@link #build()} refuses
-         * anything but an {@code io.micrometer.core.instrument.MeterRegistry} loaded by the class
-         * loader of {@code kvbridge-core}. Bridges sharing a registry share the {@code kvbridge.*}
-         * meters, which then sum over them.
+         * first meter on, instead of a registry of its own. The bridge never closes it. Bridges
+         * sharing a registry share the {@code kvbridge.*} meters, which then sum over them.
+         *
+         * <p>The accepted type is {@code io.micrometer.core.instrument.MeterRegistry} (any subclass:
+         * {@code SimpleMeterRegistry}, {@code CompositeMeterRegistry}, {@code PrometheusMeterRegistry}),
+         * from micrometer-core 1.x. The parameter is {@code Object} because this module depends on the
+         * JDK only: a Micrometer parameter type would put micrometer-core on the class path of every
+         * embedder, metrics or not. This method refuses an object of any other class at once; {@link
+         * #build()} further refuses a registry whose Micrometer classes were loaded by a class loader
+         * other than {@code kvbridge-core}'s (two copies of micrometer-core).
+         *
+         * <pre>{@code
+         * MeterRegistry engineMeters = new SimpleMeterRegistry();
+         * KvBridge bridge = KvBridge.builder().meterRegistry(engineMeters).build();
+         * }</pre>
          *
          * @param registry an {@code io.micrometer.core.instrument.MeterRegistry}.
          * @return this builder.
+         * @throws KvBridgeException {@code CONFIG_INVALID} naming the given class and the expected one
+         *     when {@code registry} is not a Micrometer {@code MeterRegistry}.
          */
         public Builder meterRegistry(Object registry)
         {
-            this.meterRegistry = requireNonNull(registry, "registry is null");
+            requireNonNull(registry, "registry is null");
+            if (!extendsClassNamed(registry.getClass(), MICROMETER_REGISTRY)) {
+                throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "meterRegistry is a " + registry.getClass().getName() + ", not a "
+                        + MICROMETER_REGISTRY + "; pass a Micrometer registry (micrometer-core), or none for the bridge's own");
+            }
+            this.meterRegistry = registry;
             return this;
+        }
+
+        /** Checked by name: this module cannot see Micrometer, and kvbridge-core checks the class loader at build. */
+        private static boolean extendsClassNamed(Class<?> type, String name)
+        {
+            for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+                if (c.getName().equals(name)) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         /**

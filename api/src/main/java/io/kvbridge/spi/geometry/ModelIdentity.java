@@ -31,6 +31,23 @@ public record ModelIdentity(String model, String dtype, String cacheDtype, int t
     }
 
     /**
+     * Starts an identity from named values, the readable form of the record's positional constructor.
+     *
+     * <pre>{@code
+     * ModelIdentity model = ModelIdentity.builder("meta-llama/Llama-3.1-8B")
+     *         .dtype("bfloat16").cacheDtype("bfloat16").totalKvHeads(8).headSize(128).layerCount(32)
+     *         .build();
+     * }</pre>
+     *
+     * @param model model name or path.
+     * @return a builder; see {@link ModelIdentityBuilder} for what is required.
+     */
+    public static ModelIdentityBuilder builder(String model)
+    {
+        return new ModelIdentityBuilder(model);
+    }
+
+    /**
      * Returns the size of one cache element in bytes, derived from {@link #cacheDtype()}.
      *
      * @return 1, 2 or 4.

@@ -98,6 +98,25 @@ public record Region(
         this(name, base, blockBytes, stride, capacity, groupId, memoryKind, device, split, members, packedMembers, KvPart.JOINT);
     }
 
+    /**
+     * Starts a region from named values, the readable form of the record's long constructors.
+     *
+     * <pre>{@code
+     * Region layer0 = Region.builder("model.layers.0.self_attn")
+     *         .base(address).blockBytes(32 * 1024).capacity(512)
+     *         .group(0).device(0).split(SplitClass.SPLIT)
+     *         .members("model.layers.0.self_attn")
+     *         .build();
+     * }</pre>
+     *
+     * @param name a name unique within the geometry.
+     * @return a builder; see {@link RegionBuilder} for what is required and what defaults.
+     */
+    public static RegionBuilder builder(String name)
+    {
+        return new RegionBuilder(name);
+    }
+
     /** Validates the values and copies the lists. */
     public Region
     {

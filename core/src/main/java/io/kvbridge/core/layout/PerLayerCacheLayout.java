@@ -13,11 +13,13 @@ import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Rank;
 import io.kvbridge.spi.geometry.Region;
+import io.kvbridge.spi.geometry.RegionBuilder;
 import io.kvbridge.spi.geometry.SplitClass;
 import io.kvbridge.spi.layout.CacheLayout;
 import io.kvbridge.spi.layout.CacheMemory;
 import io.kvbridge.spi.layout.LayerView;
 import io.kvbridge.spi.memory.Allocation;
+import io.kvbridge.spi.memory.MemoryKind;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -195,8 +197,9 @@ final class PerLayerCacheLayout implements CacheLayout
     /** A state's components are each sharded along their own dimension, whatever order attention blocks use. */
     private Region region(String name, LayerSpec layer, Allocation home, long base, long blockBytes, long stride, int capacity, KvPart part, boolean state)
     {
-        return new Region(name, base, blockBytes, stride, capacity, layer.groupId(), home.kind(), home.device(), state ? SplitClass.SPLIT : order.split(),
-                List.of(layer.name()), List.of(), part);
+        RegionBuilder region = Region.builder(name).base(base).blockBytes(blockBytes).stride(stride).capacity(capacity).group(layer.groupId())
+                .split(state ? SplitClass.SPLIT : order.split()).members(layer.name()).part(part);
+        return (home.kind() == MemoryKind.DEVICE ? region.device(home.device()) : region.host()).build();
     }
 
     private static boolean stateful(ModelCacheSpec spec, LayerSpec layer)

@@ -62,7 +62,8 @@ public final class EmbeddingExample
         // 1. The model's KV cache as the engine sees it: layers with global names, their cache groups, the block size.
         int layerCount = 4;
         int capacity = 64;
-        ModelIdentity model = new ModelIdentity("example/llama-4l", "bfloat16", "bfloat16", 8, 64, layerCount, false);
+        ModelIdentity model = ModelIdentity.builder("example/llama-4l").dtype("bfloat16").cacheDtype("bfloat16")
+                .totalKvHeads(8).headSize(64).layerCount(layerCount).build();
         List<LayerSpec> layers = new ArrayList<>();
         for (int i = 0; i < layerCount; i++) {
             layers.add(new LayerSpec("model.layers." + i + ".self_attn", 0));
@@ -121,7 +122,8 @@ public final class EmbeddingExample
             MemorySegment layer = arena.allocate(bytesPerLayer, 4096);
             allocations.add(Allocation.host(layer));
         }
-        // the layout turns the allocations into the geometry peers exchange: regions, block bytes, strides, capacities
+        // the layout turns the allocations into the geometry peers exchange: regions, block bytes, strides, capacities;
+        // a worker of a parallel engine names its place instead: Rank.pipeline(ppRank, ppSize).tensor(tpRank, tpSize)
         return bridge.layout("per-layer", Map.of()).describe(spec, CacheMemory.of(allocations), Rank.single());
     }
 }
