@@ -88,8 +88,8 @@ public record JlamaModelDirectory(Path directory, String architecture, int layer
         JlamaPageGeometry paging = JlamaPageGeometry.compute(config.numberOfLayers, config.contextLength, config.kvLength, Float.BYTES,
                 JlamaPageGeometry.SESSION_PAGE_BUDGET);
         refuseUnless(paging.tokensPerPage() % blockTokens == 0, "%s: max_position_embeddings=%d with %d layers of %d-float KV rows makes Jlama page "
-                        + "the cache %d layer(s) by %d token(s), which blocks of %d tokens cannot tile (a context of 2048 tokens or fewer finds no "
-                        + "layers-by-tokens split); use a model with a longer context", configFile, config.contextLength, config.numberOfLayers,
+                        + "the cache %d layer(s) by %d token(s), which blocks of %d tokens cannot tile (Jlama splits layers by tokens only when a "
+                        + "session's whole cache exceeds its 8 MiB page); use a model with a longer context", configFile, config.contextLength, config.numberOfLayers,
                 config.kvLength, paging.layersPerPage(), paging.tokensPerPage(), blockTokens);
         return new JlamaModelDirectory(directory, type.name().toLowerCase(Locale.ROOT), config.numberOfLayers, config.numberOfKeyValueHeads,
                 config.headSize, config.contextLength, vocabulary, config.bosToken, paging);

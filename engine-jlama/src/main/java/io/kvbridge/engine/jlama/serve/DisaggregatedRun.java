@@ -9,6 +9,9 @@ import io.kvbridge.engine.jlama.SyntheticModelWriter;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -47,6 +50,13 @@ public final class DisaggregatedRun
      */
     public static RunReport run(RunOptions options, Path directory, String classPath)
     {
+        try {
+            // the engines' logs go here even when no model is written into it
+            Files.createDirectories(directory);
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException("cannot create the run's directory " + directory, e);
+        }
         Path model = options.modelDirectory() != null ? options.modelDirectory()
                 : SyntheticModelWriter.write(directory.resolve("model-" + options.model()), SyntheticModel.named(options.model(), options.seed()));
         // the shape, context and vocabulary come from the directory alike, whether the run wrote it or a user downloaded it
