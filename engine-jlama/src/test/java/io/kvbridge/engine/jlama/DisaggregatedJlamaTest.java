@@ -60,6 +60,8 @@ class DisaggregatedJlamaTest
             assertEquals((session.promptTokens() + 15) / 16 * 16 * qwen2BytesPerToken, session.bytesMoved(), "Qwen2's rows, not Llama's");
         }
         assertFalse(java.nio.file.Files.exists(dir.resolve("run").resolve("model-llama")), "no model was written");
+        assertTrue(report.toText().startsWith("jlama " + model + " over tcp"), "the audit names the directory it served: " + report.toText());
+        assertEquals(model.toString(), report.toJson().path("model").asText());
     }
 
     @Test

@@ -108,6 +108,16 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
     }
 
     /**
+     * Returns what the audit names as the model: the generated shape, or the directory given.
+     *
+     * @return {@code model} or the model directory's path.
+     */
+    public String modelLabel()
+    {
+        return modelDirectory == null ? model : modelDirectory.toString();
+    }
+
+    /**
      * Returns the session slots each engine gets: one per session in flight, and at least 2.
      *
      * @return the slots.
