@@ -60,6 +60,13 @@ public final class JlamaEngine implements AutoCloseable
         }
         AbstractModel model = ModelSupport.loadModel(modelDirectory.toFile(), workingDirectory.toFile(), workingType, workingType, Optional.empty(),
                 Optional.empty());
+        // Jlama may pick its own working type for some weights; the logits read-out and the layout's row size assume F32
+        if (model.getWorkingDType() != DType.F32) {
+            DType loaded = model.getWorkingDType();
+            model.close();
+            throw new KvBridgeException(ErrorCode.UNSUPPORTED, "model " + modelDirectory + " loads with working dtype " + loaded
+                    + ": this engine reads logits as F32 and supports F32 working memory only; give a float32, bfloat16 or float16 model");
+        }
         return new JlamaEngine(model);
     }
 

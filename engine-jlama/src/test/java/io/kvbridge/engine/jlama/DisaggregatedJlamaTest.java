@@ -44,6 +44,27 @@ class DisaggregatedJlamaTest
     }
 
     @Test
+    void anExistingModelDirectoryIsServedWithTheShapeItsConfigGives(@TempDir Path dir)
+    {
+        // a Qwen2 directory while the run's preset names llama: everything must come from the directory
+        Path model = SyntheticModelWriter.write(dir.resolve("downloaded-qwen2"), SyntheticModel.qwen2(11));
+        RunReport report = DisaggregatedRun.run(new RunOptions("tcp", "mixed", 2, 20, 70, 3, 5, "llama", 16, -1, 2, 1, model), dir.resolve("run"),
+                classPath());
+        System.err.println(report.toText());
+        assertTrue(report.passed(), report::toText);
+        assertEquals(2, report.sessions().size());
+        assertTrue(report.decoderRanOnlyDecodeSteps(), "the decoder ran only its decode steps: " + report.decoderForwardedTokens());
+        long qwen2BytesPerToken = 2L * 6 * 128 * Float.BYTES;
+        for (SessionResult session : report.sessions()) {
+            assertEquals(4, session.tokens().size(), "the first token from prefill and 3 decode steps");
+            assertEquals((session.promptTokens() + 15) / 16 * 16 * qwen2BytesPerToken, session.bytesMoved(), "Qwen2's rows, not Llama's");
+        }
+        assertFalse(java.nio.file.Files.exists(dir.resolve("run").resolve("model-llama")), "no model was written");
+        assertTrue(report.toText().startsWith("jlama " + model + " over tcp"), "the audit names the directory it served: " + report.toText());
+        assertEquals(model.toString(), report.toJson().path("model").asText());
+    }
+
+    @Test
     void aSecondTurnReceivesOnlyTheBlocksTheDecoderDoesNotHoldAndStaysBitIdentical(@TempDir Path dir)
     {
         int steps = 4;

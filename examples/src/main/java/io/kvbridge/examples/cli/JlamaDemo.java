@@ -1,5 +1,7 @@
 package io.kvbridge.examples.cli;
 
+import io.kvbridge.engine.jlama.JlamaModelDirectory;
+import io.kvbridge.engine.jlama.SyntheticModel;
 import io.kvbridge.engine.jlama.serve.DisaggregatedRun;
 import io.kvbridge.engine.jlama.serve.RunOptions;
 import io.kvbridge.engine.jlama.serve.RunReport;
@@ -21,12 +23,15 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code kvbridge demo --engine jlama}: Jlama as both engines. The demo writes a Jlama model with
- * seeded weights, starts a reference JVM, a prefill JVM and a decode JVM, moves every session's KV
+ * seeded weights (or takes an existing model directory, {@code --model-dir}), starts a reference JVM, a prefill JVM and a decode JVM, moves every session's KV
  * cache from prefill to decode through kvbridge and checks every generated token and every decode
  * step's logits bits against the reference (see {@link DisaggregatedRun}).
  */
 final class JlamaDemo
 {
+    /** Tokens per kvbridge block in every Jlama run of the demo. */
+    private static final int BLOCK_TOKENS = 16;
+
     @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "synthetic",
             description = "synthetic (the demo's own engines) or jlama (Jlama prefill and decode JVMs; uses --backend, --mode, --seed, --json "
                     + "and the options below) (default: ${DEFAULT-VALUE}).")
@@ -46,6 +51,11 @@ final class JlamaDemo
     @Option(names = "--jlama-model", paramLabel = "SHAPE", defaultValue = "llama",
             description = "--engine jlama: llama (8 layers, 8 query heads over 2 KV heads) or qwen2 (6 layers, 4 KV heads) (default: ${DEFAULT-VALUE}).")
     private String model;
+
+    @Option(names = "--model-dir", paramLabel = "DIR",
+            description = "--engine jlama: an existing Jlama model directory (config.json, safetensors weights, tokenizer.json) every engine "
+                    + "loads instead of the generated model; its config gives the layers, KV heads, context and vocabulary.")
+    private Path modelDirectory;
 
     @Option(names = "--turns", paramLabel = "N", defaultValue = "1",
             description = "--engine jlama: turns per session; a later turn's prompt repeats the earlier prompt and output and adds 8 to 64 "
@@ -100,26 +110,28 @@ final class JlamaDemo
                 "--prompt-tokens=%s (expected: A..B, for example 32..256)", promptTokens);
         int min = Integer.parseInt(range[0]);
         int max = Integer.parseInt(range[1]);
-        InputChecks.check(spec, min >= 2 && max >= min && max + decodeTokens <= 4096,
-                "--prompt-tokens=%s with --decode-tokens=%d: need 2 <= A <= B and B + decode tokens <= 4096 (the model's context)", promptTokens,
-                decodeTokens);
+        InputChecks.check(spec, model.equals("llama") || model.equals("qwen2"), "--jlama-model=%s (expected: llama or qwen2)", model);
+        int context = modelContext(spec);
+        InputChecks.check(spec, min >= 2 && max >= min && max + decodeTokens <= context,
+                "--prompt-tokens=%s with --decode-tokens=%d: need 2 <= A <= B and B + decode tokens <= %d (the model's context)", promptTokens,
+                decodeTokens, context);
         InputChecks.check(spec, sessions >= 1 && sessions <= 256, "--sessions=%d is outside [1, 256]", sessions);
         InputChecks.check(spec, decodeTokens >= 1 && decodeTokens <= 1024, "--decode-tokens=%d is outside [1, 1024]", decodeTokens);
-        InputChecks.check(spec, model.equals("llama") || model.equals("qwen2"), "--jlama-model=%s (expected: llama or qwen2)", model);
         InputChecks.check(spec, concurrency >= 1 && concurrency <= RunOptions.MAX_CONCURRENCY, "--concurrency=%d is outside [1, %d]", concurrency,
                 RunOptions.MAX_CONCURRENCY);
         InputChecks.check(spec, bitIdentity.equals("on") || bitIdentity.equals("off"), "--bit-identity=%s (expected: on or off)", bitIdentity);
         InputChecks.check(spec, ttft != null || bitIdentity.equals("on"),
                 "--bit-identity off is for --ttft only: the sessions' audit compares logits bits, which the flag keeps equal across JVMs");
         if (ttft != null) {
+            InputChecks.check(spec, modelDirectory == null, "--ttft times the generated model only; leave --model-dir out or run the sessions without --ttft");
             return runTtft(spec, transport, mode.toLowerCase(Locale.ROOT), seed, json);
         }
         InputChecks.check(spec, turns >= 1 && turns <= 4, "--turns=%d is outside [1, 4]", turns);
-        RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, 16, -1,
-                concurrency, turns);
-        InputChecks.check(spec, options.maxPositions() <= 4096,
-                "--prompt-tokens=%s, --decode-tokens=%d and --turns=%d need up to %d positions in the last turn but the model's context is 4096",
-                promptTokens, decodeTokens, turns, options.maxPositions());
+        RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, BLOCK_TOKENS, -1,
+                concurrency, turns, modelDirectory);
+        InputChecks.check(spec, options.maxPositions() <= context,
+                "--prompt-tokens=%s, --decode-tokens=%d and --turns=%d need up to %d positions in the last turn but the model's context is %d",
+                promptTokens, decodeTokens, turns, options.maxPositions(), context);
         Path directory = runDirectory();
         PrintWriter out = spec.commandLine().getOut();
         try {
@@ -133,6 +145,24 @@ final class JlamaDemo
         }
         finally {
             delete(directory);
+        }
+    }
+
+    /** The context of the model the run will load: the generated shape's, or the one {@code --model-dir}'s config gives, checked first. */
+    private int modelContext(CommandSpec spec)
+    {
+        if (modelDirectory == null) {
+            return SyntheticModel.named(model, 0).contextLength();
+        }
+        InputChecks.check(spec, !spec.commandLine().getParseResult().hasMatchedOption("--jlama-model"),
+                "--jlama-model picks the generated model's shape and --model-dir loads an existing model; give one of them");
+        try {
+            return JlamaModelDirectory.inspect(modelDirectory, BLOCK_TOKENS).contextLength();
+        }
+        catch (KvBridgeException e) {
+            // the message names the directory and the fix; the stable code stays for the library's callers
+            String reason = e.getMessage().substring(e.code().id().length() + 2);
+            throw InputChecks.refusal(spec, "--model-dir: %s", ErrorLines.oneLine(reason));
         }
     }
 

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvbridge.engine.jlama.SyntheticModel;
+import io.kvbridge.engine.jlama.SyntheticModelWriter;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
@@ -49,6 +51,14 @@ final class CommandLineRefusalTest
             Files.setPosixFilePermissions(directory.resolve(secret), PosixFilePermissions.fromString("rw-------"));
         }
         Files.writeString(directory.resolve("readable-secret"), "0123456789abcdef0123456789abcdef");
+        // model directories that --model-dir refuses, and one it takes
+        SyntheticModelWriter.write(directory.resolve("long-model"), SyntheticModel.llamaGqa(1));
+        SyntheticModelWriter.write(directory.resolve("short-model"), new SyntheticModel("llama", 8, 8, 2, 256, 512, 512, 1024, 1));
+        for (String[] edit : new String[][] {{"mamba-model", "model_type", "mamba"}, {"int8-model", "torch_dtype", "int8"}}) {
+            Path model = SyntheticModelWriter.write(directory.resolve(edit[0]), SyntheticModel.llamaGqa(1));
+            Path config = model.resolve("config.json");
+            Files.writeString(config, Files.readString(config).replaceFirst("\"" + edit[1] + "\"\\s*:\\s*\"[^\"]*\"", "\"" + edit[1] + "\":\"" + edit[2] + "\""));
+        }
         Files.setPosixFilePermissions(directory.resolve("readable-secret"), PosixFilePermissions.fromString("rw-r--r--"));
     }
 
@@ -86,6 +96,14 @@ final class CommandLineRefusalTest
             "demo --engine jlama --ttft 256,4096|--ttft=256,4096: each length must be in [2, 4095]",
             "demo --engine jlama --ttft 256 --mode mixed|--ttft times one mode at a time; --mode=mixed (expected: push or pull)",
             "demo --engine jlama --ttft 256 --ttft-runs 0|--ttft-runs=0 is outside [1, 100]",
+            "demo --engine jlama --model-dir {dir}/no-model|--model-dir: model directory {dir}/no-model does not exist or is not a directory; give a Jlama model directory",
+            "demo --engine jlama --model-dir {dir}|--model-dir: model directory {dir} has no config.json",
+            "demo --engine jlama --model-dir {dir}/mamba-model|{dir}/mamba-model/config.json: model_type=mamba is not an architecture Jlama loads (expected one of gemma, gemma2, gpt2, granite, llama, mistral, mixtral, qwen2)",
+            "demo --engine jlama --model-dir {dir}/int8-model|{dir}/int8-model/config.json: torch_dtype=int8 is not one this engine takes",
+            "demo --engine jlama --model-dir {dir}/short-model|{dir}/short-model/config.json: max_position_embeddings=1024 with 8 layers of 64-float KV rows makes Jlama page the cache 1 layer(s) by 1 token(s), which blocks of 16 tokens cannot tile",
+            "demo --engine jlama --model-dir {dir}/long-model --prompt-tokens 32..8000|need 2 <= A <= B and B + decode tokens <= 4096 (the model's context)",
+            "demo --engine jlama --model-dir {dir}/long-model --jlama-model qwen2|--jlama-model picks the generated model's shape and --model-dir loads an existing model; give one of them",
+            "demo --engine jlama --model-dir {dir}/long-model --ttft 256|--ttft times the generated model only; leave --model-dir out",
             "demo --engine vllm|--engine=vllm (expected: synthetic or jlama)",
             // topologies the run would fail on after starting
             "demo --layout mla --producer-tp 8 --consumer-tp 3|--producer-tp=8 and --consumer-tp=3 must be multiples of one another",

@@ -3,11 +3,15 @@ package io.kvbridge.engine.jlama.serve;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvbridge.engine.jlama.JlamaModelDirectory;
 import io.kvbridge.engine.jlama.SyntheticModel;
 import io.kvbridge.engine.jlama.SyntheticModelWriter;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -21,7 +25,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The router of a disaggregated Jlama run: writes the model, starts a reference JVM, a prefill JVM
+ * The router of a disaggregated Jlama run: writes the model (or takes an existing model directory), starts a reference JVM, a prefill JVM
  * and a decode JVM alike, sends every prompt to prefill, hands the {@code TransferParams} JSON to
  * decode, and compares every generated token and every step's logits bits with the reference.
  * Up to {@link RunOptions#concurrency()} sessions are in flight at once, each engine holding a
@@ -46,8 +50,20 @@ public final class DisaggregatedRun
      */
     public static RunReport run(RunOptions options, Path directory, String classPath)
     {
-        SyntheticModel shape = SyntheticModel.named(options.model(), options.seed());
-        Path model = SyntheticModelWriter.write(directory.resolve("model-" + options.model()), shape);
+        try {
+            // the engines' logs go here even when no model is written into it
+            Files.createDirectories(directory);
+        }
+        catch (IOException e) {
+            throw new UncheckedIOException("cannot create the run's directory " + directory, e);
+        }
+        Path model = options.modelDirectory() != null ? options.modelDirectory()
+                : SyntheticModelWriter.write(directory.resolve("model-" + options.model()), SyntheticModel.named(options.model(), options.seed()));
+        // the shape, context and vocabulary come from the directory alike, whether the run wrote it or a user downloaded it
+        JlamaModelDirectory shape = JlamaModelDirectory.inspect(model, options.blockTokens());
+        KvBridgeException.check(options.maxPositions() <= shape.contextLength(), ErrorCode.INVALID_ARGUMENT,
+                "prompts of up to %d tokens, %d turns and %d decode steps need up to %d positions but %s's context is %d; give shorter prompts",
+                options.promptMax(), options.turns(), options.decodeTokens(), options.maxPositions(), model, shape.contextLength());
         byte[] secret = new byte[32];
         new SecureRandom().nextBytes(secret);
         int slots = options.slots();
@@ -94,13 +110,13 @@ public final class DisaggregatedRun
      *
      * @param random the draw.
      * @param length tokens.
-     * @param shape the model, for its vocabulary.
+     * @param shape the model, for its begin token and vocabulary.
      * @return the prompt.
      */
-    static int[] prompt(SplittableRandom random, int length, SyntheticModel shape)
+    static int[] prompt(SplittableRandom random, int length, JlamaModelDirectory shape)
     {
         int[] prompt = new int[length];
-        prompt[0] = SyntheticModel.BOS;
+        prompt[0] = shape.bosToken();
         for (int i = 1; i < length; i++) {
             prompt[i] = random.nextInt(SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary());
         }
@@ -108,7 +124,7 @@ public final class DisaggregatedRun
     }
 
     /** A later turn's new user tokens: ordinary tokens only. */
-    private static int[] userTokens(SplittableRandom random, int length, SyntheticModel shape)
+    private static int[] userTokens(SplittableRandom random, int length, JlamaModelDirectory shape)
     {
         return random.ints(length, SyntheticModel.FIRST_ORDINARY_TOKEN, shape.vocabulary()).toArray();
     }
@@ -136,7 +152,7 @@ public final class DisaggregatedRun
 
     /** Serves a session's turns one after another: each later turn repeats the earlier one's prompt and output, then new tokens. */
     private static List<SessionResult> conversation(String id, String mode, int[] prompt, List<int[]> followUps, RunOptions options,
-            SyntheticModel shape, EngineProcess reference, EngineProcess prefill, EngineProcess decode)
+            JlamaModelDirectory shape, EngineProcess reference, EngineProcess prefill, EngineProcess decode)
     {
         String conversation = followUps.isEmpty() ? null : id;
         List<SessionResult> turns = new ArrayList<>();
@@ -171,7 +187,7 @@ public final class DisaggregatedRun
         return next;
     }
 
-    private static SessionResult turn(String id, String mode, int[] prompt, String conversation, RunOptions options, SyntheticModel shape,
+    private static SessionResult turn(String id, String mode, int[] prompt, String conversation, RunOptions options, JlamaModelDirectory shape,
             EngineProcess reference, EngineProcess prefill, EngineProcess decode)
     {
         ArrayNode tokens = Lines.JSON.valueToTree(prompt);
@@ -207,7 +223,7 @@ public final class DisaggregatedRun
         }
         int cachedTokens = decoded.path("cachedTokens").asInt();
         long blocks = (prompt.length + options.blockTokens() - 1) / options.blockTokens() - cachedTokens / options.blockTokens();
-        long bytes = blocks * options.blockTokens() * shape.kvLength() * Float.BYTES * 2L * shape.layers();
+        long bytes = blocks * options.blockTokens() * shape.bytesPerToken();
         return new SessionResult(id, mode, prompt.length, generated, referenceTokens, mismatched, first.path("prefillNanos").asLong(),
                 decoded.path("transferNanos").asLong(), decoded.path("firstStepNanos").asLong(), bytes, decoded.path("forwardedTokens").asLong(), null,
                 cachedTokens);

@@ -2,6 +2,7 @@ package io.kvbridge.engine.jlama.serve;
 
 import io.kvbridge.spi.KvBridgeException;
 
+import java.nio.file.Path;
 import java.util.Locale;
 
 /**
@@ -22,9 +23,11 @@ import java.util.Locale;
  * @param turns turns per session: each later turn's prompt is the earlier turn's prompt, its
  *     generated tokens and {@link #FOLLOW_UP_MIN}..{@link #FOLLOW_UP_MAX} new tokens, and the decoder
  *     keeps the session's slot between turns, receiving only the blocks it does not hold.
+ * @param modelDirectory an existing Jlama model directory every engine loads; null to write the
+ *     generated {@code model} shape instead.
  */
 public record RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
-        int blockTokens, int corruptBlock, int concurrency, int turns)
+        int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory)
 {
     /** Fewest new tokens a later turn adds. */
     public static final int FOLLOW_UP_MIN = 8;
@@ -58,6 +61,28 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, DEFAULT_CONCURRENCY, 1);
     }
 
+    /**
+     * Options over the generated {@code model} shape.
+     *
+     * @param backend kvbridge transport.
+     * @param mode {@code push}, {@code pull} or {@code mixed}.
+     * @param sessions sessions to serve.
+     * @param promptMin shortest prompt.
+     * @param promptMax longest prompt.
+     * @param decodeTokens decode steps.
+     * @param seed seed.
+     * @param model shape.
+     * @param blockTokens tokens per block.
+     * @param corruptBlock negative control block, or -1.
+     * @param concurrency sessions in flight.
+     * @param turns turns per session.
+     */
+    public RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
+            int blockTokens, int corruptBlock, int concurrency, int turns)
+    {
+        this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns, null);
+    }
+
     /** Validates the values. */
     public RunOptions
     {
@@ -80,6 +105,16 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
     public int maxPositions()
     {
         return promptMax + turns * (decodeTokens + 1) + (turns - 1) * FOLLOW_UP_MAX;
+    }
+
+    /**
+     * Returns what the audit names as the model: the generated shape, or the directory given.
+     *
+     * @return {@code model} or the model directory's path.
+     */
+    public String modelLabel()
+    {
+        return modelDirectory == null ? model : modelDirectory.toString();
     }
 
     /**

@@ -47,7 +47,7 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
      */
     public ObjectNode toJson()
     {
-        ObjectNode root = Lines.object().put("engine", "jlama").put("model", options.model()).put("backend", options.backend())
+        ObjectNode root = Lines.object().put("engine", "jlama").put("model", options.modelLabel()).put("backend", options.backend())
                 .put("mode", options.mode()).put("passed", passed()).put("decoderForwardedTokens", decoderForwardedTokens)
                 .put("decoderRanOnlyDecodeSteps", decoderRanOnlyDecodeSteps());
         ArrayNode list = root.putArray("sessions");
@@ -75,7 +75,7 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
     public String toText()
     {
         StringBuilder text = new StringBuilder();
-        text.append(String.format(Locale.ROOT, "jlama %s over %s, mode %s: %d sessions%s, %d in flight, %d decode steps each%n", options.model(),
+        text.append(String.format(Locale.ROOT, "jlama %s over %s, mode %s: %d sessions%s, %d in flight, %d decode steps each%n", options.modelLabel(),
                 options.backend(), options.mode(), options.sessions(), options.turns() > 1 ? " of " + options.turns() + " turns" : "",
                 options.concurrency(), options.decodeTokens()));
         text.append(String.format(Locale.ROOT, "  %-18s %-5s %7s %7s %9s %10s %12s %11s  %s%n", "session", "mode", "prompt", "cached", "prefill",

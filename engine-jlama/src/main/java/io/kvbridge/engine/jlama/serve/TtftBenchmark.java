@@ -2,6 +2,7 @@ package io.kvbridge.engine.jlama.serve;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvbridge.engine.jlama.JlamaModelDirectory;
 import io.kvbridge.engine.jlama.SyntheticModel;
 import io.kvbridge.engine.jlama.SyntheticModelWriter;
 import io.kvbridge.spi.ErrorCode;
@@ -40,8 +41,8 @@ public final class TtftBenchmark
      */
     public static TtftReport run(TtftOptions options, Path directory, String classPath)
     {
-        SyntheticModel shape = SyntheticModel.named(options.model(), options.seed());
-        Path model = SyntheticModelWriter.write(directory.resolve("model-" + options.model()), shape);
+        Path model = SyntheticModelWriter.write(directory.resolve("model-" + options.model()), SyntheticModel.named(options.model(), options.seed()));
+        JlamaModelDirectory shape = JlamaModelDirectory.inspect(model, options.blockTokens());
         byte[] secret = new byte[32];
         new SecureRandom().nextBytes(secret);
         ServerOptions prefill = new ServerOptions("prefill", model, directory.resolve("pages-prefill"), options.backend(), 2, options.blockTokens(),
@@ -63,7 +64,7 @@ public final class TtftBenchmark
                     samples.add(pairs.measure(length, rep));
                 }
             }
-            long bytesPerToken = (long) shape.kvLength() * Float.BYTES * 2L * shape.layers();
+            long bytesPerToken = shape.bytesPerToken();
             return new TtftReport(options, jvm, samples, bytesPerToken);
         }
     }
@@ -72,13 +73,13 @@ public final class TtftBenchmark
     private static final class Pairs
     {
         private final TtftOptions options;
-        private final SyntheticModel shape;
+        private final JlamaModelDirectory shape;
         private final EngineProcess prefill;
         private final EngineProcess decode;
         private final SplittableRandom random;
         private int next;
 
-        Pairs(TtftOptions options, SyntheticModel shape, EngineProcess prefill, EngineProcess decode)
+        Pairs(TtftOptions options, JlamaModelDirectory shape, EngineProcess prefill, EngineProcess decode)
         {
             this.options = options;
             this.shape = shape;
