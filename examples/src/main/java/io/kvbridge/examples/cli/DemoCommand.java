@@ -271,13 +271,7 @@ final class DemoCommand implements Callable<Integer>
         check(metricsPort == null || (metricsPort >= 0 && metricsPort <= 65_535), "--metrics-port=%s is outside [0, 65535] (0 picks a free port)", metricsPort);
         check(DemoModel.MODELS.contains(model), "--model=%s is not one of %s", model, String.join(", ", DemoModel.MODELS));
         boolean hybrid = model.equals(DemoModel.HYBRID_SSM);
-        if (hybrid) {
-            check(layout != Layout.MLA, "--model hybrid-ssm has attention and Mamba layers, no MLA latent; use --layout hma or per-layer");
-            check(!processes && !hosts, "--model hybrid-ssm runs in one process: its engine processes are not given the model yet; drop %s",
-                    hosts ? "--hosts" : "--processes");
-            check(integrity.equals("off"), "--model hybrid-ssm cannot take --integrity %s: block digests cover KV blocks, not Mamba states; "
-                    + "drop --integrity (the parity check still compares every state byte)", integrity);
-        }
+        check(!hybrid || layout != Layout.MLA, "--model hybrid-ssm has attention and Mamba layers, no MLA latent; use --layout hma or per-layer");
         int layers = DemoModel.layers(model);
         for (String[] pp : new String[][] {{"--producer-pp", Integer.toString(producerPp)}, {"--consumer-pp", Integer.toString(consumerPp)}}) {
             int value = Integer.parseInt(pp[1]);

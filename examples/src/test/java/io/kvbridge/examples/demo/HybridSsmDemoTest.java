@@ -49,6 +49,35 @@ final class HybridSsmDemoTest
     }
 
     @Test
+    void digestsRefuseTheRequestsWhoseStateChanged()
+    {
+        DemoOptions options = options("local", "push", "hma", 1, 1, 1, 1, 4);
+        Map<String, Object> audit = new DemoRun(new DemoOptions(options.backend(), options.mode(), options.layout(), 1, 1, 1, 1, options.requests(),
+                options.concurrency(), options.maxTokens(), options.seed(), options.idleMillis(), false, options.leaseMillis(), options.producerCache(),
+                options.consumerCache(), options.cacheDevice(), options.discovery(), false, options.transportOptions(), Integrity.CRC32C, 4,
+                DemoModel.HYBRID_SSM), done -> {
+                }).run();
+        assertEquals(true, audit.get("ok"), audit.toString());
+        assertEquals(Map.of("fault", "corrupt:4", "requestsCorrupted", 3, "refusedByDigest", 3L), audit.get("corruption"));
+        assertEquals(9L, audit.get("requestsCompleted"));
+        assertEquals(0L, audit.get("parityErrors"));
+    }
+
+    @Test
+    void runsWithEveryEngineInAProcessOfItsOwn()
+    {
+        Ucx.assumeAvailable();
+        DemoOptions options = options("ucx", "mixed", "hma", 2, 1, 1, 2, 0);
+        Map<String, Object> audit = new DemoRun(new DemoOptions(options.backend(), options.mode(), options.layout(), 2, 1, 1, 2, 6, 3,
+                options.maxTokens(), options.seed(), options.idleMillis(), true, options.leaseMillis(), options.producerCache(), options.consumerCache(),
+                options.cacheDevice(), options.discovery(), false, options.transportOptions(), Integrity.OFF, 0, DemoModel.HYBRID_SSM), done -> {
+                }).run();
+        assertEquals(true, audit.get("ok"), audit.toString());
+        assertEquals(6L, audit.get("requestsCompleted"));
+        assertEquals(0L, audit.get("parityErrors"));
+    }
+
+    @Test
     void theHybridModelHoldsOneStatePerMambaLayerAndRequest()
     {
         DemoModel model = DemoModel.of(DemoModel.HYBRID_SSM, "hma");
