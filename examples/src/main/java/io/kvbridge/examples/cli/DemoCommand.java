@@ -272,7 +272,7 @@ final class DemoCommand implements Callable<Integer>
         check(DemoModel.MODELS.contains(model), "--model=%s is not one of %s", model, String.join(", ", DemoModel.MODELS));
         boolean hybrid = model.equals(DemoModel.HYBRID_SSM);
         check(!hybrid || layout != Layout.MLA, "--model hybrid-ssm has attention and Mamba layers, no MLA latent; use --layout hma or per-layer");
-        int layers = DemoModel.layers(model);
+        int layers = DemoModel.layerCount(model);
         for (String[] pp : new String[][] {{"--producer-pp", Integer.toString(producerPp)}, {"--consumer-pp", Integer.toString(consumerPp)}}) {
             int value = Integer.parseInt(pp[1]);
             check(value >= 1 && value <= layers, "%s=%d is outside [1, %d] (the model has %d layers)", pp[0], value, layers, layers);

@@ -75,7 +75,7 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
      * @param model {@link #DEFAULT} or {@link #HYBRID_SSM}.
      * @return the layers of the model.
      */
-    public static int layers(String model)
+    public static int layerCount(String model)
     {
         return model.equals(HYBRID_SSM) ? HYBRID_LAYERS : LAYERS;
     }

@@ -71,7 +71,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         KvBridgeException.checkArgument(DemoModel.MODELS.contains(model), "model=%s is not one of %s", model, DemoModel.MODELS);
         KvBridgeException.checkArgument(!model.equals(DemoModel.HYBRID_SSM) || !layout.equals("mla"), "model=%s has no MLA layers; use layout hma or per-layer",
                 model);
-        int layers = DemoModel.layers(model);
+        int layers = DemoModel.layerCount(model);
         KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= layers && consumerPp >= 1 && consumerPp <= layers,
                 "producerPp=%d and consumerPp=%d must be in [1, %d]", producerPp, consumerPp, layers);
         KvBridgeException.checkArgument(producerTp >= 1 && consumerTp >= 1, "producerTp=%d and consumerTp=%d must be positive", producerTp, consumerTp);
