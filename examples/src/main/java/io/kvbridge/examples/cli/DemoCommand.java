@@ -108,6 +108,11 @@ final class DemoCommand implements Callable<Integer>
             description = "Cache layout: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
     private Layout layout;
 
+    @Option(names = "--model", paramLabel = "MODEL", defaultValue = DemoModel.DEFAULT,
+            description = "Model: default (30 layers, attention; the layout's model) or hybrid-ssm (36 layers, one attention layer in four, the rest "
+                    + "Mamba-2 with fp32 SSM state) (default: ${DEFAULT-VALUE}).")
+    private String model;
+
     @Option(names = "--producer-pp", paramLabel = "N", defaultValue = "2", description = "Producer pipeline stages (default: ${DEFAULT-VALUE}).")
     private int producerPp;
 
@@ -265,10 +270,13 @@ final class DemoCommand implements Callable<Integer>
         check(maxTokens >= 1 && maxTokens <= 65_536, "--max-tokens=%d is outside [1, 65536]", maxTokens);
         check(idleSeconds >= 0 && idleSeconds <= 60, "--idle-seconds=%s is outside [0, 60]", idleSeconds);
         check(metricsPort == null || (metricsPort >= 0 && metricsPort <= 65_535), "--metrics-port=%s is outside [0, 65535] (0 picks a free port)", metricsPort);
+        check(DemoModel.MODELS.contains(model), "--model=%s is not one of %s", model, String.join(", ", DemoModel.MODELS));
+        boolean hybrid = model.equals(DemoModel.HYBRID_SSM);
+        check(!hybrid || layout != Layout.MLA, "--model hybrid-ssm has attention and Mamba layers, no MLA latent; use --layout hma or per-layer");
+        int layers = DemoModel.layerCount(model);
         for (String[] pp : new String[][] {{"--producer-pp", Integer.toString(producerPp)}, {"--consumer-pp", Integer.toString(consumerPp)}}) {
             int value = Integer.parseInt(pp[1]);
-            check(value >= 1 && value <= DemoModel.LAYERS, "%s=%d is outside [1, %d] (the model has %d layers)", pp[0], value, DemoModel.LAYERS,
-                    DemoModel.LAYERS);
+            check(value >= 1 && value <= layers, "%s=%d is outside [1, %d] (the model has %d layers)", pp[0], value, layers, layers);
         }
         if (layout == Layout.MLA) {
             check(producerTp >= 1 && producerTp <= 8 && consumerTp >= 1 && consumerTp <= 8, "--producer-tp=%d and --consumer-tp=%d must be in [1, 8]",
@@ -342,6 +350,8 @@ final class DemoCommand implements Callable<Integer>
             }
             shapes[side] = new DemoOptions.CacheShape(planes[side], places[side], logical, kernel);
         }
+        check(!hybrid || !planes[0].equals("split") && !planes[1].equals("split"), "--kv-planes=%s puts K and V in a [2, blocks, ...] tensor, "
+                + "which a Mamba layer's state has no planes for; use joint or blockwise with --model hybrid-ssm", kvPlanes);
         check(planes[0].equals("joint") == planes[1].equals("joint"), "--kv-planes=%s pairs joint K/V with planes, which order K and V differently "
                 + "(keys and values side by side per token, or apart); use joint on both engines, or split and blockwise in any combination", kvPlanes);
         boolean shaped = !shapes[0].defaultPlacement() || !shapes[1].defaultPlacement();
@@ -353,7 +363,7 @@ final class DemoCommand implements Callable<Integer>
         int corruptEvery = corruptEvery(cacheDevice);
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
                 concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice,
-                location, hosts, transportOptions, digests, corruptEvery);
+                location, hosts, transportOptions, digests, corruptEvery, model);
         if (hosts) {
             // last, since it makes and removes a namespace: every cheaper refusal comes first
             DemoHosts.unavailability().ifPresent(reason -> check(false, "--hosts cannot run here: %s", reason));
@@ -421,12 +431,12 @@ final class DemoCommand implements Callable<Integer>
      */
     static long cacheBytes(DemoOptions options)
     {
-        DemoModel model = DemoModel.of(options.layout());
+        DemoModel model = options.demoModel();
         long bytes = 0;
         for (boolean prefill : new boolean[] {true, false}) {
             DemoOptions.CacheShape shape = options.cache(prefill);
             int tp = prefill ? options.producerTp() : options.consumerTp();
-            bytes += DemoRun.capacity(options, shape) * model.pageBytes(tp, shape.blockTokens()) * tp * DemoModel.LAYERS;
+            bytes += model.cacheBytes(DemoRun.capacity(options, shape), tp, shape.blockTokens());
         }
         return bytes;
     }

@@ -3,7 +3,9 @@ package io.kvbridge.examples.demo;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.KvPart;
+import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.PackedMember;
 import io.kvbridge.spi.geometry.Rank;
@@ -62,28 +64,9 @@ final class DemoEngine
         for (int pp : stages) {
             for (int tp = 0; tp < tpSize; tp++) {
                 Rank rank = new Rank(pp, ppSize, tp, tpSize);
-                int owned = spec.layersOwnedBy(rank).size();
+                List<LayerSpec> stage = spec.layersOwnedBy(rank);
                 List<Allocation> allocations = new ArrayList<>();
-                int count;
-                long bytes;
-                switch (model.layout()) {
-                    case "hma" -> {
-                        int full = (int) spec.layersOwnedBy(rank).stream().filter(layer -> layer.groupId() == 0).count();
-                        count = Math.max(full, owned - full);
-                        bytes = capacity * page;
-                    }
-                    case "mla" -> {
-                        // packed: every layer of the stage in one row per block
-                        count = 1;
-                        bytes = capacity * page * owned;
-                    }
-                    default -> {
-                        boolean crossLayer = shape.placement().equals("cross-layer");
-                        count = crossLayer ? 1 : owned;
-                        bytes = capacity * page * (crossLayer ? owned : 1);
-                    }
-                }
-                for (int a = 0; a < count; a++) {
+                for (long bytes : allocationBytes(stage, page, capacity)) {
                     allocations.add(memory.allocate(bytes));
                 }
                 ranks.add(layout.describe(spec, CacheMemory.of(allocations), rank));
@@ -92,6 +75,47 @@ final class DemoEngine
         for (int i = 0; i < spec.layers().size(); i++) {
             layerIndex.put(spec.layers().get(i).name(), i);
         }
+    }
+
+    /**
+     * The allocations one rank's layout expects, in its order: for {@code hma} the pools (with Mamba
+     * layers the attention layers only), then one per state layer; for {@code mla} one packed row per
+     * block; for {@code per-layer} one per layer, or one row of every layer's page per block.
+     */
+    private List<Long> allocationBytes(List<LayerSpec> stage, long page, int capacity)
+    {
+        List<Long> sizes = new ArrayList<>();
+        switch (model.layout()) {
+            case "hma" -> {
+                int full = (int) stage.stream().filter(layer -> layer.groupId() == 0).count();
+                int pools = model.stateful() ? full : Math.max(full, stage.size() - full);
+                for (int pool = 0; pool < pools; pool++) {
+                    sizes.add(capacity * page);
+                }
+                for (LayerSpec layer : stage) {
+                    if (model.groups().get(layer.groupId()).stateful()) {
+                        sizes.add(capacity * layerPage(layer, page));
+                    }
+                }
+            }
+            case "mla" -> sizes.add(capacity * page * stage.size());
+            default -> {
+                if (shape.placement().equals("cross-layer")) {
+                    sizes.add(capacity * stage.stream().mapToLong(layer -> layerPage(layer, page)).sum());
+                }
+                else {
+                    stage.forEach(layer -> sizes.add(capacity * layerPage(layer, page)));
+                }
+            }
+        }
+        return sizes;
+    }
+
+    /** Bytes of one block of a layer on one rank: its page, or its state for a Mamba layer. */
+    private long layerPage(LayerSpec layer, long page)
+    {
+        CacheGroup group = model.groups().get(layer.groupId());
+        return group.stateful() ? group.stateBytes(tpSize) : page;
     }
 
     ConnectorSettings settings(CacheGeometry rank)
@@ -112,12 +136,40 @@ final class DemoEngine
      * @param heads heads in the page.
      * @param headsOutermost whether each head's tokens are contiguous, else each token's heads.
      * @param contentBytes bytes of one token of one head in the page.
+     * @param component for a Mamba layer's page, the index of the state component it holds (a page is
+     *     this rank's share of one component of the request's state); -1 for KV.
+     * @param firstStateByte for a state component's page, the index of its first byte in the whole
+     *     component over all tensor-parallel ranks (units of the split dimension are outermost, so a
+     *     rank's share is contiguous).
      */
-    record Page(int layer, KvPart part, int firstToken, int tokens, int firstHead, int heads, boolean headsOutermost, long contentBytes)
+    record Page(int layer, KvPart part, int firstToken, int tokens, int firstHead, int heads, boolean headsOutermost, long contentBytes, int component,
+            long firstStateByte)
     {
+        /** A page of KV. */
+        Page(int layer, KvPart part, int firstToken, int tokens, int firstHead, int heads, boolean headsOutermost, long contentBytes)
+        {
+            this(layer, part, firstToken, tokens, firstHead, heads, headsOutermost, contentBytes, -1, 0);
+        }
+
+        /** This rank's share of one component of a Mamba layer's state, which the prompt's first token already writes. */
+        static Page state(int layer, int component, long firstStateByte)
+        {
+            return new Page(layer, KvPart.JOINT, 0, 1, 0, 1, true, 1, component, firstStateByte);
+        }
+
+        /** @return whether the page holds state rather than KV. */
+        boolean state()
+        {
+            return component >= 0;
+        }
+
         /** The content of the word at a byte offset of the page. */
         long word(int request, long offset)
         {
+            if (state()) {
+                // derived from (request, layer, component, byte index in the whole component); layerPart apart from every KV layer's
+                return DemoEngine.word(request, ~((long) layer << 8 | component), 0, firstStateByte + offset);
+            }
             long perHead = tokens * contentBytes;
             long perToken = heads * contentBytes;
             long head = headsOutermost ? offset / perHead : offset % perToken / contentBytes;
@@ -129,6 +181,9 @@ final class DemoEngine
         /** The prompt token of the word at a byte offset of the page. */
         long token(long offset)
         {
+            if (state()) {
+                return 0;
+            }
             return firstToken + (headsOutermost ? offset % (tokens * contentBytes) / contentBytes : offset / (heads * contentBytes));
         }
     }
@@ -159,6 +214,25 @@ final class DemoEngine
         int kernelTokens = spec.kernelBlockTokens();
         for (CacheGeometry rank : ranks) {
             for (Region region : rank.regions()) {
+                CacheGroup stateGroup = spec.groups().get(region.groupId() < 0 ? 0 : region.groupId());
+                if (region.groupId() >= 0 && stateGroup.stateful()) {
+                    // one whole state per block, components back to back, each this rank's share of the component
+                    int index = layerIndex.get(region.members().getFirst());
+                    int tp = rank.rank().tpSize();
+                    for (int block : ids[region.groupId()]) {
+                        for (int c = 0; c < stateGroup.state().size(); c++) {
+                            long share = stateGroup.state().get(c).bytesPerRank(tp);
+                            if (count == addresses.length) {
+                                addresses = Arrays.copyOf(addresses, count * 2);
+                                lengths = Arrays.copyOf(lengths, count * 2);
+                            }
+                            addresses[count] = region.base() + (long) block * region.stride() + stateGroup.componentOffset(c, tp);
+                            lengths[count++] = share;
+                            pages.add(Page.state(index, c, rank.rank().tpRank() * share));
+                        }
+                    }
+                    continue;
+                }
                 for (int m = 0; m < region.members().size(); m++) {
                     String layer = region.members().get(m);
                     int index = layerIndex.get(layer);

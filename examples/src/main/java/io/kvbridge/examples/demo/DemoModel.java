@@ -6,6 +6,7 @@ import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.ModelIdentity;
+import io.kvbridge.spi.geometry.StateComponent;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -14,6 +15,12 @@ import java.util.List;
  * and {@code per-layer} layouts it is hybrid: every third layer full attention (group 0), the others a
  * 512-token sliding window (group 1), 4 KV heads of 32 elements, so one page is 8 KiB. For {@code mla}
  * every layer holds one 64-wide latent (group 0), a page of 2 KiB.
+ *
+ * <p>The {@code hybrid-ssm} model ({@link #HYBRID_SSM}) has 36 layers instead: every fourth (3, 7, ...,
+ * 35) full attention with the same heads (group 0), the other 27 Mamba-2 (group 1) whose state is 8
+ * heads of 16 elements, a state size of 16, 2 B/C groups and a convolution window of 4, the
+ * convolution state in bf16 and the SSM state in fp32: 9,728 bytes per state at TP 1. Each request
+ * holds one state per Mamba layer, a block of group 1.
  *
  * @param layout the layout name.
  * @param identity the model identity.
@@ -32,6 +39,46 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
     public static final int KV_HEADS = 4;
     private static final int HEAD_SIZE = 32;
     private static final int LATENT = 64;
+    /** The model each layout describes unless told otherwise. */
+    public static final String DEFAULT = "default";
+    /** The hybrid attention and Mamba-2 model. */
+    public static final String HYBRID_SSM = "hybrid-ssm";
+    /** The models. */
+    public static final List<String> MODELS = List.of(DEFAULT, HYBRID_SSM);
+    /** Layers of the hybrid-ssm model. */
+    public static final int HYBRID_LAYERS = 36;
+    private static final List<StateComponent> MAMBA2 = StateComponent.mamba2(8, 16, 16, 2, 4, "bfloat16", "float32");
+
+    /**
+     * Builds a model for a layout.
+     *
+     * @param model {@link #DEFAULT} or {@link #HYBRID_SSM}.
+     * @param layout {@code hma}, {@code per-layer} or {@code mla} ({@code hma} or {@code per-layer} for hybrid-ssm).
+     * @return the model.
+     */
+    public static DemoModel of(String model, String layout)
+    {
+        if (!model.equals(HYBRID_SSM)) {
+            return of(layout);
+        }
+        List<CacheGroup> groups = List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, KV_HEADS, HEAD_SIZE),
+                new CacheGroup(1, GroupKind.MAMBA, 0, KV_HEADS, HEAD_SIZE, MAMBA2));
+        List<LayerSpec> layers = new ArrayList<>();
+        for (int i = 0; i < HYBRID_LAYERS; i++) {
+            layers.add(i % 4 == 3 ? new LayerSpec("model.layers." + i + ".self_attn", 0) : new LayerSpec("model.layers." + i + ".mixer", 1));
+        }
+        ModelIdentity identity = new ModelIdentity("demo/hybrid-ssm-36", "bfloat16", "bfloat16", KV_HEADS, HEAD_SIZE, HYBRID_LAYERS, true);
+        return new DemoModel(layout, identity, groups, List.copyOf(layers));
+    }
+
+    /**
+     * @param model {@link #DEFAULT} or {@link #HYBRID_SSM}.
+     * @return the layers of the model.
+     */
+    public static int layerCount(String model)
+    {
+        return model.equals(HYBRID_SSM) ? HYBRID_LAYERS : LAYERS;
+    }
 
     /**
      * Builds the model a layout describes.
@@ -75,7 +122,7 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
     public ModelCacheSpec spec(int ppSize, DemoOptions.CacheShape shape)
     {
         return new ModelCacheSpec(identity, shape.blockTokens(), BlockSizes.kernelBlocksPerLogical(shape.blockTokens(), shape.kernelBlockTokens()), groups,
-                layers, ModelCacheSpec.evenStages(LAYERS, ppSize));
+                layers, ModelCacheSpec.evenStages(layers.size(), ppSize));
     }
 
     /** @return bytes of one token of one head of a layer: K and V, or the MLA latent. */
@@ -88,6 +135,31 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
     public int heads(int tpSize)
     {
         return mla() ? 1 : KV_HEADS / tpSize;
+    }
+
+    /** @return whether some layers keep Mamba state (group 1 of the hybrid-ssm model). */
+    public boolean stateful()
+    {
+        return groups.stream().anyMatch(CacheGroup::stateful);
+    }
+
+    /**
+     * Bytes one engine's cache takes on all its ranks: every layer's region of {@code capacity}
+     * blocks (a state per block for a Mamba layer).
+     *
+     * @param capacity scheduler blocks of every region.
+     * @param tpSize the engine's tensor-parallel size.
+     * @param blockTokens tokens of a scheduler block.
+     * @return the bytes.
+     */
+    public long cacheBytes(int capacity, int tpSize, int blockTokens)
+    {
+        long bytes = 0;
+        for (LayerSpec layer : layers) {
+            CacheGroup group = groups.get(layer.groupId());
+            bytes += (group.stateful() ? group.stateBytes(tpSize) : pageBytes(tpSize, blockTokens)) * capacity * tpSize;
+        }
+        return bytes;
     }
 
     /** @return true when the model's layers are MLA. */
@@ -121,7 +193,7 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
 
     /**
      * Blocks of a group that a prompt occupies: every block for full attention and MLA, the blocks
-     * the window still needs for a sliding-window group.
+     * the window still needs for a sliding-window group, one (the request's state) for a Mamba group.
      *
      * @param group the group id.
      * @param promptBlocks blocks of the whole prompt.
@@ -144,6 +216,9 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
      */
     public int heldBlocks(int group, int promptBlocks, int blockTokens)
     {
+        if (groups.get(group).stateful()) {
+            return 1;
+        }
         if (groups.get(group).kind() != GroupKind.SLIDING_WINDOW || layout.equals("per-layer")) {
             return promptBlocks;
         }

@@ -37,11 +37,12 @@ import java.util.Map;
  * @param integrity whether both engines digest every block ({@code crc32c}) or not ({@code off}).
  * @param corruptEvery the {@code corrupt:N} fault: every N-th request (the N-th, the 2N-th, ...) has one
  *     byte of its last block changed in the producer's memory after {@code prefillFinished}, before any
- *     byte moves; 0 for none.
+ *     byte moves (of its state, for a model with Mamba layers); 0 for none.
+ * @param model {@link DemoModel#DEFAULT} (the layout's own model) or {@link DemoModel#HYBRID_SSM}.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
-        int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity, int corruptEvery)
+        int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity, int corruptEvery, String model)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
@@ -66,8 +67,13 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         transportOptions = Map.copyOf(requireNonNull(transportOptions, "transportOptions is null"));
         KvBridgeException.checkArgument(MODES.contains(mode), "mode=%s is not one of %s", mode, MODES);
         KvBridgeException.checkArgument(LAYOUTS.contains(layout), "layout=%s is not one of %s", layout, LAYOUTS);
-        KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= DemoModel.LAYERS && consumerPp >= 1 && consumerPp <= DemoModel.LAYERS,
-                "producerPp=%d and consumerPp=%d must be in [1, %d]", producerPp, consumerPp, DemoModel.LAYERS);
+        model = model == null ? DemoModel.DEFAULT : model;
+        KvBridgeException.checkArgument(DemoModel.MODELS.contains(model), "model=%s is not one of %s", model, DemoModel.MODELS);
+        KvBridgeException.checkArgument(!model.equals(DemoModel.HYBRID_SSM) || !layout.equals("mla"), "model=%s has no MLA layers; use layout hma or per-layer",
+                model);
+        int layers = DemoModel.layerCount(model);
+        KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= layers && consumerPp >= 1 && consumerPp <= layers,
+                "producerPp=%d and consumerPp=%d must be in [1, %d]", producerPp, consumerPp, layers);
         KvBridgeException.checkArgument(producerTp >= 1 && consumerTp >= 1, "producerTp=%d and consumerTp=%d must be positive", producerTp, consumerTp);
         KvBridgeException.checkArgument(requests >= 1 && concurrency >= 1 && maxTokens >= 1, "requests=%d, concurrency=%d and maxTokens=%d must be positive",
                 requests, concurrency, maxTokens);
@@ -77,6 +83,16 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         KvBridgeException.checkArgument(!hosts || processes, "hosts=true needs processes=true: every host runs its ranks in a JVM of its own");
         integrity = integrity == null ? Integrity.OFF : integrity;
         KvBridgeException.checkArgument(corruptEvery >= 0, "corruptEvery=%d is negative", corruptEvery);
+    }
+
+    /** Options of the layout's own model. */
+    public DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
+            int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache,
+            CacheShape consumerCache, int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity,
+            int corruptEvery)
+    {
+        this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
+                leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, DemoModel.DEFAULT);
     }
 
     /** Options without block digests or faults. */
@@ -118,7 +134,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withDiscovery(String location)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions, integrity, corruptEvery);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions, integrity, corruptEvery, model);
     }
 
     /**
@@ -128,7 +144,23 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withTransportOptions(Map<String, String> options)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options, integrity, corruptEvery);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options, integrity, corruptEvery, model);
+    }
+
+    /**
+     * @param name the model to run instead.
+     * @return these options with another model.
+     */
+    public DemoOptions withModel(String name)
+    {
+        return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, name);
+    }
+
+    /** @return the model both engines run, built for the layout. */
+    public DemoModel demoModel()
+    {
+        return DemoModel.of(model, layout);
     }
 
     /** @return whether the caches are in device memory. */

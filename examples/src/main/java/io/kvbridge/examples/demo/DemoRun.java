@@ -114,7 +114,7 @@ public final class DemoRun
      */
     public static int capacity(DemoOptions options, DemoOptions.CacheShape shape)
     {
-        DemoModel model = DemoModel.of(options.layout());
+        DemoModel model = options.demoModel();
         int maxBlocks = shape.blocks(options.maxTokens());
         int perRequest = 0;
         for (int g = 0; g < model.groups().size(); g++) {
@@ -330,7 +330,7 @@ public final class DemoRun
     private Map<String, Object> drive(int producerCapacity, int decoderCapacity, List<DemoHost> producers, List<DemoHost> decoders, DemoHosts hosts)
             throws InterruptedException
     {
-        DemoModel model = DemoModel.of(options.layout());
+        DemoModel model = options.demoModel();
         DemoOptions.CacheShape producerShape = options.producerCache();
         DemoOptions.CacheShape decoderShape = options.consumerCache();
         BlockPool producerBlocks = new BlockPool(model, producerCapacity, producerShape.blockTokens());

@@ -114,7 +114,7 @@ public final class EngineHost implements DemoHost
             }
             opened = builder.build();
             this.bridge = opened;
-            DemoModel model = DemoModel.of(options.layout());
+            DemoModel model = options.demoModel();
             EngineMemory memory = options.deviceCaches() ? EngineMemory.device(arena, bridge.transport(), options.cacheDevice()) : EngineMemory.host(arena);
             this.engine = new DemoEngine(spec.engineId(), model, bridge, memory, spec.ppSize(), spec.tpSize(), spec.capacity(), options.cache(spec.prefill()),
                     spec.stages());
@@ -200,13 +200,22 @@ public final class EngineHost implements DemoHost
      * The {@code corrupt:N} fault: changes one byte of the request in this producer's memory after
      * {@code prefillFinished} digested it and before any byte moves, as a flipped bit in flight would
      * arrive: byte 0 of the last page of the first layer visited, a token the producer wrote in a block
-     * every group exchanges (a sliding window keeps the trailing blocks). Host caches only.
+     * every group exchanges (a sliding window keeps the trailing blocks). With Mamba layers, byte 0 of
+     * the first state component visited instead, so that the audit shows a changed state byte. Host
+     * caches only.
      */
     private void corrupt(int promptBlocks, int[][] blockIds)
     {
         int[] target = {-1, -1};
+        boolean state = engine.model.stateful();
         engine.forEachPage(promptBlocks, blockIds, EngineMemory.Access.READ, (page, where) -> {
-            if (target[0] == -1 || where.layer() == target[0] && where.firstToken() > target[1]) {
+            if (state) {
+                if (target[0] == -1 && where.state()) {
+                    target[0] = where.layer();
+                    target[1] = where.firstToken();
+                }
+            }
+            else if (target[0] == -1 || where.layer() == target[0] && where.firstToken() > target[1]) {
                 target[0] = where.layer();
                 target[1] = where.firstToken();
             }

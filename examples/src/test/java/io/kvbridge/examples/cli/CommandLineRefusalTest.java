@@ -70,6 +70,12 @@ final class CommandLineRefusalTest
             "demo --backend carrier-pigeon|--backend=carrier-pigeon is not a discovered transport; use one of ",
             "demo --layout per-layer --kv-planes diagonal|--kv-planes: producer value diagonal is not one of joint, split, blockwise",
             "demo --layout per-layer --placement split:cross-layer|--placement: producer value split is not one of per-layer, cross-layer",
+            // the hybrid attention and Mamba-2 model: no MLA latent, no K/V planes in its state, 36 layers
+            "demo --model llama|--model=llama is not one of default, hybrid-ssm",
+            "demo --model hybrid-ssm --layout mla|--model hybrid-ssm has attention and Mamba layers, no MLA latent; use --layout hma or per-layer",
+            "demo --model hybrid-ssm --layout per-layer --kv-planes split:blockwise|--kv-planes=split:blockwise puts K and V in a [2, blocks, ...] tensor, which a Mamba layer's state has no planes for; use joint or blockwise with --model hybrid-ssm",
+            "demo --model hybrid-ssm --producer-pp 37|--producer-pp=37 is outside [1, 36] (the model has 36 layers)",
+            "demo --producer-pp 31|--producer-pp=31 is outside [1, 30] (the model has 30 layers)",
             // numbers and ranges
             "demo --requests abc|Invalid value for option '--requests': 'abc' is not an int",
             "demo --requests 0|--requests=0 is outside [1, 1000000]",
