@@ -127,6 +127,14 @@ final class CommandLineRefusalTest
             "bench --total-bytes 1GiB --block-sizes 256|--block-sizes=256 makes 4,194,304 transfers of --total-bytes=1GiB, more than 1,048,576; use a block of at least 1KiB",
             "bench --total-bytes 1MiB --block-sizes 3000|--block-sizes=3000 does not divide --total-bytes=1048576",
             "bench --window 0|--window=0 must be between 1 and 4096",
+            // nixlbench's options: operation, batch sweep, passes
+            "bench --op COPY|--op=COPY is not READ or WRITE",
+            "bench --iterations 0|--iterations=0 is outside [1, 1000]",
+            "bench --warmup -1|--warmup=-1 is outside [0, 1000]",
+            "bench --batch 0|--batch=0 is outside [1, 65536]",
+            "bench --total-bytes 1MiB --block-sizes 64KiB --batch 1,3|--batch=3 does not divide the 16 blocks of 64 KiB in --total-bytes=1 MiB",
+            "bench --role initiator --peer 127.0.0.1:9 --op READ --iterations 3|--op, --iterations apply to the one-process bench",
+            "bench --role initiator --peer 127.0.0.1:9 --batch 1,2|--batch=1,2: --role initiator takes one value",
             "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}/a-file/bench.svg|--plot={dir}/a-file/bench.svg cannot be created: {dir}/a-file is not a writable directory",
             "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}|--plot={dir} must name an .svg file",
             // transport options checked by the transport before anything runs
