@@ -488,7 +488,8 @@ final class BenchCommand implements Callable<Integer>
             if (parent != null) {
                 Files.createDirectories(parent);
             }
-            Files.writeString(plot, SvgChart.render(title, blockSizes, series), StandardCharsets.UTF_8);
+            Set<String> baselines = Set.of(MEMCPY_SERIES, PROBE_SERIES, NIXL_PROBE_SERIES, TCP_SERIES, DEVICE_BASELINE_SERIES);
+            Files.writeString(plot, SvgChart.render(title, blockSizes, series, baselines), StandardCharsets.UTF_8);
         }
         catch (IOException e) {
             throw new UncheckedIOException("could not write --plot=" + plot + ": " + e.getMessage(), e);
