@@ -127,6 +127,13 @@ final class CommandLineRefusalTest
             "bench --total-bytes 1GiB --block-sizes 256|--block-sizes=256 makes 4,194,304 transfers of --total-bytes=1GiB, more than 1,048,576; use a block of at least 1KiB",
             "bench --total-bytes 1MiB --block-sizes 3000|--block-sizes=3000 does not divide --total-bytes=1048576",
             "bench --window 0|--window=0 must be between 1 and 4096",
+            // a configuration document for the demo: its settings or the options, never both saying different things
+            "demo --backend tcp --kv-transfer-config {\"kv_connector_extra_config\":{\"transport\":\"local\"}}|--kv-transfer-config sets transport=local but --backend=tcp; give it once",
+            "demo --lease-seconds 3 --kv-transfer-config {\"kv_connector_extra_config\":{\"kv_lease_duration\":\"5s\"}}|--kv-transfer-config sets kv_lease_duration=5.0 but --lease-seconds=3.0; give it once",
+            "demo --kv-transfer-config {\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"agent_name\":\"x\"}}|--kv-transfer-config sets kv_role, agent_name, which the demo sets itself",
+            "demo --kv-transfer-config {\"kv_connector_extra_config\":{\"transports\":{\"tcp\":{\"port\":1}}}}|--kv-transfer-config sets options of transport tcp, but the demo runs local; name that transport or give --backend tcp",
+            "demo --kv-transfer-config {dir}/missing.json|--kv-transfer-config={dir}/missing.json has 1 problem(s): ",
+            "demo --kv-transfer-config {\"kv_connector_extra_config\":{\"transprot\":\"tcp\"}}|--kv-transfer-config has 1 problem(s): ",
             // nixlbench's options: operation, batch sweep, passes
             "bench --op COPY|--op=COPY is not READ or WRITE",
             "bench --iterations 0|--iterations=0 is outside [1, 1000]",
