@@ -21,7 +21,7 @@ import java.util.Arrays;
 import java.util.Map;
 
 /**
- * WRITE throughput and per-transfer latency of one transport: two instances built by
+ * WRITE or READ throughput and per-transfer latency of one transport: two instances built by
  * {@link KvBridge#builder()}, driven through the SPI directly, streaming a fixed total from one
  * registered allocation into another, one block per transfer, a window of transfers in flight.
  * Device memory (from the transport's {@code allocate()}) is filled and checked through the
@@ -46,6 +46,30 @@ public final class TransportBench implements AutoCloseable
      */
     public record Result(long blockBytes, int transfers, double gigabytesPerSecond, double p50Micros, double p99Micros)
     {
+    }
+
+    /**
+     * How a block size is measured, as nixlbench takes it: the operation, descriptors per post and
+     * the untimed and timed passes.
+     *
+     * @param op WRITE (the initiator writes the target's buffer) or READ (the initiator reads it).
+     * @param batch blocks (one descriptor each) per transfer; must divide every block count.
+     * @param iterations timed passes; the fastest is the figure.
+     * @param warmup untimed passes before them.
+     */
+    public record Passes(TransferOp op, int batch, int iterations, int warmup)
+    {
+        /** One block per WRITE, one untimed pass, then {@value TransportBench#TIMED_PASSES} timed. */
+        public static final Passes DEFAULT = new Passes(TransferOp.WRITE, 1, TIMED_PASSES, 1);
+
+        /** Checks the counts; a bench of no timed pass has no figure. */
+        public Passes
+        {
+            requireNonNull(op, "op is null");
+            KvBridgeException.checkArgument(batch > 0, "batch=%d is not positive", batch);
+            KvBridgeException.checkArgument(iterations > 0, "iterations=%d is not positive", iterations);
+            KvBridgeException.checkArgument(warmup >= 0, "warmup=%d is negative", warmup);
+        }
     }
 
     private final String transport;
@@ -206,6 +230,24 @@ public final class TransportBench implements AutoCloseable
      */
     public Result measure(long blockBytes, Integrity integrity)
     {
+        return measure(blockBytes, integrity, Passes.DEFAULT);
+    }
+
+    /**
+     * Measures as {@link #measure(long, Integrity)} does, with the operation, batch and pass counts
+     * given. A READ posts from the same initiator (the producer instance) and reads the target's
+     * buffer into its own: the pattern is put into the target's buffer and the initiator's is cleared
+     * before each pass, then compared.
+     *
+     * @param blockBytes bytes per block; {@code batch} blocks per transfer, whose count must divide the blocks.
+     * @param integrity whether transfers are digested.
+     * @param passes the operation, batch and pass counts.
+     * @return the fastest timed pass's figures; {@code transfers} counts posts.
+     */
+    public Result measure(long blockBytes, Integrity integrity, Passes passes)
+    {
+        KvBridgeException.check(passes.op() == TransferOp.WRITE || kind == MemoryKind.HOST, ErrorCode.UNSUPPORTED,
+                "the bench READs host memory only; its %s memory is measured with WRITE", kind);
         KvBridgeException.check(integrity == Integrity.OFF || kind == MemoryKind.HOST, ErrorCode.UNSUPPORTED,
                 "block digests read host memory only; the bench's %s memory is measured without them", kind);
         KvBridgeException.checkArgument(blockBytes > 0 && totalBytes % blockBytes == 0,
@@ -213,38 +255,45 @@ public final class TransportBench implements AutoCloseable
         long blockCount = totalBytes / blockBytes;
         KvBridgeException.checkArgument(blockCount <= Integer.MAX_VALUE, "totalBytes=%d / blockBytes=%d is too many blocks", totalBytes, blockBytes);
         int blocks = (int) blockCount;
+        KvBridgeException.checkArgument(blocks % passes.batch() == 0, "batch=%d does not divide the %d blocks of blockBytes=%d", passes.batch(), blocks,
+                blockBytes);
+        boolean read = passes.op() == TransferOp.READ;
+        // what the transfers copy from and into: a READ moves the target's buffer into the initiator's
+        MemorySegment from = read ? destination : source;
+        MemorySegment into = read ? source : destination;
         PreparedList local = producer.prepareLocal(blocksOf(sourceAllocation, blocks, blockBytes));
         try {
             PreparedList remote = producer.prepareRemote(peer, blocksOf(destinationAllocation, blocks, blockBytes));
             try {
-                TransferStream stream = new TransferStream(producer, TransferOp.WRITE, blocks, 1, window, TRANSFER_TIMEOUT_NANOS, GRANT_KEY);
+                TransferStream stream = new TransferStream(producer, passes.op(), blocks, passes.batch(), window, TRANSFER_TIMEOUT_NANOS, GRANT_KEY);
                 if (integrity != Integrity.OFF) {
-                    stream.check(new BenchDigests(transport, source, destination, blockBytes, blocks));
+                    // consecutive blocks of one transfer are adjacent: each transfer is digested as one span
+                    stream.check(new BenchDigests(transport, from, into, blockBytes * passes.batch(), stream.transfers()));
                 }
                 long[] bestLatencies = null;
-                stream.pass(local, remote);
+                for (int pass = 0; pass < passes.warmup(); pass++) {
+                    prepare(read);
+                    stream.pass(local, remote);
+                }
                 long best = Long.MAX_VALUE;
-                for (int pass = 0; pass < TIMED_PASSES; pass++) {
-                    destination.fill((byte) 0);
-                    if (kind == MemoryKind.DEVICE) {
-                        consumer.copyFromHost(destination, destinationAllocation, 0);
-                    }
+                for (int pass = 0; pass < passes.iterations(); pass++) {
+                    prepare(read);
                     long elapsed = stream.pass(local, remote);
                     if (kind == MemoryKind.DEVICE) {
                         consumer.copyToHost(destinationAllocation, 0, destination);
                     }
-                    long mismatch = source.mismatch(destination);
+                    long mismatch = from.mismatch(into);
                     if (mismatch >= 0) {
                         throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, String.format(java.util.Locale.ROOT,
-                                "transport=%s blockBytes=%d: destination differs from the source at byte offset=%d after every transfer reported done",
-                                transport, blockBytes, mismatch));
+                                "transport=%s %s blockBytes=%d: destination differs from the source at byte offset=%d after every transfer reported done",
+                                transport, passes.op(), blockBytes, mismatch));
                     }
                     if (elapsed < best) {
                         best = elapsed;
                         bestLatencies = stream.sortedTransferNanos();
                     }
                 }
-                return new Result(blockBytes, blocks, totalBytes / (best / 1e9) / 1e9,
+                return new Result(blockBytes, stream.transfers(), totalBytes / (best / 1e9) / 1e9,
                         TransferStream.percentile(bestLatencies, 0.50) / 1e3, TransferStream.percentile(bestLatencies, 0.99) / 1e3);
             }
             finally {
@@ -335,6 +384,23 @@ public final class TransportBench implements AutoCloseable
     }
 
     /**
+     * Readies the buffers for one pass: for a WRITE the target's is cleared; for a READ the pattern
+     * is put into the target's and the initiator's cleared (after a checked READ it holds the pattern again).
+     */
+    private void prepare(boolean read)
+    {
+        if (read) {
+            destination.copyFrom(source);
+            source.fill((byte) 0);
+            return;
+        }
+        destination.fill((byte) 0);
+        if (kind == MemoryKind.DEVICE) {
+            consumer.copyFromHost(destination, destinationAllocation, 0);
+        }
+    }
+
+    /**
      * Grants the producer the whole destination, as an engine grants a request's blocks: a transport
      * that checks grants checks every transfer of the bench against it, as it would in service.
      */
@@ -343,6 +409,7 @@ public final class TransportBench implements AutoCloseable
         PreparedList whole = owner.prepareLocal(DescriptorList.builder(allocation.kind(), allocation.device(), 1)
                 .add(allocation.address(), allocation.bytes()).build());
         owner.grant(GRANT_KEY, TransferOp.WRITE, whole, new int[] {0}, 1);
+        owner.grant(GRANT_KEY, TransferOp.READ, whole, new int[] {0}, 1);
         owner.releasePrepared(whole);
     }
 

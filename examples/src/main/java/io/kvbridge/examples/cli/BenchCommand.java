@@ -15,6 +15,7 @@ import io.kvbridge.examples.bench.TcpStreamBaseline;
 import io.kvbridge.examples.bench.TransportBench;
 import io.kvbridge.examples.bench.UcxProbeBaseline;
 import io.kvbridge.spi.transfer.Capability;
+import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -40,7 +41,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code kvbridge bench}: WRITE throughput and per-transfer latency of every available transport per
+ * {@code kvbridge bench}: WRITE (or READ) throughput and per-transfer latency of every available transport per
  * block size, next to baselines measured in the same run: a single-thread memcpy of the same stream
  * for every transport, for {@code ucx} a C program putting the same stream through UCX directly, for
  * {@code tcp} and {@code ucx} one plain TCP stream on loopback carrying it, and
@@ -50,7 +51,7 @@ import picocli.CommandLine.Spec;
  * hosts or one, instead ({@link BenchRoles}).
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Measure WRITE throughput and latency per block size for each available transport against a memcpy baseline "
+        description = "Measure WRITE (or --op READ) throughput and latency per block size and --batch for each available transport against a memcpy baseline "
                 + "(for ucx, against a C program using UCX directly; for nixl, against a C program using NIXL's C API directly, one request per pass "
                 + "and one per block; for tcp and ucx, against one plain TCP stream; for cuda-ipc, device rows against a C program copying device to device). "
                 + "With --role target|initiator: READ and WRITE between two processes, on two hosts or one, prepare, post and transfer times apart, "
@@ -120,10 +121,14 @@ final class BenchCommand implements Callable<Integer>
     @Mixin
     private BenchRoles roles;
 
+    @Mixin
+    private BenchPasses passes;
+
     @Override
     public Integer call()
     {
         List<Long> blockSizes = validate();
+        passes.validate(roles.active());
         if (roles.active()) {
             check(plot == null, "--plot draws the one-process bench; with --role, give --json and plot its rows");
             boolean device = spec.commandLine().getParseResult().hasMatchedOption("--device");
@@ -131,6 +136,8 @@ final class BenchCommand implements Callable<Integer>
             return roles.run(new BenchRoles.Common(blockSizes, totalBytes, window, compiler, optionsOf(roles.transport()), json, device ? deviceIndex : -1));
         }
         roles.refuseWithoutRole();
+        List<Integer> batches = roles.batches();
+        BenchRoles.checkBatches(spec, batches, blockSizes, totalBytes);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter progress = spec.commandLine().getErr();
 
@@ -185,53 +192,59 @@ final class BenchCommand implements Callable<Integer>
                     : plugin.name().equals(NixlProbeBaseline.TRANSPORT) ? nixlProbe : null;
             BaselineResult ownTcp = overTcp ? tcpStream : null;
             BaselineResult ownPerBlock = plugin.name().equals(NixlProbeBaseline.TRANSPORT) ? nixlPerBlock : null;
-            Map<Long, Double> points = new LinkedHashMap<>();
+            Map<Integer, Map<Long, Double>> pointsPerBatch = new LinkedHashMap<>();
             try (TransportBench bench = new TransportBench(plugin.name(), totalBytes, window, transportMemory, optionsOf(plugin.name()))) {
                 for (long size : blockSizes) {
-                    progress.printf("kvbridge bench: %s %s ...%n", plugin.name(), Sizes.format(size));
-                    progress.flush();
-                    TransportBench.Result result = bench.measure(size);
-                    TransportBench.Result digested = null;
-                    if (integrity) {
-                        // alternated, the best of each: what differs between them is the digests, not the moment
-                        digested = bench.measure(size, Integrity.CRC32C);
-                        TransportBench.Result again = bench.measure(size);
-                        result = again.gigabytesPerSecond() > result.gigabytesPerSecond() ? again : result;
-                        TransportBench.Result digestedAgain = bench.measure(size, Integrity.CRC32C);
-                        digested = digestedAgain.gigabytesPerSecond() > digested.gigabytesPerSecond() ? digestedAgain : digested;
+                    for (int batch : batches) {
+                        TransportBench.Passes rowPasses = passes.passes(batch);
+                        Map<Long, Double> points = pointsPerBatch.computeIfAbsent(batch, b -> new LinkedHashMap<>());
+                        progress.printf("kvbridge bench: %s %s %s, batch %d ...%n", plugin.name(), rowPasses.op(), Sizes.format(size), batch);
+                        progress.flush();
+                        TransportBench.Result result = bench.measure(size, Integrity.OFF, rowPasses);
+                        TransportBench.Result digested = null;
+                        if (integrity) {
+                            // alternated, the best of each: what differs between them is the digests, not the moment
+                            digested = bench.measure(size, Integrity.CRC32C, rowPasses);
+                            TransportBench.Result again = bench.measure(size, Integrity.OFF, rowPasses);
+                            result = again.gigabytesPerSecond() > result.gigabytesPerSecond() ? again : result;
+                            TransportBench.Result digestedAgain = bench.measure(size, Integrity.CRC32C, rowPasses);
+                            digested = digestedAgain.gigabytesPerSecond() > digested.gigabytesPerSecond() ? digestedAgain : digested;
+                        }
+                        Double memcpy = baseline.gigabytesPerSecond().get(size);
+                        Double probed = ownProbe == null ? null : ownProbe.gigabytesPerSecond().get(size);
+                        Double tcp = ownTcp == null ? null : ownTcp.gigabytesPerSecond().get(size);
+                        Map<String, Object> row = new LinkedHashMap<>();
+                        row.put("transport", plugin.name());
+                        row.put("op", rowPasses.op().name());
+                        row.put("blockBytes", size);
+                        row.put("batch", batch);
+                        row.put("transfers", result.transfers());
+                        row.put("memory", transportMemory ? "transport" : "process");
+                        if ("true".equals(plugin.details().get("fake"))) {
+                            // a transport bound to a test fake of its native library moves bytes, but its figures are the fake's
+                            row.put("driver", "fake");
+                        }
+                        row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
+                        row.put("p50Micros", round(result.p50Micros()));
+                        row.put("p99Micros", round(result.p99Micros()));
+                        row.put("ratioToMemcpy", memcpy == null ? null : significant(result.gigabytesPerSecond() / memcpy));
+                        row.put("probeGbPerSecond", probed);
+                        row.put("ratioToProbe", probed == null ? null : significant(result.gigabytesPerSecond() / probed));
+                        if (ownPerBlock != null) {
+                            Double perBlock = ownPerBlock.gigabytesPerSecond().get(size);
+                            row.put("perBlockProbeGbPerSecond", perBlock);
+                            row.put("ratioToPerBlockProbe", perBlock == null ? null : significant(result.gigabytesPerSecond() / perBlock));
+                        }
+                        row.put("tcpGbPerSecond", tcp);
+                        row.put("ratioToTcp", tcp == null ? null : significant(result.gigabytesPerSecond() / tcp));
+                        if (digested != null) {
+                            row.put("crc32cGbPerSecond", significant(digested.gigabytesPerSecond()));
+                            row.put("crc32cP50Micros", round(digested.p50Micros()));
+                            row.put("crc32cCostPercent", round(100 * (1 - digested.gigabytesPerSecond() / result.gigabytesPerSecond())));
+                        }
+                        rows.add(row);
+                        points.put(size, result.gigabytesPerSecond());
                     }
-                    Double memcpy = baseline.gigabytesPerSecond().get(size);
-                    Double probed = ownProbe == null ? null : ownProbe.gigabytesPerSecond().get(size);
-                    Double tcp = ownTcp == null ? null : ownTcp.gigabytesPerSecond().get(size);
-                    Map<String, Object> row = new LinkedHashMap<>();
-                    row.put("transport", plugin.name());
-                    row.put("blockBytes", size);
-                    row.put("transfers", result.transfers());
-                    row.put("memory", transportMemory ? "transport" : "process");
-                    if ("true".equals(plugin.details().get("fake"))) {
-                        // a transport bound to a test fake of its native library moves bytes, but its figures are the fake's
-                        row.put("driver", "fake");
-                    }
-                    row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
-                    row.put("p50Micros", round(result.p50Micros()));
-                    row.put("p99Micros", round(result.p99Micros()));
-                    row.put("ratioToMemcpy", memcpy == null ? null : significant(result.gigabytesPerSecond() / memcpy));
-                    row.put("probeGbPerSecond", probed);
-                    row.put("ratioToProbe", probed == null ? null : significant(result.gigabytesPerSecond() / probed));
-                    if (ownPerBlock != null) {
-                        Double perBlock = ownPerBlock.gigabytesPerSecond().get(size);
-                        row.put("perBlockProbeGbPerSecond", perBlock);
-                        row.put("ratioToPerBlockProbe", perBlock == null ? null : significant(result.gigabytesPerSecond() / perBlock));
-                    }
-                    row.put("tcpGbPerSecond", tcp);
-                    row.put("ratioToTcp", tcp == null ? null : significant(result.gigabytesPerSecond() / tcp));
-                    if (digested != null) {
-                        row.put("crc32cGbPerSecond", significant(digested.gigabytesPerSecond()));
-                        row.put("crc32cP50Micros", round(digested.p50Micros()));
-                        row.put("crc32cCostPercent", round(100 * (1 - digested.gigabytesPerSecond() / result.gigabytesPerSecond())));
-                    }
-                    rows.add(row);
-                    points.put(size, result.gigabytesPerSecond());
                 }
             }
             catch (KvBridgeException e) {
@@ -241,8 +254,13 @@ final class BenchCommand implements Callable<Integer>
                 rows.removeIf(row -> row.get("transport").equals(plugin.name()));
                 continue;
             }
-            series.put(plugin.name(), points);
-            if (plugin.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION))) {
+            // one line per batch where several are swept
+            pointsPerBatch.forEach((batch, points) -> series.put(batches.size() > 1 ? plugin.name() + " batch " + batch : plugin.name(), points));
+            boolean deviceMemory = plugin.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION));
+            if (deviceMemory && passes.op() != TransferOp.WRITE) {
+                skipped.add(skip(plugin.name() + " device", "device rows are measured with --op WRITE only; the bench READs host memory"));
+            }
+            else if (deviceMemory) {
                 failed |= !measureDevice(plugin, totalBytes, blockSizes, rows, skipped, series, device, progress);
             }
         }
@@ -269,6 +287,10 @@ final class BenchCommand implements Callable<Integer>
             Map<String, Object> document = new LinkedHashMap<>();
             document.put("totalBytes", totalBytes);
             document.put("window", window);
+            document.put("op", passes.op().name());
+            document.put("batches", batches);
+            document.put("iterations", passes.iterations());
+            document.put("warmup", passes.warmup());
             document.put("transportOptions", List.copyOf(transportOptions));
             document.put("blockSizes", blockSizes);
             document.put("rows", rows);
@@ -373,11 +395,14 @@ final class BenchCommand implements Callable<Integer>
             for (long size : blockSizes) {
                 progress.printf("kvbridge bench: %s %s device to device ...%n", plugin.name(), Sizes.format(size));
                 progress.flush();
-                TransportBench.Result result = bench.measure(size);
+                // one block per transfer, as the device baseline copies
+                TransportBench.Result result = bench.measure(size, Integrity.OFF, passes.passes(1));
                 Double peak = device.baseline.gigabytesPerSecond().get(size);
                 Map<String, Object> row = new LinkedHashMap<>();
                 row.put("transport", plugin.name());
+                row.put("op", TransferOp.WRITE.name());
                 row.put("blockBytes", size);
+                row.put("batch", 1);
                 row.put("transfers", result.transfers());
                 row.put("memory", "device " + deviceIndex);
                 row.put("driver", device.driver);
@@ -456,13 +481,15 @@ final class BenchCommand implements Callable<Integer>
 
     private void writePlot(long totalBytes, List<Long> blockSizes, Map<String, Map<Long, Double>> series)
     {
-        String title = String.format(Locale.ROOT, "kvbridge WRITE throughput, %s per block size, window %d", Sizes.format(totalBytes), window);
+        String title = String.format(Locale.ROOT, "kvbridge %s throughput, %s per block size, window %d, best of %d", passes.op(), Sizes.format(totalBytes),
+                window, passes.iterations());
         try {
             Path parent = plot.toAbsolutePath().getParent();
             if (parent != null) {
                 Files.createDirectories(parent);
             }
-            Files.writeString(plot, SvgChart.render(title, blockSizes, series), StandardCharsets.UTF_8);
+            Set<String> baselines = Set.of(MEMCPY_SERIES, PROBE_SERIES, NIXL_PROBE_SERIES, TCP_SERIES, DEVICE_BASELINE_SERIES);
+            Files.writeString(plot, SvgChart.render(title, blockSizes, series, baselines), StandardCharsets.UTF_8);
         }
         catch (IOException e) {
             throw new UncheckedIOException("could not write --plot=" + plot + ": " + e.getMessage(), e);
@@ -521,15 +548,16 @@ final class BenchCommand implements Callable<Integer>
     private void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, BaselineResult baseline, BaselineResult probe,
             BaselineResult nixlProbe, BaselineResult nixlPerBlock, BaselineResult tcpStream, List<Map<String, Object>> skipped)
     {
-        out.printf(Locale.ROOT, "WRITE, %s streamed per block size, one block per transfer%n%n", Sizes.format(totalBytes));
-        out.printf(Locale.ROOT, "%-18s %10s %9s %10s %10s %10s %11s %9s %7s%n", "TRANSPORT", "BLOCK", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe",
+        out.printf(Locale.ROOT, "%s, %s streamed per block size, BATCH blocks per transfer, %d untimed pass(es), then the best of %d timed%n%n",
+                passes.op(), Sizes.format(totalBytes), passes.warmup(), passes.iterations());
+        out.printf(Locale.ROOT, "%-18s %10s %6s %9s %10s %10s %10s %11s %9s %7s%n", "TRANSPORT", "BLOCK", "BATCH", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe",
                 "x tcp");
         for (Map<String, Object> row : rows) {
             String memory = String.valueOf(row.get("memory"));
-            out.printf(Locale.ROOT, "%-18s %10s %9s %10.1f %10.1f %10s %11s %9s %7s%n",
+            out.printf(Locale.ROOT, "%-18s %10s %6d %9s %10.1f %10.1f %10s %11s %9s %7s%n",
                     row.get("transport") + (memory.startsWith("device") ? " dev" + memory.substring("device ".length()) : "")
                             + ("fake".equals(row.get("driver")) ? " fake" : ""),
-                    Sizes.format((Long) row.get("blockBytes")),
+                    Sizes.format((Long) row.get("blockBytes")), (Integer) row.get("batch"),
                     readable(row.get("gbPerSecond")), (Double) row.get("p50Micros"), (Double) row.get("p99Micros"),
                     readable(row.get("ratioToMemcpy")), readable(row.get("probeGbPerSecond")), readable(row.get("ratioToProbe")), readable(row.get("ratioToTcp")));
         }
@@ -550,10 +578,10 @@ final class BenchCommand implements Callable<Integer>
             out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
         }
         out.println();
-        out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, one block per transfer, %d in flight, polled "
-                + "(yielding while transfers end, else parked until the transport's wake-up, as an engine waits); "
-                + "one untimed pass, then the best of %d timed; total / (first post to last completion), destination checked after each.%n", window,
-                TransportBench.TIMED_PASSES);
+        out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, the initiator %s the other's buffer, BATCH blocks (one descriptor each) "
+                + "per transfer, %d in flight, polled (yielding while transfers end, else parked until the transport's wake-up, as an engine waits); "
+                + "%d untimed pass(es), then the best of %d timed; total / (first post to last completion), destination checked after each. "
+                + "p50/p99: per transfer.%n", passes.op() == TransferOp.READ ? "READs" : "WRITEs", window, passes.warmup(), passes.iterations());
         out.println("x memcpy: against memcpy_stream.c, one thread copying the same total in the same blocks, best of 5.");
         out.printf(Locale.ROOT, "probe GB/s: ucx_probe.c, two forked processes calling UCP directly, one ucp_put_nbx per block over the same total, "
                 + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",

@@ -70,7 +70,7 @@ final class BenchRoles
     private static final Duration INITIATOR_TIMEOUT = Duration.ofSeconds(30);
     private static final Duration MAX_TIMEOUT = Duration.ofHours(24);
     private static final int MAX_BATCH = 1 << 16;
-    private static final List<String> ROLE_OPTIONS = List.of("--listen", "--peer", "--transport", "--batch", "--timeout", "--secret-file", "--tls-cert",
+    private static final List<String> ROLE_OPTIONS = List.of("--listen", "--peer", "--transport", "--timeout", "--secret-file", "--tls-cert",
             "--tls-key", "--tls-ca", "--tls-client-auth", "--tls-no-verify-hostname");
     /** The loader names the side channel's configuration keys; here they are these options. */
     private static final Map<String, String> TLS_KEYS = Map.of("cert_file", "--tls-cert", "key_file", "--tls-key", "ca_file", "--tls-ca",
@@ -93,9 +93,10 @@ final class BenchRoles
             description = "With --role: the transport both sides use; it must cross processes (default: ${DEFAULT-VALUE}).")
     private String transport;
 
-    @Option(names = "--batch", paramLabel = "N", defaultValue = "1",
-            description = "With --role initiator: descriptors (blocks) per post, dividing each block size's count (default: ${DEFAULT-VALUE}).")
-    private int batch;
+    @Option(names = "--batch", paramLabel = "N", split = ",", defaultValue = "1",
+            description = "Descriptors (blocks) per post, dividing each block size's count; the one-process bench measures a row per value "
+                    + "(e.g. 1,4,16), --role initiator takes one (default: ${DEFAULT-VALUE}).")
+    private List<Integer> batches;
 
     @Option(names = "--timeout", paramLabel = "DURATION",
             description = "With --role: the target's whole run (default 10m), the initiator's deadline for each step, connecting included (default 30s).")
@@ -145,6 +146,34 @@ final class BenchRoles
         return role != null;
     }
 
+    /** {@return the distinct --batch values, in the order given} */
+    List<Integer> batches()
+    {
+        return List.copyOf(new java.util.LinkedHashSet<>(batches));
+    }
+
+    /**
+     * Checks each batch as a post can carry it: within {@code [1, 65536]} and dividing the block count
+     * of every block size.
+     *
+     * @param spec the command refusals are reported for.
+     * @param batches the --batch values.
+     * @param blockSizes the checked block sizes.
+     * @param totalBytes the checked total.
+     */
+    static void checkBatches(CommandSpec spec, List<Integer> batches, List<Long> blockSizes, long totalBytes)
+    {
+        for (int batch : batches) {
+            InputChecks.check(spec, batch >= 1 && batch <= MAX_BATCH, "--batch=%d is outside [1, %d]", batch, MAX_BATCH);
+            for (long size : blockSizes) {
+                long blocks = totalBytes / size;
+                InputChecks.check(spec, blocks % batch == 0,
+                        "--batch=%d does not divide the %d blocks of %s in --total-bytes=%s; give a batch that divides every block count",
+                        batch, blocks, Sizes.format(size), Sizes.format(totalBytes));
+            }
+        }
+    }
+
     /** Refuses the role options without a role, so that a forgotten --role does not run the one-process bench instead. */
     void refuseWithoutRole()
     {
@@ -175,12 +204,10 @@ final class BenchRoles
         InetSocketAddress address = role == Role.target ? InputChecks.address(spec, "--listen", listen, true) : InputChecks.address(spec, "--peer", peer, false);
         Duration deadline = InputChecks.within(spec, "--timeout", timeout == null ? (role == Role.target ? TARGET_TIMEOUT : INITIATOR_TIMEOUT) : timeout,
                 Duration.ofMillis(100), MAX_TIMEOUT);
-        InputChecks.check(spec, batch >= 1 && batch <= MAX_BATCH, "--batch=%d is outside [1, %d]", batch, MAX_BATCH);
-        for (long size : common.blockSizes()) {
-            long blocks = common.totalBytes() / size;
-            InputChecks.check(spec, blocks % batch == 0, "--batch=%d does not divide the %d blocks of %s in --total-bytes=%s; give a batch that divides every block count",
-                    batch, blocks, Sizes.format(size), Sizes.format(common.totalBytes()));
-        }
+        InputChecks.check(spec, batches.size() == 1, "--batch=%s: --role initiator takes one value; the one-process bench sweeps a list",
+                batches.stream().map(String::valueOf).collect(java.util.stream.Collectors.joining(",")));
+        int batch = batches.getFirst();
+        checkBatches(spec, batches, common.blockSizes(), common.totalBytes());
         InputChecks.check(spec, common.totalBytes() % Long.BYTES == 0, "--total-bytes=%d is not a multiple of 8 bytes", common.totalBytes());
         byte[] secret = secret();
         SideChannelTls tls = tls();
@@ -198,6 +225,7 @@ final class BenchRoles
     private int initiate(Common common, InetSocketAddress address, Duration deadline, byte[] secret, SideChannelTls tls, PluginInfo plugin,
             PrintWriter progress)
     {
+        int batch = batches.getFirst();
         boolean transportMemory = plugin.capabilities().contains(Capability.TRANSPORT_ALLOCATION);
         BenchInitiator.Settings settings = new BenchInitiator.Settings(transport, address, common.totalBytes(), common.window(), batch, transportMemory,
                 common.device(), common.transportOptions(), deadline, secret, true, tls);

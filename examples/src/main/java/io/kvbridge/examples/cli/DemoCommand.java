@@ -210,10 +210,21 @@ final class DemoCommand implements Callable<Integer>
     @Mixin
     private JlamaDemo jlama;
 
+    @Option(names = DemoTransferConfig.OPTION, paramLabel = "JSON|@FILE|FILE",
+            description = "A configuration document, as vLLM's --kv-transfer-config and kvbridge config validate take it (else "
+                    + "KVBRIDGE_KV_TRANSFER_CONFIG): its transport, transports options, kv_lease_duration, integrity and discovery apply to both "
+                    + "engines; a key the demo sets itself, or one that differs from an option given, is refused.")
+    private String kvTransferConfig;
+
+    /** The document's options of the demo's transport, on top of the demo's own. */
+    private Map<String, String> documentTransportOptions = Map.of();
+    private boolean transportFromDocument;
+
     @Override
     public Integer call()
     {
         if (jlama.selected(spec)) {
+            check(kvTransferConfig == null, "%s applies to the demo's own engines; --engine jlama configures its JVMs itself", DemoTransferConfig.OPTION);
             return jlama.run(spec, backend, mode.toString(), seed, json, concurrency);
         }
         DemoOptions options = validate();
@@ -263,8 +274,45 @@ final class DemoCommand implements Callable<Integer>
         }).run();
     }
 
+    /** Applies a configuration document's settings to the demo's options, refusing one that an option given sets differently. */
+    private void applyTransferConfig()
+    {
+        DemoTransferConfig config = DemoTransferConfig.read(spec, kvTransferConfig, System.getenv()).orElse(null);
+        if (config == null) {
+            return;
+        }
+        if (config.transport() != null) {
+            backend = agreed(config, "transport", config.transport(), "--backend", backend);
+            transportFromDocument = true;
+        }
+        if (config.leaseSeconds() != null) {
+            leaseSeconds = agreed(config, "kv_lease_duration", config.leaseSeconds(), "--lease-seconds", leaseSeconds);
+        }
+        if (config.integrity() != null) {
+            integrity = agreed(config, "integrity", config.integrity().configName(), "--integrity", integrity);
+        }
+        if (config.discovery() != null) {
+            discovery = agreed(config, "discovery", config.discovery(), "--discovery", discovery);
+        }
+        for (String named : config.transportOptions().keySet()) {
+            check(named.equals(backend), "%s sets options of transport %s, but the demo runs %s; name that transport or give --backend %s", config.source(),
+                    named, backend, named);
+        }
+        documentTransportOptions = config.transportOptions().getOrDefault(backend, Map.of());
+    }
+
+    /** {@return the document's value, refused when an option given says otherwise} */
+    private <T> T agreed(DemoTransferConfig config, String key, T documentValue, String option, T optionValue)
+    {
+        boolean given = spec.commandLine().getParseResult().hasMatchedOption(option);
+        check(!given || documentValue.equals(optionValue), "%s sets %s=%s but %s=%s; give it once", config.source(), key, documentValue, option,
+                optionValue);
+        return documentValue;
+    }
+
     private DemoOptions validate()
     {
+        applyTransferConfig();
         check(requests >= 1 && requests <= 1_000_000, "--requests=%d is outside [1, 1000000]", requests);
         check(concurrency >= 1 && concurrency <= 64, "--concurrency=%d is outside [1, 64]", concurrency);
         check(maxTokens >= 1 && maxTokens <= 65_536, "--max-tokens=%d is outside [1, 65536]", maxTokens);
@@ -304,7 +352,7 @@ final class DemoCommand implements Callable<Integer>
         if (hosts) {
             check(discovery == null, "--discovery cannot be combined with --hosts: the hosts run an etcd of their own");
             processes = true;
-            if (!spec.commandLine().getParseResult().hasMatchedOption("--backend")) {
+            if (!spec.commandLine().getParseResult().hasMatchedOption("--backend") && !transportFromDocument) {
                 // kvbridge's own frames, every access checked against a grant: UCX between hosts would be its tcp lane
                 backend = "tcp";
             }
@@ -313,7 +361,10 @@ final class DemoCommand implements Callable<Integer>
                     + "--allow-unchecked-tcp-lane where only the demo's hosts reach those ports");
         }
         check(!allowUncheckedTcpLane || backend.equals("ucx"), "--allow-unchecked-tcp-lane is an option of --backend ucx, not of '%s'", backend);
-        Map<String, String> transportOptions = allowUncheckedTcpLane ? Map.of("allow-unchecked-tcp-lane", "true") : Map.of();
+        Map<String, String> transportOptions = new java.util.LinkedHashMap<>(documentTransportOptions);
+        if (allowUncheckedTcpLane) {
+            transportOptions.put("allow-unchecked-tcp-lane", "true");
+        }
         check(metricsPort == null || !processes, "--metrics-port cannot be combined with --processes%s: the meters live in the engine processes",
                 hosts ? " (implied by --hosts)" : "");
         String location = "";

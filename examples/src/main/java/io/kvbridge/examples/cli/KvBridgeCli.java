@@ -101,6 +101,8 @@ public final class KvBridgeCli implements Callable<Integer>
         commandLine.registerConverter(Duration.class, new ParsedTextConverter.DurationConverter());
         // the last of a repeated option wins, as scripts that append an override expect
         commandLine.setOverwrittenOptionsAllowed(true);
+        // an argument starting with @ is a value (demo --kv-transfer-config @FILE names a document), not a file of arguments to split
+        commandLine.setExpandAtFiles(false);
         return commandLine;
     }
 

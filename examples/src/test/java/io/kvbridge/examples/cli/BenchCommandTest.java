@@ -187,6 +187,43 @@ final class BenchCommandTest
     }
 
     @Test
+    void readSweepReportsARowPerBatchWithTheGivenPasses() throws Exception
+    {
+        Path svg = directory.resolve("read.svg");
+        // a missing compiler skips the C baselines: this run is about the transports' rows
+        CliRun run = CliRun.of("bench", "--json", "--op", "READ", "--batch", "1,4", "--iterations", "2", "--warmup", "1", "--block-sizes", "4KiB",
+                "--total-bytes", "1MiB", "--cc", directory.resolve("no-cc").toString(), "--plot", svg.toString());
+        assertEquals(0, run.exitCode(), run.err() + run.out());
+        JsonNode result = new ObjectMapper().readTree(run.out());
+        assertEquals("READ", result.get("op").asText(), run.out());
+        assertEquals(2, result.get("iterations").asInt(), run.out());
+        assertEquals(1, result.get("warmup").asInt(), run.out());
+        Map<Integer, Long> localTransfers = new HashMap<>();
+        for (JsonNode row : result.get("rows")) {
+            assertEquals("READ", row.get("op").asText(), row.toString());
+            if (row.get("transport").asText().equals("local")) {
+                assertTrue(row.get("gbPerSecond").asDouble() > 0, row.toString());
+                localTransfers.put(row.get("batch").asInt(), row.get("transfers").asLong());
+            }
+        }
+        // 256 blocks of 4 KiB: one post each, or one per 4
+        assertEquals(Map.of(1, 256L, 4, 64L), localTransfers, run.out());
+        Set<String> legend = legendOf(svg);
+        assertTrue(legend.containsAll(Set.of("local batch 1", "local batch 4")), legend.toString());
+        assertTrue(legend.stream().anyMatch(text -> text.startsWith("kvbridge READ throughput") && text.endsWith("best of 2")), legend.toString());
+    }
+
+    @Test
+    void textTableShowsTheOperationBatchAndPasses()
+    {
+        CliRun run = CliRun.of("bench", "--op", "read", "--batch", "2", "--iterations", "1", "--warmup", "0", "--block-sizes", "64KiB",
+                "--total-bytes", "1MiB", "--cc", directory.resolve("no-cc").toString());
+        assertEquals(0, run.exitCode(), run.err() + run.out());
+        assertTrue(run.out().contains("READ, 1 MiB streamed per block size, BATCH blocks per transfer, 0 untimed pass(es), then the best of 1 timed"), run.out());
+        assertTrue(run.out().lines().anyMatch(line -> line.matches("local\\s+64 KiB\\s+2\\s.*")), run.out());
+    }
+
+    @Test
     void blockSizeThatDoesNotDivideTheTotalIsRefused()
     {
         CliRun run = CliRun.of("bench", "--total-bytes", "1MiB", "--block-sizes", "3000");

@@ -151,6 +151,21 @@ final class CommandLineRefusalTest
             "bench --total-bytes 1GiB --block-sizes 256|--block-sizes=256 makes 4,194,304 transfers of --total-bytes=1GiB, more than 1,048,576; use a block of at least 1KiB",
             "bench --total-bytes 1MiB --block-sizes 3000|--block-sizes=3000 does not divide --total-bytes=1048576",
             "bench --window 0|--window=0 must be between 1 and 4096",
+            // a configuration document for the demo: its settings or the options, never both saying different things
+            "demo --backend tcp --kv-transfer-config {\"kv_connector_extra_config\":{\"transport\":\"local\"}}|--kv-transfer-config sets transport=local but --backend=tcp; give it once",
+            "demo --lease-seconds 3 --kv-transfer-config {\"kv_connector_extra_config\":{\"kv_lease_duration\":\"5s\"}}|--kv-transfer-config sets kv_lease_duration=5.0 but --lease-seconds=3.0; give it once",
+            "demo --kv-transfer-config {\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"agent_name\":\"x\"}}|--kv-transfer-config sets kv_role, agent_name, which the demo sets itself",
+            "demo --kv-transfer-config {\"kv_connector_extra_config\":{\"transports\":{\"tcp\":{\"port\":1}}}}|--kv-transfer-config sets options of transport tcp, but the demo runs local; name that transport or give --backend tcp",
+            "demo --kv-transfer-config {dir}/missing.json|--kv-transfer-config={dir}/missing.json has 1 problem(s): ",
+            "demo --kv-transfer-config {\"kv_connector_extra_config\":{\"transprot\":\"tcp\"}}|--kv-transfer-config has 1 problem(s): ",
+            // nixlbench's options: operation, batch sweep, passes
+            "bench --op COPY|--op=COPY is not READ or WRITE",
+            "bench --iterations 0|--iterations=0 is outside [1, 1000]",
+            "bench --warmup -1|--warmup=-1 is outside [0, 1000]",
+            "bench --batch 0|--batch=0 is outside [1, 65536]",
+            "bench --total-bytes 1MiB --block-sizes 64KiB --batch 1,3|--batch=3 does not divide the 16 blocks of 64 KiB in --total-bytes=1 MiB",
+            "bench --role initiator --peer 127.0.0.1:9 --op READ --iterations 3|--op, --iterations apply to the one-process bench",
+            "bench --role initiator --peer 127.0.0.1:9 --batch 1,2|--batch=1,2: --role initiator takes one value",
             "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}/a-file/bench.svg|--plot={dir}/a-file/bench.svg cannot be created: {dir}/a-file is not a writable directory",
             "bench --total-bytes 1MiB --block-sizes 64KiB --plot {dir}|--plot={dir} must name an .svg file",
             // transport options checked by the transport before anything runs
