@@ -206,7 +206,10 @@ final class StoppedPeerTest
             assertInTime(wait, LEASE_MILLIS, "the producer's lease", Share.WHOLE_PROCESS);
             signal(pair.decoder, "CONT");
             await(() -> pair.poll() && pair.decoderEvents.checked.size() == 2, "the continued decoder to report request 1");
-            assertEquals("1 parity=0 failed=KVB/DeadlineExceeded", pair.decoderEvents.checked.get(1));
+            // over ucx the producer's write is not cancelled when its lease ends (a cancel proves nothing there): it lingers,
+            // and may land whole, with its completion, once the decoder continues; either way no byte is wrong
+            String reported = pair.decoderEvents.checked.get(1);
+            assertTrue(reported.equals("1 parity=0 failed=KVB/DeadlineExceeded") || backend.equals("ucx") && reported.equals("1 parity=0"), reported);
             pair.transfer(2, TransferMode.PUSH);
 
             // the producer stops with a registration waiting at it: the decoder's registration deadline ends the wait
@@ -253,10 +256,11 @@ final class StoppedPeerTest
             pair.transfer(0, TransferMode.PULL);
 
             // the process's first long wait compiles its waiting paths (UCX's owner loop, its sleep and arm), once
-            Wait wait = stopProducerDuringPull(pair, 1);
+            boolean readsLinger = backend.equals("ucx");
+            Wait wait = stopProducerDuringPull(pair, 1, readsLinger);
             report("stopped producer, pull over tcp (" + backend + "): the decoder reported", wait);
             assertInTime(wait, LEASE_MILLIS, "the decoder's transfer deadline (the producer's lease)", Share.LESS_COMPILER);
-            wait = stopProducerDuringPull(pair, 3);
+            wait = stopProducerDuringPull(pair, 3, readsLinger);
             report("stopped producer again, pull over tcp (" + backend + "): the decoder reported", wait);
             assertInTime(wait, LEASE_MILLIS, "the decoder's transfer deadline (the producer's lease)", Share.WHOLE_PROCESS);
             pair.assertIdle();
@@ -279,7 +283,7 @@ final class StoppedPeerTest
      * Stops the producer with request {@code request}'s READ in flight, waits for the decoder to give
      * it up, continues the producer and moves request {@code request + 1} whole.
      */
-    private static Wait stopProducerDuringPull(Pair pair, int request) throws InterruptedException
+    private static Wait stopProducerDuringPull(Pair pair, int request, boolean readsLinger) throws InterruptedException
     {
         pair.producer.prefill(request, TOKENS, pair.producerBlocks.allocate(PROMPT_BLOCKS));
         TransferParams params = pair.producer.params(request);
@@ -289,7 +293,10 @@ final class StoppedPeerTest
         assertEquals(request + " parity=0 failed=KVB/DeadlineExceeded", pair.decoderEvents.checked.get(request));
         signal(pair.producer, "CONT");
         await(() -> pair.poll() && pair.producerEvents.freed.size() == request + 1, "the continued producer to report request " + request);
-        assertEquals("req-" + request + " EXPIRED", pair.producerEvents.freed.get(request));
+        // a READ that a release cannot prove stopped (ucx) lingers after the decoder gave up; once the producer continues it
+        // may finish, and the notification it carries tells the producer the request completed
+        String freed = pair.producerEvents.freed.get(request);
+        assertTrue(freed.equals("req-" + request + " EXPIRED") || readsLinger && freed.equals("req-" + request + " COMPLETED"), freed);
         pair.transfer(request + 1, TransferMode.PULL);
         return wait;
     }
