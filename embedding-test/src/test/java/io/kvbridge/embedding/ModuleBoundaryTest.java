@@ -44,6 +44,7 @@ class ModuleBoundaryTest
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/DescriptorIndexBenchmark.java", "measures the planner's descriptor index"),
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/RemoteDescriptorListBenchmark.java", "measures the planner's remote descriptor lists"),
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/RoutingBenchmark.java", "measures the planner's pipeline routing"),
+            Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/HybridStateBenchmark.java", "measures the planner's state-component routing of a hybrid model"),
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/HandshakeBenchmark.java", "measures the side channel's handshake and its wire codec"),
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/EtcdHandshakeBenchmark.java", "measures the handshake through discovery entries"),
             Map.entry("examples/src/main/java/io/kvbridge/examples/bench/BenchInitiator.java", "frames the bench's control messages with the wire codec"),
