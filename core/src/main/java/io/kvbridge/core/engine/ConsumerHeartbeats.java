@@ -27,6 +27,13 @@ final class ConsumerHeartbeats
         this.peers = peers;
     }
 
+    /** Starts a scan: what an earlier scan collected and did not send (it failed half way) is dropped, as its requests are scanned again. */
+    void begin()
+    {
+        requests = null;
+        epochs = null;
+    }
+
     /** Names a request on the link to every producer rank its plan reads from or is written by. */
     void add(ReceivingRequest request)
     {

@@ -457,6 +457,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             return;
         }
         long next = Long.MAX_VALUE;
+        heartbeats.begin();
         for (ReceivingRequest request : List.copyOf(requests.values())) {
             if (request.ended) {
                 continue;
