@@ -10,7 +10,7 @@ package io.kvbridge.spi;
 public final class Spi
 {
     /** The SPI version this api jar defines. */
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
 
     private Spi()
     {
