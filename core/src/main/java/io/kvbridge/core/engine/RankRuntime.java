@@ -12,6 +12,7 @@ import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -67,6 +68,8 @@ final class RankRuntime implements OpenRank
     // worker-confined state
     private final InFlightTransfers transfers;
     private final TransferOutcomes outcome;
+    // refilled for every post: the transport reads it during the call only
+    private final TransferRequest posting = new TransferRequest();
     private long nextEvictionCheck;
     private long lastWorkNanos;
 
@@ -319,7 +322,8 @@ final class RankRuntime implements OpenRank
         long handle;
         try {
             byte[] sealed = notification == null ? null : link.seal(notification);
-            handle = endpoint.transport().post(op, local.list(), localIndices, remote.list(), remoteIndices, count, sealed, grantKey);
+            handle = endpoint.transport().post(posting.start(op).local(local.list(), localIndices).remote(remote.list(), remoteIndices).count(count)
+                    .notification(sealed).grantKey(grantKey));
         }
         catch (RuntimeException e) {
             mark.close();
