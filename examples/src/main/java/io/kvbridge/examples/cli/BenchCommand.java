@@ -92,7 +92,8 @@ final class BenchCommand implements Callable<Integer>
     private int window;
 
     @Option(names = "--cc", paramLabel = "CC", defaultValue = "gcc",
-            description = "C compiler for the memcpy and UCX probe baselines (default: ${DEFAULT-VALUE}).")
+            description = "C compiler for the baselines written in C: memcpy, the UCX and NIXL probes, the TCP stream and device to device "
+                    + "(with --role, this side's) (default: ${DEFAULT-VALUE}).")
     private String compiler;
 
     @Option(names = "--transport-option", paramLabel = "TRANSPORT.KEY=VALUE",
