@@ -11,6 +11,7 @@ import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.layout.SlidingWindow;
 import java.util.Arrays;
 import java.util.Optional;
 
@@ -124,15 +125,14 @@ final class LayoutRules
 
     /**
      * The request's block ids per group as they are exchanged: each group's last
-     * {@link #exchanged} ids (end-trimmed, like a prefix-cache hit), copied.
+     * {@link #exchanged} ids (end-trimmed, like a prefix-cache hit; {@link SlidingWindow#lastIds}).
      */
     int[][] exchangedIds(BlockIds blocks)
     {
         int[][] ids = new int[blocks.groupCount()][];
         for (int g = 0; g < ids.length; g++) {
             int[] all = blocks.group(g);
-            int keep = exchanged(g, all.length);
-            ids[g] = keep == all.length ? all : Arrays.copyOfRange(all, all.length - keep, all.length);
+            ids[g] = SlidingWindow.lastIds(all, exchanged(g, all.length));
         }
         return ids;
     }
