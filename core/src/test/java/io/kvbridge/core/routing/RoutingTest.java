@@ -160,6 +160,24 @@ final class RoutingTest
     }
 
     @Test
+    void identicalRowsOfOtherKernelBlocksPairLayerByLayerInsteadOfFailingTheWholeRowCheck()
+    {
+        List<LayerSpec> layers = List.of(new LayerSpec("L0", 0), new LayerSpec("L1", 0));
+        CacheGeometry decoder = stage(0, 1, 2).groups(GroupKind.MLA)
+                .packed(0x10000, 4, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 128, 128)).build();
+        // the same rows and kernel blocks, but two kernel blocks per scheduler block: a row moves whole only between equal block sizes
+        CacheGeometry split = stage(0, 1, 2).groups(GroupKind.MLA).kernelBlocksPerLogical(2)
+                .packed(0x50000, 4, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 128, 128)).build();
+        assertEquals(RoutingMode.BY_LAYER_NAME, Routing.route(layers, decoder, split).mode(), "routing and the planner apply one whole-row rule");
+        TransferPlan plan = Routing.plan(layers, decoder, split, TransferMode.PULL);
+        assertEquals(List.of("L0", "L1"), plan.entries().stream().map(TransferEntry::layer).toList());
+        // moved whole anyway, the planner refuses it with the same rule
+        List<TransferEntry> whole = new java.util.ArrayList<>();
+        TransferEntry.addWhole(whole, decoder, 0, split, 0);
+        assertCode(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(decoder, split, whole), "kernelBlocksPerLogical=1", "kernelBlocksPerLogical=2");
+    }
+
+    @Test
     void aStageOwningOnePackedMemberWritesItsPageInsideThePeersRow()
     {
         List<LayerSpec> layers = List.of(new LayerSpec("L0", 0), new LayerSpec("L1", 0));
