@@ -263,6 +263,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         }
         try {
             request.stages = stagePlanner.plan(request.params, request.mode, request.engines);
+            StagePlanner.checkServed(request.stages, request.ids);
             heartbeatsBegin(request);
             if (request.mode == TransferMode.PULL) {
                 transfers.pull(request);
