@@ -118,9 +118,12 @@ public final class Routing
      *
      * <p>Two things are paired here, not refused: blocks of unequal size (the plan moves each block as
      * the peer's sub-blocks, head by head where heads are outermost), and a packed row meeting a
-     * plain region or a row of another shape (the row narrows to the layer's page, an ordinary
-     * strided view). Whether the pages' bytes then agree is checked when the plan is built
-     * ({@code GEOMETRY_INCOMPATIBLE} naming both regions' {@code blockBytes}).
+     * plain region or a row of another shape, block tokens or kernel blocks per block (the row
+     * narrows to the layer's page, an ordinary strided view; see
+     * {@link io.kvbridge.spi.geometry.PackedRows} for when a row moves whole instead). Whether the
+     * pages' bytes then agree, the larger side's page being the smaller's times the block size
+     * ratio, is checked when the plan is built ({@code GEOMETRY_INCOMPATIBLE} naming both regions'
+     * {@code blockBytes}).
      *
      * @param layers the model's layers in model order.
      * @param local this rank's geometry.
