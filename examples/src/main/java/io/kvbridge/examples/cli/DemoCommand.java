@@ -6,6 +6,7 @@ import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
 import io.kvbridge.core.tools.SideChannelDefaults;
+import io.kvbridge.examples.demo.BlockPool;
 import io.kvbridge.examples.demo.DemoFailure;
 import io.kvbridge.examples.demo.DemoHosts;
 import io.kvbridge.examples.demo.DemoModel;
@@ -487,7 +488,7 @@ final class DemoCommand implements Callable<Integer>
         for (boolean prefill : new boolean[] {true, false}) {
             DemoOptions.CacheShape shape = options.cache(prefill);
             int tp = prefill ? options.producerTp() : options.consumerTp();
-            bytes += model.cacheBytes(DemoRun.capacity(options, shape), tp, shape.blockTokens());
+            bytes += model.cacheBytes(DemoRun.capacity(options, shape), DemoRun.stateCapacity(options), tp, shape.blockTokens());
         }
         return bytes;
     }
@@ -611,6 +612,9 @@ final class DemoCommand implements Callable<Integer>
             for (Map<String, Object> stage : (List<Map<String, Object>>) engine.get("stages")) {
                 out.printf(Locale.ROOT, "      stage %s: %s layers, block size %s, %s regions, capacity %s per region, block bytes %s%n", stage.get("stage"),
                         stage.get("layers"), stage.get("blockTokens"), stage.get("regions"), stage.get("capacityPerRegion"), stage.get("blockBytesPerRegion"));
+            }
+            if (audit.get("blocks") instanceof Map<?, ?> pools) {
+                out.printf(Locale.ROOT, "      block pool: %s%n", BlockPool.describe((Map<String, Object>) pools.get(side)));
             }
         }
         out.printf(Locale.ROOT, "  idle audit after %s ms%n", idle.get("waitMillis"));
