@@ -54,7 +54,7 @@ public final class PackedRows
                 && local.blockTokens() == remote.blockTokens() && local.kernelBlocksPerLogical() == remote.kernelBlocksPerLogical()) {
             return Optional.empty();
         }
-        return Optional.of(String.format(Locale.ROOT, "packed region %s moves as one whole row only onto an identical row, but local has blockBytes=%d "
+        return Optional.of(String.format(Locale.ROOT, "packed region %s needs identical block geometry on both sides to move as one whole row, but local has blockBytes=%d "
                         + "stride=%d blockTokens=%d kernelBlocksPerLogical=%d members=%s and remote region %s has blockBytes=%d stride=%d blockTokens=%d "
                         + "kernelBlocksPerLogical=%d members=%s", mine.name(), mine.blockBytes(), mine.stride(), local.blockTokens(),
                 local.kernelBlocksPerLogical(), mine.packedMembers(), theirs.name(), theirs.blockBytes(), theirs.stride(), remote.blockTokens(),
