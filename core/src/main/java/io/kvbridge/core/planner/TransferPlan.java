@@ -133,8 +133,8 @@ public final class TransferPlan
             remoteCapacities[e] = subBlocks(theirs, remoteSplit);
             groupIds[e] = entry.groupId();
         }
-        this.localSpace = new IndexSpace("local", localNames, localCapacities, runs, groupIds);
-        this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, runs, groupIds);
+        this.localSpace = new IndexSpace("local", localNames, localCapacities, runs, groupIds, laterSlots);
+        this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, runs, groupIds, laterSlots);
         this.coverage = new GroupCoverage(local, remote, this.entries);
     }
 
