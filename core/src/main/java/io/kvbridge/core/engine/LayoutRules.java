@@ -78,7 +78,11 @@ final class LayoutRules
         return false;
     }
 
-    /** Refuses blocks given for a group that no region of the engine serves: they would silently not move. */
+    /**
+     * Refuses blocks given for a group that no region of the engine serves: they would silently not
+     * move. Kept beside the planner's {@link io.kvbridge.core.planner.TransferPlan#checkServed}
+     * because it needs no peer: it refuses at the call, and a producer has no plan at {@code prefillFinished}.
+     */
     void checkServed(BlockIds blocks, String side, String rankName)
     {
         for (int g = 0; g < unserved.length && g < blocks.groupCount(); g++) {
