@@ -1,11 +1,7 @@
 package io.kvbridge.spi.layout;
 
-import static io.kvbridge.spi.KvBridgeException.checkArgument;
-import static java.util.Objects.requireNonNull;
-
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
-import io.kvbridge.spi.geometry.GroupKind;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Rank;
 import java.util.Optional;
@@ -50,6 +46,9 @@ public interface CacheLayout
      * prefix-cache hit, so one side decides and both agree on the count. Blocks left out are never
      * written and are not reported invalid when a receive fails.
      *
+     * <p>The default is {@link SlidingWindow#exchangedBlocks}: a sliding-window group keeps
+     * {@code ceil(window / blockTokens) + 1} blocks, every other group all of them.
+     *
      * @param group the cache group.
      * @param blockTokens tokens per block.
      * @param blocks blocks the request holds in that group.
@@ -57,18 +56,7 @@ public interface CacheLayout
      */
     default int exchangedBlocks(CacheGroup group, int blockTokens, int blocks)
     {
-        requireNonNull(group, "group is null");
-        checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
-        checkArgument(blocks >= 0, "blocks=%d is negative", blocks);
-        if (group.kind() != GroupKind.SLIDING_WINDOW) {
-            return blocks;
-        }
-        if (group.windowTokens() == 0) {
-            return 0;
-        }
-        // the window may start inside a block, so one block more than the window spans is kept
-        long needed = ((long) group.windowTokens() + blockTokens - 1) / blockTokens + 1;
-        return (int) Math.min(blocks, needed);
+        return SlidingWindow.exchangedBlocks(group, blockTokens, blocks);
     }
 
     /**

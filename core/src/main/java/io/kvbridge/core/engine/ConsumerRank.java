@@ -9,6 +9,7 @@ import io.kvbridge.api.ConsumerConnector;
 import io.kvbridge.api.QuarantinedBlocks;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.RegistrationWatchdog;
 import io.kvbridge.api.RequestState;
 import io.kvbridge.api.RequestView;
 import io.kvbridge.api.SideChannelAddress;
@@ -168,7 +169,8 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         requests.put(request.id, request);
         long now = runtime.now();
         request.beganNanos = now;
-        request.deadline = now + (request.mode == TransferMode.PUSH ? settings.registrationTimeout() : settings.transferTimeout()).toNanos();
+        request.deadline = request.mode == TransferMode.PUSH ? RegistrationWatchdog.deadlineNanos(now, settings.registrationTimeout())
+                : now + settings.transferTimeout().toNanos();
         request.tracker.deadline(request.deadline);
         request.nextHeartbeat = now + request.heartbeatNanos;
         nextScan = Math.min(nextScan, Math.min(request.deadline, request.nextHeartbeat));
@@ -219,6 +221,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         }
         try {
             request.stages = stagePlanner.plan(request.params, request.mode, request.engines);
+            StagePlanner.checkServed(request.stages, request.ids);
             heartbeatsBegin(request);
             if (request.mode == TransferMode.PULL) {
                 transfers.pull(request);

@@ -11,6 +11,7 @@ import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.layout.CacheLayout;
+import io.kvbridge.spi.layout.SlidingWindow;
 import java.util.Arrays;
 import java.util.Optional;
 
@@ -77,7 +78,11 @@ final class LayoutRules
         return false;
     }
 
-    /** Refuses blocks given for a group that no region of the engine serves: they would silently not move. */
+    /**
+     * Refuses blocks given for a group that no region of the engine serves: they would silently not
+     * move. Kept beside the planner's {@link io.kvbridge.core.planner.TransferPlan#checkServed}
+     * because it needs no peer: it refuses at the call, and a producer has no plan at {@code prefillFinished}.
+     */
     void checkServed(BlockIds blocks, String side, String rankName)
     {
         for (int g = 0; g < unserved.length && g < blocks.groupCount(); g++) {
@@ -124,15 +129,14 @@ final class LayoutRules
 
     /**
      * The request's block ids per group as they are exchanged: each group's last
-     * {@link #exchanged} ids (end-trimmed, like a prefix-cache hit), copied.
+     * {@link #exchanged} ids (end-trimmed, like a prefix-cache hit; {@link SlidingWindow#lastIds}).
      */
     int[][] exchangedIds(BlockIds blocks)
     {
         int[][] ids = new int[blocks.groupCount()][];
         for (int g = 0; g < ids.length; g++) {
             int[] all = blocks.group(g);
-            int keep = exchanged(g, all.length);
-            ids[g] = keep == all.length ? all : Arrays.copyOfRange(all, all.length - keep, all.length);
+            ids[g] = SlidingWindow.lastIds(all, exchanged(g, all.length));
         }
         return ids;
     }

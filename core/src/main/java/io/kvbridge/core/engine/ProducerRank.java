@@ -9,6 +9,7 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.Integrity;
+import io.kvbridge.api.Leases;
 import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.PullKey;
 import io.kvbridge.api.RequestState;
@@ -56,7 +57,6 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     private final RequestGrants grants;
 
     private final long leaseNanos;
-    private final long extensionNanos;
     private final long stashNanos;
     private final ProducerStages stages;
     private final PullKeys pullKeys;
@@ -94,7 +94,6 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         this.links = runtime.peers().links();
         this.grants = runtime.grants();
         this.leaseNanos = settings.leaseDuration().toNanos();
-        this.extensionNanos = leaseNanos * 2 / 3;
         this.stashNanos = 2 * Math.max(leaseNanos, settings.registrationTimeout().toNanos());
         this.stages = new ProducerStages(settings, runtime.ownAddress(), epoch);
         this.pullKeys = services.pullKeys(settings.engineId());
@@ -286,10 +285,14 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
 
     private void heartbeat(List<String> requestIds)
     {
-        long extended = runtime.now() + extensionNanos;
+        long now = runtime.now();
         for (String id : requestIds) {
             HeldRequest request = held.get(id);
-            if (request != null && request.reason == null && request.deadline < extended) {
+            if (request == null || request.reason != null) {
+                continue;
+            }
+            long extended = Leases.extendedDeadline(request.deadline, now, leaseNanos);
+            if (extended != request.deadline) {
                 request.deadline = extended;
                 request.tracker.deadline(extended);
             }

@@ -2,6 +2,7 @@ package io.kvbridge.core.engine;
 
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.Leases;
 import io.kvbridge.api.QuarantinedBlocks;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
@@ -80,7 +81,7 @@ final class ReceivingRequest
         this.tracker = tracker;
         tracker.blocks(exchanged.total());
         this.producerRequestId = params.requestId();
-        this.heartbeatNanos = Math.max(1, params.leaseMillis() / 6) * 1_000_000L;
+        this.heartbeatNanos = Leases.heartbeatPeriodNanos(params.leaseMillis());
     }
 
     /** The groups written by the plans a failed post leaves unposted: this one and every later one. */

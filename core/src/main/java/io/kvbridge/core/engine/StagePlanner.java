@@ -4,8 +4,10 @@ import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
+import io.kvbridge.core.planner.BlockSelection;
 import io.kvbridge.core.planner.TpPlan;
 import io.kvbridge.core.planner.TransferEntry;
+import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.core.wire.PeerCapability;
@@ -131,6 +133,22 @@ final class StagePlanner
                     + " of rank " + geometry.rank() + ": they would be left stale");
         }
         return stages.toArray(Stage[]::new);
+    }
+
+    /**
+     * Refuses a request whose ids name a group that none of its stage plans serves
+     * ({@link TransferPlan#checkServed}): each stage plan skips the groups its stage pair does not
+     * hold, so only the whole set of plans can tell a group no stage holds.
+     */
+    static void checkServed(Stage[] stages, int[][] ids)
+    {
+        List<TransferPlan> plans = new ArrayList<>();
+        for (Stage stage : stages) {
+            for (LinkPlan plan : stage.plans()) {
+                plans.add(plan.plan());
+            }
+        }
+        TransferPlan.checkServed(plans, BlockSelection.of(ids));
     }
 
     /**

@@ -20,8 +20,13 @@ final class IndexSpace
     private final int[] runs;
     private final int[] groupIds;
     private final int size;
+    // runs summed per group over the entries of that group, [groups] over the entries of every group (-1):
+    // for all entries, and for the entries of the later source slots
+    private final boolean[] laterSlots;
+    private final long[] runsAll;
+    private final long[] runsLater;
 
-    IndexSpace(String side, String[] names, int[] capacities, int[] runs, int[] groupIds)
+    IndexSpace(String side, String[] names, int[] capacities, int[] runs, int[] groupIds, boolean[] laterSlots)
     {
         if (names.length != capacities.length || capacities.length != groupIds.length || runs.length != groupIds.length) {
             throw Checks.invalid("names=%d, capacities=%d, runs=%d and groupIds=%d differ in length", names.length, capacities.length, runs.length,
@@ -43,6 +48,24 @@ final class IndexSpace
             }
         }
         this.size = (int) offset;
+        this.laterSlots = laterSlots;
+        this.runsAll = sumRuns(null);
+        this.runsLater = sumRuns(laterSlots);
+    }
+
+    private long[] sumRuns(boolean[] include)
+    {
+        int groups = 0;
+        for (int group : groupIds) {
+            groups = Math.max(groups, group + 1);
+        }
+        long[] sums = new long[groups + 1];
+        for (int e = 0; e < offsets.length; e++) {
+            if (include == null || include[e]) {
+                sums[groupIds[e] < 0 ? groups : groupIds[e]] += runs[e];
+            }
+        }
+        return sums;
     }
 
     int size()
@@ -50,25 +73,21 @@ final class IndexSpace
         return size;
     }
 
-    /** Counts the indices a selection yields over the included entries; include null = all. */
+    /**
+     * Counts the indices a selection yields over the included entries: all (null) or those of the
+     * later source slots. One step per group, not per entry: each group's runs are summed when the
+     * space is built.
+     */
     int count(BlockSelection blocks, boolean[] include)
     {
-        long total = 0;
-        int all = -1;
-        for (int e = 0; e < offsets.length; e++) {
-            if (include != null && !include[e]) {
-                continue;
-            }
-            int group = groupIds[e];
-            if (group < 0) {
-                if (all < 0) {
-                    all = blocks.total();
-                }
-                total += (long) all * runs[e];
-            }
-            else {
-                total += (long) blocks.countOf(group) * runs[e];
-            }
+        if (include != null && include != laterSlots) {
+            throw Checks.invalid("include must be null or the plan's later-slot entries");
+        }
+        long[] sums = include == null ? runsAll : runsLater;
+        int groups = sums.length - 1;
+        long total = sums[groups] == 0 ? 0 : (long) blocks.total() * sums[groups];
+        for (int g = 0; g < groups && g < blocks.groups(); g++) {
+            total += blocks.countOf(g) * sums[g];
         }
         if (total > Integer.MAX_VALUE) {
             throw Checks.invalid("request of %d descriptors exceeds an int", total);
@@ -127,6 +146,15 @@ final class IndexSpace
                 }
             }
             return n;
+        }
+        if (count == 1) {
+            // one id (a state, a one-block prompt): no copy loop to set up
+            long id = blocks.expandedId(group, 0);
+            if (!inside && (id < 0 || id >= capacity)) {
+                throw outOfRange(blocks, group, 0, id, entry);
+            }
+            out[n] = offset + (int) id;
+            return n + 1;
         }
         if (inside && blocks.factor(group) == 1) {
             // the common case: ids checked once per group, then a copy and an add over one

@@ -4,11 +4,13 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
+import io.kvbridge.spi.geometry.PackedRows;
 import io.kvbridge.spi.geometry.Region;
 import io.kvbridge.spi.geometry.SplitClass;
 import io.kvbridge.spi.geometry.StateComponent;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 
 /**
  * The checks that decide whether two geometries can be paired, run before any memory is
@@ -157,13 +159,8 @@ final class PairingRules
         check(mine.groupId() == theirs.groupId(),
                 "region %s addresses cache group %d locally but remote region %s addresses group %d (expected: the same region-to-group layout on both sides)",
                 mine.name(), mine.groupId(), theirs.name(), theirs.groupId());
-        if (mine.packed() || theirs.packed()) {
-            check(mine.blockBytes() == theirs.blockBytes() && mine.stride() == theirs.stride() && mine.packedMembers().equals(theirs.packedMembers())
-                            && local.blockTokens() == remote.blockTokens() && local.kernelBlocksPerLogical() == remote.kernelBlocksPerLogical(),
-                    "packed region %s needs identical block geometry on both sides, but local has blockBytes=%d stride=%d blockTokens=%d kernelBlocksPerLogical=%d members=%s and remote region %s has blockBytes=%d stride=%d blockTokens=%d kernelBlocksPerLogical=%d members=%s",
-                    mine.name(), mine.blockBytes(), mine.stride(), local.blockTokens(), local.kernelBlocksPerLogical(), mine.packedMembers(),
-                    theirs.name(), theirs.blockBytes(), theirs.stride(), remote.blockTokens(), remote.kernelBlocksPerLogical(), theirs.packedMembers());
-        }
+        Optional<String> wholeRow = PackedRows.wholeRowMismatch(local, mine, remote, theirs);
+        check(wholeRow.isEmpty(), "%s", wholeRow.orElse(""));
         int runs = mine.split() == SplitClass.SPLIT && (ratio > 1 || remoteRatio > 1) ? Math.max(1, headsOf(local, mine) / tp.localTp()) : 1;
         check(mine.blockBytes() % ((long) ratio * runs) == 0,
                 "region %s: local blockBytes=%d is not divisible by blockSizeRatio=%d x %d head runs (local blockTokens=%d / remote blockTokens=%d), so a block cannot be split into remote-sized sub-blocks",

@@ -60,6 +60,7 @@ public final class TransferPlan
     private final IndexSpace localSpace;
     private final IndexSpace remoteSpace;
     private final boolean[] laterSlots;
+    private final GroupCoverage coverage;
 
     private TransferPlan(CacheGeometry local, CacheGeometry remote, List<TransferEntry> entries)
     {
@@ -132,8 +133,9 @@ public final class TransferPlan
             remoteCapacities[e] = subBlocks(theirs, remoteSplit);
             groupIds[e] = entry.groupId();
         }
-        this.localSpace = new IndexSpace("local", localNames, localCapacities, runs, groupIds);
-        this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, runs, groupIds);
+        this.localSpace = new IndexSpace("local", localNames, localCapacities, runs, groupIds, laterSlots);
+        this.remoteSpace = new IndexSpace("remote", remoteNames, remoteCapacities, runs, groupIds, laterSlots);
+        this.coverage = new GroupCoverage(local, remote, this.entries);
     }
 
     private static int subBlocks(Region region, int split)
@@ -408,11 +410,16 @@ public final class TransferPlan
      * @param slot source slot.
      * @param blocks either side's selection (both route groups alike).
      * @return the size the index arrays need.
+     * @throws KvBridgeException {@code BLOCK_OUT_OF_RANGE} as {@link #indices} for a group the plan
+     *     does not serve.
      */
     public int indexCount(int slot, BlockSelection blocks)
     {
         checkSlot(slot);
         checkGroups(requireNonNull(blocks, "blocks is null"), "blocks");
+        if (slot == 0) {
+            coverage.checkWholeExchange(blocks, "blocks");
+        }
         return localSpace.count(blocks, slot == 0 ? null : laterSlots);
     }
 
@@ -427,7 +434,9 @@ public final class TransferPlan
      * @param remoteOut receives the remote indices; at least {@link #indexCount} long.
      * @return the number of pairs written.
      * @throws KvBridgeException {@code LENGTH_MISMATCH} when a group has a different number of ids
-     *     on the two sides, {@code BLOCK_OUT_OF_RANGE} when an id lies outside its region.
+     *     on the two sides, {@code BLOCK_OUT_OF_RANGE} when an id lies outside its region, or when
+     *     slot 0 of a plan between two whole engines is given ids of a group no entry addresses
+     *     (naming the group; a pipeline stage's plan skips them, see {@link #checkServed}).
      */
     public int indices(int slot, BlockSelection localBlocks, int[] localOut, BlockSelection remoteBlocks, int[] remoteOut)
     {
@@ -444,10 +453,61 @@ public final class TransferPlan
                         g, localBlocks.count(g), remoteBlocks.count(g));
             }
         }
+        if (slot == 0) {
+            // later slots read only the head-sharded entries: skipping a replicated group there is the plan
+            coverage.checkWholeExchange(localBlocks, "localBlocks");
+        }
         boolean[] include = slot == 0 ? null : laterSlots;
         int written = localSpace.compute(localBlocks, include, localOut);
         remoteSpace.compute(remoteBlocks, include, remoteOut);
         return written;
+    }
+
+    /**
+     * Tells whether some entry of this plan addresses a cache group, so that its ids move.
+     *
+     * @param group the group id.
+     * @return true when an entry of that group, or of every group (-1), exists.
+     */
+    public boolean serves(int group)
+    {
+        return coverage.serves(group);
+    }
+
+    /**
+     * Refuses a request whose ids name a cache group that none of its plans serves: across the
+     * whole request (every stage plan of it), each group with ids must be addressed by some entry.
+     * A stage plan skips the groups its stage pair does not hold; this is where a group no stage
+     * holds is caught instead of silently not moving. When the local rank is itself a pipeline
+     * stage, only the groups its own regions address are its to move; the engine's other stages
+     * move the rest.
+     *
+     * @param plans every plan of one local rank the request moves through (all stage pairs).
+     * @param blocks the request's ids per group, as given to the plans' {@link #indices}.
+     * @throws KvBridgeException {@code BLOCK_OUT_OF_RANGE} naming the group, its id count and the
+     *     plans, when a group with ids is served by none of them.
+     */
+    public static void checkServed(List<TransferPlan> plans, BlockSelection blocks)
+    {
+        requireNonNull(plans, "plans is null");
+        requireNonNull(blocks, "blocks is null");
+        for (int g = 0; g < blocks.groups(); g++) {
+            if (blocks.countOf(g) == 0 || (!plans.isEmpty() && !plans.getFirst().coverage.required(g))) {
+                continue;
+            }
+            boolean served = false;
+            for (TransferPlan plan : plans) {
+                served |= plan.serves(g);
+            }
+            if (!served) {
+                if (plans.isEmpty()) {
+                    throw Checks.failure(ErrorCode.BLOCK_OUT_OF_RANGE, "block ids given for cache group %d, but the request has no transfer plan to move them",
+                            g);
+                }
+                throw plans.getFirst().coverage.unserved(g, blocks.countOf(g), "the request's ids", "its " + plans.size() + " plans (stage pairs "
+                        + plans.stream().map(plan -> plan.local.rank() + "<->" + plan.remote.rank()).toList() + ")");
+            }
+        }
     }
 
     private void checkGroups(BlockSelection blocks, String name)

@@ -11,11 +11,13 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.KvPart;
 import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.PackedRows;
 import io.kvbridge.spi.geometry.Region;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Decides which local region pairs with which peer region, before anything is registered.
@@ -116,9 +118,12 @@ public final class Routing
      *
      * <p>Two things are paired here, not refused: blocks of unequal size (the plan moves each block as
      * the peer's sub-blocks, head by head where heads are outermost), and a packed row meeting a
-     * plain region or a row of another shape (the row narrows to the layer's page, an ordinary
-     * strided view). Whether the pages' bytes then agree is checked when the plan is built
-     * ({@code GEOMETRY_INCOMPATIBLE} naming both regions' {@code blockBytes}).
+     * plain region or a row of another shape, block tokens or kernel blocks per block (the row
+     * narrows to the layer's page, an ordinary strided view; see
+     * {@link io.kvbridge.spi.geometry.PackedRows} for when a row moves whole instead). Whether the
+     * pages' bytes then agree, the larger side's page being the smaller's times the block size
+     * ratio, is checked when the plan is built ({@code GEOMETRY_INCOMPATIBLE} naming both regions'
+     * {@code blockBytes}).
      *
      * @param layers the model's layers in model order.
      * @param local this rank's geometry.
@@ -175,10 +180,6 @@ public final class Routing
     {
         List<Region> mine = local.regions();
         List<Region> theirs = remote.regions();
-        if (local.blockTokens() != remote.blockTokens() && (packs(local) || packs(remote))) {
-            return problem("local rank %s has blockTokens=%d and remote rank %s blockTokens=%d, and a packed row cannot be cut into sub-blocks: its layers "
-                    + "are paired one by one", local.rank(), local.blockTokens(), remote.rank(), remote.blockTokens());
-        }
         int offset;
         if (local.rank().ppSize() == 1 && remote.rank().ppSize() == 1) {
             if (mine.size() != theirs.size()) {
@@ -211,11 +212,9 @@ public final class Routing
                 return problem("local region %s holds the %s of %s but remote region %s at position %d holds the %s", a.name(), a.part(), a.members(), b.name(),
                         offset + r, b.part());
             }
-            if ((a.packed() || b.packed())
-                    && !(a.blockBytes() == b.blockBytes() && a.stride() == b.stride() && a.packedMembers().equals(b.packedMembers()))) {
-                return problem("local region %s and remote region %s at position %d pack their rows differently (blockBytes=%d vs %d, stride=%d vs %d, "
-                        + "pages %s vs %s): a row moves whole only onto an identical row, so their layers are paired one by one", a.name(), b.name(),
-                        offset + r, a.blockBytes(), b.blockBytes(), a.stride(), b.stride(), a.packedMembers(), b.packedMembers());
+            Optional<String> wholeRow = PackedRows.wholeRowMismatch(local, a, remote, b);
+            if (wholeRow.isPresent()) {
+                return problem("%s (remote position %d), so their layers are paired one by one", wholeRow.get(), offset + r);
             }
             if (a.groupId() != b.groupId()) {
                 return problem("local region %s addresses cache group %d but remote region %s addresses group %d (the sides map regions to groups differently)",
@@ -233,11 +232,6 @@ public final class Routing
     private static boolean poolsLayers(CacheGeometry geometry)
     {
         return geometry.regions().stream().anyMatch(region -> region.members().size() > 1);
-    }
-
-    private static boolean packs(CacheGeometry geometry)
-    {
-        return geometry.regions().stream().anyMatch(Region::packed);
     }
 
     private static boolean hasPlanes(CacheGeometry geometry)

@@ -76,6 +76,12 @@ final class PlanScenario
         List<Integer> localPool = shuffled(max(localCapacities), random);
         List<Integer> remotePool = shuffled(max(remoteCapacities), random);
         for (int g = 0; g < groups; g++) {
+            if (!plan.serves(g)) {
+                // no region holds the group: its ids would not move, and a plan refuses them
+                localIds[g] = new int[0];
+                remoteIds[g] = new int[0];
+                continue;
+            }
             int localLimit = limit(localCapacities, g);
             int remoteLimit = limit(remoteCapacities, g);
             List<Integer> remoteChoice = take(remotePool, remoteLimit, random.nextInt(remoteLimit + 1));

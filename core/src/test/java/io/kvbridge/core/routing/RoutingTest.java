@@ -160,6 +160,44 @@ final class RoutingTest
     }
 
     @Test
+    void identicalRowsOfOtherKernelBlocksPairLayerByLayerInsteadOfFailingTheWholeRowCheck()
+    {
+        List<LayerSpec> layers = List.of(new LayerSpec("L0", 0), new LayerSpec("L1", 0));
+        CacheGeometry decoder = stage(0, 1, 2).groups(GroupKind.MLA)
+                .packed(0x10000, 4, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 128, 128)).build();
+        // the same rows and kernel blocks, but two kernel blocks per scheduler block: a row moves whole only between equal block sizes
+        CacheGeometry split = stage(0, 1, 2).groups(GroupKind.MLA).kernelBlocksPerLogical(2)
+                .packed(0x50000, 4, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 128, 128)).build();
+        assertEquals(RoutingMode.BY_LAYER_NAME, Routing.route(layers, decoder, split).mode(), "routing and the planner apply one whole-row rule");
+        TransferPlan plan = Routing.plan(layers, decoder, split, TransferMode.PULL);
+        assertEquals(List.of("L0", "L1"), plan.entries().stream().map(TransferEntry::layer).toList());
+        // moved whole anyway, the planner refuses it with the same rule
+        List<TransferEntry> whole = new java.util.ArrayList<>();
+        TransferEntry.addWhole(whole, decoder, 0, split, 0);
+        assertCode(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> TransferPlan.pair(decoder, split, whole), "kernelBlocksPerLogical=1", "kernelBlocksPerLogical=2");
+    }
+
+    @Test
+    void aPackedRowMeetingPlainRegionsOfLargerBlocksPairsPageByPageAsDocumented()
+    {
+        List<LayerSpec> layers = List.of(new LayerSpec("L0", 0), new LayerSpec("L1", 0));
+        // decoder: 16-token blocks packed in rows of two 128-byte pages; producer: one plain region per layer, 32-token blocks of 256 bytes
+        CacheGeometry decoder = stage(0, 1, 2).groups(GroupKind.MLA)
+                .packed(0x10000, 4, 0, new PackedMember("L0", 0, 128), new PackedMember("L1", 128, 128)).build();
+        CacheGeometry producer = stage(0, 1, 2).groups(GroupKind.MLA).blockTokens(32)
+                .region(0x50000, 256, 256, 2, 0, SplitClass.REPLICATE, "L0").region(0x60000, 256, 256, 2, 0, SplitClass.REPLICATE, "L1").build();
+        assertEquals(RoutingMode.BY_LAYER_NAME, Routing.route(layers, decoder, producer).mode());
+        TransferPlan plan = Routing.plan(layers, decoder, producer, TransferMode.PULL);
+        // each decoder page is half of a producer block: the producer's blocks move as two sub-blocks of 128 bytes
+        assertArrayEquals(new long[] {0x10000, 0x10100, 0x10200, 0x10300, 0x10080, 0x10180, 0x10280, 0x10380}, plan.localDescriptors(0).addresses());
+        assertArrayEquals(new long[] {0x50000, 0x50080, 0x50100, 0x50180, 0x60000, 0x60080, 0x60100, 0x60180}, plan.remoteDescriptors(producer).addresses());
+        // pages whose bytes are not the block size ratio apart are refused when the plan is built
+        CacheGeometry widePages = stage(0, 1, 2).groups(GroupKind.MLA).blockTokens(32)
+                .region(0x50000, 512, 512, 2, 0, SplitClass.REPLICATE, "L0").region(0x60000, 512, 512, 2, 0, SplitClass.REPLICATE, "L1").build();
+        assertCode(ErrorCode.GEOMETRY_INCOMPATIBLE, () -> Routing.plan(layers, decoder, widePages, TransferMode.PULL), "blockBytes=512");
+    }
+
+    @Test
     void aStageOwningOnePackedMemberWritesItsPageInsideThePeersRow()
     {
         List<LayerSpec> layers = List.of(new LayerSpec("L0", 0), new LayerSpec("L1", 0));

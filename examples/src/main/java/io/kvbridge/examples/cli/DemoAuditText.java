@@ -1,5 +1,6 @@
 package io.kvbridge.examples.cli;
 
+import io.kvbridge.examples.demo.BlockPool;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
@@ -64,6 +65,9 @@ final class DemoAuditText
             for (Map<String, Object> stage : (List<Map<String, Object>>) engine.get("stages")) {
                 out.printf(Locale.ROOT, "      stage %s: %s layers, block size %s, %s regions, capacity %s per region, block bytes %s%n", stage.get("stage"),
                         stage.get("layers"), stage.get("blockTokens"), stage.get("regions"), stage.get("capacityPerRegion"), stage.get("blockBytesPerRegion"));
+            }
+            if (audit.get("blocks") instanceof Map<?, ?> pools) {
+                out.printf(Locale.ROOT, "      block pool: %s%n", BlockPool.describe((Map<String, Object>) pools.get(side)));
             }
         }
         out.printf(Locale.ROOT, "  idle audit after %s ms%n", idle.get("waitMillis"));

@@ -403,7 +403,7 @@ final class DemoCommand implements Callable<Integer>
         for (boolean prefill : new boolean[] {true, false}) {
             DemoOptions.CacheShape shape = options.cache(prefill);
             int tp = prefill ? options.producerTp() : options.consumerTp();
-            bytes += model.cacheBytes(DemoRun.capacity(options, shape), tp, shape.blockTokens());
+            bytes += model.cacheBytes(DemoRun.capacity(options, shape), DemoRun.stateCapacity(options), tp, shape.blockTokens());
         }
         return bytes;
     }

@@ -47,8 +47,8 @@ final class DemoEngine
      * @param shape how this engine lays out its cache.
      * @param stages the pipeline stages this process hosts, each with all its tensor-parallel ranks.
      */
-    DemoEngine(String name, DemoModel model, KvBridge bridge, EngineMemory memory, int ppSize, int tpSize, int capacity, DemoOptions.CacheShape shape,
-            List<Integer> stages)
+    DemoEngine(String name, DemoModel model, KvBridge bridge, EngineMemory memory, int ppSize, int tpSize, int capacity, int stateCapacity,
+            DemoOptions.CacheShape shape, List<Integer> stages)
     {
         this.name = name;
         this.memory = memory;
@@ -66,7 +66,7 @@ final class DemoEngine
                 Rank rank = new Rank(pp, ppSize, tp, tpSize);
                 List<LayerSpec> stage = spec.layersOwnedBy(rank);
                 List<Allocation> allocations = new ArrayList<>();
-                for (long bytes : allocationBytes(stage, page, capacity)) {
+                for (long bytes : allocationBytes(stage, page, capacity, stateCapacity)) {
                     allocations.add(memory.allocate(bytes));
                 }
                 ranks.add(layout.describe(spec, CacheMemory.of(allocations), rank));
@@ -80,9 +80,11 @@ final class DemoEngine
     /**
      * The allocations one rank's layout expects, in its order: for {@code hma} the pools (with Mamba
      * layers the attention layers only), then one per state layer; for {@code mla} one packed row per
-     * block; for {@code per-layer} one per layer, or one row of every layer's page per block.
+     * block; for {@code per-layer} one per layer, or one row of every layer's page per block. A Mamba
+     * layer's own allocation holds {@code stateCapacity} states (its group's free list); in a
+     * cross-layer row it has a state in every row.
      */
-    private List<Long> allocationBytes(List<LayerSpec> stage, long page, int capacity)
+    private List<Long> allocationBytes(List<LayerSpec> stage, long page, int capacity, int stateCapacity)
     {
         List<Long> sizes = new ArrayList<>();
         switch (model.layout()) {
@@ -94,7 +96,7 @@ final class DemoEngine
                 }
                 for (LayerSpec layer : stage) {
                     if (model.groups().get(layer.groupId()).stateful()) {
-                        sizes.add(capacity * layerPage(layer, page));
+                        sizes.add(stateCapacity * layerPage(layer, page));
                     }
                 }
             }
@@ -104,7 +106,7 @@ final class DemoEngine
                     sizes.add(capacity * stage.stream().mapToLong(layer -> layerPage(layer, page)).sum());
                 }
                 else {
-                    stage.forEach(layer -> sizes.add(capacity * layerPage(layer, page)));
+                    stage.forEach(layer -> sizes.add((model.groups().get(layer.groupId()).stateful() ? stateCapacity : capacity) * layerPage(layer, page)));
                 }
             }
         }

@@ -144,20 +144,21 @@ public record DemoModel(String layout, ModelIdentity identity, List<CacheGroup> 
     }
 
     /**
-     * Bytes one engine's cache takes on all its ranks: every layer's region of {@code capacity}
-     * blocks (a state per block for a Mamba layer).
+     * Bytes one engine's cache takes on all its ranks: every attention layer's region of
+     * {@code capacity} blocks, every Mamba layer's region of {@code stateCapacity} states.
      *
-     * @param capacity scheduler blocks of every region.
+     * @param capacity scheduler blocks of every attention region.
+     * @param stateCapacity states of every Mamba region.
      * @param tpSize the engine's tensor-parallel size.
      * @param blockTokens tokens of a scheduler block.
      * @return the bytes.
      */
-    public long cacheBytes(int capacity, int tpSize, int blockTokens)
+    public long cacheBytes(int capacity, int stateCapacity, int tpSize, int blockTokens)
     {
         long bytes = 0;
         for (LayerSpec layer : layers) {
             CacheGroup group = groups.get(layer.groupId());
-            bytes += (group.stateful() ? group.stateBytes(tpSize) : pageBytes(tpSize, blockTokens)) * capacity * tpSize;
+            bytes += (group.stateful() ? group.stateBytes(tpSize) * stateCapacity : pageBytes(tpSize, blockTokens) * capacity) * tpSize;
         }
         return bytes;
     }

@@ -118,9 +118,24 @@ public final class DemoRun
         int maxBlocks = shape.blocks(options.maxTokens());
         int perRequest = 0;
         for (int g = 0; g < model.groups().size(); g++) {
-            perRequest += model.heldBlocks(g, maxBlocks, shape.blockTokens());
+            // a Mamba group's states come from a free list of their own (stateCapacity)
+            if (!model.groups().get(g).stateful()) {
+                perRequest += model.heldBlocks(g, maxBlocks, shape.blockTokens());
+            }
         }
         return perRequest * options.concurrency() + 1;
+    }
+
+    /**
+     * States of each Mamba group's regions: one per request in flight, whatever its length, plus
+     * one to spare; 0 for a model without state.
+     *
+     * @param options the options.
+     * @return the states of each state region.
+     */
+    public static int stateCapacity(DemoOptions options)
+    {
+        return options.demoModel().stateful() ? options.concurrency() + 1 : 0;
     }
 
     /**
@@ -333,9 +348,9 @@ public final class DemoRun
         DemoModel model = options.demoModel();
         DemoOptions.CacheShape producerShape = options.producerCache();
         DemoOptions.CacheShape decoderShape = options.consumerCache();
-        BlockPool producerBlocks = new BlockPool(model, producerCapacity, producerShape.blockTokens());
+        BlockPool producerBlocks = new BlockPool(model, producerCapacity, stateCapacity(options), producerShape.blockTokens());
         Ledger ledger = new Ledger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(),
-                new BlockPool(model, decoderCapacity, decoderShape.blockTokens()), options::corrupted);
+                new BlockPool(model, decoderCapacity, stateCapacity(options), decoderShape.blockTokens()), options::corrupted);
         SplittableRandom random = new SplittableRandom(options.seed());
         int next = 0;
         int finished = 0;
@@ -431,6 +446,7 @@ public final class DemoRun
         audit.put("failedNotifications", failedNotifications);
         audit.put("expiredLeases", Math.max(ledger.expiredLeases, expiredCounted));
         audit.put("parityErrors", ledger.parityErrors);
+        audit.put("blocks", Map.of("producer", producerBlocks.audit(), "decoder", ledger.decoderBlocks.audit()));
         audit.put("integrity", options.integrity().configName());
         if (options.corruptEvery() > 0) {
             Map<String, Object> fault = new LinkedHashMap<>();

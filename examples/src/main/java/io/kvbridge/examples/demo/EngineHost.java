@@ -116,8 +116,8 @@ public final class EngineHost implements DemoHost
             this.bridge = opened;
             DemoModel model = options.demoModel();
             EngineMemory memory = options.deviceCaches() ? EngineMemory.device(arena, bridge.transport(), options.cacheDevice()) : EngineMemory.host(arena);
-            this.engine = new DemoEngine(spec.engineId(), model, bridge, memory, spec.ppSize(), spec.tpSize(), spec.capacity(), options.cache(spec.prefill()),
-                    spec.stages());
+            this.engine = new DemoEngine(spec.engineId(), model, bridge, memory, spec.ppSize(), spec.tpSize(), spec.capacity(),
+                    DemoRun.stateCapacity(options), options.cache(spec.prefill()), spec.stages());
             for (CacheGeometry rank : engine.ranks) {
                 // a push decoder gives up on writes that did not come within two leases: the producer
                 // would have freed the blocks by then, and the demo's prefill itself takes no time

@@ -20,6 +20,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 final class HybridSsmDemoTest
 {
+    @SuppressWarnings("unchecked")
     @ParameterizedTest(name = "{0} {1} {2} PP{3} TP{4} -> PP{5} TP{6}")
     @CsvSource({
             "local, push, hma, 2, 1, 1, 1",
@@ -36,6 +37,15 @@ final class HybridSsmDemoTest
         assertEquals(12L, audit.get("requestsCompleted"));
         assertEquals(0L, audit.get("parityErrors"));
         assertEquals(List.of(), audit.get("problems"));
+        // each engine lends Mamba states from a free list of their own: one per request, at most one per request in flight
+        for (String engine : List.of("producer", "decoder")) {
+            Map<String, Object> states = (Map<String, Object>) ((Map<String, Object>) ((Map<String, Object>) audit.get("blocks")).get(engine)).get("stateBlocks");
+            Map<String, Object> group = (Map<String, Object>) states.get("group1");
+            assertEquals(12L, states.get("statesTaken"), engine + ": " + states);
+            assertEquals(5, group.get("capacity"), "concurrency 4, plus one");
+            assertTrue((int) group.get("peakHeld") >= 1 && (int) group.get("peakHeld") <= 4, engine + ": " + states);
+            assertEquals(5, group.get("free"), engine + ": every state came back");
+        }
     }
 
     @Test

@@ -35,6 +35,9 @@ import java.util.Set;
  * every group in pool {@code i}) and allocation {@code i} is pool {@code i}. With views, layers
  * whose views start at the same address share a pool, whatever rule the engine used; regions then
  * follow the first appearance of their pool in model order.
+ *
+ * <p>Sliding-window groups exchange only the blocks their window spans: the interface's default
+ * {@link CacheLayout#exchangedBlocks}, which is {@link io.kvbridge.spi.layout.SlidingWindow#exchangedBlocks}.
  */
 final class HmaCacheLayout implements CacheLayout
 {
@@ -194,17 +197,6 @@ final class HmaCacheLayout implements CacheLayout
             pools.add(new Pool(membersByBase.get(entry.getKey()), home, view.address(), view.blockStride(), view.blocks()));
         }
         return pools;
-    }
-
-    /** Sliding-window groups exchange only the blocks their window spans; see {@link HmaPoolDescriptor#windowBlocks}. */
-    @Override
-    public int exchangedBlocks(CacheGroup group, int blockTokens, int blocks)
-    {
-        requireNonNull(group, "group is null");
-        KvBridgeException.checkArgument(blocks >= 0, "blocks=%d is negative", blocks);
-        KvBridgeException.checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
-        int needed = group.kind() == GroupKind.SLIDING_WINDOW ? HmaPoolDescriptor.windowBlocks(group.windowTokens(), blockTokens) : blocks;
-        return Math.min(blocks, needed);
     }
 
     /**

@@ -128,25 +128,6 @@ public final class HmaPoolDescriptor
     }
 
     /**
-     * Returns how many trailing blocks a sliding-window layer needs: the blocks its window spans,
-     * plus one because the window may start inside a block.
-     *
-     * @param windowTokens window in tokens; 0 when the window is disabled.
-     * @param blockTokens tokens per scheduler block.
-     * @return {@code ceil(windowTokens / blockTokens) + 1}, or 0 for a disabled window; at most
-     *     {@link Integer#MAX_VALUE}.
-     */
-    public static int windowBlocks(int windowTokens, int blockTokens)
-    {
-        checkArgument(windowTokens >= 0, "windowTokens=%d is negative", windowTokens);
-        checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
-        if (windowTokens == 0) {
-            return 0;
-        }
-        return (int) Math.min(Integer.MAX_VALUE, ((long) windowTokens + blockTokens - 1) / blockTokens + 1);
-    }
-
-    /**
      * Returns the states an allocation of a state layer holds.
      *
      * @param layer the layer, for the message.

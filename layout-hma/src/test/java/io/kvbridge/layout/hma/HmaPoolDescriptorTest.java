@@ -23,19 +23,6 @@ final class HmaPoolDescriptorTest
     }
 
     @Test
-    void windowBlocksCoverTheWindowPlusThePartialFirstBlock()
-    {
-        assertEquals(129, HmaPoolDescriptor.windowBlocks(2048, 16));
-        assertEquals(0, HmaPoolDescriptor.windowBlocks(0, 16));
-        assertEquals(2, HmaPoolDescriptor.windowBlocks(1, 16));
-        assertEquals(2, HmaPoolDescriptor.windowBlocks(16, 16));
-        assertEquals(3, HmaPoolDescriptor.windowBlocks(17, 16));
-        assertEquals(Integer.MAX_VALUE, HmaPoolDescriptor.windowBlocks(Integer.MAX_VALUE - 1, 1));
-        assertEquals(Integer.MAX_VALUE, HmaPoolDescriptor.windowBlocks(Integer.MAX_VALUE, 1), "saturates instead of wrapping");
-        assertThrows(KvBridgeException.class, () -> HmaPoolDescriptor.windowBlocks(16, 0));
-    }
-
-    @Test
     void pagesAreHeadsTimesTokensTimesKeyAndValue()
     {
         assertEquals(1024, HmaPoolDescriptor.pageBytes(2, 16, 8, 2));
