@@ -25,4 +25,16 @@ final class RecordingEvents implements DemoHost.Events
     {
         checked.add(request + " parity=" + parityErrors + (failures.isEmpty() ? "" : " failed=" + failures.getFirst().split(" ")[0]));
     }
+
+    @Override
+    public void quarantined(int request, String reason)
+    {
+        checked.add(request + " quarantined");
+    }
+
+    @Override
+    public void released(int request, String reason)
+    {
+        checked.add(request + " released");
+    }
 }
