@@ -172,8 +172,9 @@ final class DemoCommand implements Callable<Integer>
     private boolean hosts;
 
     @Option(names = "--allow-unchecked-tcp-lane",
-            description = "With --backend ucx: let UCX open its tcp transport, whose wire protocol writes wherever a put request names before any grant "
-                    + "is checked (the engines get allow-unchecked-tcp-lane=true, named in the audit); --hosts --backend ucx needs it.")
+            description = "With --backend ucx or nixl: let UCX open its tcp transport, whose wire protocol writes wherever a put request names before "
+                    + "any grant is checked (the engines get allow-unchecked-tcp-lane=true, named in the audit); --hosts --backend ucx and --backend nixl "
+                    + "(unless UCX_TLS leaves tcp out) need it.")
     private boolean allowUncheckedTcpLane;
 
     @Option(names = "--device", paramLabel = "N",
@@ -363,7 +364,8 @@ final class DemoCommand implements Callable<Integer>
                     + "writes wherever a put request names before any grant is checked; use --backend tcp (the default with --hosts), or add "
                     + "--allow-unchecked-tcp-lane where only the demo's hosts reach those ports");
         }
-        check(!allowUncheckedTcpLane || backend.equals("ucx"), "--allow-unchecked-tcp-lane is an option of --backend ucx, not of '%s'", backend);
+        check(!allowUncheckedTcpLane || backend.equals("ucx") || backend.equals("nixl"),
+                "--allow-unchecked-tcp-lane is an option of --backend ucx and nixl, not of '%s'", backend);
         Map<String, String> transportOptions = new java.util.LinkedHashMap<>(documentTransportOptions);
         if (allowUncheckedTcpLane) {
             transportOptions.put("allow-unchecked-tcp-lane", "true");
