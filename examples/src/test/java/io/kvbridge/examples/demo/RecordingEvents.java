@@ -13,6 +13,9 @@ final class RecordingEvents implements DemoHost.Events
 {
     final List<String> freed = new ArrayList<>();
     final List<String> checked = new ArrayList<>();
+    // requests whose blocks a decoder host reported quarantined, and released on proof
+    final List<Integer> quarantined = new ArrayList<>();
+    final List<Integer> released = new ArrayList<>();
 
     @Override
     public void freed(String requestId, FreeReason reason)
@@ -29,12 +32,12 @@ final class RecordingEvents implements DemoHost.Events
     @Override
     public void quarantined(int request, String reason)
     {
-        checked.add(request + " quarantined");
+        quarantined.add(request);
     }
 
     @Override
     public void released(int request, String reason)
     {
-        checked.add(request + " released");
+        released.add(request);
     }
 }
