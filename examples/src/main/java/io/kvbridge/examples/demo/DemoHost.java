@@ -28,8 +28,8 @@ interface DemoHost extends AutoCloseable
         void checked(int request, long parityErrors, List<String> failures);
 
         /**
-         * A failed request's blocks are quarantined (a late writer may still reach them): its
-         * {@link #checked} comes only once they are released.
+         * A decoder rank quarantined a failed request's blocks (a late writer may still reach them):
+         * the request's {@link #checked} comes only once every rank released them.
          *
          * @param request the request's index.
          * @param reason what is unproven, as the connector said.

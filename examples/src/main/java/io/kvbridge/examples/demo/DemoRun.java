@@ -503,7 +503,7 @@ public final class DemoRun
         if (stall != null) {
             audit.put("stall", stall.audit());
         }
-        audit.put("quarantinedRequests", ledger.quarantined);
+        audit.put("quarantines", ledger.quarantined);
         audit.put("releasedOnProof", ledger.released);
         audit.put("bytesChangedOutsideRequests", leftover);
         audit.put("decoderPromptTokensNeeded", ledger.tokensNeeded);

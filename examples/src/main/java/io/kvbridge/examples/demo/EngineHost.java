@@ -330,7 +330,8 @@ public final class EngineHost implements DemoHost
         }
         if (request.quarantinedRanks > 0) {
             // a late writer may still reach these blocks: neither checked, wiped nor reused until released
-            events.quarantined(request.request, String.join("; ", request.quarantineReasons));
+            // one event per rank's quarantine, as each rank's release comes apart
+            request.quarantineReasons.forEach(reason -> events.quarantined(request.request, reason));
             return;
         }
         handBack(request, events);
