@@ -6,7 +6,8 @@
 module io.kvbridge.backend.nixl
 {
     requires transitive io.kvbridge.api;
-    requires io.kvbridge.transport;
+    // transitive: each exported factory extends the toolkit's AbstractTransferBackendFactory
+    requires transitive io.kvbridge.transport;
     requires org.slf4j;
 
     exports io.kvbridge.backend.nixl;

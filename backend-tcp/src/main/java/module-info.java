@@ -6,7 +6,8 @@
 module io.kvbridge.backend.tcp
 {
     requires transitive io.kvbridge.api;
-    requires io.kvbridge.transport;
+    // transitive: each exported factory extends the toolkit's AbstractTransferBackendFactory
+    requires transitive io.kvbridge.transport;
     requires jdk.net;
     requires org.slf4j;
 

@@ -8,7 +8,8 @@
  * {@code io.kvbridge.core.plugin}, the plugins found and checked; {@code io.kvbridge.core.config},
  * the configuration document, its sizes and durations, and the TLS and secret files it names; and
  * {@code io.kvbridge.core.tls}, the TLS 1.3 settings those files load into; {@code io.kvbridge.core.tools},
- * narrow entries to internal parts (the testkit's wire round trip of a geometry, a peer's inspection). The
+ * narrow entries to internal parts (the testkit's wire round trip of a geometry, a peer's inspection, the
+ * side channel's envelopes and message maps for the bench's control link). The
  * rest (engine, planner, routing, side channel, wire, discovery, layouts and the local transport) is
  * internal and may change in any release.
  *

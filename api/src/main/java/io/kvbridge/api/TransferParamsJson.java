@@ -57,9 +57,10 @@ import java.util.Set;
  * (routers and vLLM add their own, such as {@code remote_num_tokens}), refuses unknown keys under
  * {@code kvbridge} with the nearest valid name, and reports every problem at once.
  *
- * <p>The codec is in {@code kvbridge-api}, which depends on the JDK only, because both ends of the
- * hand-over compile against it and a router written in Java may hold nothing else; its reader is
- * {@link JsonReader}, strict and bounded, since the text comes from outside the process. Bounds: a
+ * <p>The codec is in {@code kvbridge-api} because both ends of the hand-over compile against it and
+ * a router written in Java may hold nothing else but it and {@code jackson-core}, whose streaming
+ * parser {@link JsonReader} drives, strict and bounded, since the text comes from outside the
+ * process; no Jackson type is part of this class's signature. Bounds: a
  * document of at most {@value #MAX_CHARS} characters, {@value #MAX_GROUPS} cache groups,
  * {@value #MAX_BLOCK_IDS} block ids in all, {@value #MAX_STAGES} pipeline stages. Thread-safe.
  */

@@ -7,6 +7,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -62,6 +63,8 @@ public class LocalTransportBenchmark
     private PreparedList remote;
     private int[][] indices;
     private long[] window;
+    // refilled for every post: posting allocates nothing
+    private final TransferRequest request = new TransferRequest();
 
     @Setup(Level.Trial)
     public void setUp()
@@ -112,7 +115,8 @@ public class LocalTransportBenchmark
         while (completed < indices.length) {
             while (posted < indices.length && posted - completed < WINDOW) {
                 int[] ids = indices[posted];
-                window[posted % WINDOW] = producer.post(TransferOp.WRITE, local, ids, remote, ids, ids.length, null, GRANT_KEY);
+                window[posted % WINDOW] = producer.post(request.start(TransferOp.WRITE).local(local, ids).remote(remote, ids).count(ids.length)
+                        .grantKey(GRANT_KEY));
                 posted++;
             }
             long handle = window[completed % WINDOW];

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -132,6 +133,8 @@ public class NixlBindingBenchmark
         private PreparedList local;
         private PreparedList remote;
         private int[] indices;
+        // refilled for every post: posting allocates nothing
+        private final TransferRequest request = new TransferRequest();
 
         @Setup(Level.Trial)
         public void setUp() throws Throwable
@@ -243,7 +246,8 @@ public class NixlBindingBenchmark
     @Benchmark
     public long transport(Transports pair)
     {
-        long handle = pair.initiator.post(TransferOp.WRITE, pair.local, pair.indices, pair.remote, pair.indices, pair.descriptors, null);
+        long handle = pair.initiator.post(pair.request.start(TransferOp.WRITE).local(pair.local, pair.indices).remote(pair.remote, pair.indices)
+                .count(pair.descriptors));
         TransferStatus status;
         while ((status = pair.initiator.status(handle)) == TransferStatus.IN_PROGRESS) {
             Thread.onSpinWait();

@@ -8,6 +8,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -69,6 +70,8 @@ public class UcxPutIssueBenchmark
 
     private Arena arena;
     private TransferBackend initiator;
+    // refilled for every post: posting allocates nothing
+    private final TransferRequest request = new TransferRequest();
     private TransferBackend target;
     private PreparedList local;
     private PreparedList remote;
@@ -95,7 +98,7 @@ public class UcxPutIssueBenchmark
             indices[i] = i;
             remoteIndices[i] = contiguous ? i : i ^ 1;
         }
-        long handle = initiator.post(TransferOp.WRITE, local, indices, remote, remoteIndices, PUTS, null);
+        long handle = initiator.post(request.start(TransferOp.WRITE).local(local, indices).remote(remote, remoteIndices).count(PUTS));
         int operations = initiator.operations(handle);
         await(handle);
         int expected = contiguous ? 1 : PUTS;
@@ -134,7 +137,7 @@ public class UcxPutIssueBenchmark
     @Benchmark
     public TransferStatus putSmallBlocks()
     {
-        return await(initiator.post(TransferOp.WRITE, local, indices, remote, remoteIndices, PUTS, null));
+        return await(initiator.post(request.start(TransferOp.WRITE).local(local, indices).remote(remote, remoteIndices).count(PUTS)));
     }
 
     private TransferStatus await(long handle)

@@ -8,6 +8,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -63,6 +64,8 @@ public final class UcxTwoProcessStream
     // batches first sleep half the fastest warm-up batch, so polling adds under 0.5 % to a batch.
     // The target's answer is not timed, so it polls every 2 ms.
     private static final long POLL_SHARE_OF_FASTEST = 256;
+    // refilled for every post of the one posting thread: posting allocates nothing
+    private static final TransferRequest REQUEST = new TransferRequest();
     private static final long MIN_POLL_NANOS = 50_000;
     private static final long MAX_POLL_NANOS = 2_000_000;
     private static final long TARGET_POLL_NANOS = 2_000_000;
@@ -202,7 +205,8 @@ public final class UcxTwoProcessStream
             byte[] notification)
     {
         long t0 = System.nanoTime();
-        long handle = backend.post(get ? TransferOp.READ : TransferOp.WRITE, local, indices, remote, indices, operations, notification);
+        long handle = backend.post(REQUEST.start(get ? TransferOp.READ : TransferOp.WRITE).local(local, indices).remote(remote, indices)
+                .count(operations).notification(notification));
         long wakeAt = t0 + sleepNanos;
         for (long now = t0; now < wakeAt; now = System.nanoTime()) {
             LockSupport.parkNanos(wakeAt - now);

@@ -39,6 +39,8 @@ class ModuleBoundaryTest
     /**
      * Code that still reaches into core's internals, each with what it uses them for. The list only
      * shrinks: a file here that no longer needs an internal package fails the test until it is removed.
+     * What stays times or checks an internal part itself (the planner, routing, the handshake):
+     * exporting that part only to measure or test it would make it API.
      */
     private static final Map<String, String> NOT_YET_ON_EXPORTED_API = Map.ofEntries(
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/DescriptorIndexBenchmark.java", "measures the planner's descriptor index"),
@@ -47,9 +49,6 @@ class ModuleBoundaryTest
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/HybridStateBenchmark.java", "measures the planner's state-component routing of a hybrid model"),
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/HandshakeBenchmark.java", "measures the side channel's handshake and its wire codec"),
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/EtcdHandshakeBenchmark.java", "measures the handshake through discovery entries"),
-            Map.entry("examples/src/main/java/io/kvbridge/examples/bench/BenchInitiator.java", "frames the bench's control messages with the wire codec"),
-            Map.entry("examples/src/main/java/io/kvbridge/examples/bench/BenchLink.java", "frames and authenticates the bench's control messages"),
-            Map.entry("examples/src/main/java/io/kvbridge/examples/bench/BenchTarget.java", "frames the bench's control messages with the wire codec"),
             Map.entry("examples/src/test/java/io/kvbridge/examples/cli/InspectCommandTest.java", "serves a side channel for the inspect command"),
             Map.entry("examples/src/test/java/io/kvbridge/examples/routing/PipelineRoutingDataTest.java", "checks the demo's routing against the planner"));
 

@@ -26,7 +26,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * descriptor the guide's, its code the guide's engine. It then runs it on the class path and on the
  * module path with the JVM flags the guide gives, and expects it to finish healthy and without a
  * JVM warning. So the guide's coordinates, scopes, flags and code cannot drift from what the build
- * publishes.
+ * publishes. The guide's engine hands its {@code TransferParams} through {@code TransferParamsJson},
+ * so both runs also prove that the api's JSON parser, {@code jackson-core}, comes with
+ * {@code kvbridge-api} and resolves as the module {@code io.kvbridge.api} requires.
  */
 @Timeout(600)
 class ReadmeConsumerIT

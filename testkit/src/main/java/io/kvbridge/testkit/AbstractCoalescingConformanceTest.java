@@ -12,6 +12,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -39,7 +40,7 @@ public abstract class AbstractCoalescingConformanceTest extends TransferBackendC
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         int[] run = indices(0, 1, 2, 3);
-        long handle = post(TransferOp.WRITE, local, run, remote, run, run.length, null);
+        long handle = post(new TransferRequest().start(TransferOp.WRITE).local(local, run).remote(remote, run).count(run.length));
         int operations = initiator.operations(handle);
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
         assertEquals(operations, initiator.operations(handle), "the count does not change while the handle lives");
@@ -163,7 +164,8 @@ public abstract class AbstractCoalescingConformanceTest extends TransferBackendC
                     destination.descriptors().address(destinationIndices[i]) - destination.memory().address(),
                     source.descriptors().length(sourceIndices[i]));
         }
-        long handle = post(op, local.list(), localIndices, remote.list(), remoteIndices, localIndices.length, null);
+        long handle = post(new TransferRequest().start(op).local(local.list(), localIndices).remote(remote.list(), remoteIndices)
+                .count(localIndices.length));
         int operations = initiator.operations(handle);
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
         initiator.release(handle);

@@ -15,6 +15,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -237,7 +238,8 @@ public abstract class AbstractGrantedAccessConformanceTest
     {
         long handle;
         try {
-            handle = peer.post(op, local, localIndices, remote, remoteIndices, localIndices.length, null, key);
+            handle = peer.post(new TransferRequest().start(op).local(local, localIndices).remote(remote, remoteIndices).count(localIndices.length)
+                    .grantKey(key));
         }
         catch (KvBridgeException e) {
             assertEquals(ErrorCode.NOT_GRANTED, e.code(), e::getMessage);
@@ -252,7 +254,8 @@ public abstract class AbstractGrantedAccessConformanceTest
 
     private TransferStatus move(TransferOp op, int[] localIndices, int[] remoteIndices, byte[] key)
     {
-        long handle = peer.post(op, local, localIndices, remote, remoteIndices, localIndices.length, null, key);
+        long handle = peer.post(new TransferRequest().start(op).local(local, localIndices).remote(remote, remoteIndices).count(localIndices.length)
+                .grantKey(key));
         TransferStatus status = await(handle);
         String failure = String.valueOf(peer.failure(handle));
         peer.release(handle);

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.spi.transfer.WriteStop;
 import java.lang.foreign.Arena;
@@ -140,7 +141,8 @@ public abstract class AbstractLateWriterConformanceTest
         victim.releasePrepared(victimBlocks);
         PreparedList local = peer.prepareLocal(TransferBackendConformanceFixture.blocksOf(peerMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = peer.prepareRemote(victimAtPeer, TransferBackendConformanceFixture.blocksOf(victimMemory, BLOCKS, BLOCK_BYTES));
-        long handle = peer.post(TransferOp.WRITE, local, all(), remote, all(), BLOCKS, NOTIFICATION, KEY);
+        long handle = peer.post(new TransferRequest().start(TransferOp.WRITE).local(local, all()).remote(remote, all()).count(BLOCKS)
+                .notification(NOTIFICATION).grantKey(KEY));
         awaitMoving(peer, handle);
 
         boolean proven = grant != TransferBackend.NO_GRANT && victim.writeStopOnRevoke() == WriteStop.ON_RETURN;
@@ -176,7 +178,8 @@ public abstract class AbstractLateWriterConformanceTest
         // the last block is read apart, after the first ones were given up, to see that the connection still carries data
         PreparedList local = victim.prepareLocal(TransferBackendConformanceFixture.blocksOf(victimMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = victim.prepareRemote(peerAtVictim, TransferBackendConformanceFixture.blocksOf(peerMemory, BLOCKS, BLOCK_BYTES));
-        long handle = victim.post(TransferOp.READ, local, all(), remote, all(), BLOCKS - 1, null, KEY);
+        long handle = victim.post(new TransferRequest().start(TransferOp.READ).local(local, all()).remote(remote, all()).count(BLOCKS - 1)
+                .grantKey(KEY));
         awaitMoving(victim, handle);
         if (victim.writeStopOnRelease() == WriteStop.ON_RETURN) {
             victim.release(handle);
@@ -187,7 +190,8 @@ public abstract class AbstractLateWriterConformanceTest
         }
         reuse(0, BLOCKS - 1);
         // a later READ on the same peer that completes: whatever the released one still had on its way has arrived by now, or never will
-        long later = victim.post(TransferOp.READ, local, new int[] {BLOCKS - 1}, remote, new int[] {BLOCKS - 1}, 1, null, KEY);
+        long later = victim.post(new TransferRequest().start(TransferOp.READ).local(local, new int[] {BLOCKS - 1})
+                .remote(remote, new int[] {BLOCKS - 1}).count(1).grantKey(KEY));
         assertEquals(TransferStatus.DONE, await(victim, later), () -> "a READ after the released one failed: " + victim.failure(later));
         victim.release(later);
         peer.revoke(grant);

@@ -21,6 +21,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -90,7 +91,7 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         int[] from = indices(3, 0, 63, 17);
         int[] to = indices(40, 1, 2, 63);
-        long handle = post(TransferOp.WRITE, local, from, remote, to, from.length, null);
+        long handle = post(new TransferRequest().start(TransferOp.WRITE).local(local, from).remote(remote, to).count(from.length));
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
         initiator.release(handle);
         Set<Integer> written = new HashSet<>();
@@ -115,7 +116,7 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         int[] into = indices(5, 6, 7, 60);
         int[] from = indices(9, 9, 0, 63);
-        long handle = post(TransferOp.READ, local, into, remote, from, into.length, null);
+        long handle = post(new TransferRequest().start(TransferOp.READ).local(local, into).remote(remote, from).count(into.length));
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle), () -> String.valueOf(initiator.failure(handle)));
         initiator.release(handle);
         for (int i = 0; i < into.length; i++) {
@@ -136,7 +137,7 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         MemorySegment sourceBefore = snapshot(initiatorMemory);
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        long handle = post(TransferOp.WRITE, local, indices(1, 2, 3), remote, indices(10, 11, 12), 2, null);
+        long handle = post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(1, 2, 3)).remote(remote, indices(10, 11, 12)).count(2));
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
         initiator.release(handle);
         assertBlock(targetMemory, 10, sourceBefore, 1, "first pair");
@@ -160,7 +161,7 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
             all[i] = i;
         }
         byte[] message = "req-1:1".getBytes(StandardCharsets.UTF_8);
-        long handle = post(TransferOp.WRITE, local, all, remote, all, blocks, message);
+        long handle = post(new TransferRequest().start(TransferOp.WRITE).local(local, all).remote(remote, all).count(blocks).notification(message));
         Received received = awaitNotification(target, (sender, bytes) ->
                 assertEquals(-1, source.mismatch(destination), "notification arrived before every byte was in place"));
         assertEquals(initiator.agentName(), received.sender());
@@ -179,7 +180,8 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         for (int i = 0; i < BLOCKS; i++) {
             all[i] = i;
         }
-        long handle = post(TransferOp.READ, local, all, remote, all, BLOCKS, "pulled".getBytes(StandardCharsets.UTF_8));
+        long handle = post(new TransferRequest().start(TransferOp.READ).local(local, all).remote(remote, all).count(BLOCKS)
+                .notification("pulled".getBytes(StandardCharsets.UTF_8)));
         Received received = awaitNotification(target, (sender, bytes) ->
                 assertEquals(-1, initiatorMemory.mismatch(targetBefore), "READ notification arrived before the data was read"));
         assertEquals(initiator.agentName(), received.sender());
@@ -207,7 +209,7 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
         AtomicLong handle = new AtomicLong();
         // the transfer may end, and wake the waiter, before post() has returned its handle here
-        awaitWoken(() -> handle.set(post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null)),
+        awaitWoken(() -> handle.set(post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0)).remote(remote, indices(0)).count(1))),
                 () -> published(handle) && initiator.status(handle.get()).terminal(), "the transfer ended");
         assertEquals(TransferStatus.DONE, initiator.status(handle.get()), () -> String.valueOf(initiator.failure(handle.get())));
         initiator.release(handle.get());
@@ -299,9 +301,12 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         MemorySegment targetBefore = snapshot(targetMemory);
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> post(TransferOp.WRITE, local, indices(0, 1), remote, indices(2, BLOCKS), 2, null));
-        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> post(TransferOp.WRITE, local, indices(-1), remote, indices(0), 1, null));
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0, 1), remote, indices(0), 2, null));
+        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0, 1))
+                .remote(remote, indices(2, BLOCKS)).count(2)));
+        assertCode(ErrorCode.INDEX_OUT_OF_RANGE, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(-1))
+                .remote(remote, indices(0)).count(1)));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0, 1))
+                .remote(remote, indices(0)).count(2)));
         sleepBriefly();
         assertEquals(-1, targetMemory.mismatch(targetBefore), "a rejected post moved bytes");
         assertEquals(0, target.drainNotifications((sender, bytes) -> fail("a rejected post notified")));
@@ -312,7 +317,8 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
     {
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS * 2, BLOCK_BYTES / 2));
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0))
+                .remote(remote, indices(0)).count(1)));
     }
 
     @Test
@@ -322,7 +328,8 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         Peer otherPeer = other.connect(target.localMetadata());
         PreparedList foreignRemote = other.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES));
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES));
-        assertCode(ErrorCode.FOREIGN_HANDLE, () -> post(TransferOp.WRITE, local, indices(0), foreignRemote, indices(0), 1, null));
+        assertCode(ErrorCode.FOREIGN_HANDLE, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0))
+                .remote(foreignRemote, indices(0)).count(1)));
         assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES)));
     }
 
@@ -344,8 +351,9 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
                     for (int i = 0; i < perThread; i++) {
                         int block = first + i;
                         // block b of the source goes to block (BLOCKS - 1 - b) of the target
-                        handles.add(post(TransferOp.WRITE, local, indices(block), remote, indices(BLOCKS - 1 - block), 1,
-                                ("req-" + block + ":1").getBytes(StandardCharsets.UTF_8)));
+                        handles.add(post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(block))
+                                .remote(remote, indices(BLOCKS - 1 - block)).count(1)
+                                .notification(("req-" + block + ":1").getBytes(StandardCharsets.UTF_8))));
                     }
                     for (long handle : handles) {
                         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, handle));
@@ -377,12 +385,12 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
     {
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, 1, BLOCK_BYTES));
-        long handle = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        long handle = post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0)).remote(remote, indices(0)).count(1));
         awaitTerminal(initiator, handle);
         initiator.release(handle);
         assertCode(ErrorCode.HANDLE_UNKNOWN, () -> initiator.status(handle));
         assertCode(ErrorCode.HANDLE_UNKNOWN, () -> initiator.release(handle));
-        long next = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        long next = post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0)).remote(remote, indices(0)).count(1));
         assertNotEquals(handle, next, "handles are never reused");
         awaitTerminal(initiator, next);
         initiator.release(next);
@@ -397,7 +405,8 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         initiator.deregister(Allocation.host(initiatorMemory));
         assertCode(ErrorCode.NOT_REGISTERED, () -> initiator.deregister(Allocation.host(initiatorMemory)));
         assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES)));
-        assertCode(ErrorCode.NOT_REGISTERED, () -> post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0))
+                .remote(remote, indices(0)).count(1)));
         assertEquals(-1, targetMemory.mismatch(targetBefore));
     }
 
@@ -445,7 +454,8 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         target.close();
         AtomicReference<TransferStatus> outcome = new AtomicReference<>();
         try {
-            long handle = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, "x".getBytes(StandardCharsets.UTF_8));
+            long handle = post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0)).remote(remote, indices(0)).count(1)
+                    .notification("x".getBytes(StandardCharsets.UTF_8)));
             outcome.set(awaitTerminal(initiator, handle));
             initiator.release(handle);
         }
@@ -480,7 +490,7 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
     {
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        long handle = post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null);
+        long handle = post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0)).remote(remote, indices(0)).count(1));
         awaitTerminal(initiator, handle);
         assertEquals(new BackendResources(1, 2, 1, 1), initiator.resources());
         initiator.release(handle);
@@ -488,14 +498,16 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         assertEquals(new BackendResources(1, 1, 1, 0), initiator.resources());
         initiator.disconnect(targetPeer);
         assertEquals(new BackendResources(1, 1, 0, 0), initiator.resources());
-        long pending = post(TransferOp.WRITE, local, indices(0), initiator.prepareRemote(initiator.connect(target.localMetadata()),
-                blocksOf(targetMemory, 1, BLOCK_BYTES)), indices(0), 1, null);
+        long pending = post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0))
+                .remote(initiator.prepareRemote(initiator.connect(target.localMetadata()), blocksOf(targetMemory, 1, BLOCK_BYTES)), indices(0))
+                .count(1));
         initiator.close();
         assertEquals(BackendResources.NONE, initiator.resources(), "close() releases registrations, lists, peers and handles");
         assertDoesNotThrow(initiator::close, "close() is idempotent");
         assertEquals(BackendResources.NONE, initiator.resources());
         assertCode(ErrorCode.CLOSED, () -> initiator.prepareLocal(blocksOf(initiatorMemory, 1, BLOCK_BYTES)));
-        assertCode(ErrorCode.CLOSED, () -> post(TransferOp.WRITE, local, indices(0), remote, indices(0), 1, null));
+        assertCode(ErrorCode.CLOSED, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0)).remote(remote, indices(0))
+                .count(1)));
         assertNotEquals(0L, pending);
     }
 
@@ -522,11 +534,13 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
                 new long[] {remoteBase, remoteBase + BLOCK_BYTES / 2}, new long[] {BLOCK_BYTES / 2, BLOCK_BYTES + BLOCK_BYTES / 2}, 2));
         MemorySegment targetBefore = snapshot(targetMemory);
         byte[] message = "never".getBytes(StandardCharsets.UTF_8);
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0, 1), remote, indices(0, 1), 2, message));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0, 1))
+                .remote(remote, indices(0, 1)).count(2).notification(message)));
         // the first pair matches, the second does not: refused as a whole
         PreparedList even = initiator.prepareRemote(targetPeer, DescriptorList.wrap(MemoryKind.HOST, 0,
                 new long[] {remoteBase, remoteBase + BLOCK_BYTES}, new long[] {BLOCK_BYTES, BLOCK_BYTES / 2}, 2));
-        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(TransferOp.WRITE, local, indices(0, 1), even, indices(0, 1), 2, message));
+        assertCode(ErrorCode.LENGTH_MISMATCH, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0, 1))
+                .remote(even, indices(0, 1)).count(2).notification(message)));
         sleepBriefly();
         assertEquals(-1, targetMemory.mismatch(targetBefore), "a refused post moved bytes");
         assertEquals(0, target.drainNotifications((sender, bytes) -> fail("a refused post notified")));

@@ -5,9 +5,8 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.NotificationSink;
-import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -100,14 +99,7 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
     }
 
     @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
-    {
-        return post(op, local, localIndices, remote, remoteIndices, count, notification, null);
-    }
-
-    @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
+    public long post(TransferRequest request)
     {
         Fate fate;
         synchronized (this) {
@@ -125,9 +117,17 @@ public final class FaultInjectingTransferBackend extends ForwardingTransferBacke
             }
         }
         if (fate == Fate.NORMAL) {
-            return delegate().post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
+            return delegate().post(request);
         }
-        long handle = delegate().post(op, local, localIndices, remote, remoteIndices, count, null, grantKey);
+        // a failed or stalled transfer delivers no notification; the caller's request is handed back as it came
+        byte[] notification = request.notification();
+        long handle;
+        try {
+            handle = delegate().post(request.notification(null));
+        }
+        finally {
+            request.notification(notification);
+        }
         synchronized (this) {
             faulty.put(handle, fate);
         }

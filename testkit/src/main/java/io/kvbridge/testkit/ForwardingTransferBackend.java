@@ -12,6 +12,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.spi.transfer.WriteStop;
 import java.lang.foreign.MemorySegment;
@@ -120,16 +121,9 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
+    public long post(TransferRequest request)
     {
-        return delegate.post(op, local, localIndices, remote, remoteIndices, count, notification);
-    }
-
-    @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
-    {
-        return delegate.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
+        return delegate.post(request);
     }
 
     @Override

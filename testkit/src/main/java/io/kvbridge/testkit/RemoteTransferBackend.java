@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.RemoteWire.Call;
 import java.io.DataInputStream;
@@ -306,14 +307,7 @@ final class RemoteTransferBackend implements TransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
-    {
-        throw notForwarded("post()");
-    }
-
-    @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
+    public long post(TransferRequest request)
     {
         throw notForwarded("post()");
     }

@@ -19,6 +19,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -297,12 +298,16 @@ public final class TestingTransferBackendFactory implements TransferBackendFacto
         }
 
         @Override
-        public synchronized long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices,
-                int count, byte[] notification)
+        public synchronized long post(TransferRequest request)
         {
             checkOpen();
-            Prepared local = ownList(localList);
-            Prepared remote = ownList(remoteList);
+            TransferOp op = request.op();
+            Prepared local = ownList(request.local());
+            Prepared remote = ownList(request.remote());
+            int[] localIndices = request.localIndices();
+            int[] remoteIndices = request.remoteIndices();
+            int count = request.count();
+            byte[] notification = request.notification();
             if (count > localIndices.length || count > remoteIndices.length) {
                 throw new KvBridgeException(ErrorCode.LENGTH_MISMATCH, "count exceeds the index arrays");
             }

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -65,7 +66,8 @@ final class FaultInjectingTransferBackendTest
 
     private long write(int id)
     {
-        return sender.post(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, ("req-" + id).getBytes(StandardCharsets.US_ASCII));
+        return sender.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {0}).remote(remote, new int[] {0}).count(1)
+                .notification(("req-" + id).getBytes(StandardCharsets.US_ASCII)));
     }
 
     private TransferStatus settle(long handle)

@@ -3,18 +3,20 @@ package io.kvbridge.transport;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.KvBridgeException;
+import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.NotificationSink;
-import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.spi.transfer.WriteStop;
+import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 
 /**
  * The part of {@link TransferBackend} that is the same for every transport built on the toolkit:
  * names, handle queries and release through the {@link TransferTable}, notifications through the
- * {@link Inbox}, resource counts and the health problem. A transport adds what is its own:
+ * {@link Inbox}, resource counts, the health problem and (for host memory) host copies. A transport adds what is its own:
  * registering memory, reaching peers, preparing lists, posting, notifying and closing.
  *
  * <p>Threads: any; the parts lock for themselves.
@@ -25,6 +27,8 @@ public abstract class AbstractTransferBackend implements TransferBackend
     protected final InstanceGuard guard;
     private final TransferTable<?> transfers;
     private final Inbox inbox;
+    private final WriteStop revokeStop;
+    private final WriteStop releaseStop;
 
     /**
      * Creates the common part. A transport builds its parts before calling this (a constructor may
@@ -36,9 +40,40 @@ public abstract class AbstractTransferBackend implements TransferBackend
      */
     protected AbstractTransferBackend(InstanceGuard guard, TransferTable<?> transfers, Inbox inbox)
     {
+        this(guard, transfers, inbox, WriteStop.AFTER_PROOF, WriteStop.AFTER_PROOF);
+    }
+
+    /**
+     * Creates the common part of a transport that proves more than the SPI's defaults when a revoke
+     * or a release returns.
+     *
+     * @param guard the instance's guard.
+     * @param transfers its handles.
+     * @param inbox its received notifications and the thread to wake.
+     * @param revokeStop what {@link #writeStopOnRevoke()} answers.
+     * @param releaseStop what {@link #writeStopOnRelease()} answers.
+     */
+    protected AbstractTransferBackend(InstanceGuard guard, TransferTable<?> transfers, Inbox inbox, WriteStop revokeStop, WriteStop releaseStop)
+    {
         this.guard = requireNonNull(guard, "guard is null");
         this.transfers = requireNonNull(transfers, "transfers is null");
         this.inbox = requireNonNull(inbox, "inbox is null");
+        this.revokeStop = requireNonNull(revokeStop, "revokeStop is null");
+        this.releaseStop = requireNonNull(releaseStop, "releaseStop is null");
+    }
+
+    /** What the constructor was told; a transport whose answer depends on its options overrides this. */
+    @Override
+    public WriteStop writeStopOnRevoke()
+    {
+        return revokeStop;
+    }
+
+    /** What the constructor was told. */
+    @Override
+    public WriteStop writeStopOnRelease()
+    {
+        return releaseStop;
     }
 
     @Override
@@ -96,23 +131,52 @@ public abstract class AbstractTransferBackend implements TransferBackend
     }
 
     /**
-     * Posts without a grant key: {@link #post(TransferOp, PreparedList, int[], PreparedList, int[], int, byte[], byte[])}
-     * with {@code null}, so a toolkit transport implements one {@code post}.
+     * {@inheritDoc} A toolkit transport opens with {@link PostChecks#opening}, then reads the
+     * request's parts and keeps none of its arrays past the return.
      */
     @Override
-    public final long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
-            byte[] notification)
+    public abstract long post(TransferRequest request);
+
+    /**
+     * Copies host bytes into registered memory through {@link #hostCopies()}, on the caller's
+     * thread; a transport whose registrations are not all host memory overrides this.
+     */
+    @Override
+    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
     {
-        return post(op, local, localIndices, remote, remoteIndices, count, notification, null);
+        Registrations<?> registrations = hostCopies();
+        if (registrations == null) {
+            TransferBackend.super.copyFromHost(source, destination, offset);
+            return;
+        }
+        guard.checkOpen();
+        registrations.copyFromHost(source, destination, offset);
+    }
+
+    /** Copies registered bytes into host memory through {@link #hostCopies()}; as {@link #copyFromHost}. */
+    @Override
+    public void copyToHost(Allocation source, long offset, MemorySegment destination)
+    {
+        Registrations<?> registrations = hostCopies();
+        if (registrations == null) {
+            TransferBackend.super.copyToHost(source, offset, destination);
+            return;
+        }
+        guard.checkOpen();
+        registrations.copyToHost(source, offset, destination);
     }
 
     /**
-     * {@inheritDoc} The one {@code post} a toolkit transport implements; one whose peers do not
-     * check grants ignores the key. Its opening checks are {@link PostChecks#opening}.
+     * Names the registrations {@link #copyFromHost} and {@link #copyToHost} copy through, for a
+     * transport whose registered memory is all host memory the JVM addresses. The default, null,
+     * keeps the SPI's refusal ({@code UNSUPPORTED}).
+     *
+     * @return the instance's registrations, or null.
      */
-    @Override
-    public abstract long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
-            byte[] notification, byte[] grantKey);
+    protected Registrations<?> hostCopies()
+    {
+        return null;
+    }
 
     @Override
     public int drainNotifications(NotificationSink sink)

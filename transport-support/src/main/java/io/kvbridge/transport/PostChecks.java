@@ -5,7 +5,9 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.PreparedList;
+import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import java.util.Locale;
 
 /**
@@ -20,50 +22,91 @@ public final class PostChecks
     }
 
     /**
-     * Makes the opening checks of a post in the order every transport makes them: the operation and
-     * index arrays given ({@link #present}), the instance open, both lists this instance's own and
-     * of its list type, on the right sides with {@code count} fitting both index arrays
-     * ({@link #check}), the notification within the transport's limit ({@link #notification}), and
-     * both lists still usable ({@link #usable}). The caller then casts its lists to {@code type},
-     * which this checked. Allocates nothing unless a check fails.
+     * Makes the opening checks of a post in the order every transport makes them: the request
+     * complete ({@link #complete}), the instance open, both lists this instance's own and of its
+     * list type, on the right sides with the count fitting both index arrays ({@link #check}), the
+     * notification within the transport's limit ({@link #notification}), the grant key a key
+     * ({@link #grantKey}), and both lists still usable ({@link #usable}). The caller then casts the
+     * request's lists to {@code type}, which this checked. Allocates nothing unless a check fails.
      *
      * @param guard the posting instance's guard.
      * @param type the instance's list type.
-     * @param op the operation.
-     * @param localList the list passed as local.
-     * @param localIndices indices into it.
-     * @param remoteList the list passed as remote.
-     * @param remoteIndices indices into it.
-     * @param count number of pairs.
-     * @param notification the notification, or null.
-     * @param maxNotificationBytes the transport's limit for it.
+     * @param request the caller's request; untrusted.
+     * @param maxNotificationBytes the transport's limit for the notification.
      * @throws KvBridgeException {@code CLOSED}, and as the checks named above say.
      */
-    public static void opening(InstanceGuard guard, Class<? extends OwnedPreparedList> type, TransferOp op, PreparedList localList, int[] localIndices,
-            PreparedList remoteList, int[] remoteIndices, int count, byte[] notification, int maxNotificationBytes)
+    public static void opening(InstanceGuard guard, Class<? extends OwnedPreparedList> type, TransferRequest request, int maxNotificationBytes)
     {
-        present(op, localIndices, remoteIndices);
+        complete(request);
         guard.checkOpen();
-        OwnedPreparedList local = guard.own(localList, type);
-        OwnedPreparedList remote = guard.own(remoteList, type);
-        check(local, localIndices, remote, remoteIndices, count);
-        notification(notification, maxNotificationBytes);
+        OwnedPreparedList local = guard.own(request.local(), type);
+        OwnedPreparedList remote = guard.own(request.remote(), type);
+        check(local, request.localIndices(), remote, request.remoteIndices(), request.count());
+        notification(request.notification(), maxNotificationBytes);
+        grantKey(request.grantKey());
         usable(local, remote);
     }
 
     /**
-     * Checks that a post's operation and index arrays are given, before anything else is looked at.
+     * Checks that a request names every part a post needs, before anything else is looked at.
      *
-     * @param op the operation.
-     * @param localIndices indices into the local list.
-     * @param remoteIndices indices into the remote list.
-     * @throws NullPointerException naming the argument that is null.
+     * @param request the caller's request.
+     * @throws NullPointerException for a null request.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} naming the first part missing and the call that sets it.
      */
-    public static void present(TransferOp op, int[] localIndices, int[] remoteIndices)
+    public static void complete(TransferRequest request)
     {
-        requireNonNull(op, "op is null");
-        requireNonNull(localIndices, "localIndices is null");
-        requireNonNull(remoteIndices, "remoteIndices is null");
+        requireNonNull(request, "request is null");
+        if (request.op() == null) {
+            throw incomplete("no operation", "start(TransferOp)");
+        }
+        if (request.local() == null || request.localIndices() == null) {
+            throw incomplete("no local list or indices", "local(list, indices)");
+        }
+        if (request.remote() == null || request.remoteIndices() == null) {
+            throw incomplete("no remote list or indices", "remote(list, indices)");
+        }
+        if (request.count() == TransferRequest.NO_COUNT) {
+            throw incomplete("no count", "count(pairs)");
+        }
+    }
+
+    private static KvBridgeException incomplete(String missing, String setter)
+    {
+        return new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "the transfer request has " + missing + "; call " + setter + " after start() and before post()");
+    }
+
+    /**
+     * Checks a grant key presented with a post: none, or as long as a grant's key may be.
+     *
+     * @param grantKey the key, or null for none.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} for an empty or too long key.
+     */
+    public static void grantKey(byte[] grantKey)
+    {
+        // not checkArgument: its varargs array is a per-post allocation wherever the JIT does not remove it
+        if (grantKey != null && (grantKey.length == 0 || grantKey.length > TransferBackend.MAX_GRANT_KEY_BYTES)) {
+            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes (expected: 1 to "
+                    + TransferBackend.MAX_GRANT_KEY_BYTES + ", or null for none)");
+        }
+    }
+
+    /**
+     * Copies the grant key a checked request presents into a transfer's reused buffer, for a
+     * transport that sends the key after {@code post} returned.
+     *
+     * @param request a request that passed {@link #opening}.
+     * @param into the transfer's buffer of {@link TransferBackend#MAX_GRANT_KEY_BYTES} bytes.
+     * @return the key's length; 0 when the request presents none.
+     */
+    public static int copyGrantKey(TransferRequest request, byte[] into)
+    {
+        byte[] key = request.grantKey();
+        if (key == null) {
+            return 0;
+        }
+        System.arraycopy(key, 0, into, 0, key.length);
+        return key.length;
     }
 
     /**
@@ -136,15 +179,16 @@ public final class PostChecks
      * Checks every index pair against its lists, for a transport that hands the indices to a
      * library as they are instead of resolving copies itself.
      *
-     * @param local the local list.
-     * @param localIndices indices into it; untrusted.
-     * @param remote the remote list.
-     * @param remoteIndices indices into it; untrusted.
-     * @param count pairs, already checked by {@link #check}.
+     * @param request a request that passed {@link #opening}; its indices untrusted.
      * @throws KvBridgeException {@code INDEX_OUT_OF_RANGE} or {@code LENGTH_MISMATCH} naming the first bad pair.
      */
-    public static void pairs(OwnedPreparedList local, int[] localIndices, OwnedPreparedList remote, int[] remoteIndices, int count)
+    public static void pairs(TransferRequest request)
     {
+        OwnedPreparedList local = (OwnedPreparedList) request.local();
+        OwnedPreparedList remote = (OwnedPreparedList) request.remote();
+        int[] localIndices = request.localIndices();
+        int[] remoteIndices = request.remoteIndices();
+        int count = request.count();
         int localSize = local.size();
         int remoteSize = remote.size();
         for (int i = 0; i < count; i++) {
@@ -162,18 +206,18 @@ public final class PostChecks
      * {@code coalesce} and contiguous on both sides within the same regions.
      *
      * @param copies the transfer's reused buffer; emptied first.
-     * @param local the local list.
-     * @param localIndices indices into it; untrusted.
-     * @param remote the remote list.
-     * @param remoteIndices indices into it; untrusted.
-     * @param count pairs, already checked by {@link #check}.
+     * @param request a request that passed {@link #opening}; its indices untrusted.
      * @param coalesce whether runs merge.
      * @return the bytes the pairs move.
      * @throws KvBridgeException {@code INDEX_OUT_OF_RANGE} or {@code LENGTH_MISMATCH} naming the first bad pair.
      */
-    public static long resolve(DescriptorPairs copies, OwnedPreparedList local, int[] localIndices, OwnedPreparedList remote, int[] remoteIndices,
-            int count, boolean coalesce)
+    public static long resolve(DescriptorPairs copies, TransferRequest request, boolean coalesce)
     {
+        OwnedPreparedList local = (OwnedPreparedList) request.local();
+        OwnedPreparedList remote = (OwnedPreparedList) request.remote();
+        int[] localIndices = request.localIndices();
+        int[] remoteIndices = request.remoteIndices();
+        int count = request.count();
         copies.clear(count);
         int localSize = local.size();
         int remoteSize = remote.size();

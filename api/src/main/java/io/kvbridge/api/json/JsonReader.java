@@ -3,19 +3,28 @@ package io.kvbridge.api.json;
 import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 /**
  * A strict, bounded JSON reader (RFC 8259) for documents that come from outside the process:
- * configuration files and the parameters a router carries between engines. It lives in the api,
- * which depends on the JDK only, so that an engine or router can read and write those documents
- * with {@code kvbridge-api} alone, whatever JSON library (or version of one) it uses itself.
+ * configuration files and the parameters a router carries between engines. It parses with
+ * Jackson's streaming parser ({@code jackson-core}, which depends on nothing else), so that an
+ * engine or router reads those documents with {@code kvbridge-api} and that one small library.
  *
  * <p>Objects become {@link LinkedHashMap}s in document order, arrays {@link ArrayList}s, strings
  * {@link String}s, integers {@link Long}s, other numbers finite {@link Double}s, and {@code true},
@@ -29,10 +38,15 @@ import java.util.Map;
  */
 public final class JsonReader
 {
+    private static final int MAX_PROBLEM_LENGTH = 200;
+    /** How Jackson names the start of an unclosed object or array inside a message. */
+    private static final Pattern NESTED_LOCATION = Pattern.compile("\\[Source: [^;\\]]*(?:\\([^)]*\\))?; line: (\\d+), column: (\\d+)]");
+
     private final ErrorCode code;
     private final int maxChars;
     private final int maxDepth;
     private final int maxValues;
+    private final JsonFactory factory;
 
     private JsonReader(ErrorCode code, int maxChars, int maxDepth, int maxValues)
     {
@@ -43,6 +57,17 @@ public final class JsonReader
         this.maxChars = maxChars;
         this.maxDepth = maxDepth;
         this.maxValues = maxValues;
+        // Jackson's own bounds sit just outside ours, so that ours are the ones a document meets
+        this.factory = JsonFactory.builder()
+                .streamReadConstraints(StreamReadConstraints.builder()
+                        .maxNestingDepth(maxDepth + 1)
+                        .maxStringLength(Math.max(maxChars, StreamReadConstraints.DEFAULT_MAX_STRING_LEN))
+                        .maxDocumentLength(maxChars)
+                        .build())
+                .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+                .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+                .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
+                .build();
     }
 
     /**
@@ -75,315 +100,177 @@ public final class JsonReader
         if (text.length() > maxChars) {
             throw new KvBridgeException(code, String.format(Locale.ROOT, "%s has %,d characters, more than the %,d accepted", what, text.length(), maxChars));
         }
-        return new Parse(what, text).document();
+        try (JsonParser parser = factory.createParser(text.toString())) {
+            return new Parse(what, parser).document();
+        }
+        catch (JsonProcessingException e) {
+            JsonLocation location = e.getLocation();
+            throw error(what, jacksonProblem(e), location == null ? -1 : location.getLineNr(), location == null ? -1 : location.getColumnNr());
+        }
+        catch (IOException e) {
+            // reading a String does no I/O; a parser that says otherwise is a defect
+            throw new IllegalStateException("reading " + what + " from memory failed", e);
+        }
     }
 
     /** The state of one read; confined to the calling thread. */
     private final class Parse
     {
         private final String what;
-        private final CharSequence text;
-        private int position;
+        private final JsonParser parser;
         private int values;
 
-        Parse(String what, CharSequence text)
+        Parse(String what, JsonParser parser)
         {
             this.what = what;
-            this.text = text;
+            this.parser = parser;
         }
 
         Object document()
+                throws IOException
         {
-            skipWhitespace();
-            Object value = value(0);
-            skipWhitespace();
-            if (position < text.length()) {
-                throw error("unexpected " + describe(text.charAt(position)) + " after the document's value");
+            JsonToken first = parser.nextToken();
+            if (first == null) {
+                throw errorHere("the document ends where a value was expected");
+            }
+            Object value = value(first, 0);
+            JsonToken after = parser.nextToken();
+            if (after != null) {
+                throw errorHere("unexpected " + describe(after) + " after the document's value");
             }
             return value;
         }
 
-        private Object value(int depth)
+        private Object value(JsonToken token, int depth)
+                throws IOException
         {
             if (++values > maxValues) {
-                throw error("more than " + maxValues + " values");
+                throw errorHere("more than " + maxValues + " values");
             }
-            if (position >= text.length()) {
-                throw error("the document ends where a value was expected");
-            }
-            char c = text.charAt(position);
-            return switch (c) {
-                case '{' -> object(depth + 1);
-                case '[' -> array(depth + 1);
-                case '"' -> string();
-                case 't' -> literal("true", Boolean.TRUE);
-                case 'f' -> literal("false", Boolean.FALSE);
-                case 'n' -> literal("null", null);
-                default -> {
-                    if (c == '-' || (c >= '0' && c <= '9')) {
-                        yield number();
-                    }
-                    throw error("unexpected " + describe(c) + " where a value was expected");
-                }
+            return switch (token) {
+                case START_OBJECT -> object(depth + 1);
+                case START_ARRAY -> array(depth + 1);
+                case VALUE_STRING -> parser.getText();
+                case VALUE_TRUE -> Boolean.TRUE;
+                case VALUE_FALSE -> Boolean.FALSE;
+                case VALUE_NULL -> null;
+                case VALUE_NUMBER_INT -> integer();
+                case VALUE_NUMBER_FLOAT -> decimal();
+                default -> throw errorHere("unexpected " + describe(token) + " where a value was expected");
             };
         }
 
         private Map<String, Object> object(int depth)
+                throws IOException
         {
             checkDepth(depth);
-            position++;
             Map<String, Object> map = new LinkedHashMap<>();
-            skipWhitespace();
-            if (peek() == '}') {
-                position++;
-                return map;
-            }
-            while (true) {
-                skipWhitespace();
-                if (peek() != '"') {
-                    throw error(peek() == '}' ? "a comma before '}'" : "expected a key in double quotes, found " + describeNext());
-                }
-                int keyStart = position;
-                String key = string();
-                skipWhitespace();
-                expect(':');
-                skipWhitespace();
-                Object value = value(depth);
+            for (JsonToken token = parser.nextToken(); token != JsonToken.END_OBJECT; token = parser.nextToken()) {
+                // the parser yields only names here, or throws
+                String key = parser.currentName();
+                JsonLocation keyLocation = parser.currentTokenLocation();
                 if (map.containsKey(key)) {
-                    position = keyStart;
-                    throw error("duplicate key \"" + key + "\" (each key may appear once per object)");
+                    throw error(what, "duplicate key \"" + abbreviate(key) + "\" (each key may appear once per object)", keyLocation.getLineNr(),
+                            keyLocation.getColumnNr());
                 }
+                Object value = value(parser.nextToken(), depth);
                 map.put(key, value);
-                skipWhitespace();
-                char next = peek();
-                position++;
-                if (next == '}') {
-                    return map;
-                }
-                if (next != ',') {
-                    position--;
-                    throw error("expected ',' or '}', found " + describeNext());
-                }
             }
+            return map;
         }
 
         private List<Object> array(int depth)
+                throws IOException
         {
             checkDepth(depth);
-            position++;
             List<Object> list = new ArrayList<>();
-            skipWhitespace();
-            if (peek() == ']') {
-                position++;
-                return list;
+            for (JsonToken token = parser.nextToken(); token != JsonToken.END_ARRAY; token = parser.nextToken()) {
+                list.add(value(token, depth));
             }
-            while (true) {
-                skipWhitespace();
-                if (peek() == ']') {
-                    throw error("a comma before ']'");
-                }
-                list.add(value(depth));
-                skipWhitespace();
-                char next = peek();
-                position++;
-                if (next == ']') {
-                    return list;
-                }
-                if (next != ',') {
-                    position--;
-                    throw error("expected ',' or ']', found " + describeNext());
-                }
+            return list;
+        }
+
+        private Object integer()
+                throws IOException
+        {
+            if (parser.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
+                throw errorHere("integer " + abbreviate(parser.getText()) + " is outside the 64-bit range");
             }
+            return parser.getLongValue();
+        }
+
+        private Object decimal()
+                throws IOException
+        {
+            double value = parser.getDoubleValue();
+            if (Double.isInfinite(value)) {
+                throw errorHere("number " + abbreviate(parser.getText()) + " is too large");
+            }
+            return value;
         }
 
         private void checkDepth(int depth)
         {
             if (depth > maxDepth) {
-                throw error("nesting deeper than " + maxDepth + " levels");
+                throw errorHere("nesting deeper than " + maxDepth + " levels");
             }
         }
 
-        private String string()
+        private KvBridgeException errorHere(String problem)
         {
-            position++;
-            StringBuilder out = new StringBuilder();
-            while (true) {
-                if (position >= text.length()) {
-                    throw error("the document ends inside a string");
-                }
-                char c = text.charAt(position++);
-                if (c == '"') {
-                    return out.toString();
-                }
-                if (c < 0x20) {
-                    position--;
-                    throw error("control character " + describe(c) + " inside a string (write it as an escape)");
-                }
-                if (c != '\\') {
-                    out.append(c);
-                    continue;
-                }
-                if (position >= text.length()) {
-                    throw error("the document ends inside a string");
-                }
-                char escape = text.charAt(position++);
-                switch (escape) {
-                    case '"', '\\', '/' -> out.append(escape);
-                    case 'b' -> out.append('\b');
-                    case 'f' -> out.append('\f');
-                    case 'n' -> out.append('\n');
-                    case 'r' -> out.append('\r');
-                    case 't' -> out.append('\t');
-                    case 'u' -> out.append(unicodeEscape());
-                    default -> {
-                        position -= 2;
-                        throw error("unknown escape \\" + describe(escape));
-                    }
-                }
-            }
-        }
-
-        private char unicodeEscape()
-        {
-            if (position + 4 > text.length()) {
-                throw error("the document ends inside a \\u escape");
-            }
-            int value = 0;
-            for (int i = 0; i < 4; i++) {
-                int digit = Character.digit(text.charAt(position + i), 16);
-                if (digit < 0) {
-                    throw error("\\u must be followed by four hexadecimal digits");
-                }
-                value = value * 16 + digit;
-            }
-            position += 4;
-            return (char) value;
-        }
-
-        private Object number()
-        {
-            int start = position;
-            if (peek() == '-') {
-                position++;
-            }
-            if (peek() == '0') {
-                position++;
-                if (Character.isDigit(peek())) {
-                    throw error("a number with a leading zero");
-                }
-            }
-            else if (!digits()) {
-                throw error("'-' must be followed by a digit");
-            }
-            boolean integer = true;
-            if (peek() == '.') {
-                position++;
-                integer = false;
-                if (!digits()) {
-                    throw error("a decimal point must be followed by a digit");
-                }
-            }
-            if (peek() == 'e' || peek() == 'E') {
-                position++;
-                integer = false;
-                if (peek() == '+' || peek() == '-') {
-                    position++;
-                }
-                if (!digits()) {
-                    throw error("an exponent must have a digit");
-                }
-            }
-            String literal = text.subSequence(start, position).toString();
-            if (integer) {
-                try {
-                    return Long.parseLong(literal);
-                }
-                catch (NumberFormatException e) {
-                    position = start;
-                    throw error("integer " + abbreviate(literal) + " is outside the 64-bit range");
-                }
-            }
-            double value = Double.parseDouble(literal);
-            if (Double.isInfinite(value)) {
-                position = start;
-                throw error("number " + abbreviate(literal) + " is too large");
-            }
-            return value;
-        }
-
-        private boolean digits()
-        {
-            int start = position;
-            while (position < text.length() && text.charAt(position) >= '0' && text.charAt(position) <= '9') {
-                position++;
-            }
-            return position > start;
-        }
-
-        private Object literal(String word, Object value)
-        {
-            for (int i = 0; i < word.length(); i++) {
-                if (position + i >= text.length() || text.charAt(position + i) != word.charAt(i)) {
-                    throw error("unexpected " + describeNext() + " where a value was expected");
-                }
-            }
-            position += word.length();
-            return value;
-        }
-
-        private void expect(char c)
-        {
-            if (peek() != c) {
-                throw error("expected '" + c + "', found " + describeNext());
-            }
-            position++;
-        }
-
-        private char peek()
-        {
-            return position < text.length() ? text.charAt(position) : '\0';
-        }
-
-        private void skipWhitespace()
-        {
-            while (position < text.length()) {
-                char c = text.charAt(position);
-                if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-                    return;
-                }
-                position++;
-            }
-        }
-
-        private String describeNext()
-        {
-            return position < text.length() ? describe(text.charAt(position)) : "the end of the document";
-        }
-
-        private KvBridgeException error(String problem)
-        {
-            int line = 1;
-            int column = 1;
-            for (int i = 0; i < Math.min(position, text.length()); i++) {
-                if (text.charAt(i) == '\n') {
-                    line++;
-                    column = 1;
-                }
-                else {
-                    column++;
-                }
-            }
-            return new KvBridgeException(code, String.format(Locale.ROOT, "%s is not valid JSON: %s at line %d, column %d", what, problem, line, column));
+            JsonLocation location = parser.currentTokenLocation();
+            return error(what, problem, location.getLineNr(), location.getColumnNr());
         }
     }
 
-    private static String describe(char c)
+    private KvBridgeException error(String what, String problem, int line, int column)
     {
-        return c >= 0x20 && c < 0x7f ? "'" + c + "'" : String.format(Locale.ROOT, "U+%04X", (int) c);
+        String where = line > 0 && column > 0 ? String.format(Locale.ROOT, " at line %d, column %d", line, column) : "";
+        return new KvBridgeException(code, what + " is not valid JSON: " + problem + where);
+    }
+
+    // Jackson's message without its location (ours is appended), with the document's characters in it made printable
+    private static String jacksonProblem(JsonProcessingException e)
+    {
+        String message = e.getOriginalMessage() == null ? e.getClass().getSimpleName() : e.getOriginalMessage();
+        message = NESTED_LOCATION.matcher(message).replaceAll("line $1, column $2");
+        StringBuilder out = new StringBuilder();
+        for (int i = 0; i < message.length() && out.length() < MAX_PROBLEM_LENGTH; i++) {
+            char c = message.charAt(i);
+            if (c == '\n' || c == '\r') {
+                out.append(' ');
+            }
+            else if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || Character.isSurrogate(c)) {
+                out.append(String.format(Locale.ROOT, "U+%04X", (int) c));
+            }
+            else {
+                out.append(c);
+            }
+        }
+        return out.length() < MAX_PROBLEM_LENGTH ? out.toString() : out + "...";
+    }
+
+    private static String describe(JsonToken token)
+    {
+        return switch (token) {
+            case START_OBJECT -> "'{'";
+            case START_ARRAY -> "'['";
+            case END_OBJECT -> "'}'";
+            case END_ARRAY -> "']'";
+            case VALUE_STRING -> "a string";
+            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "a number";
+            case VALUE_TRUE, VALUE_FALSE, VALUE_NULL -> "'" + token.asString() + "'";
+            default -> token.name();
+        };
     }
 
     private static String abbreviate(String text)
     {
-        return text.length() <= 40 ? text : text.substring(0, 40) + "...";
+        StringBuilder out = new StringBuilder();
+        for (int i = 0; i < text.length() && i < 40; i++) {
+            char c = text.charAt(i);
+            out.append(c < 0x20 || (c >= 0x7f && c <= 0x9f) ? String.format(Locale.ROOT, "U+%04X", (int) c) : String.valueOf(c));
+        }
+        return text.length() <= 40 ? out.toString() : out + "...";
     }
 }

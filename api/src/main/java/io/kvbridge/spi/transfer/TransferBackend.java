@@ -262,46 +262,22 @@ public interface TransferBackend extends AutoCloseable
 
     /**
      * Starts a transfer that pairs {@code local[localIndices[i]]} with {@code remote[remoteIndices[i]]}
-     * for {@code i < count}. Returns at once; the arrays may be reused when it returns. A
+     * for {@code i < count}, as the request names them, presenting its grant key (if any) to the
+     * peer. Returns at once; the request and its arrays may be refilled when it returns. A
      * {@link Capability#COALESCING} transport moves a run of pairs contiguous on both sides as one
-     * operation ({@link #operations}).
-     *
-     * @param op READ (remote to local) or WRITE (local to remote).
-     * @param local a local prepared list.
-     * @param localIndices indices into {@code local}.
-     * @param remote a peer's prepared list.
-     * @param remoteIndices indices into {@code remote}.
-     * @param count number of pairs; paired descriptors have equal lengths.
-     * @param notification bytes delivered to the peer after the data, or {@code null} for none.
-     * @return a handle, never reused by this instance.
-     * @throws KvBridgeException {@code INDEX_OUT_OF_RANGE}, {@code LENGTH_MISMATCH},
-     *     {@code FOREIGN_HANDLE}, {@code NOT_REGISTERED}: nothing was started.
-     */
-    long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification);
-
-    /**
-     * Starts a transfer as {@link #post(TransferOp, PreparedList, int[], PreparedList, int[], int, byte[])}
-     * does, presenting a grant key to the peer. A {@link Capability#GRANTED_ACCESS} peer checks every
-     * descriptor of {@code remote} the transfer touches against its grants under that key; when one
+     * operation ({@link #operations}). A {@link Capability#GRANTED_ACCESS} peer checks every
+     * descriptor of the remote list the transfer touches against its grants under the key; when one
      * is not covered the transfer fails with {@code NOT_GRANTED} and the peer's memory is untouched.
-     * The default ignores the key, for transports whose peers do not check.
+     * A transport whose peers do not check ignores the key.
      *
-     * @param op READ (remote to local) or WRITE (local to remote).
-     * @param local a local prepared list.
-     * @param localIndices indices into {@code local}.
-     * @param remote a peer's prepared list.
-     * @param remoteIndices indices into {@code remote}.
-     * @param count number of pairs; paired descriptors have equal lengths.
-     * @param notification bytes delivered to the peer after the data, or {@code null} for none.
-     * @param grantKey the key of the peer's grant, or {@code null} for none.
+     * @param request what to move, filled by the caller ({@link TransferRequest#start} first); read
+     *     during the call only.
      * @return a handle, never reused by this instance.
-     * @throws KvBridgeException as the other {@code post}.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} for a request missing a part or with swapped
+     *     lists, {@code INDEX_OUT_OF_RANGE}, {@code LENGTH_MISMATCH}, {@code FOREIGN_HANDLE},
+     *     {@code NOT_REGISTERED}: nothing was started.
      */
-    default long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
-    {
-        return post(op, local, localIndices, remote, remoteIndices, count, notification);
-    }
+    long post(TransferRequest request);
 
     /**
      * Returns how many operations (puts, gets or copies) a posted transfer issues: one per pair, less

@@ -44,33 +44,48 @@ final class JsonReaderTest
     @Test
     void malformedDocumentsAreRefusedWithWhereAndWhy()
     {
-        assertProblem("{\"a\": 1,}", "a comma before '}' at line 1, column 9");
-        assertProblem("[1, 2,]", "a comma before ']' at line 1, column 7");
-        assertProblem("{\"a\": 1, \"a\": 2}", "duplicate key \"a\" (each key may appear once per object) at line 1, column 10");
-        assertProblem("{\n  \"a\": 01\n}", "a number with a leading zero at line 2, column 9");
-        assertProblem("{\"a\": NaN}", "unexpected 'N' where a value was expected at line 1, column 7");
-        assertProblem("// comment\n{}", "unexpected '/' where a value was expected at line 1, column 1");
-        assertProblem("{} {}", "unexpected '{' after the document's value at line 1, column 4");
-        assertProblem("\"a\u0001\"", "control character U+0001 inside a string (write it as an escape)");
-        assertProblem("\"\\x\"", "unknown escape \\'x'");
-        assertProblem("\"\\u12zz\"", "\\u must be followed by four hexadecimal digits");
-        assertProblem("\"open", "the document ends inside a string");
-        assertProblem("{\"a\" 1}", "expected ':', found '1'");
-        assertProblem("[1 2]", "expected ',' or ']', found '2'");
-        assertProblem("{a: 1}", "expected a key in double quotes, found 'a'");
-        assertProblem("99999999999999999999", "integer 99999999999999999999 is outside the 64-bit range");
-        assertProblem("1e999", "number 1e999 is too large");
-        assertProblem("-", "'-' must be followed by a digit");
-        assertProblem("1.", "a decimal point must be followed by a digit");
-        assertProblem("tru", "unexpected 't' where a value was expected");
-        assertProblem("", "the document ends where a value was expected");
+        // syntax errors carry the parser's description; the place is what a user acts on
+        assertProblem("{\"a\": 1,}", "'}'", "at line 1, column 9");
+        assertProblem("[1, 2,]", "']'", "at line 1, column 7");
+        assertProblem("{\n  \"a\": 01\n}", "Leading zeroes not allowed", "at line 2, column 9");
+        assertProblem("{\"a\": NaN}", "'NaN'", "at line 1, column 10");
+        assertProblem("// comment\n{}", "'/'", "at line 1, column 1");
+        assertProblem("\"a\u0001\"", "CTRL-CHAR, code 1", "at line 1, column 3");
+        assertProblem("\"\\x\"", "escape 'x'", "at line 1, column 3");
+        assertProblem("\"\\u12zz\"", "hex-digit", "at line 1, column 6");
+        assertProblem("\"open", "end-of-input", "at line 1, column 6");
+        assertProblem("{\"a\" 1}", "colon", "at line 1, column 6");
+        assertProblem("[1 2]", "comma", "at line 1, column 4");
+        assertProblem("{a: 1}", "double-quote to start field name", "at line 1, column 2");
+        assertProblem("-", "No digit following sign", "at line 1, column 2");
+        assertProblem("1.", "Decimal point not followed by a digit", "at line 1, column 2");
+        assertProblem("tru", "'tru'", "at line 1, column 4");
+        assertProblem("{\"a\": 1]", "expected '}' (for Object starting at line 1, column 1)", "at line 1, column 8");
+        // the rules of our own, worded as before
+        assertProblem("{\"a\": 1, \"a\": 2}", "duplicate key \"a\" (each key may appear once per object)", "at line 1, column 10");
+        assertProblem("{} {}", "unexpected '{' after the document's value", "at line 1, column 4");
+        assertProblem("99999999999999999999", "integer 99999999999999999999 is outside the 64-bit range", "at line 1, column 1");
+        assertProblem("1e999", "number 1e999 is too large", "at line 1, column 1");
+        assertProblem("", "the document ends where a value was expected", "");
+    }
+
+    @Test
+    void theDocumentsCharactersReachTheMessagePrintable()
+    {
+        // a terminal escape in a key or token is named, never echoed, so that a log shows what was sent
+        assertProblem("{\"\\u001b[2J\": 1, \"\\u001b[2J\": 2}", "duplicate key \"U+001B[2J\"", "at line 1, column 18");
+        assertProblem("[x\u001b[2J]", "U+001B", "at line 1, column 4");
+        KvBridgeException e = assertThrows(KvBridgeException.class, () -> READER.read("doc", "[x\u001b[2J]"));
+        assertTrue(e.getMessage().chars().noneMatch(c -> c < 0x20), e.getMessage());
+        // a long number is refused by its length before it is converted
+        assertProblem("1".repeat(2_000), "Number value length (2000) exceeds the maximum allowed (1000", "");
     }
 
     @Test
     void hostileDocumentsStopAtTheLimitsBeforeBuildingMuch()
     {
-        assertProblem("[[[[[1]]]]]", "nesting deeper than 4 levels");
-        assertProblem("[" + "0,".repeat(1_000) + "0]", "more than 1000 values");
+        assertProblem("[[[[[1]]]]]", "nesting deeper than 4 levels", "at line 1, column 5");
+        assertProblem("[" + "0,".repeat(1_000) + "0]", "more than 1000 values", "at line 1, column 2000");
         KvBridgeException huge = assertThrows(KvBridgeException.class, () -> READER.read("doc", " ".repeat(10_001)));
         assertEquals("KVB/ConfigInvalid: doc has 10,001 characters, more than the 10,000 accepted", huge.getMessage());
         // a deep document of the largest size is refused by depth, without a stack overflow
@@ -80,11 +95,12 @@ final class JsonReaderTest
         assertTrue(deep.getMessage().contains("nesting deeper than 64 levels"), deep.getMessage());
     }
 
-    private static void assertProblem(String text, String problem)
+    private static void assertProblem(String text, String problem, String where)
     {
         KvBridgeException e = assertThrows(KvBridgeException.class, () -> READER.read("doc", text));
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
         assertTrue(e.getMessage().startsWith("KVB/ConfigInvalid: doc is not valid JSON: "), e.getMessage());
         assertTrue(e.getMessage().contains(problem), e.getMessage());
+        assertTrue(e.getMessage().endsWith(where), e.getMessage());
     }
 }

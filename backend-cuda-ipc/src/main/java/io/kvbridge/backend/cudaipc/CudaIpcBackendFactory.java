@@ -3,11 +3,10 @@ package io.kvbridge.backend.cudaipc;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.PluginConfig;
-import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.AbstractTransferBackendFactory;
 import java.util.List;
 import java.util.Map;
 
@@ -32,7 +31,7 @@ import java.util.Map;
  * {@code -D}{@value #LIBRARY_PROPERTY} names the driver file or its directory;
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off before anything loads.
  */
-public final class CudaIpcBackendFactory implements TransferBackendFactory
+public final class CudaIpcBackendFactory extends AbstractTransferBackendFactory
 {
     /** The transport's name. */
     public static final String NAME = "cuda-ipc";
@@ -58,26 +57,9 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
     /** @param allowFake whether the test fake is acceptable, or null to read the property. */
     CudaIpcBackendFactory(Boolean allowFake)
     {
-        this.allowFake = allowFake;
-    }
-
-    @Override
-    public String name()
-    {
-        return NAME;
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return Spi.VERSION;
-    }
-
-    @Override
-    public int priority()
-    {
         // above the host-memory transports: where a GPU and IPC are found, this is the transport for device caches
-        return 30;
+        super(NAME, 30);
+        this.allowFake = allowFake;
     }
 
     @Override
@@ -114,9 +96,7 @@ public final class CudaIpcBackendFactory implements TransferBackendFactory
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option allocation=" + allocation + " is not auto, vmm or legacy");
         }
         CudaIpcProbe.Result probe = CudaIpcProbe.run(chosenAllowFake);
-        if (!probe.availability().available()) {
-            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the cuda-ipc transport cannot run here: " + String.join("; ", probe.availability().reasons()));
-        }
+        requireAvailable(probe.availability());
         if (device >= probe.devices()) {
             throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "cuda-ipc option device=" + device + " but the driver sees " + probe.devices()
                     + " device(s); use 0.." + (probe.devices() - 1) + " (CUDA_VISIBLE_DEVICES renumbers them)");

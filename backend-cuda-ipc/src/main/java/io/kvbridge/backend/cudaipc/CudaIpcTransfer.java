@@ -2,9 +2,8 @@ package io.kvbridge.backend.cudaipc;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.CoalescedTransferSlot;
 import io.kvbridge.transport.NotificationCopy;
-import io.kvbridge.transport.TransferSlot;
 
 /**
  * One posted transfer, reused with its slot: the coalesced copies, the notification bytes (copied,
@@ -13,10 +12,9 @@ import io.kvbridge.transport.TransferSlot;
  * issues the copies ({@link CudaIpcEngine#start}); nothing is allocated per post once the buffers
  * have grown to the largest request seen.
  */
-final class CudaIpcTransfer extends TransferSlot
+final class CudaIpcTransfer extends CoalescedTransferSlot
 {
     final CudaIpcEngine engine;
-    final DescriptorPairs copies = new DescriptorPairs(16);
     TransferOp op;
     CudaIpcList local;
     CudaIpcList remote;
@@ -32,12 +30,6 @@ final class CudaIpcTransfer extends TransferSlot
     {
         super(index);
         this.engine = engine;
-    }
-
-    @Override
-    protected int operations()
-    {
-        return copies.size();
     }
 
     @Override

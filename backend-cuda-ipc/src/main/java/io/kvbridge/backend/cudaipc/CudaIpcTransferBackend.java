@@ -14,6 +14,7 @@ import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
@@ -427,28 +428,26 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
-            byte[] notification, byte[] grantKey)
+    public long post(TransferRequest request)
     {
-        PostChecks.opening(guard, CudaIpcList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
-                ControlChannel.MAX_NOTIFICATION);
-        CudaIpcList local = (CudaIpcList) localList;
-        CudaIpcList remote = (CudaIpcList) remoteList;
+        PostChecks.opening(guard, CudaIpcList.class, request, ControlChannel.MAX_NOTIFICATION);
+        CudaIpcList local = (CudaIpcList) request.local();
+        CudaIpcList remote = (CudaIpcList) request.remote();
         CudaIpcTransfer transfer = transfers.acquire();
         try {
-            PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+            PostChecks.resolve(transfer.copies, request, true);
             // after the checks of every index: opens the peer's regions passed as descriptors on the first post that needs them
-            passedRegions.ensureOpened(remote, remoteIndices, count, grantKey);
+            passedRegions.ensureOpened(remote, request.remoteIndices(), request.count(), request.grantKey());
         }
         catch (RuntimeException e) {
             transfers.abandon(transfer);
             throw e;
         }
-        transfer.op = op;
+        transfer.op = request.op();
         transfer.local = local;
         transfer.remote = remote;
         transfer.peer = (CudaIpcPeer) remote.transportPeer();
-        transfer.notification.set(notification);
+        transfer.notification.set(request.notification());
         long handle = transfer.handle();
         engine.submit(transfer);
         return handle;

@@ -19,6 +19,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.KvBridgeAssertions;
 import java.lang.foreign.Arena;
@@ -147,7 +148,8 @@ final class CudaIpcBatchCopyTest
         long batches = FakeCuda.stat("batch_calls");
         long batched = FakeCuda.stat("batch_copies");
         long singles = FakeCuda.stat("copy_calls");
-        long handle = pair.initiator.post(TransferOp.WRITE, pair.local, all(), pair.remote, all(), DESCRIPTORS, null);
+        long handle = pair.initiator.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local, all()).remote(pair.remote, all())
+                .count(DESCRIPTORS));
         assertEquals(TransferStatus.DONE, await(pair.initiator, handle), () -> String.valueOf(pair.initiator.failure(handle)));
         pair.initiator.release(handle);
         return new Calls(FakeCuda.stat("batch_calls") - batches, FakeCuda.stat("batch_copies") - batched, FakeCuda.stat("copy_calls") - singles);
@@ -217,7 +219,8 @@ final class CudaIpcBatchCopyTest
         assertEquals(new Calls(5, DESCRIPTORS, 0), writeAll(pair));
         assertMoved(pair);
         FakeCuda.set("fail_batches", 1);
-        long handle = pair.initiator.post(TransferOp.WRITE, pair.local, all(), pair.remote, all(), DESCRIPTORS, null);
+        long handle = pair.initiator.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local, all()).remote(pair.remote, all())
+                .count(DESCRIPTORS));
         assertEquals(TransferStatus.FAILED, await(pair.initiator, handle));
         String message = pair.initiator.failure(handle).orElseThrow().getMessage();
         assertTrue(message.contains("cuMemcpyBatchAsync") && message.contains("copies 0..1023 of 5120") && message.contains("the driver named copy 1023"),
@@ -229,7 +232,8 @@ final class CudaIpcBatchCopyTest
     {
         Pair pair = pair(Map.of());
         FakeCuda.set("fail_batches", 1);
-        long handle = pair.initiator.post(TransferOp.WRITE, pair.local, all(), pair.remote, all(), DESCRIPTORS, "refused".getBytes(StandardCharsets.UTF_8));
+        long handle = pair.initiator.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local, all()).remote(pair.remote, all())
+                .count(DESCRIPTORS).notification("refused".getBytes(StandardCharsets.UTF_8)));
         assertEquals(TransferStatus.FAILED, await(pair.initiator, handle));
         String message = pair.initiator.failure(handle).orElseThrow().getMessage();
         assertTrue(message.contains("cuMemcpyBatchAsync") && message.contains("CUDA_ERROR_INVALID_VALUE") && message.contains("copies 0..1023 of 5120")
@@ -247,7 +251,8 @@ final class CudaIpcBatchCopyTest
     {
         Pair pair = pair(Map.of());
         FakeCuda.set("fail_copies", 1);
-        long handle = pair.initiator.post(TransferOp.WRITE, pair.local, all(), pair.remote, all(), DESCRIPTORS, "failed".getBytes(StandardCharsets.UTF_8));
+        long handle = pair.initiator.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local, all()).remote(pair.remote, all())
+                .count(DESCRIPTORS).notification("failed".getBytes(StandardCharsets.UTF_8)));
         assertEquals(TransferStatus.FAILED, await(pair.initiator, handle));
         assertTrue(pair.initiator.failure(handle).orElseThrow().getMessage().contains("CUDA_ERROR_ILLEGAL_ADDRESS"),
                 () -> pair.initiator.failure(handle).toString());

@@ -16,6 +16,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -70,7 +71,7 @@ final class CudaIpcCloseDeadlineTest
             FakeCuda.set("queue_limit", 1);
             FakeCuda.set("copy_delay_us", STALL_MICROS);
             int[] spaced = {0, 2, 4, 6};
-            initiator.post(TransferOp.WRITE, local, spaced, remote, spaced, spaced.length, null);
+            initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, spaced).remote(remote, spaced).count(spaced.length));
             Thread.sleep(200);
             long started = System.nanoTime();
             KvBridgeException late = assertThrows(KvBridgeException.class, initiator::close);

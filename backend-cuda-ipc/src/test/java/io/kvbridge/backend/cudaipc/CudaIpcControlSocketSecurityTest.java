@@ -21,6 +21,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.transport.libc.Libc;
 import io.kvbridge.transport.libc.LibcSockets;
@@ -174,7 +175,8 @@ final class CudaIpcControlSocketSecurityTest
             Peer peer = initiator.connect(peerMetadata);
             PreparedList local = initiator.prepareLocal(blocks(MemoryKind.HOST, source.address(), 0, BLOCKS));
             PreparedList remote = initiator.prepareRemote(peer, blocks(MemoryKind.HOST, remoteBase, 0, BLOCKS));
-            long handle = initiator.post(TransferOp.WRITE, local, range(0, BLOCKS), remote, range(0, BLOCKS), BLOCKS, null, grantKey);
+            long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, range(0, BLOCKS)).remote(remote, range(0, BLOCKS))
+                    .count(BLOCKS).grantKey(grantKey));
             TransferStatus status = await(initiator, handle);
             Optional<KvBridgeException> failure = status == TransferStatus.DONE ? Optional.empty() : initiator.failure(handle);
             assertTrue(status == TransferStatus.DONE || failure.isPresent(), "status " + status);
@@ -388,7 +390,8 @@ final class CudaIpcControlSocketSecurityTest
         Peer peer = parent.connect(victim.metadata());
         PreparedList local = parent.prepareLocal(blocks(MemoryKind.HOST, source.address(), 0, BLOCKS));
         PreparedList remote = parent.prepareRemote(peer, blocks(MemoryKind.HOST, victim.host(), 0, BLOCKS));
-        long handle = parent.post(TransferOp.WRITE, local, range(0, 4), remote, range(firstBlock, 4), 4, null, GRANT_KEY);
+        long handle = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, range(0, 4)).remote(remote, range(firstBlock, 4))
+                .count(4).grantKey(GRANT_KEY));
         assertEquals(TransferStatus.DONE, await(parent, handle), () -> "the legitimate write failed: " + parent.failure(handle));
         victim.child().commands.println("CHECK host 1 " + firstBlock + " 4 0");
         assertEquals("0", victim.child().expect("CHECKED", 30)[1], "the legitimate peer's bytes are in the victim's memory");

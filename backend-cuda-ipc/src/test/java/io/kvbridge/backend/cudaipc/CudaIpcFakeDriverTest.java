@@ -21,6 +21,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -169,9 +170,10 @@ final class CudaIpcFakeDriverTest
         try {
             // host part slow (8 separate copies), device part fast, the notification on the device part
             int[] spaced = {0, 2, 4, 6, 8, 10, 12, 14};
-            long hostPart = initiator.post(TransferOp.WRITE, localHost, spaced, remoteHost, spaced, spaced.length, null);
-            long devicePart = initiator.post(TransferOp.WRITE, localDevice, range(32, 4), remoteDevice, range(32, 4), 4,
-                    "request-1".getBytes(StandardCharsets.UTF_8));
+            long hostPart = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(localHost, spaced).remote(remoteHost, spaced)
+                    .count(spaced.length));
+            long devicePart = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(localDevice, range(32, 4))
+                    .remote(remoteDevice, range(32, 4)).count(4).notification("request-1".getBytes(StandardCharsets.UTF_8)));
             List<String> received = new ArrayList<>();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             while (received.isEmpty() && System.nanoTime() < deadline) {
@@ -204,7 +206,8 @@ final class CudaIpcFakeDriverTest
         PreparedList local = initiator.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS));
         PreparedList remote = initiator.prepareRemote(peer, blocks(MemoryKind.DEVICE, targetDevice.address(), 0, BLOCKS));
         FakeCuda.set("fail_copies", 1);
-        long handle = await(initiator, initiator.post(TransferOp.WRITE, local, range(0, 4), remote, range(0, 4), 4, "x".getBytes(StandardCharsets.UTF_8)));
+        long handle = await(initiator, initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, range(0, 4))
+                .remote(remote, range(0, 4)).count(4).notification("x".getBytes(StandardCharsets.UTF_8))));
         assertEquals(TransferStatus.FAILED, initiator.status(handle));
         assertTrue(initiator.failure(handle).orElseThrow().getMessage().contains("CUDA_ERROR_ILLEGAL_ADDRESS"));
         Thread.sleep(300);

@@ -13,6 +13,7 @@ import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.AbstractTransferBackendConformanceTest;
 import java.io.IOException;
@@ -62,11 +63,13 @@ final class CudaIpcFakeTwoProcessConformanceTest extends AbstractTransferBackend
         targetMemory.set(ValueLayout.JAVA_LONG, 5L * BLOCK_BYTES, 0x0123_4567_89AB_CDEFL);
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        long read = initiator.post(TransferOp.READ, local, new int[] {0}, remote, new int[] {5}, 1, null, GRANT_KEY);
+        long read = initiator.post(new TransferRequest().start(TransferOp.READ).local(local, new int[] {0}).remote(remote, new int[] {5}).count(1)
+                .grantKey(GRANT_KEY));
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, read), () -> String.valueOf(initiator.failure(read)));
         initiator.release(read);
         assertEquals(0x0123_4567_89AB_CDEFL, initiatorMemory.get(ValueLayout.JAVA_LONG, 0), "the initiator read what the test wrote in the child's memory");
-        long write = initiator.post(TransferOp.WRITE, local, new int[] {7}, remote, new int[] {9}, 1, "crossed".getBytes(StandardCharsets.UTF_8), GRANT_KEY);
+        long write = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {7}).remote(remote, new int[] {9}).count(1)
+                .notification("crossed".getBytes(StandardCharsets.UTF_8)).grantKey(GRANT_KEY));
         Received received = awaitNotification(target, (sender, message) -> { });
         assertEquals("crossed", new String(received.message(), StandardCharsets.UTF_8));
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, write));
@@ -106,7 +109,8 @@ final class CudaIpcFakeTwoProcessConformanceTest extends AbstractTransferBackend
         assertTrue(System.nanoTime() - asked < TimeUnit.SECONDS.toNanos(5), "a dead target is reported at once, not after the call deadline");
         TransferStatus outcome;
         try {
-            long handle = initiator.post(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, null, GRANT_KEY);
+            long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {0}).remote(remote, new int[] {0})
+                    .count(1).grantKey(GRANT_KEY));
             outcome = awaitTerminal(initiator, handle);
             initiator.release(handle);
         }
@@ -126,7 +130,8 @@ final class CudaIpcFakeTwoProcessConformanceTest extends AbstractTransferBackend
         assumeTrue(FakeCuda.loaded(), "this test slows the fake driver's copies");
         PreparedList local = initiator.prepareLocal(blocksOf(initiatorMemory, BLOCKS, BLOCK_BYTES));
         PreparedList remote = initiator.prepareRemote(targetPeer, blocksOf(targetMemory, BLOCKS, BLOCK_BYTES));
-        long opening = initiator.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, null, GRANT_KEY);
+        long opening = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1}).remote(remote, new int[] {1}).count(1)
+                .grantKey(GRANT_KEY));
         assertEquals(TransferStatus.DONE, awaitTerminal(initiator, opening), () -> String.valueOf(initiator.failure(opening)));
         initiator.release(opening);
         // every other block: 8 separate copies of 200 ms each, into the target's memory
@@ -136,7 +141,8 @@ final class CudaIpcFakeTwoProcessConformanceTest extends AbstractTransferBackend
         }
         FakeCuda.set("copy_delay_us", 200_000);
         try {
-            long slow = initiator.post(TransferOp.WRITE, local, even, remote, even, even.length, null, GRANT_KEY);
+            long slow = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, even).remote(remote, even).count(even.length)
+                    .grantKey(GRANT_KEY));
             Thread.sleep(100);
             target.close();
             MemorySegment atClose = Arena.ofAuto().allocate(targetMemory.byteSize()).copyFrom(targetMemory);

@@ -7,6 +7,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -73,7 +74,8 @@ public final class CudaIpcPeerProcess
     {
         PreparedList local = backend.prepareLocal(blocks(toKind, to, 0, BLOCKS));
         PreparedList remote = backend.prepareRemote(self, blocks(fromKind, from, 0, BLOCKS));
-        long handle = backend.post(TransferOp.READ, local, range(0, BLOCKS), remote, range(0, BLOCKS), BLOCKS, null);
+        long handle = backend.post(new TransferRequest().start(TransferOp.READ).local(local, range(0, BLOCKS)).remote(remote, range(0, BLOCKS))
+                .count(BLOCKS));
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (backend.status(handle) == TransferStatus.IN_PROGRESS && System.nanoTime() < deadline) {
             Thread.onSpinWait();

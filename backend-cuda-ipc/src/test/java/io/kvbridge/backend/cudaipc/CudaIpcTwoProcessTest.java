@@ -20,6 +20,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -173,7 +174,8 @@ final class CudaIpcTwoProcessTest
         // device to device, into the child's upper half, with a notification
         PreparedList localDevice = parent.prepareLocal(blocks(MemoryKind.DEVICE, device.address(), 0, BLOCKS));
         PreparedList remoteDevice = parent.prepareRemote(peer, blocks(MemoryKind.DEVICE, childDevice, 0, BLOCKS));
-        long write = parent.post(TransferOp.WRITE, localDevice, range(0, 32), remoteDevice, range(32, 32), 32, "written".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
+        long write = parent.post(new TransferRequest().start(TransferOp.WRITE).local(localDevice, range(0, 32)).remote(remoteDevice, range(32, 32))
+                .count(32).notification("written".getBytes(StandardCharsets.UTF_8)).grantKey(KEY_BYTES));
         assertEquals(1, parent.operations(write), "32 contiguous blocks on both sides are one copy");
         assertEquals(TransferStatus.DONE, await(parent, write), () -> "write failed: " + parent.failure(write));
         // a legacy allocation opens at connect, a VMM one (a descriptor the child passes under its grant) at the first post
@@ -189,7 +191,8 @@ final class CudaIpcTwoProcessTest
 
         // the child's device memory read into the parent's host memory: device to host across processes
         PreparedList localHost = parent.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS));
-        long read = parent.post(TransferOp.READ, localHost, range(40, 8), remoteDevice, range(0, 8), 8, null, KEY_BYTES);
+        long read = parent.post(new TransferRequest().start(TransferOp.READ).local(localHost, range(40, 8)).remote(remoteDevice, range(0, 8)).count(8)
+                .grantKey(KEY_BYTES));
         assertEquals(TransferStatus.DONE, await(parent, read));
         for (long o = 0; o < 8L * BLOCK_BYTES; o += 8) {
             assertEquals(pattern(2, o), hostMemory.get(ValueLayout.JAVA_LONG, 40L * BLOCK_BYTES + o), "byte " + o + " of the read");
@@ -197,7 +200,8 @@ final class CudaIpcTwoProcessTest
 
         // host to the child's shared host memory
         PreparedList remoteHost = parent.prepareRemote(peer, blocks(MemoryKind.HOST, childHost, 0, BLOCKS));
-        long hostWrite = parent.post(TransferOp.WRITE, localHost, range(0, 4), remoteHost, range(10, 4), 4, "host".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
+        long hostWrite = parent.post(new TransferRequest().start(TransferOp.WRITE).local(localHost, range(0, 4)).remote(remoteHost, range(10, 4))
+                .count(4).notification("host".getBytes(StandardCharsets.UTF_8)).grantKey(KEY_BYTES));
         assertEquals(TransferStatus.DONE, await(parent, hostWrite));
         assertEquals("host", expect("NOTIFIED")[2]);
         commands.println("CHECK host 1 10 4 0");
@@ -256,8 +260,10 @@ final class CudaIpcTwoProcessTest
             even[i] = 2 * i;
         }
         FakeCuda.set("copy_delay_us", 50_000);
-        long hostPart = parent.post(TransferOp.WRITE, localHost, even, remoteHost, range(0, 16), 16, null, KEY_BYTES);
-        long devicePart = parent.post(TransferOp.WRITE, localDevice, range(0, 8), remoteDevice, range(40, 8), 8, "mixed".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
+        long hostPart = parent.post(new TransferRequest().start(TransferOp.WRITE).local(localHost, even).remote(remoteHost, range(0, 16)).count(16)
+                .grantKey(KEY_BYTES));
+        long devicePart = parent.post(new TransferRequest().start(TransferOp.WRITE).local(localDevice, range(0, 8)).remote(remoteDevice, range(40, 8))
+                .count(8).notification("mixed".getBytes(StandardCharsets.UTF_8)).grantKey(KEY_BYTES));
         assertEquals(16, parent.operations(hostPart));
         assertEquals(1, parent.operations(devicePart));
         assertEquals("mixed", expect("NOTIFIED")[2]);
@@ -312,7 +318,8 @@ final class CudaIpcTwoProcessTest
             even[i] = 2 * i;
         }
         FakeCuda.set("copy_delay_us", 100_000);
-        long handle = parent.post(TransferOp.WRITE, local, even, remote, even, 16, "never".getBytes(StandardCharsets.UTF_8), KEY_BYTES);
+        long handle = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, even).remote(remote, even).count(16)
+                .notification("never".getBytes(StandardCharsets.UTF_8)).grantKey(KEY_BYTES));
         assertEquals(16, parent.operations(handle));
         assertEquals(handlesBefore + 1, FakeCuda.stat("peer_handles"), "the child's device allocation is opened once (at connect or at the first post)");
         Thread.sleep(200);
@@ -328,7 +335,8 @@ final class CudaIpcTwoProcessTest
         assertEquals(handlesBefore, FakeCuda.stat("peer_handles"), "the dead peer's allocations are closed");
         parent.release(handle);
         assertEquals(ErrorCode.PEER_UNKNOWN, io.kvbridge.testkit.KvBridgeAssertions.assertCode(ErrorCode.PEER_UNKNOWN,
-                () -> parent.post(TransferOp.WRITE, local, even, remote, even, 1, null, KEY_BYTES)).code());
+                () -> parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, even).remote(remote, even).count(1)
+                        .grantKey(KEY_BYTES))).code());
     }
 
     /**
@@ -354,7 +362,8 @@ final class CudaIpcTwoProcessTest
         Peer peer = parent.connect(childMetadata);
         PreparedList local = parent.prepareLocal(blocks(MemoryKind.HOST, host.address(), 0, BLOCKS));
         PreparedList remote = parent.prepareRemote(peer, blocks(MemoryKind.HOST, childHost, 0, BLOCKS));
-        long opening = parent.post(TransferOp.WRITE, local, range(0, 1), remote, range(0, 1), 1, null, KEY_BYTES);
+        long opening = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, range(0, 1)).remote(remote, range(0, 1)).count(1)
+                .grantKey(KEY_BYTES));
         assertEquals(TransferStatus.DONE, await(parent, opening), () -> "opening write: " + parent.failure(opening));
         // every other block: 8 separate copies of 200 ms each
         int[] even = new int[8];
@@ -362,14 +371,16 @@ final class CudaIpcTwoProcessTest
             even[i] = 2 * i + 2;
         }
         FakeCuda.set("copy_delay_us", 200_000);
-        long slow = parent.post(TransferOp.WRITE, local, even, remote, even, even.length, null, KEY_BYTES);
+        long slow = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, even).remote(remote, even).count(even.length)
+                .grantKey(KEY_BYTES));
         Thread.sleep(100);
         commands.println("REVOKE");
         assertEquals("0", expect("REVOKED")[1], "bytes landed in the child's memory after its revoke returned");
         assertEquals(TransferStatus.DONE, await(parent, slow), () -> "the copies issued before the revoke: " + parent.failure(slow));
         FakeCuda.set("copy_delay_us", 0);
         io.kvbridge.testkit.KvBridgeAssertions.assertCode(ErrorCode.NOT_GRANTED,
-                () -> parent.post(TransferOp.WRITE, local, range(0, 1), remote, range(0, 1), 1, null, KEY_BYTES));
+                () -> parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, range(0, 1)).remote(remote, range(0, 1)).count(1)
+                        .grantKey(KEY_BYTES)));
         commands.println("EXIT");
         expect("BYE");
     }

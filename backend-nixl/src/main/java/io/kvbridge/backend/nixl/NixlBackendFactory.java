@@ -1,14 +1,11 @@
 package io.kvbridge.backend.nixl;
 
 import io.kvbridge.backend.nixl.ffm.Nixl;
-import io.kvbridge.spi.ErrorCode;
-import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.PluginConfig;
-import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.AbstractTransferBackendFactory;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -36,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off: the probe then
  * reports it unavailable without locating or loading anything ({@link NixlAvailability}).
  */
-public final class NixlBackendFactory implements TransferBackendFactory
+public final class NixlBackendFactory extends AbstractTransferBackendFactory
 {
     private static final Logger LOG = LoggerFactory.getLogger(NixlBackendFactory.class);
     private static final AtomicBoolean UCX_WARNED = new AtomicBoolean();
@@ -67,20 +64,9 @@ public final class NixlBackendFactory implements TransferBackendFactory
      */
     NixlBackendFactory(String library, Boolean allowFake)
     {
+        super(NAME, 0);
         this.library = library;
         this.allowFake = allowFake;
-    }
-
-    @Override
-    public String name()
-    {
-        return NAME;
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return Spi.VERSION;
     }
 
     @Override
@@ -112,9 +98,7 @@ public final class NixlBackendFactory implements TransferBackendFactory
         }
         options.finish();
         NixlProbe.Result probe = NixlProbe.run(chosenLibrary, chosenAllowFake);
-        if (!probe.availability().available()) {
-            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "the nixl transport cannot run here: " + String.join("; ", probe.availability().reasons()));
-        }
+        requireAvailable(probe.availability());
         String netDevices = System.getenv(NixlUcxSettings.NET_DEVICES_ENVIRONMENT);
         String ucxConfig = NixlUcxSettings.of(context.sideChannelHost(), netDevices);
         if (probe.realNixl() && ucxConfig.isEmpty() && !NixlUcxSettings.devicesChosen(netDevices) && UCX_WARNED.compareAndSet(false, true)) {

@@ -7,12 +7,11 @@ import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
-import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.Registrations;
-import io.kvbridge.transport.TransferTable;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -134,11 +133,10 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
+    public long post(TransferRequest request)
     {
         // NIXL's peers do not check grants: the key is not sent
-        return transfers.post(op, local, localIndices, remote, remoteIndices, count, notification);
+        return transfers.post(request);
     }
 
     @Override

@@ -5,9 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.backend.nixl.ffm.NixlAgent;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import io.kvbridge.spi.transfer.PreparedList;
-import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.spi.transfer.TransferStatus;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.Registration;
@@ -63,25 +61,27 @@ final class NixlTransfers
     }
 
     /** Checks a post on the caller's thread, hands it to the owner and waits until NIXL accepted it. */
-    long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification)
+    long post(TransferRequest request)
     {
-        PostChecks.opening(guard, NixlPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
-                MAX_NOTIFICATION_BYTES);
-        NixlPreparedList local = (NixlPreparedList) localList;
-        NixlPreparedList remote = (NixlPreparedList) remoteList;
+        PostChecks.opening(guard, NixlPreparedList.class, request, MAX_NOTIFICATION_BYTES);
+        NixlPreparedList local = (NixlPreparedList) request.local();
+        NixlPreparedList remote = (NixlPreparedList) request.remote();
+        int[] localIndices = request.localIndices();
+        int[] remoteIndices = request.remoteIndices();
+        int count = request.count();
         if (count == 0) {
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "count=0: NIXL moves at least one descriptor pair; use notify() to send a message alone");
         }
         // NIXL takes the indices as they are and merges runs itself: they are only checked here
-        PostChecks.pairs(local, localIndices, remote, remoteIndices, count);
+        PostChecks.pairs(request);
         NixlTransfer transfer = table.acquire();
-        transfer.op = op;
+        transfer.op = request.op();
         transfer.local = local;
         transfer.localIndices = localIndices;
         transfer.remote = remote;
         transfer.remoteIndices = remoteIndices;
         transfer.count = count;
-        transfer.notification = notification;
+        transfer.notification = request.notification();
         transfer.operations = StrideRuns.merged(local.runs(), localIndices, remote.runs(), remoteIndices, count);
         try {
             if (owner.tryEnter()) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.AbstractTransferBackendConformanceTest;
 import java.util.ArrayList;
@@ -83,7 +84,8 @@ abstract class AbstractNixlFakeConformanceTest extends AbstractTransferBackendCo
                 results.add(executor.submit(() -> {
                     int done = 0;
                     for (int i = 0; i < rounds; i++) {
-                        long handle = initiator.post(TransferOp.WRITE, local, new int[] {block}, remote, new int[] {block}, 1, null);
+                        long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {block})
+                                .remote(remote, new int[] {block}).count(1));
                         if (awaitTerminal(initiator, handle) == TransferStatus.DONE) {
                             done++;
                         }

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -218,7 +219,8 @@ abstract class AbstractNixlTwoProcessTest
 
         // push: parent block b lands in child block b, then the child checks all of its memory
         int[] pushed = {3, 0, 63, 17, 18};
-        long write = parent.post(TransferOp.WRITE, local, pushed, remote, pushed, pushed.length, "req-1".getBytes(StandardCharsets.UTF_8));
+        long write = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, pushed).remote(remote, pushed).count(pushed.length)
+                .notification("req-1".getBytes(StandardCharsets.UTF_8)));
         assertEquals(TransferStatus.DONE, awaitTerminal(parent, write), () -> String.valueOf(parent.failure(write)));
         parent.release(write);
         child.send("AWAIT req-1 " + PARENT_SEED + " " + csv(pushed));
@@ -226,7 +228,8 @@ abstract class AbstractNixlTwoProcessTest
 
         // pull: child blocks come into the parent; the child learns of it only after the data
         int[] pulled = {5, 6, 60, 61};
-        long read = parent.post(TransferOp.READ, local, pulled, remote, pulled, pulled.length, "pulled".getBytes(StandardCharsets.UTF_8));
+        long read = parent.post(new TransferRequest().start(TransferOp.READ).local(local, pulled).remote(remote, pulled).count(pulled.length)
+                .notification("pulled".getBytes(StandardCharsets.UTF_8)));
         assertEquals(TransferStatus.DONE, awaitTerminal(parent, read), () -> String.valueOf(parent.failure(read)));
         parent.release(read);
         for (int block : pulled) {
@@ -258,7 +261,8 @@ abstract class AbstractNixlTwoProcessTest
     void peerKilledBetweenTransfersIsNamedByEveryLaterCall() throws Exception
     {
         killBetweenTransfers((parent, peer, local, remote) -> {
-            long handle = parent.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, null);
+            long handle = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1}).remote(remote, new int[] {1})
+                    .count(1));
             assertEquals(TransferStatus.FAILED, awaitTerminal(parent, handle));
             KvBridgeException failure = parent.failure(handle).orElseThrow();
             parent.release(handle);
@@ -290,7 +294,7 @@ abstract class AbstractNixlTwoProcessTest
         Peer peer = parent.connect(Base64.getDecoder().decode(ready[1]));
         PreparedList local = parent.prepareLocal(blocks(memory.address()));
         PreparedList remote = parent.prepareRemote(peer, blocks(Long.parseLong(ready[2])));
-        long first = parent.post(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, null);
+        long first = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {0}).remote(remote, new int[] {0}).count(1));
         assertEquals(TransferStatus.DONE, awaitTerminal(parent, first), () -> String.valueOf(parent.failure(first)));
         parent.release(first);
 
@@ -361,7 +365,8 @@ abstract class AbstractNixlTwoProcessTest
             }
             else {
                 try {
-                    handles.add(parent.post(op, local, all, remote, all, all.length, ("large-" + posted++).getBytes(StandardCharsets.UTF_8)));
+                    handles.add(parent.post(new TransferRequest().start(op).local(local, all).remote(remote, all).count(all.length)
+                            .notification(("large-" + posted++).getBytes(StandardCharsets.UTF_8))));
                 }
                 catch (KvBridgeException e) {
                     refused = e;
@@ -417,9 +422,9 @@ abstract class AbstractNixlTwoProcessTest
     {
         int[] pair = {block};
         KvBridgeException later = NixlTestSupport.assertFails(ErrorCode.PEER_UNKNOWN, peer.name(),
-                () -> parent.post(TransferOp.WRITE, local, pair, remote, pair, 1, null));
+                () -> parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, pair).remote(remote, pair).count(1)));
         assertTrue(later.getMessage().contains("connect again"), later.getMessage());
-        NixlTestSupport.assertFails(ErrorCode.PEER_UNKNOWN, peer.name(), () -> parent.post(TransferOp.READ, local, pair, remote, pair, 1, null));
+        NixlTestSupport.assertFails(ErrorCode.PEER_UNKNOWN, peer.name(), () -> parent.post(new TransferRequest().start(TransferOp.READ).local(local, pair).remote(remote, pair).count(1)));
         NixlTestSupport.assertFails(ErrorCode.PEER_UNKNOWN, peer.name(), () -> parent.notify(peer, new byte[] {1}));
         NixlTestSupport.assertFails(ErrorCode.PEER_UNKNOWN, peer.name(), () -> parent.prepareRemote(peer, remoteBlocks));
         parent.disconnect(peer);

@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -69,7 +70,8 @@ final class NixlFakeTwoProcessTest extends AbstractNixlTwoProcessTest
         Peer peer = parent.connect(Base64.getDecoder().decode(ready[1]));
         PreparedList local = parent.prepareLocal(blocks(memory.address()));
         PreparedList remote = parent.prepareRemote(peer, blocks(Long.parseLong(ready[2])));
-        long handle = parent.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, "lost".getBytes(StandardCharsets.UTF_8));
+        long handle = parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1}).remote(remote, new int[] {1}).count(1)
+                .notification("lost".getBytes(StandardCharsets.UTF_8)));
         Thread.sleep(200);
         assertEquals(TransferStatus.IN_PROGRESS, parent.status(handle), "the stalled peer acknowledged nothing");
         child.process.destroyForcibly();
@@ -81,7 +83,8 @@ final class NixlFakeTwoProcessTest extends AbstractNixlTwoProcessTest
         assertEquals(ErrorCode.TRANSFER_FAILED, failure.code());
         assertTrue(failure.getMessage().contains("nixl_capi_get_xfer_status returned -2"), failure.getMessage());
         parent.release(handle);
-        assertCode(ErrorCode.PEER_UNKNOWN, () -> parent.post(TransferOp.WRITE, local, new int[] {2}, remote, new int[] {2}, 1, null));
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> parent.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {2})
+                .remote(remote, new int[] {2}).count(1)));
         parent.disconnect(peer);
         assertEquals(0, parent.resources().peers());
     }

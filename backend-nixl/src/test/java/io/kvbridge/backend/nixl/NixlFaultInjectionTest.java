@@ -15,6 +15,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -101,8 +102,8 @@ final class NixlFaultInjectionTest
 
     private long write(int block, String notification)
     {
-        return initiator.post(TransferOp.WRITE, local, new int[] {block}, remote, new int[] {block}, 1,
-                notification == null ? null : notification.getBytes(StandardCharsets.UTF_8));
+        return initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {block}).remote(remote, new int[] {block}).count(1)
+                .notification(notification == null ? null : notification.getBytes(StandardCharsets.UTF_8)));
     }
 
     private TransferStatus awaitTerminal(long handle)
@@ -252,7 +253,8 @@ final class NixlFaultInjectionTest
             assertCode(ErrorCode.DESCRIPTOR_OUT_OF_RANGE, () -> initiator.prepareRemote(refreshed, wrongDevice));
             PreparedList deviceRemote = initiator.prepareRemote(refreshed,
                     DescriptorList.builder(MemoryKind.DEVICE, 3, 1).add(deviceTarget.address(), 4 * BLOCK_BYTES).build());
-            long handle = initiator.post(TransferOp.WRITE, deviceLocal, new int[] {0}, deviceRemote, new int[] {0}, 1, null);
+            long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(deviceLocal, new int[] {0})
+                    .remote(deviceRemote, new int[] {0}).count(1));
             assertEquals(TransferStatus.DONE, awaitTerminal(handle));
             initiator.release(handle);
             assertEquals(-1, deviceTarget.mismatch(deviceSource));

@@ -10,6 +10,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -90,7 +91,8 @@ final class NixlMergeCountTest
                     int[] localIndices = new int[count];
                     int[] remoteIndices = new int[count];
                     pattern(random, localIndices, localShape.length, remoteIndices, remoteShape.length);
-                    long handle = initiator.post(TransferOp.WRITE, local, localIndices, remote, remoteIndices, count, null);
+                    long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, localIndices)
+                            .remote(remote, remoteIndices).count(count));
                     int operations = initiator.operations(handle);
                     assertEquals(TransferStatus.DONE, NixlTestSupport.awaitTerminal(initiator, handle, DEADLINE));
                     initiator.release(handle);
@@ -113,7 +115,8 @@ final class NixlMergeCountTest
         fake.option("merge", "address");
         PreparedList local = initiator.prepareLocal(list(source, new long[] {0, 3, 4}));
         PreparedList remote = initiator.prepareRemote(peer, list(destination, blocks(0, 4, 1)));
-        long handle = initiator.post(TransferOp.WRITE, local, new int[] {1, 2}, remote, new int[] {0, 1}, 2, null);
+        long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1, 2}).remote(remote, new int[] {0, 1})
+                .count(2));
         assertEquals(2, initiator.operations(handle), "1.4.0's rule: the two pairs stay two descriptors");
         assertEquals(TransferStatus.DONE, NixlTestSupport.awaitTerminal(initiator, handle, DEADLINE));
         initiator.release(handle);

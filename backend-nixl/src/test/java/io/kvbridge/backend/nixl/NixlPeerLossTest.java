@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -58,14 +59,15 @@ final class NixlPeerLossTest
             PreparedList remote = initiator.prepareRemote(peer, blocks(destination));
 
             fake.failNth("drop_peer", 1, 0);
-            long lost = initiator.post(TransferOp.WRITE, local, new int[] {0}, remote, new int[] {0}, 1, null);
+            long lost = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {0}).remote(remote, new int[] {0})
+                    .count(1));
             assertEquals(TransferStatus.FAILED, NixlTestSupport.awaitTerminal(initiator, lost, DEADLINE));
             KvBridgeException failure = initiator.failure(lost).orElseThrow();
             assertEquals(ErrorCode.TRANSFER_FAILED, failure.code(), failure.getMessage());
             assertTrue(failure.getMessage().contains(peer.name()) && failure.getMessage().contains("dropped its metadata"), failure.getMessage());
             initiator.release(lost);
 
-            KvBridgeException post = assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, null));
+            KvBridgeException post = assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1}).remote(remote, new int[] {1}).count(1)));
             assertTrue(post.getMessage().contains(peer.name()), post.getMessage());
             assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.notify(peer, new byte[] {1}));
             assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.prepareRemote(peer, blocks(destination)));
@@ -74,7 +76,8 @@ final class NixlPeerLossTest
             assertEquals(0, initiator.resources().peers());
             Peer again = initiator.connect(target.localMetadata());
             PreparedList fresh = initiator.prepareRemote(again, blocks(destination));
-            long handle = initiator.post(TransferOp.WRITE, local, new int[] {2}, fresh, new int[] {2}, 1, null);
+            long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {2}).remote(fresh, new int[] {2})
+                    .count(1));
             assertEquals(TransferStatus.DONE, NixlTestSupport.awaitTerminal(initiator, handle, DEADLINE));
             initiator.release(handle);
             assertEquals(-1, source.asSlice(2 * BLOCK, BLOCK).mismatch(destination.asSlice(2 * BLOCK, BLOCK)), "the reconnected peer received the block");
@@ -105,14 +108,15 @@ final class NixlPeerLossTest
             fake.failNth("gen_notif", 1, -2);
             KvBridgeException refused = assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.notify(peer, new byte[] {1}));
             assertTrue(refused.getMessage().contains(peer.name()) && refused.getMessage().contains("nixl_capi_gen_notif returned -2"), refused.getMessage());
-            KvBridgeException post = assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.post(TransferOp.WRITE, local, new int[] {1}, remote, new int[] {1}, 1, null));
+            KvBridgeException post = assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1}).remote(remote, new int[] {1}).count(1)));
             assertTrue(post.getMessage().contains("refused a notification"), post.getMessage());
             assertCode(ErrorCode.PEER_UNKNOWN, () -> initiator.prepareRemote(peer, blocks(destination)));
 
             // connecting again while NIXL still holds the old metadata makes a new, usable peer
             Peer again = initiator.connect(target.localMetadata());
             PreparedList fresh = initiator.prepareRemote(again, blocks(destination));
-            long handle = initiator.post(TransferOp.WRITE, local, new int[] {2}, fresh, new int[] {2}, 1, null);
+            long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {2}).remote(fresh, new int[] {2})
+                    .count(1));
             assertEquals(TransferStatus.DONE, NixlTestSupport.awaitTerminal(initiator, handle, DEADLINE));
             initiator.release(handle);
             initiator.notify(again, new byte[] {2});

@@ -1,11 +1,10 @@
 package io.kvbridge.backend.tcp;
 
-import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.AbstractTransferBackendFactory;
 import io.kvbridge.transport.NativeLibrary;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
@@ -22,33 +21,19 @@ import java.util.Map;
  * {@code idle-spin-us} (50), {@code max-in-flight} (65536), {@code socket-buffer-bytes} (0:
  * the system's); see the module README.
  */
-public final class TcpBackendFactory implements TransferBackendFactory
+public final class TcpBackendFactory extends AbstractTransferBackendFactory
 {
     /** The transport's name. */
     public static final String NAME = "tcp";
 
-    /** Creates the factory; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}. */
+    /**
+     * Creates the factory; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}.
+     * Its priority is below {@code ucx} (10), above {@code local} (0): it reaches other processes and
+     * hosts, without RDMA.
+     */
     public TcpBackendFactory()
     {
-    }
-
-    @Override
-    public String name()
-    {
-        return NAME;
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return Spi.VERSION;
-    }
-
-    /** Below {@code ucx} (10), above {@code local} (0): reaches other processes and hosts, without RDMA. */
-    @Override
-    public int priority()
-    {
-        return 5;
+        super(NAME, 5);
     }
 
     @Override
@@ -69,7 +54,7 @@ public final class TcpBackendFactory implements TransferBackendFactory
      * @return true: the options were checked.
      */
     @Override
-    public boolean checkOptions(Map<String, String> config)
+    protected boolean readOptions(Map<String, String> config)
     {
         TcpOptions.parse(config, () -> NAME);
         return true;

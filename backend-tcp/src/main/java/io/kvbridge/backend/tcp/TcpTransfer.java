@@ -2,9 +2,8 @@ package io.kvbridge.backend.tcp;
 
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.CoalescedTransferSlot;
 import io.kvbridge.transport.NotificationCopy;
-import io.kvbridge.transport.TransferSlot;
 
 /**
  * One posted transfer: its coalesced runs, grant key and notification, filled by the poster, then
@@ -14,9 +13,8 @@ import io.kvbridge.transport.TransferSlot;
  *
  * <p>Threads: the poster fills the fields before the hand-over; the owner thread alone uses them after.
  */
-final class TcpTransfer extends TransferSlot implements FrameWriter.Source
+final class TcpTransfer extends CoalescedTransferSlot implements FrameWriter.Source
 {
-    final DescriptorPairs copies = new DescriptorPairs(16);
     final NotificationCopy notification = new NotificationCopy();
     final byte[] grantKey = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
     int grantKeyLength;
@@ -70,12 +68,6 @@ final class TcpTransfer extends TransferSlot implements FrameWriter.Source
     protected void abandoned(RuntimeException cause)
     {
         backend.abandoned(this, cause);
-    }
-
-    @Override
-    protected int operations()
-    {
-        return copies.size();
     }
 
     @Override

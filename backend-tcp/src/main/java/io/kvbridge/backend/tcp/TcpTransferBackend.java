@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Coverage;
@@ -24,7 +25,6 @@ import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
-import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -77,7 +77,9 @@ final class TcpTransferBackend extends AbstractTransferBackend
         InstanceGuard guard = new InstanceGuard(TcpBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
         TransferTable<TcpTransfer> table = new TransferTable<>(guard.description(), options.maxInFlight(), TcpTransfer::new);
         Inbox inbox = new Inbox();
-        super(guard, table, inbox);
+        // a revoke returns once every write it admitted was received, or after its connection was cut off, and a release
+        // sweeps the transfer on the owner before it returns (cancelRunning): only the owner lands bytes
+        super(guard, table, inbox, WriteStop.ON_RETURN, WriteStop.ON_RETURN);
         this.options = options;
         this.inbox = inbox;
         this.instanceId = IDS.nextLong();
@@ -126,6 +128,13 @@ final class TcpTransferBackend extends AbstractTransferBackend
         registrations.add(new TcpRegistration(allocation));
     }
 
+    /** Registrations are host memory: host copies are checked copies on the caller's thread. */
+    @Override
+    protected Registrations<?> hostCopies()
+    {
+        return registrations;
+    }
+
     @Override
     public void deregister(Allocation allocation)
     {
@@ -141,20 +150,6 @@ final class TcpTransferBackend extends AbstractTransferBackend
                     "tcp moves host memory only, asked to %s %s memory of device %d; stage device memory through host memory or use a device transport",
                     what, kind, device));
         }
-    }
-
-    @Override
-    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
-    {
-        guard.checkOpen();
-        registrations.copyFromHost(source, destination, offset);
-    }
-
-    @Override
-    public void copyToHost(Allocation source, long offset, MemorySegment destination)
-    {
-        guard.checkOpen();
-        registrations.copyToHost(source, offset, destination);
     }
 
     @Override
@@ -295,52 +290,25 @@ final class TcpTransferBackend extends AbstractTransferBackend
         grants.revoke(grant, TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()), cutOff);
     }
 
-    /**
-     * A revoke returns once every write it admitted was received, or after its connection was cut
-     * off: this instance's own receiver lands the bytes, so nothing lands after that.
-     */
     @Override
-    public WriteStop writeStopOnRevoke()
+    public long post(TransferRequest request)
     {
-        return WriteStop.ON_RETURN;
-    }
-
-    /** A release sweeps the transfer on the owner before it returns ({@link #cancelRunning}), and only the owner lands bytes. */
-    @Override
-    public WriteStop writeStopOnRelease()
-    {
-        return WriteStop.ON_RETURN;
-    }
-
-    @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
-    {
-        PostChecks.opening(guard, TcpPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
-                TcpWire.MAX_NOTIFICATION_BYTES);
-        // not checkArgument: its varargs array is a per-post allocation wherever the JIT does not remove it
-        if (grantKey != null && grantKey.length > TcpWire.MAX_KEY) {
-            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes exceeds " + TcpWire.MAX_KEY);
-        }
-        TcpPreparedList local = (TcpPreparedList) localList;
-        TcpPreparedList remote = (TcpPreparedList) remoteList;
+        PostChecks.opening(guard, TcpPreparedList.class, request, TcpWire.MAX_NOTIFICATION_BYTES);
+        TcpPreparedList local = (TcpPreparedList) request.local();
+        TcpPreparedList remote = (TcpPreparedList) request.remote();
         TcpTransfer transfer = transfers.acquire();
         try {
             transfer.prepare(this);
-            PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+            PostChecks.resolve(transfer.copies, request, true);
             if (transfer.copies.size() > TcpWire.MAX_RUNS) {
                 throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "a transfer of " + transfer.copies.size() + " runs exceeds " + TcpWire.MAX_RUNS
                         + "; post it as several transfers");
             }
-            transfer.op = op;
+            transfer.op = request.op();
             transfer.localList = local;
             transfer.peer = (TcpPeer) remote.transportPeer();
-            transfer.notification.set(notification);
-            int keyLength = grantKey == null ? 0 : grantKey.length;
-            if (keyLength > 0) {
-                System.arraycopy(grantKey, 0, transfer.grantKey, 0, keyLength);
-            }
-            transfer.grantKeyLength = keyLength;
+            transfer.notification.set(request.notification());
+            transfer.grantKeyLength = PostChecks.copyGrantKey(request, transfer.grantKey);
             transfer.deadlineNanos = options.transferTimeoutMillis() == 0 ? 0
                     : (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(options.transferTimeoutMillis())) | 1;
         }

@@ -10,6 +10,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -100,13 +101,16 @@ final class TcpAllocationTest
     private static void stream(TransferBackend initiator, TransferOp op, PreparedList local, PreparedList remote, int[][] localIndex, int[][] remoteIndex)
     {
         long[] window = new long[8];
+        // one request refilled for every post, as an engine's worker posts
+        TransferRequest request = new TransferRequest();
         int posted = 0;
         int done = 0;
         while (done < TRANSFERS) {
             for (int slot = 0; slot < window.length; slot++) {
                 if (window[slot] == 0 && posted < TRANSFERS) {
                     int block = posted % BLOCKS;
-                    window[slot] = initiator.post(op, local, localIndex[block], remote, remoteIndex[block], 1, null, KEY);
+                    window[slot] = initiator.post(request.start(op).local(local, localIndex[block]).remote(remote, remoteIndex[block]).count(1)
+                            .grantKey(KEY));
                     posted++;
                 }
                 else if (window[slot] != 0) {

@@ -20,6 +20,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.transport.Inbox;
 import java.io.IOException;
@@ -266,7 +267,8 @@ final class TcpAuthenticationTest
 
     private static void transfer(TransferBackend initiator, TransferOp op, PreparedList local, PreparedList remote, byte[] key)
     {
-        long handle = initiator.post(op, local, new int[] {0}, remote, new int[] {0}, 1, null, key);
+        long handle = initiator.post(new TransferRequest().start(op).local(local, new int[] {0}).remote(remote, new int[] {0}).count(1)
+                .grantKey(key));
         long deadline = System.nanoTime() + DEADLINE_NANOS;
         TransferStatus status;
         while (!(status = initiator.status(handle)).terminal() && System.nanoTime() < deadline) {

@@ -13,8 +13,8 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.BufferPoolMXBean;
@@ -216,7 +216,8 @@ final class TcpConnectionFloodTest
 
     private static void transfer(TransferBackend initiator, TransferOp op, PreparedList local, PreparedList remote)
     {
-        long handle = initiator.post(op, local, new int[] {0}, remote, new int[] {0}, 1, null, GRANT_KEY);
+        long handle = initiator.post(new TransferRequest().start(op).local(local, new int[] {0}).remote(remote, new int[] {0}).count(1)
+                .grantKey(GRANT_KEY));
         long deadline = System.nanoTime() + 10_000_000_000L;
         TransferStatus status;
         while (!(status = initiator.status(handle)).terminal() && System.nanoTime() < deadline) {

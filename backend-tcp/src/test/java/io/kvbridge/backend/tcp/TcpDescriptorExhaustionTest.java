@@ -9,6 +9,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ChildJvm;
 import java.io.IOException;
@@ -136,7 +137,8 @@ final class TcpDescriptorExhaustionTest
         PreparedList local = legitimate.prepareLocal(TcpPeerProcess.blocksOf(memory.address(), BLOCKS, BLOCK_BYTES));
         PreparedList remote = legitimate.prepareRemote(peer, TcpPeerProcess.blocksOf(remoteAddress, BLOCKS, BLOCK_BYTES));
         int[] all = {0, 1, 2, 3};
-        long handle = legitimate.post(TransferOp.READ, local, all, remote, all, BLOCKS, null, TcpPeerProcess.KEY);
+        long handle = legitimate.post(new TransferRequest().start(TransferOp.READ).local(local, all).remote(remote, all).count(BLOCKS)
+                .grantKey(TcpPeerProcess.KEY));
         long deadline = System.nanoTime() + STEP.toNanos();
         while (!legitimate.status(handle).terminal() && System.nanoTime() < deadline) {
             LockSupport.parkNanos(1_000_000);

@@ -20,8 +20,8 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
-import io.kvbridge.transport.Grants;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -519,7 +519,7 @@ final class TcpHostilePeerTest
 
     private static void transfer(TransferBackend initiator, TransferOp op, PreparedList local, PreparedList remote, byte[] key)
     {
-        long handle = initiator.post(op, local, BOTH, remote, BOTH, 2, null, key);
+        long handle = initiator.post(new TransferRequest().start(op).local(local, BOTH).remote(remote, BOTH).count(2).grantKey(key));
         long deadline = System.nanoTime() + DEADLINE_NANOS;
         TransferStatus status;
         while (!(status = initiator.status(handle)).terminal() && System.nanoTime() < deadline) {

@@ -15,6 +15,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -108,7 +109,8 @@ final class TcpHostileTargetTest
         assertReadCutOff("repeated-run", (t, h) -> good(t, h, 1).data(h, 0, BLOCK, 0, (byte) 0x6F).send(), waitsFor(0, BLOCK, false, 1, 3), null);
         // DATA answering a WRITE must not land in the memory the WRITE reads from
         RawTcpTarget target = target("data-for-write", 1 << 20);
-        long handle = initiator.post(TransferOp.WRITE, local, new int[] {1}, target.remote, new int[] {0}, 1, null, KEY);
+        long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1}).remote(target.remote, new int[] {0})
+                .count(1).grantKey(KEY));
         assertEquals(handle, target.request().handle(), "the WRITE's handle");
         target.data(handle, 0, BLOCK, TcpWire.DATA_LAST, (byte) 0x6F).send();
         assertCutOff(target, waitsFor(0, BLOCK, true, 0, 1), null, handle);
@@ -155,7 +157,8 @@ final class TcpHostileTargetTest
     {
         RawTcpTarget target = target("younger-first", 1 << 20);
         long older = postRead(target);
-        long younger = initiator.post(TransferOp.READ, local, new int[] {6}, target.remote, new int[] {3}, 1, null, KEY);
+        long younger = initiator.post(new TransferRequest().start(TransferOp.READ).local(local, new int[] {6}).remote(target.remote, new int[] {3})
+                .count(1).grantKey(KEY));
         assertEquals(younger, target.request().handle(), "the second READ's handle");
         target.data(younger, 0, BLOCK, TcpWire.DATA_LAST, fill(0)).send();
         assertCutOff(target, notOldest(younger), null, older, younger);
@@ -180,7 +183,8 @@ final class TcpHostileTargetTest
         RawTcpTarget target = target("refuses-write", 1 << 20);
         memory.asSlice(BLOCK, BLOCK).fill((byte) 0x31);
         memory.asSlice(3L * BLOCK, BLOCK).fill((byte) 0x33);
-        long refused = initiator.post(TransferOp.WRITE, local, new int[] {1, 3}, target.remote, new int[] {0, 1}, 2, null, KEY);
+        long refused = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {1, 3})
+                .remote(target.remote, new int[] {0, 1}).count(2).grantKey(KEY));
         assertWrite(target.request(), refused, 0, 2, REMOTE, (byte) 0x31);
         assertWrite(target.request(), refused, 1, 2, REMOTE + BLOCK, (byte) 0x33);
         target.result(refused, TcpWire.RESULT_OUTSIDE, TransferOp.WRITE, 1, REMOTE + BLOCK, BLOCK).send();
@@ -188,7 +192,8 @@ final class TcpHostileTargetTest
                 + "': run 1 (4096 bytes at its 0x10001000): no grant under the key presented covers that range for WRITE");
 
         memory.asSlice(2L * BLOCK, BLOCK).fill((byte) 0x42);
-        long next = initiator.post(TransferOp.WRITE, local, new int[] {2}, target.remote, new int[] {4}, 1, null, KEY);
+        long next = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, new int[] {2}).remote(target.remote, new int[] {4})
+                .count(1).grantKey(KEY));
         assertWrite(target.request(), next, 0, 1, REMOTE + 4L * BLOCK, (byte) 0x42);
         target.result(next, TcpWire.RESULT_OK, TransferOp.WRITE, 0, 0, 0).send();
         assertDone(next, "the WRITE after a refusal");
@@ -206,8 +211,7 @@ final class TcpHostileTargetTest
         MemorySegment big = arena.allocate(bytes, 4096).fill((byte) 0x11);
         initiator.register(Allocation.host(big));
         RawTcpTarget target = target("refuses-early", bytes);
-        long handle = initiator.post(TransferOp.WRITE, initiator.prepareLocal(blocks(big.address(), bytes, 1)), new int[] {0},
-                initiator.prepareRemote(target.peer, blocks(REMOTE, bytes, 1)), new int[] {0}, 1, null, KEY);
+        long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(initiator.prepareLocal(blocks(big.address(), bytes, 1)), new int[] {0}).remote(initiator.prepareRemote(target.peer, blocks(REMOTE, bytes, 1)), new int[] {0}).count(1).grantKey(KEY));
         // the target takes the header only: most of the payload cannot leave while it reads nothing
         assertEquals(bytes, target.header().runs()[1], "the WRITE's length");
         target.result(handle, TcpWire.RESULT_OUTSIDE, TransferOp.WRITE, 0, REMOTE, bytes).send();
@@ -233,7 +237,8 @@ final class TcpHostileTargetTest
         // its late answer is dropped, and the connection carries the next READ
         byte late = (byte) 0x4C;
         target.data(handle, 0, BLOCK, 0, late).data(handle, 1, BLOCK, 0, late).data(handle, 2, BLOCK, TcpWire.DATA_LAST, late).send();
-        long next = initiator.post(TransferOp.READ, local, new int[] {6}, target.remote, new int[] {3}, 1, null, KEY);
+        long next = initiator.post(new TransferRequest().start(TransferOp.READ).local(local, new int[] {6}).remote(target.remote, new int[] {3})
+                .count(1).grantKey(KEY));
         assertEquals(next, target.request().handle(), "the next READ's handle");
         target.data(next, 0, BLOCK, TcpWire.DATA_LAST, fill(0)).send();
         assertDone(next, "the READ after a timeout");
@@ -304,7 +309,8 @@ final class TcpHostileTargetTest
         legitimate.grant(key, TransferOp.READ, legitimate.prepareLocal(blocks(theirs.address(), BLOCK, 2)), both, 2);
         Peer peer = initiator.connect(legitimate.localMetadata());
         spare.fill((byte) 0);
-        long handle = initiator.post(TransferOp.READ, spareList, both, initiator.prepareRemote(peer, blocks(theirs.address(), BLOCK, 2)), both, 2, null, key);
+        long handle = initiator.post(new TransferRequest().start(TransferOp.READ).local(spareList, both)
+                .remote(initiator.prepareRemote(peer, blocks(theirs.address(), BLOCK, 2)), both).count(2).grantKey(key));
         assertDone(handle, "a READ from a legitimate target");
         assertEquals(-1, spare.mismatch(theirs), "the legitimate READ's bytes");
     }
@@ -377,7 +383,8 @@ final class TcpHostileTargetTest
     {
         memory.fill(SENTINEL);
         expected.fill(SENTINEL);
-        long handle = initiator.post(TransferOp.READ, local, RUNS_LOCAL, target.remote, RUNS_REMOTE, 3, null, KEY);
+        long handle = initiator.post(new TransferRequest().start(TransferOp.READ).local(local, RUNS_LOCAL).remote(target.remote, RUNS_REMOTE).count(3)
+                .grantKey(KEY));
         Request request = target.request();
         assertEquals(TcpWire.READ, request.type(), "request type");
         assertEquals(handle, request.handle(), "the READ's handle");

@@ -10,6 +10,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -78,7 +79,8 @@ final class TcpStreamTest
         PreparedList localList = initiator.prepareLocal(everyOtherRun(local));
         PreparedList remoteList = initiator.prepareRemote(peer, everyOtherRun(remote));
 
-        long handle = initiator.post(op, localList, indices(), remoteList, indices(), RUNS, null, KEY);
+        long handle = initiator.post(new TransferRequest().start(op).local(localList, indices()).remote(remoteList, indices()).count(RUNS)
+                .grantKey(KEY));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         TransferStatus status;
         while ((status = initiator.status(handle)) == TransferStatus.IN_PROGRESS && System.nanoTime() < deadline) {

@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ChildJvm;
 import java.lang.management.ManagementFactory;
@@ -119,8 +120,8 @@ final class TcpTwoProcessTest
 
     private long post(TransferOp op, Link link, String notification)
     {
-        return backend.post(op, link.local(), ALL, link.remote(), ALL, BLOCKS, notification == null ? null : notification.getBytes(StandardCharsets.UTF_8),
-                TcpPeerProcess.KEY);
+        return backend.post(new TransferRequest().start(op).local(link.local(), ALL).remote(link.remote(), ALL).count(BLOCKS)
+                .notification(notification == null ? null : notification.getBytes(StandardCharsets.UTF_8)).grantKey(TcpPeerProcess.KEY));
     }
 
     /** Waits, parked rather than polling hot, until the transfer ends or the deadline passes. */

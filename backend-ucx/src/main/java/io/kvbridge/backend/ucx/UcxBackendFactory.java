@@ -2,14 +2,12 @@ package io.kvbridge.backend.ucx;
 
 import io.kvbridge.backend.ucx.ffm.UcpContext;
 import io.kvbridge.backend.ucx.ffm.UcxAvailability;
-import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
-import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.AbstractTransferBackendFactory;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -38,7 +36,7 @@ import java.util.Set;
  * through it and never through {@code local}. Within one JVM, {@code local} is faster; name it
  * explicitly there.
  */
-public final class UcxBackendFactory implements TransferBackendFactory
+public final class UcxBackendFactory extends AbstractTransferBackendFactory
 {
     /** The transport's name. */
     public static final String NAME = "ucx";
@@ -46,24 +44,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
     /** Creates the factory; {@link java.util.ServiceLoader} finds it through the module's {@code provides}. */
     public UcxBackendFactory()
     {
-    }
-
-    @Override
-    public String name()
-    {
-        return NAME;
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return Spi.VERSION;
-    }
-
-    @Override
-    public int priority()
-    {
-        return 10;
+        super(NAME, 10);
     }
 
     @Override
@@ -90,7 +71,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
      * @return true: the options were checked.
      */
     @Override
-    public boolean checkOptions(Map<String, String> config)
+    protected boolean readOptions(Map<String, String> config)
     {
         UcxOptions.parse(config);
         return true;
@@ -101,9 +82,7 @@ public final class UcxBackendFactory implements TransferBackendFactory
     {
         UcxOptions options = UcxOptions.parse(config);
         Availability availability = probe();
-        if (!availability.available()) {
-            throw new KvBridgeException(ErrorCode.BACKEND_UNAVAILABLE, "transport 'ucx' cannot run here: " + String.join("; ", availability.reasons()));
-        }
+        requireAvailable(availability);
         String devices = UcxNetDevices.choose(options.netDevices(), System.getenv(UcxNetDevices.ENVIRONMENT), context.sideChannelHost(),
                 availability.details().getOrDefault("transports", ""));
         options = options.withNetDevices(devices);

@@ -2,9 +2,8 @@ package io.kvbridge.backend.ucx;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
-import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.CoalescedTransferSlot;
 import io.kvbridge.transport.NotificationCopy;
-import io.kvbridge.transport.TransferSlot;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
@@ -18,7 +17,7 @@ import java.util.Arrays;
  * owner thread reads them after; the owner-thread fields are touched by the owner thread only
  * (and by {@link #clearReferences()} under the table's lock once the transfer ended).
  */
-final class UcxTransfer extends TransferSlot
+final class UcxTransfer extends CoalescedTransferSlot
 {
     static final int QUEUED = 0;
     static final int FLUSHING = 1;
@@ -28,8 +27,6 @@ final class UcxTransfer extends TransferSlot
 
     private final UcxTransfers transfers;
 
-    // written by the posting thread before the transfer is handed over, read by the owner thread
-    final DescriptorPairs copies = new DescriptorPairs(16);
     int pairs;
     long bytes;
     TransferOp op;
@@ -81,13 +78,6 @@ final class UcxTransfer extends TransferSlot
     protected void abandoned(RuntimeException cause)
     {
         transfers.abandoned(this);
-    }
-
-    /** One put or get per coalesced run. */
-    @Override
-    protected int operations()
-    {
-        return copies.size();
     }
 
     /** {@return header memory past the owner's buffer sizes (transfers of thousands of runs), kept for the slot's next such transfer} */

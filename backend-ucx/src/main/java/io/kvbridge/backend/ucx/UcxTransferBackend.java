@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Coverage;
@@ -254,19 +255,11 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
+    public long post(TransferRequest request)
     {
-        PostChecks.opening(guard, UcxPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
-                MAX_NOTIFICATION_BYTES);
+        PostChecks.opening(guard, UcxPreparedList.class, request, MAX_NOTIFICATION_BYTES);
         checkOpen();
-        UcxPreparedList local = (UcxPreparedList) localList;
-        UcxPreparedList remote = (UcxPreparedList) remoteList;
-        if (grantKey != null && (grantKey.length == 0 || grantKey.length > MAX_GRANT_KEY_BYTES)) {
-            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + grantKey.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES
-                    + ", or null for none)");
-        }
-        return transfers.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
+        return transfers.post(request);
     }
 
     @Override

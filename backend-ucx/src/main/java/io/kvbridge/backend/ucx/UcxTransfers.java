@@ -1,18 +1,17 @@
 package io.kvbridge.backend.ucx;
 
-import io.kvbridge.backend.ucx.ffm.UcpAm;
 import io.kvbridge.backend.ucx.ffm.UcpEndpoint;
 import io.kvbridge.backend.ucx.ffm.UcpStatus;
 import io.kvbridge.backend.ucx.ffm.UcpWorker;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.TransferTable;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.security.SecureRandom;
 import java.util.Arrays;
 import java.util.Locale;
@@ -83,24 +82,21 @@ final class UcxTransfers
      *
      * @return the handle.
      */
-    long post(TransferOp op, UcxPreparedList local, int[] localIndices, UcxPreparedList remote, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
+    long post(TransferRequest request)
     {
+        UcxPreparedList remote = (UcxPreparedList) request.remote();
         UcxTransfer transfer = table.acquire();
         try {
-            transfer.bytes = PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
-            transfer.pairs = count;
-            transfer.op = op;
+            transfer.bytes = PostChecks.resolve(transfer.copies, request, true);
+            transfer.pairs = request.count();
+            transfer.op = request.op();
             transfer.peer = (UcxPeer) remote.transportPeer();
-            transfer.localList = local;
+            transfer.localList = (UcxPreparedList) request.local();
             transfer.remoteList = remote;
-            transfer.notification.set(notification);
+            transfer.notification.set(request.notification());
             transfer.postedNanos = System.nanoTime();
             transfer.wireHandle = wireHandle(transfer.handle());
-            transfer.grantKeyLength = grantKey == null ? 0 : grantKey.length;
-            if (grantKey != null) {
-                System.arraycopy(grantKey, 0, transfer.grantKey, 0, grantKey.length);
-            }
+            transfer.grantKeyLength = PostChecks.copyGrantKey(request, transfer.grantKey);
         }
         catch (RuntimeException e) {
             table.abandon(transfer);

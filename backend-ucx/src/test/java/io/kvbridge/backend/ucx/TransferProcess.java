@@ -8,6 +8,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ChildJvm;
 import java.io.BufferedReader;
@@ -180,7 +181,7 @@ public final class TransferProcess
             long started = System.nanoTime();
             long handle;
             try {
-                handle = backend.post(op, local, all, remote, all, all.length, null, KEY);
+                handle = backend.post(new TransferRequest().start(op).local(local, all).remote(remote, all).count(all.length).grantKey(KEY));
             }
             catch (KvBridgeException refused) {
                 say("FAILED refused " + refused.code() + " " + oneLine(refused.getMessage()));
@@ -204,7 +205,8 @@ public final class TransferProcess
 
     private TransferStatus transfer(TransferBackend backend, TransferOp op, PreparedList local, int[] all, PreparedList remote, String notification)
     {
-        long handle = backend.post(op, local, all, remote, all, all.length, notification.getBytes(StandardCharsets.UTF_8), KEY);
+        long handle = backend.post(new TransferRequest().start(op).local(local, all).remote(remote, all).count(all.length)
+                .notification(notification.getBytes(StandardCharsets.UTF_8)).grantKey(KEY));
         TransferStatus status = await(backend, handle);
         if (status == TransferStatus.FAILED) {
             say("FAILURE " + backend.failure(handle).map(Throwable::getMessage).orElse("?"));

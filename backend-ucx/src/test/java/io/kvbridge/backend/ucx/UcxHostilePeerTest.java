@@ -18,6 +18,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -112,7 +113,8 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     private static void assertRefused(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, byte[] key, String what)
     {
         int count = local.size();
-        long handle = attacker.post(op, local, indices(count), remote, indices(count), count, null, key);
+        long handle = attacker.post(new TransferRequest().start(op).local(local, indices(count)).remote(remote, indices(count)).count(count)
+                .grantKey(key));
         TransferStatus status = awaitTerminal(attacker, handle);
         assertEquals(TransferStatus.FAILED, status, what + ": the transfer should have been refused");
         var failure = attacker.failure(handle).orElseThrow();
@@ -124,7 +126,8 @@ final class UcxHostilePeerTest extends UcxInstancesTest
     private static void assertDone(TransferBackend initiator, TransferOp op, PreparedList local, PreparedList remote, byte[] key, String what)
     {
         int count = local.size();
-        long handle = initiator.post(op, local, indices(count), remote, indices(count), count, null, key);
+        long handle = initiator.post(new TransferRequest().start(op).local(local, indices(count)).remote(remote, indices(count)).count(count)
+                .grantKey(key));
         TransferStatus status = awaitTerminal(initiator, handle);
         assertEquals(TransferStatus.DONE, status, () -> what + ": " + initiator.failure(handle).map(Throwable::getMessage).orElse(""));
         initiator.release(handle);
@@ -401,8 +404,7 @@ final class UcxHostilePeerTest extends UcxInstancesTest
                 connected.set(true);
                 joinQuietly(progress);
             }
-            long handle = initiator.post(TransferOp.WRITE, initiator.prepareLocal(blocks(initiatorMemory.address(), 0)), indices(1),
-                    initiator.prepareRemote(toSilent, blocks(targetMemory.address(), 0)), indices(1), 1, null, WRITE_KEY);
+            long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(initiator.prepareLocal(blocks(initiatorMemory.address(), 0)), indices(1)).remote(initiator.prepareRemote(toSilent, blocks(targetMemory.address(), 0)), indices(1)).count(1).grantKey(WRITE_KEY));
 
             long endpoint = UcpEndpoint.epCreate(worker, UcxMetadata.decode(initiator.localMetadata()).workerAddress(), UcpEndpoint.newEndpointToken(),
                     (token, status) -> { });

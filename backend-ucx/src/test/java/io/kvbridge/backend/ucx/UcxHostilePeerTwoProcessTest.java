@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ChildJvm;
 import java.lang.foreign.Arena;
@@ -179,7 +180,7 @@ final class UcxHostilePeerTwoProcessTest
     /** Posts one block and expects the transfer to fail with {@code code}. */
     private static void fails(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, byte[] key, ErrorCode code, String what)
     {
-        long handle = attacker.post(op, local, new int[] {0}, remote, new int[] {0}, 1, null, key);
+        long handle = attacker.post(new TransferRequest().start(op).local(local, new int[] {0}).remote(remote, new int[] {0}).count(1).grantKey(key));
         TransferStatus status = UcxInstancesTest.awaitTerminal(attacker, handle);
         assertEquals(TransferStatus.FAILED, status, what + ": should have failed");
         var failure = attacker.failure(handle).orElseThrow();
@@ -189,7 +190,7 @@ final class UcxHostilePeerTwoProcessTest
 
     private static void done(TransferBackend attacker, TransferOp op, PreparedList local, PreparedList remote, byte[] key)
     {
-        long handle = attacker.post(op, local, new int[] {0}, remote, new int[] {0}, 1, null, key);
+        long handle = attacker.post(new TransferRequest().start(op).local(local, new int[] {0}).remote(remote, new int[] {0}).count(1).grantKey(key));
         assertEquals(TransferStatus.DONE, UcxInstancesTest.awaitTerminal(attacker, handle), () -> op + " under its grant: " + attacker.failure(handle));
         attacker.release(handle);
     }

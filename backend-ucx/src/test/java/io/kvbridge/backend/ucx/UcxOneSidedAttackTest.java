@@ -18,6 +18,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -98,8 +99,7 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
         legitimateMemory.fill((byte) 0x77);
         legitimate.register(Allocation.host(legitimateMemory));
         Peer toVictim = legitimate.connect(victim.localMetadata());
-        long handle = legitimate.post(TransferOp.WRITE, legitimate.prepareLocal(blocks(legitimateMemory.address(), 0, 1)), new int[] {0, 1},
-                legitimate.prepareRemote(toVictim, blocks(base, 2, 3)), new int[] {0, 1}, 2, null, WRITE_KEY);
+        long handle = legitimate.post(new TransferRequest().start(TransferOp.WRITE).local(legitimate.prepareLocal(blocks(legitimateMemory.address(), 0, 1)), new int[] {0, 1}).remote(legitimate.prepareRemote(toVictim, blocks(base, 2, 3)), new int[] {0, 1}).count(2).grantKey(WRITE_KEY));
         assertEquals(TransferStatus.DONE, awaitTerminal(legitimate, handle), () -> "granted WRITE: " + legitimate.failure(handle));
         assertBytes(victimMemory, 2, (byte) 0x77, "granted block 2");
         assertBytes(victimMemory, 3, (byte) 0x77, "granted block 3");
@@ -111,7 +111,8 @@ final class UcxOneSidedAttackTest extends UcxInstancesTest
         long handle;
         try {
             Peer peer = attacker.connect(forged.encode());
-            handle = attacker.post(op, own, new int[] {0, 1}, attacker.prepareRemote(peer, remote), new int[] {0, 1}, 2, null, null);
+            handle = attacker.post(new TransferRequest().start(op).local(own, new int[] {0, 1})
+                    .remote(attacker.prepareRemote(peer, remote), new int[] {0, 1}).count(2));
         }
         catch (KvBridgeException e) {
             return "refused (" + e.code() + " before posting: " + e.getMessage() + ")";

@@ -14,6 +14,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ChildJvm;
 import io.kvbridge.testkit.SideChannelContext;
@@ -123,8 +124,8 @@ final class UcxTcpWireAttackTest
             own.fill(ATTACK);
             peer.register(Allocation.host(own));
             Peer toVictim = peer.connect(metadata);
-            long handle = peer.post(TransferOp.WRITE, peer.prepareLocal(block(own.address(), 0)), new int[] {0}, peer.prepareRemote(toVictim, block(base, 0)),
-                    new int[] {0}, 1, null, HostileVictimProcess.WRITE_KEY);
+            long handle = peer.post(new TransferRequest().start(TransferOp.WRITE).local(peer.prepareLocal(block(own.address(), 0)), new int[] {0})
+                    .remote(peer.prepareRemote(toVictim, block(base, 0)), new int[] {0}).count(1).grantKey(HostileVictimProcess.WRITE_KEY));
             assertEquals(TransferStatus.DONE, UcxInstancesTest.awaitTerminal(peer, handle), () -> "the granted WRITE: " + peer.failure(handle));
             peer.release(handle);
             victim.send("BLOCKS");

@@ -17,6 +17,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -144,7 +145,8 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         Peer peer = producer.connect(consumer.localMetadata());
         PreparedList local = producer.prepareLocal(blocksOf(source.address(), BLOCKS));
         PreparedList remote = producer.prepareRemote(peer, blocksOf(destination.address(), BLOCKS));
-        long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, "ready".getBytes(StandardCharsets.UTF_8), KEY);
+        long handle = producer.post(new TransferRequest().start(TransferOp.WRITE).local(local, allBlocks()).remote(remote, allBlocks()).count(BLOCKS)
+                .notification("ready".getBytes(StandardCharsets.UTF_8)).grantKey(KEY));
         assertEquals(TransferStatus.DONE, awaitTerminal(producer, handle), () -> producer.failure(handle).toString());
         producer.release(handle);
         assertEquals(-1, sourceBytes.mismatch(destinationBytes));
@@ -229,7 +231,8 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         assertSame(peer, producer.connect(consumer.localMetadata()), "connecting again refreshes the connected peer");
         PreparedList intoSecond = producer.prepareRemote(peer, blocksOf(second.address(), BLOCKS));
         for (PreparedList remote : List.of(intoFirst, intoSecond)) {
-            long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null, KEY);
+            long handle = producer.post(new TransferRequest().start(TransferOp.WRITE).local(local, allBlocks()).remote(remote, allBlocks())
+                    .count(BLOCKS).grantKey(KEY));
             assertEquals(TransferStatus.DONE, awaitTerminal(producer, handle), () -> producer.failure(handle).toString());
             producer.release(handle);
         }
@@ -237,7 +240,7 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         assertEquals(-1, source.mismatch(second));
         consumer.deregister(Allocation.host(first));
         producer.connect(consumer.localMetadata());
-        KvBridgeException e = assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, local, allBlocks(), intoFirst, allBlocks(), BLOCKS, null, KEY));
+        KvBridgeException e = assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(new TransferRequest().start(TransferOp.WRITE).local(local, allBlocks()).remote(intoFirst, allBlocks()).count(BLOCKS).grantKey(KEY)));
         assertTrue(e.getMessage().contains("no longer advertises"), e.getMessage());
     }
 
@@ -285,7 +288,7 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         Pair pair = pair("sm");
         byte[] tooLarge = new byte[UcxTransferBackend.MAX_NOTIFICATION_BYTES + 1];
         assertCode(ErrorCode.INVALID_ARGUMENT, () -> pair.producer().notify(pair.peer(), tooLarge));
-        assertCode(ErrorCode.INVALID_ARGUMENT, () -> pair.producer().post(TransferOp.WRITE, pair.local(), new int[] {0}, pair.remote(), new int[] {0}, 1, tooLarge));
+        assertCode(ErrorCode.INVALID_ARGUMENT, () -> pair.producer().post(new TransferRequest().start(TransferOp.WRITE).local(pair.local(), new int[] {0}).remote(pair.remote(), new int[] {0}).count(1).notification(tooLarge)));
         assertEquals(0, pair.producer().resources().transfers());
     }
 
@@ -294,13 +297,16 @@ final class UcxTransferBackendTest extends UcxInstancesTest
     {
         Pair pair = pair("sm", "max-in-flight", "1");
         TransferBackend producer = pair.producer();
-        long first = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY);
+        long first = producer.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local(), allBlocks()).remote(pair.remote(), allBlocks())
+                .count(BLOCKS).grantKey(KEY));
         KvBridgeException e = assertCode(ErrorCode.TRANSFER_FAILED,
-                () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY));
+                () -> producer.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local(), allBlocks()).remote(pair.remote(), allBlocks())
+                        .count(BLOCKS).grantKey(KEY)));
         assertTrue(e.getMessage().contains("max-in-flight=1"), e.getMessage());
         assertEquals(TransferStatus.DONE, awaitTerminal(producer, first), () -> producer.failure(first).toString());
         producer.release(first);
-        long second = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY);
+        long second = producer.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local(), allBlocks()).remote(pair.remote(), allBlocks())
+                .count(BLOCKS).grantKey(KEY));
         assertEquals(TransferStatus.DONE, awaitTerminal(producer, second), () -> producer.failure(second).toString());
         producer.release(second);
         assertEquals(-1, pair.source().mismatch(pair.destination()));
@@ -332,7 +338,8 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         PreparedList remote = pair.remote();
         pair.consumer().close();
         long started = System.nanoTime();
-        long handle = producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null, KEY);
+        long handle = producer.post(new TransferRequest().start(TransferOp.WRITE).local(local, allBlocks()).remote(remote, allBlocks()).count(BLOCKS)
+                .grantKey(KEY));
         assertEquals(TransferStatus.FAILED, awaitTerminal(producer, handle));
         long elapsedMillis = (System.nanoTime() - started) / 1_000_000;
         KvBridgeException failure = producer.failure(handle).orElseThrow();
@@ -349,7 +356,8 @@ final class UcxTransferBackendTest extends UcxInstancesTest
         }
         assertTrue(elapsedMillis < 10_000, () -> "failed after " + elapsedMillis + " ms");
         producer.release(handle);
-        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.post(TransferOp.WRITE, local, allBlocks(), remote, allBlocks(), BLOCKS, null, KEY));
+        assertCode(ErrorCode.PEER_UNKNOWN, () -> producer.post(new TransferRequest().start(TransferOp.WRITE).local(local, allBlocks())
+                .remote(remote, allBlocks()).count(BLOCKS).grantKey(KEY)));
     }
 
     @Test
@@ -357,11 +365,13 @@ final class UcxTransferBackendTest extends UcxInstancesTest
     {
         Pair pair = pair("tcp");
         TransferBackend producer = pair.producer();
-        long handle = producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY);
+        long handle = producer.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local(), allBlocks()).remote(pair.remote(), allBlocks())
+                .count(BLOCKS).grantKey(KEY));
         producer.deregister(Allocation.host(pair.source()));
         assertTrue(awaitTerminal(producer, handle).terminal());
         producer.release(handle);
         assertEquals(new BackendResources(0, 2, 1, 0), producer.resources());
-        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(TransferOp.WRITE, pair.local(), allBlocks(), pair.remote(), allBlocks(), BLOCKS, null, KEY));
+        assertCode(ErrorCode.NOT_REGISTERED, () -> producer.post(new TransferRequest().start(TransferOp.WRITE).local(pair.local(), allBlocks())
+                .remote(pair.remote(), allBlocks()).count(BLOCKS).grantKey(KEY)));
     }
 }

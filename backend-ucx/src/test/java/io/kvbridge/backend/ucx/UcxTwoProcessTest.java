@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ChildJvm;
 import java.io.IOException;
@@ -298,8 +299,7 @@ final class UcxTwoProcessTest
             Peer peer = backend.connect(metadata);
             DescriptorList remoteBlock = TransferProcess.blocksOf(Long.parseLong(region[1]), 1, BLOCK_BYTES);
             long started = System.nanoTime();
-            long handle = backend.post(TransferOp.WRITE, backend.prepareLocal(TransferProcess.blocksOf(source.address(), 1, BLOCK_BYTES)), new int[] {0},
-                    backend.prepareRemote(peer, remoteBlock), new int[] {0}, 1, null, "any-key".getBytes(StandardCharsets.UTF_8));
+            long handle = backend.post(new TransferRequest().start(TransferOp.WRITE).local(backend.prepareLocal(TransferProcess.blocksOf(source.address(), 1, BLOCK_BYTES)), new int[] {0}).remote(backend.prepareRemote(peer, remoteBlock), new int[] {0}).count(1).grantKey("any-key".getBytes(StandardCharsets.UTF_8)));
             assertEquals(TransferStatus.FAILED, UcxInstancesTest.awaitTerminal(backend, handle));
             long failedMillis = (System.nanoTime() - started) / 1_000_000;
             KvBridgeException failure = backend.failure(handle).orElseThrow();

@@ -14,23 +14,19 @@ import io.kvbridge.api.RequestView;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.core.engine.ReceivingRequest.Stage;
 import io.kvbridge.core.engine.ReceivingRequest.Writer;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,18 +54,14 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
 
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
-    private final ConcurrentLinkedQueue<String> received = new ConcurrentLinkedQueue<>();
-    // failures and quarantine reports: added and drained under their own lock, so a failure and its quarantine share a batch
-    private final List<ReceiveFailure> failed = new ArrayList<>();
-    private final List<QuarantinedBlocks> quarantined = new ArrayList<>();
-    private final List<QuarantinedBlocks> released = new ArrayList<>();
-    private volatile boolean reportsPending;
+    private final ReceiveReports reports = new ReceiveReports();
     private final ConcurrentHashMap<String, RequestTracker> trackers = new ConcurrentHashMap<>();
     private final LayoutRules rules;
     private final StagePlanner stagePlanner;
     private final ConsumerTransfers transfers;
     private final DigestCheck digests;
     private final Quarantines quarantines;
+    private final ConsumerHeartbeats heartbeats;
 
     // worker-confined
     private final Map<String, ReceivingRequest> requests = new HashMap<>();
@@ -110,12 +102,8 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
                 receivedAll(request);
             }
         });
-        this.quarantines = new Quarantines(name, blocks -> {
-            synchronized (failed) {
-                released.add(blocks);
-                reportsPending = true;
-            }
-        });
+        this.quarantines = new Quarantines(name, reports::released);
+        this.heartbeats = new ConsumerHeartbeats(links, runtime.peers());
         runtime.start(startWorker);
     }
 
@@ -148,31 +136,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     @Override
     public ReceiveBatch poll()
     {
-        if (received.isEmpty() && !reportsPending) {
-            return ReceiveBatch.EMPTY;
-        }
-        List<String> done = new ArrayList<>();
-        String id;
-        while ((id = received.poll()) != null) {
-            done.add(id);
-            RequestTracker.reported(trackers, id);
-        }
-        List<ReceiveFailure> failures;
-        List<QuarantinedBlocks> quarantinedNow;
-        List<QuarantinedBlocks> releasedNow;
-        synchronized (failed) {
-            failures = List.copyOf(failed);
-            quarantinedNow = List.copyOf(quarantined);
-            releasedNow = List.copyOf(released);
-            failed.clear();
-            quarantined.clear();
-            released.clear();
-            reportsPending = false;
-        }
-        for (ReceiveFailure failure : failures) {
-            RequestTracker.reported(trackers, failure.requestId());
-        }
-        return new ReceiveBatch(done, failures, quarantinedNow, releasedNow);
+        return reports.poll(trackers);
     }
 
     @Override
@@ -225,13 +189,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             fail(request, e.code(), e.getMessage(), true);
             return;
         }
-        Map<SideChannelAddress, List<RankKey>> byAddress = new LinkedHashMap<>();
-        for (int stage = 0; stage < params.ppSize(); stage++) {
-            List<RankKey> ranks = byAddress.computeIfAbsent(params.sideChannels().get(stage), ignored -> new ArrayList<>());
-            for (int target : targets) {
-                ranks.add(new RankKey(stage, target));
-            }
-        }
+        Map<SideChannelAddress, List<RankKey>> byAddress = StagePlanner.handshakes(params, targets);
         request.pendingHandshakes = byAddress.size();
         for (Map.Entry<SideChannelAddress, List<RankKey>> entry : byAddress.entrySet()) {
             RemoteKey key = new RemoteKey(params.engineId(), entry.getKey());
@@ -442,15 +400,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             boolean revokeProven = grants.revokeWrites(request.grants);
             request.grants = new long[0];
             Set<String> unproven = new HashSet<>();
-            long writerGroups = 0;
-            if (!revokeProven) {
-                for (Map.Entry<String, Writer> writer : request.writers.entrySet()) {
-                    if (!request.writersDone.containsKey(writer.getKey()) && !request.writersStopped.contains(writer.getKey())) {
-                        unproven.add(writer.getKey());
-                        writerGroups |= writer.getValue().groups();
-                    }
-                }
-            }
+            long writerGroups = revokeProven ? 0 : request.unprovenWriters(unproven);
             boolean lingering = runtime.lingers(request);
             QuarantinedBlocks quarantine = quarantines.enter(request, unproven, writerGroups, lingering ? runtime.groupsLingering(request) : 0, lingering);
             active.remove(request.id);
@@ -460,13 +410,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
                             settings.failurePolicy())
                     : InvalidBlocks.failure(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.invalidGroups,
                             settings.failurePolicy());
-            synchronized (failed) {
-                failed.add(failure);
-                if (quarantine != null) {
-                    quarantined.add(quarantine);
-                }
-                reportsPending = true;
-            }
+            reports.failed(failure, quarantine);
         }
     }
 
@@ -499,7 +443,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             request.grants = grants.revoke(request.grants);
             active.remove(request.id);
             request.tracker.state(RequestState.COMPLETED);
-            received.add(request.id);
+            reports.received(request.id);
         }
     }
 
@@ -521,45 +465,26 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             return;
         }
         long next = Long.MAX_VALUE;
-        Map<PeerLink, List<String>> heartbeats = null;
-        Map<PeerLink, Long> epochs = null;
+        heartbeats.begin();
         for (ReceivingRequest request : List.copyOf(requests.values())) {
             if (request.ended) {
                 continue;
             }
             if (now - request.deadline >= 0) {
-                String what = !request.posted ? "the handshake with producer " + request.params.engineId() + " did not finish within "
-                        + settings.transferTimeout()
-                        : "no write from " + (request.writers.size() - request.writersDone.size()) + " of " + request.writers.size()
-                                + " producer ranks within registrationTimeout=" + settings.registrationTimeout();
                 // before posting nothing is known; after it, push marks the writers that did not report
-                fail(request, ErrorCode.DEADLINE_EXCEEDED, what, true, request.posted ? 0 : LayoutRules.ALL_GROUPS);
+                fail(request, ErrorCode.DEADLINE_EXCEEDED, request.waitedFor(settings), true, request.posted ? 0 : LayoutRules.ALL_GROUPS);
                 continue;
             }
             boolean beats = request.heartbeats();
             if (beats && now - request.nextHeartbeat >= 0) {
                 request.nextHeartbeat = now + request.heartbeatNanos;
-                if (heartbeats == null) {
-                    heartbeats = new HashMap<>();
-                    epochs = new HashMap<>();
-                }
-                for (Stage stage : request.stages) {
-                    for (int target : stage.targets()) {
-                        PeerLink link = links.link(stage.remote(), stage.engine(), new RankKey(stage.ppRank(), target));
-                        heartbeats.computeIfAbsent(link, ignored -> new ArrayList<>()).add(request.producerRequestId);
-                        epochs.put(link, stage.engine().epoch());
-                    }
-                }
+                heartbeats.add(request);
             }
             // a heartbeat that does not apply yet is not a timer: counting it would make every scan due at once
             next = Math.min(next, beats ? Math.min(request.deadline, request.nextHeartbeat) : request.deadline);
         }
         nextScan = next;
-        if (heartbeats != null) {
-            for (Map.Entry<PeerLink, List<String>> entry : heartbeats.entrySet()) {
-                runtime.peers().notifyQuietly(entry.getKey(), Messages.heartbeat(epochs.get(entry.getKey()), entry.getValue()), "heartbeat");
-            }
-        }
+        heartbeats.send();
     }
 
     @Override

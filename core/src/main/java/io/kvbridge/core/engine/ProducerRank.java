@@ -23,7 +23,6 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -59,10 +58,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     private final long leaseNanos;
     private final long extensionNanos;
     private final long stashNanos;
-    private final List<SideChannelAddress> stageAddresses;
-    private final List<Long> stageEpochs;
-    // true for the stages this process's side channel serves: their pull keys are this rank's
-    private final boolean[] ownStages;
+    private final ProducerStages stages;
     private final PullKeys pullKeys;
     private final int[] logicalCapacity;
     private final Set<String> active = ConcurrentHashMap.newKeySet();
@@ -100,16 +96,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         this.leaseNanos = settings.leaseDuration().toNanos();
         this.extensionNanos = leaseNanos * 2 / 3;
         this.stashNanos = 2 * Math.max(leaseNanos, settings.registrationTimeout().toNanos());
-        this.stageAddresses = settings.stageSideChannels().isEmpty()
-                ? Collections.nCopies(geometry.rank().ppSize(), runtime.ownAddress()) : settings.stageSideChannels();
-        // this process knows the epoch of the stages its own side channel serves; another process's stages are named unknown
-        Long[] epochs = new Long[stageAddresses.size()];
-        this.ownStages = new boolean[epochs.length];
-        for (int stage = 0; stage < epochs.length; stage++) {
-            ownStages[stage] = stageAddresses.get(stage).equals(stageAddresses.get(geometry.rank().ppRank()));
-            epochs[stage] = ownStages[stage] ? epoch : TransferParams.UNKNOWN_EPOCH;
-        }
-        this.stageEpochs = List.of(epochs);
+        this.stages = new ProducerStages(settings, runtime.ownAddress(), epoch);
         this.pullKeys = services.pullKeys(settings.engineId());
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
@@ -149,14 +136,10 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         // before the parameters leave: a consumer may read before this rank's worker runs the hold
         request.grants = grantPulls(requestId, pullKey, ids);
         runtime.enqueue(() -> hold(request, blocks.isEmpty()));
-        PullKey[] keys = new PullKey[ownStages.length];
-        for (int stage = 0; stage < keys.length; stage++) {
-            keys[stage] = ownStages[stage] ? pullKey : PullKey.NONE;
-        }
         // the blocks are final now: what a consumer receives must digest the same
         BlockDigests digests = digester == null ? BlockDigests.NONE : digester.digest(ids);
-        return new TransferParams(settings.engineId(), requestId, stageAddresses, geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stageEpochs, List.of(keys), digests);
+        return new TransferParams(settings.engineId(), requestId, stages.addresses(), geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stages.epochs(), stages.pullKeys(pullKey), digests);
     }
 
     private long[] grantPulls(String requestId, PullKey pullKey, int[][] ids)

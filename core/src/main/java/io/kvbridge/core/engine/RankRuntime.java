@@ -12,6 +12,7 @@ import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -66,8 +67,9 @@ final class RankRuntime implements OpenRank
 
     // worker-confined state
     private final InFlightTransfers transfers;
-    // built once: the worker polls and retries releases every round
-    private final InFlightTransfers.Outcome outcome;
+    private final TransferOutcomes outcome;
+    // refilled for every post: the transport reads it during the call only
+    private final TransferRequest posting = new TransferRequest();
     private long nextEvictionCheck;
     private long lastWorkNanos;
 
@@ -98,7 +100,6 @@ final class RankRuntime implements OpenRank
         PeerSessions sessions = new PeerSessions(name, metrics);
         this.grants = new RequestGrants(name, transport, geometry);
         this.transfers = new InFlightTransfers(name, transport, metrics, settings.transferTimeout());
-        this.outcome = new Outcome(role);
         this.endpoint = RankEndpoint.open(name, services, settings, transport, sessions::established);
         try {
             this.peers = new RankPeers(name, services, settings, transport, sessions, endpoint.capabilities(), this::enqueue);
@@ -107,54 +108,12 @@ final class RankRuntime implements OpenRank
             endpoint.close();
             throw e;
         }
+        this.outcome = new TransferOutcomes(role, peers);
         this.nextEvictionCheck = services.clock().monotonicNanos() + EVICTION_CHECK_NANOS;
         this.auditEarliestDeadline = nextEvictionCheck + NO_DEADLINE_AHEAD_NANOS;
         this.thread = Thread.ofPlatform().daemon().name("kvbridge-" + roleName + "-" + settings.engineId() + "-pp" + geometry.rank().ppRank() + "-tp"
                 + geometry.rank().tpRank()).unstarted(this::loop);
         services.opened(this);
-    }
-
-    /** The transfer outcomes the worker hands the role, and what the runtime itself does about a peer that may be gone. */
-    private final class Outcome implements InFlightTransfers.Outcome
-    {
-        private final RankRole role;
-
-        Outcome(RankRole role)
-        {
-            this.role = role;
-        }
-
-        @Override
-        public void done(Transfer transfer)
-        {
-            role.transferDone(transfer);
-        }
-
-        @Override
-        public void failed(Transfer transfer, ErrorCode code, String message)
-        {
-            role.transferFailed(transfer, code, message);
-        }
-
-        // a transport that cannot stop one transfer alone (UCX) closes its peer's endpoint for it, and a peer that failed
-        // one transfer may be gone: the next request to that side channel connects afresh instead of failing on a dead peer
-        @Override
-        public void peerMayBeGone(Transfer transfer)
-        {
-            peers.peerFailed(transfer.remote);
-        }
-
-        @Override
-        public void releasedLate(Transfer transfer)
-        {
-            role.releasedLate(transfer);
-        }
-
-        @Override
-        public void stopped(Transfer transfer, boolean done)
-        {
-            role.stopped(transfer, done);
-        }
     }
 
     /** Starts the worker, unless the rank is stepped by hand; called by the role once its own fields are set. */
@@ -363,7 +322,8 @@ final class RankRuntime implements OpenRank
         long handle;
         try {
             byte[] sealed = notification == null ? null : link.seal(notification);
-            handle = endpoint.transport().post(op, local.list(), localIndices, remote.list(), remoteIndices, count, sealed, grantKey);
+            handle = endpoint.transport().post(posting.start(op).local(local.list(), localIndices).remote(remote.list(), remoteIndices).count(count)
+                    .notification(sealed).grantKey(grantKey));
         }
         catch (RuntimeException e) {
             mark.close();

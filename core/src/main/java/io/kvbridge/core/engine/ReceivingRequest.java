@@ -1,6 +1,7 @@
 package io.kvbridge.core.engine;
 
 import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.QuarantinedBlocks;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
@@ -101,6 +102,32 @@ final class ReceivingRequest
     boolean heartbeats()
     {
         return stages != null && !producerRequestId.isEmpty();
+    }
+
+    /**
+     * Collects the push writers that nothing proves stopped: neither done nor reporting their write
+     * failed (a producer sends either only once its write moves no byte).
+     *
+     * @return the groups those writers write.
+     */
+    long unprovenWriters(Set<String> into)
+    {
+        long groups = 0;
+        for (Map.Entry<String, Writer> writer : writers.entrySet()) {
+            if (!writersDone.containsKey(writer.getKey()) && !writersStopped.contains(writer.getKey())) {
+                into.add(writer.getKey());
+                groups |= writer.getValue().groups();
+            }
+        }
+        return groups;
+    }
+
+    /** {@return what a request past its deadline still waited for: before posting its handshake, after it push's writers} */
+    String waitedFor(ConnectorSettings settings)
+    {
+        return !posted ? "the handshake with producer " + params.engineId() + " did not finish within " + settings.transferTimeout()
+                : "no write from " + (writers.size() - writersDone.size()) + " of " + writers.size() + " producer ranks within registrationTimeout="
+                        + settings.registrationTimeout();
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.kvbridge.core.engine;
 
+import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
@@ -15,6 +16,7 @@ import io.kvbridge.spi.geometry.LayerSpec;
 import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.Region;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -48,6 +50,26 @@ final class StagePlanner
     List<Integer> targets(int producerTp)
     {
         return TpPlan.compute(geometry.rank().tpRank(), geometry.rank().tpSize(), producerTp, 1, true).handshakeTargets();
+    }
+
+    /**
+     * The producer ranks a request shakes hands with, by the side channel serving them: stages that
+     * share a side channel share one handshake.
+     *
+     * @param params the request's parameters.
+     * @param targets the producer tensor-parallel ranks addressed in every stage ({@link #targets}).
+     * @return the ranks by side channel, in stage order.
+     */
+    static Map<SideChannelAddress, List<RankKey>> handshakes(TransferParams params, List<Integer> targets)
+    {
+        Map<SideChannelAddress, List<RankKey>> byAddress = new LinkedHashMap<>();
+        for (int stage = 0; stage < params.ppSize(); stage++) {
+            List<RankKey> ranks = byAddress.computeIfAbsent(params.sideChannels().get(stage), ignored -> new ArrayList<>());
+            for (int target : targets) {
+                ranks.add(new RankKey(stage, target));
+            }
+        }
+        return byAddress;
     }
 
     /**

@@ -1,12 +1,11 @@
 package io.kvbridge.core.local;
 
 import io.kvbridge.spi.PluginConfig;
-import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.AbstractTransferBackendFactory;
 import io.kvbridge.transport.NativeLibrary;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
@@ -19,7 +18,7 @@ import java.util.Map;
  * allocations backed by host memory, default false), {@code max-in-flight} (posted, unreleased
  * transfers, default 65536).
  */
-public final class LocalBackendFactory implements TransferBackendFactory
+public final class LocalBackendFactory extends AbstractTransferBackendFactory
 {
     /** The transport's name. */
     public static final String NAME = "local";
@@ -27,18 +26,7 @@ public final class LocalBackendFactory implements TransferBackendFactory
     /** Creates the factory; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}. */
     public LocalBackendFactory()
     {
-    }
-
-    @Override
-    public String name()
-    {
-        return NAME;
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return Spi.VERSION;
+        super(NAME, 0);
     }
 
     @Override
@@ -58,7 +46,7 @@ public final class LocalBackendFactory implements TransferBackendFactory
      * @return true: the options were checked.
      */
     @Override
-    public boolean checkOptions(Map<String, String> config)
+    protected boolean readOptions(Map<String, String> config)
     {
         LocalOptions.parse(config);
         return true;

@@ -1,9 +1,8 @@
 package io.kvbridge.core.local;
 
 import io.kvbridge.spi.KvBridgeException;
-import io.kvbridge.transport.DescriptorPairs;
+import io.kvbridge.transport.CoalescedTransferSlot;
 import io.kvbridge.transport.Grants;
-import io.kvbridge.transport.TransferSlot;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -14,10 +13,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Threads: the poster fills every field before the transfer is queued; copy threads then only
  * read them, and count down {@code pendingParts}; the table's lock clears the references.
  */
-final class LocalTransfer extends TransferSlot
+final class LocalTransfer extends CoalescedTransferSlot
 {
-    // local side = the initiator's memory; WRITE copies local to remote, READ remote to local
-    final DescriptorPairs copies = new DescriptorPairs(16);
+    // in copies, local side = the initiator's memory; WRITE copies local to remote, READ remote to local
     final AtomicInteger pendingParts = new AtomicInteger();
     boolean write;
     long bytes;
@@ -34,13 +32,6 @@ final class LocalTransfer extends TransferSlot
     LocalTransfer(int index)
     {
         super(index);
-    }
-
-    /** One copy per coalesced run; a run the copy threads share between them still counts once. */
-    @Override
-    protected int operations()
-    {
-        return copies.size();
     }
 
     @Override

@@ -11,6 +11,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Grants;
@@ -63,7 +64,9 @@ final class LocalTransferBackend extends AbstractTransferBackend
         InstanceGuard guard = new InstanceGuard(LocalBackendFactory.NAME, requireNonNull(agentName, "agentName is null"));
         TransferTable<LocalTransfer> table = new TransferTable<>(guard.description(), maxInFlight, LocalTransfer::new);
         Inbox notifications = new Inbox();
-        super(guard, table, notifications);
+        // a release returns only once the copy threads left the released transfer (cancelRunning), and a revoke only once
+        // the copies it admitted ended (revoke)
+        super(guard, table, notifications, WriteStop.ON_RETURN, WriteStop.ON_RETURN);
         this.transfers = table;
         this.inbox = notifications;
         this.simulateDevice = simulateDevice;
@@ -101,17 +104,9 @@ final class LocalTransferBackend extends AbstractTransferBackend
 
     /** Host and simulated device memory alike are host memory here: a checked copy on the caller's thread. */
     @Override
-    public void copyFromHost(MemorySegment source, Allocation destination, long offset)
+    protected Registrations<?> hostCopies()
     {
-        guard.checkOpen();
-        registrations.copyFromHost(source, destination, offset);
-    }
-
-    @Override
-    public void copyToHost(Allocation source, long offset, MemorySegment destination)
-    {
-        guard.checkOpen();
-        registrations.copyToHost(source, offset, destination);
+        return registrations;
     }
 
     @Override
@@ -224,34 +219,20 @@ final class LocalTransferBackend extends AbstractTransferBackend
         }
     }
 
-    /** A release returns only once the copy threads left the released transfer ({@link #cancelRunning}). */
     @Override
-    public WriteStop writeStopOnRelease()
-    {
-        return WriteStop.ON_RETURN;
-    }
-
-    /** A revoke returns only once the copies it admitted ended ({@link #revoke}). */
-    @Override
-    public WriteStop writeStopOnRevoke()
-    {
-        return WriteStop.ON_RETURN;
-    }
-
-    @Override
-    public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count, byte[] notification,
-            byte[] grantKey)
+    public long post(TransferRequest request)
     {
         // notifications cross no wire here: any length fits
-        PostChecks.opening(guard, LocalPreparedList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification, Integer.MAX_VALUE);
-        LocalPreparedList local = (LocalPreparedList) localList;
-        LocalPreparedList remote = (LocalPreparedList) remoteList;
+        PostChecks.opening(guard, LocalPreparedList.class, request, Integer.MAX_VALUE);
+        LocalPreparedList local = (LocalPreparedList) request.local();
+        LocalPreparedList remote = (LocalPreparedList) request.remote();
         LocalTransfer transfer = transfers.acquire();
         try {
-            transfer.bytes = PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
-            transfer.write = op == TransferOp.WRITE;
+            transfer.bytes = PostChecks.resolve(transfer.copies, request, true);
+            transfer.write = request.op() == TransferOp.WRITE;
             transfer.localList = local;
             transfer.remoteList = remote;
+            byte[] notification = request.notification();
             transfer.notification = notification == null ? null : notification.clone();
         }
         catch (RuntimeException e) {
@@ -260,7 +241,7 @@ final class LocalTransferBackend extends AbstractTransferBackend
         }
         long handle = transfer.handle();
         LocalTransferBackend target = ((LocalPeer) remote.transportPeer()).target;
-        String refusal = target.admit(transfer, grantKey, guard.agentName());
+        String refusal = target.admit(transfer, request.grantKey(), guard.agentName());
         if (refusal != null) {
             transfers.finish(transfer, new KvBridgeException(ErrorCode.NOT_GRANTED, describe(transfer) + " refused by peer '" + target.agentName()
                     + "': " + refusal));

@@ -252,7 +252,8 @@ public final class PluginRegistry
         if (spiVersion != Spi.VERSION) {
             throw new KvBridgeException(ErrorCode.PLUGIN_SPI_MISMATCH, kind.name().toLowerCase(java.util.Locale.ROOT) + " plugin '" + name + "' ("
                     + type.getName() + " from " + sourceOf(type) + ") was built for SPI version " + spiVersion + " but this kvbridge-api has SPI version "
-                    + Spi.VERSION + "; use a plugin jar built for SPI version " + Spi.VERSION);
+                    + Spi.VERSION + "; use a plugin jar built for SPI version " + Spi.VERSION
+                    + (spiVersion < Spi.VERSION ? " (rebuilding an older plugin: see the SPI migration notes in docs/architecture.md)" : ""));
         }
     }
 

@@ -8,6 +8,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ForwardingBackendFactory;
 import io.kvbridge.testkit.ForwardingTransferBackend;
@@ -78,12 +79,11 @@ final class CountingBackendFactory extends ForwardingBackendFactory
             }
 
             @Override
-            public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
-                    byte[] notification, byte[] grantKey)
+            public long post(TransferRequest request)
             {
                 posts.incrementAndGet();
-                long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
-                String peer = peerOfList.get(remote);
+                long handle = super.post(request);
+                String peer = peerOfList.get(request.remote());
                 if (peer != null && failingPeer.test(peer)) {
                     failing.add(handle);
                 }

@@ -7,10 +7,10 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.NotificationSink;
-import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.testkit.ForwardingBackendFactory;
 import io.kvbridge.testkit.ForwardingTransferBackend;
 import java.util.ArrayList;
@@ -61,11 +61,10 @@ final class RecordingBackendFactory extends ForwardingBackendFactory
         return new ForwardingTransferBackend(backend)
         {
             @Override
-            public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count,
-                    byte[] notification, byte[] grantKey)
+            public long post(TransferRequest request)
             {
-                long handle = super.post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
-                outbox.add(op);
+                long handle = super.post(request);
+                outbox.add(request.op());
                 return handle;
             }
 

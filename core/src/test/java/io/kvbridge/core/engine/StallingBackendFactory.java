@@ -10,6 +10,7 @@ import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.testkit.ForwardingBackendFactory;
@@ -102,8 +103,8 @@ final class StallingBackendFactory extends ForwardingBackendFactory
             long real;
             Landed outcome;
             try {
-                real = transport.post(stall.op, stall.local, stall.localIndices, stall.remote, stall.remoteIndices, stall.count, stall.notification,
-                        stall.grantKey);
+                real = transport.post(new TransferRequest().start(stall.op).local(stall.local, stall.localIndices)
+                        .remote(stall.remote, stall.remoteIndices).count(stall.count).notification(stall.notification).grantKey(stall.grantKey));
                 TransferStatus status = awaitEnd(transport, real);
                 outcome = new Landed(stall.op, status, transport.failure(real).map(KvBridgeException::code).orElse(null));
             }
@@ -204,20 +205,14 @@ final class StallingBackendFactory extends ForwardingBackendFactory
         }
 
         @Override
-        public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification)
+        public long post(TransferRequest request)
         {
-            return post(op, local, localIndices, remote, remoteIndices, count, notification, null);
-        }
-
-        @Override
-        public long post(TransferOp op, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices, int count, byte[] notification,
-                byte[] grantKey)
-        {
-            if (!stallsPosts || op != stalledOp || !stalling) {
-                return delegate().post(op, local, localIndices, remote, remoteIndices, count, notification, grantKey);
+            if (!stallsPosts || request.op() != stalledOp || !stalling) {
+                return delegate().post(request);
             }
             long fake = nextFake.getAndIncrement();
-            stalls.put(fake, new Stall(delegate(), op, local, localIndices, remote, remoteIndices, count, notification, grantKey));
+            stalls.put(fake, new Stall(delegate(), request.op(), request.local(), request.localIndices(), request.remote(), request.remoteIndices(),
+                    request.count(), request.notification(), request.grantKey()));
             return fake;
         }
 

@@ -8,6 +8,7 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -68,7 +69,8 @@ final class LocalByteSplitTest
 
     private static int move(TransferBackend initiator, PreparedList local, int[] localIndices, PreparedList remote, int[] remoteIndices)
     {
-        long handle = initiator.post(TransferOp.WRITE, local, localIndices, remote, remoteIndices, localIndices.length, null, KEY);
+        long handle = initiator.post(new TransferRequest().start(TransferOp.WRITE).local(local, localIndices).remote(remote, remoteIndices)
+                .count(localIndices.length).grantKey(KEY));
         TransferStatus status;
         while (!(status = initiator.status(handle)).terminal()) {
             Thread.onSpinWait();

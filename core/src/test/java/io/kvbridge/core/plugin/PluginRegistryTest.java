@@ -103,6 +103,17 @@ final class PluginRegistryTest
     }
 
     @Test
+    void aTransportBuiltForSpiVersion2IsRefusedNamingBothVersions()
+    {
+        // version 2 had the two positional post overloads that version 3 replaced with post(TransferRequest)
+        KvBridgeException e = assertCode(ErrorCode.PLUGIN_SPI_MISMATCH,
+                () -> new PluginRegistry(List.of(available("tcp", 5), new TestingTransport("old-tcp", 2, null, 0)), List.of()));
+        assertTrue(e.getMessage().contains("transport plugin 'old-tcp'"), e.getMessage());
+        assertTrue(e.getMessage().contains("was built for SPI version 2 but this kvbridge-api has SPI version 3"), e.getMessage());
+        assertTrue(e.getMessage().contains("see the SPI migration notes in docs/architecture.md"), e.getMessage());
+    }
+
+    @Test
     void spiVersionMismatchNamesBothVersions()
     {
         KvBridgeException e = assertCode(ErrorCode.PLUGIN_SPI_MISMATCH,

@@ -5,8 +5,7 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.tls.SideChannelTls;
-import io.kvbridge.core.wire.WireMap;
-import io.kvbridge.core.wire.WireWriter;
+import io.kvbridge.core.tools.ControlMessage;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.memory.Allocation;
@@ -135,10 +134,10 @@ public final class BenchInitiator implements AutoCloseable
             this.transport = built.transport();
             allocated = BenchMemory.allocate(transport, settings.totalBytes(), settings.transportMemory(), settings.device());
             this.memory = allocated;
-            WireMap ready = link.call(new WireWriter().map(7).string("type").string("hello").string("version").integer(BenchLink.VERSION)
-                    .string("transport").string(settings.transport()).string("agent").string(transport.agentName())
-                    .string("total_bytes").integer(settings.totalBytes()).string("grant_key").binary(grantKey)
-                    .string("tcp").bool(settings.tcpBaseline()).toByteArray(), "ready", settings.timeout());
+            ControlMessage ready = link.call(ControlMessage.builder("hello").put("version", BenchLink.VERSION)
+                    .put("transport", settings.transport()).put("agent", transport.agentName())
+                    .put("total_bytes", settings.totalBytes()).put("grant_key", grantKey)
+                    .put("tcp", settings.tcpBaseline()).encode(), "ready", settings.timeout());
             this.remote = checkReady(ready);
             this.targetHost = settings.peer().getAddress() == null ? settings.peer().getHostString() : settings.peer().getAddress().getHostAddress();
             this.tcpPort = ready.requireInt("tcp_port");
@@ -155,7 +154,7 @@ public final class BenchInitiator implements AutoCloseable
         }
     }
 
-    private Allocation checkReady(WireMap ready)
+    private Allocation checkReady(ControlMessage ready)
     {
         String transportName = ready.requireString("transport");
         KvBridgeException.check(transportName.equals(settings.transport()), ErrorCode.COMPATIBILITY_MISMATCH,
@@ -223,7 +222,7 @@ public final class BenchInitiator implements AutoCloseable
         long passSeed = ++seed;
         long total = settings.totalBytes();
         if (op == TransferOp.READ) {
-            link.call(new WireWriter().map(2).string("type").string("fill").string("seed").integer(passSeed).toByteArray(), "filled", settings.timeout());
+            link.call(ControlMessage.builder("fill").put("seed", passSeed).encode(), "filled", settings.timeout());
             memory.clear();
         }
         else {
@@ -231,7 +230,7 @@ public final class BenchInitiator implements AutoCloseable
         }
         long elapsed = stream.pass(local, remoteList);
         long mismatch = op == TransferOp.READ ? memory.firstMismatch(passSeed, total)
-                : link.call(new WireWriter().map(2).string("type").string("check").string("seed").integer(passSeed).toByteArray(), "checked",
+                : link.call(ControlMessage.builder("check").put("seed", passSeed).encode(), "checked",
                         settings.timeout()).requireLong("mismatch");
         if (mismatch >= 0) {
             throw new KvBridgeException(ErrorCode.TRANSFER_FAILED, String.format(Locale.ROOT,
@@ -271,7 +270,7 @@ public final class BenchInitiator implements AutoCloseable
         if (!settings.transport().equals(UcxProbeBaseline.TRANSPORT)) {
             return UcxProbeBaseline.TwoHosts.unavailable("the C probe is the baseline of the ucx transport, and this run's is " + settings.transport());
         }
-        WireMap ready = link.call(new WireWriter().map(1).string("type").string("probe").toByteArray(), "probe_ready", settings.timeout());
+        ControlMessage ready = link.call(ControlMessage.builder("probe").encode(), "probe_ready", settings.timeout());
         int port = ready.requireInt("port");
         KvBridgeException.check(port >= 0 && port <= 65535, ErrorCode.PROTOCOL_ERROR, "target's probe port=%d is not a port", port);
         if (port == 0) {
@@ -317,7 +316,7 @@ public final class BenchInitiator implements AutoCloseable
     {
         RuntimeException failure = null;
         try {
-            link.call(new WireWriter().map(1).string("type").string("done").toByteArray(), "bye", settings.timeout());
+            link.call(ControlMessage.builder("done").encode(), "bye", settings.timeout());
         }
         catch (RuntimeException e) {
             failure = e;

@@ -3,13 +3,8 @@ package io.kvbridge.examples.bench;
 import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.core.tls.SideChannelTls;
-import io.kvbridge.core.wire.MessageAuthenticator;
-import io.kvbridge.core.wire.MessageAuthenticator.Direction;
-import io.kvbridge.core.wire.MessageAuthenticator.Opened;
-import io.kvbridge.core.wire.WireDecoder;
-import io.kvbridge.core.wire.WireLimits;
-import io.kvbridge.core.wire.WireMap;
-import io.kvbridge.core.wire.WireWriter;
+import io.kvbridge.core.tools.ControlEnvelope;
+import io.kvbridge.core.tools.ControlMessage;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.io.BufferedOutputStream;
@@ -21,7 +16,6 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.Locale;
 import java.util.concurrent.locks.LockSupport;
 import javax.net.ssl.SSLException;
@@ -32,11 +26,11 @@ import javax.net.ssl.SSLSocket;
 /**
  * The control connection of a two-host bench: one TCP connection from the initiator to the target,
  * over which the initiator asks and the target answers, one request at a time. Each message is a
- * msgpack map with a {@code type}, inside the side channel's envelope ({@link MessageAuthenticator}:
+ * msgpack map with a {@code type} ({@link ControlMessage}), inside the side channel's envelope ({@link ControlEnvelope}:
  * HMAC-SHA256 with nonce and timestamp window when both sides hold the same secret, and each reply
  * bound to its request's nonce), in a frame of a 4-byte length. Everything read is untrusted: a
  * frame longer than {@link #MAX_FRAME_BYTES} is refused before it is read, the map is decoded within
- * {@link WireLimits#DEFAULT}, and every read has a deadline, so a peer that stops, drips bytes or
+ * the side channel's limits, and every read has a deadline, so a peer that stops, drips bytes or
  * sends garbage costs a bounded wait and a typed error. With {@link SideChannelTls} the connection
  * runs over TLS 1.3 as the side channel does, its handshake bounded by the same deadlines; a plain
  * end against a TLS one (either way round) is told so in one line.
@@ -57,22 +51,22 @@ final class BenchLink implements AutoCloseable
      * @param type the message's type.
      * @param nonce the envelope's nonce, empty without a secret.
      */
-    record Received(WireMap message, String type, byte[] nonce)
+    record Received(ControlMessage message, String type, byte[] nonce)
     {
     }
 
     private final Socket socket;
     private final InputStream in;
     private final OutputStream out;
-    private final MessageAuthenticator authenticator;
+    private final ControlEnvelope authenticator;
     /** For the one reply a receiver can send to a request it could not authenticate: the refusal, which carries no MAC. */
-    private final MessageAuthenticator plain = MessageAuthenticator.unauthenticated(WireLimits.DEFAULT);
+    private final ControlEnvelope plain = ControlEnvelope.plain();
     private final String peer;
     /** Whether this end is the initiator, which asks; the target answers. */
     private final boolean initiator;
     private final ControlSecurity security;
 
-    private BenchLink(Socket socket, MessageAuthenticator authenticator, boolean initiator, ControlSecurity security) throws IOException
+    private BenchLink(Socket socket, ControlEnvelope authenticator, boolean initiator, ControlSecurity security) throws IOException
     {
         this.socket = requireNonNull(socket, "socket is null");
         this.authenticator = requireNonNull(authenticator, "authenticator is null");
@@ -95,7 +89,7 @@ final class BenchLink implements AutoCloseable
      * @throws KvBridgeException with {@link ErrorCode#HANDSHAKE_FAILED} when the handshake failed,
      *     {@link ErrorCode#DEADLINE_EXCEEDED} when it did not end in time; the socket is then closed.
      */
-    static BenchLink accepted(Socket socket, MessageAuthenticator authenticator, long deadline) throws IOException
+    static BenchLink accepted(Socket socket, ControlEnvelope authenticator, long deadline) throws IOException
     {
         if (!(socket instanceof SSLSocket tls)) {
             return new BenchLink(socket, authenticator, false, ControlSecurity.plain(authenticator.authenticated()));
@@ -125,10 +119,9 @@ final class BenchLink implements AutoCloseable
      * @param secret the shared secret, or null.
      * @return the authenticator.
      */
-    static MessageAuthenticator authenticator(byte[] secret)
+    static ControlEnvelope authenticator(byte[] secret)
     {
-        return secret == null ? MessageAuthenticator.unauthenticated(WireLimits.DEFAULT)
-                : MessageAuthenticator.withSecret(secret, Duration.ofMinutes(2), 100_000, InstantSource.system(), WireLimits.DEFAULT);
+        return secret == null ? ControlEnvelope.plain() : ControlEnvelope.withSecret(secret);
     }
 
     /**
@@ -144,7 +137,7 @@ final class BenchLink implements AutoCloseable
      *     timeout, {@link ErrorCode#HANDSHAKE_FAILED} when the TLS handshake failed,
      *     {@link ErrorCode#DEADLINE_EXCEEDED} when it did not end within the timeout.
      */
-    static BenchLink connect(InetSocketAddress address, Duration timeout, MessageAuthenticator authenticator, SideChannelTls tls)
+    static BenchLink connect(InetSocketAddress address, Duration timeout, ControlEnvelope authenticator, SideChannelTls tls)
     {
         long deadline = System.nanoTime() + timeout.toNanos();
         IOException last = null;
@@ -185,7 +178,7 @@ final class BenchLink implements AutoCloseable
     }
 
     /** Runs the client's TLS handshake on a connected socket, within what is left of the connect deadline. */
-    private static BenchLink overTls(Socket socket, InetSocketAddress address, long deadline, Duration timeout, MessageAuthenticator authenticator,
+    private static BenchLink overTls(Socket socket, InetSocketAddress address, long deadline, Duration timeout, ControlEnvelope authenticator,
             SideChannelTls tls)
     {
         long start = System.nanoTime();
@@ -216,7 +209,7 @@ final class BenchLink implements AutoCloseable
         }
     }
 
-    private static ControlSecurity security(SSLSocket socket, MessageAuthenticator authenticator, long start)
+    private static ControlSecurity security(SSLSocket socket, ControlEnvelope authenticator, long start)
     {
         double millis = (System.nanoTime() - start) / 1e6;
         SSLSession session = socket.getSession();
@@ -243,27 +236,27 @@ final class BenchLink implements AutoCloseable
      *     {@link ErrorCode#HANDSHAKE_FAILED} when the target closed the connection, or the
      *     envelope's and decoder's errors.
      */
-    WireMap call(byte[] request, String expected, Duration timeout)
+    ControlMessage call(byte[] request, String expected, Duration timeout)
     {
         long deadline = System.nanoTime() + timeout.toNanos();
-        Opened sealed = authenticator.seal(Direction.REQUEST, request, new byte[0]);
-        send(sealed.content());
+        ControlEnvelope.Message sealed = authenticator.sealRequest(request);
+        send(sealed.bytes());
         byte[] frame = readFrame(deadline, "reply");
         if (frame == null) {
             throw new KvBridgeException(ErrorCode.HANDSHAKE_FAILED, "the bench target at " + peer
                     + " closed the control connection before it answered (did it stop, or time out?" + tlsHint() + ")");
         }
-        Opened opened;
+        byte[] opened;
         try {
-            opened = authenticator.open(Direction.REPLY, frame, sealed.nonce());
+            opened = authenticator.openReply(frame, sealed.nonce());
         }
         catch (KvBridgeException e) {
             throw plainRefusal(frame, e);
         }
-        WireMap reply = WireDecoder.decodeMap(opened.content(), WireLimits.DEFAULT, "bench reply");
-        String type = reply.requireString("type");
+        ControlMessage reply = ControlMessage.decode(opened, "bench reply");
+        String type = reply.type();
         if (type.equals("error")) {
-            ErrorCode code = reply.optionalEnum("code", ErrorCode.class, ErrorCode.PROTOCOL_ERROR);
+            ErrorCode code = reply.optionalErrorCode("code", ErrorCode.PROTOCOL_ERROR);
             throw new KvBridgeException(code, "the bench target at " + peer + " refused: " + bounded(reply.optionalString("message", "no reason given")));
         }
         if (!type.equals(expected)) {
@@ -284,19 +277,19 @@ final class BenchLink implements AutoCloseable
         if (frame == null) {
             return null;
         }
-        Opened opened;
+        ControlEnvelope.Message opened;
         try {
-            opened = authenticator.open(Direction.REQUEST, frame, new byte[0]);
+            opened = authenticator.openRequest(frame);
         }
         catch (KvBridgeException e) {
             if (e.code() == ErrorCode.AUTHENTICATION_FAILED) {
                 // said once, without a MAC (there is no key both sides share), then the connection ends
-                send(plain.seal(Direction.REPLY, refusal(e), new byte[0]).content());
+                send(plain.sealReply(refusal(e), new byte[0]));
             }
             throw e;
         }
-        WireMap request = WireDecoder.decodeMap(opened.content(), WireLimits.DEFAULT, "bench request");
-        return new Received(request, request.requireString("type"), opened.nonce());
+        ControlMessage request = ControlMessage.decode(opened.bytes(), "bench request");
+        return new Received(request, request.type(), opened.nonce());
     }
 
     /**
@@ -307,7 +300,7 @@ final class BenchLink implements AutoCloseable
      */
     void reply(byte[] reply, Received request)
     {
-        send(authenticator.seal(Direction.REPLY, reply, request.nonce()).content());
+        send(authenticator.sealReply(reply, request.nonce()));
     }
 
     /**
@@ -323,8 +316,7 @@ final class BenchLink implements AutoCloseable
 
     private static byte[] refusal(KvBridgeException failure)
     {
-        return new WireWriter().map(3).string("type").string("error").string("code").enumValue(failure.code())
-                .string("message").string(bounded(failure.getMessage())).toByteArray();
+        return ControlMessage.builder("error").put("code", failure.code()).put("message", bounded(failure.getMessage())).encode();
     }
 
     /**
@@ -334,8 +326,8 @@ final class BenchLink implements AutoCloseable
     private KvBridgeException plainRefusal(byte[] frame, KvBridgeException failure)
     {
         try {
-            WireMap reply = WireDecoder.decodeMap(plain.open(Direction.REPLY, frame, new byte[0]).content(), WireLimits.DEFAULT, "bench reply");
-            if (reply.requireString("type").equals("error") && reply.optionalEnum("code", ErrorCode.class, null) == ErrorCode.AUTHENTICATION_FAILED) {
+            ControlMessage reply = ControlMessage.decode(plain.openReply(frame, new byte[0]), "bench reply");
+            if (reply.type().equals("error") && reply.optionalErrorCode("code", null) == ErrorCode.AUTHENTICATION_FAILED) {
                 return new KvBridgeException(ErrorCode.AUTHENTICATION_FAILED, "the bench target at " + peer + " could not authenticate this initiator: "
                         + bounded(reply.optionalString("message", "no reason given")) + " (give both hosts the same --secret-file)", failure);
             }

@@ -6,9 +6,8 @@ import io.kvbridge.api.KvBridge;
 import io.kvbridge.core.config.Durations;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.tls.SideChannelTls;
-import io.kvbridge.core.wire.MessageAuthenticator;
-import io.kvbridge.core.wire.WireMap;
-import io.kvbridge.core.wire.WireWriter;
+import io.kvbridge.core.tools.ControlEnvelope;
+import io.kvbridge.core.tools.ControlMessage;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.DescriptorList;
@@ -103,7 +102,7 @@ public final class BenchTarget
     public int run()
     {
         long deadline = System.nanoTime() + settings.timeout().toNanos();
-        MessageAuthenticator authenticator = BenchLink.authenticator(settings.secret());
+        ControlEnvelope authenticator = BenchLink.authenticator(settings.secret());
         Map<String, String> config = new HashMap<>(settings.options());
         if (settings.device() >= 0) {
             config.put("device", Integer.toString(settings.device()));
@@ -237,13 +236,13 @@ public final class BenchTarget
                 say("initiator %s (agent %s) connected; granted READ and WRITE of %s under its key%s; control connection: %s", link.peer(),
                         BenchLink.bounded(hello.message().requireString("agent")), Sizes.format(used),
                         readGrant == TransferBackend.NO_GRANT ? " (this transport does not check grants)" : "", link.security().describe());
-                link.reply(new WireWriter().map(10).string("type").string("ready").string("version").integer(BenchLink.VERSION)
-                        .string("transport").string(transport.name()).string("agent").string(transport.agentName())
-                        .string("metadata").binary(transport.localMetadata())
-                        .string("address").integer(memory.allocation().address()).string("bytes").integer(used)
-                        .string("device").integer(memory.onDevice() ? memory.allocation().device() : -1)
-                        .string("tcp_port").integer(tcp == null || !tcp.available() ? 0 : tcp.port())
-                        .string("tcp_reason").string(tcp == null ? "not asked for" : tcp.reason()).toByteArray(), hello);
+                link.reply(ControlMessage.builder("ready").put("version", BenchLink.VERSION)
+                        .put("transport", transport.name()).put("agent", transport.agentName())
+                        .put("metadata", transport.localMetadata())
+                        .put("address", memory.allocation().address()).put("bytes", used)
+                        .put("device", memory.onDevice() ? memory.allocation().device() : -1)
+                        .put("tcp_port", tcp == null || !tcp.available() ? 0 : tcp.port())
+                        .put("tcp_reason", tcp == null ? "not asked for" : tcp.reason()).encode(), hello);
                 return answer();
             }
             finally {
@@ -258,7 +257,7 @@ public final class BenchTarget
 
         private byte[] checkHello(BenchLink.Received hello)
         {
-            WireMap message = hello.message();
+            ControlMessage message = hello.message();
             KvBridgeException.check(hello.type().equals("hello"), ErrorCode.PROTOCOL_ERROR, "first message has type=%s (expected: hello)",
                     BenchLink.bounded(hello.type()));
             int version = message.requireInt("version");
@@ -287,19 +286,18 @@ public final class BenchTarget
                 switch (request.type()) {
                     case "fill" -> {
                         memory.fill(request.message().requireLong("seed"), used);
-                        link.reply(new WireWriter().map(1).string("type").string("filled").toByteArray(), request);
+                        link.reply(ControlMessage.builder("filled").encode(), request);
                     }
                     case "check" -> {
                         long mismatch = memory.firstMismatch(request.message().requireLong("seed"), used);
-                        link.reply(new WireWriter().map(2).string("type").string("checked").string("mismatch").integer(mismatch).toByteArray(), request);
+                        link.reply(ControlMessage.builder("checked").put("mismatch", mismatch).encode(), request);
                     }
                     case "probe" -> {
                         startProbe();
-                        link.reply(new WireWriter().map(3).string("type").string("probe_ready").string("port").integer(probe.port())
-                                .string("reason").string(probe.reason()).toByteArray(), request);
+                        link.reply(ControlMessage.builder("probe_ready").put("port", probe.port()).put("reason", probe.reason()).encode(), request);
                     }
                     case "done" -> {
-                        link.reply(new WireWriter().map(1).string("type").string("bye").toByteArray(), request);
+                        link.reply(ControlMessage.builder("bye").encode(), request);
                         return true;
                     }
                     default -> {

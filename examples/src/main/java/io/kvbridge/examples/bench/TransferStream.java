@@ -7,6 +7,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.util.Arrays;
 import java.util.Locale;
@@ -46,6 +47,8 @@ final class TransferStream
     private final int[] slotTransfers;
     private final long[] slotPosted;
     private final boolean[] busy;
+    // refilled for every post: posting allocates nothing
+    private final TransferRequest request = new TransferRequest();
     /** Per transfer of the last pass: the post() call, and post to completion, in nanoseconds. */
     private final long[] postNanos;
     private final long[] transferNanos;
@@ -146,7 +149,8 @@ final class TransferStream
                         if (check != null) {
                             check.posting(posted);
                         }
-                        slotHandles[slot] = transport.post(op, local, indices, remote, indices, batch, null, grantKey);
+                        slotHandles[slot] = transport.post(request.start(op).local(local, indices).remote(remote, indices).count(batch)
+                                .grantKey(grantKey));
                         long after = System.nanoTime();
                         postNanos[posted] = after - before;
                         slotPosted[slot] = before;

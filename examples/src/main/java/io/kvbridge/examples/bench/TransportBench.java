@@ -13,6 +13,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -347,10 +348,12 @@ public final class TransportBench implements AutoCloseable
                 Arrays.setAll(indices, i -> i);
                 long[] posts = new long[ISSUE_ROUNDS];
                 long[] dones = new long[ISSUE_ROUNDS];
+                TransferRequest request = new TransferRequest();
                 int operations = -1;
                 for (int round = -5; round < ISSUE_ROUNDS; round++) {
                     long start = System.nanoTime();
-                    long handle = producer.post(TransferOp.WRITE, local, indices, remote, indices, descriptors, null, GRANT_KEY);
+                    long handle = producer.post(request.start(TransferOp.WRITE).local(local, indices).remote(remote, indices).count(descriptors)
+                            .grantKey(GRANT_KEY));
                     long posted = System.nanoTime();
                     operations = producer.operations(handle);
                     TransferStatus status;

@@ -20,8 +20,6 @@ import io.kvbridge.spi.KvBridgeException;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
-import java.math.BigDecimal;
-import java.math.MathContext;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -72,13 +70,6 @@ final class BenchCommand implements Callable<Integer>
     /** Descriptors of the per-transfer issue cost: 40 layers of 128 blocks, a long prompt's pages. */
     private static final int ISSUE_DESCRIPTORS = 5_120;
 
-    /** The device rows' baseline, issue costs and which driver they came from. */
-    private static final class DeviceFigures
-    {
-        BaselineResult baseline = BaselineResult.unavailable("no transport that allocates device memory is available here");
-        final List<Map<String, Object>> issueCosts = new ArrayList<>();
-        String driver;
-    }
 
     @Option(names = "--device", paramLabel = "N", defaultValue = "0", description = "Device of the device rows (default: ${DEFAULT-VALUE}); with --role, this side's buffer is device memory on it when given.")
     private int deviceIndex;
@@ -101,7 +92,8 @@ final class BenchCommand implements Callable<Integer>
     private int window;
 
     @Option(names = "--cc", paramLabel = "CC", defaultValue = "gcc",
-            description = "C compiler for the memcpy and UCX probe baselines (default: ${DEFAULT-VALUE}).")
+            description = "C compiler for the baselines written in C: memcpy, the UCX and NIXL probes, the TCP stream and device to device "
+                    + "(with --role, this side's) (default: ${DEFAULT-VALUE}).")
     private String compiler;
 
     @Option(names = "--transport-option", paramLabel = "TRANSPORT.KEY=VALUE",
@@ -150,7 +142,7 @@ final class BenchCommand implements Callable<Integer>
         BaselineResult tcpStream = BaselineResult.unavailable("neither the " + String.join(" nor the ", TcpStreamBaseline.TRANSPORTS)
                 + " transport is available here");
         boolean tcpStreamMeasured = false;
-        DeviceFigures device = new DeviceFigures();
+        BenchReport.DeviceFigures device = new BenchReport.DeviceFigures();
         boolean probeMemory = false;
 
         List<Map<String, Object>> rows = new ArrayList<>();
@@ -162,7 +154,7 @@ final class BenchCommand implements Callable<Integer>
                 continue;
             }
             if (!plugin.available()) {
-                skipped.add(skip(plugin.name(), "unavailable: " + String.join("; ", plugin.reasons())));
+                skipped.add(BenchReport.skip(plugin.name(), "unavailable: " + String.join("; ", plugin.reasons())));
                 continue;
             }
             // a transport that allocates memory it moves faster is measured on that memory, as same-host engines should use it
@@ -224,23 +216,23 @@ final class BenchCommand implements Callable<Integer>
                             // a transport bound to a test fake of its native library moves bytes, but its figures are the fake's
                             row.put("driver", "fake");
                         }
-                        row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
-                        row.put("p50Micros", round(result.p50Micros()));
-                        row.put("p99Micros", round(result.p99Micros()));
-                        row.put("ratioToMemcpy", memcpy == null ? null : significant(result.gigabytesPerSecond() / memcpy));
+                        row.put("gbPerSecond", BenchReport.significant(result.gigabytesPerSecond()));
+                        row.put("p50Micros", BenchReport.round(result.p50Micros()));
+                        row.put("p99Micros", BenchReport.round(result.p99Micros()));
+                        row.put("ratioToMemcpy", memcpy == null ? null : BenchReport.significant(result.gigabytesPerSecond() / memcpy));
                         row.put("probeGbPerSecond", probed);
-                        row.put("ratioToProbe", probed == null ? null : significant(result.gigabytesPerSecond() / probed));
+                        row.put("ratioToProbe", probed == null ? null : BenchReport.significant(result.gigabytesPerSecond() / probed));
                         if (ownPerBlock != null) {
                             Double perBlock = ownPerBlock.gigabytesPerSecond().get(size);
                             row.put("perBlockProbeGbPerSecond", perBlock);
-                            row.put("ratioToPerBlockProbe", perBlock == null ? null : significant(result.gigabytesPerSecond() / perBlock));
+                            row.put("ratioToPerBlockProbe", perBlock == null ? null : BenchReport.significant(result.gigabytesPerSecond() / perBlock));
                         }
                         row.put("tcpGbPerSecond", tcp);
-                        row.put("ratioToTcp", tcp == null ? null : significant(result.gigabytesPerSecond() / tcp));
+                        row.put("ratioToTcp", tcp == null ? null : BenchReport.significant(result.gigabytesPerSecond() / tcp));
                         if (digested != null) {
-                            row.put("crc32cGbPerSecond", significant(digested.gigabytesPerSecond()));
-                            row.put("crc32cP50Micros", round(digested.p50Micros()));
-                            row.put("crc32cCostPercent", round(100 * (1 - digested.gigabytesPerSecond() / result.gigabytesPerSecond())));
+                            row.put("crc32cGbPerSecond", BenchReport.significant(digested.gigabytesPerSecond()));
+                            row.put("crc32cP50Micros", BenchReport.round(digested.p50Micros()));
+                            row.put("crc32cCostPercent", BenchReport.round(100 * (1 - digested.gigabytesPerSecond() / result.gigabytesPerSecond())));
                         }
                         rows.add(row);
                         points.put(size, result.gigabytesPerSecond());
@@ -250,7 +242,7 @@ final class BenchCommand implements Callable<Integer>
             catch (KvBridgeException e) {
                 // a transport that fails must not report a figure; the others still run
                 failed = true;
-                skipped.add(skip(plugin.name(), "failed: " + e.getMessage()));
+                skipped.add(BenchReport.skip(plugin.name(), "failed: " + e.getMessage()));
                 rows.removeIf(row -> row.get("transport").equals(plugin.name()));
                 continue;
             }
@@ -258,7 +250,7 @@ final class BenchCommand implements Callable<Integer>
             pointsPerBatch.forEach((batch, points) -> series.put(batches.size() > 1 ? plugin.name() + " batch " + batch : plugin.name(), points));
             boolean deviceMemory = plugin.capabilities().containsAll(List.of(Capability.DEVICE_MEMORY, Capability.TRANSPORT_ALLOCATION));
             if (deviceMemory && passes.op() != TransferOp.WRITE) {
-                skipped.add(skip(plugin.name() + " device", "device rows are measured with --op WRITE only; the bench READs host memory"));
+                skipped.add(BenchReport.skip(plugin.name() + " device", "device rows are measured with --op WRITE only; the bench READs host memory"));
             }
             else if (deviceMemory) {
                 failed |= !measureDevice(plugin, totalBytes, blockSizes, rows, skipped, series, device, progress);
@@ -294,20 +286,20 @@ final class BenchCommand implements Callable<Integer>
             document.put("transportOptions", List.copyOf(transportOptions));
             document.put("blockSizes", blockSizes);
             document.put("rows", rows);
-            document.put("baseline", baselineJson(baseline));
-            document.put("probe", probeJson(probe, probeMemory));
-            document.put("nixlProbe", nixlProbeJson(nixlProbe, false));
-            document.put("nixlProbePerBlock", nixlProbeJson(nixlPerBlock, true));
-            document.put("tcpStream", tcpStreamJson(tcpStream));
-            document.put("deviceBaseline", deviceBaselineJson(device));
+            document.put("baseline", BenchReport.baselineJson(baseline));
+            document.put("probe", BenchReport.probeJson(probe, probeMemory));
+            document.put("nixlProbe", BenchReport.nixlProbeJson(nixlProbe, false));
+            document.put("nixlProbePerBlock", BenchReport.nixlProbeJson(nixlPerBlock, true));
+            document.put("tcpStream", BenchReport.tcpStreamJson(tcpStream));
+            document.put("deviceBaseline", BenchReport.deviceBaselineJson(device));
             document.put("issueCost", device.issueCosts);
             document.put("skipped", skipped);
             document.put("plot", plot == null ? null : plot.toString());
             out.println(Json.write(document));
         }
         else {
-            printTable(out, totalBytes, rows, baseline, probe, nixlProbe, nixlPerBlock, tcpStream, skipped);
-            printDevice(out, device);
+            BenchReport.printTable(out, passes, window, totalBytes, rows, baseline, probe, nixlProbe, nixlPerBlock, tcpStream, skipped);
+            BenchReport.printDevice(out, device);
         }
         out.flush();
         return failed || rows.isEmpty() ? 1 : 0;
@@ -380,7 +372,7 @@ final class BenchCommand implements Callable<Integer>
      * @return false when the transport failed (no figure is then reported for it).
      */
     private boolean measureDevice(PluginInfo plugin, long totalBytes, List<Long> blockSizes, List<Map<String, Object>> rows, List<Map<String, Object>> skipped,
-            Map<String, Map<Long, Double>> series, DeviceFigures device, PrintWriter progress)
+            Map<String, Map<Long, Double>> series, BenchReport.DeviceFigures device, PrintWriter progress)
     {
         // kvbridge's test fake of the driver moves "device" memory with memmove on a thread: its figures say nothing about a GPU
         device.driver = "true".equals(plugin.details().get("fake")) ? "fake" : "CUDA driver " + plugin.details().getOrDefault("driverVersion", "?");
@@ -406,13 +398,13 @@ final class BenchCommand implements Callable<Integer>
                 row.put("transfers", result.transfers());
                 row.put("memory", "device " + deviceIndex);
                 row.put("driver", device.driver);
-                row.put("gbPerSecond", significant(result.gigabytesPerSecond()));
-                row.put("p50Micros", round(result.p50Micros()));
-                row.put("p99Micros", round(result.p99Micros()));
+                row.put("gbPerSecond", BenchReport.significant(result.gigabytesPerSecond()));
+                row.put("p50Micros", BenchReport.round(result.p50Micros()));
+                row.put("p99Micros", BenchReport.round(result.p99Micros()));
                 // a host memcpy says nothing about device memory
                 row.put("ratioToMemcpy", null);
                 row.put("probeGbPerSecond", peak);
-                row.put("ratioToProbe", peak == null ? null : significant(result.gigabytesPerSecond() / peak));
+                row.put("ratioToProbe", peak == null ? null : BenchReport.significant(result.gigabytesPerSecond() / peak));
                 row.put("tcpGbPerSecond", null);
                 row.put("ratioToTcp", null);
                 measured.add(row);
@@ -429,54 +421,19 @@ final class BenchCommand implements Callable<Integer>
                     figure.put("descriptorBytes", cost.descriptorBytes());
                     figure.put("contiguous", cost.contiguous());
                     figure.put("operations", cost.operations());
-                    figure.put("postMicros", round(cost.postMicros()));
-                    figure.put("doneMicros", round(cost.doneMicros()));
+                    figure.put("postMicros", BenchReport.round(cost.postMicros()));
+                    figure.put("doneMicros", BenchReport.round(cost.doneMicros()));
                     device.issueCosts.add(figure);
                 }
             }
         }
         catch (KvBridgeException e) {
-            skipped.add(skip(plugin.name() + " device", "failed: " + e.getMessage()));
+            skipped.add(BenchReport.skip(plugin.name() + " device", "failed: " + e.getMessage()));
             return false;
         }
         rows.addAll(measured);
         series.put(plugin.name() + " device", points);
         return true;
-    }
-
-    private static Map<String, Object> deviceBaselineJson(DeviceFigures device)
-    {
-        Map<String, Object> document = baselineJson(device.baseline);
-        document.put("name", "cuda_d2d_peak");
-        document.put("transport", CudaD2dBaseline.TRANSPORT);
-        document.put("driver", device.driver);
-        document.put("figure", "best of 5 timed passes, wall clock from the first copy queued to the last event reached");
-        return document;
-    }
-
-    private static void printDevice(PrintWriter out, DeviceFigures device)
-    {
-        if (device.driver == null) {
-            return;
-        }
-        String label = device.driver.equals("fake") ? " [FAKE DRIVER: kvbridge's test fake of libcuda.so.1, memmove on a thread; not GPU figures]" : "";
-        out.println();
-        if (device.baseline.available()) {
-            out.print("device rows' baseline (cuda_d2d_peak.c, one process, cuMemcpyAsync device to device, same run" + label + "):");
-            device.baseline.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
-            out.println();
-        }
-        else {
-            out.println("device rows' baseline: not measured, " + device.baseline.reason() + " (probe columns of the device rows left empty)");
-        }
-        for (Map<String, Object> cost : device.issueCosts) {
-            out.printf(Locale.ROOT, "issue cost, %s %s, %d descriptors of %d bytes %s: post() %.1f us, post to DONE %.1f us, %d operations%s%n",
-                    cost.get("transport"), cost.get("memory"), cost.get("descriptors"), cost.get("descriptorBytes"),
-                    Boolean.TRUE.equals(cost.get("contiguous")) ? "adjacent on both sides" : "spaced apart", cost.get("postMicros"), cost.get("doneMicros"),
-                    cost.get("operations"), label);
-        }
-        out.println("  device rows: two instances in this process, memory from allocate(DEVICE) on both sides, filled and checked through the "
-                + "transport's host copies; probe GB/s is the device rows' baseline." + label);
     }
 
     private void writePlot(long totalBytes, List<Long> blockSizes, Map<String, Map<Long, Double>> series)
@@ -494,173 +451,6 @@ final class BenchCommand implements Callable<Integer>
         catch (IOException e) {
             throw new UncheckedIOException("could not write --plot=" + plot + ": " + e.getMessage(), e);
         }
-    }
-
-    static Map<String, Object> baselineJson(BaselineResult baseline)
-    {
-        Map<String, Object> document = new LinkedHashMap<>();
-        document.put("name", "memcpy");
-        document.put("available", baseline.available());
-        document.put("reason", baseline.available() ? null : baseline.reason());
-        List<Map<String, Object>> rows = new ArrayList<>();
-        baseline.gigabytesPerSecond().forEach((size, gbps) -> {
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("blockBytes", size);
-            row.put("gbPerSecond", gbps);
-            rows.add(row);
-        });
-        document.put("rows", rows);
-        return document;
-    }
-
-    private static Map<String, Object> nixlProbeJson(BaselineResult probe, boolean requestPerBlock)
-    {
-        Map<String, Object> document = baselineJson(probe);
-        document.put("name", "nixl_probe");
-        document.put("transport", NixlProbeBaseline.TRANSPORT);
-        document.put("figure", "best of " + NixlProbeBaseline.TIMED_PASSES + " timed passes, " + (requestPerBlock
-                ? "one request made, posted and released per block, in turn" : "one unmerged request of every block per pass"));
-        return document;
-    }
-
-    private static Map<String, Object> tcpStreamJson(BaselineResult tcpStream)
-    {
-        Map<String, Object> document = baselineJson(tcpStream);
-        document.put("name", "tcp_stream");
-        document.put("transports", TcpStreamBaseline.TRANSPORTS);
-        document.put("figure", "best of " + TcpStreamBaseline.TIMED_PASSES + " timed passes, one TCP connection on 127.0.0.1, default socket buffers, TCP_NODELAY");
-        return document;
-    }
-
-    private static Map<String, Object> probeJson(BaselineResult probe, boolean probeMemory)
-    {
-        Map<String, Object> document = baselineJson(probe);
-        document.put("name", "ucx_probe");
-        document.put("transport", UcxProbeBaseline.TRANSPORT);
-        document.put("op", "put");
-        document.put("memory", probeMemory ? "ucx (UCP_MEM_MAP_ALLOCATE)" : "own (allocated by the probe, registered with UCX)");
-        document.put("ucxTls", System.getenv("UCX_TLS"));
-        document.put("timedPasses", UcxProbeBaseline.TIMED_PASSES);
-        document.put("figure", "best timed pass");
-        return document;
-    }
-
-    private void printTable(PrintWriter out, long totalBytes, List<Map<String, Object>> rows, BaselineResult baseline, BaselineResult probe,
-            BaselineResult nixlProbe, BaselineResult nixlPerBlock, BaselineResult tcpStream, List<Map<String, Object>> skipped)
-    {
-        out.printf(Locale.ROOT, "%s, %s streamed per block size, BATCH blocks per transfer, %d untimed pass(es), then the best of %d timed%n%n",
-                passes.op(), Sizes.format(totalBytes), passes.warmup(), passes.iterations());
-        out.printf(Locale.ROOT, "%-18s %10s %6s %9s %10s %10s %10s %11s %9s %7s%n", "TRANSPORT", "BLOCK", "BATCH", "GB/s", "p50 us", "p99 us", "x memcpy", "probe GB/s", "x probe",
-                "x tcp");
-        for (Map<String, Object> row : rows) {
-            String memory = String.valueOf(row.get("memory"));
-            out.printf(Locale.ROOT, "%-18s %10s %6d %9s %10.1f %10.1f %10s %11s %9s %7s%n",
-                    row.get("transport") + (memory.startsWith("device") ? " dev" + memory.substring("device ".length()) : "")
-                            + ("fake".equals(row.get("driver")) ? " fake" : ""),
-                    Sizes.format((Long) row.get("blockBytes")), (Integer) row.get("batch"),
-                    readable(row.get("gbPerSecond")), (Double) row.get("p50Micros"), (Double) row.get("p99Micros"),
-                    readable(row.get("ratioToMemcpy")), readable(row.get("probeGbPerSecond")), readable(row.get("ratioToProbe")), readable(row.get("ratioToTcp")));
-        }
-        out.println();
-        printIntegrity(out, rows);
-        printBaseline(out, "memcpy baseline (single thread, same run)", "memcpy baseline", baseline, "ratio column");
-        printBaseline(out, "UCX probe baseline (C, two processes, same run, " + UcxProbeBaseline.transports() + ")", "UCX probe baseline", probe, "probe columns");
-        printBaseline(out, "NIXL probe baseline (C, two agents in one process, same run)", "NIXL probe baseline", nixlProbe, "probe columns of nixl");
-        printBaseline(out, "NIXL probe, one request per block (C, same run)", "NIXL per-block probe", nixlPerBlock, "no column");
-        for (Map<String, Object> row : rows) {
-            if (row.get("ratioToPerBlockProbe") != null) {
-                out.printf(Locale.ROOT, "  %s %s: %s x the per-block probe%n", row.get("transport"), Sizes.format((Long) row.get("blockBytes")),
-                        readable(row.get("ratioToPerBlockProbe")));
-            }
-        }
-        printBaseline(out, "TCP stream baseline (C, one connection on 127.0.0.1, two processes, same run)", "TCP stream baseline", tcpStream, "x tcp column");
-        for (Map<String, Object> skip : skipped) {
-            out.printf("skipped %s: %s%n", skip.get("transport"), skip.get("reason"));
-        }
-        out.println();
-        out.printf(Locale.ROOT, "GB/s: two instances of the transport in this process, the initiator %s the other's buffer, BATCH blocks (one descriptor each) "
-                + "per transfer, %d in flight, polled (yielding while transfers end, else parked until the transport's wake-up, as an engine waits); "
-                + "%d untimed pass(es), then the best of %d timed; total / (first post to last completion), destination checked after each. "
-                + "p50/p99: per transfer.%n", passes.op() == TransferOp.READ ? "READs" : "WRITEs", window, passes.warmup(), passes.iterations());
-        out.println("x memcpy: against memcpy_stream.c, one thread copying the same total in the same blocks, best of 5.");
-        out.printf(Locale.ROOT, "probe GB/s: ucx_probe.c, two forked processes calling UCP directly, one ucp_put_nbx per block over the same total, "
-                + "one ucp_ep_flush_nbx; one untimed pass, then the best of %d timed; total / (first put to flush done), destination checked.%n",
-                UcxProbeBaseline.TIMED_PASSES);
-        out.printf(Locale.ROOT, "  For nixl: nixl_probe.c, two agents in one process calling libnixl_capi directly, one request naming every block "
-                + "(merging off), posted once per pass; best of %d timed passes. With one request per block (nixl_probe.c --request-per-block), the same "
-                + "probe makes, posts and releases one request per block in turn, as the transport posts: the gap between the two probes is NIXL's "
-                + "own cost per request.%n", NixlProbeBaseline.TIMED_PASSES);
-        out.printf(Locale.ROOT, "x tcp: the tcp and ucx rows against tcp_stream.c, two forked processes sending the same total in the same blocks over one TCP "
-                + "connection on 127.0.0.1 (default socket buffers, TCP_NODELAY); best of %d timed passes; the wire tcp, and ucx with UCX_TLS=tcp, should fill.%n",
-                TcpStreamBaseline.TIMED_PASSES);
-        out.println("  Memory: a transport that allocates memory it moves faster (ucx) is measured on memory from its allocate(), and the probe "
-                + "on UCX-allocated memory too; other transports on this process's memory. Same UCX_* environment on both sides; the transport "
-                + "also asks UCX for peer error handling, wake-ups and keepalives, the probe does not.");
-    }
-
-    /** With --integrity: each host row's figure with block digests, and what they cost. */
-    private static void printIntegrity(PrintWriter out, List<Map<String, Object>> rows)
-    {
-        boolean header = false;
-        for (Map<String, Object> row : rows) {
-            if (row.get("crc32cGbPerSecond") == null) {
-                continue;
-            }
-            if (!header) {
-                out.println("integrity=crc32c (CRC32C of each block before post and after done, on the stream's thread; alternated, best of each):");
-                out.printf(Locale.ROOT, "  %-16s %10s %9s %11s %13s %7s%n", "TRANSPORT", "BLOCK", "GB/s", "crc32c GB/s", "crc32c p50 us", "cost %");
-                header = true;
-            }
-            out.printf(Locale.ROOT, "  %-16s %10s %9s %11s %13.1f %7.1f%n", row.get("transport"), Sizes.format((Long) row.get("blockBytes")),
-                    readable(row.get("gbPerSecond")), readable(row.get("crc32cGbPerSecond")), (Double) row.get("crc32cP50Micros"),
-                    (Double) row.get("crc32cCostPercent"));
-        }
-        if (header) {
-            out.println();
-        }
-    }
-
-    /** One line per baseline: its figures, or why there are none and which columns stay empty. */
-    static void printBaseline(PrintWriter out, String measuredLabel, String name, BaselineResult result, String emptyColumns)
-    {
-        if (result.available()) {
-            out.print(measuredLabel + ":");
-            result.gigabytesPerSecond().forEach((size, gbps) -> out.printf(Locale.ROOT, " %s %.2f GB/s;", Sizes.format(size), gbps));
-            out.println();
-        }
-        else {
-            out.println(name + ": not measured, " + result.reason() + " (" + emptyColumns + " left empty)");
-        }
-    }
-
-    /** Two decimals, or two significant digits below 0.1, so that small ratios stay readable. */
-    static String readable(Object value)
-    {
-        if (value == null) {
-            return "";
-        }
-        double number = (Double) value;
-        return number >= 0.1 || !Double.isFinite(number) ? String.format(Locale.ROOT, "%.2f", number)
-                : new BigDecimal(number).round(new MathContext(2)).toPlainString();
-    }
-
-    private static Map<String, Object> skip(String transport, String reason)
-    {
-        Map<String, Object> row = new LinkedHashMap<>();
-        row.put("transport", transport);
-        row.put("reason", reason);
-        return row;
-    }
-
-    static double round(double value)
-    {
-        return Math.round(value * 1000) / 1000.0;
-    }
-
-    /** Four significant digits: a slow transport's 0.0009 x memcpy must not read as 0. */
-    static double significant(double value)
-    {
-        return Double.isFinite(value) ? new BigDecimal(value).round(new MathContext(4)).doubleValue() : value;
     }
 
     /** @return a size as the options take it back: {@code 4KiB}, {@code 3000}. */

@@ -1,6 +1,5 @@
 package io.kvbridge.examples.cli;
 
-import io.kvbridge.api.BlockSizes;
 import io.kvbridge.api.Integrity;
 import io.kvbridge.core.config.Sizes;
 import io.kvbridge.core.plugin.DiscoveredTransport;
@@ -69,32 +68,12 @@ final class DemoCommand implements Callable<Integer>
         }
     }
 
-    /** Values of {@code --kv-planes}, for help and completion. */
-    static final class KvPlanesValues extends ArrayList<String>
-    {
-        KvPlanesValues()
-        {
-            super(KV_PLANES);
-        }
-    }
-
-    /** Values of {@code --placement}, for help and completion. */
-    static final class PlacementValues extends ArrayList<String>
-    {
-        PlacementValues()
-        {
-            super(PLACEMENTS);
-        }
-    }
-
     /** What both engines' caches may take together; the demo runs on one machine. */
     private static final long MAX_CACHE_BYTES = 8L << 30;
     /** How long an etcd endpoint of --discovery has to accept a connection before the demo refuses to start. */
     private static final int DISCOVERY_PROBE_MILLIS = 1_000;
     /** 32 x 32 ranks handshake within the deadline on two cores; 64 x 64 does not. */
     private static final int MAX_RANK_PAIRS = 1024;
-    private static final List<String> KV_PLANES = DemoOptions.CacheShape.KV_PLANES;
-    private static final List<String> PLACEMENTS = DemoOptions.CacheShape.PLACEMENTS;
 
     @Option(names = "--mode", paramLabel = "MODE", defaultValue = "push",
             description = "${COMPLETION-CANDIDATES}; mixed alternates per request (default: ${DEFAULT-VALUE}).")
@@ -129,23 +108,9 @@ final class DemoCommand implements Callable<Integer>
     @Option(names = "--requests", paramLabel = "N", defaultValue = "200", description = "Requests to move (default: ${DEFAULT-VALUE}).")
     private int requests;
 
-    @Option(names = "--kv-planes", defaultValue = "joint", paramLabel = "PLANES[:C]", completionCandidates = KvPlanesValues.class,
-            description = "How each engine keeps K and V (per-layer layout): joint, split ([2, blocks, ...]) or blockwise ([blocks, 2, ...]); "
-                    + "PRODUCER:CONSUMER to differ (default: ${DEFAULT-VALUE}).")
-    private String kvPlanes;
-
-    @Option(names = "--placement", defaultValue = "per-layer", paramLabel = "PLACEMENT[:C]", completionCandidates = PlacementValues.class,
-            description = "Where each engine keeps its layers (per-layer layout): per-layer or cross-layer (every block a row of all layers' pages); "
-                    + "PRODUCER:CONSUMER to differ (default: ${DEFAULT-VALUE}).")
-    private String placement;
-
-    @Option(names = "--block-tokens", defaultValue = "16", paramLabel = "P[:C]",
-            description = "Tokens per scheduler block of each engine, PRODUCER:CONSUMER to differ, e.g. 16:32 (default: ${DEFAULT-VALUE}).")
-    private String blockTokens;
-
-    @Option(names = "--kernel-block-tokens", paramLabel = "P[:C]",
-            description = "Tokens per attention-kernel block of each engine, dividing its scheduler block (default: the scheduler block).")
-    private String kernelBlockTokens;
+    /** --kv-planes, --placement, --block-tokens and --kernel-block-tokens, declared here so that help and completion keep their order. */
+    @Mixin
+    private DemoCacheShapes cacheShapes;
 
     @Option(names = "--concurrency", paramLabel = "N", defaultValue = "8", description = "Requests in flight (default: ${DEFAULT-VALUE}).")
     private int concurrency;
@@ -260,7 +225,7 @@ final class DemoCommand implements Callable<Integer>
             out.println(Json.write(audit));
         }
         else {
-            print(out, audit);
+            DemoAuditText.print(out, audit);
         }
         out.flush();
         return Boolean.TRUE.equals(audit.get("ok")) ? 0 : 1;
@@ -387,34 +352,7 @@ final class DemoCommand implements Callable<Integer>
             check(unreachable == null, "--discovery=%s cannot be reached (%s); start etcd there, or leave --discovery out", discovery, unreachable);
         }
         int cacheDevice = cacheDevice(checkBackend());
-        String[] planes = sides("--kv-planes", kvPlanes);
-        String[] places = sides("--placement", placement);
-        String[] blocks = sides("--block-tokens", blockTokens);
-        String[] kernels = kernelBlockTokens == null ? blocks : sides("--kernel-block-tokens", kernelBlockTokens);
-        DemoOptions.CacheShape[] shapes = new DemoOptions.CacheShape[2];
-        for (int side = 0; side < 2; side++) {
-            String who = side == 0 ? "producer" : "consumer";
-            check(KV_PLANES.contains(planes[side]), "--kv-planes: %s value %s is not one of %s", who, planes[side], String.join(", ", KV_PLANES));
-            check(PLACEMENTS.contains(places[side]), "--placement: %s value %s is not one of %s", who, places[side], String.join(", ", PLACEMENTS));
-            int logical = tokens("--block-tokens", who, blocks[side]);
-            int kernel = tokens("--kernel-block-tokens", who, kernels[side]);
-            try {
-                BlockSizes.kernelBlocksPerLogical(logical, kernel);
-            }
-            catch (KvBridgeException e) {
-                check(false, "--kernel-block-tokens: %s value %d with --block-tokens %d: %s", who, kernel, logical, e.getMessage());
-            }
-            shapes[side] = new DemoOptions.CacheShape(planes[side], places[side], logical, kernel);
-        }
-        check(!hybrid || !planes[0].equals("split") && !planes[1].equals("split"), "--kv-planes=%s puts K and V in a [2, blocks, ...] tensor, "
-                + "which a Mamba layer's state has no planes for; use joint or blockwise with --model hybrid-ssm", kvPlanes);
-        check(planes[0].equals("joint") == planes[1].equals("joint"), "--kv-planes=%s pairs joint K/V with planes, which order K and V differently "
-                + "(keys and values side by side per token, or apart); use joint on both engines, or split and blockwise in any combination", kvPlanes);
-        boolean shaped = !shapes[0].defaultPlacement() || !shapes[1].defaultPlacement();
-        check(!shaped || layout == Layout.PER_LAYER, "--kv-planes and --placement are options of the per-layer layout; add --layout per-layer");
-        check(layout != Layout.HMA || shapes[0].blockTokens() == shapes[1].blockTokens(),
-                "--layout hma keeps only the blocks a sliding window still needs, counted in each engine's own block size, which do not line up between "
-                        + "block sizes %d and %d; use equal --block-tokens, or --layout per-layer", shapes[0].blockTokens(), shapes[1].blockTokens());
+        DemoOptions.CacheShape[] shapes = cacheShapes.shapes(hybrid, layout);
         Integrity digests = integrity(shapes, cacheDevice);
         int corruptEvery = corruptEvery(cacheDevice);
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
@@ -472,28 +410,6 @@ final class DemoCommand implements Callable<Integer>
             check(false, "%s", e.getMessage());
             return 0;
         }
-    }
-
-    /** Splits a {@code PRODUCER[:CONSUMER]} value into the two sides' values. */
-    private String[] sides(String option, String value)
-    {
-        String[] parts = value.split(":", -1);
-        check(parts.length <= 2 && !parts[0].isEmpty() && !parts[parts.length - 1].isEmpty(), "%s=%s is not VALUE or PRODUCER:CONSUMER", option, value);
-        return new String[] {parts[0], parts[parts.length - 1]};
-    }
-
-    private int tokens(String option, String who, String value)
-    {
-        int tokens = 0;
-        try {
-            tokens = Integer.parseInt(value);
-        }
-        catch (NumberFormatException e) {
-            check(false, "%s: %s value %s is not a number of tokens", option, who, value);
-        }
-        // powers of two, so that the two engines' block sizes always divide one another
-        check(tokens >= 1 && tokens <= 1024 && Integer.bitCount(tokens) == 1, "%s: %s value %d is not a power of two in [1, 1024]", option, who, tokens);
-        return tokens;
     }
 
     /**
@@ -578,92 +494,5 @@ final class DemoCommand implements Callable<Integer>
     private void check(boolean condition, String format, Object... args)
     {
         InputChecks.check(spec, condition, format, args);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static void print(PrintWriter out, Map<String, Object> audit)
-    {
-        Map<String, Object> metadata = (Map<String, Object>) audit.get("metadata");
-        Map<String, Object> idle = (Map<String, Object>) audit.get("idle");
-        out.printf(Locale.ROOT, "kvbridge demo: %s, %s layout, %s over '%s', %d requests, %d in flight, %d process%s%n", audit.get("model"),
-                audit.get("layout"), audit.get("mode"), audit.get("backend"), audit.get("requests"), audit.get("concurrency"), audit.get("processes"),
-                ((Number) audit.get("processes")).intValue() == 1 ? "" : "es");
-        out.printf(Locale.ROOT, "  requests completed        %d of %d%n", audit.get("requestsCompleted"), audit.get("requests"));
-        out.printf(Locale.ROOT, "  discovery                 %s%n", audit.get("discovery"));
-        Map<String, Object> transportOptions = (Map<String, Object>) audit.get("transportOptions");
-        if (!transportOptions.isEmpty()) {
-            out.printf(Locale.ROOT, "  transport options         %s%n", String.join(", ", transportOptions.entrySet().stream()
-                    .map(option -> option.getKey() + "=" + option.getValue()).toList()));
-        }
-        Map<String, Object> hosts = (Map<String, Object>) audit.get("hosts");
-        if (!hosts.isEmpty()) {
-            out.printf(Locale.ROOT, "  hosts                     %s%n", String.join(", ", hosts.entrySet().stream().map(host -> host.getKey() + " " + host.getValue())
-                    .toList()));
-        }
-        out.printf(Locale.ROOT, "  transfers / bytes         %,d / %,d%n", audit.get("transfers"), audit.get("bytes"));
-        long descriptors = ((Number) audit.get("descriptors")).longValue();
-        long operations = ((Number) audit.get("operations")).longValue();
-        out.printf(Locale.ROOT, "  descriptors               %,d posted, %,d operations after coalescing (%.1f per operation)%n", descriptors, operations,
-                operations == 0 ? 0.0 : descriptors / (double) operations);
-        out.printf(Locale.ROOT, "  throughput                %.2f GB/s over %.2f s (fill and checks included)%n", audit.get("throughputGBps"),
-                audit.get("seconds"));
-        out.printf(Locale.ROOT, "  failed transfers          %d (receives failed: %d)%n", audit.get("failedTransfers"), audit.get("failedReceives"));
-        out.printf(Locale.ROOT, "  failed notifications      %d%n", audit.get("failedNotifications"));
-        out.printf(Locale.ROOT, "  expired leases            %d%n", audit.get("expiredLeases"));
-        out.printf(Locale.ROOT, "  parity errors             %d bytes (every byte of every layer checked; %d bytes changed outside requests)%n",
-                audit.get("parityErrors"), audit.get("bytesChangedOutsideRequests"));
-        out.printf(Locale.ROOT, "  integrity                 %s%n", audit.get("integrity"));
-        if (audit.get("stall") instanceof Map<?, ?> stall) {
-            out.printf(Locale.ROOT, "  fault %-19s request %s failed at the decoder %s; quarantined %s, released %s; sentinel bytes changed: %s%n",
-                    stall.get("fault"), stall.get("request"), stall.get("decoderFailures"), stall.get("quarantined"), stall.get("releasedOnProof"),
-                    stall.get("sentinelBytesChanged"));
-        }
-        if (audit.get("corruption") instanceof Map<?, ?> corruption) {
-            out.printf(Locale.ROOT, "  fault %-19s %s requests changed after prefillFinished, %s refused by their digests (KVB/DigestMismatch)%n",
-                    corruption.get("fault"), corruption.get("requestsCorrupted"), corruption.get("refusedByDigest"));
-        }
-        out.printf(Locale.ROOT, "  decoder prompt tokens     %,d received / %,d needed (%,d computed locally)%n", audit.get("decoderPromptTokensReceived"),
-                audit.get("decoderPromptTokensNeeded"), audit.get("decoderPromptTokensComputedLocally"));
-        Map<String, Object> latency = (Map<String, Object>) audit.get("latency");
-        out.printf(Locale.ROOT, "  request latency           %s (decoder: blocksAllocated to received)%n", percentiles(latency.get("request")));
-        out.printf(Locale.ROOT, "  hand-over latency         %s (prefill finished to the decoder's first data in place)%n",
-                percentiles(latency.get("handover")));
-        out.println("  metadata audit");
-        for (String side : List.of("producer", "decoder")) {
-            Map<String, Object> engine = (Map<String, Object>) metadata.get(side);
-            out.printf(Locale.ROOT, "    %-8s PP%s x TP%s, %,d cache bytes in %s memory%n", side, engine.get("ppSize"), engine.get("tpSize"),
-                    engine.get("cacheBytes"), engine.get("cacheMemory"));
-            for (Map<String, Object> stage : (List<Map<String, Object>>) engine.get("stages")) {
-                out.printf(Locale.ROOT, "      stage %s: %s layers, block size %s, %s regions, capacity %s per region, block bytes %s%n", stage.get("stage"),
-                        stage.get("layers"), stage.get("blockTokens"), stage.get("regions"), stage.get("capacityPerRegion"), stage.get("blockBytesPerRegion"));
-            }
-        }
-        out.printf(Locale.ROOT, "  idle audit after %s ms%n", idle.get("waitMillis"));
-        for (String side : List.of("producer", "decoder")) {
-            out.printf(Locale.ROOT, "    %-8s %s%n", side, idle.get(side));
-        }
-        List<String> problems = (List<String>) audit.get("problems");
-        for (String problem : problems) {
-            out.println("  problem: " + problem);
-        }
-        out.println(Boolean.TRUE.equals(audit.get("ok")) ? "  result                    OK" : "  result                    FAILED");
-    }
-
-    /** {@return "p50 <= 20 ms, p99 <= 50 ms of 200", each the upper bound of its histogram bucket} */
-    @SuppressWarnings("unchecked")
-    private static String percentiles(Object value)
-    {
-        Map<String, Object> latency = (Map<String, Object>) value;
-        long count = ((Number) latency.get("count")).longValue();
-        if (count == 0) {
-            return "none recorded";
-        }
-        return String.format(Locale.ROOT, "p50 %s, p99 %s of %,d", bound(latency.get("p50Ms")), bound(latency.get("p99Ms")), count);
-    }
-
-    private static String bound(Object milliseconds)
-    {
-        double value = ((Number) milliseconds).doubleValue();
-        return value < 0 ? "above the last bucket" : String.format(Locale.ROOT, "<= %s ms", value == Math.rint(value) ? Long.toString((long) value) : Double.toString(value));
     }
 }

@@ -55,7 +55,7 @@ record InitiatorReport(String transport, int batch, BenchRoles.Common common, St
         connection.put("tls", control.tls());
         connection.put("protocol", control.protocol());
         connection.put("cipherSuite", control.cipherSuite());
-        connection.put("handshakeMillis", control.tls() ? BenchCommand.round(control.handshakeMillis()) : null);
+        connection.put("handshakeMillis", control.tls() ? BenchReport.round(control.handshakeMillis()) : null);
         connection.put("targetCertificate", control.peerCertificate());
         connection.put("clientCertificate", control.localCertificate());
         connection.put("authenticated", control.authenticated());
@@ -72,22 +72,22 @@ record InitiatorReport(String transport, int batch, BenchRoles.Common common, St
             entry.put("transfers", row.transfers());
             entry.put("memory", memory);
             entry.put("targetMemory", targetMemory);
-            entry.put("gbPerSecond", BenchCommand.significant(row.gigabytesPerSecond()));
-            entry.put("prepareMicros", BenchCommand.round(row.prepareMicros()));
-            entry.put("postP50Micros", BenchCommand.round(row.postP50Micros()));
-            entry.put("postP99Micros", BenchCommand.round(row.postP99Micros()));
-            entry.put("transferP50Micros", BenchCommand.round(row.transferP50Micros()));
-            entry.put("transferP99Micros", BenchCommand.round(row.transferP99Micros()));
-            entry.put("ratioToMemcpy", base == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / base));
+            entry.put("gbPerSecond", BenchReport.significant(row.gigabytesPerSecond()));
+            entry.put("prepareMicros", BenchReport.round(row.prepareMicros()));
+            entry.put("postP50Micros", BenchReport.round(row.postP50Micros()));
+            entry.put("postP99Micros", BenchReport.round(row.postP99Micros()));
+            entry.put("transferP50Micros", BenchReport.round(row.transferP50Micros()));
+            entry.put("transferP99Micros", BenchReport.round(row.transferP99Micros()));
+            entry.put("ratioToMemcpy", base == null ? null : BenchReport.significant(row.gigabytesPerSecond() / base));
             entry.put("probeGbPerSecond", probed);
-            entry.put("ratioToProbe", probed == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / probed));
+            entry.put("ratioToProbe", probed == null ? null : BenchReport.significant(row.gigabytesPerSecond() / probed));
             entry.put("tcpGbPerSecond", stream);
-            entry.put("ratioToTcp", stream == null ? null : BenchCommand.significant(row.gigabytesPerSecond() / stream));
+            entry.put("ratioToTcp", stream == null ? null : BenchReport.significant(row.gigabytesPerSecond() / stream));
             measured.add(entry);
         }
         document.put("rows", measured);
-        document.put("baseline", BenchCommand.baselineJson(memcpy));
-        Map<String, Object> stream = BenchCommand.baselineJson(tcp);
+        document.put("baseline", BenchReport.baselineJson(memcpy));
+        Map<String, Object> stream = BenchReport.baselineJson(tcp);
         stream.put("name", "tcp_stream");
         stream.put("figure", "best of 5 timed passes, one TCP connection from this host to the target's, default socket buffers, TCP_NODELAY");
         document.put("tcpStream", stream);
@@ -116,14 +116,14 @@ record InitiatorReport(String transport, int batch, BenchRoles.Common common, St
             Double stream = tcp.gigabytesPerSecond().get(row.blockBytes());
             Double probed = probe.of(row.op()).gigabytesPerSecond().get(row.blockBytes());
             out.printf(Locale.ROOT, "%-6s %10s %9s %11.1f %9.2f %9.2f %10.1f %10.1f %9s %11s %8s %7s%n", row.op(), Sizes.format(row.blockBytes()),
-                    BenchCommand.readable(row.gigabytesPerSecond()), row.prepareMicros(), row.postP50Micros(), row.postP99Micros(), row.transferP50Micros(),
-                    row.transferP99Micros(), base == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / base), BenchCommand.readable(probed),
-                    probed == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / probed),
-                    stream == null ? "" : BenchCommand.readable(row.gigabytesPerSecond() / stream));
+                    BenchReport.readable(row.gigabytesPerSecond()), row.prepareMicros(), row.postP50Micros(), row.postP99Micros(), row.transferP50Micros(),
+                    row.transferP99Micros(), base == null ? "" : BenchReport.readable(row.gigabytesPerSecond() / base), BenchReport.readable(probed),
+                    probed == null ? "" : BenchReport.readable(row.gigabytesPerSecond() / probed),
+                    stream == null ? "" : BenchReport.readable(row.gigabytesPerSecond() / stream));
         }
         out.println();
-        BenchCommand.printBaseline(out, "memcpy baseline (single thread, this host, same run)", "memcpy baseline", memcpy, "x memcpy column");
-        BenchCommand.printBaseline(out, "TCP stream baseline (C, one connection from this host to the target's, same run)", "TCP stream baseline", tcp,
+        BenchReport.printBaseline(out, "memcpy baseline (single thread, this host, same run)", "memcpy baseline", memcpy, "x memcpy column");
+        BenchReport.printBaseline(out, "TCP stream baseline (C, one connection from this host to the target's, same run)", "TCP stream baseline", tcp,
                 "x tcp column");
         printProbe(out);
         out.println();

@@ -98,12 +98,20 @@ public final class KvBridgeCli implements Callable<Integer>
     {
         CommandLine commandLine = new CommandLine(new KvBridgeCli(errIsTerminal));
         commandLine.addSubcommand(new CompletionCommand());
+        // every command takes -V from mixinStandardHelpOptions: each prints the build's version, not an empty line
+        versionEverywhere(commandLine, new Version());
         commandLine.registerConverter(Duration.class, new ParsedTextConverter.DurationConverter());
         // the last of a repeated option wins, as scripts that append an override expect
         commandLine.setOverwrittenOptionsAllowed(true);
         // an argument starting with @ is a value (demo --kv-transfer-config @FILE names a document), not a file of arguments to split
         commandLine.setExpandAtFiles(false);
         return commandLine;
+    }
+
+    private static void versionEverywhere(CommandLine commandLine, CommandLine.IVersionProvider version)
+    {
+        commandLine.getCommandSpec().versionProvider(version);
+        commandLine.getSubcommands().values().forEach(subcommand -> versionEverywhere(subcommand, version));
     }
 
     /**

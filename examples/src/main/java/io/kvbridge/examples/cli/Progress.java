@@ -11,8 +11,8 @@ import java.util.function.LongSupplier;
  * Progress of a run of {@code total} steps, on the error stream so that the output stays clean for
  * {@code > file} and {@code --json}. On a terminal one line is redrawn with a bar, the rate and the
  * time left, at most {@value #REDRAWS_PER_SECOND} times a second; elsewhere (a log, a pipe) a plain
- * line every tenth of the run, with the rate. The rate counts from the first step reported, once a
- * second has passed since it.
+ * line every tenth of the run, with the rate. The rate counts from the first step reported, and is
+ * shown once a second has passed since it: before, it could only count the start-up in.
  */
 final class Progress implements IntConsumer
 {
@@ -60,7 +60,7 @@ final class Progress implements IntConsumer
             firstNanos = now;
         }
         double seconds = (now - start) / 1e9;
-        double rate = rate(done, now, seconds);
+        double rate = rate(done, now);
         if (terminal) {
             if (done < total && now - lastDraw < 1_000_000_000L / REDRAWS_PER_SECOND) {
                 return;
@@ -69,28 +69,25 @@ final class Progress implements IntConsumer
             int filled = (int) ((long) done * BAR_WIDTH / total);
             String eta = done == total ? "done in " + clock(seconds) : rate > 0 ? "ETA " + clock((total - done) / rate) : "ETA --:--";
             // the trailing spaces clear what a longer earlier line left
-            err.printf(Locale.ROOT, "\r  [%s%s] %d/%d %s  %.1f/s  %s   %s", "#".repeat(filled), " ".repeat(BAR_WIDTH - filled), done, total, unit, rate,
-                    eta, done == total ? "\n" : "");
+            err.printf(Locale.ROOT, "\r  [%s%s] %d/%d %s  %s/s  %s   %s", "#".repeat(filled), " ".repeat(BAR_WIDTH - filled), done, total, unit,
+                    rate < 0 ? "--" : String.format(Locale.ROOT, "%.1f", rate), eta, done == total ? "\n" : "");
             err.flush();
         }
         else if (done % step == 0 || done == total) {
-            err.printf(Locale.ROOT, "progress: %d/%d %s (%.1f/s)%n", done, total, unit, rate);
+            err.printf(Locale.ROOT, "progress: %d/%d %s%s%n", done, total, unit, rate < 0 ? "" : String.format(Locale.ROOT, " (%.1f/s)", rate));
             err.flush();
         }
     }
 
     /**
      * Steps per second since the first step, once that spans {@value #MIN_RATE_SECONDS} s; before,
-     * since the start: steps that end in a burst right after the first would otherwise read as
-     * thousands a second.
+     * -1 (not known yet): steps that end in a burst right after the first would read as thousands a
+     * second, and counting from the start would count the engines' start-up as slow steps.
      */
-    private double rate(int done, long now, double sinceStart)
+    private double rate(int done, long now)
     {
         double sinceFirst = (now - firstNanos) / 1e9;
-        if (sinceFirst >= MIN_RATE_SECONDS) {
-            return (done - firstDone) / sinceFirst;
-        }
-        return sinceStart > 0 ? done / sinceStart : 0;
+        return sinceFirst >= MIN_RATE_SECONDS ? (done - firstDone) / sinceFirst : -1;
     }
 
     /** @return {@code m:ss}, or {@code h:mm:ss} from an hour. */

@@ -14,6 +14,7 @@ import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.ForwardingTransferBackend;
 import java.lang.foreign.Arena;
@@ -153,10 +154,9 @@ final class TransferStreamTest
         }
 
         @Override
-        public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
-                byte[] notification, byte[] grantKey)
+        public long post(TransferRequest request)
         {
-            long handle = delegate().post(op, localList, localIndices, remoteList, remoteIndices, count, notification, grantKey);
+            long handle = delegate().post(request);
             if (delayNanos != Long.MAX_VALUE) {
                 Thread.ofPlatform().daemon().start(() -> {
                     while (!delegate().status(handle).terminal()) {

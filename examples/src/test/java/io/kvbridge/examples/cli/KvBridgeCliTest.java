@@ -59,6 +59,18 @@ final class KvBridgeCliTest
     }
 
     @Test
+    void everyCommandPrintsTheSameVersion()
+    {
+        String version = CliRun.of("-V").out();
+        for (String[] command : new String[][] {{"demo", "-V"}, {"bench", "-V"}, {"config", "-V"}, {"config", "init", "-V"}, {"plugins", "--version"},
+                {"inspect", "-V"}, {"completion", "-V"}}) {
+            CliRun run = CliRun.of(command);
+            assertEquals(0, run.exitCode(), run.err());
+            assertEquals(version, run.out(), String.join(" ", command));
+        }
+    }
+
+    @Test
     void aDiscoveryEndpointThatAcceptsConnectionsIsReachableAsTheLocationGivesIt() throws Exception
     {
         try (java.net.ServerSocket listening = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {

@@ -19,10 +19,10 @@ final class ProgressTest
     void aTerminalGetsOneRedrawnLineWithRateAndTimeLeft()
     {
         Progress progress = new Progress(new PrintWriter(written), true, 200, "requests", nanos::get);
-        // start-up took 5 s: until a second has passed since the first request done, the rate counts from the start
+        // start-up took 5 s: until a second has passed since the first request done, there is no rate to show
         nanos.addAndGet(5_000_000_000L);
         progress.accept(10);
-        assertEquals("\r  [#                             ] 10/200 requests  2.0/s  ETA 1:35   ", written.toString());
+        assertEquals("\r  [#                             ] 10/200 requests  --/s  ETA --:--   ", written.toString());
         written.getBuffer().setLength(0);
         nanos.addAndGet(2_000_000_000L);
         progress.accept(60);
@@ -62,8 +62,22 @@ final class ProgressTest
             nanos.addAndGet(10_000L);
             progress.accept(done);
         }
-        // 5 requests 2 s after the start, the last 40 us after the first: 2.5 a second, not 100,000
-        assertEquals("progress: 5/50 requests (2.5/s)", written.toString().strip());
+        // 5 requests 2 s after the start, the last 40 us after the first: no rate yet, not 100,000 a second
+        assertEquals("progress: 5/50 requests", written.toString().strip());
+    }
+
+    @Test
+    void theFirstLineDoesNotCountTheStartUpAsSlowRequests()
+    {
+        Progress progress = new Progress(new PrintWriter(written), false, 40, "requests", nanos::get);
+        // the engines took 30 s to start, then requests end 4 a second
+        nanos.addAndGet(30_000_000_000L);
+        for (int done = 1; done <= 8; done++) {
+            progress.accept(done);
+            nanos.addAndGet(250_000_000L);
+        }
+        List<String> lines = written.toString().lines().toList();
+        assertEquals(List.of("progress: 4/40 requests", "progress: 8/40 requests (4.0/s)"), lines);
     }
 
     @Test

@@ -5,7 +5,6 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.PluginConfig;
-import io.kvbridge.spi.Spi;
 import io.kvbridge.spi.memory.Allocation;
 import io.kvbridge.spi.transfer.Availability;
 import io.kvbridge.spi.transfer.BackendContext;
@@ -15,9 +14,11 @@ import io.kvbridge.spi.transfer.DescriptorList;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.spi.transfer.TransferBackend;
-import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.spi.transfer.TransferOp;
+import io.kvbridge.spi.transfer.TransferRequest;
 import io.kvbridge.transport.AbstractTransferBackend;
+import io.kvbridge.transport.AbstractTransferBackendFactory;
+import io.kvbridge.transport.CoalescedTransferSlot;
 import io.kvbridge.transport.Coverage;
 import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.transport.Inbox;
@@ -27,7 +28,6 @@ import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
-import io.kvbridge.transport.TransferSlot;
 import io.kvbridge.transport.TransferTable;
 import io.kvbridge.transport.TransportPeer;
 import java.lang.foreign.MemorySegment;
@@ -44,23 +44,17 @@ import java.util.concurrent.ConcurrentHashMap;
  * the transport's own business: how to reach a peer and how to move bytes. It passes the whole
  * conformance suite, which is what a new transport starts from.
  */
-public final class ExampleTransport implements TransferBackendFactory
+public final class ExampleTransport extends AbstractTransferBackendFactory
 {
     static final String NAME = "example";
     // peers found by agent name; a real transport connects through the peer's metadata instead
     private static final Map<String, Instance> DIRECTORY = new ConcurrentHashMap<>();
     private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
-    @Override
-    public String name()
+    /** Creates the factory; {@link java.util.ServiceLoader} finds it through {@code META-INF/services}. */
+    public ExampleTransport()
     {
-        return NAME;
-    }
-
-    @Override
-    public int spiVersion()
-    {
-        return Spi.VERSION;
+        super(NAME, 0);
     }
 
     @Override
@@ -96,19 +90,11 @@ public final class ExampleTransport implements TransferBackendFactory
         }
     }
 
-    private static final class ExampleTransfer extends TransferSlot
+    private static final class ExampleTransfer extends CoalescedTransferSlot
     {
-        final DescriptorPairs copies = new DescriptorPairs(16);
-
         ExampleTransfer(int index)
         {
             super(index);
-        }
-
-        @Override
-        protected int operations()
-        {
-            return copies.size();
         }
 
         @Override
@@ -208,17 +194,16 @@ public final class ExampleTransport implements TransferBackendFactory
         }
 
         @Override
-        public long post(TransferOp op, PreparedList localList, int[] localIndices, PreparedList remoteList, int[] remoteIndices, int count,
-                byte[] notification, byte[] grantKey)
+        public long post(TransferRequest request)
         {
             // notifications cross no wire here: any length fits
-            PostChecks.opening(guard, ExampleList.class, op, localList, localIndices, remoteList, remoteIndices, count, notification,
-                    Integer.MAX_VALUE);
-            ExampleList local = (ExampleList) localList;
-            ExampleList remote = (ExampleList) remoteList;
+            PostChecks.opening(guard, ExampleList.class, request, Integer.MAX_VALUE);
+            ExampleList remote = (ExampleList) request.remote();
+            TransferOp op = request.op();
+            byte[] notification = request.notification();
             ExampleTransfer transfer = transfers.acquire();
             try {
-                PostChecks.resolve(transfer.copies, local, localIndices, remote, remoteIndices, count, true);
+                PostChecks.resolve(transfer.copies, request, true);
             }
             catch (RuntimeException e) {
                 transfers.abandon(transfer);
