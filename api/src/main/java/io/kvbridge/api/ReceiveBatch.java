@@ -11,7 +11,8 @@ import java.util.List;
  * @param failed requests that will not receive their blocks.
  * @param quarantined blocks of failed requests (this batch's or an earlier one's) that a late
  *     writer may still reach: not to be freed or reused until released.
- * @param released quarantined blocks proven safe again, each exactly as quarantined earlier.
+ * @param released quarantined blocks proven safe again: the request and blocks exactly as quarantined
+ *     earlier, the reason naming the proof (each writer's message, or its process's exit).
  */
 public record ReceiveBatch(List<String> received, List<ReceiveFailure> failed, List<QuarantinedBlocks> quarantined, List<QuarantinedBlocks> released)
 {

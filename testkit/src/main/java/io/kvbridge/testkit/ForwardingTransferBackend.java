@@ -145,6 +145,12 @@ public abstract class ForwardingTransferBackend implements TransferBackend
     }
 
     @Override
+    public String writerExited(String peerAgent)
+    {
+        return delegate.writerExited(peerAgent);
+    }
+
+    @Override
     public WriteStop writeStopOnRelease()
     {
         return delegate.writeStopOnRelease();

@@ -230,6 +230,24 @@ public interface TransferBackend extends AutoCloseable
     }
 
     /**
+     * Proof that a peer can no longer write this instance's memory because its process ended: what
+     * releases the blocks a consumer quarantined for that peer's writes when the peer never answers
+     * (see {@link WriteStop#AFTER_PROOF}). Only a transport that knows a peer's process for certain
+     * can answer, one whose peers run on this host and whose pid the kernel vouched for (through
+     * {@code SO_PEERCRED}); a pid a peer merely claims proves nothing. Called rarely, from the
+     * engine's worker thread; must not block.
+     *
+     * <p>The default proves nothing and returns null.
+     *
+     * @param peerAgent the peer's agent name, as in its metadata and its notifications.
+     * @return the proof, in words naming the process and how its end is known, or null when there is none.
+     */
+    default String writerExited(String peerAgent)
+    {
+        return null;
+    }
+
+    /**
      * Tells what a returning {@link #release} of a transfer still in progress proves about bytes
      * it would land in this instance's memory (a READ's destination). The default is
      * {@link WriteStop#AFTER_PROOF}: the caller then keeps the handle and the memory until the

@@ -10,6 +10,7 @@ import io.kvbridge.backend.cudaipc.ControlAdmission.Pending;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferBackend;
+import io.kvbridge.transport.PeerProcesses;
 import io.kvbridge.transport.libc.Errno;
 import io.kvbridge.transport.libc.Libc;
 import io.kvbridge.transport.libc.LibcSockets;
@@ -139,6 +140,8 @@ final class ControlChannel
     // the channel's thread only
     private final byte[] keyScratch = new byte[TransferBackend.MAX_GRANT_KEY_BYTES];
     private int inboundCount;
+    /** The processes of every peer the kernel vouched for, in either direction: how a dead writer is proven stopped. */
+    final PeerProcesses processes = new PeerProcesses();
 
     ControlChannel(String description, String agentName, ControlAuth auth, ControlEvents events)
     {
@@ -221,6 +224,8 @@ final class ControlChannel
     Link connect(String peerSocket, int peerPid, String peerAgent, long deadlineNanos)
     {
         int fd = ControlClient.open(wires.get(), auth, agentName, peerSocket, peerPid, peerAgent, true, deadlineNanos);
+        // the socket's SO_PEERCRED pid matched the metadata's: that process is the peer
+        processes.watch(peerAgent, peerPid);
         Link link = new Link(fd, peerAgent);
         added.add(link);
         wake();
@@ -353,6 +358,9 @@ final class ControlChannel
         }
         catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        finally {
+            processes.close();
         }
     }
 
@@ -525,6 +533,8 @@ final class ControlChannel
             listener.admission.remove(connection);
             connections.add(new Connection(connection.fd, true, connection.pid, null, connection.agent, connection.primary));
             inboundCount++;
+            // the hello's pid matched the socket's SO_PEERCRED pid: that process is the peer
+            processes.watch(connection.agent, connection.pid);
         }
         return refusal;
     }

@@ -384,6 +384,18 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         }
     }
 
+    /**
+     * A peer's copies run in its own process, through mappings of this instance's memory that die with
+     * it: its process's end proves no copy of it lands any more. The pid is the one the kernel gave as
+     * the control socket's {@code SO_PEERCRED}, watched through a pidfd since the connection was
+     * authenticated (in either direction), so a pid reused later proves nothing.
+     */
+    @Override
+    public String writerExited(String peerAgent)
+    {
+        return control.processes.exited(peerAgent);
+    }
+
     @Override
     public int drainNotifications(NotificationSink sink)
     {

@@ -8,6 +8,7 @@ import static io.kvbridge.backend.cudaipc.CudaIpcPeerProcess.pattern;
 import static io.kvbridge.backend.cudaipc.CudaIpcPeerProcess.range;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -40,6 +41,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -275,6 +277,23 @@ final class CudaIpcTwoProcessTest
         parent.release(devicePart);
         commands.println("EXIT");
         expect("BYE");
+    }
+
+    @Test
+    void aPeerProcessIsProvenExitedThroughItsPidfdOnlyOnceItDied() throws Exception
+    {
+        startChild("legacy");
+        byte[] childMetadata = HexFormat.of().parseHex(expect("META")[1]);
+        expect("ADDR");
+        String childAgent = CudaIpcMetadata.decode(childMetadata).agentName();
+        TransferBackend parent = newBackend("legacy");
+        assertNull(parent.writerExited(childAgent), "a peer never connected is not watched");
+        parent.connect(childMetadata);
+        assertNull(parent.writerExited(childAgent), "a live peer was proven exited");
+
+        child.destroyForcibly();
+        assertTrue(child.waitFor(30, TimeUnit.SECONDS), "the child did not die");
+        assertEquals("process " + child.pid() + " of peer '" + childAgent + "' exited (its pidfd polled readable)", parent.writerExited(childAgent));
     }
 
     @ParameterizedTest

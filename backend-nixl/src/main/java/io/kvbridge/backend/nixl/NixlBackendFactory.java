@@ -26,7 +26,10 @@ import org.slf4j.LoggerFactory;
  * records per-request telemetry, and the transport checks each finished transfer's merged descriptor
  * count against the one it reported, default false), {@code close-timeout-ms} (how long
  * {@code close()} waits for NIXL's own shutdown before it gives the instance up with
- * {@code DEADLINE_EXCEEDED}, 100..600000, default 30000).
+ * {@code DEADLINE_EXCEEDED}, 100..600000, default 30000), {@code allow-unchecked-tcp-lane} (default
+ * false: an instance whose UCX may open its tcp transport, which writes wherever a put request names
+ * for anyone reaching its port, is refused with {@code CONFIG_INVALID} unless this is true or
+ * {@code UCX_TLS} leaves tcp out; the same option as the {@code ucx} transport's).
  * {@code -D}{@value #ENABLED_PROPERTY}{@code =false} switches the transport off: the probe then
  * reports it unavailable without locating or loading anything ({@link NixlAvailability}).
  */
@@ -88,6 +91,11 @@ public final class NixlBackendFactory extends AbstractTransferBackendFactory
         boolean telemetry = options.booleanValue("telemetry", false);
         long progressDelayMicros = options.intValue("progress-delay-us", (int) Nixl.DEFAULT_PROGRESS_DELAY_MICROS, 0, 1_000_000);
         long closeTimeoutMillis = options.intValue("close-timeout-ms", (int) NixlShutdown.CLOSE_TIMEOUT_MILLIS, 100, 600_000);
+        boolean tcpLane = options.booleanValue(NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE, false);
+        String tcpRefusal = NixlUcxSettings.tcpLaneRefusal(tcpLane, System.getenv(NixlUcxSettings.TLS_ENVIRONMENT));
+        if (tcpRefusal != null) {
+            options.problem(tcpRefusal);
+        }
         options.finish();
         NixlProbe.Result probe = NixlProbe.run(chosenLibrary, chosenAllowFake);
         requireAvailable(probe.availability());

@@ -15,10 +15,17 @@ import java.util.Optional;
  * hung (UCX 1.22.0; see the module README). So when the side channel serves loopback, where every peer
  * is on this host, the backend's network devices are narrowed to the loopback interface; otherwise
  * UCX keeps its choice, since an external side channel's interface alone would drop the RDMA
- * devices NIXL reaches other hosts by.
+ * devices NIXL reaches other hosts by. Because tcp stays, an instance whose UCX may open it is refused
+ * unless the user accepted that with {@value #ALLOW_UNCHECKED_TCP_LANE}{@code =true}
+ * ({@link #tcpLaneRefusal}).
  */
 final class NixlUcxSettings
 {
+    /** The option by which a user accepts UCX's tcp transport, named as in the {@code ucx} transport. */
+    static final String ALLOW_UNCHECKED_TCP_LANE = "allow-unchecked-tcp-lane";
+    /** UCX's environment variable for its transports, which NIXL's UCX backend reads too. */
+    static final String TLS_ENVIRONMENT = "UCX_TLS";
+
     /** UCX's environment variable for the devices, which wins over any setting here. */
     static final String NET_DEVICES_ENVIRONMENT = "UCX_NET_DEVICES";
 
@@ -35,6 +42,44 @@ final class NixlUcxSettings
     static boolean devicesChosen(String netDevicesEnvironment)
     {
         return netDevicesEnvironment != null && !netDevicesEnvironment.isBlank();
+    }
+
+    /**
+     * Refuses UCX's tcp transport unless the user accepted it: NIXL's UCX backend opens it whenever
+     * UCX's lanes allow it (by default they do), and it cannot be left out the way the {@code ucx}
+     * transport leaves it out (see the class comment), so the instance is refused instead, fail closed,
+     * unless {@code UCX_TLS} names lanes without tcp.
+     *
+     * @param allowed the {@value #ALLOW_UNCHECKED_TCP_LANE} option.
+     * @param tlsEnvironment the value of {@code UCX_TLS}; null when unset.
+     * @return why the instance is refused, naming the fixes, or null when it may start.
+     */
+    static String tcpLaneRefusal(boolean allowed, String tlsEnvironment)
+    {
+        String lanes = tlsEnvironment == null ? "" : tlsEnvironment.strip();
+        if (allowed || !mayUseTcp(lanes)) {
+            return null;
+        }
+        String source = lanes.isEmpty() ? TLS_ENVIRONMENT + " unset (UCX's default lanes)" : TLS_ENVIRONMENT + "=" + lanes;
+        return "NIXL's UCX backend opens UCX's tcp transport with " + source + ", whose wire protocol writes wherever a put request names "
+                + "for anyone who reaches its port, on every network device NIXL's UCX listens on; set " + ALLOW_UNCHECKED_TCP_LANE
+                + "=true where only trusted hosts reach UCX's TCP ports, or leave tcp out of " + TLS_ENVIRONMENT + " (e.g. rc,sm or ^tcp)";
+    }
+
+    /** {@return whether a UCX_TLS value lets UCX open tcp: empty (UCX's default), all, a list naming tcp, or an exclusion list not naming it} */
+    static boolean mayUseTcp(String lanes)
+    {
+        if (lanes.isEmpty()) {
+            return true;
+        }
+        boolean excluding = lanes.startsWith("^");
+        for (String name : (excluding ? lanes.substring(1) : lanes).split(",")) {
+            String lane = name.strip();
+            if (lane.equals("tcp") || (!excluding && lane.equals("all"))) {
+                return !excluding;
+            }
+        }
+        return excluding;
     }
 
     /**

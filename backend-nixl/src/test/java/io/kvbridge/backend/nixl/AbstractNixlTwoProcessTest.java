@@ -96,7 +96,7 @@ abstract class AbstractNixlTwoProcessTest
     TransferBackend newBackend()
     {
         String name = "parent-" + UUID.randomUUID();
-        TransferBackend backend = new NixlBackendFactory(library(), allowFake()).create(Map.of(), () -> name);
+        TransferBackend backend = new NixlBackendFactory(library(), allowFake()).create(Map.of(NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE, "true"), () -> name);
         backends.add(backend);
         return backend;
     }

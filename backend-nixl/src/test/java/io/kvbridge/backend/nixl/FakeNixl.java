@@ -86,7 +86,8 @@ public final class FakeNixl
     /** Options that select this fake. */
     Map<String, String> options()
     {
-        return Map.of("library", library().toString(), "allow-fake", "true");
+        // the fake stands for NIXL's UCX backend, whose tcp lane the user accepts like every test of it
+        return Map.of("library", library().toString(), "allow-fake", "true", NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE, "true");
     }
 
     private MethodHandle handle(String name, FunctionDescriptor descriptor)

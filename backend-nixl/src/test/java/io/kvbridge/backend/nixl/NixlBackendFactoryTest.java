@@ -4,6 +4,7 @@ import static io.kvbridge.testkit.KvBridgeAssertions.assertCode;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -17,6 +18,7 @@ import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import java.nio.file.Path;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.junit.jupiter.api.Test;
@@ -106,9 +108,35 @@ final class NixlBackendFactoryTest
     }
 
     @Test
+    void ucxsTcpLaneIsRefusedUnlessAcceptedByTheOptionOrLeftOutOfUcxTls()
+    {
+        Map<String, String> withoutOptIn = new HashMap<>(FakeNixl.HEAD.options());
+        withoutOptIn.remove(NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE);
+        String tls = System.getenv(NixlUcxSettings.TLS_ENVIRONMENT);
+        if (NixlUcxSettings.mayUseTcp(tls == null ? "" : tls.strip())) {
+            KvBridgeException e = assertCode(ErrorCode.CONFIG_INVALID, () -> FakeNixl.HEAD.factory().create(withoutOptIn, () -> "tcp-refused"));
+            assertTrue(e.getMessage().contains("allow-unchecked-tcp-lane=true") && e.getMessage().contains("UCX's tcp transport"), e.getMessage());
+        }
+        Map<String, String> optedIn = new HashMap<>(withoutOptIn);
+        optedIn.put(NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE, "true");
+        try (TransferBackend backend = FakeNixl.HEAD.factory().create(optedIn, () -> "tcp-accepted-" + System.nanoTime())) {
+            assertEquals("nixl", backend.name());
+        }
+        // the lanes UCX_TLS names decide without the option
+        assertTrue(NixlUcxSettings.tcpLaneRefusal(false, null).contains("UCX_TLS unset"));
+        assertTrue(NixlUcxSettings.tcpLaneRefusal(false, "tcp,sm").contains("UCX_TLS=tcp,sm"));
+        assertTrue(NixlUcxSettings.tcpLaneRefusal(false, "all") != null);
+        assertTrue(NixlUcxSettings.tcpLaneRefusal(false, "^sm") != null, "excluding shared memory leaves tcp in");
+        assertNull(NixlUcxSettings.tcpLaneRefusal(false, "rc,sm"));
+        assertNull(NixlUcxSettings.tcpLaneRefusal(false, "^tcp"));
+        assertNull(NixlUcxSettings.tcpLaneRefusal(true, "tcp"));
+    }
+
+    @Test
     void createWhereNixlCannotRunSaysWhy()
     {
-        KvBridgeException e = assertCode(ErrorCode.BACKEND_UNAVAILABLE, () -> new NixlBackendFactory(empty.toString(), false).create(Map.of(), () -> "a"));
+        KvBridgeException e = assertCode(ErrorCode.BACKEND_UNAVAILABLE, () -> new NixlBackendFactory(empty.toString(), false)
+                .create(Map.of(NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE, "true"), () -> "a"));
         assertTrue(e.getMessage().contains("libnixl_capi.so not found"), e.getMessage());
     }
 

@@ -2,6 +2,7 @@ package io.kvbridge.backend.nixl;
 
 import io.kvbridge.spi.transfer.TransferBackendFactory;
 import io.kvbridge.testkit.AbstractTransferBackendConformanceTest;
+import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
@@ -20,6 +21,13 @@ final class RealNixlConformanceTest extends AbstractTransferBackendConformanceTe
     protected TransferBackendFactory newFactory()
     {
         return new NixlBackendFactory(null, false);
+    }
+
+    @Override
+    protected Map<String, String> config()
+    {
+        // NIXL's UCX opens its tcp transport; the test accepts it, as a deployment must
+        return Map.of(NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE, "true");
     }
 
     @Override

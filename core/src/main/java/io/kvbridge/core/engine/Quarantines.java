@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,6 +84,26 @@ final class Quarantines
         }
     }
 
+    /**
+     * Asks the transport, for each unproven writer of every quarantined request, whether that
+     * writer's process exited; an exited writer is proven stopped, its proof named in the release.
+     */
+    void proveExited(Function<String, String> exited, Predicate<ReceivingRequest> lingers)
+    {
+        for (List<ReceivingRequest> under : List.copyOf(byId.values())) {
+            for (ReceivingRequest request : List.copyOf(under)) {
+                for (String writer : List.copyOf(request.unprovenWriters)) {
+                    String proof = exited.apply(writer);
+                    if (proof != null) {
+                        request.unprovenWriters.remove(writer);
+                        request.proofs.add("producer rank " + writer + ": " + proof);
+                        releaseIfProven(request, lingers.test(request));
+                    }
+                }
+            }
+        }
+    }
+
     /** {@return whether a request with this id is quarantined} */
     boolean holds(String requestId)
     {
@@ -103,8 +124,11 @@ final class Quarantines
             byId.remove(request.id);
         }
         count.decrementAndGet();
-        LOG.info("{}: request {} releases its quarantined blocks {}: every writer proved it stopped", name, request.id, request.quarantine.blocks());
-        reports.released(request.quarantine);
+        String proof = request.proofs.isEmpty() ? "every writer proved it stopped (its completion or failure message; a READ's end)"
+                : "every writer proved it stopped; " + String.join("; ", request.proofs);
+        request.proofs.clear();
+        LOG.info("{}: request {} releases its quarantined blocks {}: {}", name, request.id, request.quarantine.blocks(), proof);
+        reports.released(new QuarantinedBlocks(request.id, request.quarantine.blocks(), proof));
         request.quarantine = null;
     }
 

@@ -68,6 +68,8 @@ final class ReceivingRequest
     final Set<String> writersStopped = new HashSet<>();
     // after a failure: writers whose writes are not proven stopped, and the blocks they keep from reuse (Quarantines)
     final Set<String> unprovenWriters = new HashSet<>();
+    // proofs other than a writer's own message (its process exited), named when the quarantine is released
+    final List<String> proofs = new ArrayList<>(0);
     QuarantinedBlocks quarantine;
 
     ReceivingRequest(String id, TransferParams params, TransferMode mode, BlockIds blocks, LayoutRules rules, RequestTracker tracker)

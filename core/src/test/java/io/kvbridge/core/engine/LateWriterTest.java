@@ -18,6 +18,7 @@ import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.testkit.FaultInjectingBackendFactory;
 import io.kvbridge.testkit.FaultPlan;
+import io.kvbridge.transport.PeerProcesses;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -100,6 +101,54 @@ final class LateWriterTest
     {
     }
 
+    @Test
+    void aQuarantineIsReleasedWhenItsWriterProcessDiesProvenByItsPidfdAndKeptWhileItLives() throws Exception
+    {
+        // the grants outlive their revoke and the writer never answers: only its process's end can prove it stopped.
+        // The stalled producer instance stands for a writer in a child process, which the consumer's transport watches.
+        StallingBackendFactory factory = new StallingBackendFactory(new LocalBackendFactory(), "-producer-", TransferOp.WRITE, "-consumer-");
+        Process writer = new ProcessBuilder("sleep", "300").start();
+        try (PeerProcesses processes = new PeerProcesses(); EngineHarness harness = new EngineHarness(factory, SideChannelClock.system())) {
+            factory.proveExitsWith(processes);
+            TestCache producerCache = harness.cache(SHAPE, Rank.single());
+            TestCache consumerCache = harness.cache(SHAPE, Rank.single());
+            ProducerRank producer = harness.producer("prefill", producerCache, true, b -> b.leaseDuration(Duration.ofSeconds(30)));
+            ConsumerRank consumer = harness.consumer("decode", consumerCache, true, b -> b.registrationTimeout(DEADLINE).transferTimeout(DEADLINE));
+            String writerAgent = factory.agents().stream().filter(agent -> agent.contains("-producer-")).findFirst().orElseThrow();
+            processes.watch(writerAgent, (int) writer.pid());
+            producerCache.fill(1, new int[] {4, 5});
+            consumer.blocksAllocated("d-1", producer.prefillFinished("req-1", ids(4, 5)), TransferMode.PUSH, ids(CONSUMER_BLOCKS));
+            await(() -> factory.stalled() == 1, "the writer stalled on the wire");
+
+            List<ReceiveFailure> failed = new ArrayList<>();
+            List<QuarantinedBlocks> quarantined = new ArrayList<>();
+            List<QuarantinedBlocks> released = new ArrayList<>();
+            await(() -> collect(consumer, failed, quarantined, released) && !failed.isEmpty(), "the request failed at the consumer's deadline");
+            assertEquals(1, quarantined.size(), "the unproven writer's blocks were not quarantined: " + failed);
+            // a live writer keeps them: several of the consumer's scans (every 100 ms) pass without a release
+            long liveUntil = System.nanoTime() + 600_000_000L;
+            while (System.nanoTime() - liveUntil < 0) {
+                collect(consumer, failed, quarantined, released);
+                Thread.sleep(20);
+            }
+            assertEquals(List.of(), released, "released while the writer's process still runs");
+            assertEquals(1, consumer.audit().quarantinedRequests());
+
+            writer.destroyForcibly();
+            assertTrue(writer.waitFor(10, TimeUnit.SECONDS), "the writer process did not die");
+            await(() -> collect(consumer, failed, quarantined, released) && !released.isEmpty(), "the quarantine released on the writer's death");
+            QuarantinedBlocks release = released.getFirst();
+            assertEquals("d-1", release.requestId());
+            assertEquals(quarantined.getFirst().blocks(), release.blocks());
+            assertTrue(release.reason().contains("process " + writer.pid() + " of peer '" + writerAgent + "' exited (its pidfd polled readable)"),
+                    release.reason());
+            assertEquals(0, consumer.audit().quarantinedRequests());
+        }
+        finally {
+            writer.destroyForcibly();
+        }
+    }
+
     /**
      * The scenario: the request fails at the consumer's deadline while its writer is stalled; the
      * engine reuses what it is free to reuse (at once, or once a quarantine is released) and writes
@@ -133,7 +182,9 @@ final class LateWriterTest
             if (!quarantined.isEmpty()) {
                 assertTrue(released.isEmpty(), "released before the writer proved it stopped: " + released);
                 await(() -> collect(consumer, failed, quarantined, released) && !released.isEmpty(), "the quarantine released on proof");
-                assertEquals(quarantined, released, "released other blocks than were quarantined");
+                assertEquals(quarantined.stream().map(q -> q.requestId() + " " + q.blocks()).toList(),
+                        released.stream().map(r -> r.requestId() + " " + r.blocks()).toList(), "released other blocks than were quarantined");
+                assertTrue(released.getFirst().reason().contains("completion or failure message"), "the release names no proof: " + released);
                 assertEquals(0, consumer.audit().quarantinedRequests());
                 consumerCache.fill(SENTINEL, CONSUMER_BLOCKS);
             }

@@ -15,11 +15,13 @@ import io.kvbridge.spi.transfer.TransferStatus;
 import io.kvbridge.spi.transfer.WriteStop;
 import io.kvbridge.testkit.ForwardingBackendFactory;
 import io.kvbridge.testkit.ForwardingTransferBackend;
+import io.kvbridge.transport.PeerProcesses;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -46,6 +48,9 @@ final class StallingBackendFactory extends ForwardingBackendFactory
     private final Map<Long, Stall> stalls = new ConcurrentHashMap<>();
     private final List<Runnable> heldBack = new ArrayList<>();
     private volatile boolean stalling = true;
+    private final List<String> agents = new CopyOnWriteArrayList<>();
+    // answers writerExited for the agents that keep their grants, as a transport that knows its peers' processes would
+    private volatile PeerProcesses writerProcesses;
 
     /**
      * @param stalledAgentPrefix agents whose name contains it post {@code stalledOp} stalled.
@@ -57,6 +62,18 @@ final class StallingBackendFactory extends ForwardingBackendFactory
         this.stalledAgentPrefix = stalledAgentPrefix;
         this.stalledOp = stalledOp;
         this.unrevokedAgentPrefix = unrevokedAgentPrefix;
+    }
+
+    /** {@return the agent names of the instances made so far} */
+    List<String> agents()
+    {
+        return List.copyOf(agents);
+    }
+
+    /** The instances whose grants outlive their revoke prove a peer's exit with these watches from now on. */
+    void proveExitsWith(PeerProcesses processes)
+    {
+        writerProcesses = processes;
     }
 
     /** {@return how many posts are stalled and not yet resumed} */
@@ -132,7 +149,9 @@ final class StallingBackendFactory extends ForwardingBackendFactory
     @Override
     public TransferBackend create(Map<String, String> config, BackendContext context)
     {
-        return new StallingBackend(delegate.create(config, context));
+        StallingBackend created = new StallingBackend(delegate.create(config, context));
+        agents.add(created.agentName());
+        return created;
     }
 
     /** A stalled post: what it names, copied, and, once resumed, its real handle. */
@@ -176,6 +195,13 @@ final class StallingBackendFactory extends ForwardingBackendFactory
             super(delegate);
             this.stallsPosts = delegate.agentName().contains(stalledAgentPrefix);
             this.keepsGrants = unrevokedAgentPrefix != null && delegate.agentName().contains(unrevokedAgentPrefix);
+        }
+
+        @Override
+        public String writerExited(String peerAgent)
+        {
+            PeerProcesses processes = writerProcesses;
+            return keepsGrants && processes != null ? processes.exited(peerAgent) : delegate().writerExited(peerAgent);
         }
 
         @Override

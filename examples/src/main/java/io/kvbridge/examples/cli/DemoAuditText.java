@@ -47,6 +47,11 @@ final class DemoAuditText
         out.printf(Locale.ROOT, "  parity errors             %d bytes (every byte of every layer checked; %d bytes changed outside requests)%n",
                 audit.get("parityErrors"), audit.get("bytesChangedOutsideRequests"));
         out.printf(Locale.ROOT, "  integrity                 %s%n", audit.get("integrity"));
+        if (audit.get("stall") instanceof Map<?, ?> stall) {
+            out.printf(Locale.ROOT, "  fault %-19s request %s failed at the decoder %s; quarantined %s, released %s; sentinel bytes changed: %s%n",
+                    stall.get("fault"), stall.get("request"), stall.get("decoderFailures"), stall.get("quarantined"), stall.get("releasedOnProof"),
+                    stall.get("sentinelBytesChanged"));
+        }
         if (audit.get("corruption") instanceof Map<?, ?> corruption) {
             out.printf(Locale.ROOT, "  fault %-19s %s requests changed after prefillFinished, %s refused by their digests (KVB/DigestMismatch)%n",
                     corruption.get("fault"), corruption.get("requestsCorrupted"), corruption.get("refusedByDigest"));

@@ -11,6 +11,7 @@ import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.DemoRun;
 import io.kvbridge.examples.demo.MetricsEndpoint;
+import io.kvbridge.examples.demo.StallFault;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
@@ -136,8 +137,9 @@ final class DemoCommand implements Callable<Integer>
     private boolean hosts;
 
     @Option(names = "--allow-unchecked-tcp-lane",
-            description = "With --backend ucx: let UCX open its tcp transport, whose wire protocol writes wherever a put request names before any grant "
-                    + "is checked (the engines get allow-unchecked-tcp-lane=true, named in the audit); --hosts --backend ucx needs it.")
+            description = "With --backend ucx or nixl: let UCX open its tcp transport, whose wire protocol writes wherever a put request names before "
+                    + "any grant is checked (the engines get allow-unchecked-tcp-lane=true, named in the audit); --hosts --backend ucx and --backend nixl "
+                    + "(unless UCX_TLS leaves tcp out) need it.")
     private boolean allowUncheckedTcpLane;
 
     @Option(names = "--device", paramLabel = "N",
@@ -162,10 +164,12 @@ final class DemoCommand implements Callable<Integer>
                     + "counts as received; one-rank engines of one cache shape, host caches (default: ${DEFAULT-VALUE}).")
     private String integrity;
 
-    @Option(names = "--fault", paramLabel = "corrupt:N",
+    @Option(names = "--fault", paramLabel = "corrupt:N|stall-producer:DURATION",
             description = "Inject a fault: corrupt:N changes one byte of every N-th request in the producer's memory after prefillFinished; with "
                     + "--integrity crc32c the demo passes only if exactly those requests fail with KVB/DigestMismatch, without it the parity check "
-                    + "counts the byte.")
+                    + "counts the byte. stall-producer:DURATION (with --processes) stops the last producer stage's process for DURATION in the "
+                    + "middle request, which runs alone; the decoder gives up after half of it, reuses the blocks once they are proven safe "
+                    + "(a sentinel the resumed producer must not change) and the other requests complete.")
     private String fault;
 
     @Option(names = "--metrics-port", paramLabel = "PORT",
@@ -325,7 +329,8 @@ final class DemoCommand implements Callable<Integer>
                     + "writes wherever a put request names before any grant is checked; use --backend tcp (the default with --hosts), or add "
                     + "--allow-unchecked-tcp-lane where only the demo's hosts reach those ports");
         }
-        check(!allowUncheckedTcpLane || backend.equals("ucx"), "--allow-unchecked-tcp-lane is an option of --backend ucx, not of '%s'", backend);
+        check(!allowUncheckedTcpLane || backend.equals("ucx") || backend.equals("nixl"),
+                "--allow-unchecked-tcp-lane is an option of --backend ucx and nixl, not of '%s'", backend);
         Map<String, String> transportOptions = new java.util.LinkedHashMap<>(documentTransportOptions);
         if (allowUncheckedTcpLane) {
             transportOptions.put("allow-unchecked-tcp-lane", "true");
@@ -352,7 +357,7 @@ final class DemoCommand implements Callable<Integer>
         int corruptEvery = corruptEvery(cacheDevice);
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
                 concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice,
-                location, hosts, transportOptions, digests, corruptEvery, model);
+                location, hosts, transportOptions, digests, corruptEvery, model).withStallProducer(stallProducerMillis());
         if (hosts) {
             // last, since it makes and removes a namespace: every cheaper refusal comes first
             DemoHosts.unavailability().ifPresent(reason -> check(false, "--hosts cannot run here: %s", reason));
@@ -381,15 +386,30 @@ final class DemoCommand implements Callable<Integer>
     /** --fault corrupt:N: every N-th request has a byte changed in the producer's host memory. */
     private int corruptEvery(int cacheDevice)
     {
-        if (fault == null) {
+        if (fault == null || fault.startsWith(StallFault.PREFIX)) {
             return 0;
         }
         check(fault.startsWith("corrupt:") && fault.substring("corrupt:".length()).matches("[1-9][0-9]{0,8}"),
-                "--fault=%s is not corrupt:N with N a positive count (every N-th request has a byte changed)", fault);
+                "--fault=%s is not corrupt:N with N a positive count (every N-th request has a byte changed), nor stall-producer:DURATION", fault);
         int every = Integer.parseInt(fault.substring("corrupt:".length()));
         check(every <= requests, "--fault=%s changes no request of --requests=%d; give N at most the request count", fault, requests);
         check(cacheDevice == DemoOptions.HOST_CACHES, "--fault corrupt changes a byte in host memory; drop --device");
         return every;
+    }
+
+    /** --fault stall-producer:DURATION: the last producer stage's process stops in the middle request. */
+    private long stallProducerMillis()
+    {
+        if (fault == null || !fault.startsWith(StallFault.PREFIX)) {
+            return 0;
+        }
+        try {
+            return StallFault.millis(fault, processes, requests, (long) (leaseSeconds * 1000));
+        }
+        catch (IllegalArgumentException e) {
+            check(false, "%s", e.getMessage());
+            return 0;
+        }
     }
 
     /**

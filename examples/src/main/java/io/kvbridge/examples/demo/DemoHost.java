@@ -26,6 +26,23 @@ interface DemoHost extends AutoCloseable
          * @param failures each failed rank's report; empty when the request arrived.
          */
         void checked(int request, long parityErrors, List<String> failures);
+
+        /**
+         * A decoder rank quarantined a failed request's blocks (a late writer may still reach them):
+         * the request's {@link #checked} comes only once every rank released them.
+         *
+         * @param request the request's index.
+         * @param reason what is unproven, as the connector said.
+         */
+        void quarantined(int request, String reason);
+
+        /**
+         * One rank's quarantine of a request ended on proof.
+         *
+         * @param request the request's index.
+         * @param reason the release's reason, as the connector said.
+         */
+        void released(int request, String reason);
     }
 
     /** @return a name for messages. */
@@ -53,6 +70,27 @@ interface DemoHost extends AutoCloseable
      * @throws DemoFailure when the host is gone.
      */
     boolean poll(Events events);
+
+    /**
+     * Decoder: counts the bytes of a failed request's blocks that differ from the sentinel the host
+     * wrote into them when they were handed back, then wipes them for the next request.
+     *
+     * @param request the request's index.
+     * @return the changed bytes: 0 unless something wrote the blocks after kvbridge handed them back.
+     */
+    long sentinelChanged(int request);
+
+    /**
+     * Producer: stops the host's process for a while (the {@code stall-producer} fault), then lets it
+     * go on.
+     *
+     * @param millis how long it stays stopped.
+     * @throws UnsupportedOperationException when the host runs in this JVM.
+     */
+    default void stall(long millis)
+    {
+        throw new UnsupportedOperationException(label() + " runs in this JVM: only a host in a process of its own can be stopped");
+    }
 
     /** @return the host's part of the audit: meters, idle audit, cache layout, leftover bytes. */
     Map<String, Object> audit();

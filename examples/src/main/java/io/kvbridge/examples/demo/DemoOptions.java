@@ -39,10 +39,14 @@ import java.util.Map;
  *     byte of its last block changed in the producer's memory after {@code prefillFinished}, before any
  *     byte moves (of its state, for a model with Mamba layers); 0 for none.
  * @param model {@link DemoModel#DEFAULT} (the layout's own model) or {@link DemoModel#HYBRID_SSM}.
+ * @param stallProducerMillis the {@code stall-producer:DURATION} fault: the last producer stage's process is
+ *     stopped for this long once request {@link #stalledRequest()} is prefilled, and the decoder gives up on
+ *     a request after half of it; 0 for none (see {@link ProducerStall}).
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
-        int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity, int corruptEvery, String model)
+        int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity, int corruptEvery, String model,
+        long stallProducerMillis)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
@@ -83,6 +87,20 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         KvBridgeException.checkArgument(!hosts || processes, "hosts=true needs processes=true: every host runs its ranks in a JVM of its own");
         integrity = integrity == null ? Integrity.OFF : integrity;
         KvBridgeException.checkArgument(corruptEvery >= 0, "corruptEvery=%d is negative", corruptEvery);
+        KvBridgeException.checkArgument(stallProducerMillis >= 0, "stallProducerMillis=%d is negative", stallProducerMillis);
+        KvBridgeException.checkArgument(stallProducerMillis == 0 || processes && requests >= 2,
+                "stallProducerMillis=%d stops a producer process while it is mid-request: it needs processes=true and at least 2 requests",
+                stallProducerMillis);
+    }
+
+    /** Options without the stall fault. */
+    public DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
+            int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache,
+            CacheShape consumerCache, int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity,
+            int corruptEvery, String model)
+    {
+        this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
+                leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, model, 0);
     }
 
     /** Options of the layout's own model. */
@@ -134,7 +152,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withDiscovery(String location)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions, integrity, corruptEvery, model);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions, integrity, corruptEvery, model, stallProducerMillis);
     }
 
     /**
@@ -144,7 +162,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withTransportOptions(Map<String, String> options)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options, integrity, corruptEvery, model);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options, integrity, corruptEvery, model, stallProducerMillis);
     }
 
     /**
@@ -154,7 +172,23 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withModel(String name)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, name);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, name, stallProducerMillis);
+    }
+
+    /**
+     * @param millis how long the stall-producer fault stops the last producer stage, or 0 for no stall.
+     * @return these options with that fault.
+     */
+    public DemoOptions withStallProducer(long millis)
+    {
+        return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, model, millis);
+    }
+
+    /** @return the request the stall-producer fault stops the producer in: the middle one, so that every handshake is done before it. */
+    public int stalledRequest()
+    {
+        return stallProducerMillis == 0 ? -1 : requests / 2;
     }
 
     /** @return the model both engines run, built for the layout. */

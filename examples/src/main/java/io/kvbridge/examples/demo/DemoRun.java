@@ -258,13 +258,23 @@ public final class DemoRun
         final IntPredicate corrupted;
         long digestRefused;
         long digestRefusedTokens;
+        // the stall-producer fault, or null
+        final ProducerStall stall;
+        long quarantined;
+        long released;
 
-        Ledger(int producerRanks, int decoderHosts, BlockPool decoderBlocks, IntPredicate corrupted)
+        Ledger(int producerRanks, int decoderHosts, BlockPool decoderBlocks, IntPredicate corrupted, ProducerStall stall)
         {
             this.producerRanks = producerRanks;
             this.decoderHosts = decoderHosts;
             this.decoderBlocks = decoderBlocks;
             this.corrupted = corrupted;
+            this.stall = stall;
+        }
+
+        private boolean stalled(int index)
+        {
+            return stall != null && stall.request() == index;
         }
 
         void started(Active request)
@@ -289,7 +299,11 @@ public final class DemoRun
                 problems.add("producer freed unknown request " + requestId);
                 return;
             }
-            if (reason == FreeReason.EXPIRED) {
+            if (stalled(index)) {
+                // the decoder gave up on it: the producer's lease ends it, or its refused late write
+                stall.producerFreed(reason);
+            }
+            else if (reason == FreeReason.EXPIRED) {
                 expiredLeases++;
             }
             else if (reason != FreeReason.COMPLETED) {
@@ -314,6 +328,10 @@ public final class DemoRun
                 request.failed = true;
                 request.digestRefused = true;
             }
+            else if (!failures.isEmpty() && stalled(index)) {
+                request.failed = true;
+                stall.decoderFailed(failures);
+            }
             else if (!failures.isEmpty()) {
                 request.failed = true;
                 receiveFailures += failures.size();
@@ -328,9 +346,30 @@ public final class DemoRun
                     digestRefused++;
                     digestRefusedTokens += request.tokens;
                 }
-                decoderBlocks.release(request.decoderIds);
+                if (!request.failed) {
+                    decoderBlocks.release(request.decoderIds);
+                }
+                // a failed request's blocks hold the decoder's sentinel until the request settles
             }
             settle(request);
+        }
+
+        @Override
+        public void quarantined(int index, String reason)
+        {
+            quarantined++;
+            if (stalled(index)) {
+                stall.quarantined(reason);
+            }
+        }
+
+        @Override
+        public void released(int index, String reason)
+        {
+            released++;
+            if (stalled(index)) {
+                stall.released(reason);
+            }
         }
 
         private void settle(Active request)
@@ -350,7 +389,9 @@ public final class DemoRun
         DemoOptions.CacheShape decoderShape = options.consumerCache();
         BlockPool producerBlocks = new BlockPool(model, producerCapacity, stateCapacity(options), producerShape.blockTokens());
         Ledger ledger = new Ledger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(),
-                new BlockPool(model, decoderCapacity, stateCapacity(options), decoderShape.blockTokens()), options::corrupted);
+                new BlockPool(model, decoderCapacity, stateCapacity(options), decoderShape.blockTokens()), options::corrupted,
+                options.stallProducerMillis() > 0 ? new ProducerStall(options) : null);
+        ProducerStall stall = ledger.stall;
         SplittableRandom random = new SplittableRandom(options.seed());
         int next = 0;
         int finished = 0;
@@ -358,7 +399,8 @@ public final class DemoRun
         long lastEvent = started;
         while (finished < options.requests()) {
             boolean idle = true;
-            while (next < options.requests() && ledger.active.size() < options.concurrency()) {
+            while (next < options.requests() && ledger.active.size() < options.concurrency()
+                    && (stall == null || stall.admits(next, ledger.active.isEmpty()))) {
                 int tokens = 1 + random.nextInt(options.maxTokens());
                 Active request = new Active(next, tokens, producerBlocks.allocate(producerShape.blocks(tokens)),
                         ledger.decoderBlocks.allocate(decoderShape.blocks(tokens)));
@@ -370,6 +412,9 @@ public final class DemoRun
                 TransferParams params = producers.getFirst().params(next);
                 for (DemoHost host : producers.subList(1, producers.size())) {
                     params = params.withEpochsOf(host.params(next));
+                }
+                if (stall != null && next == stall.request()) {
+                    stall.stop(producers.getLast(), tokens);
                 }
                 TransferMode mode = switch (options.mode()) {
                     case "pull" -> TransferMode.PULL;
@@ -392,6 +437,22 @@ public final class DemoRun
             }
             for (Active request : ledger.done) {
                 producerBlocks.release(request.producerIds);
+                if (request.failed) {
+                    // no writer reaches the blocks any more: the sentinel the decoder wrote into them must be intact
+                    if (ledger.stalled(request.index)) {
+                        stall.settled(decoders);
+                    }
+                    else {
+                        long changed = 0;
+                        for (DemoHost host : decoders) {
+                            changed += host.sentinelChanged(request.index);
+                        }
+                        if (changed != 0) {
+                            ledger.problems.add(changed + " bytes of failed request " + request.index + " changed after its blocks were handed back");
+                        }
+                    }
+                    ledger.decoderBlocks.release(request.decoderIds);
+                }
                 ledger.finished(request);
                 finished++;
                 progress.accept(finished);
@@ -455,6 +516,11 @@ public final class DemoRun
             fault.put("refusedByDigest", ledger.digestRefused);
             audit.put("corruption", fault);
         }
+        if (stall != null) {
+            audit.put("stall", stall.audit());
+        }
+        audit.put("quarantines", ledger.quarantined);
+        audit.put("releasedOnProof", ledger.released);
         audit.put("bytesChangedOutsideRequests", leftover);
         audit.put("decoderPromptTokensNeeded", ledger.tokensNeeded);
         audit.put("decoderPromptTokensReceived", ledger.tokensReceived);
@@ -474,10 +540,16 @@ public final class DemoRun
         boolean idleOk = (boolean) producer.get("idleOk") && (boolean) decoder.get("idleOk");
         // with the corrupt:N fault, exactly the changed requests are refused by their digests (each counted as a failed transfer by
         // the one decoder rank), and no changed byte reaches the parity check
-        boolean ok = ledger.completed == options.requests() - ledger.digestRefused && ledger.digestRefused == options.corruptedRequests()
-                && failedTransfers == ledger.digestRefused && ledger.receiveFailures == 0 && failedNotifications == 0
-                && ledger.expiredLeases == 0 && expiredCounted == 0 && ledger.parityErrors == 0 && leftover == 0
-                && ledger.tokensReceived == ledger.tokensNeeded - ledger.digestRefusedTokens && ledger.problems.isEmpty() && idleOk;
+        // with the stall-producer fault, its request fails alone (nothing else is in flight meanwhile, so the failed transfers and
+        // notifications and the expired leases counted are its), and every other request completes
+        int stalled = stall == null ? 0 : 1;
+        long stalledTokens = stall == null ? 0 : stall.tokens();
+        boolean faultsOk = stall == null
+                ? failedTransfers == ledger.digestRefused && failedNotifications == 0 && expiredCounted == 0
+                : stall.ok() && ledger.digestRefused == 0;
+        boolean ok = ledger.completed == options.requests() - ledger.digestRefused - stalled && ledger.digestRefused == options.corruptedRequests()
+                && faultsOk && ledger.receiveFailures == 0 && ledger.expiredLeases == 0 && ledger.parityErrors == 0 && leftover == 0
+                && ledger.tokensReceived == ledger.tokensNeeded - ledger.digestRefusedTokens - stalledTokens && ledger.problems.isEmpty() && idleOk;
         audit.put("idleOk", idleOk);
         audit.put("ok", ok);
         return audit;

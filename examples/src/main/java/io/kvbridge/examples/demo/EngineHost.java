@@ -8,6 +8,7 @@ import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.Health;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.QuarantinedBlocks;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.TransferMode;
@@ -19,6 +20,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -44,6 +46,11 @@ public final class EngineHost implements DemoHost
     private final List<ConsumerConnector> consumers = new ArrayList<>();
     private final Map<Integer, TransferParams> params = new HashMap<>();
     private final Map<String, Receiving> receiving = new HashMap<>();
+    // failed requests whose blocks hold the sentinel, until the scheduler checks it
+    private final Map<Integer, Receiving> reused = new HashMap<>();
+
+    /** What a decoder host writes into the blocks of a failed request once they are handed back. */
+    static final byte SENTINEL = (byte) 0xA5;
 
     /** A request the decoder ranks are receiving. */
     private static final class Receiving
@@ -54,6 +61,9 @@ public final class EngineHost implements DemoHost
         final int[][] blockIds;
         final List<String> failures = new ArrayList<>();
         int ranksDone;
+        // ranks whose blocks of this request are quarantined and not yet released
+        int quarantinedRanks;
+        final List<String> quarantineReasons = new ArrayList<>();
 
         Receiving(int request, int promptBlocks, int writtenTokens, int[][] blockIds)
         {
@@ -124,6 +134,11 @@ public final class EngineHost implements DemoHost
                 ConnectorSettings.Builder settings = ConnectorSettings.builder(spec.engineId(), rank).cacheSpec(engine.spec)
                         .leaseDuration(Duration.ofMillis(options.leaseMillis())).registrationTimeout(Duration.ofMillis(2 * options.leaseMillis()))
                         .integrity(options.integrity());
+                if (!spec.prefill() && options.stallProducerMillis() > 0) {
+                    // the stall-producer fault: the decoder gives up well before the stopped producer resumes
+                    Duration deadline = Duration.ofMillis(Math.max(1, options.stallProducerMillis() / 2));
+                    settings.transferTimeout(deadline).registrationTimeout(deadline);
+                }
                 if (!spec.bindHost().isEmpty()) {
                     settings.sideChannel(spec.bindHost(), 0);
                 }
@@ -273,35 +288,101 @@ public final class EngineHost implements DemoHost
             for (String id : batch.received()) {
                 rankDone(id, null, events);
             }
+            // a failure's quarantine comes in the same batch: marked first, so that its blocks are not touched
+            for (QuarantinedBlocks quarantine : batch.quarantined()) {
+                Receiving request = receiving(quarantine.requestId());
+                request.quarantinedRanks++;
+                request.quarantineReasons.add(quarantine.reason());
+            }
             for (ReceiveFailure failure : batch.failed()) {
                 rankDone(failure.requestId(), failure.code().id() + " " + failure.message(), events);
+            }
+            for (QuarantinedBlocks release : batch.released()) {
+                Receiving request = receiving(release.requestId());
+                if (request.quarantinedRanks == 0) {
+                    throw new DemoFailure(label() + " released request " + release.requestId() + ", which it had not quarantined");
+                }
+                request.quarantinedRanks--;
+                events.released(request.request, release.reason());
+                handBack(request, events);
             }
         }
         return any;
     }
 
-    private void rankDone(String id, String failure, Events events)
+    private Receiving receiving(String id)
     {
         Receiving request = receiving.get(id);
         if (request == null) {
             throw new DemoFailure(label() + " reported request " + id + ", which it was never given");
         }
+        return request;
+    }
+
+    private void rankDone(String id, String failure, Events events)
+    {
+        Receiving request = receiving(id);
         if (failure != null) {
             request.failures.add(failure);
         }
         if (++request.ranksDone < consumers.size()) {
             return;
         }
-        receiving.remove(id);
+        if (request.quarantinedRanks > 0) {
+            // a late writer may still reach these blocks: neither checked, wiped nor reused until released
+            // one event per rank's quarantine, as each rank's release comes apart
+            request.quarantineReasons.forEach(reason -> events.quarantined(request.request, reason));
+            return;
+        }
+        handBack(request, events);
+    }
+
+    /**
+     * Every rank reported the request and none holds its blocks in quarantine: the bytes of a request
+     * that arrived are checked and wiped; a failed request's blocks are reused at once, as an engine
+     * would recompute into them, by writing {@link #SENTINEL} into them, which no late write may change
+     * until the scheduler asks {@link #sentinelChanged}.
+     */
+    private void handBack(Receiving request, Events events)
+    {
+        if (request.ranksDone < consumers.size() || request.quarantinedRanks > 0) {
+            return;
+        }
+        receiving.remove(decoderId(request.request));
         int index = request.request;
-        long parityErrors = request.failures.isEmpty()
+        boolean arrived = request.failures.isEmpty();
+        long parityErrors = arrived
                 ? engine.forEachPage(request.promptBlocks, request.blockIds, EngineMemory.Access.READ, (page, where) -> DemoEngine.check(page, where, index, request.writtenTokens))
                 : 0;
         engine.forEachPage(request.promptBlocks, request.blockIds, EngineMemory.Access.WRITE, (page, where) -> {
+            page.fill(arrived ? 0 : SENTINEL);
+            return 0;
+        });
+        if (!arrived) {
+            reused.put(index, request);
+        }
+        events.checked(index, parityErrors, List.copyOf(request.failures));
+    }
+
+    @Override
+    public long sentinelChanged(int request)
+    {
+        Receiving reusedBlocks = reused.remove(request);
+        if (reusedBlocks == null) {
+            throw new IllegalStateException(label() + " holds no sentinel of request " + request + ": it did not fail here, or was checked already");
+        }
+        long changed = engine.forEachPage(reusedBlocks.promptBlocks, reusedBlocks.blockIds, EngineMemory.Access.READ, (page, where) -> {
+            long bytes = 0;
+            for (long o = 0; o < page.byteSize(); o++) {
+                bytes += page.get(ValueLayout.JAVA_BYTE, o) == SENTINEL ? 0 : 1;
+            }
+            return bytes;
+        });
+        engine.forEachPage(reusedBlocks.promptBlocks, reusedBlocks.blockIds, EngineMemory.Access.WRITE, (page, where) -> {
             page.fill((byte) 0);
             return 0;
         });
-        events.checked(index, parityErrors, List.copyOf(request.failures));
+        return changed;
     }
 
     @Override

@@ -144,12 +144,13 @@ public final class HostWorker implements DemoHost.Events
             }
             case "receive" -> host.receive(request, WorkerProtocol.params(command.get("params")), TransferMode.valueOf(command.get("mode").asText()),
                     command.get("tokens").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
+            case "sentinel" -> send(WorkerProtocol.message("ev", "sentinel").put("request", request).put("changed", host.sentinelChanged(request)));
             case "audit" -> {
                 ObjectNode audit = WorkerProtocol.message("ev", "audit");
                 audit.set("audit", WorkerProtocol.JSON.valueToTree(host.audit()));
                 send(audit);
             }
-            default -> throw new IllegalArgumentException("unknown command op=" + op + " (expected prefill, receive, audit or exit)");
+            default -> throw new IllegalArgumentException("unknown command op=" + op + " (expected prefill, receive, sentinel, audit or exit)");
         }
     }
 
@@ -166,6 +167,18 @@ public final class HostWorker implements DemoHost.Events
         ArrayNode list = checked.putArray("failures");
         failures.forEach(list::add);
         send(checked);
+    }
+
+    @Override
+    public void quarantined(int request, String reason)
+    {
+        send(WorkerProtocol.message("ev", "quarantined").put("request", request).put("reason", reason));
+    }
+
+    @Override
+    public void released(int request, String reason)
+    {
+        send(WorkerProtocol.message("ev", "released").put("request", request).put("reason", reason));
     }
 
     private void error(Exception e)

@@ -39,6 +39,7 @@ public final class ProcessHost implements DemoHost
     private final PrintWriter commands;
     private final BlockingQueue<JsonNode> events = new LinkedBlockingQueue<>();
     private final ArrayDeque<JsonNode> held = new ArrayDeque<>();
+    private final ProcessStall stall = new ProcessStall();
 
     private ProcessHost(HostSpec spec, Process process)
     {
@@ -223,8 +224,24 @@ public final class ProcessHost implements DemoHost
                 event.get("failures").forEach(failure -> failures.add(failure.asText()));
                 sink.checked(event.get("request").intValue(), event.get("parityErrors").longValue(), failures);
             }
+            case "quarantined" -> sink.quarantined(event.get("request").intValue(), event.get("reason").asText());
+            case "released" -> sink.released(event.get("request").intValue(), event.get("reason").asText());
             default -> throw failure(event);
         }
+    }
+
+    @Override
+    public long sentinelChanged(int request)
+    {
+        send(WorkerProtocol.message("op", "sentinel").put("request", request));
+        return await(event -> event.path("ev").asText().equals("sentinel") && event.path("request").intValue() == request,
+                "to check the sentinel of request " + request).get("changed").longValue();
+    }
+
+    @Override
+    public void stall(long millis)
+    {
+        stall.stop(process, millis);
     }
 
     @Override
@@ -286,6 +303,8 @@ public final class ProcessHost implements DemoHost
     @Override
     public void close()
     {
+        // a stopped worker could not exit
+        stall.resume(process);
         if (process.isAlive()) {
             send(WorkerProtocol.message("op", "exit"));
             commands.close();

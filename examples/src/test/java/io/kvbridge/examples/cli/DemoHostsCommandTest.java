@@ -36,7 +36,7 @@ final class DemoHostsCommandTest
         // without --backend the hosts run the tcp transport, which the opt-in does not apply to
         CliRun defaults = CliRun.of("demo", "--hosts", "--allow-unchecked-tcp-lane");
         assertEquals(2, defaults.exitCode(), defaults.err());
-        assertTrue(defaults.err().contains("--allow-unchecked-tcp-lane is an option of --backend ucx, not of 'tcp'"), defaults.err());
+        assertTrue(defaults.err().contains("--allow-unchecked-tcp-lane is an option of --backend ucx and nixl, not of 'tcp'"), defaults.err());
     }
 
     @Test

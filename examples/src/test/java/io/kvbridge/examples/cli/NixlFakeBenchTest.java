@@ -35,7 +35,7 @@ final class NixlFakeBenchTest
         String fake = System.getProperty(FAKE_PROPERTY, "");
         assumeTrue(!fake.isEmpty() && Files.isRegularFile(Path.of(fake)), "the fake libnixl_capi.so was not built (" + FAKE_PROPERTY + "=" + fake + ")");
         ChildCli.Run run = ChildCli.run(directory, List.of("-Dkvbridge.nixl.library=" + fake, "-Dkvbridge.nixl.allow-fake=true"), "bench", "--json",
-                "--total-bytes", "1MiB", "--block-sizes", "64KiB,1MiB");
+                "--total-bytes", "1MiB", "--block-sizes", "64KiB,1MiB", "--transport-option", "nixl.allow-unchecked-tcp-lane=true");
         assertEquals(0, run.exitCode(), run.out() + run.err());
         JsonNode result = new ObjectMapper().readTree(run.out());
         JsonNode probe = result.get("nixlProbe");

@@ -56,7 +56,8 @@ final class RealNixlDemoTest
         assertTrue(mapped.find(), "the listing names no UCX library: " + nixl);
         assertEquals(1, mapped.group(1).split("libucp\\.so", -1).length - 1, "NIXL's plugin must run on one UCX, the only one mapped: " + nixl);
 
-        List<String> args = new ArrayList<>(List.of("demo", "--backend", "nixl", "--requests", "40", "--idle-seconds", "1"));
+        List<String> args = new ArrayList<>(List.of("demo", "--backend", "nixl", "--allow-unchecked-tcp-lane", "--requests", "40",
+                "--idle-seconds", "1"));
         args.addAll(options);
         ChildCli.Run demo = ChildCli.run(directory, jvm, args.toArray(String[]::new));
         assertEquals(0, demo.exitCode(), demo.out() + demo.err());

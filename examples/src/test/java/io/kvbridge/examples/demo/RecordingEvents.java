@@ -13,6 +13,9 @@ final class RecordingEvents implements DemoHost.Events
 {
     final List<String> freed = new ArrayList<>();
     final List<String> checked = new ArrayList<>();
+    // requests whose blocks a decoder host reported quarantined, and released on proof
+    final List<Integer> quarantined = new ArrayList<>();
+    final List<Integer> released = new ArrayList<>();
 
     @Override
     public void freed(String requestId, FreeReason reason)
@@ -24,5 +27,17 @@ final class RecordingEvents implements DemoHost.Events
     public void checked(int request, long parityErrors, List<String> failures)
     {
         checked.add(request + " parity=" + parityErrors + (failures.isEmpty() ? "" : " failed=" + failures.getFirst().split(" ")[0]));
+    }
+
+    @Override
+    public void quarantined(int request, String reason)
+    {
+        quarantined.add(request);
+    }
+
+    @Override
+    public void released(int request, String reason)
+    {
+        released.add(request);
     }
 }
