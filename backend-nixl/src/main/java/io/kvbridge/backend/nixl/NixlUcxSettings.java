@@ -1,6 +1,7 @@
 package io.kvbridge.backend.nixl;
 
 import io.kvbridge.transport.SideChannelInterface;
+import io.kvbridge.transport.UcxLanes;
 import java.util.Optional;
 
 /**
@@ -24,7 +25,7 @@ final class NixlUcxSettings
     /** The option by which a user accepts UCX's tcp transport, named as in the {@code ucx} transport. */
     static final String ALLOW_UNCHECKED_TCP_LANE = "allow-unchecked-tcp-lane";
     /** UCX's environment variable for its transports, which NIXL's UCX backend reads too. */
-    static final String TLS_ENVIRONMENT = "UCX_TLS";
+    static final String TLS_ENVIRONMENT = UcxLanes.TLS_ENVIRONMENT;
 
     /** UCX's environment variable for the devices, which wins over any setting here. */
     static final String NET_DEVICES_ENVIRONMENT = "UCX_NET_DEVICES";
@@ -57,7 +58,7 @@ final class NixlUcxSettings
     static String tcpLaneRefusal(boolean allowed, String tlsEnvironment)
     {
         String lanes = tlsEnvironment == null ? "" : tlsEnvironment.strip();
-        if (allowed || !mayUseTcp(lanes)) {
+        if (allowed || !UcxLanes.mayUseTcp(lanes)) {
             return null;
         }
         String source = lanes.isEmpty() ? TLS_ENVIRONMENT + " unset (UCX's default lanes)" : TLS_ENVIRONMENT + "=" + lanes;
@@ -66,21 +67,6 @@ final class NixlUcxSettings
                 + "=true where only trusted hosts reach UCX's TCP ports, or leave tcp out of " + TLS_ENVIRONMENT + " (e.g. rc,sm or ^tcp)";
     }
 
-    /** {@return whether a UCX_TLS value lets UCX open tcp: empty (UCX's default), all, a list naming tcp, or an exclusion list not naming it} */
-    static boolean mayUseTcp(String lanes)
-    {
-        if (lanes.isEmpty()) {
-            return true;
-        }
-        boolean excluding = lanes.startsWith("^");
-        for (String name : (excluding ? lanes.substring(1) : lanes).split(",")) {
-            String lane = name.strip();
-            if (lane.equals("tcp") || (!excluding && lane.equals("all"))) {
-                return !excluding;
-            }
-        }
-        return excluding;
-    }
 
     /**
      * Chooses the settings.

@@ -16,6 +16,7 @@ import io.kvbridge.spi.transfer.BackendResources;
 import io.kvbridge.spi.transfer.Capability;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.transport.UcxLanes;
 import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.HashMap;
@@ -113,7 +114,7 @@ final class NixlBackendFactoryTest
         Map<String, String> withoutOptIn = new HashMap<>(FakeNixl.HEAD.options());
         withoutOptIn.remove(NixlUcxSettings.ALLOW_UNCHECKED_TCP_LANE);
         String tls = System.getenv(NixlUcxSettings.TLS_ENVIRONMENT);
-        if (NixlUcxSettings.mayUseTcp(tls == null ? "" : tls.strip())) {
+        if (UcxLanes.mayUseTcp(tls == null ? "" : tls.strip())) {
             KvBridgeException e = assertCode(ErrorCode.CONFIG_INVALID, () -> FakeNixl.HEAD.factory().create(withoutOptIn, () -> "tcp-refused"));
             assertTrue(e.getMessage().contains("allow-unchecked-tcp-lane=true") && e.getMessage().contains("UCX's tcp transport"), e.getMessage());
         }

@@ -1,6 +1,7 @@
 package io.kvbridge.backend.ucx;
 
 import io.kvbridge.spi.PluginConfig;
+import io.kvbridge.transport.UcxLanes;
 import java.util.Collections;
 import java.util.Locale;
 import java.util.LinkedHashMap;
@@ -64,7 +65,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     /** The opt-in to UCX's tcp transport, named after what it gives up. */
     static final String ALLOW_UNCHECKED_TCP_LANE = "allow-unchecked-tcp-lane";
     /** UCX's environment variable for the transports, the default of {@code tls}. */
-    static final String TLS_ENVIRONMENT = "UCX_TLS";
+    static final String TLS_ENVIRONMENT = UcxLanes.TLS_ENVIRONMENT;
     /** Every UCX transport but tcp. */
     static final String WITHOUT_TCP = "^tcp";
     static final String ACCESS = "access";
@@ -140,7 +141,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         boolean granted = granted(options);
         int eagerMax = options.intValue(EAGER_MAX, onlyTcp(lanes(tls)) ? TCP_EAGER_MAX : 0, 0, MAX_EAGER_MAX);
         // without the opt-in an instance whose lanes nobody chose is opened without tcp (see withoutTcp)
-        int tcpSegment = tcpSegment(options, extra, mayUseTcp(lanes(tls)) && (uncheckedTcpLane || !lanes(tls).isEmpty()));
+        int tcpSegment = tcpSegment(options, extra, UcxLanes.mayUseTcp(lanes(tls)) && (uncheckedTcpLane || !lanes(tls).isEmpty()));
         options.finish();
         return new UcxOptions(tls, netDevices, keepalive, transferTimeout, connectTimeout, closeTimeout, idleSpin, stagger, maxInFlight, extra, granted,
                 eagerMax, tcpSegment, uncheckedTcpLane);
@@ -229,24 +230,6 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
         return false;
     }
 
-    /**
-     * Tells whether a {@code UCX_TLS} value lets UCX load its tcp transport (UCX warns about
-     * settings of unloaded ones).
-     */
-    static boolean mayUseTcp(String lanes)
-    {
-        if (lanes.isEmpty()) {
-            return true;
-        }
-        boolean excluding = lanes.startsWith("^");
-        for (String name : (excluding ? lanes.substring(1) : lanes).split(",")) {
-            String lane = name.trim();
-            if (lane.equals("tcp") || (!excluding && lane.equals("all"))) {
-                return !excluding;
-            }
-        }
-        return excluding;
-    }
 
     /**
      * The tcp transport's receive segment: the {@code tcp-segment} option, else
@@ -331,7 +314,7 @@ record UcxOptions(String tls, String netDevices, int keepaliveIntervalMillis, in
     private static void refuseTcpLane(PluginConfig options, String tls)
     {
         String lanes = lanes(tls);
-        if (!lanes.isEmpty() && mayUseTcp(lanes)) {
+        if (!lanes.isEmpty() && UcxLanes.mayUseTcp(lanes)) {
             String source = tls.isEmpty() ? TLS_ENVIRONMENT + "=" + lanes + " (the environment)" : TLS + "=" + tls;
             options.problem(source + " lets UCX open its tcp transport, whose wire protocol writes wherever a put request names before any grant is "
                     + "checked, so anyone reaching its port can write into this process; leave tcp out (e.g. " + TLS + "=sm), use the tcp transport "
