@@ -5,6 +5,7 @@ import io.kvbridge.engine.jlama.serve.DisaggregatedRun;
 import io.kvbridge.engine.jlama.serve.RunOptions;
 import io.kvbridge.engine.jlama.serve.RunReport;
 import io.kvbridge.engine.jlama.serve.SessionResult;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -15,6 +16,8 @@ import java.util.List;
 import java.util.stream.IntStream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -55,6 +58,19 @@ class PipelineStagesJlamaTest
         }
         assertEquals(IntStream.range(0, layers).boxed().toList(), ints(report.decodeAudit().path("registeredLayers")), "the decoder holds every layer");
         assertTrue(report.stagesRegisteredOnlyTheirLayers());
+    }
+
+    @Test
+    void oneByteChangedInTheFirstStageAfterPrefillFailsTheAudit(@TempDir Path dir)
+    {
+        // layer 0's key plane is stage 0's: the decoder reads what stage 0 moved, not a copy of its own
+        RunReport report = DisaggregatedRun.run(new RunOptions("tcp", "pull", 1, 40, 40, 3, 5, "llama", 16, 1, 2, 1, null, 2), dir, classPath());
+        System.err.println(report.toText());
+        assertFalse(report.passed(), "a changed key byte must show in the audit");
+        SessionResult session = report.sessions().getFirst();
+        assertNull(session.error());
+        assertFalse(session.mismatchedSteps().isEmpty(), "the decode steps' logits differ from the reference");
+        assertFalse(session.mismatchedSteps().contains(0), "the prefill's own first token was computed before the change");
     }
 
     private static List<Integer> ints(JsonNode array)

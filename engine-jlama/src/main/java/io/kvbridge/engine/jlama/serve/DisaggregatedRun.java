@@ -192,6 +192,19 @@ public final class DisaggregatedRun
     {
         ArrayNode tokens = Lines.JSON.valueToTree(prompt);
         ObjectNode expected = reference.request(command("generate", id).put("steps", options.decodeTokens()).set("prompt", tokens), REQUEST_SECONDS);
+        try {
+            return disaggregated(id, mode, prompt, conversation, options, shape, tokens, expected, prefill, decode);
+        }
+        finally {
+            // the request's prefill slot goes back to the router's pool once its decode ended, whichever way
+            prefill.finished(id);
+        }
+    }
+
+    /** Prefill, hand-off and decode of one turn, compared with the reference's {@code expected} answer. */
+    private static SessionResult disaggregated(String id, String mode, int[] prompt, String conversation, RunOptions options, JlamaModelDirectory shape,
+            ArrayNode tokens, ObjectNode expected, PrefillStages prefill, EngineProcess decode)
+    {
         List<Integer> referenceTokens = ints(expected.path("tokens"));
         ObjectNode first = prefill.prefill(id, tokens, REQUEST_SECONDS);
         if (first.has("error")) {

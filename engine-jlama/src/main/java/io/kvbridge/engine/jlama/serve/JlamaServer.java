@@ -33,6 +33,7 @@ import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -68,6 +69,7 @@ public final class JlamaServer implements AutoCloseable
 {
     private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final Duration STAGE_LEASE = Duration.ofSeconds(120);
 
     private final ServerOptions options;
     private final PrintStream out;
@@ -109,7 +111,9 @@ public final class JlamaServer implements AutoCloseable
         if (options.ppSize() > 1) {
             // every stage's side channel is named in the parameters, so the decoder shakes hands with each stage's JVM
             settings.sideChannel("127.0.0.1", options.stagePorts().get(options.ppRank()))
-                    .stageSideChannels(options.stagePorts().stream().map(port -> new SideChannelAddress("127.0.0.1", port)).toList());
+                    .stageSideChannels(options.stagePorts().stream().map(port -> new SideChannelAddress("127.0.0.1", port)).toList())
+                    // the decoder hears of a request only when the slowest stage finished it: a stage's lease must outlast the others' prefill
+                    .leaseDuration(STAGE_LEASE);
         }
         this.producer = options.role().equals("prefill") ? bridge.producer(settings.build()) : null;
         this.consumer = options.role().equals("decode") ? bridge.consumer(settings.build()) : null;
