@@ -56,7 +56,7 @@ public final class JlamaSessionPages
         return new JlamaSessionPages(geometry, addresses);
     }
 
-    private static long address(AbstractTensor<?, ?> tensor)
+    static long address(AbstractTensor<?, ?> tensor)
     {
         KvBridgeException.check(tensor.getMemorySegment().isNative(), ErrorCode.MEMORY_KIND_UNSUPPORTED,
                 "Jlama KV page is on the Java heap; load the model with a working directory so that pages are mapped files");

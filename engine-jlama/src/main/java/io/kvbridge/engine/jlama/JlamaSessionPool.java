@@ -5,6 +5,7 @@ import com.github.tjake.jlama.safetensors.DType;
 import com.github.tjake.jlama.tensor.KvBufferCache;
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.engine.jlama.layout.JlamaCacheLayout;
+import io.kvbridge.engine.jlama.layout.JlamaCacheLayoutFactory;
 import io.kvbridge.engine.jlama.layout.JlamaPaging;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -22,6 +23,9 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
+import java.util.SortedSet;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.UUID;
 
 /**
@@ -77,14 +81,35 @@ public final class JlamaSessionPool
     }
 
     /**
+     * Returns the layout options for serving a stage: a stage of several holds every layer in its
+     * pages ({@code pages-hold=model}), of which it gives kvbridge only its own layers' span.
+     *
+     * @param stage the stage served.
+     * @return {@link #layoutOptions()}, and {@code pages-hold=model} for a stage of several.
+     */
+    public Map<String, String> layoutOptions(JlamaStage stage)
+    {
+        Map<String, String> options = new TreeMap<>(layoutOptions());
+        if (stage.ppSize() > 1) {
+            options.put(JlamaCacheLayoutFactory.PAGES_HOLD, "model");
+        }
+        return options;
+    }
+
+    /**
      * Returns the page shape in the layout's terms.
      *
      * @return the paging.
      */
     public JlamaPaging paging()
     {
+        return paging(JlamaStage.whole(engine.model().getConfig().numberOfLayers));
+    }
+
+    private JlamaPaging paging(JlamaStage stage)
+    {
         JlamaPageGeometry g = engine.paging();
-        return new JlamaPaging(g.layersPerPage(), g.tokensPerPage(), g.contextPages());
+        return new JlamaPaging(g.layersPerPage(), g.tokensPerPage(), g.contextPages(), stage.ppSize() > 1);
     }
 
     /**
@@ -94,7 +119,21 @@ public final class JlamaSessionPool
      */
     public ModelCacheSpec cacheSpec()
     {
+        return cacheSpec(JlamaStage.whole(engine.model().getConfig().numberOfLayers));
+    }
+
+    /**
+     * Describes the model's cache for kvbridge as an engine of the stage's pipeline sees it: one
+     * full-attention group of all layers, split into the stages' layer counts.
+     *
+     * @param stage the stage served.
+     * @return the spec.
+     */
+    public ModelCacheSpec cacheSpec(JlamaStage stage)
+    {
         Config c = engine.model().getConfig();
+        KvBridgeException.check(stage.modelLayers() == c.numberOfLayers, ErrorCode.INVALID_ARGUMENT, "stage %s is of a %d-layer model but this one has %d",
+                stage, stage.modelLayers(), c.numberOfLayers);
         String dtype = engine.model().getWorkingDType() == DType.BF16 ? "bfloat16" : "float32";
         int headSize = c.headSize;
         ModelIdentity identity = new ModelIdentity(modelName, dtype, dtype, c.numberOfKeyValueHeads, headSize, c.numberOfLayers, false);
@@ -103,7 +142,7 @@ public final class JlamaSessionPool
             layers.add(new LayerSpec(JlamaCacheLayout.layerName(i), 0));
         }
         return new ModelCacheSpec(identity, blockTokens, 1, List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, c.numberOfKeyValueHeads, headSize)),
-                layers, List.of(c.numberOfLayers));
+                layers, stage.stageLayerCounts());
     }
 
     /**
@@ -113,16 +152,65 @@ public final class JlamaSessionPool
      */
     public CacheMemory memory()
     {
+        return memory(JlamaStage.whole(engine.model().getConfig().numberOfLayers));
+    }
+
+    /**
+     * Returns the memory a stage gives kvbridge, in the layout's order (slot, layer page, context
+     * page): every page for the whole model; for a stage of several, each page's span of the
+     * stage's layers only, so that the other layers' planes are never registered.
+     *
+     * @param stage the stage served.
+     * @return the memory.
+     */
+    public CacheMemory memory(JlamaStage stage)
+    {
         JlamaPageGeometry g = engine.paging();
+        JlamaPaging paging = paging(stage);
+        int firstPage = paging.firstLayerPage(stage.firstLayer());
+        int layerPages = stage.ppSize() == 1 ? g.layerPages() : paging.stageLayerPages(stage.firstLayer(), stage.layers());
+        long layerBytes = 2 * g.planeBytes();
         List<Allocation> allocations = new ArrayList<>();
         for (JlamaSessionPages slot : pages) {
-            for (int lp = 0; lp < g.layerPages(); lp++) {
+            for (int lp = firstPage; lp < firstPage + layerPages; lp++) {
+                long offset = paging.spanStart(stage.firstLayer(), lp) * layerBytes;
+                long bytes = stage.ppSize() == 1 ? g.pageBytes() : paging.spanLayers(stage.firstLayer(), stage.layers(), lp) * layerBytes;
                 for (int cp = 0; cp < g.contextPages(); cp++) {
-                    allocations.add(new Allocation(slot.pageAddress(lp, cp), g.pageBytes(), MemoryKind.HOST, 0));
+                    allocations.add(new Allocation(slot.pageAddress(lp, cp) + offset, bytes, MemoryKind.HOST, 0));
                 }
             }
         }
         return CacheMemory.of(allocations);
+    }
+
+    /**
+     * Returns the model layers any of whose key or value planes, in any slot and context page,
+     * lies even partly in the given memory: found through Jlama's own accessors, not the layout's
+     * arithmetic, so that what an engine registers can be checked against what Jlama holds where.
+     *
+     * @param memory allocations, for example those a geometry registers.
+     * @return the layers, ascending.
+     */
+    public SortedSet<Integer> layersIn(List<Allocation> memory)
+    {
+        JlamaPageGeometry g = engine.paging();
+        SortedSet<Integer> layers = new TreeSet<>();
+        for (KvBufferCache.KvBuffer buffer : buffers) {
+            for (int layer = 0; layer < g.layers(); layer++) {
+                for (int cp = 0; cp < g.contextPages(); cp++) {
+                    int token = cp * g.tokensPerPage();
+                    for (boolean value : new boolean[] {false, true}) {
+                        long plane = JlamaSessionPages.address(value ? buffer.getValTensorForPosition(layer, token) : buffer.getKeyTensorForPosition(layer, token));
+                        for (Allocation a : memory) {
+                            if (plane < a.address() + a.bytes() && a.address() < plane + g.planeBytes()) {
+                                layers.add(layer);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return layers;
     }
 
     /**
@@ -147,6 +235,34 @@ public final class JlamaSessionPool
         KvBridgeException.check(slot != null, ErrorCode.UNSUPPORTED, "all %d Jlama session slots are in use; wait for a free or start the engine with more",
                 buffers.size());
         return slot;
+    }
+
+    /**
+     * Takes a given slot: a later pipeline stage takes the slot the first stage chose, so that the
+     * stages' parameters name the same blocks.
+     *
+     * @param slot the slot.
+     * @return the slot.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} for a slot that does not exist, {@code UNSUPPORTED} while it is in use.
+     */
+    public synchronized int acquire(int slot)
+    {
+        KvBridgeException.check(slot >= 0 && slot < buffers.size(), ErrorCode.INVALID_ARGUMENT, "slot %d does not exist (this engine has slots 0..%d)",
+                slot, buffers.size() - 1);
+        KvBridgeException.check(free.remove((Integer) slot), ErrorCode.UNSUPPORTED,
+                "Jlama session slot %d is still in use here; the other stages' requests in it were not freed in time", slot);
+        return slot;
+    }
+
+    /**
+     * Tells whether no request holds a slot.
+     *
+     * @param slot the slot.
+     * @return true when it is free.
+     */
+    public synchronized boolean isFree(int slot)
+    {
+        return free.contains(slot);
     }
 
     /**

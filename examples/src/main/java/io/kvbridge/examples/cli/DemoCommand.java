@@ -93,7 +93,8 @@ final class DemoCommand implements Callable<Integer>
                     + "Mamba-2 with fp32 SSM state) (default: ${DEFAULT-VALUE}).")
     private String model;
 
-    @Option(names = "--producer-pp", paramLabel = "N", defaultValue = "2", description = "Producer pipeline stages (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--producer-pp", paramLabel = "N", defaultValue = "2", description = "Producer pipeline stages (default: ${DEFAULT-VALUE}; "
+            + "--engine jlama: prefill JVMs, each registering only its share of the layers, 1 unless given).")
     private int producerPp;
 
     @Option(names = "--producer-tp", paramLabel = "N", defaultValue = "1", description = "Producer tensor-parallel ranks (default: ${DEFAULT-VALUE}).")

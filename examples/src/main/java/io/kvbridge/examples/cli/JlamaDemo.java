@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.stream.Stream;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Option;
 
 /**
@@ -33,8 +34,9 @@ final class JlamaDemo
     private static final int BLOCK_TOKENS = 16;
 
     @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "synthetic",
-            description = "synthetic (the demo's own engines) or jlama (Jlama prefill and decode JVMs; uses --backend, --mode, --seed, --json "
-                    + "and the options below) (default: ${DEFAULT-VALUE}).")
+            description = "synthetic (the demo's own engines) or jlama (Jlama prefill and decode JVMs; uses --backend, --mode, --seed, --json, "
+                    + "--concurrency, --producer-pp (prefill JVMs, one per pipeline stage, 1 unless given) and the options below) "
+                    + "(default: ${DEFAULT-VALUE}).")
     private String engine;
 
     @Option(names = "--sessions", paramLabel = "N", defaultValue = "4", description = "--engine jlama: sessions to serve (default: ${DEFAULT-VALUE}).")
@@ -127,8 +129,9 @@ final class JlamaDemo
             return runTtft(spec, transport, mode.toLowerCase(Locale.ROOT), seed, json);
         }
         InputChecks.check(spec, turns >= 1 && turns <= 4, "--turns=%d is outside [1, 4]", turns);
+        int producerPp = producerStages(spec, context);
         RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, BLOCK_TOKENS, -1,
-                concurrency, turns, modelDirectory);
+                concurrency, turns, modelDirectory, producerPp);
         InputChecks.check(spec, options.maxPositions() <= context,
                 "--prompt-tokens=%s, --decode-tokens=%d and --turns=%d need up to %d positions in the last turn but the model's context is %d",
                 promptTokens, decodeTokens, turns, options.maxPositions(), context);
@@ -146,6 +149,31 @@ final class JlamaDemo
         finally {
             delete(directory);
         }
+    }
+
+    /**
+     * The prefill JVMs: {@code --producer-pp} when given (the synthetic demo's default of 2 does not
+     * apply), each registering only its equal share of the layers; the decoder is one stage and one
+     * tensor-parallel rank, and the producer one rank a stage.
+     */
+    private int producerStages(CommandSpec spec, int context)
+    {
+        ParseResult parsed = spec.commandLine().getParseResult();
+        int pp = parsed.matchedOptionValue("--producer-pp", 1);
+        // Jlama keeps a token's KV heads interleaved in one row; kvbridge moves such blocks only between equal tensor-parallel sizes
+        InputChecks.check(spec, parsed.matchedOptionValue("--producer-tp", 1) == 1,
+                "--engine jlama runs one tensor-parallel rank per prefill JVM: Jlama keeps a token's KV heads interleaved in one row (tokens outermost), "
+                        + "which kvbridge moves only between equal tensor-parallel sizes; leave --producer-tp out");
+        InputChecks.check(spec, parsed.matchedOptionValue("--consumer-pp", 1) == 1 && parsed.matchedOptionValue("--consumer-tp", 1) == 1,
+                "--engine jlama runs one decode JVM holding every layer; leave --consumer-pp and --consumer-tp out");
+        InputChecks.check(spec, pp >= 1 && pp <= RunOptions.MAX_PRODUCER_PP, "--producer-pp=%d is outside [1, %d] for --engine jlama", pp,
+                RunOptions.MAX_PRODUCER_PP);
+        if (pp > 1) {
+            int layers = modelDirectory == null ? SyntheticModel.named(model, 0).layers() : JlamaModelDirectory.inspect(modelDirectory, BLOCK_TOKENS).layers();
+            InputChecks.check(spec, layers % pp == 0, "--producer-pp=%d: the model's %d layers do not split into %d equal stages, as Jlama shards "
+                    + "layers; give a stage count that divides %d", pp, layers, pp, layers);
+        }
+        return pp;
     }
 
     /** The context of the model the run will load: the generated shape's, or the one {@code --model-dir}'s config gives, checked first. */

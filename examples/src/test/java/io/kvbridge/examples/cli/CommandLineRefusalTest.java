@@ -110,6 +110,11 @@ final class CommandLineRefusalTest
             "demo --engine jlama --model-dir {dir}/long-model --prompt-tokens 32..8000|need 2 <= A <= B and B + decode tokens <= 4096 (the model's context)",
             "demo --engine jlama --model-dir {dir}/long-model --jlama-model qwen2|--jlama-model picks the generated model's shape and --model-dir loads an existing model; give one of them",
             "demo --engine jlama --model-dir {dir}/long-model --ttft 256|--ttft times the generated model only; leave --model-dir out",
+            "demo --engine jlama --producer-pp 3|--producer-pp=3: the model's 8 layers do not split into 3 equal stages, as Jlama shards layers; give a stage count that divides 8",
+            "demo --engine jlama --jlama-model qwen2 --producer-pp 4|--producer-pp=4: the model's 6 layers do not split into 4 equal stages",
+            "demo --engine jlama --producer-pp 5|--producer-pp=5 is outside [1, 4] for --engine jlama",
+            "demo --engine jlama --producer-tp 2|--engine jlama runs one tensor-parallel rank per prefill JVM: Jlama keeps a token's KV heads interleaved in one row",
+            "demo --engine jlama --consumer-pp 2|--engine jlama runs one decode JVM holding every layer; leave --consumer-pp and --consumer-tp out",
             "demo --engine vllm|--engine=vllm (expected: synthetic or jlama)",
             // topologies the run would fail on after starting
             "demo --layout mla --producer-tp 8 --consumer-tp 3|--producer-tp=8 and --consumer-tp=3 must be multiples of one another",

@@ -33,7 +33,9 @@ import static java.util.Objects.requireNonNull;
  * {@code s * blocksPerSession + j} is token block {@code j} of session slot {@code s}.
  *
  * <p>The memory is every page of every session slot, one allocation each, in the order
- * session, layer page, context page. Token rows hold all of a token's heads, so heads are
+ * session, layer page, context page. A pipeline stage's memory holds only its layers: the pages of
+ * a layer shard, or, when Jlama's pages hold every layer of the model ({@code pages-hold=model}),
+ * each page's span of the stage's layers ({@link JlamaPaging}). Token rows hold all of a token's heads, so heads are
  * interleaved inside a block ({@link SplitClass#INTERLEAVED}); the layout serves one tensor-parallel
  * rank.
  */
@@ -91,34 +93,40 @@ public final class JlamaCacheLayout implements CacheLayout
         long rowBytes = (long) group.kvHeads() * group.headSize() * spec.identity().cacheElementBytes();
         long blockBytes = blockTokens * rowBytes;
         long planeBytes = paging.planeBytes(rowBytes);
-        long pageBytes = paging.pageBytes(rowBytes);
         int firstLayer = spec.stageStart(rank.ppRank());
         int stageLayers = spec.stageLayerCounts().get(rank.ppRank());
-        int layerPages = paging.layerPages(stageLayers);
-        int pagesPerSession = paging.pagesPerSession(stageLayers);
+        int firstPage = paging.firstLayerPage(firstLayer);
+        int layerPages = paging.stageLayerPages(firstLayer, stageLayers);
+        int pagesPerSession = layerPages * paging.contextPages();
         List<Allocation> pages = memory.allocations();
         check(pages.size() % pagesPerSession == 0, ErrorCode.LAYOUT_UNSUPPORTED,
                 "%d allocations given but a session has %d pages (%d layer pages x context-pages=%d); pass every page of every session slot",
                 pages.size(), pagesPerSession, layerPages, paging.contextPages());
         for (int i = 0; i < pages.size(); i++) {
             Allocation page = pages.get(i);
-            check(page.bytes() == pageBytes, ErrorCode.LAYOUT_UNSUPPORTED,
-                    "allocation %d holds %d bytes but a Jlama page [layers-per-page=%d, 2, tokens-per-page=%d, %d heads x %d x %d bytes] holds %d",
-                    i, page.bytes(), paging.layersPerPage(), paging.tokensPerPage(), group.kvHeads(), group.headSize(),
-                    spec.identity().cacheElementBytes(), pageBytes);
+            // with model pages an allocation is the page's span of this stage's layers, which may be part of a page
+            int layerPage = firstPage + i / paging.contextPages() % layerPages;
+            long expected = paging.spanLayers(firstLayer, stageLayers, layerPage) * 2L * planeBytes;
+            check(page.bytes() == expected, ErrorCode.LAYOUT_UNSUPPORTED,
+                    "allocation %d holds %d bytes but %d layers of a Jlama page [layers-per-page=%d, 2, tokens-per-page=%d, %d heads x %d x %d bytes] "
+                            + "hold %d (page %d of a stage of layers %d..%d, pages-hold=%s)",
+                    i, page.bytes(), paging.spanLayers(firstLayer, stageLayers, layerPage), paging.layersPerPage(), paging.tokensPerPage(),
+                    group.kvHeads(), group.headSize(), spec.identity().cacheElementBytes(), expected, layerPage, firstLayer,
+                    firstLayer + stageLayers - 1, paging.modelPages() ? "model" : "stage");
         }
         int sessions = pages.size() / pagesPerSession;
         int blocksPerPage = paging.tokensPerPage() / blockTokens;
         List<Region> regions = new ArrayList<>();
-        for (int local = 0; local < stageLayers; local++) {
-            int layerPage = local / paging.layersPerPage();
-            String layer = layerName(firstLayer + local);
+        for (int layerIndex = firstLayer; layerIndex < firstLayer + stageLayers; layerIndex++) {
+            int layerPage = paging.pageOfLayer(firstLayer, layerIndex);
+            int slotInSpan = paging.slotOfLayer(firstLayer, layerIndex) - paging.spanStart(firstLayer, layerPage);
+            String layer = layerName(layerIndex);
             for (KvPart part : List.of(KvPart.KEY, KvPart.VALUE)) {
-                long offset = ((long) (local % paging.layersPerPage()) * 2 + (part == KvPart.VALUE ? 1 : 0)) * planeBytes;
+                long offset = ((long) slotInSpan * 2 + (part == KvPart.VALUE ? 1 : 0)) * planeBytes;
                 List<BlockRun> runs = new ArrayList<>(sessions * paging.contextPages());
                 for (int s = 0; s < sessions; s++) {
                     for (int c = 0; c < paging.contextPages(); c++) {
-                        runs.add(new BlockRun(pages.get(paging.pageIndex(s, layerPage, c, layerPages)).address() + offset, blocksPerPage));
+                        runs.add(new BlockRun(pages.get(paging.pageIndex(s, layerPage - firstPage, c, layerPages)).address() + offset, blocksPerPage));
                     }
                 }
                 regions.add(new Region(layer + "." + part.name().toLowerCase(Locale.ROOT), runs.getFirst().base(), blockBytes, blockBytes,

@@ -26,7 +26,7 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * The router of a disaggregated Jlama run: writes the model (or takes an existing model directory), starts a reference JVM, a prefill JVM
- * and a decode JVM alike, sends every prompt to prefill, hands the {@code TransferParams} JSON to
+ * (or one per producer pipeline stage, {@link PrefillStages}) and a decode JVM alike, sends every prompt to prefill, hands the {@code TransferParams} JSON to
  * decode, and compares every generated token and every step's logits bits with the reference.
  * Up to {@link RunOptions#concurrency()} sessions are in flight at once, each engine holding a
  * session slot per session in flight.
@@ -74,7 +74,7 @@ public final class DisaggregatedRun
         ServerOptions decode = new ServerOptions("decode", model, directory.resolve("pages-decode"), options.backend(), slots,
                 options.blockTokens(), secret, -1);
         try (EngineProcess referenceJvm = EngineProcess.start(reference, classPath, directory.resolve("reference.log"), READY_SECONDS);
-                EngineProcess prefillJvm = EngineProcess.start(prefill, classPath, directory.resolve("prefill.log"), READY_SECONDS);
+                PrefillStages prefillJvm = PrefillStages.start(prefill, options.producerPp(), classPath, directory, READY_SECONDS);
                 EngineProcess decodeJvm = EngineProcess.start(decode, classPath, directory.resolve("decode.log"), READY_SECONDS)) {
             // the prompts are drawn before anything runs, so that they do not depend on the sessions' order of completion
             SplittableRandom random = new SplittableRandom(options.seed());
@@ -152,7 +152,7 @@ public final class DisaggregatedRun
 
     /** Serves a session's turns one after another: each later turn repeats the earlier one's prompt and output, then new tokens. */
     private static List<SessionResult> conversation(String id, String mode, int[] prompt, List<int[]> followUps, RunOptions options,
-            JlamaModelDirectory shape, EngineProcess reference, EngineProcess prefill, EngineProcess decode)
+            JlamaModelDirectory shape, EngineProcess reference, PrefillStages prefill, EngineProcess decode)
     {
         String conversation = followUps.isEmpty() ? null : id;
         List<SessionResult> turns = new ArrayList<>();
@@ -188,12 +188,25 @@ public final class DisaggregatedRun
     }
 
     private static SessionResult turn(String id, String mode, int[] prompt, String conversation, RunOptions options, JlamaModelDirectory shape,
-            EngineProcess reference, EngineProcess prefill, EngineProcess decode)
+            EngineProcess reference, PrefillStages prefill, EngineProcess decode)
     {
         ArrayNode tokens = Lines.JSON.valueToTree(prompt);
         ObjectNode expected = reference.request(command("generate", id).put("steps", options.decodeTokens()).set("prompt", tokens), REQUEST_SECONDS);
+        try {
+            return disaggregated(id, mode, prompt, conversation, options, shape, tokens, expected, prefill, decode);
+        }
+        finally {
+            // the request's prefill slot goes back to the router's pool once its decode ended, whichever way
+            prefill.finished(id);
+        }
+    }
+
+    /** Prefill, hand-off and decode of one turn, compared with the reference's {@code expected} answer. */
+    private static SessionResult disaggregated(String id, String mode, int[] prompt, String conversation, RunOptions options, JlamaModelDirectory shape,
+            ArrayNode tokens, ObjectNode expected, PrefillStages prefill, EngineProcess decode)
+    {
         List<Integer> referenceTokens = ints(expected.path("tokens"));
-        ObjectNode first = prefill.request((ObjectNode) command("prefill", id).set("prompt", tokens), REQUEST_SECONDS);
+        ObjectNode first = prefill.prefill(id, tokens, REQUEST_SECONDS);
         if (first.has("error")) {
             return failed(id, mode, prompt.length, referenceTokens, "prefill: " + first.path("message").asText());
         }
@@ -204,7 +217,7 @@ public final class DisaggregatedRun
         }
         ObjectNode decoded = decode.request(decodeCommand, REQUEST_SECONDS);
         if (decoded.has("error")) {
-            prefill.request(command("abort", id), REQUEST_SECONDS);
+            prefill.abort(id, REQUEST_SECONDS);
             return failed(id, mode, prompt.length, referenceTokens, "decode: " + decoded.path("error").asText() + ": " + decoded.path("message").asText());
         }
         List<Integer> generated = new ArrayList<>();
@@ -239,11 +252,11 @@ public final class DisaggregatedRun
     }
 
     /** Waits (bounded) until both engines hold no request, lease or transfer, and the producer freed every session's slot. */
-    private static Idle awaitIdle(EngineProcess prefill, EngineProcess decode, int sessions)
+    private static Idle awaitIdle(PrefillStages prefill, EngineProcess decode, int sessions)
     {
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (true) {
-            ObjectNode p = prefill.request(command("audit", "audit"), REQUEST_SECONDS);
+            ObjectNode p = prefill.audit(REQUEST_SECONDS);
             ObjectNode d = decode.request(command("audit", "audit"), REQUEST_SECONDS);
             boolean idle = p.path("idle").asBoolean() && d.path("idle").asBoolean() && p.path("freed").asInt() == sessions;
             if (idle || System.nanoTime() > deadline) {

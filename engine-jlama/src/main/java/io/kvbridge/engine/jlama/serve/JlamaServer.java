@@ -12,16 +12,19 @@ import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.api.TransferParamsJson;
 import io.kvbridge.engine.jlama.JlamaEngine;
 import io.kvbridge.engine.jlama.JlamaSessionPool;
+import io.kvbridge.engine.jlama.JlamaStage;
 import io.kvbridge.engine.jlama.layout.JlamaCacheLayout;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.geometry.Rank;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
+import io.kvbridge.spi.memory.Allocation;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -30,6 +33,7 @@ import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -47,7 +51,10 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code prefill}: runs the prompt's forward pass into a free session slot, reports
  *       {@code prefillFinished} with the slot's blocks, answers the first token and the
- *       {@link TransferParams} as JSON, and returns the slot when kvbridge frees the request.</li>
+ *       {@link TransferParams} as JSON, and returns the slot when kvbridge frees the request. A
+ *       prefill JVM that is one of several pipeline stages computes every layer but registers and
+ *       hands over only its stage's ({@link JlamaStage}); a later stage takes the slot the first one
+ *       chose ({@code slot}), so that every stage's parameters name the same blocks.</li>
  *   <li>{@code decode}: refuses a session longer than its pages before any byte moves, reports
  *       {@code blocksAllocated} for a free slot (or, for a later turn of a {@code conversation}, for
  *       the blocks of the slot it kept that it does not hold yet), and answers once kvbridge received
@@ -62,6 +69,7 @@ public final class JlamaServer implements AutoCloseable
 {
     private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final Duration STAGE_LEASE = Duration.ofSeconds(120);
 
     private final ServerOptions options;
     private final PrintStream out;
@@ -70,6 +78,8 @@ public final class JlamaServer implements AutoCloseable
     private final KvBridge bridge;
     private final ProducerConnector producer;
     private final ConsumerConnector consumer;
+    private final JlamaStage stage;
+    private final CacheGeometry geometry;
     private final Map<String, Integer> heldSlots = new HashMap<>();
     private final Map<String, Receiving> receiving = new LinkedHashMap<>();
     private final Map<String, Conversation> conversations = new HashMap<>();
@@ -85,15 +95,28 @@ public final class JlamaServer implements AutoCloseable
             this.bridge = null;
             this.producer = null;
             this.consumer = null;
+            this.stage = JlamaStage.whole(engine.model().getConfig().numberOfLayers);
+            this.geometry = null;
             return;
         }
-        this.bridge = KvBridge.builder().transport(options.backend()).agentName("jlama-" + options.role()).sideChannelSecret(options.secret()).build();
-        JlamaCacheLayout layout = (JlamaCacheLayout) bridge.layout(JlamaCacheLayout.NAME, pool.layoutOptions());
-        CacheGeometry geometry = layout.describe(pool.cacheSpec(), pool.memory(), Rank.single());
-        ConnectorSettings settings = ConnectorSettings.builder("jlama-" + options.role(), geometry).sideChannel("127.0.0.1", 0)
-                .cacheSpec(pool.cacheSpec()).layout(layout).build();
-        this.producer = options.role().equals("prefill") ? bridge.producer(settings) : null;
-        this.consumer = options.role().equals("decode") ? bridge.consumer(settings) : null;
+        String agent = "jlama-" + options.role() + (options.ppSize() > 1 ? "-pp" + options.ppRank() : "");
+        this.bridge = KvBridge.builder().transport(options.backend()).agentName(agent).sideChannelSecret(options.secret()).build();
+        // a prefill stage computes every layer but registers and hands over only its own (JlamaStage); decode and an unsplit prefill hold them all
+        this.stage = new JlamaStage(options.ppRank(), options.ppSize(), engine.model().getConfig().numberOfLayers);
+        ModelCacheSpec spec = pool.cacheSpec(stage);
+        JlamaCacheLayout layout = (JlamaCacheLayout) bridge.layout(JlamaCacheLayout.NAME, pool.layoutOptions(stage));
+        this.geometry = layout.describe(spec, pool.memory(stage), stage.rank());
+        ConnectorSettings.Builder settings = ConnectorSettings.builder("jlama-" + options.role(), geometry).sideChannel("127.0.0.1", 0)
+                .cacheSpec(spec).layout(layout);
+        if (options.ppSize() > 1) {
+            // every stage's side channel is named in the parameters, so the decoder shakes hands with each stage's JVM
+            settings.sideChannel("127.0.0.1", options.stagePorts().get(options.ppRank()))
+                    .stageSideChannels(options.stagePorts().stream().map(port -> new SideChannelAddress("127.0.0.1", port)).toList())
+                    // the decoder hears of a request only when the slowest stage finished it: a stage's lease must outlast the others' prefill
+                    .leaseDuration(STAGE_LEASE);
+        }
+        this.producer = options.role().equals("prefill") ? bridge.producer(settings.build()) : null;
+        this.consumer = options.role().equals("decode") ? bridge.consumer(settings.build()) : null;
     }
 
     /**
@@ -192,8 +215,8 @@ public final class JlamaServer implements AutoCloseable
     {
         String id = command.path("id").asText();
         int[] prompt = ints(command.path("prompt"));
-        awaitFreeSlot();
-        int slot = pool.acquire();
+        // a later pipeline stage takes the slot the first stage took, so that every stage's parameters name the same blocks
+        int slot = command.has("slot") ? awaitSlot(command.path("slot").asInt()) : awaitFreeSlotAndAcquire();
         try {
             long start = System.nanoTime();
             JlamaEngine.Step first = engine.prefill(pool.buffer(slot), prompt);
@@ -204,7 +227,7 @@ public final class JlamaServer implements AutoCloseable
                 corrupt(slot);
             }
             return Lines.object().put("token", first.token()).put("digest", Lines.digest(first.logits())).put("prefillNanos", prefillNanos)
-                    .put("params", TransferParamsJson.write(params));
+                    .put("slot", slot).put("params", TransferParamsJson.write(params));
         }
         catch (RuntimeException e) {
             if (!heldSlots.containsKey(id)) {
@@ -215,13 +238,25 @@ public final class JlamaServer implements AutoCloseable
     }
 
     /** Every slot may still be held by requests the decoder finished but kvbridge has not yet reported freed: poll for them, within a deadline. */
-    private void awaitFreeSlot()
+    private int awaitFreeSlotAndAcquire()
     {
         long deadline = System.nanoTime() + SLOT_WAIT_NANOS;
         while (pool.freeSlots() == 0 && System.nanoTime() < deadline) {
             pollProducer();
             Thread.onSpinWait();
         }
+        return pool.acquire();
+    }
+
+    /** Waits, within a deadline, until kvbridge frees one given slot, and takes it. */
+    private int awaitSlot(int slot)
+    {
+        long deadline = System.nanoTime() + SLOT_WAIT_NANOS;
+        while (!pool.isFree(slot) && System.nanoTime() < deadline) {
+            pollProducer();
+            Thread.onSpinWait();
+        }
+        return pool.acquire(slot);
     }
 
     /** The negative control: one byte of one block of layer 0's key plane changes after prefill, before kvbridge moves it. */
@@ -435,6 +470,12 @@ public final class JlamaServer implements AutoCloseable
                 .put("freeSlots", pool.freeSlots()).put("freed", freed);
         ConnectorAudit audit = producer != null ? producer.audit() : consumer != null ? consumer.audit() : null;
         reply.put("idle", audit == null || audit.idle());
+        if (geometry != null) {
+            // what this JVM registered with its transport, as Jlama's own accessors place the layers
+            reply.put("ppRank", stage.ppRank()).put("ppSize", stage.ppSize());
+            reply.set("registeredLayers", Lines.JSON.valueToTree(pool.layersIn(geometry.allocations())));
+            reply.put("registeredBytes", geometry.allocations().stream().mapToLong(Allocation::bytes).sum());
+        }
         reply.put("connector", audit == null ? "none" : audit.toString());
         return reply;
     }

@@ -25,10 +25,15 @@ import java.util.Locale;
  *     keeps the session's slot between turns, receiving only the blocks it does not hold.
  * @param modelDirectory an existing Jlama model directory every engine loads; null to write the
  *     generated {@code model} shape instead.
+ * @param producerPp prefill JVMs, one per pipeline stage, each registering and handing over only its
+ *     stage's layers to the one decoder that holds them all; 1 for one prefill JVM.
  */
 public record RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
-        int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory)
+        int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp)
 {
+    /** The most producer pipeline stages: each is a JVM holding the whole model. */
+    public static final int MAX_PRODUCER_PP = 4;
+
     /** Fewest new tokens a later turn adds. */
     public static final int FOLLOW_UP_MIN = 8;
 
@@ -83,6 +88,29 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns, null);
     }
 
+    /**
+     * Options with one prefill JVM.
+     *
+     * @param backend kvbridge transport.
+     * @param mode {@code push}, {@code pull} or {@code mixed}.
+     * @param sessions sessions to serve.
+     * @param promptMin shortest prompt.
+     * @param promptMax longest prompt.
+     * @param decodeTokens decode steps.
+     * @param seed seed.
+     * @param model shape.
+     * @param blockTokens tokens per block.
+     * @param corruptBlock negative control block, or -1.
+     * @param concurrency sessions in flight.
+     * @param turns turns per session.
+     * @param modelDirectory an existing model directory, or null.
+     */
+    public RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
+            int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory)
+    {
+        this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns, modelDirectory, 1);
+    }
+
     /** Validates the values. */
     public RunOptions
     {
@@ -93,6 +121,8 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         KvBridgeException.checkArgument(decodeTokens > 0, "decode tokens=%d is not positive", decodeTokens);
         KvBridgeException.checkArgument(blockTokens > 0, "blockTokens=%d is not positive", blockTokens);
         KvBridgeException.checkArgument(turns >= 1, "turns=%d is not positive", turns);
+        KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= MAX_PRODUCER_PP, "producerPp=%d is outside [1, %d]", producerPp,
+                MAX_PRODUCER_PP);
         KvBridgeException.checkArgument(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency=%d is outside [1, %d]", concurrency,
                 MAX_CONCURRENCY);
     }

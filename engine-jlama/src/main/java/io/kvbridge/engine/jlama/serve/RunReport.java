@@ -1,8 +1,10 @@
 package io.kvbridge.engine.jlama.serve;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -11,7 +13,7 @@ import java.util.Locale;
  *
  * @param options what ran.
  * @param sessions each session next to its reference.
- * @param prefillAudit the prefill JVM's last audit.
+ * @param prefillAudit the prefill JVM's last audit; with several pipeline stages, their audits merged ({@code stages} holds each).
  * @param decodeAudit the decode JVM's last audit.
  * @param decoderForwardedTokens every token the decode JVM ran through Jlama's forward pass.
  */
@@ -27,7 +29,33 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
     {
         return sessions.stream().allMatch(s -> s.identical(options.decodeTokens())) && decoderRanOnlyDecodeSteps()
                 && prefillAudit.path("idle").asBoolean() && decodeAudit.path("idle").asBoolean()
-                && prefillAudit.path("freed").asInt() == sessions.size();
+                && prefillAudit.path("freed").asInt() == sessions.size() && stagesRegisteredOnlyTheirLayers();
+    }
+
+    /**
+     * Tells whether each producer pipeline stage registered exactly its own layers (as Jlama's
+     * accessors place them) and the decoder every layer; true for an unsplit producer.
+     *
+     * @return true when every stage's registered layers are its equal share of the decoder's.
+     */
+    public boolean stagesRegisteredOnlyTheirLayers()
+    {
+        JsonNode stages = prefillAudit.path("stages");
+        if (!stages.isArray()) {
+            return true;
+        }
+        List<Integer> all = new ArrayList<>();
+        decodeAudit.path("registeredLayers").forEach(layer -> all.add(layer.asInt()));
+        int share = all.size() / stages.size();
+        for (JsonNode stage : stages) {
+            List<Integer> registered = new ArrayList<>();
+            stage.path("registeredLayers").forEach(layer -> registered.add(layer.asInt()));
+            int first = stage.path("ppRank").asInt() * share;
+            if (all.size() % stages.size() != 0 || !registered.equals(all.subList(first, first + share))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -49,7 +77,8 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
     {
         ObjectNode root = Lines.object().put("engine", "jlama").put("model", options.modelLabel()).put("backend", options.backend())
                 .put("mode", options.mode()).put("passed", passed()).put("decoderForwardedTokens", decoderForwardedTokens)
-                .put("decoderRanOnlyDecodeSteps", decoderRanOnlyDecodeSteps());
+                .put("decoderRanOnlyDecodeSteps", decoderRanOnlyDecodeSteps()).put("producerPp", options.producerPp())
+                .put("stagesRegisteredOnlyTheirLayers", stagesRegisteredOnlyTheirLayers());
         ArrayNode list = root.putArray("sessions");
         for (SessionResult s : sessions) {
             ObjectNode node = list.addObject().put("id", s.id()).put("mode", s.mode()).put("promptTokens", s.promptTokens())
@@ -75,9 +104,10 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
     public String toText()
     {
         StringBuilder text = new StringBuilder();
-        text.append(String.format(Locale.ROOT, "jlama %s over %s, mode %s: %d sessions%s, %d in flight, %d decode steps each%n", options.modelLabel(),
+        text.append(String.format(Locale.ROOT, "jlama %s over %s, mode %s: %d sessions%s, %d in flight, %d decode steps each%s%n", options.modelLabel(),
                 options.backend(), options.mode(), options.sessions(), options.turns() > 1 ? " of " + options.turns() + " turns" : "",
-                options.concurrency(), options.decodeTokens()));
+                options.concurrency(), options.decodeTokens(), options.producerPp() > 1 ? ", " + options.producerPp() + " prefill stages (PP"
+                        + options.producerPp() + " to PP1)" : ""));
         text.append(String.format(Locale.ROOT, "  %-18s %-5s %7s %7s %9s %10s %12s %11s  %s%n", "session", "mode", "prompt", "cached", "prefill",
                 "transfer", "first step", "bytes", "bit-identical"));
         long bytes = 0;
@@ -93,6 +123,15 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
         text.append(String.format(Locale.ROOT, "  idle audits: prefill %s (%d slots freed), decode %s%n", prefillAudit.path("idle").asBoolean() ? "idle" : "BUSY "
                 + prefillAudit.path("connector").asText(), prefillAudit.path("freed").asInt(), decodeAudit.path("idle").asBoolean() ? "idle" : "BUSY "
                 + decodeAudit.path("connector").asText()));
+        JsonNode stages = prefillAudit.path("stages");
+        if (stages.isArray()) {
+            StringBuilder line = new StringBuilder("  registered layers (as Jlama places them):");
+            for (JsonNode stage : stages) {
+                line.append(String.format(Locale.ROOT, " prefill stage %d %s;", stage.path("ppRank").asInt(), stage.path("registeredLayers")));
+            }
+            text.append(line).append(String.format(Locale.ROOT, " decoder %s (%s)%n", decodeAudit.path("registeredLayers"),
+                    stagesRegisteredOnlyTheirLayers() ? "each stage its own layers only" : "NOT each stage's own layers"));
+        }
         text.append(passed() ? "  PASSED: every token and every step's logits are bit-identical to the single-JVM reference\n"
                 : "  FAILED: the disaggregated run differs from the single-JVM reference\n");
         return text.toString();

@@ -9,6 +9,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 /**
  * What an engine JVM runs: its role, the model directory the router wrote, and the bridge's
@@ -23,10 +24,43 @@ import java.util.Map;
  * @param secret the side channel's shared secret.
  * @param corruptBlock for the negative control only: after a prefill, flip one byte of this block
  *     of the first layer's key plane before the transfer; -1 for none.
+ * @param ppRank prefill only: the pipeline stage this JVM serves.
+ * @param ppSize prefill only: the producer's pipeline stages, each a JVM of its own; 1 for an unsplit producer.
+ * @param stagePorts prefill with several stages only: the loopback side channel port of every stage, index = stage;
+ *     empty otherwise.
  */
 public record ServerOptions(String role, Path modelDirectory, Path workDirectory, String backend, int slots, int blockTokens, byte[] secret,
-        int corruptBlock)
+        int corruptBlock, int ppRank, int ppSize, List<Integer> stagePorts)
 {
+    /**
+     * Options of an unsplit engine.
+     *
+     * @param role {@code prefill}, {@code decode} or {@code reference}.
+     * @param modelDirectory the model.
+     * @param workDirectory the pages' directory.
+     * @param backend transport.
+     * @param slots sessions in flight.
+     * @param blockTokens tokens per block.
+     * @param secret side channel secret.
+     * @param corruptBlock negative control block, or -1.
+     */
+    public ServerOptions(String role, Path modelDirectory, Path workDirectory, String backend, int slots, int blockTokens, byte[] secret,
+            int corruptBlock)
+    {
+        this(role, modelDirectory, workDirectory, backend, slots, blockTokens, secret, corruptBlock, 0, 1, List.of());
+    }
+
+    /** Validates the stage values. */
+    public ServerOptions
+    {
+        stagePorts = List.copyOf(stagePorts);
+        KvBridgeException.check(ppSize >= 1 && ppRank >= 0 && ppRank < ppSize, ErrorCode.INVALID_ARGUMENT, "--pp-rank=%d of --pp-size=%d", ppRank,
+                ppSize);
+        KvBridgeException.check(ppSize == 1 || (role.equals("prefill") && stagePorts.size() == ppSize), ErrorCode.INVALID_ARGUMENT,
+                "%s with --pp-size=%d and stage ports %s: only prefill runs as pipeline stages, and each stage needs every stage's port", role,
+                ppSize, stagePorts);
+    }
+
     /**
      * Parses {@code --name value} pairs.
      *
@@ -44,7 +78,8 @@ public record ServerOptions(String role, Path modelDirectory, Path workDirectory
         ServerOptions options = new ServerOptions(require(values, "role"), Path.of(require(values, "model")), Path.of(require(values, "work")),
                 values.getOrDefault("backend", "tcp"), Integer.parseInt(values.getOrDefault("slots", "4")),
                 Integer.parseInt(values.getOrDefault("block-tokens", "16")), HexFormat.of().parseHex(require(values, "secret")),
-                Integer.parseInt(values.getOrDefault("corrupt-block", "-1")));
+                Integer.parseInt(values.getOrDefault("corrupt-block", "-1")), Integer.parseInt(values.getOrDefault("pp-rank", "0")),
+                Integer.parseInt(values.getOrDefault("pp-size", "1")), ports(values.getOrDefault("stage-ports", "")));
         KvBridgeException.check(List.of("prefill", "decode", "reference").contains(options.role()), ErrorCode.INVALID_ARGUMENT,
                 "role=%s (expected: prefill, decode or reference)", options.role());
         return options;
@@ -63,6 +98,10 @@ public record ServerOptions(String role, Path modelDirectory, Path workDirectory
         if (corruptBlock >= 0) {
             args.addAll(List.of("--corrupt-block", Integer.toString(corruptBlock)));
         }
+        if (ppSize > 1) {
+            args.addAll(List.of("--pp-rank", Integer.toString(ppRank), "--pp-size", Integer.toString(ppSize), "--stage-ports",
+                    String.join(",", stagePorts.stream().map(String::valueOf).toList())));
+        }
         return args;
     }
 
@@ -74,6 +113,11 @@ public record ServerOptions(String role, Path modelDirectory, Path workDirectory
     public String modelName()
     {
         return "synthetic/" + modelDirectory.getFileName();
+    }
+
+    private static List<Integer> ports(String text)
+    {
+        return text.isEmpty() ? List.of() : Stream.of(text.split(",")).map(Integer::parseInt).toList();
     }
 
     private static String require(Map<String, String> values, String key)
