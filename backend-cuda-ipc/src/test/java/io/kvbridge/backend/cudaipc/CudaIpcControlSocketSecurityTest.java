@@ -75,7 +75,7 @@ final class CudaIpcControlSocketSecurityTest
     @BeforeEach
     void usableDriver()
     {
-        Availability availability = new CudaIpcBackendFactory(true).probe();
+        Availability availability = FakeCuda.factory().probe();
         assumeTrue(availability.available() && FakeCuda.loaded(), () -> "these tests need the fake driver: " + availability.reasons());
     }
 

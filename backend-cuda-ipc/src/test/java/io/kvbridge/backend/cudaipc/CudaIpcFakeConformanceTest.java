@@ -9,6 +9,6 @@ final class CudaIpcFakeConformanceTest extends AbstractTransferBackendConformanc
     @Override
     protected TransferBackendFactory newFactory()
     {
-        return new CudaIpcBackendFactory(true);
+        return FakeCuda.factory();
     }
 }

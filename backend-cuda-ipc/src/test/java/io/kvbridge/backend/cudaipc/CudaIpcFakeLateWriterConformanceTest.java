@@ -9,6 +9,6 @@ final class CudaIpcFakeLateWriterConformanceTest extends AbstractLateWriterConfo
     @Override
     protected TransferBackendFactory newFactory()
     {
-        return new CudaIpcBackendFactory(true);
+        return FakeCuda.factory();
     }
 }

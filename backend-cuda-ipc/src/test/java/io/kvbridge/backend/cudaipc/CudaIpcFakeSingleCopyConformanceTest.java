@@ -13,7 +13,7 @@ final class CudaIpcFakeSingleCopyConformanceTest extends AbstractTransferBackend
     @Override
     protected TransferBackendFactory newFactory()
     {
-        return new CudaIpcBackendFactory(true);
+        return FakeCuda.factory();
     }
 
     @Override

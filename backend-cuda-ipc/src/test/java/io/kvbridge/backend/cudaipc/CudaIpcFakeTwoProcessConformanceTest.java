@@ -40,7 +40,7 @@ final class CudaIpcFakeTwoProcessConformanceTest extends AbstractTransferBackend
     @Override
     protected TransferBackendFactory newFactory()
     {
-        return new CudaIpcBackendFactory(true);
+        return FakeCuda.factory();
     }
 
     @Override

@@ -67,7 +67,7 @@ final class CudaIpcTwoProcessTest
     @BeforeEach
     void usableDriver()
     {
-        Availability availability = new CudaIpcBackendFactory(true).probe();
+        Availability availability = FakeCuda.factory().probe();
         assumeTrue(availability.available(), () -> "no usable CUDA driver, fake or real: " + availability.reasons());
     }
 

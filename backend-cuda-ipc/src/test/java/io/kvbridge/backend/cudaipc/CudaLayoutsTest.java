@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvbridge.backend.cudaipc.ffm.CudaLayouts;
+import io.kvbridge.testkit.NativeFakes;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,6 +44,7 @@ final class CudaLayoutsTest
         Path source = dir.resolve("layouts.c");
         Files.writeString(source, c.toString());
         Path binary = dir.resolve("layouts");
+        NativeFakes.assumeGccRuns("the CUDA layout check compiles a program against the driver headers");
         Process compile = new ProcessBuilder("gcc", "-Werror=incompatible-pointer-types", "-I" + HEADERS, "-o", binary.toString(), source.toString()).redirectErrorStream(true).start();
         String compileOutput = new String(compile.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assumeTrue(compile.waitFor(60, TimeUnit.SECONDS), "gcc did not finish in 60 s");

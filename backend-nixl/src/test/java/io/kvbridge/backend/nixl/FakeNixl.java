@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.kvbridge.testkit.NativeFakes;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -13,7 +14,6 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,9 +26,9 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class FakeNixl
 {
     /** The current C API (102 functions). */
-    public static final FakeNixl HEAD = new FakeNixl(pathOf("kvbridge.nixl.test.fake"));
+    public static final FakeNixl HEAD = new FakeNixl("kvbridge.nixl.test.fake");
     /** The 96-function C API of NIXL 0.10.1 .. 1.4, with its statuses. */
-    public static final FakeNixl V1_4 = new FakeNixl(pathOf("kvbridge.nixl.test.fake14"));
+    public static final FakeNixl V1_4 = new FakeNixl("kvbridge.nixl.test.fake14");
 
     private static final Map<Path, SymbolLookup> LOOKUPS = new ConcurrentHashMap<>();
     private static final StructLayout STATS = MemoryLayout.structLayout(
@@ -36,7 +36,8 @@ public final class FakeNixl
             JAVA_LONG.withName("live_objects"), JAVA_LONG.withName("bad_handles"), JAVA_LONG.withName("notifications_sent"),
             JAVA_LONG.withName("transfers_posted"), JAVA_LONG.withName("frames_sent"));
 
-    private final Path library;
+    /** The system property the build sets to this fake's path. */
+    private final String property;
 
     /**
      * The fake's counters.
@@ -55,26 +56,20 @@ public final class FakeNixl
     {
     }
 
-    private FakeNixl(Path library)
+    private FakeNixl(String property)
     {
-        this.library = library;
+        this.property = property;
     }
 
-    private static Path pathOf(String property)
-    {
-        String value = System.getProperty(property);
-        if (value == null) {
-            throw new IllegalStateException(property + " is not set: run the tests through Maven, which builds the fake and sets it");
-        }
-        return Path.of(value);
-    }
-
+    /**
+     * The fake's path. Every use of the fake goes through here, so that a test run where the build
+     * skipped the fakes (no gcc) skips each test that needs one, with the reason {@link NativeFakes} gives.
+     *
+     * @return the compiled fake.
+     */
     public Path library()
     {
-        if (!Files.isRegularFile(library)) {
-            throw new IllegalStateException("the fake NIXL library was not built: " + library + " is missing (the exec-maven-plugin gcc step builds it)");
-        }
-        return library;
+        return NativeFakes.require(property);
     }
 
     /** A factory bound to this fake, with the fake allowed. */
@@ -104,6 +99,10 @@ public final class FakeNixl
                     .invokeExact(arena.allocateFrom(function), nth, status);
             assertEquals(0, rc, "nixl_fake_set_fault(" + function + ")");
         }
+        catch (RuntimeException e) {
+            // a skip where the fake was not built (TestAbortedException) stays a skip
+            throw e;
+        }
         catch (Throwable t) {
             throw new AssertionError(t);
         }
@@ -113,6 +112,10 @@ public final class FakeNixl
     {
         try {
             handle("nixl_fake_reset_faults", FunctionDescriptor.ofVoid()).invokeExact();
+        }
+        catch (RuntimeException e) {
+            // a skip where the fake was not built (TestAbortedException) stays a skip
+            throw e;
         }
         catch (Throwable t) {
             throw new AssertionError(t);
@@ -127,6 +130,10 @@ public final class FakeNixl
                     .invokeExact(arena.allocateFrom(key), arena.allocateFrom(value));
             assertEquals(0, rc, "nixl_fake_set_option(" + key + ", " + value + ")");
         }
+        catch (RuntimeException e) {
+            // a skip where the fake was not built (TestAbortedException) stays a skip
+            throw e;
+        }
         catch (Throwable t) {
             throw new AssertionError(t);
         }
@@ -140,6 +147,10 @@ public final class FakeNixl
             assertEquals(0, rc);
             return new Stats(out.get(JAVA_LONG, 0), out.get(JAVA_LONG, 8), out.get(JAVA_LONG, 16), out.get(JAVA_LONG, 24), out.get(JAVA_LONG, 32),
                     out.get(JAVA_LONG, 40), out.get(JAVA_LONG, 48), out.get(JAVA_LONG, 56));
+        }
+        catch (RuntimeException e) {
+            // a skip where the fake was not built (TestAbortedException) stays a skip
+            throw e;
         }
         catch (Throwable t) {
             throw new AssertionError(t);

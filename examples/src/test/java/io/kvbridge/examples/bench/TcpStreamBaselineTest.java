@@ -3,9 +3,8 @@ package io.kvbridge.examples.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvbridge.examples.Gcc;
+import io.kvbridge.testkit.NativeFakes;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +23,7 @@ final class TcpStreamBaselineTest
     @Test
     void oneLoopbackStreamGivesAFigurePerBlockSize()
     {
-        assumeTrue(Gcc.runs(), "gcc is not installed here");
+        NativeFakes.assumeGccRuns("the TCP stream baseline is compiled at run time");
         BaselineResult result = TcpStreamBaseline.measure("gcc", 8L << 20, BLOCKS);
         assertTrue(result.available(), result.reason());
         assertEquals(BLOCKS, List.copyOf(result.gigabytesPerSecond().keySet()), result.toString());
@@ -43,7 +42,7 @@ final class TcpStreamBaselineTest
     @Test
     void aBlockThatDoesNotDivideTheTotalIsTheProgramsRefusal()
     {
-        assumeTrue(Gcc.runs(), "gcc is not installed here");
+        NativeFakes.assumeGccRuns("the TCP stream baseline is compiled at run time");
         BaselineResult result = TcpStreamBaseline.measure("gcc", 1L << 20, List.of(3000L));
         assertFalse(result.available());
         assertTrue(result.reason().contains("block 3000 must divide the total 1048576"), result.reason());

@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.testkit.NativeFakes;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -38,8 +38,7 @@ final class CudaIpcFakeCliTest
 
     private ChildCli.Run runWithFake(String... args) throws IOException, InterruptedException
     {
-        String fake = System.getProperty(FAKE_PROPERTY, "");
-        assumeTrue(!fake.isEmpty() && Files.isRegularFile(Path.of(fake)), "the fake libcuda.so.1 was not built (" + FAKE_PROPERTY + "=" + fake + ")");
+        String fake = NativeFakes.require(FAKE_PROPERTY).toString();
         return ChildCli.run(directory, List.of("-Dkvbridge.cuda-ipc.library=" + fake, "-Dkvbridge.cuda-ipc.allow-fake=true"), args);
     }
 

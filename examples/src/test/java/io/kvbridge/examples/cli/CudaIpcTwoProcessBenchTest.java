@@ -2,11 +2,10 @@ package io.kvbridge.examples.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.nio.file.Files;
+import io.kvbridge.testkit.NativeFakes;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
@@ -33,8 +32,7 @@ final class CudaIpcTwoProcessBenchTest
 
     private static List<String> fakeDriver()
     {
-        String fake = System.getProperty(FAKE_PROPERTY, "");
-        assumeTrue(!fake.isEmpty() && Files.isRegularFile(Path.of(fake)), "the fake libcuda.so.1 was not built (" + FAKE_PROPERTY + "=" + fake + ")");
+        String fake = NativeFakes.require(FAKE_PROPERTY).toString();
         return List.of("-Dkvbridge.cuda-ipc.library=" + fake, "-Dkvbridge.cuda-ipc.allow-fake=true");
     }
 

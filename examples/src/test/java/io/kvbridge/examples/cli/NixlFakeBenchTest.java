@@ -2,11 +2,10 @@ package io.kvbridge.examples.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.nio.file.Files;
+import io.kvbridge.testkit.NativeFakes;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
@@ -32,8 +31,7 @@ final class NixlFakeBenchTest
     @Test
     void nixlRowsAreComparedWithTheCProbeOnTheSameLibrary() throws Exception
     {
-        String fake = System.getProperty(FAKE_PROPERTY, "");
-        assumeTrue(!fake.isEmpty() && Files.isRegularFile(Path.of(fake)), "the fake libnixl_capi.so was not built (" + FAKE_PROPERTY + "=" + fake + ")");
+        String fake = NativeFakes.require(FAKE_PROPERTY).toString();
         ChildCli.Run run = ChildCli.run(directory, List.of("-Dkvbridge.nixl.library=" + fake, "-Dkvbridge.nixl.allow-fake=true"), "bench", "--json",
                 "--total-bytes", "1MiB", "--block-sizes", "64KiB,1MiB", "--transport-option", "nixl.allow-unchecked-tcp-lane=true");
         assertEquals(0, run.exitCode(), run.out() + run.err());

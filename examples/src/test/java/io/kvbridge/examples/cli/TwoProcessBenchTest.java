@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvbridge.examples.Gcc;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.testkit.NativeFakes;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -83,7 +83,7 @@ final class TwoProcessBenchTest
                     // no compiler: each baseline says so, on the side that would have run it
                     assertTrue(tcp.get("reason").asText().contains("the target started no TCP stream receiver: C compiler"), tcp.toString());
                     assertTrue(memcpy.get("reason").asText().contains("C compiler"), memcpy.toString());
-                    assertTrue(tls.equals("default") || !Gcc.runs(), tcp.toString());
+                    assertTrue(tls.equals("default") || !NativeFakes.gccRuns(), tcp.toString());
                 }
                 assertTrue(target.err().contains("granted READ and WRITE of 2 MiB"), target.err());
                 assertTrue(target.err().contains("finished; done"), target.err());

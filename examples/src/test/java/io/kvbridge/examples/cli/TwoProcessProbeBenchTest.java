@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvbridge.core.plugin.PluginRegistry;
-import io.kvbridge.examples.Gcc;
+import io.kvbridge.testkit.NativeFakes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -147,7 +147,7 @@ final class TwoProcessProbeBenchTest
     private static void assumeProbeCanRun()
     {
         assumeTrue(ucxAvailable(), "the ucx transport is not available here");
-        assumeTrue(Gcc.runs(), "gcc does not run here, so the UCX probe cannot be built");
+        NativeFakes.assumeGccRuns("the UCX probe baseline is compiled at run time");
         assumeTrue(Files.isRegularFile(UCX_HEADER), UCX_HEADER + " is missing (apt-get install libucx-dev), so the UCX probe cannot be built");
     }
 
