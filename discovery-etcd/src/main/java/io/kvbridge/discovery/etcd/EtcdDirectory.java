@@ -177,7 +177,7 @@ public final class EtcdDirectory
             synchronized (lock) {
                 republish = true;
             }
-            LOG.warn("{}: could not publish {} yet, will retry: {}", location, entry, e.getMessage());
+            calls.willRetry("publish " + entry, e.getMessage());
         }
         return new EntryPublication(key, value);
     }
@@ -231,7 +231,7 @@ public final class EtcdDirectory
             }
         }
         catch (KvBridgeException e) {
-            LOG.warn("{}: could not withdraw {} yet, will retry: {}", location, key, e.getMessage());
+            calls.willRetry("withdraw " + key, e.getMessage());
         }
     }
 
@@ -321,7 +321,7 @@ public final class EtcdDirectory
             }
             catch (KvBridgeException e) {
                 // the maintenance thread starts it once etcd answers
-                LOG.warn("{}: could not watch engine {} yet, will retry: {}", location, engineId, e.getMessage());
+                calls.willRetry("watch engine " + engineId, e.getMessage());
             }
         }
         return () -> {

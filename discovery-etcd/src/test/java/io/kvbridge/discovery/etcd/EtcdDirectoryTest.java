@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.kvbridge.spi.ErrorCode;
@@ -17,6 +21,7 @@ import io.kvbridge.spi.discovery.DirectoryFactory;
 import io.kvbridge.spi.discovery.EngineDirectory;
 import io.kvbridge.testkit.EtcdServer;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -29,6 +34,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 
 /** The etcd directory against a real etcd server started for the class. */
 class EtcdDirectoryTest
@@ -223,6 +229,38 @@ class EtcdDirectoryTest
             }
             assertEquals(List.of(entry("outage-1", 0, 0, "after")), entries);
             assertEquals(List.of(entry("outage-1", 0, 0, "after")), consumer.resolve("outage-1"));
+        }
+    }
+
+    @Test
+    void slowFirstAnswersThatArriveWithinTheStartupGraceLeaveNoWarning()
+            throws IOException, InterruptedException
+    {
+        Logger calls = (Logger) LoggerFactory.getLogger(EtcdCalls.class);
+        Logger directory = (Logger) LoggerFactory.getLogger(EtcdDirectory.class);
+        ListAppender<ILoggingEvent> lines = new ListAppender<>();
+        lines.start();
+        calls.addAppender(lines);
+        directory.addAppender(lines);
+        // etcd's answers held back past the first call's deadline, as a cold client on a loaded host sees them
+        Duration requestTimeout = Duration.ofSeconds(1);
+        String[] endpoint = etcd.endpoint().split(":");
+        try (DelayingProxy proxy = new DelayingProxy(new InetSocketAddress(endpoint[0], Integer.parseInt(endpoint[1])), 2 * requestTimeout.toMillis() + 500);
+                EngineDirectory producer = new EtcdDirectoryFactory().open(DirectoryConfig.parse("etcd://" + proxy.endpoint()).with(TTL, requestTimeout, 64 << 10));
+                EngineDirectory consumer = open()) {
+            long asked = System.nanoTime();
+            producer.publish(entry("slow-start", 0, 0, "published late"));
+            assertTrue(System.nanoTime() - asked >= requestTimeout.toNanos() / 2, "the first call was not held up: the proxy did not delay it");
+            assertTrue(!producer.health().reachable(), "health says unreachable until etcd answers: " + producer.health().describe());
+            await(() -> producer.health().reachable(), Duration.ofSeconds(15));
+            await(() -> consumer.resolve("slow-start").equals(List.of(entry("slow-start", 0, 0, "published late"))), Duration.ofSeconds(10));
+            List<String> warnings = lines.list.stream().filter(line -> line.getLevel().isGreaterOrEqual(Level.WARN)).map(ILoggingEvent::getFormattedMessage)
+                    .toList();
+            assertEquals(List.of(), warnings, "a start-up that etcd answered within the grace");
+        }
+        finally {
+            calls.detachAppender(lines);
+            directory.detachAppender(lines);
         }
     }
 

@@ -2,7 +2,6 @@ package io.kvbridge.examples.demo;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.KvBridge;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
@@ -15,7 +14,6 @@ import java.net.ServerSocket;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +21,6 @@ import java.util.SplittableRandom;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.IntConsumer;
-import java.util.function.IntPredicate;
 import java.util.stream.IntStream;
 
 /**
@@ -38,8 +35,6 @@ public final class DemoRun
 {
     /** How long the run may go without any event before it is declared stuck. */
     private static final long STALL_NANOS = 180_000_000_000L;
-    /** How a decoder host reports a request its digests refused: the code's id leads the failure. */
-    private static final String DIGEST_MISMATCH = io.kvbridge.spi.ErrorCode.DIGEST_MISMATCH.id() + " ";
 
     private final DemoOptions options;
     private final IntConsumer progress;
@@ -70,27 +65,6 @@ public final class DemoRun
         this.progress = progress;
         this.meters = requireNonNull(meters, "meters is null");
         this.started = requireNonNull(started, "started is null");
-    }
-
-    /** One request on its way. */
-    private static final class Active
-    {
-        final int index;
-        final int tokens;
-        final int[][] producerIds;
-        final int[][] decoderIds;
-        int producerRanksDone;
-        int decoderHostsDone;
-        boolean failed;
-        boolean digestRefused;
-
-        Active(int index, int tokens, int[][] producerIds, int[][] decoderIds)
-        {
-            this.index = index;
-            this.tokens = tokens;
-            this.producerIds = producerIds;
-            this.decoderIds = decoderIds;
-        }
     }
 
     /**
@@ -238,148 +212,6 @@ public final class DemoRun
         }
     }
 
-    /** What the scheduler knows of the requests in flight, and the running totals of the audit. */
-    private static final class Ledger implements DemoHost.Events
-    {
-        final Map<Integer, Active> active = new LinkedHashMap<>();
-        final Map<String, Integer> byProducerId = new HashMap<>();
-        final List<Active> done = new ArrayList<>();
-        final List<String> problems = new ArrayList<>();
-        final int producerRanks;
-        final int decoderHosts;
-        final BlockPool decoderBlocks;
-        long tokensNeeded;
-        long tokensReceived;
-        long parityErrors;
-        long completed;
-        long expiredLeases;
-        long receiveFailures;
-        // the corrupt:N fault: which requests it changed, and how many of them the decoder refused by their digests
-        final IntPredicate corrupted;
-        long digestRefused;
-        long digestRefusedTokens;
-        // the stall-producer fault, or null
-        final ProducerStall stall;
-        long quarantined;
-        long released;
-
-        Ledger(int producerRanks, int decoderHosts, BlockPool decoderBlocks, IntPredicate corrupted, ProducerStall stall)
-        {
-            this.producerRanks = producerRanks;
-            this.decoderHosts = decoderHosts;
-            this.decoderBlocks = decoderBlocks;
-            this.corrupted = corrupted;
-            this.stall = stall;
-        }
-
-        private boolean stalled(int index)
-        {
-            return stall != null && stall.request() == index;
-        }
-
-        void started(Active request)
-        {
-            active.put(request.index, request);
-            byProducerId.put(EngineHost.producerId(request.index), request.index);
-            tokensNeeded += request.tokens;
-        }
-
-        void finished(Active request)
-        {
-            active.remove(request.index);
-            byProducerId.remove(EngineHost.producerId(request.index));
-        }
-
-        @Override
-        public void freed(String requestId, FreeReason reason)
-        {
-            Integer index = byProducerId.get(requestId);
-            Active request = index == null ? null : active.get(index);
-            if (request == null) {
-                problems.add("producer freed unknown request " + requestId);
-                return;
-            }
-            if (stalled(index)) {
-                // the decoder gave up on it: the producer's lease ends it, or its refused late write
-                stall.producerFreed(reason);
-            }
-            else if (reason == FreeReason.EXPIRED) {
-                expiredLeases++;
-            }
-            else if (reason != FreeReason.COMPLETED) {
-                problems.add("producer freed " + requestId + " as " + reason);
-            }
-            request.producerRanksDone++;
-            settle(request);
-        }
-
-        @Override
-        public void checked(int index, long parity, List<String> failures)
-        {
-            Active request = active.get(index);
-            if (request == null) {
-                problems.add("decoder reported unknown request " + index);
-                return;
-            }
-            parityErrors += parity;
-            request.decoderHostsDone++;
-            if (!failures.isEmpty() && corrupted.test(index) && failures.stream().allMatch(failure -> failure.startsWith(DIGEST_MISMATCH))) {
-                // what the fault is for: the decoder refused the changed bytes instead of taking them as data
-                request.failed = true;
-                request.digestRefused = true;
-            }
-            else if (!failures.isEmpty() && stalled(index)) {
-                request.failed = true;
-                stall.decoderFailed(failures);
-            }
-            else if (!failures.isEmpty()) {
-                request.failed = true;
-                receiveFailures += failures.size();
-                failures.forEach(failure -> problems.add("decoder failed " + EngineHost.decoderId(index) + ": " + failure));
-            }
-            if (request.decoderHostsDone == decoderHosts) {
-                if (!request.failed) {
-                    tokensReceived += request.tokens;
-                    completed++;
-                }
-                else if (request.digestRefused) {
-                    digestRefused++;
-                    digestRefusedTokens += request.tokens;
-                }
-                if (!request.failed) {
-                    decoderBlocks.release(request.decoderIds);
-                }
-                // a failed request's blocks hold the decoder's sentinel until the request settles
-            }
-            settle(request);
-        }
-
-        @Override
-        public void quarantined(int index, String reason)
-        {
-            quarantined++;
-            if (stalled(index)) {
-                stall.quarantined(reason);
-            }
-        }
-
-        @Override
-        public void released(int index, String reason)
-        {
-            released++;
-            if (stalled(index)) {
-                stall.released(reason);
-            }
-        }
-
-        private void settle(Active request)
-        {
-            if (request.decoderHostsDone == decoderHosts && request.producerRanksDone == producerRanks) {
-                done.add(request);
-            }
-        }
-    }
-
     @SuppressWarnings("unchecked")
     private Map<String, Object> drive(int producerCapacity, int decoderCapacity, List<DemoHost> producers, List<DemoHost> decoders, DemoHosts hosts)
             throws InterruptedException
@@ -388,7 +220,7 @@ public final class DemoRun
         DemoOptions.CacheShape producerShape = options.producerCache();
         DemoOptions.CacheShape decoderShape = options.consumerCache();
         BlockPool producerBlocks = new BlockPool(model, producerCapacity, stateCapacity(options), producerShape.blockTokens());
-        Ledger ledger = new Ledger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(),
+        RequestLedger ledger = new RequestLedger(producers.stream().mapToInt(DemoHost::ranks).sum(), decoders.size(),
                 new BlockPool(model, decoderCapacity, stateCapacity(options), decoderShape.blockTokens()), options::corrupted,
                 options.stallProducerMillis() > 0 ? new ProducerStall(options) : null);
         ProducerStall stall = ledger.stall;
@@ -402,7 +234,7 @@ public final class DemoRun
             while (next < options.requests() && ledger.active.size() < options.concurrency()
                     && (stall == null || stall.admits(next, ledger.active.isEmpty()))) {
                 int tokens = 1 + random.nextInt(options.maxTokens());
-                Active request = new Active(next, tokens, producerBlocks.allocate(producerShape.blocks(tokens)),
+                RequestLedger.Active request = new RequestLedger.Active(next, tokens, producerBlocks.allocate(producerShape.blocks(tokens)),
                         ledger.decoderBlocks.allocate(decoderShape.blocks(tokens)));
                 ledger.started(request);
                 for (DemoHost host : producers) {
@@ -435,7 +267,7 @@ public final class DemoRun
             for (DemoHost host : decoders) {
                 idle &= !host.poll(ledger);
             }
-            for (Active request : ledger.done) {
+            for (RequestLedger.Active request : ledger.done) {
                 producerBlocks.release(request.producerIds);
                 if (request.failed) {
                     // no writer reaches the blocks any more: the sentinel the decoder wrote into them must be intact
