@@ -80,14 +80,16 @@ final class Progress implements IntConsumer
     }
 
     /**
-     * Steps per second since the first step, once that spans {@value #MIN_RATE_SECONDS} s; before,
-     * -1 (not known yet): steps that end in a burst right after the first would read as thousands a
+     * Steps per second since the first step, once that spans {@value #MIN_RATE_SECONDS} s or the run
+     * ended; before, -1 (not known yet): steps that end in a burst right after the first would read as thousands a
      * second, and counting from the start would count the engines' start-up as slow steps.
      */
     private double rate(int done, long now)
     {
         double sinceFirst = (now - firstNanos) / 1e9;
-        return sinceFirst >= MIN_RATE_SECONDS ? (done - firstDone) / sinceFirst : -1;
+        // the last step closes the run's own span, however short: its rate is measured, not a burst's
+        boolean measured = sinceFirst >= MIN_RATE_SECONDS || (done == total && done > firstDone && sinceFirst > 0);
+        return measured ? (done - firstDone) / sinceFirst : -1;
     }
 
     /** @return {@code m:ss}, or {@code h:mm:ss} from an hour. */

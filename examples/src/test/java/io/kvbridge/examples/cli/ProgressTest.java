@@ -67,6 +67,19 @@ final class ProgressTest
     }
 
     @Test
+    void aRunShorterThanASecondEndsWithTheRateItMeasured()
+    {
+        Progress progress = new Progress(new PrintWriter(written), false, 4, "requests", nanos::get);
+        nanos.addAndGet(2_000_000_000L);
+        for (int done = 1; done <= 4; done++) {
+            nanos.addAndGet(100_000_000L);
+            progress.accept(done);
+        }
+        // 3 requests in the 0.3 s after the first: the run is over, so that is its rate
+        assertEquals("progress: 4/4 requests (10.0/s)", written.toString().strip().lines().reduce((first, second) -> second).orElseThrow());
+    }
+
+    @Test
     void theFirstLineDoesNotCountTheStartUpAsSlowRequests()
     {
         Progress progress = new Progress(new PrintWriter(written), false, 40, "requests", nanos::get);
