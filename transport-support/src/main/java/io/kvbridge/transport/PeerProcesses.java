@@ -67,6 +67,8 @@ public final class PeerProcesses implements AutoCloseable
     }
 
     /**
+     * Tells whether a watched peer's process has exited, polling its pidfd without waiting.
+     *
      * @param agent a peer's agent name.
      * @return the proof that its process exited, in words naming the pid and how it is known, or null
      *     while it runs, when it is not watched, or when its descriptor cannot be polled.
