@@ -56,9 +56,13 @@ final class StageRoutingProperties
         List<CacheGeometry> decoders = engine(layers, groups, split(layerCount, 3, random), decoderCapacity, 0x8_0000_0000L, random);
         StageExchange exchange = StageExchange.route(layers, producers, decoders, TransferMode.PUSH);
 
+        // a group no layer belongs to has no region on either side: an engine gives it no ids (a plan refuses them)
+        boolean[] held = new boolean[groups];
+        layers.forEach(layer -> held[layer.groupId()] = true);
         int[] counts = new int[groups];
         for (int g = 0; g < groups; g++) {
-            counts[g] = random.nextInt(1 + 12 / groups);
+            int count = random.nextInt(1 + 12 / groups);
+            counts[g] = held[g] ? count : 0;
         }
         int[][] producerIds = PooledBlockIds.allocate(counts, producerCapacity, random);
         int[][] decoderIds = PooledBlockIds.allocate(counts, decoderCapacity, random);
