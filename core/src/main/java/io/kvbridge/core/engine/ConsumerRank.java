@@ -67,9 +67,6 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     // worker-confined
     private final Map<String, ReceivingRequest> requests = new HashMap<>();
     private long nextScan = Long.MAX_VALUE;
-    // while a request is quarantined: when to ask the transport next whether an unproven writer's process exited
-    private long nextExitScan;
-    private static final long EXIT_SCAN_NANOS = 100_000_000L;
 
     ConsumerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
     {
@@ -453,17 +450,13 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     @Override
     public long nextTimerNanos()
     {
-        return quarantines.count() == 0 ? nextScan : Math.min(nextScan, nextExitScan);
+        return Math.min(nextScan, quarantines.nextExitScan());
     }
 
     @Override
     public void tick(long now)
     {
-        if (quarantines.count() > 0 && now - nextExitScan >= 0) {
-            // a writer that never answers is proven stopped only by its process's end, if the transport can tell
-            nextExitScan = now + EXIT_SCAN_NANOS;
-            quarantines.proveExited(runtime.transport()::writerExited, runtime::lingers);
-        }
+        quarantines.scanExits(now, runtime.transport()::writerExited, runtime::lingers);
         if (now - nextScan < 0) {
             return;
         }

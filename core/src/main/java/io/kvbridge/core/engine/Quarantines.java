@@ -24,6 +24,7 @@ import org.slf4j.LoggerFactory;
 final class Quarantines
 {
     private static final Logger LOG = LoggerFactory.getLogger(Quarantines.class);
+    private static final long EXIT_SCAN_NANOS = 100_000_000L;
 
     /** Where a release is reported; entering is reported by the caller, with the request's failure. */
     interface Reports
@@ -36,6 +37,8 @@ final class Quarantines
     // consumer request id -> quarantined requests under it (an id may be reused once reported)
     private final Map<String, List<ReceivingRequest>> byId = new HashMap<>();
     private final AtomicInteger count = new AtomicInteger();
+    // while a request is quarantined: when to ask the transport next whether an unproven writer's process exited
+    private long nextExitScan;
 
     Quarantines(String name, Reports reports)
     {
@@ -81,6 +84,25 @@ final class Quarantines
             if (request.unprovenWriters.remove(sender)) {
                 releaseIfProven(request, lingers.test(request));
             }
+        }
+    }
+
+    /** {@return when {@link #scanExits} is next due; {@code Long.MAX_VALUE} while nothing is quarantined} */
+    long nextExitScan()
+    {
+        return count() == 0 ? Long.MAX_VALUE : nextExitScan;
+    }
+
+    /**
+     * While anything is quarantined, at most every 100 ms: {@link #proveExited},
+     * since a writer that never answers is proven stopped only by its process's end, if the transport
+     * can tell.
+     */
+    void scanExits(long now, Function<String, String> exited, Predicate<ReceivingRequest> lingers)
+    {
+        if (count() > 0 && now - nextExitScan >= 0) {
+            nextExitScan = now + EXIT_SCAN_NANOS;
+            proveExited(exited, lingers);
         }
     }
 
