@@ -4,14 +4,16 @@
  * program against {@code io.kvbridge.api}; they find this module as a
  * {@link io.kvbridge.api.KvBridgeRuntime} service and need none of its packages.
  *
- * <p>Exported for tools (the command line, benchmarks), not for engines:
+ * <p>Exported for tools (the command line and its bench, the testkit's suites), not for engines:
  * {@code io.kvbridge.core.plugin}, the plugins found and checked; {@code io.kvbridge.core.config},
  * the configuration document, its sizes and durations, and the TLS and secret files it names; and
  * {@code io.kvbridge.core.tls}, the TLS 1.3 settings those files load into; {@code io.kvbridge.core.tools},
  * narrow entries to internal parts (the testkit's wire round trip of a geometry, a peer's inspection, the
  * side channel's envelopes and message maps for the bench's control link). The
  * rest (engine, planner, routing, side channel, wire, discovery, layouts and the local transport) is
- * internal and may change in any release.
+ * internal and may change in any release; what times or checks an internal part lives in this
+ * module's own tree beside it (its tests, and the JMH benchmarks in {@code src/jmh/java} that the
+ * benchmarks jar runs), so nothing is exported only to be measured or tested.
  *
  * <p>msgpack-core publishes no module name, so {@code msgpack.core} is the name the module path
  * derives from its jar's file name ({@code msgpack-core-<version>.jar}); Guice and Micrometer name

@@ -5,27 +5,28 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.kvbridge.core.sidechannel.SideChannelClock;
-import io.kvbridge.core.sidechannel.SideChannelServer;
-import io.kvbridge.core.sidechannel.SideChannelSettings;
-import io.kvbridge.core.wire.PeerCapability;
-import io.kvbridge.core.wire.RankMetadata;
-import io.kvbridge.spi.geometry.CacheGeometry;
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.ConnectorSettings;
+import io.kvbridge.api.KvBridge;
+import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
+import io.kvbridge.spi.geometry.LayerSpec;
+import io.kvbridge.spi.geometry.ModelCacheSpec;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import io.kvbridge.spi.geometry.Rank;
-import io.kvbridge.spi.geometry.Region;
-import io.kvbridge.spi.geometry.SplitClass;
+import io.kvbridge.spi.layout.CacheMemory;
 import io.kvbridge.spi.memory.Allocation;
-import io.kvbridge.spi.memory.MemoryKind;
 import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.foreign.Arena;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.io.StringWriter;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,16 +37,50 @@ final class InspectCommandTest
     @TempDir
     Path directory;
 
-    private static RankMetadata rank(int ppRank)
+    /**
+     * A prefill engine {@code producer-a} of a two-layer model split into two pipeline stages, started
+     * through the public API over the {@code local} transport: it serves the stages given (not
+     * necessarily all) on one loopback side channel, as any engine does.
+     */
+    private record Engine(Arena arena, KvBridge bridge, String address) implements AutoCloseable
     {
-        ModelIdentity model = new ModelIdentity("demo-model", "bfloat16", "bfloat16", 8, 128, 2, false);
-        long base = 0x100000L * (ppRank + 1);
-        Region region = new Region("layers." + ppRank, base, 4096, 4096, 16, 0, MemoryKind.HOST, 0, SplitClass.SPLIT,
-                List.of("model.layers." + ppRank + ".self_attn"), List.of());
-        CacheGeometry geometry = new CacheGeometry("per-layer", new Rank(ppRank, 2, 0, 1), model, 16, 1,
-                List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 8, 128)),
-                List.of(new Allocation(base, 4096L * 16, MemoryKind.HOST, 0)), List.of(region));
-        return new RankMetadata("producer-a", 0x5eed5eed5eed5eedL, "local", new byte[] {1, 2, 3}, Set.of(PeerCapability.PUSH, PeerCapability.PULL), geometry);
+        static Engine serving(byte[] secret, int... stages)
+        {
+            ModelIdentity model = new ModelIdentity("demo-model", "bfloat16", "bfloat16", 8, 128, 2, false);
+            ModelCacheSpec spec = new ModelCacheSpec(model, 16, 1, List.of(new CacheGroup(0, GroupKind.FULL_ATTENTION, 0, 8, 128)),
+                    List.of(new LayerSpec("model.layers.0.self_attn", 0), new LayerSpec("model.layers.1.self_attn", 0)), List.of(1, 1));
+            Arena arena = Arena.ofShared();
+            KvBridge bridge = KvBridge.builder().transport("local").agentName("producer-a").sideChannelSecret(secret).build();
+            List<ProducerConnector> producers = new ArrayList<>();
+            try {
+                for (int stage : stages) {
+                    // one layer per stage, 16 blocks of 8 heads x 16 tokens x (K, V) x 128 x bf16
+                    Allocation layer = Allocation.host(arena.allocate(16L * 8 * 16 * 2 * 128 * 2, 4096));
+                    ConnectorSettings settings = ConnectorSettings.builder("producer-a", bridge.layout("per-layer", Map.of())
+                                    .describe(spec, CacheMemory.of(List.of(layer)), new Rank(stage, 2, 0, 1)))
+                            .cacheSpec(spec).sideChannel("127.0.0.1", 0).build();
+                    producers.add(bridge.producer(settings));
+                }
+                // the side channel took a free port: a producer's parameters name it, as they tell a router
+                ProducerConnector first = producers.getFirst();
+                SideChannelAddress served = first.prefillFinished("find-the-port", BlockIds.of(new int[] {0})).sideChannels().get(stages[0]);
+                first.abort("find-the-port");
+                return new Engine(arena, bridge, served.host() + ":" + served.port());
+            }
+            catch (RuntimeException e) {
+                bridge.close();
+                arena.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close()
+        {
+            // closing the bridge closes its connectors first, then the memory they registered may go
+            bridge.close();
+            arena.close();
+        }
     }
 
     private static String[] run(String... args)
@@ -59,9 +94,8 @@ final class InspectCommandTest
     @Test
     void printsEveryRankTheServerAdvertises() throws Exception
     {
-        try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0), rank(1)),
-                SideChannelSettings.builder().build(), SideChannelClock.system())) {
-            String address = "127.0.0.1:" + server.address().getPort();
+        try (Engine engine = Engine.serving(new byte[0], 0, 1)) {
+            String address = engine.address();
             String[] json = run("inspect", address, "--pp", "2", "--json");
             assertEquals("0", json[0], json[2]);
             JsonNode ranks = new ObjectMapper().readTree(json[1]);
@@ -82,9 +116,8 @@ final class InspectCommandTest
         String[] bad = run("inspect", "no-port-here");
         assertEquals("2", bad[0]);
         assertTrue(bad[2].contains("is not HOST:PORT"), bad[2]);
-        try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0)),
-                SideChannelSettings.builder().build(), SideChannelClock.system())) {
-            String[] missing = run("inspect", "127.0.0.1:" + server.address().getPort(), "--pp", "2");
+        try (Engine engine = Engine.serving(new byte[0], 0)) {
+            String[] missing = run("inspect", engine.address(), "--pp", "2");
             // the command line was right; the peer has no such rank: a runtime failure, in one line
             assertEquals("1", missing[0]);
             assertTrue(missing[2].startsWith("kvbridge inspect: KVB/"), missing[2]);
@@ -137,9 +170,8 @@ final class InspectCommandTest
         Files.write(file, secret);
         // as the configuration's secret_file: others may neither read nor write it
         Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-        try (SideChannelServer server = SideChannelServer.start("producer-a", List.of(rank(0)),
-                SideChannelSettings.builder().secret(secret).build(), SideChannelClock.system())) {
-            String address = "127.0.0.1:" + server.address().getPort();
+        try (Engine engine = Engine.serving(secret, 0)) {
+            String address = engine.address();
             String[] ok = run("inspect", address, "--secret-file", file.toString(), "--timeout", "2s", "--json");
             assertEquals("0", ok[0], ok[2]);
             assertTrue(ok[1].contains("producer-a"), ok[1]);

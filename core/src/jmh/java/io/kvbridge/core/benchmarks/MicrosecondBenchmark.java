@@ -1,4 +1,4 @@
-package io.kvbridge.benchmarks;
+package io.kvbridge.core.benchmarks;
 
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.BenchmarkMode;

@@ -1,4 +1,4 @@
-package io.kvbridge.examples.routing;
+package io.kvbridge.core.routing;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -9,10 +9,6 @@ import io.kvbridge.core.planner.BlockSelection;
 import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.core.planner.TransferPlan;
 import io.kvbridge.core.plugin.PluginRegistry;
-import io.kvbridge.core.routing.Route;
-import io.kvbridge.core.routing.Routing;
-import io.kvbridge.core.routing.RoutingMode;
-import io.kvbridge.core.routing.StageExchange;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;
@@ -43,10 +39,8 @@ import org.junit.jupiter.api.Test;
  * {@link Arena}, without a transport: each plan's descriptor pairs are applied as plain copies.
  * Every page of the producer holds bytes that encode (layer, request block, byte offset); after a
  * request the decoder must hold each layer's blocks in the pool that holds that layer, at the
- * decoder's block ids, and every other byte of either engine must be unchanged.
- *
- * <p>This lives here rather than in core because core may not depend on layout plugins; the
- * command-line module ships core and the layouts together, as an engine does.
+ * decoder's block ids, and every other byte of either engine must be unchanged. The layout plugins
+ * are test dependencies of core only: core's main code never names one.
  */
 final class PipelineRoutingDataTest
 {

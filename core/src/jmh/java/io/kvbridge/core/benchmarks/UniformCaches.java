@@ -1,4 +1,4 @@
-package io.kvbridge.benchmarks;
+package io.kvbridge.core.benchmarks;
 
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;

@@ -1,4 +1,4 @@
-package io.kvbridge.benchmarks;
+package io.kvbridge.core.benchmarks;
 
 import io.kvbridge.core.discovery.PublishedRank;
 import io.kvbridge.core.plugin.PluginRegistry;

@@ -1,4 +1,4 @@
-package io.kvbridge.benchmarks;
+package io.kvbridge.core.benchmarks;
 
 import io.kvbridge.transport.DescriptorPairs;
 import io.kvbridge.core.planner.TransferPlan;
