@@ -25,6 +25,9 @@
 module io.kvbridge.core
 {
     requires transitive io.kvbridge.api;
+    // not transitive: no exported core type names a JSON type, and an engine reaches core as a service, not by
+    // requiring it; a router or engine that uses TransferParamsJson requires io.kvbridge.json itself
+    requires io.kvbridge.json;
     requires io.kvbridge.transport;
     requires com.google.common;
     requires com.google.guice;

@@ -2,11 +2,9 @@ package io.kvbridge.api;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.security.MessageDigest;
 import java.util.Arrays;
-import java.util.HexFormat;
 
 /**
  * The key a producer stage grants a request's blocks under for pulling consumers: {@value #BYTES}
@@ -22,8 +20,6 @@ public final class PullKey
     public static final int BYTES = 16;
     /** The key of a stage whose key the parameters do not know: a consumer cannot pull from that stage. */
     public static final PullKey NONE = new PullKey(new byte[0]);
-
-    private static final HexFormat HEX = HexFormat.of();
 
     private final byte[] bytes;
 
@@ -44,30 +40,6 @@ public final class PullKey
         requireNonNull(bytes, "bytes is null");
         KvBridgeException.checkArgument(bytes.length == BYTES, "a pull key has %d bytes; got %d", BYTES, bytes.length);
         return new PullKey(bytes.clone());
-    }
-
-    /**
-     * Reads a key in the form {@link TransferParamsJson} writes it.
-     *
-     * @param hex {@value #BYTES} bytes as lower-case hex digits.
-     * @return the key.
-     * @throws KvBridgeException {@code PROTOCOL_ERROR} for any other text (not echoed: it may be a key).
-     */
-    static PullKey parse(String hex)
-    {
-        requireNonNull(hex, "hex is null");
-        boolean wellFormed = hex.length() == 2 * BYTES && hex.chars().allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
-        if (!wellFormed) {
-            throw new KvBridgeException(ErrorCode.PROTOCOL_ERROR, "a pull key is " + 2 * BYTES + " lower-case hex digits; got " + hex.length()
-                    + " characters that are not");
-        }
-        return new PullKey(HEX.parseHex(hex));
-    }
-
-    /** {@return the key as lower-case hex digits, the form the JSON carries} */
-    String hex()
-    {
-        return HEX.formatHex(bytes);
     }
 
     /** {@return whether this is {@link #NONE}} */

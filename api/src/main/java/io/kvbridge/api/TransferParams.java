@@ -51,7 +51,8 @@ import java.util.Set;
  *     {@code prefillFinished} ({@link Integrity#CRC32C}), one per id of {@code blockIds};
  *     {@link BlockDigests#NONE} when the producer computes none.
  *
- * @see TransferParamsJson the JSON form a router carries
+ * <p>The JSON form a router carries is {@code io.kvbridge.json.TransferParamsJson}, in the artifact
+ * {@code kvbridge-json}, which keeps this module free of any library.
  */
 public record TransferParams(
         String engineId,
@@ -296,13 +297,15 @@ public record TransferParams(
      * Checks the characters of an id that reaches logs (and, for an engine id, directory keys):
      * control characters would forge log lines, format characters (such as bidirectional overrides)
      * would hide what a line says, and {@code /} would reach another engine's directory keys.
+     * The constructor refuses such an id; a reader of parameters (the JSON codec) asks first, to
+     * report the id among every other problem of the document.
      *
      * @param id the id.
      * @param engine whether it is an engine id, which must not hold {@code /} either.
      * @return what is wrong, naming the first offending character's code point and index (never the
      *     id itself, which may hold the characters refused), or null when nothing is.
      */
-    static String idProblem(String id, boolean engine)
+    public static String idProblem(String id, boolean engine)
     {
         for (int index = 0; index < id.length(); ) {
             int codePoint = id.codePointAt(index);

@@ -27,8 +27,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * module path with the JVM flags the guide gives, and expects it to finish healthy and without a
  * JVM warning. So the guide's coordinates, scopes, flags and code cannot drift from what the build
  * publishes. The guide's engine hands its {@code TransferParams} through {@code TransferParamsJson},
- * so both runs also prove that the api's JSON parser, {@code jackson-core}, comes with
- * {@code kvbridge-api} and resolves as the module {@code io.kvbridge.api} requires.
+ * so both runs also prove that {@code kvbridge-json} brings its parser, {@code jackson-core}, and
+ * that both resolve as the guide's descriptor and {@code io.kvbridge.json} require them.
  */
 @Timeout(600)
 class ReadmeConsumerIT

@@ -1,6 +1,7 @@
 package io.kvbridge.embedding;
 
 import io.kvbridge.api.KvBridge;
+import io.kvbridge.json.TransferParamsJson;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,7 +40,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Runs the README's two-JVM example as the README gives it: its code block compiled against
- * {@code kvbridge-api} alone (so it names nothing else of kvbridge and nothing undefined), then a
+ * {@code kvbridge-api} and {@code kvbridge-json} alone (so it names nothing else of kvbridge and nothing undefined), then a
  * prefill JVM, a decode JVM and the router JVM started with the README's flags and one secret file,
  * requests sent through the router over {@code tcp}, every byte checked by the decoder, and no warning
  * in any log.
@@ -61,7 +62,7 @@ class TwoJvmExampleTest
             throws Exception
     {
         String readme = Files.readString(Path.of(require("kvbridge.root"), README));
-        Path classes = compileAgainstApiOnly(ReadmeSnippets.block(readme, "two-jvm", README));
+        Path classes = compileAgainstApiAndJsonOnly(ReadmeSnippets.block(readme, "two-jvm", README));
         List<String> java = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         java.addAll(runFlags(ReadmeSnippets.block(readme, "two-jvm-run", README)));
         java.addAll(List.of("-cp", classes + File.pathSeparator + System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")), MAIN));
@@ -126,25 +127,26 @@ class TwoJvmExampleTest
                 .timeout(Duration.ofSeconds(300)).POST(HttpRequest.BodyPublishers.noBody()).build();
     }
 
-    /** Compiles the example with nothing of kvbridge but its API on the class path. */
-    private Path compileAgainstApiOnly(String source)
+    /** Compiles the example with nothing of kvbridge but its API and its JSON codec on the class path. */
+    private Path compileAgainstApiAndJsonOnly(String source)
             throws IOException, URISyntaxException
     {
         Path sources = Files.createDirectories(work.resolve("src"));
         Path classes = Files.createDirectories(work.resolve("classes"));
         Path file = Files.writeString(sources.resolve(MAIN + ".java"), source);
         Path api = Path.of(KvBridge.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path json = Path.of(TransferParamsJson.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         JavaCompiler compiler = ToolProvider.getSystemJavaCompiler();
         DiagnosticCollector<JavaFileObject> diagnostics = new DiagnosticCollector<>();
         try (StandardJavaFileManager files = compiler.getStandardFileManager(diagnostics, null, null)) {
-            List<String> options = List.of("-cp", api.toString(), "-d", classes.toString(), "-Xlint:all", "-Werror");
+            List<String> options = List.of("-cp", api + File.pathSeparator + json, "-d", classes.toString(), "-Xlint:all", "-Werror");
             boolean compiled = compiler.getTask(null, files, diagnostics, options, null, files.getJavaFileObjects(file)).call();
             if (!compiled) {
                 StringBuilder problems = new StringBuilder();
                 for (Diagnostic<? extends JavaFileObject> diagnostic : diagnostics.getDiagnostics()) {
                     problems.append("line ").append(diagnostic.getLineNumber()).append(": ").append(diagnostic.getMessage(null)).append('\n');
                 }
-                fail(README + "'s two-jvm example does not compile against kvbridge-api (" + api + ") alone:\n" + problems);
+                fail(README + "'s two-jvm example does not compile against kvbridge-api (" + api + ") and kvbridge-json (" + json + ") alone:\n" + problems);
             }
         }
         return classes;

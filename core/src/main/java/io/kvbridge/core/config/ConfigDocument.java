@@ -2,9 +2,9 @@ package io.kvbridge.core.config;
 
 import io.kvbridge.api.FailurePolicy;
 import io.kvbridge.api.TransferMode;
-import io.kvbridge.api.json.JsonFields;
-import io.kvbridge.api.json.JsonReader;
-import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.json.internal.JsonFields;
+import io.kvbridge.json.internal.JsonReader;
+import io.kvbridge.json.internal.JsonWriter;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.nio.file.InvalidPathException;

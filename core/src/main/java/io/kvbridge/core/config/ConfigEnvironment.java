@@ -1,6 +1,6 @@
 package io.kvbridge.core.config;
 
-import io.kvbridge.api.json.JsonFields;
+import io.kvbridge.json.internal.JsonFields;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.Arrays;

@@ -2,7 +2,7 @@ package io.kvbridge.core.wire;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.json.internal.JsonWriter;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;

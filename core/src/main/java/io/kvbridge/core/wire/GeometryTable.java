@@ -2,7 +2,7 @@ package io.kvbridge.core.wire;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.json.internal.JsonWriter;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.ModelIdentity;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.json.internal.JsonWriter;
 import io.kvbridge.spi.geometry.ModelIdentity;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,11 +1,11 @@
 package io.kvbridge.examples.cli;
 
-import io.kvbridge.api.json.JsonFields;
 import io.kvbridge.core.config.BridgeConfig;
 import io.kvbridge.core.config.ConfigDocument;
 import io.kvbridge.core.config.Configuration;
 import io.kvbridge.core.plugin.DiscoveredTransport;
 import io.kvbridge.core.plugin.PluginRegistry;
+import io.kvbridge.json.internal.JsonFields;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.discovery.DirectoryConfig;
 import java.io.PrintWriter;

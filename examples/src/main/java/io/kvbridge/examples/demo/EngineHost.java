@@ -13,7 +13,7 @@ import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.ReceiveFailure;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.json.internal.JsonWriter;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Region;
 import io.micrometer.core.instrument.Counter;

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.api.TransferParamsJson;
+import io.kvbridge.json.TransferParamsJson;
 
 /**
  * The lines the demo's scheduler and its worker processes exchange over the worker's stdin and

@@ -9,7 +9,7 @@ import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.ReceiveBatch;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.api.TransferParamsJson;
+import io.kvbridge.json.TransferParamsJson;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.CacheGroup;
 import io.kvbridge.spi.geometry.GroupKind;

@@ -3,7 +3,7 @@ package io.kvbridge.engine.jlama.serve;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvbridge.api.TransferParams;
-import io.kvbridge.api.TransferParamsJson;
+import io.kvbridge.json.TransferParamsJson;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 

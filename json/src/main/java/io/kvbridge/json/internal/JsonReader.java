@@ -1,4 +1,4 @@
-package io.kvbridge.api.json;
+package io.kvbridge.json.internal;
 
 import static io.kvbridge.spi.KvBridgeException.checkArgument;
 import static java.util.Objects.requireNonNull;
@@ -24,7 +24,7 @@ import java.util.regex.Pattern;
  * A strict, bounded JSON reader (RFC 8259) for documents that come from outside the process:
  * configuration files and the parameters a router carries between engines. It parses with
  * Jackson's streaming parser ({@code jackson-core}, which depends on nothing else), so that an
- * engine or router reads those documents with {@code kvbridge-api} and that one small library.
+ * engine or router reads those documents with {@code kvbridge-json} and that one small library.
  *
  * <p>Objects become {@link LinkedHashMap}s in document order, arrays {@link ArrayList}s, strings
  * {@link String}s, integers {@link Long}s, other numbers finite {@link Double}s, and {@code true},

@@ -1,6 +1,6 @@
-package io.kvbridge.api;
+package io.kvbridge.json;
 
-import io.kvbridge.api.json.JsonFields;
+import io.kvbridge.json.internal.JsonFields;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Copies a map a router's own JSON library made into the values {@link io.kvbridge.api.json.JsonReader}
+ * Copies a map a router's own JSON library made into the values {@link io.kvbridge.json.internal.JsonReader}
  * produces (string keys, {@code Long} integers, lists, maps), as untrusted input: keys that are not
  * strings, collections that report more entries than the document may hold, and collections whose
  * methods throw become problems naming the field, and no more entries are read than the budget

@@ -1,10 +1,16 @@
-package io.kvbridge.api;
+package io.kvbridge.json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvbridge.api.BlockDigests;
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.PullKey;
+import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.ArrayList;
@@ -116,7 +122,7 @@ final class TransferParamsDigestsJsonTest
         assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
         assertTrue(e.getMessage().contains(expected), e.getMessage());
         // the JSON text is read by the same rules
-        KvBridgeException fromText = assertThrows(KvBridgeException.class, () -> TransferParamsJson.read(io.kvbridge.api.json.JsonWriter.write(map,
+        KvBridgeException fromText = assertThrows(KvBridgeException.class, () -> TransferParamsJson.read(io.kvbridge.json.internal.JsonWriter.write(map,
                 false, 0)));
         assertTrue(fromText.getMessage().contains(expected), fromText.getMessage());
     }

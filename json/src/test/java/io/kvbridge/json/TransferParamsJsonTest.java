@@ -1,10 +1,15 @@
-package io.kvbridge.api;
+package io.kvbridge.json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.PullKey;
+import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
+import io.kvbridge.json.internal.JsonWriter;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.math.BigInteger;

@@ -1,4 +1,4 @@
-package io.kvbridge.api.json;
+package io.kvbridge.json.internal;
 
 import java.util.ArrayList;
 import java.util.Collections;

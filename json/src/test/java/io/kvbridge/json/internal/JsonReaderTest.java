@@ -1,4 +1,4 @@
-package io.kvbridge.api.json;
+package io.kvbridge.json.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,10 +1,14 @@
-package io.kvbridge.api;
+package io.kvbridge.json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.math.BigInteger;

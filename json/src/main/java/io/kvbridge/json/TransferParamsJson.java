@@ -1,14 +1,22 @@
-package io.kvbridge.api;
+package io.kvbridge.json;
 
 import static java.util.Objects.requireNonNull;
 
-import io.kvbridge.api.json.JsonFields;
-import io.kvbridge.api.json.JsonReader;
-import io.kvbridge.api.json.JsonWriter;
+import io.kvbridge.api.BlockDigests;
+import io.kvbridge.api.BlockIds;
+import io.kvbridge.api.Integrity;
+import io.kvbridge.api.PullKey;
+import io.kvbridge.api.SideChannelAddress;
+import io.kvbridge.api.TransferMode;
+import io.kvbridge.api.TransferParams;
+import io.kvbridge.json.internal.JsonFields;
+import io.kvbridge.json.internal.JsonReader;
+import io.kvbridge.json.internal.JsonWriter;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -57,10 +65,10 @@ import java.util.Set;
  * (routers and vLLM add their own, such as {@code remote_num_tokens}), refuses unknown keys under
  * {@code kvbridge} with the nearest valid name, and reports every problem at once.
  *
- * <p>The codec is in {@code kvbridge-api} because both ends of the hand-over compile against it and
- * a router written in Java may hold nothing else but it and {@code jackson-core}, whose streaming
- * parser {@link JsonReader} drives, strict and bounded, since the text comes from outside the
- * process; no Jackson type is part of this class's signature. Bounds: a
+ * <p>The codec is {@code kvbridge-json}'s one entry point: both ends of the hand-over use it, and a
+ * router written in Java needs nothing else but it, {@code kvbridge-api} and {@code jackson-core},
+ * whose streaming parser the reader drives, strict and bounded, since the text comes from outside
+ * the process; no Jackson type is part of this class's signature. Bounds: a
  * document of at most {@value #MAX_CHARS} characters, {@value #MAX_GROUPS} cache groups,
  * {@value #MAX_BLOCK_IDS} block ids in all, {@value #MAX_STAGES} pipeline stages. Thread-safe.
  */
@@ -85,6 +93,7 @@ public final class TransferParamsJson
     private static final int MAX_VALUES = 2 * MAX_BLOCK_IDS + 4 * MAX_STAGES + 256;
     private static final long MAX_CRC = 0xffff_ffffL;
     private static final JsonReader READER = JsonReader.of(ErrorCode.PROTOCOL_ERROR, MAX_CHARS, 8, MAX_VALUES);
+    private static final HexFormat HEX = HexFormat.of();
     private static final Set<String> KVBRIDGE_KEYS = Set.of("version", "side_channels", "modes", "lease_ms", "finished_ns", "digests");
 
     private TransferParamsJson()
@@ -130,7 +139,7 @@ public final class TransferParamsJson
                 stage.put("epoch", TransferParams.formatEpoch(params.epoch(i)));
             }
             if (!params.pullKey(i).isNone()) {
-                stage.put("pull_key", params.pullKey(i).hex());
+                stage.put("pull_key", HEX.formatHex(params.pullKey(i).bytes()));
             }
             stages.add(stage);
         }
@@ -468,15 +477,14 @@ public final class TransferParamsJson
 
     private static PullKey pullKey(JsonFields stage, String text)
     {
-        try {
-            return PullKey.parse(text);
+        // exactly the digits write() produces, so that a key has one text form
+        if (text.length() == 2 * PullKey.BYTES && text.chars().allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return PullKey.of(HEX.parseHex(text));
         }
-        catch (KvBridgeException e) {
-            // the text is not echoed: a router that mangled a key still must not log it
-            stage.problem("pull_key", "is " + text.length() + " characters (expected: " + 2 * PullKey.BYTES + " lower-case hex digits, as the"
-                    + " producer wrote it; omit it when not known)");
-            return PullKey.NONE;
-        }
+        // the text is not echoed: a router that mangled a key still must not log it
+        stage.problem("pull_key", "is " + text.length() + " characters (expected: " + 2 * PullKey.BYTES + " lower-case hex digits, as the"
+                + " producer wrote it; omit it when not known)");
+        return PullKey.NONE;
     }
 
     private static TransferMode mode(JsonFields fields, String key, String name)
