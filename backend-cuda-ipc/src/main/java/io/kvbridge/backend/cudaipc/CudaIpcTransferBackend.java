@@ -24,6 +24,7 @@ import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.TransportTypes;
 import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
@@ -54,7 +55,7 @@ import org.slf4j.LoggerFactory;
  * control socket has its own thread ({@link ControlChannel}); posts check and resolve on the
  * caller's thread and hand over without waiting.
  */
-final class CudaIpcTransferBackend extends AbstractTransferBackend
+final class CudaIpcTransferBackend extends AbstractTransferBackend<CudaIpcPeer, CudaIpcList>
 {
     /** Random per JVM: two instances with the same token share an address space. */
     static final long PROCESS_TOKEN = new SecureRandom().nextLong();
@@ -93,7 +94,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
                 TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis));
         TransferTable<CudaIpcTransfer> table = new TransferTable<>(guard.description(), maxInFlight, index -> new CudaIpcTransfer(index, owner));
         Inbox notifications = new Inbox();
-        super(guard, table, notifications);
+        super(guard, new TransportTypes<>(CudaIpcPeer.class, CudaIpcList.class, ControlChannel.MAX_NOTIFICATION), table, notifications);
         this.transfers = table;
         this.inbox = notifications;
         this.notificationBound = new NotificationBound(maxQueuedNotifications);
@@ -252,9 +253,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(CudaIpcPeer own)
     {
-        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
         own.markUnusable("it was disconnected");
         if (peers.remove(own)) {
             lists.releaseAll(own);
@@ -276,11 +276,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected CudaIpcList prepareRemoteChecked(CudaIpcPeer own, DescriptorList descriptors)
     {
-        requireNonNull(descriptors, "descriptors is null");
-        guard.checkOpen();
-        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
         String problem = own.unusableReason();
         if (problem != null) {
             throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' cannot be used: " + problem);
@@ -327,7 +324,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         requireNonNull(access, "access is null");
         requireNonNull(indices, "indices is null");
         guard.checkOpen();
-        CudaIpcList list = guard.own(local, CudaIpcList.class);
+        CudaIpcList list = ownList(local);
         if (key.length == 0 || key.length > MAX_GRANT_KEY_BYTES) {
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + key.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES + ")");
         }
@@ -422,17 +419,14 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void releasePrepared(PreparedList list)
+    protected void releaseChecked(CudaIpcList list)
     {
-        lists.release(guard.own(list, CudaIpcList.class));
+        lists.release(list);
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, CudaIpcList local, CudaIpcList remote)
     {
-        PostChecks.opening(guard, CudaIpcList.class, request, ControlChannel.MAX_NOTIFICATION);
-        CudaIpcList local = (CudaIpcList) request.local();
-        CudaIpcList remote = (CudaIpcList) request.remote();
         CudaIpcTransfer transfer = transfers.acquire();
         try {
             PostChecks.resolve(transfer.copies, request, true);
@@ -454,12 +448,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(CudaIpcPeer own, byte[] message)
     {
-        requireNonNull(message, "message is null");
-        guard.checkOpen();
-        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
-        PostChecks.notification(message, ControlChannel.MAX_NOTIFICATION);
         String problem = own.unusableReason();
         ControlChannel.Link link = own.link;
         if (problem == null) {

@@ -5,7 +5,6 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.transport.Coverage;
 import io.kvbridge.transport.InstanceGuard;
@@ -59,11 +58,9 @@ final class NixlLists
         });
     }
 
-    PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    /** Prepares a peer's descriptors, given, for one of the instance's peers while it was open. */
+    NixlPreparedList prepareRemote(NixlPeer nixlPeer, DescriptorList descriptors)
     {
-        NixlPeer nixlPeer = guard.own(peer, NixlPeer.class);
-        requireNonNull(descriptors, "descriptors is null");
-        guard.checkOpen();
         checkNotEmpty(descriptors);
         return owner.call(() -> {
             guard.checkOpen();
@@ -106,9 +103,8 @@ final class NixlLists
         return tracked.add(list);
     }
 
-    void release(PreparedList list)
+    void release(NixlPreparedList nixlList)
     {
-        NixlPreparedList nixlList = guard.own(list, NixlPreparedList.class);
         if (guard.isClosed()) {
             // close() released every list
             return;

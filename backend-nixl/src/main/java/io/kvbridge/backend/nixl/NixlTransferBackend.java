@@ -12,6 +12,7 @@ import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.Registrations;
+import io.kvbridge.transport.TransportTypes;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -35,7 +36,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Threads: any; every part states its own.
  */
-final class NixlTransferBackend extends AbstractTransferBackend
+final class NixlTransferBackend extends AbstractTransferBackend<NixlPeer, NixlPreparedList>
 {
     private final NixlOwner owner;
     private final NixlMemoryRegistry memory;
@@ -65,7 +66,8 @@ final class NixlTransferBackend extends AbstractTransferBackend
         NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
         Inbox notifications = new Inbox();
         NixlTransfers nixlTransfers = new NixlTransfers(guard, nixlOwner, maxInFlight, telemetry, notifications::wake);
-        super(guard, nixlTransfers.table(), notifications);
+        super(guard, new TransportTypes<>(NixlPeer.class, NixlPreparedList.class, NixlTransfers.MAX_NOTIFICATION_BYTES), nixlTransfers.table(),
+                notifications);
         owner = nixlOwner;
         transfers = nixlTransfers;
         Registrations<NixlRegistration> registrations = new Registrations<>(guard.description());
@@ -109,7 +111,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(NixlPeer peer)
     {
         peers.disconnect(peer);
     }
@@ -121,26 +123,26 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected NixlPreparedList prepareRemoteChecked(NixlPeer peer, DescriptorList descriptors)
     {
         return lists.prepareRemote(peer, descriptors);
     }
 
     @Override
-    public void releasePrepared(PreparedList list)
+    protected void releaseChecked(NixlPreparedList list)
     {
         lists.release(list);
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, NixlPreparedList local, NixlPreparedList remote)
     {
         // NIXL's peers do not check grants: the key is not sent
-        return transfers.post(request);
+        return transfers.post(request, local, remote);
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(NixlPeer peer, byte[] message)
     {
         messaging.notify(peer, message);
     }

@@ -25,6 +25,7 @@ import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.TransportTypes;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -48,7 +49,7 @@ import java.util.stream.Stream;
  *
  * <p>Threads: any thread may call any method; fields are final and thread-safe, or the owner's.
  */
-final class TcpTransferBackend extends AbstractTransferBackend
+final class TcpTransferBackend extends AbstractTransferBackend<TcpPeer, TcpPreparedList>
 {
     private static final SecureRandom IDS = new SecureRandom();
     private static final Registration[] NO_REGISTRATIONS = new Registration[0];
@@ -79,7 +80,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
         Inbox inbox = new Inbox();
         // a revoke returns once every write it admitted was received, or after its connection was cut off, and a release
         // sweeps the transfer on the owner before it returns (cancelRunning): only the owner lands bytes
-        super(guard, table, inbox, WriteStop.ON_RETURN, WriteStop.ON_RETURN);
+        super(guard, new TransportTypes<>(TcpPeer.class, TcpPreparedList.class, TcpWire.MAX_NOTIFICATION_BYTES), table, inbox, WriteStop.ON_RETURN,
+                WriteStop.ON_RETURN);
         this.options = options;
         this.inbox = inbox;
         this.instanceId = IDS.nextLong();
@@ -216,9 +218,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(TcpPeer tcpPeer)
     {
-        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
         guard.checkOpen();
         tcpPeer.markUnusable("it was disconnected");
         synchronized (peers) {
@@ -243,11 +244,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected TcpPreparedList prepareRemoteChecked(TcpPeer tcpPeer, DescriptorList descriptors)
     {
-        requireNonNull(descriptors, "descriptors is null");
-        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
-        guard.checkOpen();
         String unusable = tcpPeer.unusableReason();
         if (unusable != null) {
             throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + tcpPeer.name() + "' cannot be used: " + unusable + "; connect() again");
@@ -267,15 +265,15 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void releasePrepared(PreparedList list)
+    protected void releaseChecked(TcpPreparedList list)
     {
-        lists.release(guard.own(list, TcpPreparedList.class));
+        lists.release(list);
     }
 
     @Override
     public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
     {
-        TcpPreparedList list = guard.own(local, TcpPreparedList.class);
+        TcpPreparedList list = ownList(local);
         guard.checkOpen();
         return grants.grant(key, access, list, indices, count);
     }
@@ -291,11 +289,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, TcpPreparedList local, TcpPreparedList remote)
     {
-        PostChecks.opening(guard, TcpPreparedList.class, request, TcpWire.MAX_NOTIFICATION_BYTES);
-        TcpPreparedList local = (TcpPreparedList) request.local();
-        TcpPreparedList remote = (TcpPreparedList) request.remote();
         TcpTransfer transfer = transfers.acquire();
         try {
             transfer.prepare(this);
@@ -350,12 +345,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(TcpPeer tcpPeer, byte[] message)
     {
-        requireNonNull(message, "message is null");
-        guard.checkOpen();
-        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
-        PostChecks.notification(message, TcpWire.MAX_NOTIFICATION_BYTES);
         byte[] copy = message.clone();
         owner.call(() -> {
             InitiatorConnection connection = tcpPeer.connection;

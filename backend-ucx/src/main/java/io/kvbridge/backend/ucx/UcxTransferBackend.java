@@ -19,9 +19,9 @@ import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
-import io.kvbridge.transport.PostChecks;
 import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
+import io.kvbridge.transport.TransportTypes;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,7 +41,7 @@ import java.util.function.Consumer;
  * <p>Threads: any thread may call any method; every field is final and thread-safe or confined to
  * the owner thread inside the class that holds it.
  */
-final class UcxTransferBackend extends AbstractTransferBackend
+final class UcxTransferBackend extends AbstractTransferBackend<UcxPeer, UcxPreparedList>
 {
     /** Largest notification a transfer or {@link #notify} may carry. */
     static final int MAX_NOTIFICATION_BYTES = UcxMessaging.MAX_NOTIFICATION_BYTES;
@@ -78,7 +78,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
                 ownerThread);
         Grants ucxGrants = new Grants(guard.description());
         UcxActiveMessages ucxActiveMessages = options.granted() ? new UcxActiveMessages(guard.description(), ucxWorker, ucxEndpoints, ucxGrants, options.eagerMaxBytes()) : null;
-        super(guard, ucxTransfers.table(), notifications);
+        super(guard, new TransportTypes<>(UcxPeer.class, UcxPreparedList.class, MAX_NOTIFICATION_BYTES), ucxTransfers.table(), notifications);
         this.instanceId = id;
         this.options = options;
         this.lists = new PreparedLists<>(guard);
@@ -167,9 +167,8 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(UcxPeer ucxPeer)
     {
-        UcxPeer ucxPeer = guard.own(peer, UcxPeer.class);
         checkOpen();
         owner.call(() -> {
             endpoints.disconnect(ucxPeer);
@@ -189,10 +188,8 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected UcxPreparedList prepareRemoteChecked(UcxPeer ucxPeer, DescriptorList descriptors)
     {
-        requireNonNull(descriptors, "descriptors is null");
-        UcxPeer ucxPeer = guard.own(peer, UcxPeer.class);
         checkOpen();
         String unusable = ucxPeer.unusableReason();
         if (unusable != null) {
@@ -213,9 +210,9 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void releasePrepared(PreparedList list)
+    protected void releaseChecked(UcxPreparedList list)
     {
-        lists.release(guard.own(list, UcxPreparedList.class));
+        lists.release(list);
     }
 
     /**
@@ -225,7 +222,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
     @Override
     public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
     {
-        UcxPreparedList list = guard.own(local, UcxPreparedList.class);
+        UcxPreparedList list = ownList(local);
         checkOpen();
         if (activeMessages == null) {
             return NO_GRANT;
@@ -255,20 +252,16 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, UcxPreparedList local, UcxPreparedList remote)
     {
-        PostChecks.opening(guard, UcxPreparedList.class, request, MAX_NOTIFICATION_BYTES);
         checkOpen();
         return transfers.post(request);
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(UcxPeer ucxPeer, byte[] message)
     {
-        requireNonNull(message, "message is null");
-        UcxPeer ucxPeer = guard.own(peer, UcxPeer.class);
         checkOpen();
-        PostChecks.notification(message, MAX_NOTIFICATION_BYTES);
         owner.call(() -> {
             String unusable = ucxPeer.unusableReason();
             if (unusable != null) {
