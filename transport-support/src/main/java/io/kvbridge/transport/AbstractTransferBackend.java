@@ -37,6 +37,8 @@ public abstract class AbstractTransferBackend<P extends TransportPeer, L extends
 {
     /** The instance's identity, open/closed state and owner token. */
     protected final InstanceGuard guard;
+    /** The lists the instance prepared and has not released; a transport adds each list it prepares. */
+    protected final PreparedLists<L> lists;
     private final TransportTypes<P, L> types;
     private final TransferTable<?> transfers;
     private final Inbox inbox;
@@ -73,6 +75,7 @@ public abstract class AbstractTransferBackend<P extends TransportPeer, L extends
     {
         this.guard = requireNonNull(guard, "guard is null");
         this.types = requireNonNull(types, "types is null");
+        this.lists = new PreparedLists<>(guard);
         this.transfers = requireNonNull(transfers, "transfers is null");
         this.inbox = requireNonNull(inbox, "inbox is null");
         this.revokeStop = requireNonNull(revokeStop, "revokeStop is null");
@@ -196,11 +199,15 @@ public abstract class AbstractTransferBackend<P extends TransportPeer, L extends
     }
 
     /**
-     * Releases one of this instance's lists; idempotent.
+     * Releases one of this instance's lists; idempotent. The default drops it from {@link #lists};
+     * a transport holding native state per list overrides this.
      *
      * @param list the list, this instance's.
      */
-    protected abstract void releaseChecked(L list);
+    protected void releaseChecked(L list)
+    {
+        lists.release(list);
+    }
 
     /**
      * {@inheritDoc} Makes the opening checks ({@link PostChecks#opening} with the transport's list

@@ -20,7 +20,6 @@ import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PeerText;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
@@ -67,7 +66,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend<CudaIpcPeer, 
     private final TransferTable<CudaIpcTransfer> transfers;
     private final Inbox inbox;
     private final Registrations<LocalRegistration> registrations;
-    private final PreparedLists<CudaIpcList> lists;
     private final Set<CudaIpcPeer> peers = ConcurrentHashMap.newKeySet();
     private final Map<Integer, LocalRegistration> exported = new ConcurrentHashMap<>();
     private final AtomicInteger regionIds = new AtomicInteger();
@@ -104,7 +102,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend<CudaIpcPeer, 
         this.allocationMode = allocationMode;
         this.vmmSupported = vmmSupported;
         this.registrations = new Registrations<>(guard.description());
-        this.lists = new PreparedLists<>(guard);
         CudaIpcEvents events = new CudaIpcEvents(guard, notifications, notificationBound, exported, exportGrants, passedTo, peers, owner,
                 TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis));
         this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), events);
@@ -278,10 +275,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend<CudaIpcPeer, 
     @Override
     protected CudaIpcList prepareRemoteChecked(CudaIpcPeer own, DescriptorList descriptors)
     {
-        String problem = own.unusableReason();
-        if (problem != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' cannot be used: " + problem);
-        }
+        own.checkUsable("connect() again");
         MemoryKind kind = descriptors.kind();
         int device = descriptors.device();
         RegionCover<CudaIpcPeer.RemoteRegion> cover = RegionCover.of(descriptors.addresses(), descriptors.lengths(), new RegionCover.Regions<>()
@@ -416,12 +410,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend<CudaIpcPeer, 
     long[] controlCounts()
     {
         return new long[] {control.refusedConnections(), control.shedConnections(), exportGrants.refusals()};
-    }
-
-    @Override
-    protected void releaseChecked(CudaIpcList list)
-    {
-        lists.release(list);
     }
 
     @Override

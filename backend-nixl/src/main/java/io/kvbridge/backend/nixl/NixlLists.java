@@ -34,12 +34,12 @@ final class NixlLists
     // owner thread only
     private final List<NixlPreparedList> withHandle = new ArrayList<>();
 
-    NixlLists(InstanceGuard guard, NixlOwner owner, Registrations<NixlRegistration> registrations)
+    NixlLists(InstanceGuard guard, NixlOwner owner, Registrations<NixlRegistration> registrations, PreparedLists<NixlPreparedList> tracked)
     {
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
         this.registrations = requireNonNull(registrations, "registrations is null");
-        this.tracked = new PreparedLists<>(guard);
+        this.tracked = requireNonNull(tracked, "tracked is null");
     }
 
     PreparedList prepareLocal(DescriptorList descriptors)
@@ -64,10 +64,7 @@ final class NixlLists
         checkNotEmpty(descriptors);
         return owner.call(() -> {
             guard.checkOpen();
-            String unusable = nixlPeer.unusableReason();
-            if (unusable != null) {
-                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + nixlPeer.name() + "' cannot be used: " + unusable + "; connect again first");
-            }
+            nixlPeer.checkUsable("connect() again");
             long[] addresses = descriptors.addresses();
             long[] lengths = descriptors.lengths();
             int[] regionIds = new int[addresses.length];

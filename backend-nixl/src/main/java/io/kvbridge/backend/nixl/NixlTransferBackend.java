@@ -25,7 +25,7 @@ import java.util.concurrent.TimeUnit;
  * the native shutdown ({@link NixlShutdown}).
  *
  * <p><b>Checks.</b> Indices, lengths and descriptor ranges are checked against Java copies of the
- * prepared lists, registrations and the peer's announced allocations before NIXL sees them, so bad
+ * prepared nixlLists, registrations and the peer's announced allocations before NIXL sees them, so bad
  * input gets a precise error and NIXL never sees an out-of-range index.
  *
  * <p><b>Operations.</b> NIXL merges a request's index runs into fewer descriptors itself; the
@@ -41,7 +41,7 @@ final class NixlTransferBackend extends AbstractTransferBackend<NixlPeer, NixlPr
     private final NixlOwner owner;
     private final NixlMemoryRegistry memory;
     private final NixlPeers peers;
-    private final NixlLists lists;
+    private final NixlLists nixlLists;
     private final NixlTransfers transfers;
     private final NixlMessaging messaging;
     private final NixlShutdown shutdown;
@@ -71,12 +71,12 @@ final class NixlTransferBackend extends AbstractTransferBackend<NixlPeer, NixlPr
         owner = nixlOwner;
         transfers = nixlTransfers;
         Registrations<NixlRegistration> registrations = new Registrations<>(guard.description());
-        lists = new NixlLists(guard, owner, registrations);
-        memory = new NixlMemoryRegistry(guard, owner, registrations, transfers, lists);
-        peers = new NixlPeers(guard, owner, memory, transfers, lists);
+        nixlLists = new NixlLists(guard, owner, registrations, lists);
+        memory = new NixlMemoryRegistry(guard, owner, registrations, transfers, nixlLists);
+        peers = new NixlPeers(guard, owner, memory, transfers, nixlLists);
         messaging = new NixlMessaging(guard, owner, peers, notifications);
         closeTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis);
-        shutdown = new NixlShutdown(owner, transfers, lists, peers, memory, closeTimeoutNanos);
+        shutdown = new NixlShutdown(owner, transfers, nixlLists, peers, memory, closeTimeoutNanos);
         try {
             owner.start(library, progressThread, telemetry, progressDelayMicros, ucxConfig, transfers, messaging::receive, shutdown);
         }
@@ -119,19 +119,19 @@ final class NixlTransferBackend extends AbstractTransferBackend<NixlPeer, NixlPr
     @Override
     public PreparedList prepareLocal(DescriptorList descriptors)
     {
-        return lists.prepareLocal(descriptors);
+        return nixlLists.prepareLocal(descriptors);
     }
 
     @Override
     protected NixlPreparedList prepareRemoteChecked(NixlPeer peer, DescriptorList descriptors)
     {
-        return lists.prepareRemote(peer, descriptors);
+        return nixlLists.prepareRemote(peer, descriptors);
     }
 
     @Override
     protected void releaseChecked(NixlPreparedList list)
     {
-        lists.release(list);
+        nixlLists.release(list);
     }
 
     @Override
@@ -150,7 +150,7 @@ final class NixlTransferBackend extends AbstractTransferBackend<NixlPeer, NixlPr
     @Override
     protected BackendResources held(int transfers)
     {
-        return new BackendResources(memory.size(), lists.size(), peers.size(), transfers);
+        return new BackendResources(memory.size(), nixlLists.size(), peers.size(), transfers);
     }
 
     @Override

@@ -20,7 +20,6 @@ import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
@@ -58,7 +57,6 @@ final class TcpTransferBackend extends AbstractTransferBackend<TcpPeer, TcpPrepa
     private final long instanceId;
     private final String advertisedHost;
     private final Registrations<TcpRegistration> registrations;
-    private final PreparedLists<TcpPreparedList> lists;
     private final TransferTable<TcpTransfer> transfers;
     private final Grants grants;
     // made once, not per revoke; an owner that stopped took its connections with it: nobody is left to cut off then
@@ -87,7 +85,6 @@ final class TcpTransferBackend extends AbstractTransferBackend<TcpPeer, TcpPrepa
         this.instanceId = IDS.nextLong();
         this.advertisedHost = advertised(options);
         this.registrations = new Registrations<>(guard.description());
-        this.lists = new PreparedLists<>(guard);
         this.transfers = table;
         this.grants = new Grants(guard.description());
         this.loop = new TcpOwnerLoop(guard.description(), agentName, instanceId, options, registrations, grants, inbox, table,
@@ -246,10 +243,7 @@ final class TcpTransferBackend extends AbstractTransferBackend<TcpPeer, TcpPrepa
     @Override
     protected TcpPreparedList prepareRemoteChecked(TcpPeer tcpPeer, DescriptorList descriptors)
     {
-        String unusable = tcpPeer.unusableReason();
-        if (unusable != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + tcpPeer.name() + "' cannot be used: " + unusable + "; connect() again");
-        }
+        tcpPeer.checkUsable("connect() again");
         if (descriptors.kind() != MemoryKind.HOST) {
             throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "peer '" + tcpPeer.name() + "' advertises host memory only, got "
                     + descriptors.kind() + " descriptors");
@@ -262,12 +256,6 @@ final class TcpTransferBackend extends AbstractTransferBackend<TcpPeer, TcpPrepa
                         "descriptor %d (address=0x%x, length=%d) lies outside the %d regions peer '%s' advertised; if the peer registered "
                                 + "more memory, connect() again with its new metadata", i, address, length, regions.size(), tcpPeer.name())));
         return lists.add(new TcpPreparedList(guard, tcpPeer, addresses, lengths, cover.regionIds(), NO_REGISTRATIONS));
-    }
-
-    @Override
-    protected void releaseChecked(TcpPreparedList list)
-    {
-        lists.release(list);
     }
 
     @Override

@@ -19,7 +19,6 @@ import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.TransportTypes;
 import java.security.SecureRandom;
@@ -49,7 +48,6 @@ final class UcxTransferBackend extends AbstractTransferBackend<UcxPeer, UcxPrepa
 
     private final UcxOptions options;
     private final long instanceId;
-    private final PreparedLists<UcxPreparedList> lists;
     private final UcxWorker worker;
     private final UcxOwnerLoop loop;
     private final OwnerThread owner;
@@ -81,7 +79,6 @@ final class UcxTransferBackend extends AbstractTransferBackend<UcxPeer, UcxPrepa
         super(guard, new TransportTypes<>(UcxPeer.class, UcxPreparedList.class, MAX_NOTIFICATION_BYTES), ucxTransfers.table(), notifications);
         this.instanceId = id;
         this.options = options;
-        this.lists = new PreparedLists<>(guard);
         this.worker = ucxWorker;
         this.loop = ownerLoop;
         this.owner = ownerThread;
@@ -191,10 +188,7 @@ final class UcxTransferBackend extends AbstractTransferBackend<UcxPeer, UcxPrepa
     protected UcxPreparedList prepareRemoteChecked(UcxPeer ucxPeer, DescriptorList descriptors)
     {
         checkOpen();
-        String unusable = ucxPeer.unusableReason();
-        if (unusable != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + ucxPeer.name() + "' cannot be used: " + unusable + "; connect() again");
-        }
+        ucxPeer.checkUsable("connect() again");
         if (descriptors.kind() != MemoryKind.HOST) {
             throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "peer '" + ucxPeer.name() + "' advertises host memory only, got "
                     + descriptors.kind() + " descriptors");
@@ -207,12 +201,6 @@ final class UcxTransferBackend extends AbstractTransferBackend<UcxPeer, UcxPrepa
                         "descriptor %d (address=0x%x, length=%d) lies outside the %d regions peer '%s' advertised; if the peer registered "
                                 + "more memory, connect() again with its new metadata", i, address, length, regions.length, ucxPeer.name())));
         return lists.add(UcxPreparedList.remote(guard, ucxPeer, addresses, lengths, cover.regionIds(), cover.regions().toArray(new UcxRemoteRegion[0])));
-    }
-
-    @Override
-    protected void releaseChecked(UcxPreparedList list)
-    {
-        lists.release(list);
     }
 
     /**

@@ -18,7 +18,6 @@ import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
@@ -53,7 +52,6 @@ final class LocalTransferBackend extends AbstractTransferBackend<LocalPeer, Loca
 
     private final boolean simulateDevice;
     private final Registrations<Registration> registrations;
-    private final PreparedLists<LocalPreparedList> preparedLists;
     private final TransferTable<LocalTransfer> transfers;
     private final Inbox inbox;
     private final LocalCopier copier;
@@ -74,7 +72,6 @@ final class LocalTransferBackend extends AbstractTransferBackend<LocalPeer, Loca
         this.inbox = notifications;
         this.simulateDevice = simulateDevice;
         this.registrations = new Registrations<>(guard.description());
-        this.preparedLists = new PreparedLists<>(guard);
         this.grants = new Grants(guard.description());
         LocalFabric.INSTANCE.add(this);
         this.copier = new LocalCopier(guard, copyThreadCount, maxInFlight, this::complete);
@@ -155,10 +152,7 @@ final class LocalTransferBackend extends AbstractTransferBackend<LocalPeer, Loca
     @Override
     protected LocalPreparedList prepareRemoteChecked(LocalPeer local, DescriptorList descriptors)
     {
-        String unusable = local.unusableReason();
-        if (unusable != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + local.name() + "' cannot be used: " + unusable + "; connect() again");
-        }
+        local.checkUsable("connect() again");
         return prepare(local, local.target, descriptors);
     }
 
@@ -170,14 +164,8 @@ final class LocalTransferBackend extends AbstractTransferBackend<LocalPeer, Loca
                     + "' moves host memory only (simulate-device=false)");
         }
         // the peer's memory is in this JVM: its own registrations decide what the list may address
-        return preparedLists.add(new LocalPreparedList(guard, peer, descriptors.kind(), descriptors.device(), descriptors.addresses(),
+        return lists.add(new LocalPreparedList(guard, peer, descriptors.kind(), descriptors.device(), descriptors.addresses(),
                 descriptors.lengths(), memoryOwner.registrations.cover(descriptors)));
-    }
-
-    @Override
-    protected void releaseChecked(LocalPreparedList list)
-    {
-        preparedLists.release(list);
     }
 
     @Override
@@ -336,7 +324,7 @@ final class LocalTransferBackend extends AbstractTransferBackend<LocalPeer, Loca
     protected BackendResources held(int transfers)
     {
         synchronized (peers) {
-            return new BackendResources(registrations.size(), preparedLists.size(), peers.size(), transfers);
+            return new BackendResources(registrations.size(), lists.size(), peers.size(), transfers);
         }
     }
 
@@ -356,6 +344,6 @@ final class LocalTransferBackend extends AbstractTransferBackend<LocalPeer, Loca
             peers.forEach(peer -> peer.markUnusable("this transport was closed"));
             peers.clear();
         }
-        preparedLists.releaseAll(null);
+        lists.releaseAll(null);
     }
 }

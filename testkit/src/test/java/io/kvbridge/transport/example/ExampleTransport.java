@@ -25,7 +25,6 @@ import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnedPreparedList;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
@@ -107,7 +106,6 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
     private static final class Instance extends AbstractTransferBackend<ExamplePeer, ExampleList>
     {
         private final Registrations<Registration> registrations;
-        private final PreparedLists<ExampleList> lists;
         private final TransferTable<ExampleTransfer> transfers;
         private final Set<ExamplePeer> peers = ConcurrentHashMap.newKeySet();
         private final Inbox inbox;
@@ -122,7 +120,6 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
             transfers = table;
             inbox = notifications;
             registrations = new Registrations<>(guard.description());
-            lists = new PreparedLists<>(guard);
             if (DIRECTORY.putIfAbsent(agentName, this) != null) {
                 throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "agent name '" + agentName + "' is taken in this JVM");
             }
@@ -184,12 +181,6 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
             }
             // the peer's memory is in this JVM, so its own registrations bound the list
             return lists.add(new ExampleList(guard, own, descriptors, own.target.registrations.cover(descriptors)));
-        }
-
-        @Override
-        protected void releaseChecked(ExampleList list)
-        {
-            lists.release(list);
         }
 
         @Override
