@@ -331,6 +331,12 @@ public abstract class AbstractTransferBackendConformanceTest extends AbstractCoa
         assertCode(ErrorCode.FOREIGN_HANDLE, () -> post(new TransferRequest().start(TransferOp.WRITE).local(local, indices(0))
                 .remote(foreignRemote, indices(0)).count(1)));
         assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES)));
+        assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.notify(otherPeer, new byte[] {1}));
+        assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.releasePrepared(foreignRemote));
+        assertCode(ErrorCode.FOREIGN_HANDLE, () -> initiator.disconnect(otherPeer));
+        // the refused calls left the other instance's peer and list alone
+        other.releasePrepared(foreignRemote);
+        other.prepareRemote(otherPeer, blocksOf(targetMemory, 1, BLOCK_BYTES));
     }
 
     @Test

@@ -2,6 +2,8 @@ package io.kvbridge.transport;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.Peer;
 
 /**
@@ -50,6 +52,20 @@ public abstract class TransportPeer implements Peer
     public String unusableReason()
     {
         return unusable;
+    }
+
+    /**
+     * Refuses work with a peer that can no longer be used.
+     *
+     * @param remedy what the caller does about it, such as {@code connect() again}.
+     * @throws KvBridgeException {@code PEER_UNKNOWN} naming the peer, the reason and the remedy.
+     */
+    public final void checkUsable(String remedy)
+    {
+        String reason = unusableReason();
+        if (reason != null) {
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + name + "' cannot be used: " + reason + "; " + remedy);
+        }
     }
 
     /**

@@ -20,10 +20,10 @@ import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PeerText;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.TransportTypes;
 import io.kvbridge.transport.libc.Libc;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
@@ -54,7 +54,7 @@ import org.slf4j.LoggerFactory;
  * control socket has its own thread ({@link ControlChannel}); posts check and resolve on the
  * caller's thread and hand over without waiting.
  */
-final class CudaIpcTransferBackend extends AbstractTransferBackend
+final class CudaIpcTransferBackend extends AbstractTransferBackend<CudaIpcPeer, CudaIpcList>
 {
     /** Random per JVM: two instances with the same token share an address space. */
     static final long PROCESS_TOKEN = new SecureRandom().nextLong();
@@ -66,7 +66,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     private final TransferTable<CudaIpcTransfer> transfers;
     private final Inbox inbox;
     private final Registrations<LocalRegistration> registrations;
-    private final PreparedLists<CudaIpcList> lists;
     private final Set<CudaIpcPeer> peers = ConcurrentHashMap.newKeySet();
     private final Map<Integer, LocalRegistration> exported = new ConcurrentHashMap<>();
     private final AtomicInteger regionIds = new AtomicInteger();
@@ -93,7 +92,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
                 TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis));
         TransferTable<CudaIpcTransfer> table = new TransferTable<>(guard.description(), maxInFlight, index -> new CudaIpcTransfer(index, owner));
         Inbox notifications = new Inbox();
-        super(guard, table, notifications);
+        super(guard, new TransportTypes<>(CudaIpcPeer.class, CudaIpcList.class, ControlChannel.MAX_NOTIFICATION), table, notifications);
         this.transfers = table;
         this.inbox = notifications;
         this.notificationBound = new NotificationBound(maxQueuedNotifications);
@@ -103,7 +102,6 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         this.allocationMode = allocationMode;
         this.vmmSupported = vmmSupported;
         this.registrations = new Registrations<>(guard.description());
-        this.lists = new PreparedLists<>(guard);
         CudaIpcEvents events = new CudaIpcEvents(guard, notifications, notificationBound, exported, exportGrants, passedTo, peers, owner,
                 TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis));
         this.control = new ControlChannel(guard.description(), agentName, new ControlAuth(connectionKey), events);
@@ -252,9 +250,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(CudaIpcPeer own)
     {
-        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
         own.markUnusable("it was disconnected");
         if (peers.remove(own)) {
             lists.releaseAll(own);
@@ -276,15 +273,9 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected CudaIpcList prepareRemoteChecked(CudaIpcPeer own, DescriptorList descriptors)
     {
-        requireNonNull(descriptors, "descriptors is null");
-        guard.checkOpen();
-        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
-        String problem = own.unusableReason();
-        if (problem != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' cannot be used: " + problem);
-        }
+        own.checkUsable("connect() again");
         MemoryKind kind = descriptors.kind();
         int device = descriptors.device();
         RegionCover<CudaIpcPeer.RemoteRegion> cover = RegionCover.of(descriptors.addresses(), descriptors.lengths(), new RegionCover.Regions<>()
@@ -327,7 +318,7 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
         requireNonNull(access, "access is null");
         requireNonNull(indices, "indices is null");
         guard.checkOpen();
-        CudaIpcList list = guard.own(local, CudaIpcList.class);
+        CudaIpcList list = ownList(local);
         if (key.length == 0 || key.length > MAX_GRANT_KEY_BYTES) {
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "grant key of " + key.length + " bytes (expected: 1 to " + MAX_GRANT_KEY_BYTES + ")");
         }
@@ -422,17 +413,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void releasePrepared(PreparedList list)
+    protected long postChecked(TransferRequest request, CudaIpcList local, CudaIpcList remote)
     {
-        lists.release(guard.own(list, CudaIpcList.class));
-    }
-
-    @Override
-    public long post(TransferRequest request)
-    {
-        PostChecks.opening(guard, CudaIpcList.class, request, ControlChannel.MAX_NOTIFICATION);
-        CudaIpcList local = (CudaIpcList) request.local();
-        CudaIpcList remote = (CudaIpcList) request.remote();
         CudaIpcTransfer transfer = transfers.acquire();
         try {
             PostChecks.resolve(transfer.copies, request, true);
@@ -454,12 +436,8 @@ final class CudaIpcTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(CudaIpcPeer own, byte[] message)
     {
-        requireNonNull(message, "message is null");
-        guard.checkOpen();
-        CudaIpcPeer own = guard.own(peer, CudaIpcPeer.class);
-        PostChecks.notification(message, ControlChannel.MAX_NOTIFICATION);
         String problem = own.unusableReason();
         ControlChannel.Link link = own.link;
         if (problem == null) {

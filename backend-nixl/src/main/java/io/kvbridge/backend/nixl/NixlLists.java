@@ -5,7 +5,6 @@ import static java.util.Objects.requireNonNull;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.DescriptorList;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.PreparedList;
 import io.kvbridge.transport.Coverage;
 import io.kvbridge.transport.InstanceGuard;
@@ -35,12 +34,12 @@ final class NixlLists
     // owner thread only
     private final List<NixlPreparedList> withHandle = new ArrayList<>();
 
-    NixlLists(InstanceGuard guard, NixlOwner owner, Registrations<NixlRegistration> registrations)
+    NixlLists(InstanceGuard guard, NixlOwner owner, Registrations<NixlRegistration> registrations, PreparedLists<NixlPreparedList> tracked)
     {
         this.guard = requireNonNull(guard, "guard is null");
         this.owner = requireNonNull(owner, "owner is null");
         this.registrations = requireNonNull(registrations, "registrations is null");
-        this.tracked = new PreparedLists<>(guard);
+        this.tracked = requireNonNull(tracked, "tracked is null");
     }
 
     PreparedList prepareLocal(DescriptorList descriptors)
@@ -59,18 +58,13 @@ final class NixlLists
         });
     }
 
-    PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    /** Prepares a peer's descriptors, given, for one of the instance's peers while it was open. */
+    NixlPreparedList prepareRemote(NixlPeer nixlPeer, DescriptorList descriptors)
     {
-        NixlPeer nixlPeer = guard.own(peer, NixlPeer.class);
-        requireNonNull(descriptors, "descriptors is null");
-        guard.checkOpen();
         checkNotEmpty(descriptors);
         return owner.call(() -> {
             guard.checkOpen();
-            String unusable = nixlPeer.unusableReason();
-            if (unusable != null) {
-                throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + nixlPeer.name() + "' cannot be used: " + unusable + "; connect again first");
-            }
+            nixlPeer.checkUsable("connect() again");
             long[] addresses = descriptors.addresses();
             long[] lengths = descriptors.lengths();
             int[] regionIds = new int[addresses.length];
@@ -106,9 +100,8 @@ final class NixlLists
         return tracked.add(list);
     }
 
-    void release(PreparedList list)
+    void release(NixlPreparedList nixlList)
     {
-        NixlPreparedList nixlList = guard.own(list, NixlPreparedList.class);
         if (guard.isClosed()) {
             // close() released every list
             return;

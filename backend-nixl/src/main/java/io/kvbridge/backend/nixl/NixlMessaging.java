@@ -4,10 +4,8 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.NotificationSink;
-import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
-import io.kvbridge.transport.PostChecks;
 
 /**
  * Notifications of one {@code nixl} instance: sent through NIXL on the owner thread, and received
@@ -34,12 +32,9 @@ final class NixlMessaging
         this.peerLoss = new NixlPeerLoss(owner);
     }
 
-    void notify(Peer peer, byte[] message)
+    /** Sends a message the instance checked (peer its own, instance open, length within the limit). */
+    void notify(NixlPeer nixlPeer, byte[] message)
     {
-        NixlPeer nixlPeer = guard.own(peer, NixlPeer.class);
-        requireNonNull(message, "message is null");
-        guard.checkOpen();
-        PostChecks.notification(message, NixlTransfers.MAX_NOTIFICATION_BYTES);
         owner.call(() -> {
             guard.checkOpen();
             peers.checkUsable(nixlPeer);

@@ -102,9 +102,8 @@ final class NixlPeers
         });
     }
 
-    void disconnect(Peer peer)
+    void disconnect(NixlPeer nixlPeer)
     {
-        NixlPeer nixlPeer = guard.own(peer, NixlPeer.class);
         if (guard.isClosed()) {
             // close() already disconnected every peer
             return;

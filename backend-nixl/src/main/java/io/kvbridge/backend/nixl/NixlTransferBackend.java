@@ -12,6 +12,7 @@ import io.kvbridge.transport.AbstractTransferBackend;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.Registrations;
+import io.kvbridge.transport.TransportTypes;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +25,7 @@ import java.util.concurrent.TimeUnit;
  * the native shutdown ({@link NixlShutdown}).
  *
  * <p><b>Checks.</b> Indices, lengths and descriptor ranges are checked against Java copies of the
- * prepared lists, registrations and the peer's announced allocations before NIXL sees them, so bad
+ * prepared nixlLists, registrations and the peer's announced allocations before NIXL sees them, so bad
  * input gets a precise error and NIXL never sees an out-of-range index.
  *
  * <p><b>Operations.</b> NIXL merges a request's index runs into fewer descriptors itself; the
@@ -35,12 +36,12 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Threads: any; every part states its own.
  */
-final class NixlTransferBackend extends AbstractTransferBackend
+final class NixlTransferBackend extends AbstractTransferBackend<NixlPeer, NixlPreparedList>
 {
     private final NixlOwner owner;
     private final NixlMemoryRegistry memory;
     private final NixlPeers peers;
-    private final NixlLists lists;
+    private final NixlLists nixlLists;
     private final NixlTransfers transfers;
     private final NixlMessaging messaging;
     private final NixlShutdown shutdown;
@@ -65,16 +66,17 @@ final class NixlTransferBackend extends AbstractTransferBackend
         NixlOwner nixlOwner = new NixlOwner(guard, maxInFlight + 1024);
         Inbox notifications = new Inbox();
         NixlTransfers nixlTransfers = new NixlTransfers(guard, nixlOwner, maxInFlight, telemetry, notifications::wake);
-        super(guard, nixlTransfers.table(), notifications);
+        super(guard, new TransportTypes<>(NixlPeer.class, NixlPreparedList.class, NixlTransfers.MAX_NOTIFICATION_BYTES), nixlTransfers.table(),
+                notifications);
         owner = nixlOwner;
         transfers = nixlTransfers;
         Registrations<NixlRegistration> registrations = new Registrations<>(guard.description());
-        lists = new NixlLists(guard, owner, registrations);
-        memory = new NixlMemoryRegistry(guard, owner, registrations, transfers, lists);
-        peers = new NixlPeers(guard, owner, memory, transfers, lists);
+        nixlLists = new NixlLists(guard, owner, registrations, lists);
+        memory = new NixlMemoryRegistry(guard, owner, registrations, transfers, nixlLists);
+        peers = new NixlPeers(guard, owner, memory, transfers, nixlLists);
         messaging = new NixlMessaging(guard, owner, peers, notifications);
         closeTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(closeTimeoutMillis);
-        shutdown = new NixlShutdown(owner, transfers, lists, peers, memory, closeTimeoutNanos);
+        shutdown = new NixlShutdown(owner, transfers, nixlLists, peers, memory, closeTimeoutNanos);
         try {
             owner.start(library, progressThread, telemetry, progressDelayMicros, ucxConfig, transfers, messaging::receive, shutdown);
         }
@@ -109,7 +111,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(NixlPeer peer)
     {
         peers.disconnect(peer);
     }
@@ -117,30 +119,30 @@ final class NixlTransferBackend extends AbstractTransferBackend
     @Override
     public PreparedList prepareLocal(DescriptorList descriptors)
     {
-        return lists.prepareLocal(descriptors);
+        return nixlLists.prepareLocal(descriptors);
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected NixlPreparedList prepareRemoteChecked(NixlPeer peer, DescriptorList descriptors)
     {
-        return lists.prepareRemote(peer, descriptors);
+        return nixlLists.prepareRemote(peer, descriptors);
     }
 
     @Override
-    public void releasePrepared(PreparedList list)
+    protected void releaseChecked(NixlPreparedList list)
     {
-        lists.release(list);
+        nixlLists.release(list);
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, NixlPreparedList local, NixlPreparedList remote)
     {
         // NIXL's peers do not check grants: the key is not sent
-        return transfers.post(request);
+        return transfers.post(request, local, remote);
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(NixlPeer peer, byte[] message)
     {
         messaging.notify(peer, message);
     }
@@ -148,7 +150,7 @@ final class NixlTransferBackend extends AbstractTransferBackend
     @Override
     protected BackendResources held(int transfers)
     {
-        return new BackendResources(memory.size(), lists.size(), peers.size(), transfers);
+        return new BackendResources(memory.size(), nixlLists.size(), peers.size(), transfers);
     }
 
     @Override

@@ -60,12 +60,12 @@ final class NixlTransfers
         this.peerLoss = new NixlPeerLoss(owner);
     }
 
-    /** Checks a post on the caller's thread, hands it to the owner and waits until NIXL accepted it. */
-    long post(TransferRequest request)
+    /**
+     * Checks the rest of a post that passed the opening checks ({@code PostChecks.opening}) on the
+     * caller's thread, hands it to the owner and waits until NIXL accepted it.
+     */
+    long post(TransferRequest request, NixlPreparedList local, NixlPreparedList remote)
     {
-        PostChecks.opening(guard, NixlPreparedList.class, request, MAX_NOTIFICATION_BYTES);
-        NixlPreparedList local = (NixlPreparedList) request.local();
-        NixlPreparedList remote = (NixlPreparedList) request.remote();
         int[] localIndices = request.localIndices();
         int[] remoteIndices = request.remoteIndices();
         int count = request.count();

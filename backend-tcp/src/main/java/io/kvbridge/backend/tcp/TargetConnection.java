@@ -378,13 +378,9 @@ final class TargetConnection extends TcpConnection
     private void refuse(TcpExchange exchange, byte result, int run, long address, long length)
     {
         exchange.result = result;
-        exchange.refusedRun = run;
-        exchange.refusedAddress = address;
-        exchange.refusedLength = length;
-        String reason = String.format(Locale.ROOT, "%s of %d bytes at 0x%x under %s: %s", exchange.op, length, address,
-                exchange.keyLength == 0 ? "no key" : "a key of " + exchange.keyLength + " bytes",
-                result == TcpWire.RESULT_NO_GRANT ? "no live grant has that key"
-                        : result == TcpWire.RESULT_OUTSIDE ? "outside its grant for " + exchange.op : "the granted memory is no longer registered");
+        exchange.refused.set(run, address, length);
+        String reason = exchange.refused.describe(exchange.op, exchange.keyLength, result == TcpWire.RESULT_NO_GRANT ? "no live grant has that key"
+                : result == TcpWire.RESULT_OUTSIDE ? "outside its grant for " + exchange.op : "the granted memory is no longer registered");
         if (result == TcpWire.RESULT_NO_GRANT || result == TcpWire.RESULT_OUTSIDE) {
             // outside: the range may have been granted until the request's grants began to go
             loop.grants().refusedKey(peerName, exchange.key, exchange.keyLength, reason);
@@ -407,7 +403,7 @@ final class TargetConnection extends TcpConnection
     private void answer(TcpExchange exchange)
     {
         writer.control(TcpWire.RESULT_BYTES).put(TcpWire.RESULT).put(TcpWire.VERSION).put(exchange.result).put((byte) exchange.op.ordinal())
-                .putInt(exchange.refusedRun).putLong(exchange.handle).putLong(exchange.refusedAddress).putLong(exchange.refusedLength);
+                .putInt(exchange.refused.run()).putLong(exchange.handle).putLong(exchange.refused.address()).putLong(exchange.refused.length());
         writer.controlAdded(TcpWire.RESULT_BYTES);
         release(exchange);
     }

@@ -3,6 +3,7 @@ package io.kvbridge.backend.tcp;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.Grants;
+import io.kvbridge.transport.RefusedRun;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 
@@ -24,9 +25,7 @@ final class TcpExchange implements FrameWriter.Source
     int keyLength;
     Grants.Entry entry;
     byte result;
-    int refusedRun;
-    long refusedAddress;
-    long refusedLength;
+    final RefusedRun refused = new RefusedRun();
     // a checked READ's runs, and how many DATA frames went out
     long[] addresses = new long[16];
     long[] lengths = new long[16];
@@ -44,9 +43,7 @@ final class TcpExchange implements FrameWriter.Source
         received = 0;
         entry = null;
         result = TcpWire.RESULT_OK;
-        refusedRun = 0;
-        refusedAddress = 0;
-        refusedLength = 0;
+        refused.clear();
         runs = 0;
         sent = 0;
     }

@@ -20,11 +20,11 @@ import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.TransportTypes;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -48,7 +48,7 @@ import java.util.stream.Stream;
  *
  * <p>Threads: any thread may call any method; fields are final and thread-safe, or the owner's.
  */
-final class TcpTransferBackend extends AbstractTransferBackend
+final class TcpTransferBackend extends AbstractTransferBackend<TcpPeer, TcpPreparedList>
 {
     private static final SecureRandom IDS = new SecureRandom();
     private static final Registration[] NO_REGISTRATIONS = new Registration[0];
@@ -57,7 +57,6 @@ final class TcpTransferBackend extends AbstractTransferBackend
     private final long instanceId;
     private final String advertisedHost;
     private final Registrations<TcpRegistration> registrations;
-    private final PreparedLists<TcpPreparedList> lists;
     private final TransferTable<TcpTransfer> transfers;
     private final Grants grants;
     // made once, not per revoke; an owner that stopped took its connections with it: nobody is left to cut off then
@@ -79,13 +78,13 @@ final class TcpTransferBackend extends AbstractTransferBackend
         Inbox inbox = new Inbox();
         // a revoke returns once every write it admitted was received, or after its connection was cut off, and a release
         // sweeps the transfer on the owner before it returns (cancelRunning): only the owner lands bytes
-        super(guard, table, inbox, WriteStop.ON_RETURN, WriteStop.ON_RETURN);
+        super(guard, new TransportTypes<>(TcpPeer.class, TcpPreparedList.class, TcpWire.MAX_NOTIFICATION_BYTES), table, inbox, WriteStop.ON_RETURN,
+                WriteStop.ON_RETURN);
         this.options = options;
         this.inbox = inbox;
         this.instanceId = IDS.nextLong();
         this.advertisedHost = advertised(options);
         this.registrations = new Registrations<>(guard.description());
-        this.lists = new PreparedLists<>(guard);
         this.transfers = table;
         this.grants = new Grants(guard.description());
         this.loop = new TcpOwnerLoop(guard.description(), agentName, instanceId, options, registrations, grants, inbox, table,
@@ -216,9 +215,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(TcpPeer tcpPeer)
     {
-        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
         guard.checkOpen();
         tcpPeer.markUnusable("it was disconnected");
         synchronized (peers) {
@@ -243,15 +241,9 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected TcpPreparedList prepareRemoteChecked(TcpPeer tcpPeer, DescriptorList descriptors)
     {
-        requireNonNull(descriptors, "descriptors is null");
-        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
-        guard.checkOpen();
-        String unusable = tcpPeer.unusableReason();
-        if (unusable != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + tcpPeer.name() + "' cannot be used: " + unusable + "; connect() again");
-        }
+        tcpPeer.checkUsable("connect() again");
         if (descriptors.kind() != MemoryKind.HOST) {
             throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "peer '" + tcpPeer.name() + "' advertises host memory only, got "
                     + descriptors.kind() + " descriptors");
@@ -267,15 +259,9 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void releasePrepared(PreparedList list)
-    {
-        lists.release(guard.own(list, TcpPreparedList.class));
-    }
-
-    @Override
     public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
     {
-        TcpPreparedList list = guard.own(local, TcpPreparedList.class);
+        TcpPreparedList list = ownList(local);
         guard.checkOpen();
         return grants.grant(key, access, list, indices, count);
     }
@@ -291,11 +277,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, TcpPreparedList local, TcpPreparedList remote)
     {
-        PostChecks.opening(guard, TcpPreparedList.class, request, TcpWire.MAX_NOTIFICATION_BYTES);
-        TcpPreparedList local = (TcpPreparedList) request.local();
-        TcpPreparedList remote = (TcpPreparedList) request.remote();
         TcpTransfer transfer = transfers.acquire();
         try {
             transfer.prepare(this);
@@ -350,12 +333,8 @@ final class TcpTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(TcpPeer tcpPeer, byte[] message)
     {
-        requireNonNull(message, "message is null");
-        guard.checkOpen();
-        TcpPeer tcpPeer = guard.own(peer, TcpPeer.class);
-        PostChecks.notification(message, TcpWire.MAX_NOTIFICATION_BYTES);
         byte[] copy = message.clone();
         owner.call(() -> {
             InitiatorConnection connection = tcpPeer.connection;

@@ -11,7 +11,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
-import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -229,12 +228,9 @@ final class UcxActiveMessages implements UcpAm.Handler
     private void refuse(UcxExchange exchange, byte result, int run, long address, long length, int keyLength)
     {
         exchange.result = result;
-        exchange.refusedRun = run;
-        exchange.refusedAddress = address;
-        exchange.refusedLength = length;
-        String reason = String.format(Locale.ROOT, "%s of %d bytes at 0x%x under %s: %s", exchange.op, length, address,
-                keyLength == 0 ? "no key" : "a key of " + keyLength + " bytes", result == RESULT_NO_GRANT ? "no live grant has that key"
-                        : "outside its grant for " + exchange.op);
+        exchange.refused.set(run, address, length);
+        String reason = exchange.refused.describe(exchange.op, keyLength, result == RESULT_NO_GRANT ? "no live grant has that key"
+                : "outside its grant for " + exchange.op);
         // keyBuffer still holds the key the refusal is about; a range outside every live grant may
         // have been granted until the request's grants began to go, so both results can be late
         grants.refusedKey(endpoints.nameOf(exchange.sender, exchange.replyEp), keyBuffer, keyLength, reason);
@@ -352,9 +348,7 @@ final class UcxActiveMessages implements UcpAm.Handler
         }
         else if (transfer.refusal == RESULT_OK) {
             transfer.refusal = result;
-            transfer.refusedRun = UcpAm.getInt(header + 4);
-            transfer.refusedAddress = UcpAm.getLong(header + 16);
-            transfer.refusedLength = UcpAm.getLong(header + 24);
+            transfer.refused.set(UcpAm.getInt(header + 4), UcpAm.getLong(header + 16), UcpAm.getLong(header + 24));
         }
     }
 
@@ -475,10 +469,10 @@ final class UcxActiveMessages implements UcpAm.Handler
         header.set(ValueLayout.JAVA_BYTE, 0, VERSION);
         header.set(ValueLayout.JAVA_BYTE, 1, exchange.result);
         header.set(ValueLayout.JAVA_BYTE, 2, (byte) exchange.op.ordinal());
-        UcpAm.putInt(header, 4, exchange.refusedRun);
+        UcpAm.putInt(header, 4, exchange.refused.run());
         UcpAm.putLong(header, 8, exchange.handle);
-        UcpAm.putLong(header, 16, exchange.refusedAddress);
-        UcpAm.putLong(header, 24, exchange.refusedLength);
+        UcpAm.putLong(header, 16, exchange.refused.address());
+        UcpAm.putLong(header, 24, exchange.refused.length());
         MemorySegment param = worker.amParam();
         UcpAm.setSend(param, 0, 0);
         long request = UcpAm.sendNbx(exchange.replyEp, AM_RESULT, header.address(), RESULT_BYTES, 0, 0, param.address());

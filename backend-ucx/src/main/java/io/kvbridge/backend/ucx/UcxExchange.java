@@ -3,6 +3,7 @@ package io.kvbridge.backend.ucx;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.Grants;
+import io.kvbridge.transport.RefusedRun;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -38,9 +39,7 @@ final class UcxExchange
     Grants.Entry entry;
     int state;
     byte result;
-    int refusedRun;
-    long refusedAddress;
-    long refusedLength;
+    final RefusedRun refused = new RefusedRun();
     long answerRequest;
     long[] addresses = new long[0];
     long[] lengths = new long[0];
@@ -77,9 +76,7 @@ final class UcxExchange
         keyLength = 0;
         state = RECEIVING;
         result = UcxActiveMessages.RESULT_OK;
-        refusedRun = 0;
-        refusedAddress = 0;
-        refusedLength = 0;
+        refused.clear();
         answerRequest = 0;
     }
 

@@ -141,6 +141,6 @@ final class UcxGrantedSends
         };
         ErrorCode code = transfer.refusal == UcxActiveMessages.RESULT_FAILED ? ErrorCode.TRANSFER_FAILED : ErrorCode.NOT_GRANTED;
         return new KvBridgeException(code, String.format(Locale.ROOT, "%s was refused by peer '%s': run %d (%d bytes at its 0x%x): %s", description,
-                transfer.peer.name(), transfer.refusedRun, transfer.refusedLength, transfer.refusedAddress, why));
+                transfer.peer.name(), transfer.refused.run(), transfer.refused.length(), transfer.refused.address(), why));
     }
 }

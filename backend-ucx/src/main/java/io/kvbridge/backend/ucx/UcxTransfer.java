@@ -4,6 +4,7 @@ import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.transport.CoalescedTransferSlot;
 import io.kvbridge.transport.NotificationCopy;
+import io.kvbridge.transport.RefusedRun;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
@@ -54,9 +55,7 @@ final class UcxTransfer extends CoalescedTransferSlot
     boolean acknowledged;
     boolean sendsPending;
     byte refusal;
-    int refusedRun;
-    long refusedAddress;
-    long refusedLength;
+    final RefusedRun refused = new RefusedRun();
     int arrived;
     int pendingReceives;
     private long[] arrivedRuns = new long[1];

@@ -19,9 +19,8 @@ import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnerThread;
-import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.RegionCover;
+import io.kvbridge.transport.TransportTypes;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,7 +40,7 @@ import java.util.function.Consumer;
  * <p>Threads: any thread may call any method; every field is final and thread-safe or confined to
  * the owner thread inside the class that holds it.
  */
-final class UcxTransferBackend extends AbstractTransferBackend
+final class UcxTransferBackend extends AbstractTransferBackend<UcxPeer, UcxPreparedList>
 {
     /** Largest notification a transfer or {@link #notify} may carry. */
     static final int MAX_NOTIFICATION_BYTES = UcxMessaging.MAX_NOTIFICATION_BYTES;
@@ -49,7 +48,6 @@ final class UcxTransferBackend extends AbstractTransferBackend
 
     private final UcxOptions options;
     private final long instanceId;
-    private final PreparedLists<UcxPreparedList> lists;
     private final UcxWorker worker;
     private final UcxOwnerLoop loop;
     private final OwnerThread owner;
@@ -78,10 +76,9 @@ final class UcxTransferBackend extends AbstractTransferBackend
                 ownerThread);
         Grants ucxGrants = new Grants(guard.description());
         UcxActiveMessages ucxActiveMessages = options.granted() ? new UcxActiveMessages(guard.description(), ucxWorker, ucxEndpoints, ucxGrants, options.eagerMaxBytes()) : null;
-        super(guard, ucxTransfers.table(), notifications);
+        super(guard, new TransportTypes<>(UcxPeer.class, UcxPreparedList.class, MAX_NOTIFICATION_BYTES), ucxTransfers.table(), notifications);
         this.instanceId = id;
         this.options = options;
-        this.lists = new PreparedLists<>(guard);
         this.worker = ucxWorker;
         this.loop = ownerLoop;
         this.owner = ownerThread;
@@ -167,9 +164,8 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(UcxPeer ucxPeer)
     {
-        UcxPeer ucxPeer = guard.own(peer, UcxPeer.class);
         checkOpen();
         owner.call(() -> {
             endpoints.disconnect(ucxPeer);
@@ -189,15 +185,10 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected UcxPreparedList prepareRemoteChecked(UcxPeer ucxPeer, DescriptorList descriptors)
     {
-        requireNonNull(descriptors, "descriptors is null");
-        UcxPeer ucxPeer = guard.own(peer, UcxPeer.class);
         checkOpen();
-        String unusable = ucxPeer.unusableReason();
-        if (unusable != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + ucxPeer.name() + "' cannot be used: " + unusable + "; connect() again");
-        }
+        ucxPeer.checkUsable("connect() again");
         if (descriptors.kind() != MemoryKind.HOST) {
             throw new KvBridgeException(ErrorCode.MEMORY_KIND_UNSUPPORTED, "peer '" + ucxPeer.name() + "' advertises host memory only, got "
                     + descriptors.kind() + " descriptors");
@@ -212,12 +203,6 @@ final class UcxTransferBackend extends AbstractTransferBackend
         return lists.add(UcxPreparedList.remote(guard, ucxPeer, addresses, lengths, cover.regionIds(), cover.regions().toArray(new UcxRemoteRegion[0])));
     }
 
-    @Override
-    public void releasePrepared(PreparedList list)
-    {
-        lists.release(guard.own(list, UcxPreparedList.class));
-    }
-
     /**
      * With {@code access=granted} peers reach only what a live grant covers; with
      * {@code access=registered} nothing is checked and this returns {@link #NO_GRANT}.
@@ -225,7 +210,7 @@ final class UcxTransferBackend extends AbstractTransferBackend
     @Override
     public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
     {
-        UcxPreparedList list = guard.own(local, UcxPreparedList.class);
+        UcxPreparedList list = ownList(local);
         checkOpen();
         if (activeMessages == null) {
             return NO_GRANT;
@@ -255,20 +240,16 @@ final class UcxTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, UcxPreparedList local, UcxPreparedList remote)
     {
-        PostChecks.opening(guard, UcxPreparedList.class, request, MAX_NOTIFICATION_BYTES);
         checkOpen();
         return transfers.post(request);
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(UcxPeer ucxPeer, byte[] message)
     {
-        requireNonNull(message, "message is null");
-        UcxPeer ucxPeer = guard.own(peer, UcxPeer.class);
         checkOpen();
-        PostChecks.notification(message, MAX_NOTIFICATION_BYTES);
         owner.call(() -> {
             String unusable = ucxPeer.unusableReason();
             if (unusable != null) {

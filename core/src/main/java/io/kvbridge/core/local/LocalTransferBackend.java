@@ -18,10 +18,10 @@ import io.kvbridge.transport.Grants;
 import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
+import io.kvbridge.transport.TransportTypes;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,14 +45,13 @@ import java.util.concurrent.TimeUnit;
  * <p>Threads: every method may be called from any thread; the toolkit's parts lock for themselves,
  * {@code peers} is guarded by itself.
  */
-final class LocalTransferBackend extends AbstractTransferBackend
+final class LocalTransferBackend extends AbstractTransferBackend<LocalPeer, LocalPreparedList>
 {
     // copies are memory copies: a grant's admitted transfers end within this even on a loaded machine
     private static final long REVOKE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final boolean simulateDevice;
     private final Registrations<Registration> registrations;
-    private final PreparedLists<LocalPreparedList> preparedLists;
     private final TransferTable<LocalTransfer> transfers;
     private final Inbox inbox;
     private final LocalCopier copier;
@@ -66,12 +65,13 @@ final class LocalTransferBackend extends AbstractTransferBackend
         Inbox notifications = new Inbox();
         // a release returns only once the copy threads left the released transfer (cancelRunning), and a revoke only once
         // the copies it admitted ended (revoke)
-        super(guard, table, notifications, WriteStop.ON_RETURN, WriteStop.ON_RETURN);
+        // notifications cross no wire here: any length fits
+        super(guard, new TransportTypes<>(LocalPeer.class, LocalPreparedList.class, Integer.MAX_VALUE), table, notifications, WriteStop.ON_RETURN,
+                WriteStop.ON_RETURN);
         this.transfers = table;
         this.inbox = notifications;
         this.simulateDevice = simulateDevice;
         this.registrations = new Registrations<>(guard.description());
-        this.preparedLists = new PreparedLists<>(guard);
         this.grants = new Grants(guard.description());
         LocalFabric.INSTANCE.add(this);
         this.copier = new LocalCopier(guard, copyThreadCount, maxInFlight, this::complete);
@@ -134,9 +134,8 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void disconnect(Peer peer)
+    protected void disconnectChecked(LocalPeer local)
     {
-        LocalPeer local = guard.own(peer, LocalPeer.class);
         local.markUnusable("it was disconnected");
         synchronized (peers) {
             peers.remove(local);
@@ -151,18 +150,13 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+    protected LocalPreparedList prepareRemoteChecked(LocalPeer local, DescriptorList descriptors)
     {
-        guard.checkOpen();
-        LocalPeer local = guard.own(peer, LocalPeer.class);
-        String unusable = local.unusableReason();
-        if (unusable != null) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peer.name() + "' cannot be used: " + unusable + "; connect() again");
-        }
+        local.checkUsable("connect() again");
         return prepare(local, local.target, descriptors);
     }
 
-    private PreparedList prepare(LocalPeer peer, LocalTransferBackend memoryOwner, DescriptorList descriptors)
+    private LocalPreparedList prepare(LocalPeer peer, LocalTransferBackend memoryOwner, DescriptorList descriptors)
     {
         requireNonNull(descriptors, "descriptors is null");
         if (descriptors.kind() == MemoryKind.DEVICE && !memoryOwner.simulateDevice) {
@@ -170,21 +164,15 @@ final class LocalTransferBackend extends AbstractTransferBackend
                     + "' moves host memory only (simulate-device=false)");
         }
         // the peer's memory is in this JVM: its own registrations decide what the list may address
-        return preparedLists.add(new LocalPreparedList(guard, peer, descriptors.kind(), descriptors.device(), descriptors.addresses(),
+        return lists.add(new LocalPreparedList(guard, peer, descriptors.kind(), descriptors.device(), descriptors.addresses(),
                 descriptors.lengths(), memoryOwner.registrations.cover(descriptors)));
-    }
-
-    @Override
-    public void releasePrepared(PreparedList list)
-    {
-        preparedLists.release(guard.own(list, LocalPreparedList.class));
     }
 
     @Override
     public long grant(byte[] key, TransferOp access, PreparedList local, int[] indices, int count)
     {
         guard.checkOpen();
-        LocalPreparedList list = guard.own(local, LocalPreparedList.class);
+        LocalPreparedList list = ownList(local);
         if (list.peer() != null) {
             throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "a grant names this instance's own memory; got a list of peer '"
                     + list.peer().name() + "'s memory");
@@ -220,12 +208,8 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public long post(TransferRequest request)
+    protected long postChecked(TransferRequest request, LocalPreparedList local, LocalPreparedList remote)
     {
-        // notifications cross no wire here: any length fits
-        PostChecks.opening(guard, LocalPreparedList.class, request, Integer.MAX_VALUE);
-        LocalPreparedList local = (LocalPreparedList) request.local();
-        LocalPreparedList remote = (LocalPreparedList) request.remote();
         LocalTransfer transfer = transfers.acquire();
         try {
             transfer.bytes = PostChecks.resolve(transfer.copies, request, true);
@@ -329,13 +313,10 @@ final class LocalTransferBackend extends AbstractTransferBackend
     }
 
     @Override
-    public void notify(Peer peer, byte[] message)
+    protected void notifyChecked(LocalPeer local, byte[] message)
     {
-        requireNonNull(message, "message is null");
-        guard.checkOpen();
-        LocalPeer local = guard.own(peer, LocalPeer.class);
         if (local.unusableReason() != null || !local.target.deliver(guard.agentName(), message.clone())) {
-            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + peer.name() + "' was disconnected or closed; notification not sent");
+            throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + local.name() + "' was disconnected or closed; notification not sent");
         }
     }
 
@@ -343,7 +324,7 @@ final class LocalTransferBackend extends AbstractTransferBackend
     protected BackendResources held(int transfers)
     {
         synchronized (peers) {
-            return new BackendResources(registrations.size(), preparedLists.size(), peers.size(), transfers);
+            return new BackendResources(registrations.size(), lists.size(), peers.size(), transfers);
         }
     }
 
@@ -363,6 +344,6 @@ final class LocalTransferBackend extends AbstractTransferBackend
             peers.forEach(peer -> peer.markUnusable("this transport was closed"));
             peers.clear();
         }
-        preparedLists.releaseAll(null);
+        lists.releaseAll(null);
     }
 }

@@ -25,11 +25,11 @@ import io.kvbridge.transport.Inbox;
 import io.kvbridge.transport.InstanceGuard;
 import io.kvbridge.transport.OwnedPreparedList;
 import io.kvbridge.transport.PostChecks;
-import io.kvbridge.transport.PreparedLists;
 import io.kvbridge.transport.Registration;
 import io.kvbridge.transport.Registrations;
 import io.kvbridge.transport.TransferTable;
 import io.kvbridge.transport.TransportPeer;
+import io.kvbridge.transport.TransportTypes;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
@@ -103,10 +103,9 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
         }
     }
 
-    private static final class Instance extends AbstractTransferBackend
+    private static final class Instance extends AbstractTransferBackend<ExamplePeer, ExampleList>
     {
         private final Registrations<Registration> registrations;
-        private final PreparedLists<ExampleList> lists;
         private final TransferTable<ExampleTransfer> transfers;
         private final Set<ExamplePeer> peers = ConcurrentHashMap.newKeySet();
         private final Inbox inbox;
@@ -116,11 +115,11 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
             InstanceGuard guard = new InstanceGuard(NAME, agentName);
             TransferTable<ExampleTransfer> table = new TransferTable<>(guard.description(), 1024, ExampleTransfer::new);
             Inbox notifications = new Inbox();
-            super(guard, table, notifications);
+            // notifications cross no wire here: any length fits
+            super(guard, new TransportTypes<>(ExamplePeer.class, ExampleList.class, Integer.MAX_VALUE), table, notifications);
             transfers = table;
             inbox = notifications;
             registrations = new Registrations<>(guard.description());
-            lists = new PreparedLists<>(guard);
             if (DIRECTORY.putIfAbsent(agentName, this) != null) {
                 throw new KvBridgeException(ErrorCode.CONFIG_INVALID, "agent name '" + agentName + "' is taken in this JVM");
             }
@@ -161,9 +160,8 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
         }
 
         @Override
-        public void disconnect(Peer peer)
+        protected void disconnectChecked(ExamplePeer own)
         {
-            ExamplePeer own = guard.own(peer, ExamplePeer.class);
             own.markUnusable("it was disconnected");
             peers.remove(own);
         }
@@ -176,10 +174,8 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
         }
 
         @Override
-        public PreparedList prepareRemote(Peer peer, DescriptorList descriptors)
+        protected ExampleList prepareRemoteChecked(ExamplePeer own, DescriptorList descriptors)
         {
-            guard.checkOpen();
-            ExamplePeer own = guard.own(peer, ExamplePeer.class);
             if (own.unusableReason() != null || own.target.guard.isClosed()) {
                 throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' is disconnected or closed");
             }
@@ -188,17 +184,8 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
         }
 
         @Override
-        public void releasePrepared(PreparedList list)
+        protected long postChecked(TransferRequest request, ExampleList local, ExampleList remote)
         {
-            lists.release(guard.own(list, ExampleList.class));
-        }
-
-        @Override
-        public long post(TransferRequest request)
-        {
-            // notifications cross no wire here: any length fits
-            PostChecks.opening(guard, ExampleList.class, request, Integer.MAX_VALUE);
-            ExampleList remote = (ExampleList) request.remote();
             TransferOp op = request.op();
             byte[] notification = request.notification();
             ExampleTransfer transfer = transfers.acquire();
@@ -236,10 +223,8 @@ public final class ExampleTransport extends AbstractTransferBackendFactory
         }
 
         @Override
-        public void notify(Peer peer, byte[] message)
+        protected void notifyChecked(ExamplePeer own, byte[] message)
         {
-            guard.checkOpen();
-            ExamplePeer own = guard.own(peer, ExamplePeer.class);
             if (own.unusableReason() != null || !own.target.deliver(guard.agentName(), message.clone())) {
                 throw new KvBridgeException(ErrorCode.PEER_UNKNOWN, "peer '" + own.name() + "' is disconnected or closed");
             }
