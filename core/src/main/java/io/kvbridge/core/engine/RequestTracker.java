@@ -1,5 +1,6 @@
 package io.kvbridge.core.engine;
 
+import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.RequestState;
 import io.kvbridge.api.RequestView;
 import java.util.concurrent.ConcurrentHashMap;
@@ -72,5 +73,15 @@ final class RequestTracker
         if (tracker != null && tracker.state().terminal()) {
             trackers.remove(requestId, tracker);
         }
+    }
+
+    /** {@return the state a request reported for this reason ends in} */
+    static RequestState terminal(FreeReason reason)
+    {
+        return switch (reason) {
+            case COMPLETED -> RequestState.COMPLETED;
+            case EXPIRED -> RequestState.EXPIRED;
+            case ABORTED -> RequestState.ABORTED;
+        };
     }
 }
