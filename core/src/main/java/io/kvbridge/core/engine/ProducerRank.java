@@ -255,6 +255,8 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
             case Messages.Registration registration -> registered(registration, sender);
             case Messages.PushDone pushDone -> LOG.warn("{}: dropped a push completion for {} from {}: producers do not receive writes", name,
                     pushDone.requestId(), sender);
+            case Messages.LayersLanded landed -> LOG.warn("{}: dropped landed layers of {} from {}: producers do not receive writes", name,
+                    landed.requestId(), sender);
             case Messages.PushFailed pushFailed -> LOG.warn("{}: dropped a push failure for {} from {}: producers do not receive writes", name,
                     pushFailed.requestId(), sender);
             case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());

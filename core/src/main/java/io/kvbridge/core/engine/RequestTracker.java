@@ -17,6 +17,8 @@ final class RequestTracker
     private volatile int blocks;
     private volatile int seen;
     private volatile int expected;
+    // push: which layers landed so far, once the registrations went out; else null
+    volatile LayerReadiness layers;
 
     RequestTracker(long deadlineNanos, int blocks)
     {

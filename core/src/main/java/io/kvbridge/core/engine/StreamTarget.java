@@ -4,7 +4,10 @@ import io.kvbridge.core.planner.TransferEntry;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * One consumer rank a streamed request is written to: the plan and lists of the link to it, its
@@ -25,6 +28,8 @@ final class StreamTarget
     final byte[] done;
     // per plan entry: the numbers of this rank's layers whose bytes it moves
     private final int[][] needs;
+    // per plan entry: the consumer's names of the layers it moves, which a write tells it landed
+    private final List<List<String>> consumerLayers = new ArrayList<>();
     private final boolean[] written;
     // the entries of the next write, and the mask the plan fills from
     final boolean[] ready;
@@ -50,6 +55,7 @@ final class StreamTarget
             TransferEntry entry = entries.get(e);
             // plans are the consumer's: the remote side is this producer rank
             List<String> moved = entry.layer().isEmpty() ? producer.regions().get(entry.remoteRegion()).members() : List.of(entry.layer());
+            consumerLayers.add(entry.layer().isEmpty() ? consumer.regions().get(entry.localRegion()).members() : List.of(entry.layer()));
             needs[e] = new int[moved.size()];
             for (int m = 0; m < moved.size(); m++) {
                 needs[e][m] = layers.indexOf(moved.get(m));
@@ -96,6 +102,18 @@ final class StreamTarget
             }
         }
         return false;
+    }
+
+    /** {@return the consumer's names of the layers the ready entries move} */
+    List<String> readyLayers()
+    {
+        Set<String> names = new LinkedHashSet<>();
+        for (int e = 0; e < needs.length; e++) {
+            if (ready[e]) {
+                names.addAll(consumerLayers.get(e));
+            }
+        }
+        return List.copyOf(names);
     }
 
     /** Records the ready entries as written: each entry moves once. */

@@ -146,7 +146,8 @@ final class StreamWriter
         scratch.ensure(count);
         int pairs = target.plan.indicesOf(target.slot, myBlocks, scratch.mine(), theirBlocks, scratch.theirs(), target.ready, target.scratch);
         Transfer transfer = runtime.post(request, TransferOp.WRITE, target.push.link(), target.mine, scratch.mine(), target.theirs, scratch.theirs(),
-                pairs, last ? target.done : null, target.grantKey, leaseNanos);
+                pairs, last ? target.done : Messages.layersLanded(target.push.consumerRequestId(), request.id, target.readyLayers(), target.push.consumerEpoch()),
+                target.grantKey, leaseNanos);
         target.markReadyWritten();
         target.inFlight = transfer;
         target.finished = last;

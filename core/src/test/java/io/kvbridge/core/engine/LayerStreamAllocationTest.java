@@ -51,6 +51,39 @@ final class LayerStreamAllocationTest
         }
     }
 
+    @Test
+    void askingWhetherALayerLandedAllocatesNothing()
+    {
+        try (EngineHarness harness = new EngineHarness()) {
+            TestCache.Shape shape = TestCache.Shape.of(2, 16, false);
+            ProducerRank producer = harness.producer("p", harness.cache(shape, Rank.single()), true, b -> b);
+            ConsumerRank consumer = harness.consumer("d", harness.cache(shape, Rank.single()), true, b -> b);
+            consumer.blocksAllocated("d-alloc", producer.prefillStarted("p-alloc", ids(0)), io.kvbridge.api.TransferMode.PUSH, ids(1));
+            String first = TestCache.layerName(0);
+            String second = TestCache.layerName(1);
+            producer.layerComputed("p-alloc", first);
+            EngineHarness.await(() -> consumer.layerLoaded("d-alloc", first), "layer 0 loaded");
+            int loaded = ask(consumer, first, second, 20_000);
+            long empty = -THREADS.getCurrentThreadAllocatedBytes() + THREADS.getCurrentThreadAllocatedBytes();
+            long before = THREADS.getCurrentThreadAllocatedBytes();
+            loaded += ask(consumer, first, second, 20_000);
+            long after = THREADS.getCurrentThreadAllocatedBytes();
+            assertEquals(80_000, loaded, "layer 0 loaded, layer 1 not, on every call");
+            System.out.printf("layerLoaded: %d bytes over %d calls%n", after - before - empty, 40_000);
+            assertEquals(0, after - before - empty, "bytes allocated by 40000 layerLoaded calls");
+        }
+    }
+
+    private static int ask(ConsumerRank consumer, String loaded, String notLoaded, int times)
+    {
+        int count = 0;
+        for (int i = 0; i < times; i++) {
+            count += consumer.layerLoaded("d-alloc", loaded) ? 1 : 0;
+            count += consumer.layerLoaded("d-alloc", notLoaded) ? 0 : 1;
+        }
+        return count;
+    }
+
     private static void announce(ProducerRank producer, String[] requests, String[] layers, int from, int to)
     {
         for (int r = from; r < to; r++) {

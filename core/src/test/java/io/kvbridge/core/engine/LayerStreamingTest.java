@@ -67,7 +67,13 @@ final class LayerStreamingTest
             pair.consumer().blocksAllocated("d-1", params, TransferMode.PUSH, ids(CONSUMER_BLOCKS));
             pair.producer().layerComputed("s-1", layerName(0));
             stepUntil(() -> pair.consumerCache().layerHolds(0, 3, CONSUMER_BLOCKS, 2), "layer 0 landed", pair.producer());
+            stepUntil(() -> pair.consumer().layerLoaded("d-1", layerName(0)), "layer 0 reported loaded", pair.producer());
             pair.step(50);
+            assertTrue(!pair.consumer().layerLoaded("d-1", layerName(1)), "layer 1 is not loaded before it was announced");
+            // a peer that was not asked to write cannot make a layer look loaded
+            harness.rawPeerTo(pair.consumer()).send(Messages.layersLanded("d-1", "s-1", List.of(layerName(1)), pair.consumer().epoch));
+            pair.step(50);
+            assertTrue(!pair.consumer().layerLoaded("d-1", layerName(1)), "a stranger's word changed the readiness");
             for (int layer = 1; layer < 4; layer++) {
                 assertTrue(pair.consumerCache().layerZero(layer, CONSUMER_BLOCKS), "layer " + layer + " moved before it was announced");
             }
@@ -76,6 +82,12 @@ final class LayerStreamingTest
                 pair.producer().layerComputed("s-1", layerName(layer));
             }
             stepUntil(() -> pair.consumerCache().layerHolds(3, 3, CONSUMER_BLOCKS, 2), "layers 1-3 landed", pair.producer());
+            stepUntil(() -> pair.consumer().layerLoaded("d-1", layerName(3)), "layer 3 reported loaded", pair.producer());
+            for (int layer = 0; layer < 4; layer++) {
+                assertTrue(pair.consumer().layerLoaded("d-1", layerName(layer)), "layer " + layer);
+            }
+            refused(() -> pair.consumer().layerLoaded("d-1", "model.layers.9.self_attn"), "d-1", "model.layers.9.self_attn");
+            refused(() -> pair.consumer().layerLoaded("d-unknown", layerName(0)), "d-unknown", "not being received");
             pair.step(50);
             assertTrue(pair.consumer().poll().received().isEmpty(), "received before all layers were said computed");
             assertEquals(List.of(), pair.producer().poll());
