@@ -15,6 +15,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
 final class LayerStream
 {
     final String requestId;
+    // below the streaming threshold: written once, after all layers are computed
+    final boolean whole;
     private final StreamLayers layers;
     private final AtomicLongArray computed;
     private int announced;
@@ -24,9 +26,10 @@ final class LayerStream
     // worker only: one per consumer rank that registered
     final List<StreamTarget> targets = new ArrayList<>(1);
 
-    LayerStream(String requestId, StreamLayers layers)
+    LayerStream(String requestId, StreamLayers layers, boolean whole)
     {
         this.requestId = requestId;
+        this.whole = whole;
         this.layers = layers;
         this.computed = new AtomicLongArray((layers.count() + 63) / 64);
     }

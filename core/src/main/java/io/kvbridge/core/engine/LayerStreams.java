@@ -1,5 +1,6 @@
 package io.kvbridge.core.engine;
 
+import io.kvbridge.api.BlockIds;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -13,19 +14,27 @@ final class LayerStreams
 {
     private final StreamLayers layers;
     private final Runnable wake;
+    private final int blockTokens;
+    private final int minTokens;
     private final ConcurrentHashMap<String, LayerStream> byId = new ConcurrentHashMap<>();
     private volatile boolean changed;
 
-    LayerStreams(StreamLayers layers, Runnable wake)
+    LayerStreams(StreamLayers layers, Runnable wake, int blockTokens, int minTokens)
     {
         this.layers = layers;
         this.wake = wake;
+        this.blockTokens = blockTokens;
+        this.minTokens = minTokens;
     }
 
-    /** Starts a stream; the caller has made sure the id is new. */
-    LayerStream open(String requestId)
+    /** Starts a stream, whole when the request spans fewer tokens than the threshold; the caller has made sure the id is new. */
+    LayerStream open(String requestId, BlockIds blocks)
     {
-        LayerStream stream = new LayerStream(requestId, layers);
+        int longest = 0;
+        for (int g = 0; g < blocks.groupCount(); g++) {
+            longest = Math.max(longest, blocks.size(g));
+        }
+        LayerStream stream = new LayerStream(requestId, layers, (long) longest * blockTokens < minTokens);
         byId.put(requestId, stream);
         return stream;
     }

@@ -102,7 +102,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         this.rules = new LayoutRules(settings);
         this.digester = settings.integrity() == Integrity.OFF ? null : new BlockDigester(settings.geometry());
         StreamLayers layers = new StreamLayers(geometry);
-        this.streams = new LayerStreams(layers, runtime::wake);
+        this.streams = new LayerStreams(layers, runtime::wake, geometry.blockTokens() * geometry.kernelBlocksPerLogical(), settings.streamMinTokens());
         this.writer = new PushWriter(runtime, rules, leaseNanos, layers);
         runtime.start(startWorker);
     }
@@ -164,7 +164,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         PullKey pullKey = settings.modes().contains(TransferMode.PULL) && !streamed ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
         // before the parameters leave: a consumer may read before this rank's worker runs the hold
         request.grants = grants.grantPulls(name, requestId, pullKey, ids);
-        request.stream = streamed ? streams.open(requestId) : null;
+        request.stream = streamed ? streams.open(requestId, blocks) : null;
         runtime.enqueue(() -> hold(request, blocks.isEmpty()));
         // the blocks are final now: what a consumer receives must digest the same
         BlockDigests digests = digester == null ? BlockDigests.NONE : digester.digest(ids);

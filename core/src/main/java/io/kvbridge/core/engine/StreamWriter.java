@@ -32,6 +32,8 @@ final class StreamWriter
     private final BlockSelection theirBlocks;
     // the streamed requests that have a consumer rank to write to
     private final List<HeldRequest> writing = new ArrayList<>();
+    // a write of a streamed request ended since the last announced(): its target may go on
+    private boolean writtenSince;
 
     StreamWriter(RankRuntime runtime, PushWriter writer, StreamLayers layers, long leaseNanos)
     {
@@ -57,10 +59,12 @@ final class StreamWriter
         pump(request, target);
     }
 
-    /** Writes what the engine announced since the last call; allocates nothing when nothing changed. */
+    /** Writes what the engine announced, or a finished write let go, since the last call; allocates nothing when nothing changed. */
     void announced(LayerStreams streams)
     {
-        if (!streams.takeChanged()) {
+        boolean changed = streams.takeChanged() | writtenSince;
+        writtenSince = false;
+        if (!changed) {
             return;
         }
         for (int r = 0; r < writing.size(); r++) {
@@ -72,7 +76,7 @@ final class StreamWriter
         }
     }
 
-    /** A write of a streamed request ended well: the next one to its consumer rank may go. */
+    /** A write of a streamed request ended well: the next one to its consumer rank may go, at the role's next timer. */
     void written(HeldRequest request, Transfer transfer)
     {
         if (request.stream == null) {
@@ -80,8 +84,10 @@ final class StreamWriter
         }
         for (StreamTarget target : request.stream.targets) {
             if (target.inFlight == transfer) {
+                // posted from the role's timer, not from inside the transfer poll that reports this one
                 target.inFlight = null;
-                pump(request, target);
+                request.stream.changed = true;
+                writtenSince = true;
             }
         }
     }
@@ -104,6 +110,9 @@ final class StreamWriter
         while (target.inFlight == null && !target.finished && request.reason == null && !request.failed) {
             // read before the layers: once all are said computed, every layer bit is set
             boolean all = request.stream.allComputed();
+            if (request.stream.whole && !all) {
+                return;
+            }
             int ready = target.selectReady(request.stream);
             if (ready < 0) {
                 return;

@@ -56,7 +56,7 @@ final class LayerStreamAllocationTest
     {
         try (EngineHarness harness = new EngineHarness()) {
             TestCache.Shape shape = TestCache.Shape.of(2, 16, false);
-            ProducerRank producer = harness.producer("p", harness.cache(shape, Rank.single()), true, b -> b);
+            ProducerRank producer = harness.producer("p", harness.cache(shape, Rank.single()), true, b -> b.streamMinTokens(0));
             ConsumerRank consumer = harness.consumer("d", harness.cache(shape, Rank.single()), true, b -> b);
             consumer.blocksAllocated("d-alloc", producer.prefillStarted("p-alloc", ids(0)), io.kvbridge.api.TransferMode.PUSH, ids(1));
             String first = TestCache.layerName(0);

@@ -40,7 +40,7 @@ final class LayerStreamFailureTest
             TestCache.Shape shape = TestCache.Shape.of(4, 16, false);
             TestCache producerCache = harness.cache(shape, Rank.single());
             producerCache.fill(3, PRODUCER_BLOCKS);
-            ProducerRank producer = harness.producer("p", producerCache, false, b -> b.leaseDuration(Duration.ofSeconds(30)));
+            ProducerRank producer = harness.producer("p", producerCache, false, b -> b.leaseDuration(Duration.ofSeconds(30)).streamMinTokens(0));
             ConsumerRank consumer = harness.consumer("d", harness.cache(shape, Rank.single()), false,
                     b -> b.registrationTimeout(Duration.ofSeconds(5)));
             TransferParams params = producer.prefillStarted("s-1", ids(PRODUCER_BLOCKS));
@@ -76,7 +76,7 @@ final class LayerStreamFailureTest
             TestCache.Shape shape = TestCache.Shape.of(4, 16, false);
             TestCache producerCache = harness.cache(shape, Rank.single());
             producerCache.fill(3, PRODUCER_BLOCKS);
-            ProducerRank producer = harness.producer("p", producerCache, false, b -> b);
+            ProducerRank producer = harness.producer("p", producerCache, false, b -> b.streamMinTokens(0));
             ConsumerRank consumer = harness.consumer("d", harness.cache(shape, Rank.single()), false, b -> b);
             TransferParams params = producer.prefillStarted("s-2", ids(PRODUCER_BLOCKS));
             consumer.blocksAllocated("d-2", params, TransferMode.PUSH, ids(CONSUMER_BLOCKS));

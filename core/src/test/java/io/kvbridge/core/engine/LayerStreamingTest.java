@@ -7,10 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.Integrity;
 import io.kvbridge.api.ReceiveFailure;
+import io.kvbridge.api.RequestState;
+import io.kvbridge.api.RequestView;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.spi.ErrorCode;
@@ -22,6 +28,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.slf4j.LoggerFactory;
 
 /** Push streamed layer by layer: each layer moves once it is announced, the request completes only with all of them. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -39,7 +46,8 @@ final class LayerStreamingTest
             TestCache producerCache = harness.cache(shape, Rank.single());
             TestCache consumerCache = harness.cache(shape, Rank.single());
             producerCache.fill(3, PRODUCER_BLOCKS);
-            return new Pair(producerCache, consumerCache, harness.producer("p", producerCache, false, b -> b),
+            // every request streams, however small
+            return new Pair(producerCache, consumerCache, harness.producer("p", producerCache, false, b -> b.streamMinTokens(0)),
                     harness.consumer("d", consumerCache, true, b -> b));
         }
 
@@ -60,6 +68,10 @@ final class LayerStreamingTest
     @Test
     void eachLayerMovesOnceAnnouncedAndTheRequestCompletesOnlyAfterAllLayers()
     {
+        Logger runtimeLog = (Logger) LoggerFactory.getLogger(RankRuntime.class);
+        ListAppender<ILoggingEvent> errors = new ListAppender<>();
+        errors.start();
+        runtimeLog.addAppender(errors);
         try (EngineHarness harness = new EngineHarness()) {
             Pair pair = Pair.create(harness);
             TransferParams params = pair.producer().prefillStarted("s-1", ids(PRODUCER_BLOCKS));
@@ -104,6 +116,11 @@ final class LayerStreamingTest
             assertEquals(2, writes(harness), "layer 0, then layers 1-3 together; each entry written once");
             assertTrue(pair.producer().audit().idle(), pair.producer().audit().toString());
             EngineHarness.await(() -> pair.consumer().audit().idle(), "consumer idle");
+            assertEquals(List.of(), errors.list.stream().filter(event -> event.getLevel() == Level.ERROR).map(ILoggingEvent::getFormattedMessage).toList(),
+                    "a worker step failed");
+        }
+        finally {
+            runtimeLog.detachAppender(errors);
         }
     }
 
@@ -127,6 +144,36 @@ final class LayerStreamingTest
             stepUntil(() -> EngineHarness.collect(pair.consumer(), received, new ArrayList<>()) != null && received.size() == 1, "received",
                     pair.producer());
             pair.consumerCache().check(3, CONSUMER_BLOCKS, 2);
+        }
+    }
+
+    @Test
+    void aRequestBelowTheThresholdMovesWholeOnceAllLayersAreComputed()
+    {
+        try (EngineHarness harness = new EngineHarness()) {
+            TestCache.Shape shape = TestCache.Shape.of(4, 16, false);
+            TestCache producerCache = harness.cache(shape, Rank.single());
+            TestCache consumerCache = harness.cache(shape, Rank.single());
+            producerCache.fill(3, PRODUCER_BLOCKS);
+            // two blocks of 16 tokens: 32 tokens, below 33
+            ProducerRank producer = harness.producer("p", producerCache, false, b -> b.streamMinTokens(33));
+            ConsumerRank consumer = harness.consumer("d", consumerCache, true, b -> b);
+            consumer.blocksAllocated("d-w", producer.prefillStarted("s-w", ids(PRODUCER_BLOCKS)), TransferMode.PUSH, ids(CONSUMER_BLOCKS));
+            RequestView view = new RequestView();
+            stepUntil(() -> consumer.inspect("d-w", view) && view.state() == RequestState.REGISTERED, "registered", producer);
+            for (int layer = 0; layer < 4; layer++) {
+                producer.layerComputed("s-w", layerName(layer));
+            }
+            for (int i = 0; i < 100; i++) {
+                producer.runtime().step();
+            }
+            assertTrue(consumerCache.untouched(), "a request below the threshold moved before all its layers were said computed");
+            assertEquals(0, writes(harness));
+            producer.allLayersComputed("s-w");
+            List<String> received = new ArrayList<>();
+            stepUntil(() -> EngineHarness.collect(consumer, received, new ArrayList<>()) != null && received.size() == 1, "received", producer);
+            consumerCache.check(3, CONSUMER_BLOCKS, 2);
+            assertEquals(1, writes(harness), "one write");
         }
     }
 
