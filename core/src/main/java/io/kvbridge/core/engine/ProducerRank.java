@@ -39,7 +39,8 @@ import org.slf4j.LoggerFactory;
  * whichever of the two arrives second) starts a WRITE into the consumer's blocks along the
  * consumer's plan; the consumer's acknowledgement afterwards is an ordinary completion, so push and
  * pull complete the same way. A request is reported once: completed, expired or aborted, and only
- * when none of its WRITEs can still move data.
+ * when none of its WRITEs can still move data. A request announced with {@code prefillStarted} is held
+ * the same way and written layer by layer as the engine announces them ({@link StreamWriter}).
  */
 final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
 {
