@@ -47,6 +47,11 @@ import java.util.Set;
  *     without one nothing is clipped and no layout check runs.
  * @param integrity whether the rank computes (producer) or requires and checks (consumer) a CRC32C of
  *     every block it moves (default {@link Integrity#OFF}); host memory only.
+ * @param streamMinTokens <i>producer</i>: a request announced with
+ *     {@link ProducerConnector#prefillStarted} that spans fewer tokens than this (its longest group's
+ *     blocks times the block size) moves whole, in one write once all its layers are computed, because
+ *     one write per layer costs more than it saves on so little data (default
+ *     {@link #DEFAULT_STREAM_MIN_TOKENS}; 0 streams every request).
  */
 public record ConnectorSettings(
         String engineId,
@@ -62,8 +67,12 @@ public record ConnectorSettings(
         FailurePolicy failurePolicy,
         ModelCacheSpec cacheSpec,
         CacheLayout layout,
-        Integrity integrity)
+        Integrity integrity,
+        int streamMinTokens)
 {
+    /** The default {@link #streamMinTokens}; how it was measured is in the project's benchmarks/results/streaming.md. */
+    public static final int DEFAULT_STREAM_MIN_TOKENS = 256;
+
     /** Validates and copies. */
     public ConnectorSettings
     {
@@ -94,12 +103,40 @@ public record ConnectorSettings(
                 "cacheSpec describes model %s with %d pipeline stages but the geometry is rank %s of model %s (expected: the spec the geometry was described from)",
                 cacheSpec == null ? null : cacheSpec.identity().model(), cacheSpec == null ? 0 : cacheSpec.ppSize(), geometry.rank(), geometry.model().model());
         requireNonNull(integrity, "integrity is null");
+        check(streamMinTokens >= 0, ErrorCode.CONFIG_INVALID, "streamMinTokens=%d is negative (expected: 0 to stream every request, or more)",
+                streamMinTokens);
         for (Region region : geometry.regions()) {
             // reading device memory needs a kernel or a staging copy to host, neither of which the connector has
             check(integrity == Integrity.OFF || region.memoryKind() == MemoryKind.HOST, ErrorCode.CONFIG_INVALID,
                     "integrity=%s needs host memory but region %s is %s memory of device %d; set integrity=off for a device cache",
                     integrity.configName(), region.name(), region.memoryKind(), region.device());
         }
+    }
+
+    /**
+     * Creates settings with the default {@link #streamMinTokens}.
+     *
+     * @param engineId the engine's id.
+     * @param geometry this rank's cache.
+     * @param bindHost address the side channel binds to.
+     * @param port side channel port.
+     * @param advertisedHost host peers use to reach the side channel.
+     * @param stageSideChannels side channels of stages served by other processes.
+     * @param modes transfer modes.
+     * @param leaseDuration producer lease.
+     * @param transferTimeout deadline of one posted transfer.
+     * @param registrationTimeout consumer push watchdog.
+     * @param failurePolicy consumer failure policy.
+     * @param cacheSpec the cache spec, or null.
+     * @param layout the layout, or null.
+     * @param integrity block digests.
+     */
+    public ConnectorSettings(String engineId, CacheGeometry geometry, String bindHost, int port, String advertisedHost,
+            List<SideChannelAddress> stageSideChannels, Set<TransferMode> modes, Duration leaseDuration, Duration transferTimeout,
+            Duration registrationTimeout, FailurePolicy failurePolicy, ModelCacheSpec cacheSpec, CacheLayout layout, Integrity integrity)
+    {
+        this(engineId, geometry, bindHost, port, advertisedHost, stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout,
+                failurePolicy, cacheSpec, layout, integrity, DEFAULT_STREAM_MIN_TOKENS);
     }
 
     /**
@@ -136,7 +173,7 @@ public record ConnectorSettings(
     public ConnectorSettings withLayout(CacheLayout layout)
     {
         return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost, stageSideChannels, modes, leaseDuration, transferTimeout,
-                registrationTimeout, failurePolicy, cacheSpec, layout, integrity);
+                registrationTimeout, failurePolicy, cacheSpec, layout, integrity, streamMinTokens);
     }
 
     private static void positive(String name, Duration value)
@@ -177,6 +214,7 @@ public record ConnectorSettings(
         private ModelCacheSpec cacheSpec;
         private CacheLayout layout;
         private Integrity integrity = Integrity.OFF;
+        private int streamMinTokens = DEFAULT_STREAM_MIN_TOKENS;
 
         private Builder(String engineId, CacheGeometry geometry)
         {
@@ -319,6 +357,18 @@ public record ConnectorSettings(
         }
 
         /**
+         * Sets the size below which a request announced for streaming moves whole.
+         *
+         * @param tokens the fewest tokens a request streams with; 0 streams every request.
+         * @return this builder.
+         */
+        public Builder streamMinTokens(int tokens)
+        {
+            this.streamMinTokens = tokens;
+            return this;
+        }
+
+        /**
          * Builds the validated settings.
          *
          * @return the settings.
@@ -327,7 +377,8 @@ public record ConnectorSettings(
         public ConnectorSettings build()
         {
             return new ConnectorSettings(engineId, geometry, bindHost, port, advertisedHost == null ? bindHost : advertisedHost,
-                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy, cacheSpec, layout, integrity);
+                    stageSideChannels, modes, leaseDuration, transferTimeout, registrationTimeout, failurePolicy, cacheSpec, layout, integrity,
+                    streamMinTokens);
         }
     }
 }

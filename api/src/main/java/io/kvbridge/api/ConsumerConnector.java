@@ -1,5 +1,9 @@
 package io.kvbridge.api;
 
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.Experimental;
+import io.kvbridge.spi.KvBridgeException;
+
 /**
  * The consumer (decode) side of one rank. Created with {@link KvBridge#consumer}; the caches of the
  * settings' geometry are registered with the connector's own transport and advertised on the engine's
@@ -30,6 +34,26 @@ public interface ConsumerConnector extends AutoCloseable
      *     (A consumer whose caches mix host and device memory refuses push when it is created.)
      */
     void blocksAllocated(String requestId, TransferParams params, TransferMode mode, BlockIds blocks);
+
+    /**
+     * Tells whether one layer of a request is in place in this rank's blocks, for a decoder that
+     * starts computing a layer as soon as it landed (vLLM's {@code wait_for_layer_load}); allocates
+     * nothing when the arguments are valid. A pushed layer is in place once every producer rank that
+     * writes it said its write landed, which producers that stream layers say behind each write;
+     * every layer is in place once the request was received (pulled requests and producers that do
+     * not stream say nothing earlier). A failed request has no layer in place.
+     *
+     * @param requestId the consumer's request id, until {@link #poll()} reported it.
+     * @param layer the layer's name, as this rank's cache geometry lists it.
+     * @return whether the layer's bytes are in place.
+     * @throws io.kvbridge.spi.KvBridgeException {@code INVALID_ARGUMENT} for a request this rank is
+     *     not receiving (never started, or reported and polled) or a layer it does not hold.
+     */
+    @Experimental(eta = "2027-06-01")
+    default boolean layerLoaded(String requestId, String layer)
+    {
+        throw new KvBridgeException(ErrorCode.UNSUPPORTED, "this consumer does not track layers (request " + requestId + ", layer " + layer + ")");
+    }
 
     /**
      * Returns what was received and what failed since the last call, and which blocks of failed

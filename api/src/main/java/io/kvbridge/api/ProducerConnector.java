@@ -1,5 +1,8 @@
 package io.kvbridge.api;
 
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.Experimental;
+import io.kvbridge.spi.KvBridgeException;
 import java.util.List;
 
 /**
@@ -42,6 +45,59 @@ public interface ProducerConnector extends AutoCloseable
      * @return the parameters the router forwards to the consumer.
      */
     TransferParams prefillFinished(String requestId, BlockIds blocks, long callerNowNanos, long callerDeadlineNanos);
+
+    /**
+     * Announces a request whose prefill has started, so that the router can hand its parameters to a
+     * decoder before the prefill ends: the blocks are held under a lease from now, and each layer
+     * moves once {@link #layerComputed} says it is computed. Push only: the parameters serve
+     * {@link TransferMode#PUSH} alone, so a decoder that asks to pull is refused when it starts
+     * receiving. The request completes when the decoder has every layer, after
+     * {@link #allLayersComputed}.
+     *
+     * @param requestId the request's id; printable ASCII, see {@link RequestIds#problem}.
+     * @param blocks the request's logical block ids per cache group; final when announced.
+     * @return the parameters the router forwards to the consumer.
+     * @throws KvBridgeException as {@link #prefillFinished(String, BlockIds)}, and {@code UNSUPPORTED}
+     *     when the connector does not serve push, checks integrity (digests need final bytes), or
+     *     does not stream.
+     */
+    @Experimental(eta = "2027-06-01")
+    default TransferParams prefillStarted(String requestId, BlockIds blocks)
+    {
+        throw new KvBridgeException(ErrorCode.UNSUPPORTED, "this producer does not stream layers: report request " + requestId
+                + " with prefillFinished once its prefill ended");
+    }
+
+    /**
+     * Says that one layer of an announced request is computed: its blocks are final and may move.
+     * Allocates nothing when the arguments are valid, so the engine may call it from its forward pass.
+     *
+     * @param requestId the id given to {@link #prefillStarted}.
+     * @param layer the layer's name, as the cache geometry's regions list it; one this rank holds.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT}, naming the request and the layer, for a
+     *     request that is not streamed here, a layer this rank does not hold, a layer announced
+     *     before, or any layer after {@link #allLayersComputed}; nothing moves then.
+     */
+    @Experimental(eta = "2027-06-01")
+    default void layerComputed(String requestId, String layer)
+    {
+        throw new KvBridgeException(ErrorCode.UNSUPPORTED, "this producer does not stream layers (request " + requestId + ", layer " + layer + ")");
+    }
+
+    /**
+     * Says that every layer of an announced request is computed; the last writes then carry the
+     * request's completion to the decoder.
+     *
+     * @param requestId the id given to {@link #prefillStarted}.
+     * @throws KvBridgeException {@code INVALID_ARGUMENT} for a request that is not streamed here,
+     *     said done twice, or with a layer of this rank not yet announced (the message names it;
+     *     announce it, or {@link #abort} the request).
+     */
+    @Experimental(eta = "2027-06-01")
+    default void allLayersComputed(String requestId)
+    {
+        throw new KvBridgeException(ErrorCode.UNSUPPORTED, "this producer does not stream layers (request " + requestId + ")");
+    }
 
     /**
      * Gives up a request: its blocks are reported {@link FreeReason#ABORTED} once no transfer of the

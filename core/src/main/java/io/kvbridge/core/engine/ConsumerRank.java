@@ -132,6 +132,12 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     }
 
     @Override
+    public boolean layerLoaded(String requestId, String layer)
+    {
+        return LayerReadiness.loaded(trackers, transfers.layers(), requestId, layer);
+    }
+
+    @Override
     public ReceiveBatch poll()
     {
         return reports.poll(trackers);
@@ -250,7 +256,9 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             case Messages.PushDone done when done.epoch() != epoch -> stale(sender, "push completion of " + done.requestId(), done.epoch());
             case Messages.PushFailed pushFailed when pushFailed.epoch() != epoch -> stale(sender, "push failure of " + pushFailed.requestId(),
                     pushFailed.epoch());
+            case Messages.LayersLanded landed when landed.epoch() != epoch -> stale(sender, "landed layers of " + landed.requestId(), landed.epoch());
             case Messages.PushDone done -> pushDone(done, sender);
+            case Messages.LayersLanded landed -> transfers.layersLanded(requests.get(landed.requestId()), landed, sender);
             case Messages.PushFailed pushFailed -> pushFailed(pushFailed, sender);
             case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
             default -> LOG.warn("{}: dropped a notification from {} that only producers handle", name, sender);
@@ -281,7 +289,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             return;
         }
         request.writersDone.putIfAbsent(sender, done.producerRequestId());
-        firstData(request);
+        transfers.firstData(request);
         request.tracker.progress(request.writersDone.size(), request.writers.size());
         if (request.producerRequestId.isEmpty()) {
             request.producerRequestId = done.producerRequestId();
@@ -323,7 +331,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     {
         ReceivingRequest request = (ReceivingRequest) transfer.owner;
         request.transfersDone++;
-        firstData(request);
+        transfers.firstData(request);
         request.tracker.progress(request.transfersDone, request.transfersPosted);
         settle(request);
     }
@@ -411,20 +419,6 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
                     : InvalidBlocks.failure(request.id, request.failure, request.failureMessage, request.blocks, request.ids, request.invalidGroups,
                             settings.failurePolicy());
             reports.failed(failure, quarantine);
-        }
-    }
-
-    /** The hand-over ends when this rank first has data of the request in place (see TransferMetrics). */
-    private void firstData(ReceivingRequest request)
-    {
-        // once per request: later completions of the same request look nothing up
-        if (request.dataArrived) {
-            return;
-        }
-        request.dataArrived = true;
-        RemoteEngine stage0 = request.engines.get(new RemoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
-        if (stage0 != null && request.params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
-            metrics.handover(request.mode, runtime.now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
         }
     }
 

@@ -4,10 +4,12 @@ import static java.util.Objects.requireNonNull;
 
 import io.kvbridge.api.PullKey;
 import io.kvbridge.api.RequestState;
+import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.engine.ReceivingRequest.Stage;
 import io.kvbridge.core.engine.ReceivingRequest.Writer;
 import io.kvbridge.core.planner.BlockSelection;
 import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -16,6 +18,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What a consumer rank sends for a request once it is planned: the READs of a pull (with the
@@ -25,6 +29,8 @@ import java.util.concurrent.TimeUnit;
  */
 final class ConsumerTransfers
 {
+    private static final Logger LOG = LoggerFactory.getLogger(ConsumerTransfers.class);
+
     // what a registration that only frees a replica carries instead of a grant key
     private static final byte[] NO_KEY = new byte[0];
 
@@ -48,6 +54,7 @@ final class ConsumerTransfers
     private final RequestGrants grants;
     private final Ends ends;
     private final IndexScratch scratch = new IndexScratch();
+    private final StreamLayers layers;
     // this rank's blocks of a request and the producer's
     private final BlockSelection myBlocks;
     private final BlockSelection theirBlocks;
@@ -65,7 +72,41 @@ final class ConsumerTransfers
         this.grants = runtime.grants();
         this.myBlocks = BlockSelection.forGroups(geometry.groups());
         this.theirBlocks = BlockSelection.forGroups(geometry.groups());
+        this.layers = new StreamLayers(geometry);
     }
+
+    /** {@return the layers this rank holds, by name} */
+    StreamLayers layers()
+    {
+        return layers;
+    }
+
+    /** A producer rank that streams says layers of a pushed request landed: they count toward the request's readiness. */
+    void layersLanded(ReceivingRequest request, Messages.LayersLanded landed, String sender)
+    {
+        LayerReadiness readiness = request == null || request.ended ? null : request.tracker.layers;
+        String problem = readiness == null ? "the request is not waiting for pushes" : readiness.landed(sender, landed.layers());
+        if (problem != null) {
+            LOG.warn("{}: dropped landed layers of request {} from {}: {}", name, landed.requestId(), sender, problem);
+            return;
+        }
+        firstData(request);
+    }
+
+    /** The hand-over ends when this rank first has data of the request in place (see TransferMetrics). */
+    void firstData(ReceivingRequest request)
+    {
+        // once per request: later completions of the same request look nothing up
+        if (request.dataArrived) {
+            return;
+        }
+        request.dataArrived = true;
+        RemoteEngine stage0 = request.engines.get(new RemoteKey(request.params.engineId(), request.params.sideChannels().getFirst()));
+        if (stage0 != null && request.params.finishedNanos() != TransferParams.UNKNOWN_TIME) {
+            metrics.handover(request.mode, runtime.now() - stage0.clockOffset().toLocalNanos(request.params.finishedNanos()));
+        }
+    }
+
 
     /** Posts a planned pull request's READs, or tells every producer rank it may free its blocks when there is nothing to read. */
     void pull(ReceivingRequest request)
@@ -205,6 +246,7 @@ final class ConsumerTransfers
             // the producer ranks that write may reach these blocks and nothing else, until the request ends here
             request.grants = grants.grant(pushKey, TransferOp.WRITE, exchanged);
         }
+        LayerReadiness readiness = new LayerReadiness(layers);
         for (Stage stage : request.stages) {
             if (stage.plans().size() > 1) {
                 throw new KvBridgeException(ErrorCode.UNSUPPORTED, "producer " + request.params.engineId() + " stage " + stage.ppRank()
@@ -236,10 +278,12 @@ final class ConsumerTransfers
                 }
                 if (write) {
                     request.writers.put(link.agent(), new Writer(stage.consumers(), groups, stage.engine().epoch()));
+                    readiness.writer(link.agent(), stage.plans().getFirst().plan(), geometry);
                 }
             }
         }
         request.posted = true;
+        request.tracker.layers = readiness;
         request.tracker.state(RequestState.REGISTERED);
         request.tracker.progress(0, request.writers.size());
         if (request.writers.isEmpty()) {

@@ -1,6 +1,8 @@
 package io.kvbridge.core.engine;
 
 import io.kvbridge.api.FreeReason;
+import io.kvbridge.api.Leases;
+import java.util.Collection;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -30,6 +32,8 @@ final class HeldRequest
     FreeReason reason;
     // what consumers that pull may read, until the blocks are freed
     long[] grants = NO_GRANTS;
+    // null unless the request is streamed layer by layer
+    LayerStream stream;
 
     HeldRequest(String id, int[][] blocks, long heldSince, long deadline, RequestTracker tracker)
     {
@@ -38,5 +42,38 @@ final class HeldRequest
         this.blocks = blocks;
         this.deadline = deadline;
         this.tracker = tracker;
+    }
+
+    /** Extends the lease on a consumer's heartbeat, as {@link Leases#extendedDeadline} says. */
+    void extendLease(long now, long leaseNanos)
+    {
+        long extended = Leases.extendedDeadline(deadline, now, leaseNanos);
+        if (extended != deadline) {
+            deadline = extended;
+            tracker.deadline(extended);
+        }
+    }
+
+    /**
+     * Collects the requests whose lease expired by {@code now} and are not finishing already.
+     *
+     * @return the earliest deadline of the others, or Long.MAX_VALUE when none is left.
+     */
+    static long expired(Collection<HeldRequest> held, long now, List<HeldRequest> into)
+    {
+        long next = Long.MAX_VALUE;
+        into.clear();
+        for (HeldRequest request : held) {
+            if (request.reason != null) {
+                continue;
+            }
+            if (now - request.deadline >= 0) {
+                into.add(request);
+            }
+            else {
+                next = Math.min(next, request.deadline);
+            }
+        }
+        return next;
     }
 }

@@ -55,6 +55,19 @@ record LinkPlan(TransferPlan plan, int index, boolean consumer)
         return consumer ? plan.indices(slot, mine, mineOut, theirs, theirsOut) : plan.indices(slot, theirs, theirsOut, mine, mineOut);
     }
 
+    /** {@return how many descriptor pairs the entries a mask selects make in a slot} */
+    int countOf(int slot, BlockSelection mine, BlockSelection theirs, boolean[] entries)
+    {
+        return plan.indexCountOf(slot, consumer ? mine : theirs, entries);
+    }
+
+    /** Fills the descriptor index pairs of the entries a mask selects; {@return the pairs} */
+    int indicesOf(int slot, BlockSelection mine, int[] mineOut, BlockSelection theirs, int[] theirsOut, boolean[] entries, boolean[] scratch)
+    {
+        return consumer ? plan.indicesOf(slot, mine, mineOut, theirs, theirsOut, entries, scratch)
+                : plan.indicesOf(slot, theirs, theirsOut, mine, mineOut, entries, scratch);
+    }
+
     /** {@return the link's list of this rank's memory for the plan, prepared the first time} */
     PeerLink.Prepared mine(PeerLink link, int slot, CacheGeometry own)
     {

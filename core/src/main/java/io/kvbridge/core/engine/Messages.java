@@ -44,6 +44,7 @@ final class Messages
     static final String REGISTRATION = "PUSH_REG:";
     static final String PUSH_DONE = "PUSH_DONE:";
     static final String PUSH_FAILED = "PUSH_FAILED:";
+    static final String LAYERS_LANDED = "PUSH_LAYERS:";
     // within the decoder's string limit (1,024 bytes) even when a few characters take two bytes
     private static final int MAX_REASON_CHARS = 900;
     // a registration is small: a few ids and one block list; refuse anything larger before decoding
@@ -56,7 +57,7 @@ final class Messages
     }
 
     /** A parsed notification. */
-    sealed interface Message permits Completion, Heartbeat, Registration, PushDone, PushFailed, Malformed
+    sealed interface Message permits Completion, Heartbeat, Registration, PushDone, PushFailed, LayersLanded, Malformed
     {
     }
 
@@ -164,6 +165,19 @@ final class Messages
     {
     }
 
+    /**
+     * Layers of a streamed request that a producer rank's write put in place, before the write that
+     * completes it.
+     *
+     * @param requestId the consumer's request id.
+     * @param producerRequestId the producer's id.
+     * @param layers the consumer's names of the layers.
+     * @param epoch the consumer's epoch its registration named.
+     */
+    record LayersLanded(String requestId, String producerRequestId, List<String> layers, long epoch) implements Message
+    {
+    }
+
     /** @param reason why the bytes are not a notification. */
     record Malformed(String reason) implements Message
     {
@@ -230,6 +244,19 @@ final class Messages
         return prefixed(PUSH_FAILED, body);
     }
 
+    static byte[] layersLanded(String requestId, String producerRequestId, List<String> layers, long epoch)
+    {
+        WireWriter writer = new WireWriter().map(4)
+                .string("request_id").string(requestId)
+                .string("producer_request_id").string(producerRequestId)
+                .string("epoch").integer(epoch)
+                .string("layers").array(layers.size());
+        for (String layer : layers) {
+            writer.string(layer);
+        }
+        return prefixed(LAYERS_LANDED, writer.toByteArray());
+    }
+
     private static byte[] prefixed(String prefix, byte[] body)
     {
         byte[] message = Arrays.copyOf(prefix.getBytes(US_ASCII), prefix.length() + body.length);
@@ -246,6 +273,10 @@ final class Messages
             if (startsWith(message, PUSH_DONE)) {
                 WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_DONE.length(), message.length), LIMITS, "push completion");
                 return new PushDone(id(map, "request_id"), id(map, "producer_request_id"), epoch(map, "epoch"));
+            }
+            if (startsWith(message, LAYERS_LANDED)) {
+                WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, LAYERS_LANDED.length(), message.length), LIMITS, "landed layers");
+                return new LayersLanded(id(map, "request_id"), id(map, "producer_request_id"), List.copyOf(map.requireStrings("layers")), epoch(map, "epoch"));
             }
             if (startsWith(message, PUSH_FAILED)) {
                 WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_FAILED.length(), message.length), LIMITS, "push failure");

@@ -9,7 +9,6 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.FreedRequest;
 import io.kvbridge.api.Integrity;
-import io.kvbridge.api.Leases;
 import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.PullKey;
 import io.kvbridge.api.RequestState;
@@ -22,8 +21,8 @@ import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
-import io.kvbridge.spi.transfer.TransferOp;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,7 +39,8 @@ import org.slf4j.LoggerFactory;
  * whichever of the two arrives second) starts a WRITE into the consumer's blocks along the
  * consumer's plan; the consumer's acknowledgement afterwards is an ordinary completion, so push and
  * pull complete the same way. A request is reported once: completed, expired or aborted, and only
- * when none of its WRITEs can still move data.
+ * when none of its WRITEs can still move data. A request announced with {@code prefillStarted} is held
+ * the same way and written layer by layer as the engine announces them ({@link StreamWriter}).
  */
 final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
 {
@@ -79,6 +79,8 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     private long nextLeaseCheck = Long.MAX_VALUE;
     private long nextStashCheck;
     private final PushWriter writer;
+    // the requests streamed layer by layer, from their announcement until reported
+    private final LayerStreams streams;
 
     private volatile int auditHeld;
     private volatile int auditStashed;
@@ -100,7 +102,9 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         this.logicalCapacity = CallerInputs.logicalCapacities(geometry);
         this.rules = new LayoutRules(settings);
         this.digester = settings.integrity() == Integrity.OFF ? null : new BlockDigester(settings.geometry());
-        this.writer = new PushWriter(runtime, rules, leaseNanos);
+        StreamLayers layers = new StreamLayers(geometry);
+        this.streams = new LayerStreams(layers, runtime::wake, geometry.blockTokens() * geometry.kernelBlocksPerLogical(), settings.streamMinTokens());
+        this.writer = new PushWriter(runtime, rules, leaseNanos, layers);
         runtime.start(startWorker);
     }
 
@@ -113,6 +117,33 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
 
     @Override
     public TransferParams prefillFinished(String requestId, BlockIds blocks, long callerNowNanos, long callerDeadlineNanos)
+    {
+        return hold(requestId, blocks, callerNowNanos, callerDeadlineNanos, false);
+    }
+
+    @Override
+    public TransferParams prefillStarted(String requestId, BlockIds blocks)
+    {
+        KvBridgeException.check(settings.modes().contains(TransferMode.PUSH) && digester == null, ErrorCode.UNSUPPORTED,
+                "request %s: %s streams layers by push without integrity digests (modes=%s, integrity=%s); report it with prefillFinished", requestId,
+                name, settings.modes(), settings.integrity());
+        long now = runtime.now();
+        return hold(requestId, blocks, now, now + leaseNanos, true);
+    }
+
+    @Override
+    public void layerComputed(String requestId, String layer)
+    {
+        streams.layerComputed(requestId, layer);
+    }
+
+    @Override
+    public void allLayersComputed(String requestId)
+    {
+        streams.allLayersComputed(requestId);
+    }
+
+    private TransferParams hold(String requestId, BlockIds blocks, long callerNowNanos, long callerDeadlineNanos, boolean streamed)
     {
         runtime.checkOpen();
         CallerInputs.checkId(requestId);
@@ -130,30 +161,17 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         RequestTracker tracker = new RequestTracker(deadline, blocks.total());
         trackers.put(requestId, tracker);
         HeldRequest request = new HeldRequest(requestId, ids, finished, deadline, tracker);
-        // only the parameters carry the key: whoever they were not handed to cannot read the request
-        PullKey pullKey = settings.modes().contains(TransferMode.PULL) ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
+        // a streamed request is never read: its blocks are not final when the parameters leave
+        PullKey pullKey = settings.modes().contains(TransferMode.PULL) && !streamed ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
         // before the parameters leave: a consumer may read before this rank's worker runs the hold
-        request.grants = grantPulls(requestId, pullKey, ids);
+        request.grants = grants.grantPulls(name, requestId, pullKey, ids);
+        request.stream = streamed ? streams.open(requestId, blocks) : null;
         runtime.enqueue(() -> hold(request, blocks.isEmpty()));
         // the blocks are final now: what a consumer receives must digest the same
         BlockDigests digests = digester == null ? BlockDigests.NONE : digester.digest(ids);
         return new TransferParams(settings.engineId(), requestId, stages.addresses(), geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stages.epochs(), stages.pullKeys(pullKey), digests);
-    }
-
-    private long[] grantPulls(String requestId, PullKey pullKey, int[][] ids)
-    {
-        if (pullKey.isNone()) {
-            return HeldRequest.NO_GRANTS;
-        }
-        try {
-            return grants.grant(pullKey.bytes(), TransferOp.READ, ids);
-        }
-        catch (KvBridgeException e) {
-            // a consumer's READ is then refused and fails the request there: nothing is exposed
-            LOG.warn("{}: granting the blocks of request {} to pulling consumers failed: {}", name, requestId, e.getMessage());
-            return HeldRequest.NO_GRANTS;
-        }
+                streamed ? EnumSet.of(TransferMode.PUSH) : settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stages.epochs(),
+                stages.pullKeys(pullKey), digests);
     }
 
     @Override
@@ -229,12 +247,17 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         switch (Messages.parse(message)) {
             case Messages.Completion completion when completion.epoch() != epoch -> stale(sender, "completion of " + completion.requestId(), completion.epoch());
             case Messages.Heartbeat heartbeat when heartbeat.epoch() != epoch -> stale(sender, "heartbeat", heartbeat.epoch());
-            case Messages.Registration registration when registration.epoch() != epoch -> staleRegistration(registration, sender);
+            case Messages.Registration registration when registration.epoch() != epoch -> {
+                stale(sender, "push registration " + registration.requestId(), registration.epoch());
+                writer.refuseStale(registration, sender, epoch);
+            }
             case Messages.Completion completion -> completed(completion.requestId(), sender, completion.consumers());
             case Messages.Heartbeat heartbeat -> heartbeat(heartbeat.requestIds());
             case Messages.Registration registration -> registered(registration, sender);
             case Messages.PushDone pushDone -> LOG.warn("{}: dropped a push completion for {} from {}: producers do not receive writes", name,
                     pushDone.requestId(), sender);
+            case Messages.LayersLanded landed -> LOG.warn("{}: dropped landed layers of {} from {}: producers do not receive writes", name,
+                    landed.requestId(), sender);
             case Messages.PushFailed pushFailed -> LOG.warn("{}: dropped a push failure for {} from {}: producers do not receive writes", name,
                     pushFailed.requestId(), sender);
             case Messages.Malformed malformed -> LOG.warn("{}: dropped a malformed notification from {}: {}", name, sender, malformed.reason());
@@ -245,18 +268,6 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     private void stale(String sender, String what, long named)
     {
         StaleEpochs.refuse(runtime.peers().sessions(), sender, what, named, settings.engineId(), epoch);
-    }
-
-    private void staleRegistration(Messages.Registration registration, String sender)
-    {
-        stale(sender, "push registration " + registration.requestId(), registration.epoch());
-        // where this incarnation can answer (the consumer met it too), the consumer fails at once instead of at its registration timeout
-        PeerLink link = links.byAgent(sender);
-        if (link != null) {
-            String producerId = registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId();
-            runtime.peers().notifyQuietly(link, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
-                    StaleEpochs.registrationOfEarlierEpoch(settings.engineId(), registration, epoch), registration.consumerEpoch()), "push failure");
-        }
     }
 
     private void completed(String requestId, String sender, int consumers)
@@ -291,11 +302,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
             if (request == null || request.reason != null) {
                 continue;
             }
-            long extended = Leases.extendedDeadline(request.deadline, now, leaseNanos);
-            if (extended != request.deadline) {
-                request.deadline = extended;
-                request.tracker.deadline(extended);
-            }
+            request.extendLease(now, leaseNanos);
         }
     }
 
@@ -356,6 +363,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     {
         HeldRequest request = (HeldRequest) transfer.owner;
         request.writes.remove(transfer);
+        writer.streams().written(request, transfer);
         settle(request);
     }
 
@@ -433,12 +441,12 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
             served.remove(key);
         }
         active.remove(request.id);
+        if (request.stream != null) {
+            streams.ended(request.id);
+            writer.streams().ended(request);
+        }
         // terminal before the report is queued, so that the poll handing it out drops the tracker
-        request.tracker.state(switch (reason) {
-            case COMPLETED -> RequestState.COMPLETED;
-            case EXPIRED -> RequestState.EXPIRED;
-            case ABORTED -> RequestState.ABORTED;
-        });
+        request.tracker.state(RequestTracker.terminal(reason));
         freed.add(new FreedRequest(request.id, reason));
     }
 
@@ -451,20 +459,9 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     @Override
     public void tick(long now)
     {
+        writer.streams().announced(streams);
         if (now - nextLeaseCheck >= 0) {
-            long next = Long.MAX_VALUE;
-            finishing.clear();
-            for (HeldRequest request : held.values()) {
-                if (request.reason != null) {
-                    continue;
-                }
-                if (now - request.deadline >= 0) {
-                    finishing.add(request);
-                }
-                else {
-                    next = Math.min(next, request.deadline);
-                }
-            }
+            long next = HeldRequest.expired(held.values(), now, finishing);
             nextLeaseCheck = next;
             for (HeldRequest request : finishing) {
                 metrics.leaseExpired();

@@ -40,8 +40,9 @@ final class PushWriter
     // this rank's blocks of a request and the consumer's
     private final BlockSelection myBlocks;
     private final BlockSelection theirBlocks;
+    private final StreamWriter streams;
 
-    PushWriter(RankRuntime runtime, LayoutRules rules, long leaseNanos)
+    PushWriter(RankRuntime runtime, LayoutRules rules, long leaseNanos, StreamLayers layers)
     {
         this.runtime = requireNonNull(runtime, "runtime is null");
         this.rules = requireNonNull(rules, "rules is null");
@@ -54,6 +55,13 @@ final class PushWriter
         this.metrics = runtime.metrics();
         this.myBlocks = BlockSelection.forGroups(geometry.groups());
         this.theirBlocks = BlockSelection.forGroups(geometry.groups());
+        this.streams = new StreamWriter(runtime, this, layers, leaseNanos);
+    }
+
+    /** {@return the writer of the requests streamed layer by layer} */
+    StreamWriter streams()
+    {
+        return streams;
     }
 
     /**
@@ -99,6 +107,17 @@ final class PushWriter
         }
     }
 
+    /** A registration of an earlier epoch: where this incarnation can answer (the consumer met it too), the consumer fails at once instead of at its registration timeout. */
+    void refuseStale(Messages.Registration registration, String sender, long epoch)
+    {
+        PeerLink link = links.byAgent(sender);
+        if (link != null) {
+            String producerId = registration.producerRequestId().isEmpty() ? registration.requestId() : registration.producerRequestId();
+            peers.notifyQuietly(link, Messages.pushFailed(registration.requestId(), producerId, ErrorCode.STALE_EPOCH,
+                    StaleEpochs.registrationOfEarlierEpoch(settings.engineId(), registration, epoch), registration.consumerEpoch()), "push failure");
+        }
+    }
+
     /** Spares the consumer its registration timeout: it learns at once that these writes will not come. */
     void tellPushFailed(PushTarget target, HeldRequest request, ErrorCode code, String message)
     {
@@ -138,6 +157,12 @@ final class PushWriter
         plan.align(myBlocks, theirBlocks);
         byte[] done = Messages.pushDone(registration.requestId(), request.id, registration.consumerEpoch());
         int count = plan.count(slot, myBlocks, theirBlocks);
+        if (request.stream != null) {
+            // checked whole above; the layers move as the engine announces them
+            streams.begin(request, new PushTarget(link, registration.requestId(), registration.consumerEpoch()), plan, slot, consumer, consumerArrays,
+                    registration, done);
+            return;
+        }
         if (count == 0) {
             peers.notifyQuietly(link, done, "push completion");
             return;

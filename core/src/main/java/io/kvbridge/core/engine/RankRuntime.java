@@ -187,6 +187,12 @@ final class RankRuntime implements OpenRank
         LockSupport.unpark(thread);
     }
 
+    /** Wakes the worker without queueing anything: a caller set a flag the worker reads on its next step. */
+    void wake()
+    {
+        LockSupport.unpark(thread);
+    }
+
     @Override
     public long now()
     {

@@ -2,6 +2,7 @@ package io.kvbridge.core.engine;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.api.PullKey;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -164,6 +165,25 @@ final class RequestGrants
             }
         }
         return indices;
+    }
+
+    /**
+     * Grants a held request's blocks to the consumers that pull it with the key, or grants nothing
+     * when pull is off or the grant fails: a consumer's READ is then refused and fails the request
+     * there, and nothing is exposed.
+     */
+    long[] grantPulls(String owner, String requestId, PullKey pullKey, int[][] ids)
+    {
+        if (pullKey.isNone()) {
+            return HeldRequest.NO_GRANTS;
+        }
+        try {
+            return grant(pullKey.bytes(), TransferOp.READ, ids);
+        }
+        catch (KvBridgeException e) {
+            LOG.warn("{}: granting the blocks of request {} to pulling consumers failed: {}", owner, requestId, e.getMessage());
+            return HeldRequest.NO_GRANTS;
+        }
     }
 
     /**

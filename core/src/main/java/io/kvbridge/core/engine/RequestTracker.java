@@ -1,5 +1,6 @@
 package io.kvbridge.core.engine;
 
+import io.kvbridge.api.FreeReason;
 import io.kvbridge.api.RequestState;
 import io.kvbridge.api.RequestView;
 import java.util.concurrent.ConcurrentHashMap;
@@ -16,6 +17,8 @@ final class RequestTracker
     private volatile int blocks;
     private volatile int seen;
     private volatile int expected;
+    // push: which layers landed so far, once the registrations went out; else null
+    volatile LayerReadiness layers;
 
     RequestTracker(long deadlineNanos, int blocks)
     {
@@ -72,5 +75,15 @@ final class RequestTracker
         if (tracker != null && tracker.state().terminal()) {
             trackers.remove(requestId, tracker);
         }
+    }
+
+    /** {@return the state a request reported for this reason ends in} */
+    static RequestState terminal(FreeReason reason)
+    {
+        return switch (reason) {
+            case COMPLETED -> RequestState.COMPLETED;
+            case EXPIRED -> RequestState.EXPIRED;
+            case ABORTED -> RequestState.ABORTED;
+        };
     }
 }

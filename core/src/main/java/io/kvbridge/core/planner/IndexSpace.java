@@ -101,7 +101,53 @@ final class IndexSpace
      */
     int compute(BlockSelection blocks, boolean[] include, int[] out)
     {
-        int needed = count(blocks, include);
+        return fill(blocks, include, count(blocks, include), out);
+    }
+
+    /**
+     * Counts the indices a selection yields over the entries a mask selects (those of the later
+     * source slots only, when {@code laterOnly}). One step per entry: for a part of a request, such
+     * as the layers of it computed so far.
+     */
+    int countEntries(BlockSelection blocks, boolean[] mask, boolean laterOnly)
+    {
+        checkMask(mask);
+        long total = 0;
+        for (int e = 0; e < offsets.length; e++) {
+            if (mask[e] && (!laterOnly || laterSlots[e])) {
+                int group = groupIds[e];
+                total += (long) (group < 0 ? blocks.total() : group < blocks.groups() ? blocks.countOf(group) : 0) * runs[e];
+            }
+        }
+        if (total > Integer.MAX_VALUE) {
+            throw Checks.invalid("request of %d descriptors exceeds an int", total);
+        }
+        return (int) total;
+    }
+
+    /**
+     * Computes the indices of the entries a mask selects, as {@link #countEntries} counts them;
+     * {@code scratch} receives the mask the fill reads. Allocates nothing unless it throws.
+     */
+    int computeEntries(BlockSelection blocks, boolean[] mask, boolean laterOnly, boolean[] scratch, int[] out)
+    {
+        int needed = countEntries(blocks, mask, laterOnly);
+        checkMask(scratch);
+        for (int e = 0; e < offsets.length; e++) {
+            scratch[e] = mask[e] && (!laterOnly || laterSlots[e]);
+        }
+        return fill(blocks, scratch, needed, out);
+    }
+
+    private void checkMask(boolean[] mask)
+    {
+        if (mask.length != offsets.length) {
+            throw Checks.invalid("mask.length=%d differs from the plan's %d entries", mask.length, offsets.length);
+        }
+    }
+
+    private int fill(BlockSelection blocks, boolean[] include, int needed, int[] out)
+    {
         if (out.length < needed) {
             throw Checks.invalid("out.length=%d is smaller than the %d indices of this request (size it with indexCount)", out.length, needed);
         }

@@ -464,6 +464,49 @@ public final class TransferPlan
     }
 
     /**
+     * Returns how many descriptor pairs the entries a mask selects move through one source slot:
+     * a part of a request, such as the layers of it computed so far. Check the whole request once
+     * with {@link #indexCount} first: this checks no coverage.
+     *
+     * @param slot source slot.
+     * @param blocks either side's selection.
+     * @param entries one flag per entry of {@link #entries()}.
+     * @return the size the index arrays need.
+     */
+    public int indexCountOf(int slot, BlockSelection blocks, boolean[] entries)
+    {
+        checkSlot(slot);
+        checkGroups(requireNonNull(blocks, "blocks is null"), "blocks");
+        return localSpace.countEntries(blocks, requireNonNull(entries, "entries is null"), slot != 0);
+    }
+
+    /**
+     * Computes the descriptor indices of the entries a mask selects, as {@link #indices} does for
+     * all of them. Allocates nothing.
+     *
+     * @param slot source slot.
+     * @param localBlocks local block ids, as for {@link #indices}.
+     * @param localOut receives the local indices; at least {@link #indexCountOf} long.
+     * @param remoteBlocks remote block ids, as for {@link #indices}.
+     * @param remoteOut receives the remote indices.
+     * @param entries one flag per entry of {@link #entries()}.
+     * @param scratch as long as {@code entries}; overwritten.
+     * @return the number of pairs written.
+     */
+    public int indicesOf(int slot, BlockSelection localBlocks, int[] localOut, BlockSelection remoteBlocks, int[] remoteOut, boolean[] entries,
+            boolean[] scratch)
+    {
+        checkSlot(slot);
+        requireNonNull(entries, "entries is null");
+        requireNonNull(scratch, "scratch is null");
+        checkGroups(requireNonNull(localBlocks, "localBlocks is null"), "localBlocks");
+        checkGroups(requireNonNull(remoteBlocks, "remoteBlocks is null"), "remoteBlocks");
+        int written = localSpace.computeEntries(localBlocks, entries, slot != 0, scratch, requireNonNull(localOut, "localOut is null"));
+        remoteSpace.computeEntries(remoteBlocks, entries, slot != 0, scratch, requireNonNull(remoteOut, "remoteOut is null"));
+        return written;
+    }
+
+    /**
      * Tells whether some entry of this plan addresses a cache group, so that its ids move.
      *
      * @param group the group id.

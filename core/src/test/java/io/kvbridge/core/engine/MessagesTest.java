@@ -62,6 +62,9 @@ final class MessagesTest
         assertEquals(registration, Messages.parse(Messages.registration(registration)));
         assertEquals(new Messages.PushDone("c-1", "p-1", EPOCH), Messages.parse(Messages.pushDone("c-1", "p-1", EPOCH)));
         assertInstanceOf(Messages.Malformed.class, Messages.parse(Messages.pushDone("c-1", "p-1", 0)));
+        List<String> layers = List.of("model.layers.0.self_attn", "model.layers.3.mlp");
+        assertEquals(new Messages.LayersLanded("c-1", "p-1", layers, EPOCH), Messages.parse(Messages.layersLanded("c-1", "p-1", layers, EPOCH)));
+        assertInstanceOf(Messages.Malformed.class, Messages.parse(Messages.layersLanded("c 1", "p-1", layers, EPOCH)));
         Messages.Registration unknownConsumer = new Messages.Registration("c-1", "p-1", "decode", "127.0.0.1", 5600, 0, 1, 2, true,
                 BlockIds.of(new int[] {1}), EPOCH, 0, new byte[0]);
         assertInstanceOf(Messages.Malformed.class, Messages.parse(Messages.registration(unknownConsumer)));

@@ -176,6 +176,34 @@ final class TestCache
         }
     }
 
+    /** {@return whether one layer (of this rank's, counted from 0) holds the last {@code blocks.length} positions of a request of {@code producerBlocks} blocks} */
+    boolean layerHolds(int layer, int seed, int[] blocks, int producerBlocks)
+    {
+        int skipped = producerBlocks - blocks.length;
+        long blockBytes = layerBlockBytes.get(layer);
+        for (int position = 0; position < blocks.length; position++) {
+            long base = (long) blocks[position] * blockBytes;
+            for (long o = 0; o < blockBytes; o++) {
+                if (layers.get(layer).get(ValueLayout.JAVA_BYTE, base + o) != expected(seed, firstLayer + layer, skipped + position, rankOffset(layer) + o)) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /** {@return whether no byte of one layer's blocks was written since {@link #clear}} */
+    boolean layerZero(int layer, int[] blocks)
+    {
+        long blockBytes = layerBlockBytes.get(layer);
+        for (int block : blocks) {
+            if (layers.get(layer).asSlice((long) block * blockBytes, blockBytes).mismatch(MemorySegment.ofArray(new byte[(int) blockBytes])) != -1) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Checks that nothing was written into the blocks since {@link #clear}. */
     void checkZero(int[] blocks)
     {
