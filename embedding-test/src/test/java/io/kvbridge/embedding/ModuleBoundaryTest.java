@@ -50,8 +50,6 @@ class ModuleBoundaryTest
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/HandshakeBenchmark.java", "measures the side channel's handshake and its wire codec"),
             Map.entry("benchmarks/src/main/java/io/kvbridge/benchmarks/EtcdHandshakeBenchmark.java", "measures the handshake through discovery entries"),
             Map.entry("examples/src/test/java/io/kvbridge/examples/cli/InspectCommandTest.java", "serves a side channel for the inspect command"),
-            Map.entry("examples/src/test/java/io/kvbridge/examples/demo/EngineFloodTest.java",
-                    "plays a peer holding the secret: fetches a producer's transport metadata through the side channel's handshake"),
             Map.entry("examples/src/test/java/io/kvbridge/examples/routing/PipelineRoutingDataTest.java", "checks the demo's routing against the planner"));
 
     @Test
