@@ -29,6 +29,8 @@ final class FloodAttackers implements AutoCloseable
     // descriptors an attacker JVM keeps for everything but its connections: its jars, pipes and selector
     private static final int DESCRIPTOR_MARGIN = 400;
     private static final int THREADS_PER_PROCESS = 2;
+    // more JVMs than this would cost the test more than the flood itself
+    private static final int MOST_PROCESSES = 8;
     private static final long OPEN_SECONDS = 180;
     private static final String ENDED = "\0ended";
 
@@ -63,6 +65,9 @@ final class FloodAttackers implements AutoCloseable
         int perProcess = (int) Math.min(MOST_PER_PROCESS, hardOpenFilesLimit() - DESCRIPTOR_MARGIN);
         assertTrue(perProcess > 0, "the hard limit on open files leaves no room for a flood");
         int attackers = (int) ((total + perProcess - 1) / perProcess);
+        assertTrue(attackers <= MOST_PROCESSES, "a flood of " + total + " connections would take " + attackers + " attacker JVMs of " + perProcess
+                + " connections each under this JVM's hard limit on open files (" + hardOpenFilesLimit() + "); raise it (ulimit -Hn) to at least "
+                + (MOST_PER_PROCESS + DESCRIPTOR_MARGIN));
         this.opened = new boolean[attackers];
         for (int a = 0; a < attackers; a++) {
             List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx160m",
