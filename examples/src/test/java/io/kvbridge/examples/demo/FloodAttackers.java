@@ -9,6 +9,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -123,7 +124,7 @@ final class FloodAttackers implements AutoCloseable
     /** Asks every attacker, once all opened, how many of the connections it holds the engines have closed by now. */
     void census() throws InterruptedException
     {
-        java.util.Arrays.fill(closedByEngine, 0);
+        Arrays.fill(closedByEngine, 0);
         for (Process process : processes) {
             PrintWriter command = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
             command.println("census");

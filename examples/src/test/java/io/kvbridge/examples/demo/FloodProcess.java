@@ -3,12 +3,13 @@ package io.kvbridge.examples.demo;
 import io.kvbridge.transport.libc.Errno;
 import io.kvbridge.transport.libc.Libc;
 import io.kvbridge.transport.libc.LibcSockets;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -142,11 +143,11 @@ public final class FloodProcess
             MemorySegment poll = arena.allocate(Libc.POLLFD_BYTES);
             for (int t = 0; t < descriptors.size(); t++) {
                 for (int d = 0; d < descriptors.get(t).size(); d++) {
-                    poll.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, descriptors.get(t).get(d));
-                    poll.set(java.lang.foreign.ValueLayout.JAVA_SHORT, Libc.POLLFD_EVENTS, Libc.POLLIN);
-                    poll.set(java.lang.foreign.ValueLayout.JAVA_SHORT, Libc.POLLFD_REVENTS, (short) 0);
+                    poll.set(ValueLayout.JAVA_INT, 0, descriptors.get(t).get(d));
+                    poll.set(ValueLayout.JAVA_SHORT, Libc.POLLFD_EVENTS, Libc.POLLIN);
+                    poll.set(ValueLayout.JAVA_SHORT, Libc.POLLFD_REVENTS, (short) 0);
                     if (Libc.poll(poll.address(), 1, 0, errno) > 0
-                            && (poll.get(java.lang.foreign.ValueLayout.JAVA_SHORT, Libc.POLLFD_REVENTS) & (Libc.POLLHUP | Libc.POLLERR)) != 0) {
+                            && (poll.get(ValueLayout.JAVA_SHORT, Libc.POLLFD_REVENTS) & (Libc.POLLHUP | Libc.POLLERR)) != 0) {
                         closed[targetOfDescriptor.get(t).get(d)]++;
                     }
                 }
@@ -163,7 +164,7 @@ public final class FloodProcess
             Errno errno = new Errno(arena);
             MemorySegment address = arena.allocate(LibcSockets.SOCKADDR_UN_BYTES);
             MemorySegment garbage = arena.allocate(HELLO_GARBAGE.length);
-            MemorySegment.copy(HELLO_GARBAGE, 0, garbage, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, HELLO_GARBAGE.length);
+            MemorySegment.copy(HELLO_GARBAGE, 0, garbage, ValueLayout.JAVA_BYTE, 0, HELLO_GARBAGE.length);
             // the targets interleaved, so that every socket is under the flood from its start
             int most = 0;
             for (int count : counts) {
