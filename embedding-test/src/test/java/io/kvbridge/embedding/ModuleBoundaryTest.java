@@ -36,15 +36,6 @@ class ModuleBoundaryTest
     private static final Pattern NOT_CODE = Pattern.compile("\"\"\"[\\s\\S]*?\"\"\"|\"(?:\\\\.|[^\"\\\\\\n])*\"|'(?:\\\\.|[^'\\\\\\n])+'|//[^\\n]*|/\\*[\\s\\S]*?\\*/");
     private static final Pattern CORE_TYPE = Pattern.compile("\\bio\\.kvbridge\\.core((?:\\.[a-z][a-z0-9_]*)*)\\.[A-Z]");
     private static final Pattern EXPORTS = Pattern.compile("\\bexports\\s+([\\w.]+)\\s*;");
-    /**
-     * Code that still reaches into core's internals, each with what it uses them for. The list only
-     * shrinks: a file here that no longer needs an internal package fails the test until it is removed.
-     * Code that times or checks an internal part itself belongs in core beside it (its tests, and its
-     * JMH benchmarks in core/src/jmh/java): exporting that part only to measure or test it would make it API.
-     */
-    private static final Map<String, String> NOT_YET_ON_EXPORTED_API = Map.ofEntries(
-            Map.entry("examples/src/test/java/io/kvbridge/examples/demo/EngineFloodTest.java",
-                    "plays a peer holding the secret: fetches a producer's transport metadata through the side channel's handshake"));
 
     @Test
     void noPomReachesIntoASiblingModule()
@@ -85,12 +76,11 @@ class ModuleBoundaryTest
                 }
             }
         }
-        List<String> newUses = internal.entrySet().stream().filter(entry -> !NOT_YET_ON_EXPORTED_API.containsKey(entry.getKey()))
-                .map(entry -> entry.getKey() + " uses " + entry.getValue()).toList();
+        // code that times or checks an internal part belongs in core beside it (its tests, its JMH benchmarks in
+        // core/src/jmh/java): exporting that part only to measure or test it would make it API
+        List<String> newUses = internal.entrySet().stream().map(entry -> entry.getKey() + " uses " + entry.getValue()).toList();
         assertEquals(List.of(), newUses, "code outside core may use only the packages core/src/main/java/module-info.java exports " + exported
                 + ": use the public API (io.kvbridge.api, io.kvbridge.spi.*) or those packages, or add a narrow type to an exported package");
-        List<String> cleared = NOT_YET_ON_EXPORTED_API.keySet().stream().filter(file -> !internal.containsKey(file)).sorted().toList();
-        assertEquals(List.of(), cleared, "these files no longer use core's internal packages: remove them from NOT_YET_ON_EXPORTED_API");
     }
 
     @Test

@@ -12,8 +12,9 @@ import java.util.concurrent.TimeUnit;
  * The control socket's connections that have not authenticated yet, bounded so that silent or
  * failing connections cannot starve the peers that authenticate: at most {@link #MAX_PENDING} in
  * all, {@link #MAX_PENDING_PER_UID} per user and {@link #MAX_PENDING_PER_PID} per process (as the
- * kernel tells, {@code SO_PEERCRED}); the newest displaces the oldest of its own process, else of
- * its own user, else of all (preferring one that has not even said hello), and each has
+ * kernel tells, {@code SO_PEERCRED}); the newest displaces one of its own process, else of its own
+ * user's process that holds the most, else of the process that holds the most of all (its oldest,
+ * preferring one that has not even said hello), and each has
  * {@link #DEADLINE_NANOS} to finish the handshake. A pending connection holds only its nonces:
  * nothing is allocated for it before it authenticates. Established connections live elsewhere and
  * are never displaced by pending ones.
@@ -81,12 +82,28 @@ final class ControlAdmission
         return displaced;
     }
 
-    /** The oldest of a process, of a user or of all (-1: any), preferring one that has not said hello. */
+    /**
+     * The connection to displace from a process, of a user or of all (-1: any): of the process that
+     * holds the most of them (the given one, if any), its oldest that has not said hello, else its
+     * oldest. Taking from the busiest process keeps a flood from many processes of one user shedding
+     * its own connections, not a peer's single one whose hello is not read yet.
+     */
     private Pending victim(int pid, int uid)
     {
+        int busiest = pid;
+        if (busiest == -1) {
+            int most = 0;
+            for (Pending candidate : pending) {
+                int held = perPid.getOrDefault(candidate.pid, 0);
+                if ((uid == -1 || candidate.uid == uid) && held > most) {
+                    most = held;
+                    busiest = candidate.pid;
+                }
+            }
+        }
         Pending oldest = null;
         for (Pending candidate : pending) {
-            if ((pid != -1 && candidate.pid != pid) || (uid != -1 && candidate.uid != uid)) {
+            if (candidate.pid != busiest || (uid != -1 && candidate.uid != uid)) {
                 continue;
             }
             if (!candidate.saidHello()) {
@@ -129,7 +146,7 @@ final class ControlAdmission
         return expired;
     }
 
-    /** @return the oldest pending connection, removed, to free its descriptor; null when none. */
+    /** @return the oldest pending connection of the process that holds the most, removed, to free its descriptor; null when none. */
     Pending shedOldest()
     {
         return remove(victim(-1, -1));

@@ -47,8 +47,9 @@ import org.slf4j.LoggerFactory;
  * {@code firstRequestTimeout} and until then can be displaced by newer ones (at most
  * {@code maxPendingConnections}, {@code maxPendingPerAddress} per source address); an established
  * one is never displaced by those, at most {@code maxConnections} are served at once, each closed
- * after {@code idleConnectionTimeout} of silence. Refusals are logged as one summary line per
- * interval.
+ * after {@code idleConnectionTimeout} of silence. The accept thread takes a connection only while
+ * fewer sockets are open than those bounds and as many again being closed ({@link OpenSockets}).
+ * Refusals are logged as one summary line per interval.
  *
  * <p>A request that names the client's transport agent and a nonce opens a notification session
  * with the rank asked for: the rank's session sink receives the derived {@link SessionKey} before
@@ -92,6 +93,7 @@ public final class SideChannelServer implements AutoCloseable
     private final byte[] secret;
     private final ServerSocket serverSocket;
     private final Admission admission;
+    private final OpenSockets openSockets;
     private final LogSummary refusals;
     private final Thread acceptThread;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -115,6 +117,8 @@ public final class SideChannelServer implements AutoCloseable
         this.secret = settings.secret();
         this.serverSocket = serverSocket;
         this.admission = new Admission(settings.maxPendingConnections(), settings.maxPendingPerAddress(), settings.maxConnections());
+        // room for as many displaced connections being closed as may be pending
+        this.openSockets = new OpenSockets(2 * settings.maxPendingConnections() + settings.maxConnections());
         this.refusals = new LogSummary(LOG, "side channel of engine " + engineId + " on port " + serverSocket.getLocalPort()
                 + ": connections refused or requests rejected", LOG_INTERVAL);
         this.acceptThread = Thread.ofPlatform().daemon().name("kvbridge-side-channel-" + serverSocket.getLocalPort()).unstarted(this::acceptLoop);
@@ -338,9 +342,16 @@ public final class SideChannelServer implements AutoCloseable
         while (!closed.get()) {
             Socket socket;
             try {
+                if (!openSockets.acquire(closed::get)) {
+                    continue;
+                }
                 socket = serverSocket.accept();
             }
+            catch (InterruptedException e) {
+                return;
+            }
             catch (IOException e) {
+                openSockets.release();
                 if (!closed.get()) {
                     refusals.record("accept failures", e.toString());
                     // e.g. out of file descriptors: pause instead of spinning on the same failure
@@ -364,12 +375,14 @@ public final class SideChannelServer implements AutoCloseable
                     finally {
                         admission.closed(connection);
                         closeQuietly(socket);
+                        openSockets.release();
                     }
                 });
             }
             catch (RuntimeException | OutOfMemoryError e) {
                 admission.closed(connection);
                 closeQuietly(socket);
+                openSockets.release();
                 refusals.record("accept failures", e.toString());
             }
         }

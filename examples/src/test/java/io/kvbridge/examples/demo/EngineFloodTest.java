@@ -5,27 +5,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
-import io.kvbridge.core.sidechannel.RankKey;
-import io.kvbridge.core.sidechannel.SideChannelClient;
-import io.kvbridge.core.sidechannel.SideChannelClock;
-import io.kvbridge.core.sidechannel.SideChannelSettings;
-import io.kvbridge.core.wire.ConnectionKeys;
-import io.kvbridge.core.wire.HandshakePayload;
-import io.kvbridge.core.wire.MetadataCodec;
-import io.kvbridge.core.wire.RankMetadata;
+import io.kvbridge.core.tools.AuthenticatedPeerClient;
 import io.kvbridge.spi.transfer.BackendContext;
 import io.kvbridge.spi.transfer.Peer;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferBackendFactory;
+import io.kvbridge.testkit.NativeFakes;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -33,7 +26,6 @@ import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -42,31 +34,30 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * A flood against every socket a producer and a decoder engine listen on, at once: each engine in
- * a worker JVM of its own over the {@code tcp} transport, every listening socket of both processes
- * found in the kernel's tables ({@code /proc/PID/fd} against {@code /proc/net/tcp}), and up to
- * {@value #CONNECTIONS} connections spread over all of them from {@value #THREADS} threads and
- * eight loopback source addresses, the legitimate peers' among them: two thirds silent, a third
- * that send a burst of garbage (something that looks like the start of a frame) and then stay idle;
- * and a peer that proves the transport's connection key floods the producer with notifications it
- * cannot seal. Meanwhile, and while the flood is held, requests alternate push and pull between the
- * engines: every one arrives with no wrong byte and is freed as completed, both engines stay
- * healthy, hold fewer than {@value #MAX_FLOOD_DESCRIPTORS} descriptors each for the flood at any time, hold
- * nothing afterwards, and their used heap after a full GC, while the flood is held and after it,
- * exceeds what it was before by less than {@value #MAX_HEAP_GROWTH_MIB} MiB.
+ * a worker JVM of its own, every listening socket of both processes found in the kernel's tables
+ * ({@code /proc/PID/fd} against {@code /proc/net/tcp} and {@code /proc/net/unix}), and
+ * {@value #CONNECTIONS_PER_ENGINE} connections per engine spread over its sockets by
+ * {@link FloodAttackers} (child JVMs, each within the limit on open files this JVM has, so the flood
+ * needs no raised limit) from eight loopback source addresses, the legitimate peers' among them: two
+ * thirds silent, a third that send a burst of garbage (something that looks like the start of a
+ * frame, or of a hello) and then stay idle. Over {@code tcp} that is both side channels and data
+ * ports, and a peer that proves the transport's connection key floods the producer with
+ * notifications it cannot seal; over {@code cuda-ipc} (kvbridge's fake driver) the side channels and
+ * both engines' control sockets, abstract Unix sockets. Meanwhile, and while the flood is held,
+ * requests alternate push and pull between the engines: every one arrives with no wrong byte and is
+ * freed as completed, both engines stay healthy, the engines close flood connections on every socket
+ * (refusals the attackers count), hold fewer than {@value #MAX_FLOOD_DESCRIPTORS} descriptors each for
+ * the flood at any time, hold nothing afterwards, and their used heap after a full GC, while the flood
+ * is held and after it, exceeds what it was before by less than {@value #MAX_HEAP_GROWTH_MIB} MiB.
  *
- * <p>The flood runs in this JVM, whose descriptors bound it: it uses what the hard limit on open
- * files leaves ({@code /proc/self/limits}, the JVM raises its soft limit to it), less a margin for
- * the test's own files, and prints the number it used and why.
+ * <p>It plays its peer through exported API only: {@link AuthenticatedPeerClient} fetches the
+ * producer's transport metadata and derives the connection key, as an engine holding the secret does.
  */
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 final class EngineFloodTest
 {
-    private static final int CONNECTIONS = 20_000;
-    private static final int THREADS = 4;
+    private static final int CONNECTIONS_PER_ENGINE = 20_000;
     private static final int SOURCES = 8;
-    // descriptors this JVM keeps for everything but the flood: its jars, the workers' pipes, jcmd
-    private static final int DESCRIPTOR_MARGIN = 400;
-    private static final int CONNECT_TIMEOUT_MILLIS = 3_000;
     private static final long LEASE_MILLIS = 20_000;
     private static final int PROMPT_BLOCKS = 16;
     private static final int TOKENS = PROMPT_BLOCKS * DemoModel.BLOCK_TOKENS;
@@ -75,7 +66,8 @@ final class EngineFloodTest
     private static final int MIN_REQUESTS_DURING_OPENING = 5;
     private static final long MAX_HEAP_GROWTH_MIB = 48;
     // per engine, above what it held before the flood: its side channel's pending and served bounds (256 + 64), the tcp
-    // transport's (256 + 1,024), and room for sockets already shed whose descriptor NIO closes on its selector's next pass
+    // transport's (256 + 1,024) or cuda-ipc's (64 + 1,024), and room for sockets already shed whose descriptor NIO closes on
+    // its selector's next pass
     private static final int MAX_FLOOD_DESCRIPTORS = 256 + 64 + 256 + 1_024 + 400;
     // a verified peer's unsealed notifications while the connection flood lasts; sent through the transport's API, one
     // round trip to its owner thread each (some 2,000 a second on two busy cores), so the engine drains them faster than
@@ -83,13 +75,27 @@ final class EngineFloodTest
     private static final int MIN_NOTIFICATIONS = 5_000;
     private static final int NOTIFICATION_BYTES = 256;
     private static final byte[] SECRET = "engine-flood-test-secret-0123456789abcd".getBytes(StandardCharsets.US_ASCII);
-    // a frame's start: a length, a magic-like word and a type, then nothing more
-    private static final byte[] GARBAGE = {0, 0, 0, 64, 'K', 'V', 'B', 'T', 1, 7, 0, 0};
+    private static final String CUDA_FAKE_PROPERTY = "kvbridge.cuda-ipc.test.fake";
 
     @Test
-    void everyRequestCompletesWhileEveryListeningSocketOfBothEnginesIsFlooded() throws Exception
+    void everyRequestCompletesWhileEveryListeningSocketOfBothTcpEnginesIsFlooded() throws Exception
     {
-        DemoOptions options = new DemoOptions("tcp", "mixed", "hma", 1, 1, 1, 1, 2, 1, TOKENS, 1, 0, true, LEASE_MILLIS);
+        flood(new DemoOptions("tcp", "mixed", "hma", 1, 1, 1, 1, 2, 1, TOKENS, 1, 0, true, LEASE_MILLIS), Map.of(), true);
+    }
+
+    @Test
+    void everyRequestCompletesWhileTheSideChannelsAndCudaIpcControlSocketsAreFlooded() throws Exception
+    {
+        String fake = NativeFakes.require(CUDA_FAKE_PROPERTY).toString();
+        // both caches in the fake's device memory, which the transport allocates and shares between the processes
+        DemoOptions options = new DemoOptions("cuda-ipc", "mixed", "hma", 1, 1, 1, 1, 2, 1, TOKENS, 1, 0, true, LEASE_MILLIS, DemoOptions.CacheShape.DEFAULT,
+                DemoOptions.CacheShape.DEFAULT, 0, "", false, Map.of());
+        // the driver is bound once per process, from the property the workers' JVMs read at start
+        flood(options, Map.of("JAVA_TOOL_OPTIONS", "-Dkvbridge.cuda-ipc.library=" + fake + " -Dkvbridge.cuda-ipc.allow-fake=true"), false);
+    }
+
+    private static void flood(DemoOptions options, Map<String, String> environment, boolean notificationFlood) throws Exception
+    {
         int capacity = DemoRun.capacity(options);
         List<SideChannelAddress> addresses = DemoRun.freeLoopbackAddresses(1);
         BlockPool producerBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
@@ -97,8 +103,8 @@ final class EngineFloodTest
         // one set of blocks for every request: each ends before the next takes them
         int[][] producerIds = producerBlocks.allocate(PROMPT_BLOCKS);
         int[][] decoderIds = decoderBlocks.allocate(PROMPT_BLOCKS);
-        try (ProcessHost producer = ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(0), addresses, SECRET));
-                ProcessHost decoder = ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, List.of(0), List.of(), SECRET))) {
+        try (ProcessHost producer = ProcessHost.start(new HostSpec(HostSpec.PREFILL, options, capacity, List.of(0), addresses, SECRET), environment);
+                ProcessHost decoder = ProcessHost.start(new HostSpec(HostSpec.DECODE, options, capacity, List.of(0), List.of(), SECRET), environment)) {
             producer.awaitReady();
             decoder.awaitReady();
             Requests requests = new Requests(producer, decoder, producerIds, decoderIds);
@@ -109,27 +115,33 @@ final class EngineFloodTest
             requests.awaitIdle();
             long heapBefore = usedHeapAfterGc(producer) + usedHeapAfterGc(decoder);
 
-            List<InetSocketAddress> targets = new ArrayList<>();
-            Map<InetSocketAddress, String> owners = new LinkedHashMap<>();
+            List<String> targets = new ArrayList<>();
+            List<String> owners = new ArrayList<>();
+            List<Integer> counts = new ArrayList<>();
             for (ProcessHost host : List.of(producer, decoder)) {
-                for (InetSocketAddress socket : listening(host.process().pid())) {
-                    targets.add(socket);
-                    owners.put(socket, host.label());
+                List<String> sockets = listening(host.process().pid());
+                if (options.backend().equals("cuda-ipc")) {
+                    assertTrue(sockets.stream().anyMatch(socket -> socket.startsWith("unix:")), host.label() + " has no control socket among " + sockets);
+                }
+                for (int s = 0; s < sockets.size(); s++) {
+                    targets.add(sockets.get(s));
+                    owners.add(host.label());
+                    // the engine's connections spread evenly over its sockets
+                    counts.add(CONNECTIONS_PER_ENGINE / sockets.size() + (s < CONNECTIONS_PER_ENGINE % sockets.size() ? 1 : 0));
                 }
             }
-            // the producer's side channel and data port, the decoder's data port (and its side channel, if it has one)
-            assertTrue(targets.contains(new InetSocketAddress("127.0.0.1", addresses.getFirst().port())), "the producer's side channel is not among " + owners);
-            assertTrue(targets.size() >= 3, "expected a side channel and two data ports among " + owners);
+            // the producer's side channel and data port or control socket, the decoder's data port or control socket (and its side channel, if it has one)
+            assertTrue(targets.contains("tcp:" + addresses.getFirst().port()), "the producer's side channel is not among " + targets);
+            assertTrue(targets.size() >= 3, "expected a side channel and two transport sockets among " + targets);
 
-            int connections = floodSize();
-            Descriptors descriptors = new Descriptors(producer, decoder);
+            Descriptors descriptors = new Descriptors(MAX_FLOOD_DESCRIPTORS, producer, decoder);
             System.out.println("engine flood: open descriptors before the flood: " + descriptors);
             long started = System.nanoTime();
             int during;
             long floodMillis;
             InetSocketAddress producerSideChannel = new InetSocketAddress("127.0.0.1", addresses.getFirst().port());
-            try (NotifyFlood notifications = new NotifyFlood(producerSideChannel);
-                    EngineFlood flood = new EngineFlood(targets, connections)) {
+            try (NotifyFlood notifications = notificationFlood ? new NotifyFlood(producerSideChannel) : null;
+                    FloodAttackers flood = new FloodAttackers(targets, counts.stream().mapToInt(Integer::intValue).toArray(), SOURCES)) {
                 // requests keep moving while the flood is being opened
                 while (!flood.opened() || requests.completed() < MIN_REQUESTS_DURING_OPENING) {
                     requests.next();
@@ -147,18 +159,25 @@ final class EngineFloodTest
                         heapBefore >> 10, heapHeld >> 10);
                 assertTrue(heapHeld - heapBefore < MAX_HEAP_GROWTH_MIB << 20,
                         "the held flood grew the engines' used heap from " + heapBefore + " to " + heapHeld + " bytes");
-                long notified = notifications.sent();
-                String perSocket = flood.report(targets, owners);
-                System.out.printf(Locale.ROOT, "engine flood: %d connections over %d sockets in %d ms (%s); %d requests while it opened, %d while held;"
-                        + " %d unsealed notifications sent to the producer meanwhile (%s)%n", connections, targets.size(), floodMillis, perSocket, during,
-                        HELD_REQUESTS, notified, notifications.stopReason());
+                flood.census();
+                String perSocket = flood.report(owners);
+                int connections = CONNECTIONS_PER_ENGINE * 2;
+                System.out.printf(Locale.ROOT, "engine flood: %d connections (%s) over %d sockets in %d ms (%s); %d requests while it opened, %d while held%n",
+                        connections, options.backend(), targets.size(), floodMillis, perSocket, during, HELD_REQUESTS);
                 // each engine holds what its admission bounds allow, not one descriptor per flood connection
                 System.out.println("engine flood: open descriptors, most seen while the flood opened and was held: " + descriptors);
-                descriptors.assertBelow(MAX_FLOOD_DESCRIPTORS);
-                assertTrue(notified >= MIN_NOTIFICATIONS, "the notification flood sent only " + notified + ": " + notifications.stopReason());
+                descriptors.assertBelow();
+                if (notifications != null) {
+                    long notified = notifications.sent();
+                    System.out.printf(Locale.ROOT, "engine flood: %d unsealed notifications sent to the producer meanwhile (%s)%n", notified,
+                            notifications.stopReason());
+                    assertTrue(notified >= MIN_NOTIFICATIONS, "the notification flood sent only " + notified + ": " + notifications.stopReason());
+                }
                 assertTrue(flood.connected() > connections * 9L / 10, "most flood connections should connect: " + perSocket);
                 for (int t = 0; t < targets.size(); t++) {
-                    assertTrue(flood.connectedTo(t) > 0, "no flood connection reached " + owners.get(targets.get(t)) + " " + targets.get(t) + ": " + perSocket);
+                    assertTrue(flood.connectedTo(t) > 0, "no flood connection reached " + owners.get(t) + " " + targets.get(t) + ": " + perSocket);
+                    // a socket's thousands of connections are far beyond its admission bounds: the engine closes most
+                    assertTrue(flood.refusedBy(t) > 0, owners.get(t) + " " + targets.get(t) + " closed none of the flood's connections: " + perSocket);
                 }
                 // both engines still serve and report nothing wrong while the flood is held
                 for (ProcessHost host : List.of(producer, decoder)) {
@@ -232,125 +251,23 @@ final class EngineFloodTest
         }
     }
 
-    /**
-     * Connections opened from {@link #THREADS} threads, the i-th to {@code targets[i % n]} from
-     * {@code 127.0.0.(1 + i % 8)}; every third sends {@link #GARBAGE} and goes quiet. All are held
-     * until {@link #close}, which resets them.
-     */
-    private static final class EngineFlood implements AutoCloseable
-    {
-        private final List<InetSocketAddress> targets;
-        private final int connections;
-        private final List<Thread> threads = new ArrayList<>();
-        private final List<List<Socket>> held = new ArrayList<>();
-        private final AtomicLongArray connected;
-        private final AtomicLongArray failed;
-        private final AtomicLongArray garbageRefused;
-        private volatile boolean stopped;
-
-        EngineFlood(List<InetSocketAddress> targets, int connections)
-        {
-            this.targets = List.copyOf(targets);
-            this.connections = connections;
-            this.connected = new AtomicLongArray(targets.size());
-            this.failed = new AtomicLongArray(targets.size());
-            this.garbageRefused = new AtomicLongArray(targets.size());
-            for (int t = 0; t < THREADS; t++) {
-                List<Socket> own = new ArrayList<>();
-                held.add(own);
-                int thread = t;
-                threads.add(Thread.ofPlatform().daemon().name("engine-flood-" + t).start(() -> open(thread, own)));
-            }
-        }
-
-        private void open(int thread, List<Socket> own)
-        {
-            for (int i = thread; i < connections && !stopped; i += THREADS) {
-                int target = i % targets.size();
-                Socket socket = new Socket();
-                own.add(socket);
-                try {
-                    socket.setSoLinger(true, 0);
-                    socket.bind(new InetSocketAddress("127.0.0." + (1 + i % SOURCES), 0));
-                    socket.connect(targets.get(target), CONNECT_TIMEOUT_MILLIS);
-                    connected.incrementAndGet(target);
-                    if (i % 3 == 2) {
-                        try {
-                            socket.getOutputStream().write(GARBAGE);
-                        }
-                        catch (IOException e) {
-                            // the engine already shed it: what admission is for
-                            garbageRefused.incrementAndGet(target);
-                        }
-                    }
-                }
-                catch (IOException e) {
-                    failed.incrementAndGet(target);
-                }
-            }
-        }
-
-        boolean opened()
-        {
-            return threads.stream().noneMatch(Thread::isAlive);
-        }
-
-        long connected()
-        {
-            long sum = 0;
-            for (int t = 0; t < targets.size(); t++) {
-                sum += connected.get(t);
-            }
-            return sum;
-        }
-
-        long connectedTo(int target)
-        {
-            return connected.get(target);
-        }
-
-        String report(List<InetSocketAddress> targets, Map<InetSocketAddress, String> owners)
-        {
-            List<String> lines = new ArrayList<>();
-            for (int t = 0; t < targets.size(); t++) {
-                lines.add(String.format(Locale.ROOT, "%s port %d: %d connected, %d failed, %d shed before their garbage", owners.get(targets.get(t)),
-                        targets.get(t).getPort(), connected.get(t), failed.get(t), garbageRefused.get(t)));
-            }
-            return String.join("; ", lines);
-        }
-
-        @Override
-        public void close() throws InterruptedException
-        {
-            stopped = true;
-            for (Thread thread : threads) {
-                thread.join(TimeUnit.SECONDS.toMillis(60));
-            }
-            for (List<Socket> own : held) {
-                for (Socket socket : own) {
-                    try {
-                        socket.close();
-                    }
-                    catch (IOException e) {
-                        // a reset of a socket the engine closed already: nothing to check
-                    }
-                }
-            }
-        }
-    }
-
     /** The most descriptors each engine process held at once, sampled between requests, and what it held before. */
     private static final class Descriptors
     {
         private final List<ProcessHost> hosts;
+        private final long bound;
         private final long[] before;
         private final long[] most;
+        // per host, what its descriptors were when it first went over the bound: which sockets, by local port
+        private final String[] over;
 
-        Descriptors(ProcessHost... hosts) throws IOException
+        Descriptors(long bound, ProcessHost... hosts) throws IOException
         {
             this.hosts = List.of(hosts);
+            this.bound = bound;
             this.before = new long[hosts.length];
             this.most = new long[hosts.length];
+            this.over = new String[hosts.length];
             sample();
             System.arraycopy(most, 0, before, 0, most.length);
         }
@@ -358,19 +275,61 @@ final class EngineFloodTest
         void sample() throws IOException
         {
             for (int h = 0; h < most.length; h++) {
-                try (var open = Files.list(Path.of("/proc", Long.toString(hosts.get(h).process().pid()), "fd"))) {
+                long pid = hosts.get(h).process().pid();
+                try (var open = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
                     most[h] = Math.max(most[h], open.count());
+                }
+                if (over[h] == null && most[h] - before[h] >= bound) {
+                    over[h] = breakdown(pid);
                 }
             }
         }
 
-        /** Fails where an engine held {@code bound} or more descriptors beyond those it held before the flood. */
-        void assertBelow(long bound)
+        /** Fails where an engine held {@code bound} or more descriptors beyond those it held before the flood, naming what they were. */
+        void assertBelow()
         {
             for (int h = 0; h < most.length; h++) {
                 assertTrue(most[h] - before[h] < bound, hosts.get(h).label() + " held " + most[h] + " descriptors at once under the flood, "
-                        + before[h] + " before it; bound " + bound + " more");
+                        + before[h] + " before it; bound " + bound + " more; when it went over: " + over[h]);
             }
+        }
+
+        /** {@return the process's descriptors by kind: TCP sockets by local port, Unix sockets, the rest} */
+        private static String breakdown(long pid) throws IOException
+        {
+            Set<String> sockets = new HashSet<>();
+            long others = 0;
+            try (var descriptors = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
+                for (Path descriptor : descriptors.toList()) {
+                    try {
+                        String link = Files.readSymbolicLink(descriptor).toString();
+                        if (link.startsWith("socket:[")) {
+                            sockets.add(link.substring("socket:[".length(), link.length() - 1));
+                        }
+                        else {
+                            others++;
+                        }
+                    }
+                    catch (IOException e) {
+                        // closed meanwhile
+                    }
+                }
+            }
+            java.util.TreeMap<String, Integer> byPort = new java.util.TreeMap<>();
+            int tcp = 0;
+            for (String table : List.of("tcp", "tcp6")) {
+                Path path = Path.of("/proc", Long.toString(pid), "net", table);
+                List<String> lines = Files.exists(path) ? Files.readAllLines(path) : List.of("");
+                for (String line : lines.subList(1, lines.size())) {
+                    String[] fields = line.trim().split("\\s+");
+                    if (sockets.contains(fields[9])) {
+                        tcp++;
+                        String key = "port " + Integer.parseInt(fields[1].substring(fields[1].indexOf(':') + 1), 16) + " state " + fields[3];
+                        byPort.merge(key, 1, Integer::sum);
+                    }
+                }
+            }
+            return "TCP sockets " + byPort + ", other sockets " + (sockets.size() - tcp) + ", other descriptors " + others;
         }
 
         @Override
@@ -400,13 +359,12 @@ final class EngineFloodTest
 
         NotifyFlood(InetSocketAddress producerSideChannel)
         {
-            SideChannelSettings settings = SideChannelSettings.builder().secret(SECRET).build();
-            byte[] payload = new SideChannelClient(settings, SideChannelClock.system()).fetch(producerSideChannel, List.of(new RankKey(0, 0))).getFirst()
-                    .payload();
-            RankMetadata rank = MetadataCodec.decode(HandshakePayload.decode(payload, settings.limits()).metadata(), settings.limits());
+            AuthenticatedPeerClient peer = new AuthenticatedPeerClient(SECRET, Duration.ofSeconds(10));
+            AuthenticatedPeerClient.PublishedTransport published = peer.transport(producerSideChannel, 0, 0);
+            assertEquals("tcp", published.transport(), "the producer's transport");
             TransferBackendFactory tcp = ServiceLoader.load(TransferBackendFactory.class).stream().map(ServiceLoader.Provider::get)
                     .filter(factory -> factory.name().equals("tcp")).findFirst().orElseThrow(() -> new AssertionError("no tcp transport on the class path"));
-            byte[] key = ConnectionKeys.derive(SECRET, "tcp").orElseThrow();
+            byte[] key = peer.connectionKey("tcp");
             flooder = tcp.create(Map.of("host", "127.0.0.1"), new BackendContext()
             {
                 @Override
@@ -421,7 +379,7 @@ final class EngineFloodTest
                     return Optional.of(key.clone());
                 }
             });
-            Peer producer = flooder.connect(rank.transportMetadata());
+            Peer producer = flooder.connect(published.metadata());
             byte[] message = new byte[NOTIFICATION_BYTES];
             thread = Thread.ofPlatform().daemon().name("notify-flood").start(() -> {
                 try {
@@ -456,30 +414,11 @@ final class EngineFloodTest
         }
     }
 
-    /** {@return the flood's size: {@link #CONNECTIONS}, or what this JVM's hard limit on open files leaves} */
-    private static int floodSize() throws IOException
-    {
-        long hard = Long.MAX_VALUE;
-        for (String line : Files.readAllLines(Path.of("/proc/self/limits"))) {
-            if (line.startsWith("Max open files")) {
-                String value = line.substring("Max open files".length()).trim().split("\\s+")[1];
-                hard = value.equals("unlimited") ? Long.MAX_VALUE : Long.parseLong(value);
-            }
-        }
-        long open;
-        try (var descriptors = Files.list(Path.of("/proc/self/fd"))) {
-            open = descriptors.count();
-        }
-        int size = (int) Math.min(CONNECTIONS, hard - open - DESCRIPTOR_MARGIN);
-        if (size < CONNECTIONS) {
-            System.out.printf(Locale.ROOT, "engine flood: %d connections, not %d: this JVM's hard limit on open files is %d, %d are open, %d kept for the test%n",
-                    size, CONNECTIONS, hard, open, DESCRIPTOR_MARGIN);
-        }
-        return size;
-    }
-
-    /** {@return every TCP socket the process listens on, from its descriptors and the kernel's socket tables} */
-    private static List<InetSocketAddress> listening(long pid) throws IOException
+    /**
+     * {@return every socket the process listens on, from its descriptors and the kernel's socket
+     * tables: {@code tcp:PORT} for TCP on loopback, {@code unix:NAME} for an abstract Unix socket}
+     */
+    private static List<String> listening(long pid) throws IOException
     {
         Set<String> inodes = new HashSet<>();
         try (var descriptors = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
@@ -495,26 +434,41 @@ final class EngineFloodTest
                 }
             }
         }
-        List<InetSocketAddress> sockets = new ArrayList<>();
+        List<String> sockets = new ArrayList<>();
         for (String table : List.of("tcp", "tcp6")) {
             Path path = Path.of("/proc", Long.toString(pid), "net", table);
             if (!Files.exists(path)) {
                 continue;
             }
-            for (String line : Files.readAllLines(path).subList(1, Files.readAllLines(path).size())) {
+            List<String> lines = Files.readAllLines(path);
+            for (String line : lines.subList(1, lines.size())) {
                 String[] fields = line.trim().split("\\s+");
                 // local_address, state 0A (LISTEN), inode
                 if (fields[3].equals("0A") && inodes.contains(fields[9])) {
                     int port = Integer.parseInt(fields[1].substring(fields[1].indexOf(':') + 1), 16);
-                    String host = fields[1].startsWith("0100007F") || table.equals("tcp6") || fields[1].startsWith("00000000") ? "127.0.0.1" : null;
-                    assertTrue(host != null, "pid " + pid + " listens on " + fields[1] + ", beyond loopback");
-                    sockets.add(new InetSocketAddress(host, port));
+                    boolean loopback = fields[1].startsWith("0100007F") || table.equals("tcp6") || fields[1].startsWith("00000000");
+                    assertTrue(loopback, "pid " + pid + " listens on " + fields[1] + ", beyond loopback");
+                    sockets.add("tcp:" + port);
                 }
+            }
+        }
+        List<String> unix = Files.readAllLines(Path.of("/proc", Long.toString(pid), "net", "unix"));
+        for (String line : unix.subList(1, unix.size())) {
+            // Num RefCount Protocol Flags Type St Inode Path; flags 00010000: listening; a path from '@' is abstract
+            String[] fields = line.trim().split("\\s+");
+            if (fields.length == 8 && fields[3].equals("00010000") && inodes.contains(fields[6])) {
+                // the JVM's attach listener, which jcmd opened, is the JVM's, not the engine's
+                if (ATTACH_LISTENER.matcher(fields[7]).matches()) {
+                    continue;
+                }
+                assertTrue(fields[7].startsWith("@"), "pid " + pid + " listens on the Unix socket " + fields[7] + ", which is not abstract");
+                sockets.add("unix:" + fields[7].substring(1));
             }
         }
         return sockets;
     }
 
+    private static final Pattern ATTACH_LISTENER = Pattern.compile(".*/\\.java_pid\\d+(\\.tmp)?");
     private static final Pattern HEAP_USED = Pattern.compile("used (\\d+)K");
 
     /** {@return the worker's used heap right after a full GC, which {@code jcmd} asks for} */
