@@ -29,6 +29,8 @@ public final class SkippedTests
             Map.entry("ucx is not installed", "libucx0 (apt-get install libucx0)"),
             Map.entry("libucx-dev", "libucx-dev (apt-get install libucx-dev)"),
             Map.entry("the ucx transport cannot run here", "libucx0 (apt-get install libucx0)"),
+            Map.entry("the ucx transport is not available here", "libucx0 (apt-get install libucx0)"),
+            Map.entry("(debian's libucx0)", "libucx0 (apt-get install libucx0)"),
             Map.entry("no etcd binary", "etcd-server (apt-get install etcd-server)"),
             Map.entry("gcc", "gcc (apt-get install gcc)"),
             Map.entry("needs root", "root, with iproute2 (network namespaces)"),

@@ -31,6 +31,18 @@ final class SkippedTestsTableTest
                 + " -Dkvbridge.cuda-ipc.test.headers points); gcc (apt-get install gcc)", install);
     }
 
+    @Test
+    void everyWayATestSaysUcxIsMissingNamesLibucx0(@TempDir Path root) throws Exception
+    {
+        report(root, "backend-nixl", "io.kvbridge.backend.nixl.ffm.LoadedUcxTest", "/usr/lib/x86_64-linux-gnu/libucp.so.0 is not installed (Debian's libucx0)");
+        report(root, "examples", "io.kvbridge.examples.cli.TlsBenchTest", "the ucx transport is not available here");
+        for (String module : List.of("backend-nixl", "examples")) {
+            Path other = Files.createDirectories(root.resolve("only-" + module));
+            Files.move(root.resolve(module), other.resolve(module));
+            assertEquals("kvbridge test: to run what was skipped, install libucx0 (apt-get install libucx0)", table(other).getLast(), module);
+        }
+    }
+
     private static void report(Path root, String module, String className, String reason) throws IOException
     {
         Path reports = Files.createDirectories(root.resolve(module).resolve("target").resolve("surefire-reports"));
