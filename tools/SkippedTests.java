@@ -25,17 +25,20 @@ import org.w3c.dom.NodeList;
 public final class SkippedTests
 {
     /** A phrase of a reason that says something is missing here, and what brings it. */
-    private static final Map<String, String> REMEDIES = Map.of(
-            "ucx is not installed", "libucx0 (apt-get install libucx0)",
-            "libucx-dev", "libucx-dev (apt-get install libucx-dev)",
-            "the ucx transport cannot run here", "libucx0 (apt-get install libucx0)",
-            "no etcd binary", "etcd-server (apt-get install etcd-server)",
-            "gcc", "gcc (apt-get install gcc)",
-            "needs root", "root, with iproute2 (network namespaces)",
-            "namespaces need root", "root, with iproute2 (network namespaces)",
-            "no installed nixl", "a NIXL installation (see backend-nixl/README.md)",
-            "no usable cuda driver", "an NVIDIA GPU with its driver",
-            "setpriv", "util-linux's setpriv");
+    private static final Map<String, String> REMEDIES = Map.ofEntries(
+            Map.entry("ucx is not installed", "libucx0 (apt-get install libucx0)"),
+            Map.entry("libucx-dev", "libucx-dev (apt-get install libucx-dev)"),
+            Map.entry("the ucx transport cannot run here", "libucx0 (apt-get install libucx0)"),
+            Map.entry("the ucx transport is not available here", "libucx0 (apt-get install libucx0)"),
+            Map.entry("(debian's libucx0)", "libucx0 (apt-get install libucx0)"),
+            Map.entry("no etcd binary", "etcd-server (apt-get install etcd-server)"),
+            Map.entry("gcc", "gcc (apt-get install gcc)"),
+            Map.entry("needs root", "root, with iproute2 (network namespaces)"),
+            Map.entry("namespaces need root", "root, with iproute2 (network namespaces)"),
+            Map.entry("no installed nixl", "a NIXL installation (see backend-nixl/README.md)"),
+            Map.entry("no usable cuda driver", "an NVIDIA GPU with its driver"),
+            Map.entry("no cuda headers", "the CUDA toolkit's headers (cuda.h, under /usr/local/cuda/include or where -Dkvbridge.cuda-ipc.test.headers points)"),
+            Map.entry("setpriv", "util-linux's setpriv"));
 
     private SkippedTests()
     {

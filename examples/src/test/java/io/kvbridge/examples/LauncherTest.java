@@ -33,6 +33,8 @@ final class LauncherTest
         Run run = launch(directory, false, Map.of());
         assertEquals(3, run.exitCode(), "Maven's exit status is the launcher's: " + run.err());
         assertTrue(run.mavenArgs().contains("verify") && run.mavenArgs().contains(SKIP_FAKES), run.mavenArgs().toString());
+        // a failing module must not leave the later modules' tests out of the closing table
+        assertTrue(run.mavenArgs().contains("--fail-at-end"), run.mavenArgs().toString());
         List<String> lines = run.err().lines().toList();
         assertTrue(lines.size() >= 2 && lines.get(1).equals("maven started"), "one line, then Maven: " + run.err());
         String line = lines.getFirst();

@@ -17,7 +17,12 @@ import java.util.Set;
  * valid request cannot starve the ones that do. A new connection is <i>pending</i> until its first
  * request is valid (authenticated, with a secret); pending connections are bounded in total and per
  * source address, and the newest displaces the oldest (preferring one with nothing to read yet),
- * so a flood of idle sockets only ever churns itself while a client that asks at once is served. A connection whose first request was valid is
+ * so a flood of idle sockets only ever churns itself while a client that asks at once is served.
+ * The bound per address is for other hosts only: every process on this host connects from loopback
+ * or from the address it connects to, so that one address is all of this host's ranks together (a
+ * multi-rank engine's handshakes on a busy machine reach the bound), and a local process picks any
+ * address of the host it likes, so the bound would hold back only the legitimate ones; connections
+ * from this host count toward the total bound. A connection whose first request was valid is
  * <i>established</i>: pending ones never displace it; when the established pool is full, a newly
  * established connection displaces the one idle the longest between requests, or is refused when
  * every established connection is busy.
@@ -38,6 +43,8 @@ final class Admission
     {
         final Socket socket;
         final InetAddress address;
+        // from a process on this host: loopback, or the very address it connected to
+        final boolean thisHost;
         private State state = State.PENDING;
         // System.nanoTime() since which an established connection waits for its next request; -1 while it is busy
         private long idleSinceNanos = -1;
@@ -46,8 +53,17 @@ final class Admission
 
         Connection(Socket socket)
         {
+            this(socket, socket.getRemoteSocketAddress() instanceof InetSocketAddress inet ? inet.getAddress() : InetAddress.getLoopbackAddress(),
+                    socket.getLocalAddress());
+        }
+
+        /** A connection from {@code address}, accepted on {@code localAddress}. */
+        Connection(Socket socket, InetAddress address, InetAddress localAddress)
+        {
             this.socket = socket;
-            this.address = socket.getRemoteSocketAddress() instanceof InetSocketAddress inet ? inet.getAddress() : InetAddress.getLoopbackAddress();
+            this.address = address;
+            // another host cannot complete a TCP handshake from the address it is connecting to
+            this.thisHost = address.isLoopbackAddress() || address.equals(localAddress);
         }
     }
 
@@ -90,7 +106,7 @@ final class Admission
         List<Connection> displaced = new ArrayList<>(1);
         synchronized (lock) {
             ArrayDeque<Connection> ofAddress = pendingByAddress.computeIfAbsent(connection.address, ignored -> new ArrayDeque<>());
-            if (ofAddress.size() >= maxPendingPerAddress) {
+            if (!connection.thisHost && ofAddress.size() >= maxPendingPerAddress) {
                 displaced.add(removePending(victim(ofAddress)));
             }
             else if (pending.size() >= maxPending) {

@@ -45,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * thread accepts; each connection is served on its own virtual thread. Which connections are held
  * is the {@link Admission}'s choice: a new connection must send a valid first request within
  * {@code firstRequestTimeout} and until then can be displaced by newer ones (at most
- * {@code maxPendingConnections}, {@code maxPendingPerAddress} per source address); an established
+ * {@code maxPendingConnections}, {@code maxPendingPerAddress} per source address of another host); an established
  * one is never displaced by those, at most {@code maxConnections} are served at once, each closed
  * after {@code idleConnectionTimeout} of silence. The accept thread takes a connection only while
  * fewer sockets are open than those bounds and as many again being closed ({@link OpenSockets}).

@@ -34,8 +34,10 @@ import java.util.Objects;
  * @param firstRequestTimeout how long the server waits for the whole first request of a new connection.
  * @param maxPendingConnections connections the server holds at once that have not yet sent a valid
  *     first request; a newer one displaces the oldest.
- * @param maxPendingPerAddress of those, how many one source address may hold; its newer one displaces
- *     its oldest, so one address cannot crowd out the others.
+ * @param maxPendingPerAddress of those, how many one source address of another host may hold; its newer
+ *     one displaces its oldest, so one address cannot crowd out the others. Connections from this host
+ *     (loopback, or the address they connect to) are all its processes together and count only toward
+ *     {@code maxPendingConnections}.
  * @param tls TLS 1.3 below the framing, for the server and the client; null for plain TCP.
  * @param allowUnauthenticated whether an engine may serve its side channel on an address other
  *     hosts reach although it proves nothing about its peers (no secret, no TLS requiring client
@@ -437,7 +439,8 @@ public record SideChannelSettings(
         }
 
         /**
-         * Sets how many of those one source address may hold.
+         * Sets how many of those one source address of another host may hold (this host's processes
+         * share only {@code maxPendingConnections}).
          *
          * @param maxPendingPerAddress the bound.
          * @return this builder.
