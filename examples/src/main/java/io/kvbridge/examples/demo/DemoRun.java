@@ -28,8 +28,10 @@ import java.util.stream.IntStream;
  * Runs the demo as a scheduler would: it keeps both engines' block pools, draws the prompts, and
  * drives the hosts that run the ranks, either both engines in this JVM or every producer stage and
  * the decoder in a JVM of its own ({@link DemoOptions#processes()}). The producer fills each
- * request's blocks and reports {@code prefillFinished} on every rank; the parameters go to the
- * decoder, whose ranks call {@code blocksAllocated}. A request is done when every decoder rank
+ * request's blocks and reports {@code prefillFinished} on every rank, or with a prefill that takes
+ * time or streams ({@link PrefillCompute}) reports it as its prefill thread goes; the parameters go
+ * to the decoder once ready, whose ranks call {@code blocksAllocated}. Each request's time from its
+ * prefill call to every decoder rank reporting it received is recorded ({@link DecodeReadyTimes}). A request is done when every decoder rank
  * reported it (and its bytes were checked) and every producer rank freed it.
  */
 public final class DemoRun

@@ -32,6 +32,7 @@ final class StreamedDemoTest
             "local|--layout mla --producer-pp 1",
             "local|--layout per-layer --producer-tp 2 --consumer-tp 1",
             "local|--layout per-layer --placement cross-layer --producer-pp 1",
+            "local|--layout per-layer --kv-planes split:blockwise --block-tokens 16:32 --consumer-pp 2",
             "local|--model hybrid-ssm --layout hma"})
     void everyStreamedByteArrives(String backend, String shape) throws Exception
     {
@@ -59,6 +60,15 @@ final class StreamedDemoTest
             double p50 = decodeReady.get("p50Ms").asDouble();
             assertTrue(p50 > 0 && p50 <= decodeReady.get("p99Ms").asDouble(), prefill + ": " + decodeReady);
         }
+    }
+
+    @Test
+    void theTextAuditNamesThePrefillAndItsDecodeReadyTimes()
+    {
+        CliRun run = CliRun.of("demo", "--requests", "4", "--max-tokens", "300", "--idle-seconds", "0", "--stream-layers", "--layer-compute", "1ms");
+        assertEquals(0, run.exitCode(), run.out() + run.err());
+        assertTrue(run.out().matches("(?s).*decode-ready latency +p50 [0-9.]+ ms, p99 [0-9.]+ ms of 4 .*"), run.out());
+        assertTrue(run.out().matches("(?s).*prefill +streamed by layer, 1.0 ms sleep per layer \\(measured [0-9.]+ ms\\).*"), run.out());
     }
 
     @ParameterizedTest(name = "{0}")
