@@ -1,6 +1,7 @@
 package io.kvbridge.examples.cli;
 
 import io.kvbridge.api.Integrity;
+import io.kvbridge.examples.demo.DemoModel;
 import io.kvbridge.examples.demo.DemoOptions;
 import java.time.Duration;
 import picocli.CommandLine.Model.CommandSpec;
@@ -46,6 +47,14 @@ final class DemoStreaming
                     + "each layer is computed, and pull does not stream; use --mode push", options.mode());
             check(options.integrity() == Integrity.OFF, "--stream-layers cannot be combined with --integrity %s: a block's digest needs its final "
                     + "bytes, and a streamed layer moves before the others are computed; use --integrity off", options.integrity().configName());
+        }
+        if (streamLayers) {
+            // the lease runs from prefillStarted, and a host's prefills go one at a time: the last in flight waits for the others
+            long prefillsMillis = (long) options.concurrency() * DemoModel.layerCount(options.model()) * nanos / 1_000_000;
+            check(2 * prefillsMillis < options.leaseMillis(), "--stream-layers holds each request under its lease from prefillStarted, and with "
+                    + "--concurrency=%d a prefill of %d layers x %s ms may wait for the others: %d ms must stay below half of --lease-seconds=%s; "
+                    + "lower --concurrency or --layer-compute, or raise --lease-seconds", options.concurrency(), DemoModel.layerCount(options.model()),
+                    nanos / 1e6, prefillsMillis, options.leaseMillis() / 1000.0);
         }
         check(fault == null || !streamLayers && nanos == 0, "--fault=%s acts on a prefill that ends at once; drop --stream-layers and --layer-compute",
                 fault);

@@ -76,7 +76,9 @@ final class StreamedDemoTest
             "--mode pull|--stream-layers cannot be combined with --mode pull: a streamed request is pushed",
             "--mode mixed|--stream-layers cannot be combined with --mode mixed",
             "--integrity crc32c --producer-pp 1|--stream-layers cannot be combined with --integrity crc32c: a block's digest needs its final bytes",
-            "--fault corrupt:2|--fault=corrupt:2 acts on a prefill that ends at once"})
+            "--fault corrupt:2|--fault=corrupt:2 acts on a prefill that ends at once",
+            "--layer-compute 1s --concurrency 8|--stream-layers holds each request under its lease from prefillStarted, and with --concurrency=8 a "
+                    + "prefill of 30 layers x 1000.0 ms may wait for the others: 240000 ms must stay below half of --lease-seconds=30.0"})
     void refusesWhatCannotStreamUpFront(String extra, String message)
     {
         List<String> args = new ArrayList<>(List.of("demo", "--stream-layers", "--requests", "4"));
