@@ -62,6 +62,13 @@ final class DemoAuditText
         out.printf(Locale.ROOT, "  request latency           %s (decoder: blocksAllocated to received)%n", percentiles(latency.get("request")));
         out.printf(Locale.ROOT, "  hand-over latency         %s (prefill finished to the decoder's first data in place)%n",
                 percentiles(latency.get("handover")));
+        Map<String, Object> ready = (Map<String, Object>) audit.get("decodeReady");
+        out.printf(Locale.ROOT, "  decode-ready latency      %s (prefill start to every decoder rank received)%n", ((Number) ready.get("count")).longValue() == 0
+                ? "none recorded" : String.format(Locale.ROOT, "p50 %s ms, p99 %s ms of %,d", ready.get("p50Ms"), ready.get("p99Ms"), ready.get("count")));
+        Map<String, Object> prefill = (Map<String, Object>) audit.get("prefill");
+        out.printf(Locale.ROOT, "  prefill                   %s, %s%n", Boolean.TRUE.equals(prefill.get("streamLayers")) ? "streamed by layer" : "reported whole",
+                "none".equals(prefill.get("layerCompute")) ? "no compute" : String.format(Locale.ROOT, "%s ms %s per layer (measured %.3f ms)",
+                        prefill.get("layerComputeMs"), prefill.get("layerCompute"), ((Number) prefill.get("measuredLayerMs")).doubleValue()));
         out.println("  metadata audit");
         for (String side : List.of("producer", "decoder")) {
             Map<String, Object> engine = (Map<String, Object>) metadata.get(side);

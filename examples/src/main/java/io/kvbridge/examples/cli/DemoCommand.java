@@ -113,6 +113,10 @@ final class DemoCommand implements Callable<Integer>
     @Mixin
     private DemoCacheShapes cacheShapes;
 
+    /** --stream-layers and --layer-compute. */
+    @Mixin
+    private DemoStreaming streaming;
+
     @Option(names = "--concurrency", paramLabel = "N", defaultValue = "8", description = "Requests in flight (default: ${DEFAULT-VALUE}).")
     private int concurrency;
 
@@ -359,6 +363,7 @@ final class DemoCommand implements Callable<Integer>
         DemoOptions options = new DemoOptions(backend, mode.toString(), layout.toString(), producerPp, producerTp, consumerPp, consumerTp, requests,
                 concurrency, maxTokens, seed, (long) (idleSeconds * 1000), processes, (long) (leaseSeconds * 1000), shapes[0], shapes[1], cacheDevice,
                 location, hosts, transportOptions, digests, corruptEvery, model).withStallProducer(stallProducerMillis());
+        options = streaming.apply(options, fault);
         if (hosts) {
             // last, since it makes and removes a namespace: every cheaper refusal comes first
             DemoHosts.unavailability().ifPresent(reason -> check(false, "--hosts cannot run here: %s", reason));

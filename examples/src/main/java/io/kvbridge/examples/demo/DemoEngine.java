@@ -208,6 +208,15 @@ final class DemoEngine
      */
     long forEachPage(int promptBlocks, int[][] ids, EngineMemory.Access access, PageVisitor visitor)
     {
+        return forEachPage(promptBlocks, ids, access, -1, visitor);
+    }
+
+    /**
+     * As {@link #forEachPage(int, int[][], EngineMemory.Access, PageVisitor)}, the pages of one layer
+     * only, or of every layer when {@code onlyLayer} is -1: a streamed prefill fills a layer at a time.
+     */
+    long forEachPage(int promptBlocks, int[][] ids, EngineMemory.Access access, int onlyLayer, PageVisitor visitor)
+    {
         int count = 0;
         long[] addresses = new long[256];
         long[] lengths = new long[256];
@@ -220,6 +229,9 @@ final class DemoEngine
                 if (region.groupId() >= 0 && stateGroup.stateful()) {
                     // one whole state per block, components back to back, each this rank's share of the component
                     int index = layerIndex.get(region.members().getFirst());
+                    if (onlyLayer >= 0 && index != onlyLayer) {
+                        continue;
+                    }
                     int tp = rank.rank().tpSize();
                     for (int block : ids[region.groupId()]) {
                         for (int c = 0; c < stateGroup.state().size(); c++) {
@@ -238,6 +250,9 @@ final class DemoEngine
                 for (int m = 0; m < region.members().size(); m++) {
                     String layer = region.members().get(m);
                     int index = layerIndex.get(layer);
+                    if (onlyLayer >= 0 && index != onlyLayer) {
+                        continue;
+                    }
                     int group = spec.layers().get(index).groupId();
                     long offset = 0;
                     long bytes = region.blockBytes();

@@ -43,6 +43,14 @@ interface DemoHost extends AutoCloseable
          * @param reason the release's reason, as the connector said.
          */
         void released(int request, String reason);
+
+        /**
+         * Every decoder rank of the host reported a request received, before its bytes are checked:
+         * the moment the decoder could start decoding it.
+         *
+         * @param request the request's index.
+         */
+        void decodeReady(int request);
     }
 
     /** @return a name for messages. */
@@ -56,6 +64,14 @@ interface DemoHost extends AutoCloseable
 
     /** Producer: fills the request's pages on every rank and reports the prefill finished; see {@link #params}. */
     void prefill(int request, int tokens, int[][] blockIds);
+
+    /**
+     * Producer: whether the request's parameters are ready, so that {@link #params} returns at once;
+     * a prefill that takes time ({@link DemoOptions#computedPrefill()}) ends after {@link #prefill} returned.
+     *
+     * @throws DemoFailure when the prefill failed or the host is gone.
+     */
+    boolean paramsReady(int request);
 
     /** Producer: the parameters a finished prefill handed to the router; waits for them. */
     TransferParams params(int request);

@@ -42,11 +42,16 @@ import java.util.Map;
  * @param stallProducerMillis the {@code stall-producer:DURATION} fault: the last producer stage's process is
  *     stopped for this long once request {@link #stalledRequest()} is prefilled, and the decoder gives up on
  *     a request after half of it; 0 for none (see {@link ProducerStall}).
+ * @param streamLayers whether the producer announces each request with {@code prefillStarted}, hands its
+ *     parameters to the decoder at once and reports each layer with {@code layerComputed} once filled
+ *     (push only, integrity off); else it reports {@code prefillFinished} after its last layer.
+ * @param layerComputeNanos simulated compute per layer on the producer, a sleep before each layer is
+ *     filled (see {@link PrefillCompute}); 0 for none.
  */
 public record DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
         int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache, CacheShape consumerCache,
         int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity, int corruptEvery, String model,
-        long stallProducerMillis)
+        long stallProducerMillis, boolean streamLayers, long layerComputeNanos)
 {
     /** The modes. */
     public static final List<String> MODES = List.of("push", "pull", "mixed");
@@ -91,6 +96,24 @@ public record DemoOptions(String backend, String mode, String layout, int produc
         KvBridgeException.checkArgument(stallProducerMillis == 0 || processes && requests >= 2,
                 "stallProducerMillis=%d stops a producer process while it is mid-request: it needs processes=true and at least 2 requests",
                 stallProducerMillis);
+        KvBridgeException.checkArgument(layerComputeNanos >= 0, "layerComputeNanos=%d is negative", layerComputeNanos);
+        KvBridgeException.checkArgument(!streamLayers || mode.equals("push") && integrity == Integrity.OFF,
+                "streamLayers=true needs mode=push and integrity=off (mode=%s, integrity=%s): a streamed request is pushed, and digests need final bytes",
+                mode, integrity.configName());
+        KvBridgeException.checkArgument(!(streamLayers || layerComputeNanos > 0) || corruptEvery == 0 && stallProducerMillis == 0,
+                "corruptEvery=%d and stallProducerMillis=%d act on a prefill that ends at once; not with streamLayers or layerComputeNanos", corruptEvery,
+                stallProducerMillis);
+    }
+
+    /** Options without streaming or per-layer compute. */
+    public DemoOptions(String backend, String mode, String layout, int producerPp, int producerTp, int consumerPp, int consumerTp, int requests,
+            int concurrency, int maxTokens, long seed, long idleMillis, boolean processes, long leaseMillis, CacheShape producerCache,
+            CacheShape consumerCache, int cacheDevice, String discovery, boolean hosts, Map<String, String> transportOptions, Integrity integrity,
+            int corruptEvery, String model, long stallProducerMillis)
+    {
+        this(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis, processes,
+                leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, model,
+                stallProducerMillis, false, 0);
     }
 
     /** Options without the stall fault. */
@@ -152,7 +175,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withDiscovery(String location)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions, integrity, corruptEvery, model, stallProducerMillis);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, location, hosts, transportOptions, integrity, corruptEvery, model, stallProducerMillis, streamLayers, layerComputeNanos);
     }
 
     /**
@@ -162,7 +185,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withTransportOptions(Map<String, String> options)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options, integrity, corruptEvery, model, stallProducerMillis);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, options, integrity, corruptEvery, model, stallProducerMillis, streamLayers, layerComputeNanos);
     }
 
     /**
@@ -172,7 +195,7 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withModel(String name)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, name, stallProducerMillis);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, name, stallProducerMillis, streamLayers, layerComputeNanos);
     }
 
     /**
@@ -182,7 +205,25 @@ public record DemoOptions(String backend, String mode, String layout, int produc
     public DemoOptions withStallProducer(long millis)
     {
         return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
-                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, model, millis);
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, model, millis, streamLayers, layerComputeNanos);
+    }
+
+    /**
+     * @param stream whether the producer streams layers.
+     * @param computeNanos simulated compute per layer, or 0.
+     * @return these options with that prefill.
+     */
+    public DemoOptions withPrefill(boolean stream, long computeNanos)
+    {
+        return new DemoOptions(backend, mode, layout, producerPp, producerTp, consumerPp, consumerTp, requests, concurrency, maxTokens, seed, idleMillis,
+                processes, leaseMillis, producerCache, consumerCache, cacheDevice, discovery, hosts, transportOptions, integrity, corruptEvery, model,
+                stallProducerMillis, stream, computeNanos);
+    }
+
+    /** @return whether the producer's prefill takes time or streams, so that it runs on a thread of its own ({@link PrefillCompute}). */
+    public boolean computedPrefill()
+    {
+        return streamLayers || layerComputeNanos > 0;
     }
 
     /** @return the request the stall-producer fault stops the producer in: the middle one, so that every handshake is done before it. */

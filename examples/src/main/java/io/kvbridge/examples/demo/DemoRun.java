@@ -12,6 +12,7 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.security.SecureRandom;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -27,8 +28,10 @@ import java.util.stream.IntStream;
  * Runs the demo as a scheduler would: it keeps both engines' block pools, draws the prompts, and
  * drives the hosts that run the ranks, either both engines in this JVM or every producer stage and
  * the decoder in a JVM of its own ({@link DemoOptions#processes()}). The producer fills each
- * request's blocks and reports {@code prefillFinished} on every rank; the parameters go to the
- * decoder, whose ranks call {@code blocksAllocated}. A request is done when every decoder rank
+ * request's blocks and reports {@code prefillFinished} on every rank, or with a prefill that takes
+ * time or streams ({@link PrefillCompute}) reports it as its prefill thread goes; the parameters go
+ * to the decoder once ready, whose ranks call {@code blocksAllocated}. Each request's time from its
+ * prefill call to every decoder rank reporting it received is recorded ({@link DecodeReadyTimes}). A request is done when every decoder rank
  * reported it (and its bytes were checked) and every producer rank freed it.
  */
 public final class DemoRun
@@ -224,6 +227,10 @@ public final class DemoRun
                 new BlockPool(model, decoderCapacity, stateCapacity(options), decoderShape.blockTokens()), options::corrupted,
                 options.stallProducerMillis() > 0 ? new ProducerStall(options) : null);
         ProducerStall stall = ledger.stall;
+        DecodeReadyTimes decodeReady = new DecodeReadyTimes(options.requests());
+        ledger.decodeReadyTimes = decodeReady;
+        // requests whose prefill takes time, in the order they started, until their parameters are ready
+        ArrayDeque<RequestLedger.Active> prefilling = new ArrayDeque<>();
         SplittableRandom random = new SplittableRandom(options.seed());
         int next = 0;
         int finished = 0;
@@ -237,28 +244,22 @@ public final class DemoRun
                 RequestLedger.Active request = new RequestLedger.Active(next, tokens, producerBlocks.allocate(producerShape.blocks(tokens)),
                         ledger.decoderBlocks.allocate(decoderShape.blocks(tokens)));
                 ledger.started(request);
+                decodeReady.started(next, System.nanoTime());
                 for (DemoHost host : producers) {
                     host.prefill(next, tokens, request.producerIds);
                 }
-                // the first stage's parameters name every stage's side channel; each stage in a process of its own adds its epoch
-                TransferParams params = producers.getFirst().params(next);
-                for (DemoHost host : producers.subList(1, producers.size())) {
-                    params = params.withEpochsOf(host.params(next));
+                if (options.computedPrefill()) {
+                    // the parameters come when the prefill thread has them (streamed: at once); handed over below
+                    prefilling.add(request);
                 }
-                if (stall != null && next == stall.request()) {
-                    stall.stop(producers.getLast(), tokens);
-                }
-                TransferMode mode = switch (options.mode()) {
-                    case "pull" -> TransferMode.PULL;
-                    case "mixed" -> next % 2 == 0 ? TransferMode.PUSH : TransferMode.PULL;
-                    default -> TransferMode.PUSH;
-                };
-                // on hosts of their own, the decoder finds the producer through etcd alone
-                TransferParams routed = hosts == null ? params : DemoHosts.withoutAddresses(params);
-                for (DemoHost host : decoders) {
-                    host.receive(next, routed, mode, tokens, request.decoderIds);
+                else {
+                    handOver(request, producers, decoders, hosts, stall);
                 }
                 next++;
+                idle = false;
+            }
+            while (!prefilling.isEmpty() && paramsReady(producers, prefilling.getFirst().index)) {
+                handOver(prefilling.removeFirst(), producers, decoders, hosts, stall);
                 idle = false;
             }
             for (DemoHost host : producers) {
@@ -362,6 +363,16 @@ public final class DemoRun
         latency.put("request", LatencyBuckets.percentiles(decoder.get("requestLatency")));
         latency.put("handover", LatencyBuckets.percentiles(decoder.get("handoverLatency")));
         audit.put("latency", latency);
+        // from the scheduler's clock: the prefill's start to every decoder rank reporting the request received
+        audit.put("decodeReady", decodeReady.audit());
+        Map<String, Object> prefill = new LinkedHashMap<>();
+        prefill.put("streamLayers", options.streamLayers());
+        prefill.put("layerComputeMs", options.layerComputeNanos() / 1e6);
+        prefill.put("layerCompute", options.layerComputeNanos() == 0 ? "none" : "sleep");
+        long layers = (long) producer.getOrDefault("layersComputed", 0L);
+        // the prefill threads' time per layer walked, the sleep's overshoot and the filling included
+        prefill.put("measuredLayerMs", layers == 0 ? 0.0 : (long) producer.get("layerComputeNanos") / 1e6 / layers);
+        audit.put("prefill", prefill);
         audit.put("metadata", Map.of("producer", metadata(producer, options.producerPp(), options.producerTp()), "decoder",
                 metadata(decoder, options.consumerPp(), options.consumerTp())));
         audit.put("idle", Map.of("waitMillis", options.idleMillis(), "producer", producer.get("idle"), "decoder", decoder.get("idle")));
@@ -385,6 +396,40 @@ public final class DemoRun
         audit.put("idleOk", idleOk);
         audit.put("ok", ok);
         return audit;
+    }
+
+    /** Gives a prefilled request's parameters to the decoder, as a router would. */
+    private void handOver(RequestLedger.Active request, List<DemoHost> producers, List<DemoHost> decoders, DemoHosts hosts, ProducerStall stall)
+    {
+        int index = request.index;
+        // the first stage's parameters name every stage's side channel; each stage in a process of its own adds its epoch
+        TransferParams params = producers.getFirst().params(index);
+        for (DemoHost host : producers.subList(1, producers.size())) {
+            params = params.withEpochsOf(host.params(index));
+        }
+        if (stall != null && index == stall.request()) {
+            stall.stop(producers.getLast(), request.tokens);
+        }
+        TransferMode mode = switch (options.mode()) {
+            case "pull" -> TransferMode.PULL;
+            case "mixed" -> index % 2 == 0 ? TransferMode.PUSH : TransferMode.PULL;
+            default -> TransferMode.PUSH;
+        };
+        // on hosts of their own, the decoder finds the producer through etcd alone
+        TransferParams routed = hosts == null ? params : DemoHosts.withoutAddresses(params);
+        for (DemoHost host : decoders) {
+            host.receive(index, routed, mode, request.tokens, request.decoderIds);
+        }
+    }
+
+    private static boolean paramsReady(List<DemoHost> producers, int request)
+    {
+        for (DemoHost host : producers) {
+            if (!host.paramsReady(request)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** One engine's audit over all its hosts: counts add up, stages are listed in order. */

@@ -42,6 +42,8 @@ public final class EngineHost implements DemoHost
     private final Arena arena;
     private final KvBridge bridge;
     private final DemoEngine engine;
+    // a prefill that takes time or streams; null when the producer fills and reports at once
+    private final PrefillCompute compute;
     private final List<ProducerConnector> producers = new ArrayList<>();
     private final List<ConsumerConnector> consumers = new ArrayList<>();
     private final Map<Integer, TransferParams> params = new HashMap<>();
@@ -153,6 +155,7 @@ public final class EngineHost implements DemoHost
                     consumers.add(bridge.consumer(settings.build()));
                 }
             }
+            this.compute = spec.prefill() && options.computedPrefill() ? new PrefillCompute(engine, producers, options) : null;
         }
         catch (RuntimeException e) {
             closeAll(opened);
@@ -199,6 +202,10 @@ public final class EngineHost implements DemoHost
     @Override
     public void prefill(int request, int tokens, int[][] blockIds)
     {
+        if (compute != null) {
+            compute.start(request, producerId(request), tokens, blockIds);
+            return;
+        }
         engine.forEachPage(engine.shape.blocks(tokens), blockIds, EngineMemory.Access.WRITE, (page, where) -> DemoEngine.fill(page, where, request));
         TransferParams first = null;
         for (ProducerConnector rank : producers) {
@@ -247,8 +254,17 @@ public final class EngineHost implements DemoHost
     }
 
     @Override
+    public boolean paramsReady(int request)
+    {
+        return compute == null ? params.containsKey(request) : compute.ready(request);
+    }
+
+    @Override
     public TransferParams params(int request)
     {
+        if (compute != null) {
+            return compute.params(request);
+        }
         TransferParams given = params.remove(request);
         if (given == null) {
             throw new IllegalStateException(label() + " did not prefill request " + request);
@@ -273,6 +289,9 @@ public final class EngineHost implements DemoHost
     public boolean poll(Events events)
     {
         boolean any = false;
+        if (compute != null) {
+            compute.check();
+        }
         for (ProducerConnector rank : producers) {
             for (FreedRequest freed : rank.poll()) {
                 any = true;
@@ -327,6 +346,9 @@ public final class EngineHost implements DemoHost
         }
         if (++request.ranksDone < consumers.size()) {
             return;
+        }
+        if (request.failures.isEmpty()) {
+            events.decodeReady(request.request);
         }
         if (request.quarantinedRanks > 0) {
             // a late writer may still reach these blocks: neither checked, wiped nor reused until released
@@ -403,6 +425,8 @@ public final class EngineHost implements DemoHost
         // the decoder's side of a request, and the hand-over the decoder records
         audit.put("requestLatency", LatencyBuckets.read(meters, "kvbridge.request.time", "side", spec.prefill() ? "producer" : "consumer"));
         audit.put("handoverLatency", LatencyBuckets.read(meters, "kvbridge.handover.time"));
+        audit.put("layerComputeNanos", compute == null ? 0 : compute.computeNanos());
+        audit.put("layersComputed", compute == null ? 0 : compute.layersComputed());
         audit.put("nonZeroBytes", spec.prefill() ? 0 : engine.nonZeroBytes());
         audit.put("cacheBytes", engine.totalBytes());
         // what the hosts allocated, not what was asked: the audit shows where the bytes really were
@@ -474,6 +498,9 @@ public final class EngineHost implements DemoHost
     private void closeAll(KvBridge opened)
     {
         try {
+            if (compute != null) {
+                compute.close();
+            }
             for (ConsumerConnector connector : consumers) {
                 connector.close();
             }

@@ -10,6 +10,8 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -28,6 +30,8 @@ public final class HostWorker implements DemoHost.Events
 
     private final PrintStream out;
     private final BlockingQueue<String> commands = new LinkedBlockingQueue<>();
+    // prefills whose parameters were not ready when the command came (a prefill that takes time)
+    private final List<Integer> prefilling = new ArrayList<>();
 
     private HostWorker(PrintStream out)
     {
@@ -114,6 +118,7 @@ public final class HostWorker implements DemoHost.Events
             }
             try {
                 busy |= host.poll(this);
+                busy |= sendReadyParams(host);
             }
             catch (RuntimeException e) {
                 error(e);
@@ -138,9 +143,8 @@ public final class HostWorker implements DemoHost.Events
         switch (op) {
             case "prefill" -> {
                 host.prefill(request, command.get("tokens").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
-                ObjectNode params = WorkerProtocol.message("ev", "params").put("request", request);
-                params.set("params", WorkerProtocol.params(host.params(request)));
-                send(params);
+                prefilling.add(request);
+                sendReadyParams(host);
             }
             case "receive" -> host.receive(request, WorkerProtocol.params(command.get("params")), TransferMode.valueOf(command.get("mode").asText()),
                     command.get("tokens").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
@@ -152,6 +156,30 @@ public final class HostWorker implements DemoHost.Events
             }
             default -> throw new IllegalArgumentException("unknown command op=" + op + " (expected prefill, receive, sentinel, audit or exit)");
         }
+    }
+
+    /** Sends the parameters of every prefill that is ready, in the order the prefills came. */
+    private boolean sendReadyParams(EngineHost host)
+    {
+        boolean any = false;
+        for (Iterator<Integer> pending = prefilling.iterator(); pending.hasNext(); ) {
+            int request = pending.next();
+            if (!host.paramsReady(request)) {
+                continue;
+            }
+            pending.remove();
+            ObjectNode params = WorkerProtocol.message("ev", "params").put("request", request);
+            params.set("params", WorkerProtocol.params(host.params(request)));
+            send(params);
+            any = true;
+        }
+        return any;
+    }
+
+    @Override
+    public void decodeReady(int request)
+    {
+        send(WorkerProtocol.message("ev", "decodeReady").put("request", request));
     }
 
     @Override

@@ -16,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -39,6 +40,8 @@ public final class ProcessHost implements DemoHost
     private final PrintWriter commands;
     private final BlockingQueue<JsonNode> events = new LinkedBlockingQueue<>();
     private final ArrayDeque<JsonNode> held = new ArrayDeque<>();
+    // params events of prefills that took time, seen by poll before the scheduler asked for them
+    private final Map<Integer, JsonNode> paramsDelivered = new HashMap<>();
     private final ProcessStall stall = new ProcessStall();
 
     private ProcessHost(HostSpec spec, Process process)
@@ -187,8 +190,19 @@ public final class ProcessHost implements DemoHost
     }
 
     @Override
+    public boolean paramsReady(int request)
+    {
+        // poll hands each params event that comes between the scheduler's calls to paramsDelivered
+        return paramsDelivered.containsKey(request);
+    }
+
+    @Override
     public TransferParams params(int request)
     {
+        JsonNode delivered = paramsDelivered.remove(request);
+        if (delivered != null) {
+            return WorkerProtocol.params(delivered.get("params"));
+        }
         JsonNode answer = await(event -> event.path("ev").asText().equals("params") && event.path("request").intValue() == request,
                 "to finish the prefill of request " + request);
         return WorkerProtocol.params(answer.get("params"));
@@ -226,6 +240,8 @@ public final class ProcessHost implements DemoHost
             }
             case "quarantined" -> sink.quarantined(event.get("request").intValue(), event.get("reason").asText());
             case "released" -> sink.released(event.get("request").intValue(), event.get("reason").asText());
+            case "decodeReady" -> sink.decodeReady(event.get("request").intValue());
+            case "params" -> paramsDelivered.put(event.get("request").intValue(), event);
             default -> throw failure(event);
         }
     }

@@ -61,6 +61,8 @@ final class RequestLedger implements DemoHost.Events
     final ProducerStall stall;
     long quarantined;
     long released;
+    // set by the scheduler when it records decode-ready times, else null
+    DecodeReadyTimes decodeReadyTimes;
 
     RequestLedger(int producerRanks, int decoderHosts, BlockPool decoderBlocks, IntPredicate corrupted, ProducerStall stall)
     {
@@ -87,6 +89,14 @@ final class RequestLedger implements DemoHost.Events
     {
         active.remove(request.index);
         byProducerId.remove(EngineHost.producerId(request.index));
+    }
+
+    @Override
+    public void decodeReady(int index)
+    {
+        if (decodeReadyTimes != null) {
+            decodeReadyTimes.ready(index, System.nanoTime());
+        }
     }
 
     @Override

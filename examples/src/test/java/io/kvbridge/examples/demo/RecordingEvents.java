@@ -16,6 +16,14 @@ final class RecordingEvents implements DemoHost.Events
     // requests whose blocks a decoder host reported quarantined, and released on proof
     final List<Integer> quarantined = new ArrayList<>();
     final List<Integer> released = new ArrayList<>();
+    // requests every decoder rank of the host reported received
+    final List<Integer> decodeReady = new ArrayList<>();
+
+    @Override
+    public void decodeReady(int request)
+    {
+        decodeReady.add(request);
+    }
 
     @Override
     public void freed(String requestId, FreeReason reason)
