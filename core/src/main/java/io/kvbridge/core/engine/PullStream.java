@@ -27,17 +27,15 @@ final class PullStream
         final byte[] pullKey;
         final byte[] completion;
         final long groups;
-        final StreamLayers producerLayers;
         // per plan entry: the producer's layers it reads, and this rank's layers it fills
         private final int[][] needs;
         private final int[][] fills;
-        private final boolean[] announced;
+        private final AnnouncedLayers announced;
         private final boolean[] read;
         private final boolean[] reported;
         // the entries of the next read, and the mask the plan fills from
         final boolean[] ready;
         final boolean[] scratch;
-        boolean allSaid;
         Transfer inFlight;
         boolean finished;
 
@@ -53,7 +51,7 @@ final class PullStream
             this.pullKey = pullKey;
             this.completion = completion;
             this.groups = groups;
-            this.producerLayers = new StreamLayers(producer);
+            StreamLayers producerLayers = new StreamLayers(producer);
             List<TransferEntry> entries = plan.plan().entries();
             this.needs = new int[entries.size()][];
             this.fills = new int[entries.size()][];
@@ -65,7 +63,7 @@ final class PullStream
                 fills[e] = indices(entry.layer().isEmpty() ? consumer.regions().get(entry.localRegion()).members() : List.of(entry.layer()), consumerLayers,
                         consumer);
             }
-            this.announced = new boolean[producerLayers.count()];
+            this.announced = new AnnouncedLayers(producerLayers);
             this.read = new boolean[needs.length];
             this.ready = new boolean[needs.length];
             this.scratch = new boolean[needs.length];
@@ -83,37 +81,10 @@ final class PullStream
             return indices;
         }
 
-        /**
-         * Records announced layers, all or none.
-         *
-         * @return null, or what is wrong with the announcement (a layer the rank does not hold, said twice, or anything after all-done).
-         */
+        /** Records announced layers, all or none; {@return null, or what is wrong with them} */
         String announce(List<String> names, boolean all)
         {
-            if (allSaid) {
-                return "it said all layers were computed before";
-            }
-            for (int n = 0; n < names.size(); n++) {
-                int index = producerLayers.indexOf(names.get(n));
-                if (index < 0 || announced[index] || names.indexOf(names.get(n)) != n) {
-                    return "layer " + names.get(n) + " is not one of its layers " + producerLayers.names() + ", or it was announced before";
-                }
-            }
-            for (String name : names) {
-                announced[producerLayers.indexOf(name)] = true;
-            }
-            if (all) {
-                for (int l = 0; l < announced.length; l++) {
-                    if (!announced[l]) {
-                        for (String name : names) {
-                            announced[producerLayers.indexOf(name)] = false;
-                        }
-                        return "it said all layers were computed, but layer " + producerLayers.name(l) + " was never announced";
-                    }
-                }
-            }
-            allSaid = all;
-            return null;
+            return announced.announce(names, all);
         }
 
         /**
@@ -127,12 +98,17 @@ final class PullStream
             for (int e = 0; e < needs.length; e++) {
                 boolean computed = !read[e];
                 for (int layer : needs[e]) {
-                    computed &= announced[layer];
+                    computed &= announced.announced(layer);
                 }
                 ready[e] = computed;
                 count += computed ? 1 : 0;
             }
             return count;
+        }
+
+        boolean allSaid()
+        {
+            return announced.allSaid();
         }
 
         /** {@return whether an entry outside {@link #ready} is still unread} */

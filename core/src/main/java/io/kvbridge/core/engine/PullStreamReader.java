@@ -172,7 +172,7 @@ final class PullStreamReader
     {
         while (source.inFlight == null && !source.finished) {
             int ready = source.selectReady();
-            boolean last = source.allSaid && !source.othersWait();
+            boolean last = source.allSaid() && !source.othersWait();
             if (ready == 0) {
                 if (last) {
                     // everything was read and has landed: nothing left to carry the completion

@@ -197,4 +197,17 @@ final class PullLayerStreamingTest
             stepUntil(() -> EngineHarness.drain(pair.producer(), new ArrayList<>()).size() == 1, "aborted", pair.producer());
         }
     }
+
+    @Test
+    void aWatchForARequestTheProducerDoesNotHoldIsDroppedAndCounted()
+    {
+        try (EngineHarness harness = new EngineHarness()) {
+            Pair pair = Pair.create(harness, 0);
+            Messages.Registration watch = new Messages.Registration("d-x", "s-none", "d", "127.0.0.1", 1, 0, 0, 1, false, io.kvbridge.api.BlockIds.empty(),
+                    pair.producer().epoch, pair.consumer().epoch, new byte[0]);
+            harness.rawPeerTo(pair.producer()).send(PullMessages.watch(watch));
+            stepUntil(() -> dropped(harness) == 1, "the watch dropped and counted", pair.producer());
+            assertTrue(pair.producer().audit().idle(), pair.producer().audit().toString());
+        }
+    }
 }
