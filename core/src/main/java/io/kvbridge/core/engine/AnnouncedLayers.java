@@ -4,14 +4,16 @@ import java.util.List;
 
 /**
  * The layers one producer rank announced computed for a request this consumer rank pulls layer by
- * layer: an announcement is taken whole or not at all, so a peer's mistake changes nothing.
- * Worker thread only.
+ * layer: an announcement is taken whole or not at all, so a peer's mistake changes nothing. The
+ * producer's all-done counts once every layer is announced too, whatever order the announcements
+ * arrive in. Worker thread only.
  */
 final class AnnouncedLayers
 {
     private final StreamLayers layers;
     private final boolean[] announced;
-    private boolean allSaid;
+    private int count;
+    private boolean allClaimed;
 
     AnnouncedLayers(StreamLayers layers)
     {
@@ -23,12 +25,11 @@ final class AnnouncedLayers
      * Records announced layers, all or none.
      *
      * @return null, or what is wrong with the announcement: a layer the producer rank does not hold,
-     *     one announced before (or twice in it), anything after all-done, or all-done with a layer
-     *     never announced.
+     *     one announced before (or twice in it), anything once all layers are in, or all-done twice.
      */
     String announce(List<String> names, boolean all)
     {
-        if (allSaid) {
+        if (allSaid() || all && allClaimed) {
             return "it said all layers were computed before";
         }
         for (int n = 0; n < names.size(); n++) {
@@ -37,17 +38,11 @@ final class AnnouncedLayers
                 return "layer " + names.get(n) + " is not one of its layers " + layers.names() + ", or it was announced before";
             }
         }
-        if (all) {
-            for (int l = 0; l < announced.length; l++) {
-                if (!announced[l] && !names.contains(layers.name(l))) {
-                    return "it said all layers were computed, but layer " + layers.name(l) + " was never announced";
-                }
-            }
-        }
         for (String name : names) {
             announced[layers.indexOf(name)] = true;
         }
-        allSaid = all;
+        count += names.size();
+        allClaimed |= all;
         return null;
     }
 
@@ -56,9 +51,10 @@ final class AnnouncedLayers
         return announced[layer];
     }
 
+    /** {@return whether the producer rank said all its layers are computed and every one was announced} */
     boolean allSaid()
     {
-        return allSaid;
+        return allClaimed && count == announced.length;
     }
 
     StreamLayers layers()
