@@ -39,9 +39,10 @@ public interface ConsumerConnector extends AutoCloseable
      * Tells whether one layer of a request is in place in this rank's blocks, for a decoder that
      * starts computing a layer as soon as it landed (vLLM's {@code wait_for_layer_load}); allocates
      * nothing when the arguments are valid. A pushed layer is in place once every producer rank that
-     * writes it said its write landed, which producers that stream layers say behind each write;
-     * every layer is in place once the request was received (pulled requests and producers that do
-     * not stream say nothing earlier). A failed request has no layer in place.
+     * writes it said its write landed, which producers that stream layers say behind each write; a
+     * layer pulled from a producer that streams is in place once this rank's READs of it completed;
+     * every layer is in place once the request was received (producers that do not stream say
+     * nothing earlier). A failed request has no layer in place.
      *
      * @param requestId the consumer's request id, until {@link #poll()} reported it.
      * @param layer the layer's name, as this rank's cache geometry lists it.

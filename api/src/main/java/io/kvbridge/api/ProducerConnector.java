@@ -49,17 +49,18 @@ public interface ProducerConnector extends AutoCloseable
     /**
      * Announces a request whose prefill has started, so that the router can hand its parameters to a
      * decoder before the prefill ends: the blocks are held under a lease from now, and each layer
-     * moves once {@link #layerComputed} says it is computed. Push only: the parameters serve
-     * {@link TransferMode#PUSH} alone, so a decoder that asks to pull is refused when it starts
-     * receiving. The request completes when the decoder has every layer, after
-     * {@link #allLayersComputed}.
+     * moves once {@link #layerComputed} says it is computed. The parameters serve the connector's
+     * modes and say the prefill has not finished ({@link TransferParams#UNKNOWN_TIME}): a pushing
+     * decoder is written each layer once it is computed; a pulling one asks this rank for the
+     * computed layers and reads each one once it is announced, never before (its READ grant covers
+     * the blocks from now on, but a decoder reads only what was announced). The request completes
+     * when the decoder has every layer, after {@link #allLayersComputed}.
      *
      * @param requestId the request's id; printable ASCII, see {@link RequestIds#problem}.
      * @param blocks the request's logical block ids per cache group; final when announced.
      * @return the parameters the router forwards to the consumer.
      * @throws KvBridgeException as {@link #prefillFinished(String, BlockIds)}, and {@code UNSUPPORTED}
-     *     when the connector does not serve push, checks integrity (digests need final bytes), or
-     *     does not stream.
+     *     when the connector checks integrity (digests need final bytes) or does not stream.
      */
     @Experimental(eta = "2027-06-01")
     default TransferParams prefillStarted(String requestId, BlockIds blocks)

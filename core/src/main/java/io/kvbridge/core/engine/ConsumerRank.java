@@ -257,6 +257,8 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
             case Messages.PushFailed pushFailed when pushFailed.epoch() != epoch -> stale(sender, "push failure of " + pushFailed.requestId(),
                     pushFailed.epoch());
             case Messages.LayersLanded landed when landed.epoch() != epoch -> stale(sender, "landed layers of " + landed.requestId(), landed.epoch());
+            case PullMessages.LayersComputed layers when layers.epoch() != epoch -> stale(sender, "computed layers of " + layers.requestId(), layers.epoch());
+            case PullMessages.LayersComputed layers -> transfers.streams().announced(requests.get(layers.requestId()), layers, sender);
             case Messages.PushDone done -> pushDone(done, sender);
             case Messages.LayersLanded landed -> transfers.layersLanded(requests.get(landed.requestId()), landed, sender);
             case Messages.PushFailed pushFailed -> pushFailed(pushFailed, sender);
@@ -333,6 +335,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         request.transfersDone++;
         transfers.firstData(request);
         request.tracker.progress(request.transfersDone, request.transfersPosted);
+        transfers.streams().readDone(request, transfer);
         settle(request);
     }
 
@@ -364,7 +367,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
         if (request.failure != null) {
             reportFailure(request);
         }
-        else if (!request.ended && request.posted) {
+        else if (!request.ended && request.posted && (request.pullStream == null || request.pullStream.finished())) {
             transfers.sendParked(request);
             receivedAll(request);
         }
@@ -451,6 +454,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
     public void tick(long now)
     {
         quarantines.scanExits(now, runtime.transport()::writerExited, runtime::lingers);
+        transfers.streams().pump();
         if (now - nextScan < 0) {
             return;
         }

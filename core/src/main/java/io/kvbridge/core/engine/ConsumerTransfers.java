@@ -55,6 +55,7 @@ final class ConsumerTransfers
     private final Ends ends;
     private final IndexScratch scratch = new IndexScratch();
     private final StreamLayers layers;
+    private final PullStreamReader streams;
     // this rank's blocks of a request and the producer's
     private final BlockSelection myBlocks;
     private final BlockSelection theirBlocks;
@@ -73,6 +74,13 @@ final class ConsumerTransfers
         this.myBlocks = BlockSelection.forGroups(geometry.groups());
         this.theirBlocks = BlockSelection.forGroups(geometry.groups());
         this.layers = new StreamLayers(geometry);
+        this.streams = new PullStreamReader(runtime, rules, layers, this, ends);
+    }
+
+    /** {@return the reader of the requests pulled layer by layer} */
+    PullStreamReader streams()
+    {
+        return streams;
     }
 
     /** {@return the layers this rank holds, by name} */
@@ -140,6 +148,11 @@ final class ConsumerTransfers
         int[][] producerIds = new int[request.params.blockIds().groupCount()][];
         for (int g = 0; g < producerIds.length; g++) {
             producerIds[g] = request.params.blockIds().group(g);
+        }
+        if (request.params.finishedNanos() == TransferParams.UNKNOWN_TIME) {
+            // handed over before the prefill finished: each layer is read once its producer rank announces it
+            streams.begin(request, pullKeys, producerIds, leaseNanos);
+            return;
         }
         for (int s = 0; s < request.stages.length; s++) {
             Stage stage = request.stages[s];

@@ -54,6 +54,17 @@ final class HeldRequest
         }
     }
 
+    /** Extends the leases of the held requests a consumer's heartbeat names. */
+    static void heartbeat(Map<String, HeldRequest> held, List<String> requestIds, long now, long leaseNanos)
+    {
+        for (String id : requestIds) {
+            HeldRequest request = held.get(id);
+            if (request != null && request.reason == null) {
+                request.extendLease(now, leaseNanos);
+            }
+        }
+    }
+
     /**
      * Collects the requests whose lease expired by {@code now} and are not finishing already.
      *

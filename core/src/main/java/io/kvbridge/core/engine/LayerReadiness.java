@@ -13,9 +13,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * Which layers of a pushed request are in place on a consumer rank: a layer is loaded once every
+ * Which layers of a streamed request are in place on a consumer rank: a layer is loaded once every
  * producer rank whose plan writes it said its write of the layer landed (a streamed write carries
- * that notification behind its data), and every layer is loaded once the request was received.
+ * that notification behind its data), or, in a pull, once this rank's READs of it from every
+ * producer rank it reads completed; every layer is loaded once the request was received.
  * The worker records; any thread asks, without allocating.
  */
 final class LayerReadiness
@@ -36,7 +37,7 @@ final class LayerReadiness
         this.loaded = new AtomicLongArray((layers.count() + 63) / 64);
     }
 
-    /** Records a producer rank asked to write along a plan from this rank's side; worker only. */
+    /** Records a producer rank asked to write along a plan from this rank's side, or one a pull reads from; worker only. */
     void writer(String agent, TransferPlan plan, CacheGeometry consumer)
     {
         long[] bits = expectedBy.computeIfAbsent(agent, ignored -> new long[loaded.length()]);
@@ -72,11 +73,28 @@ final class LayerReadiness
                 return "layer " + name + " is not one the sender writes here, or it said so before";
             }
             landed[index >>> 6] |= bit;
-            if (++landedOf[index] == writersOf[index]) {
-                loaded.set(index >>> 6, loaded.get(index >>> 6) | bit);
-            }
+            count(index);
         }
         return null;
+    }
+
+    /** Records that one layer a reader expected landed from a producer rank (a pull's READ of it completed); worker only. */
+    void landed(String agent, int layer)
+    {
+        long[] expected = expectedBy.get(agent);
+        long[] landed = landedBy.get(agent);
+        long bit = 1L << layer;
+        if (expected != null && (expected[layer >>> 6] & bit) != 0 && (landed[layer >>> 6] & bit) == 0) {
+            landed[layer >>> 6] |= bit;
+            count(layer);
+        }
+    }
+
+    private void count(int layer)
+    {
+        if (++landedOf[layer] == writersOf[layer]) {
+            loaded.set(layer >>> 6, loaded.get(layer >>> 6) | 1L << layer);
+        }
     }
 
     boolean loaded(int layer)

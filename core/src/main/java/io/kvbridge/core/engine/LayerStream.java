@@ -19,12 +19,15 @@ final class LayerStream
     final boolean whole;
     private final StreamLayers layers;
     private final AtomicLongArray computed;
-    private int announced;
+    // written under the monitor after the layer's bit, so that a reader that sees the count sees the bits
+    private volatile int announced;
     private volatile boolean allComputed;
     // set by a caller, cleared by the worker when it looked at the new layers
     volatile boolean changed;
     // worker only: one per consumer rank that registered
     final List<StreamTarget> targets = new ArrayList<>(1);
+    // worker only: one per consumer rank that pulls and asked for the layers
+    final List<StreamAnnouncer.Watcher> watchers = new ArrayList<>(1);
 
     LayerStream(String requestId, StreamLayers layers, boolean whole)
     {
@@ -80,6 +83,12 @@ final class LayerStream
     boolean isComputed(int layer)
     {
         return (computed.get(layer >>> 6) & (1L << (layer & 63))) != 0;
+    }
+
+    /** {@return how many layers were announced computed} */
+    int announcedCount()
+    {
+        return announced;
     }
 
     boolean allComputed()

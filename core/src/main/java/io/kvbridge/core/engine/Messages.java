@@ -30,6 +30,8 @@ import java.util.Locale;
  *   registration "PUSH_REG:" msgpack map                          consumer -> producer
  *   push done    "PUSH_DONE:" msgpack map                         producer -> consumer, attached to a WRITE
  *   push failed  "PUSH_FAILED:" msgpack map                       producer -> consumer, when its writes cannot happen
+ *   pull watch   "PULL_WATCH:" msgpack map, as a registration     consumer -> producer, asks for a streamed request's layers
+ *   pull layers  "PULL_LAYERS:" msgpack map                       producer -> consumer, layers computed since the last one
  * </pre>
  *
  * <p>Every notification names the epoch of the receiving rank's engine as the sender learned it
@@ -57,7 +59,8 @@ final class Messages
     }
 
     /** A parsed notification. */
-    sealed interface Message permits Completion, Heartbeat, Registration, PushDone, PushFailed, LayersLanded, Malformed
+    sealed interface Message permits Completion, Heartbeat, Registration, PushDone, PushFailed, LayersLanded, PullMessages.PullWatch,
+            PullMessages.LayersComputed, Malformed
     {
     }
 
@@ -204,6 +207,11 @@ final class Messages
 
     static byte[] registration(Registration registration)
     {
+        return registration(REGISTRATION, registration);
+    }
+
+    static byte[] registration(String prefix, Registration registration)
+    {
         byte[] body = new WireWriter().map(13)
                 .string("request_id").string(registration.requestId())
                 .string("producer_request_id").string(registration.producerRequestId())
@@ -219,7 +227,7 @@ final class Messages
                 .string("consumer_epoch").integer(registration.consumerEpoch())
                 .string("grant_key").binary(registration.grantKey())
                 .toByteArray();
-        return prefixed(REGISTRATION, body);
+        return prefixed(prefix, body);
     }
 
     static byte[] pushDone(String requestId, String producerRequestId, long epoch)
@@ -257,7 +265,7 @@ final class Messages
         return prefixed(LAYERS_LANDED, writer.toByteArray());
     }
 
-    private static byte[] prefixed(String prefix, byte[] body)
+    static byte[] prefixed(String prefix, byte[] body)
     {
         byte[] message = Arrays.copyOf(prefix.getBytes(US_ASCII), prefix.length() + body.length);
         System.arraycopy(body, 0, message, prefix.length(), body.length);
@@ -269,6 +277,9 @@ final class Messages
         try {
             if (startsWith(message, REGISTRATION)) {
                 return parseRegistration(WireDecoder.decodeMap(Arrays.copyOfRange(message, REGISTRATION.length(), message.length), LIMITS, "push registration"));
+            }
+            if (startsWith(message, PullMessages.WATCH) || startsWith(message, PullMessages.LAYERS)) {
+                return PullMessages.parse(message, LIMITS);
             }
             if (startsWith(message, PUSH_DONE)) {
                 WireMap map = WireDecoder.decodeMap(Arrays.copyOfRange(message, PUSH_DONE.length(), message.length), LIMITS, "push completion");
@@ -334,7 +345,7 @@ final class Messages
         }
     }
 
-    private static Registration parseRegistration(WireMap map)
+    static Registration parseRegistration(WireMap map)
     {
         String producerRequestId = map.optionalString("producer_request_id", "");
         if (!producerRequestId.isEmpty()) {
@@ -357,7 +368,7 @@ final class Messages
                 grantKey(map));
     }
 
-    private static long epoch(WireMap map, String key)
+    static long epoch(WireMap map, String key)
     {
         long epoch = map.requireLong(key);
         if (epoch == TransferParams.UNKNOWN_EPOCH) {
@@ -381,7 +392,7 @@ final class Messages
         return Long.parseUnsignedLong(digits, 16);
     }
 
-    private static String id(WireMap map, String key)
+    static String id(WireMap map, String key)
     {
         String id = map.requireString(key);
         checkId(map, key, id);
@@ -442,7 +453,7 @@ final class Messages
         return count;
     }
 
-    private static boolean startsWith(byte[] message, String prefix)
+    static boolean startsWith(byte[] message, String prefix)
     {
         if (message.length < prefix.length()) {
             return false;

@@ -22,7 +22,6 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,7 +39,8 @@ import org.slf4j.LoggerFactory;
  * consumer's plan; the consumer's acknowledgement afterwards is an ordinary completion, so push and
  * pull complete the same way. A request is reported once: completed, expired or aborted, and only
  * when none of its WRITEs can still move data. A request announced with {@code prefillStarted} is held
- * the same way and written layer by layer as the engine announces them ({@link StreamWriter}).
+ * the same way and written layer by layer as the engine announces them ({@link StreamWriter}), or its
+ * layers announced to the consumer ranks that pull it ({@link StreamAnnouncer}).
  */
 final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
 {
@@ -81,6 +81,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     private final PushWriter writer;
     // the requests streamed layer by layer, from their announcement until reported
     private final LayerStreams streams;
+    private final StreamAnnouncer announcer;
 
     private volatile int auditHeld;
     private volatile int auditStashed;
@@ -105,6 +106,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         StreamLayers layers = new StreamLayers(geometry);
         this.streams = new LayerStreams(layers, runtime::wake, geometry.blockTokens() * geometry.kernelBlocksPerLogical(), settings.streamMinTokens());
         this.writer = new PushWriter(runtime, rules, leaseNanos, layers);
+        this.announcer = new StreamAnnouncer(runtime, layers, request -> held.get(request.id) == request);
         runtime.start(startWorker);
     }
 
@@ -124,9 +126,8 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     @Override
     public TransferParams prefillStarted(String requestId, BlockIds blocks)
     {
-        KvBridgeException.check(settings.modes().contains(TransferMode.PUSH) && digester == null, ErrorCode.UNSUPPORTED,
-                "request %s: %s streams layers by push without integrity digests (modes=%s, integrity=%s); report it with prefillFinished", requestId,
-                name, settings.modes(), settings.integrity());
+        KvBridgeException.check(digester == null, ErrorCode.UNSUPPORTED, "request %s: %s streams layers only without integrity digests (integrity=%s),"
+                + " since digests need final bytes; report it with prefillFinished", requestId, name, settings.integrity());
         long now = runtime.now();
         return hold(requestId, blocks, now, now + leaseNanos, true);
     }
@@ -161,8 +162,8 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         RequestTracker tracker = new RequestTracker(deadline, blocks.total());
         trackers.put(requestId, tracker);
         HeldRequest request = new HeldRequest(requestId, ids, finished, deadline, tracker);
-        // a streamed request is never read: its blocks are not final when the parameters leave
-        PullKey pullKey = settings.modes().contains(TransferMode.PULL) && !streamed ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
+        // a streamed request's blocks are granted before they are final: its consumers read a layer only once it is announced
+        PullKey pullKey = settings.modes().contains(TransferMode.PULL) ? pullKeys.of(requestId, leaseNanos) : PullKey.NONE;
         // before the parameters leave: a consumer may read before this rank's worker runs the hold
         request.grants = grants.grantPulls(name, requestId, pullKey, ids);
         request.stream = streamed ? streams.open(requestId, blocks) : null;
@@ -170,7 +171,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         // the blocks are final now: what a consumer receives must digest the same
         BlockDigests digests = digester == null ? BlockDigests.NONE : digester.digest(ids);
         return new TransferParams(settings.engineId(), requestId, stages.addresses(), geometry.rank().tpSize(), geometry.rank().ppSize(), blocks,
-                streamed ? EnumSet.of(TransferMode.PUSH) : settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), finished, stages.epochs(),
+                settings.modes(), Math.max(1, settings.leaseDuration().toMillis()), streamed ? TransferParams.UNKNOWN_TIME : finished, stages.epochs(),
                 stages.pullKeys(pullKey), digests);
     }
 
@@ -252,8 +253,12 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
                 writer.refuseStale(registration, sender, epoch);
             }
             case Messages.Completion completion -> completed(completion.requestId(), sender, completion.consumers());
-            case Messages.Heartbeat heartbeat -> heartbeat(heartbeat.requestIds());
+            case Messages.Heartbeat heartbeat -> HeldRequest.heartbeat(held, heartbeat.requestIds(), runtime.now(), leaseNanos);
+            case PullMessages.PullWatch watch when watch.registration().epoch() != epoch -> stale(sender, "pull watch", watch.registration().epoch());
             case Messages.Registration registration -> registered(registration, sender);
+            case PullMessages.PullWatch watch -> announcer.watch(heldOrQueued(watch.registration().producerRequestId()), watch.registration(), sender);
+            case PullMessages.LayersComputed layers -> LOG.warn("{}: dropped computed layers of {} from {}: producers announce them", name,
+                    layers.requestId(), sender);
             case Messages.PushDone pushDone -> LOG.warn("{}: dropped a push completion for {} from {}: producers do not receive writes", name,
                     pushDone.requestId(), sender);
             case Messages.LayersLanded landed -> LOG.warn("{}: dropped landed layers of {} from {}: producers do not receive writes", name,
@@ -270,14 +275,18 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         StaleEpochs.refuse(runtime.peers().sessions(), sender, what, named, settings.engineId(), epoch);
     }
 
+    /** {@return the held request, or null}: a consumer can get here before this worker ran the command its prefill report queued */
+    private HeldRequest heldOrQueued(String requestId)
+    {
+        if (!held.containsKey(requestId) && active.contains(requestId)) {
+            runtime.runCommands();
+        }
+        return held.get(requestId);
+    }
+
     private void completed(String requestId, String sender, int consumers)
     {
-        HeldRequest request = held.get(requestId);
-        if (request == null && active.contains(requestId)) {
-            // the consumer can finish before this worker has run the prefillFinished command the caller queued
-            runtime.runCommands();
-            request = held.get(requestId);
-        }
+        HeldRequest request = heldOrQueued(requestId);
         if (request == null || request.reason != null) {
             // the request completed, expired or was aborted already: the sender may hold stale data
             LOG.info("{}: notification from {} for request {} that is not held (completed, expired or aborted); its blocks may have been reused",
@@ -291,18 +300,6 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         request.tracker.progress(request.doneBy.size(), request.expected);
         if (request.doneBy.size() >= request.expected) {
             finish(request, FreeReason.COMPLETED);
-        }
-    }
-
-    private void heartbeat(List<String> requestIds)
-    {
-        long now = runtime.now();
-        for (String id : requestIds) {
-            HeldRequest request = held.get(id);
-            if (request == null || request.reason != null) {
-                continue;
-            }
-            request.extendLease(now, leaseNanos);
         }
     }
 
@@ -444,6 +441,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
         if (request.stream != null) {
             streams.ended(request.id);
             writer.streams().ended(request);
+            announcer.ended(request);
         }
         // terminal before the report is queued, so that the poll handing it out drops the tracker
         request.tracker.state(RequestTracker.terminal(reason));
@@ -460,6 +458,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
     public void tick(long now)
     {
         writer.streams().announced(streams);
+        announcer.announced();
         if (now - nextLeaseCheck >= 0) {
             long next = HeldRequest.expired(held.values(), now, finishing);
             nextLeaseCheck = next;

@@ -71,6 +71,8 @@ final class ReceivingRequest
     // proofs other than a writer's own message (its process exited), named when the quarantine is released
     final List<String> proofs = new ArrayList<>(0);
     QuarantinedBlocks quarantine;
+    // pull of a request handed over before its prefill finished: read layer by layer, else null
+    PullStream pullStream;
 
     ReceivingRequest(String id, TransferParams params, TransferMode mode, BlockIds blocks, LayoutRules rules, RequestTracker tracker)
     {
@@ -127,6 +129,9 @@ final class ReceivingRequest
     String waitedFor(ConnectorSettings settings)
     {
         return !posted ? "the handshake with producer " + params.engineId() + " did not finish within " + settings.transferTimeout()
+                : pullStream != null ? "not every layer was announced computed and read from " + pullStream.unfinished() + " of "
+                        + pullStream.sources.length + " producer ranks within registrationTimeout=" + settings.registrationTimeout()
+                        + " (set it above the longest prefill)"
                 : "no write from " + (writers.size() - writersDone.size()) + " of " + writers.size() + " producer ranks within registrationTimeout="
                         + settings.registrationTimeout();
     }
@@ -139,7 +144,7 @@ final class ReceivingRequest
      */
     void invalidate(long groups)
     {
-        invalidGroups |= groups;
+        invalidGroups |= groups | (pullStream == null ? 0 : pullStream.unfinishedGroups());
         for (Map.Entry<String, Writer> writer : writers.entrySet()) {
             if (!writersDone.containsKey(writer.getKey())) {
                 invalidGroups |= writer.getValue().groups();

@@ -55,6 +55,7 @@ final class TransferMetrics
     private final Counter failedTransfers;
     private final Counter failedNotifications;
     private final Counter expiredLeases;
+    private final Counter droppedAnnouncements;
     // [side][mode]: side 0 producer, 1 consumer; mode as TransferMode's ordinal
     private final Timer[][] requestTime = new Timer[2][TransferMode.values().length];
     private final Timer[] handoverTime = new Timer[TransferMode.values().length];
@@ -97,6 +98,9 @@ final class TransferMetrics
                 .serviceLevelObjectives(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000).register(registry);
         this.failedTransfers = Counter.builder("kvbridge.transfer.failed").description("transfers that failed or were given up").register(registry);
         this.failedNotifications = Counter.builder("kvbridge.notification.failed").description("notifications that could not be sent").register(registry);
+        this.droppedAnnouncements = Counter.builder("kvbridge.stream.announcements.dropped")
+                .description("streamed pull watches and computed-layer announcements dropped as unknown, duplicate or from a peer not serving the request")
+                .register(registry);
         this.expiredLeases = Counter.builder("kvbridge.lease.expired").description("producer leases that expired before every consumer finished")
                 .register(registry);
         Duration[] requestBuckets = seconds(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60);
@@ -187,6 +191,12 @@ final class TransferMetrics
         synchronized (lock) {
             expiries++;
         }
+    }
+
+    /** A streamed pull's watch or announcement was dropped after it was opened. */
+    void announcementDropped()
+    {
+        droppedAnnouncements.increment();
     }
 
     /** A notification was dropped unopened. */
