@@ -60,6 +60,11 @@ import java.util.concurrent.TimeUnit;
  *       the blocks of the slot it kept that it does not hold yet), and answers once kvbridge received
  *       the blocks and it decoded greedily from the prompt's end without running the prompt; several
  *       sessions are received at once.</li>
+ *   <li>{@code prefill} with {@code stream}: announces the request ({@code prefillStarted}) before the
+ *       forward pass and sends its parameters at once in a {@code started} message, then hands over
+ *       each of its stage's layers as Jlama completes it ({@link StreamedPrefill}); a {@code decode}
+ *       without {@code token} starts receiving such a session, and {@code first-token} later
+ *       gives it the token (or the prefill's failure) ({@link FirstTokens}).</li>
  *   <li>{@code forget}: lets go of a conversation's kept slot.</li>
  *   <li>{@code reference}: prefill and decode in this one JVM, no kvbridge: what the others must
  *       reproduce bit for bit.</li>
@@ -522,33 +527,7 @@ public final class JlamaServer implements AutoCloseable
 
     private ObjectNode generate(ObjectNode command)
     {
-        int[] prompt = ints(command.path("prompt"));
-        int steps = command.path("steps").asInt();
-        int slot = pool.acquire();
-        try {
-            long start = System.nanoTime();
-            JlamaEngine.Step step = engine.prefill(pool.buffer(slot), prompt);
-            long prefillNanos = System.nanoTime() - start;
-            ArrayNode tokens = Lines.JSON.createArrayNode().add(step.token());
-            ArrayNode digests = Lines.JSON.createArrayNode().add(Lines.digest(step.logits()));
-            long firstStepNanos = 0;
-            for (int s = 0; s < steps; s++) {
-                long stepStart = System.nanoTime();
-                step = engine.decode(pool.buffer(slot), step.token(), prompt.length + s);
-                if (s == 0) {
-                    firstStepNanos = System.nanoTime() - stepStart;
-                }
-                tokens.add(step.token());
-                digests.add(Lines.digest(step.logits()));
-            }
-            ObjectNode reply = Lines.object().put("prefillNanos", prefillNanos).put("firstStepNanos", firstStepNanos);
-            reply.set("tokens", tokens);
-            reply.set("digests", digests);
-            return reply;
-        }
-        finally {
-            pool.release(slot);
-        }
+        return ReferenceGeneration.generate(engine, pool, ints(command.path("prompt")), command.path("steps").asInt());
     }
 
     /** The router gave up on a request (the decoder refused it): kvbridge frees its blocks, and the slot returns on the next poll. */
