@@ -304,7 +304,7 @@ public final class JlamaServer implements AutoCloseable
         return pool.acquire(slot);
     }
 
-    /** The negative control: one byte of one block of layer 0's key plane changes after prefill, before kvbridge moves it. */
+    /** The negative control: one byte of one block of layer 0's key plane changes after prefill (streamed: once layer 0 is computed), before kvbridge moves it. */
     private void corrupt(int slot)
     {
         int token = options.corruptBlock() * options.blockTokens();
