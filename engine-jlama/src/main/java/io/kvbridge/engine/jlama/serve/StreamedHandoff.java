@@ -49,7 +49,8 @@ final class StreamedHandoff
         ObjectNode first = prefill.prefill(id, prompt, seconds, params -> decoded.set(decode.submit(decodeCommand.put("params", params), seconds)));
         if (decoded.get() == null) {
             // the prefill failed before it announced the request: the decoder never heard of it
-            return new Replies(first, null);
+            return new Replies(first.has("error") ? first : Lines.object().put("error", "PROTOCOL").put("message",
+                    "session " + id + ": the prefill answered without sending its parameters first, as a streamed prefill must"), null);
         }
         ObjectNode outcome = Lines.object().put("op", "first-token").put("id", id + "-first-token").put("session", id);
         if (first.has("error")) {
