@@ -32,12 +32,15 @@ public final class JlamaEngine implements AutoCloseable
     private final JlamaPageGeometry paging;
     private final AtomicLong forwardTokens = new AtomicLong();
     private final AtomicLong forwardCalls = new AtomicLong();
+    private final LayerProgress progress = new LayerProgress();
 
     private JlamaEngine(AbstractModel model)
     {
         this.model = model;
         this.sessions = new KvBufferCache(model);
         this.paging = JlamaPageGeometry.of(model);
+        // every block tells the progress when it passed; silent unless a prefill asked for layer announcements
+        LayerAnnouncingBlock.install(model, progress);
     }
 
     /**
@@ -115,6 +118,28 @@ public final class JlamaEngine implements AutoCloseable
         forwardTokens.addAndGet(prompt.length);
         try (AbstractTensor<?, ?> out = model.batchForward(prompt, 0, buffer)) {
             return sample(out.slice(out.shape().first() - 1));
+        }
+    }
+
+    /**
+     * Runs a prompt's forward pass as {@link #prefill(KvBufferCache.KvBuffer, int[])} does, in the
+     * same chunks and with the same arithmetic, and tells the listener each layer as soon as its
+     * rows for the whole prompt are written: while the last chunk of the prompt goes through the
+     * layers, in layer order.
+     *
+     * @param buffer the session's buffer.
+     * @param prompt the prompt's tokens.
+     * @param listener told each layer of the model once, from this thread, during the pass.
+     * @return the first generated token and the logits it was chosen from.
+     */
+    public Step prefill(KvBufferCache.KvBuffer buffer, int[] prompt, LayerListener listener)
+    {
+        progress.arm(prompt.length, listener);
+        try {
+            return prefill(buffer, prompt);
+        }
+        finally {
+            progress.disarm();
         }
     }
 

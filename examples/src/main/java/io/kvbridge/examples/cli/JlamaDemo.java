@@ -130,8 +130,12 @@ final class JlamaDemo
         }
         InputChecks.check(spec, turns >= 1 && turns <= 4, "--turns=%d is outside [1, 4]", turns);
         int producerPp = producerStages(spec, context);
+        // the demo's --stream-layers (a flag of the demo command, read by name): prefill hands each layer over as Jlama computes it
+        boolean streamLayers = spec.commandLine().getParseResult().matchedOptionValue("--stream-layers", false);
+        InputChecks.check(spec, !streamLayers || mode.equalsIgnoreCase("push"),
+                "--stream-layers with --mode %s: a streamed prefill hands over by push only; give --mode push", mode.toLowerCase(Locale.ROOT));
         RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, BLOCK_TOKENS, -1,
-                concurrency, turns, modelDirectory, producerPp);
+                concurrency, turns, modelDirectory, producerPp, streamLayers);
         InputChecks.check(spec, options.maxPositions() <= context,
                 "--prompt-tokens=%s, --decode-tokens=%d and --turns=%d need up to %d positions in the last turn but the model's context is %d",
                 promptTokens, decodeTokens, turns, options.maxPositions(), context);

@@ -206,16 +206,26 @@ public final class DisaggregatedRun
             ArrayNode tokens, ObjectNode expected, PrefillStages prefill, EngineProcess decode)
     {
         List<Integer> referenceTokens = ints(expected.path("tokens"));
-        ObjectNode first = prefill.prefill(id, tokens, REQUEST_SECONDS);
-        if (first.has("error")) {
-            return failed(id, mode, prompt.length, referenceTokens, "prefill: " + first.path("message").asText());
-        }
-        ObjectNode decodeCommand = command("decode", id).put("promptLength", prompt.length).put("steps", options.decodeTokens())
-                .put("token", first.path("token").asInt()).put("mode", mode).put("params", first.path("params").asText());
+        ObjectNode decodeCommand = command("decode", id).put("promptLength", prompt.length).put("steps", options.decodeTokens()).put("mode", mode);
         if (conversation != null) {
             decodeCommand.put("conversation", conversation).set("prompt", tokens);
         }
-        ObjectNode decoded = decode.request(decodeCommand, REQUEST_SECONDS);
+        long startMicros = epochMicros();
+        ObjectNode first;
+        ObjectNode decoded;
+        if (options.streamLayers()) {
+            StreamedHandoff.Replies replies = StreamedHandoff.run(id, tokens, decodeCommand, prefill, decode, REQUEST_SECONDS);
+            first = replies.prefill();
+            decoded = replies.decode();
+        }
+        else {
+            first = prefill.prefill(id, tokens, REQUEST_SECONDS);
+            decoded = first.has("error") ? null
+                    : decode.request(decodeCommand.put("token", first.path("token").asInt()).put("params", first.path("params").asText()), REQUEST_SECONDS);
+        }
+        if (first.has("error")) {
+            return failed(id, mode, prompt.length, referenceTokens, "prefill: " + first.path("message").asText());
+        }
         if (decoded.has("error")) {
             prefill.abort(id, REQUEST_SECONDS);
             return failed(id, mode, prompt.length, referenceTokens, "decode: " + decoded.path("error").asText() + ": " + decoded.path("message").asText());
@@ -239,12 +249,12 @@ public final class DisaggregatedRun
         long bytes = blocks * options.blockTokens() * shape.bytesPerToken();
         return new SessionResult(id, mode, prompt.length, generated, referenceTokens, mismatched, first.path("prefillNanos").asLong(),
                 decoded.path("transferNanos").asLong(), decoded.path("firstStepNanos").asLong(), bytes, decoded.path("forwardedTokens").asLong(), null,
-                cachedTokens);
+                cachedTokens, (decoded.path("readyMicros").asLong() - startMicros) * 1_000L);
     }
 
     private static SessionResult failed(String id, String mode, int promptTokens, List<Integer> referenceTokens, String error)
     {
-        return new SessionResult(id, mode, promptTokens, List.of(), referenceTokens, List.of(), 0, 0, 0, 0, 0, error, 0);
+        return new SessionResult(id, mode, promptTokens, List.of(), referenceTokens, List.of(), 0, 0, 0, 0, 0, error, 0, 0);
     }
 
     private record Idle(ObjectNode prefill, ObjectNode decode, long decoderForwarded)
@@ -270,6 +280,13 @@ public final class DisaggregatedRun
                 return new Idle(p, d, d.path("forwardedTokens").asLong());
             }
         }
+    }
+
+    /** The wall clock in microseconds, which the decoder JVM's clock also reads: prefill start to decode-ready spans both JVMs. */
+    static long epochMicros()
+    {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 
     private static ObjectNode command(String op, String id)

@@ -16,8 +16,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * An engine JVM the router started: {@link JlamaServer} with one role, spoken to by request and
@@ -125,17 +127,75 @@ public final class EngineProcess implements AutoCloseable
      */
     public ObjectNode request(ObjectNode command, int seconds)
     {
+        return request(command, seconds, started -> {
+        });
+    }
+
+    /**
+     * Sends a command whose engine may send a {@code started} message (op {@code started}, same id)
+     * before its reply, as a streamed prefill does with its parameters, and waits for the reply.
+     *
+     * @param command the command, with an {@code id} no other request in flight to this engine has.
+     * @param seconds how long to wait for the reply, the {@code started} message included.
+     * @param started given the {@code started} message, on this thread, as soon as it comes.
+     * @return the reply; an {@code error} field when the engine refused or failed.
+     */
+    public ObjectNode request(ObjectNode command, int seconds, Consumer<ObjectNode> started)
+    {
         String id = command.path("id").asText();
         BlockingQueue<ObjectNode> reply = new LinkedBlockingQueue<>();
         KvBridgeException.check(inFlight.putIfAbsent(id, reply) == null, ErrorCode.INVALID_ARGUMENT,
                 "%s JVM: a request with id %s is already in flight; give each request in flight an id of its own", role, id);
         try {
             Lines.send(in, command);
-            return await(reply, seconds);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+            ObjectNode message = await(reply, seconds);
+            while ("started".equals(message.path("op").asText())) {
+                started.accept(message);
+                message = await(reply, (int) Math.max(1, TimeUnit.NANOSECONDS.toSeconds(deadline - System.nanoTime())));
+            }
+            return message;
         }
         finally {
             inFlight.remove(id);
         }
+    }
+
+    /**
+     * Sends a command now, on the caller's thread, so that it reaches the engine before any command
+     * the caller sends afterwards, and waits for its reply on a virtual thread.
+     *
+     * @param command the command, with an {@code id} no other request in flight to this engine has.
+     * @param seconds how long to wait.
+     * @return the reply, when it comes; an {@code error} field when the engine refused, failed or
+     *     answered nothing in time.
+     */
+    public CompletableFuture<ObjectNode> submit(ObjectNode command, int seconds)
+    {
+        String id = command.path("id").asText();
+        BlockingQueue<ObjectNode> reply = new LinkedBlockingQueue<>();
+        KvBridgeException.check(inFlight.putIfAbsent(id, reply) == null, ErrorCode.INVALID_ARGUMENT,
+                "%s JVM: a request with id %s is already in flight; give each request in flight an id of its own", role, id);
+        CompletableFuture<ObjectNode> answer = new CompletableFuture<>();
+        try {
+            Lines.send(in, command);
+        }
+        catch (RuntimeException e) {
+            inFlight.remove(id);
+            throw e;
+        }
+        Thread.ofVirtual().name("jlama-" + role + "-" + id).start(() -> {
+            try {
+                answer.complete(await(reply, seconds));
+            }
+            catch (RuntimeException e) {
+                answer.complete(Lines.object().put("error", e instanceof KvBridgeException k ? k.code().name() : "INTERNAL").put("message", e.getMessage()));
+            }
+            finally {
+                inFlight.remove(id);
+            }
+        });
+        return answer;
     }
 
     private ObjectNode await(BlockingQueue<ObjectNode> replies, int seconds)

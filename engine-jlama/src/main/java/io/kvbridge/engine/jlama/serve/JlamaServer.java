@@ -60,6 +60,11 @@ import java.util.concurrent.TimeUnit;
  *       the blocks of the slot it kept that it does not hold yet), and answers once kvbridge received
  *       the blocks and it decoded greedily from the prompt's end without running the prompt; several
  *       sessions are received at once.</li>
+ *   <li>{@code prefill} with {@code stream}: announces the request ({@code prefillStarted}) before the
+ *       forward pass and sends its parameters at once in a {@code started} message, then hands over
+ *       each of its stage's layers as Jlama completes it ({@link StreamedPrefill}); a {@code decode}
+ *       without {@code token} starts receiving such a session, and {@code first-token} later
+ *       gives it the token (or the prefill's failure) ({@link FirstTokens}).</li>
  *   <li>{@code forget}: lets go of a conversation's kept slot.</li>
  *   <li>{@code reference}: prefill and decode in this one JVM, no kvbridge: what the others must
  *       reproduce bit for bit.</li>
@@ -80,6 +85,8 @@ public final class JlamaServer implements AutoCloseable
     private final ConsumerConnector consumer;
     private final JlamaStage stage;
     private final CacheGeometry geometry;
+    private final StreamedPrefill streamed;
+    private final FirstTokens firstTokens = new FirstTokens();
     private final Map<String, Integer> heldSlots = new HashMap<>();
     private final Map<String, Receiving> receiving = new LinkedHashMap<>();
     private final Map<String, Conversation> conversations = new HashMap<>();
@@ -97,6 +104,7 @@ public final class JlamaServer implements AutoCloseable
             this.consumer = null;
             this.stage = JlamaStage.whole(engine.model().getConfig().numberOfLayers);
             this.geometry = null;
+            this.streamed = null;
             return;
         }
         String agent = "jlama-" + options.role() + (options.ppSize() > 1 ? "-pp" + options.ppRank() : "");
@@ -117,6 +125,7 @@ public final class JlamaServer implements AutoCloseable
         }
         this.producer = options.role().equals("prefill") ? bridge.producer(settings.build()) : null;
         this.consumer = options.role().equals("decode") ? bridge.consumer(settings.build()) : null;
+        this.streamed = producer == null ? null : new StreamedPrefill(producer, stage, options.corruptBlock() >= 0 ? this::corrupt : null);
     }
 
     /**
@@ -180,6 +189,7 @@ public final class JlamaServer implements AutoCloseable
                     case "decode" -> decode(command);
                     case "generate" -> generate(command);
                     case "abort" -> abort(command);
+                    case "first-token" -> firstToken(command);
                     case "forget" -> forget(command);
                     case "audit" -> audit();
                     default -> throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "unknown op " + op);
@@ -217,6 +227,9 @@ public final class JlamaServer implements AutoCloseable
         int[] prompt = ints(command.path("prompt"));
         // a later pipeline stage takes the slot the first stage took, so that every stage's parameters name the same blocks
         int slot = command.has("slot") ? awaitSlot(command.path("slot").asInt()) : awaitFreeSlotAndAcquire();
+        if (command.path("stream").asBoolean()) {
+            return streamedPrefill(id, slot, prompt);
+        }
         try {
             long start = System.nanoTime();
             JlamaEngine.Step first = engine.prefill(pool.buffer(slot), prompt);
@@ -235,6 +248,38 @@ public final class JlamaServer implements AutoCloseable
             }
             throw e;
         }
+    }
+
+    /**
+     * A streamed prefill: kvbridge holds the slot's blocks from before the forward pass, the router
+     * gets the parameters at once (a {@code started} message ahead of the reply) to hand to the
+     * decoder, and each of this stage's layers moves as soon as Jlama computed it.
+     */
+    private ObjectNode streamedPrefill(String id, int slot, int[] prompt)
+    {
+        long start = System.nanoTime();
+        TransferParams params;
+        try {
+            params = producer.prefillStarted(id, pool.blockIds(slot, prompt.length));
+        }
+        catch (RuntimeException e) {
+            pool.release(slot);
+            throw e;
+        }
+        // kvbridge holds the blocks now: the slot returns when the producer reports the request freed
+        heldSlots.put(id, slot);
+        String json = TransferParamsJson.write(params);
+        reply(id, Lines.object().put("op", "started").put("slot", slot).put("params", json));
+        JlamaEngine.Step first;
+        try {
+            first = streamed.run(engine, slot, pool.buffer(slot), prompt, id);
+        }
+        catch (RuntimeException e) {
+            producer.abort(id);
+            throw e;
+        }
+        return Lines.object().put("token", first.token()).put("digest", Lines.digest(first.logits())).put("prefillNanos", System.nanoTime() - start)
+                .put("slot", slot).put("params", json);
     }
 
     /** Every slot may still be held by requests the decoder finished but kvbridge has not yet reported freed: poll for them, within a deadline. */
@@ -259,7 +304,7 @@ public final class JlamaServer implements AutoCloseable
         return pool.acquire(slot);
     }
 
-    /** The negative control: one byte of one block of layer 0's key plane changes after prefill, before kvbridge moves it. */
+    /** The negative control: one byte of one block of layer 0's key plane changes after prefill (streamed: once layer 0 is computed), before kvbridge moves it. */
     private void corrupt(int slot)
     {
         int token = options.corruptBlock() * options.blockTokens();
@@ -277,7 +322,8 @@ public final class JlamaServer implements AutoCloseable
         String id = command.path("id").asText();
         int promptLength = command.path("promptLength").asInt();
         int steps = command.path("steps").asInt();
-        int token = command.path("token").asInt();
+        // a streamed prefill's session starts receiving before its first token exists: that comes in a first-token command
+        int token = command.has("token") ? command.path("token").asInt() : Receiving.UNKNOWN;
         TransferMode mode = TransferMode.valueOf(command.path("mode").asText());
         KvBridgeException.check(promptLength > 0 && steps >= 0 && promptLength + steps <= pool.maxTokens(), ErrorCode.INVALID_ARGUMENT,
                 "session %s: %d prompt tokens and %d decode steps need %d positions but this decoder's Jlama pages hold %d; refused before any transfer",
@@ -333,21 +379,24 @@ public final class JlamaServer implements AutoCloseable
         return Lines.object().put("forgotten", held != null);
     }
 
-    /** A session whose blocks kvbridge is moving into a decoder slot. */
-    private record Receiving(String id, int slot, int promptLength, int steps, int token, long startNanos, String conversation, int[] prompt,
-            int cachedTokens)
-    {
-    }
-
     /** Answers every session whose blocks arrived (by decoding it), whose transfer failed, or that waited past its deadline. */
     private void pollConsumer()
     {
-        if (consumer == null || receiving.isEmpty()) {
+        if (consumer == null) {
+            return;
+        }
+        for (FirstTokens.Landed late : firstTokens.expired(System.nanoTime() - RECEIVE_DEADLINE_NANOS)) {
+            pool.release(late.session().slot());
+            reply(late.session().id(), Lines.object().put("error", ErrorCode.DEADLINE_EXCEEDED.name()).put("message", "session " + late.session().id()
+                    + ": its blocks landed but no first token came within " + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s"));
+        }
+        if (receiving.isEmpty()) {
             return;
         }
         ReceiveBatch batch = consumer.poll();
         for (ReceiveFailure failure : batch.failed()) {
             Receiving session = receiving.remove(failure.requestId());
+            firstTokens.forget(failure.requestId());
             if (session != null) {
                 pool.release(session.slot());
                 reply(session.id(), Lines.object().put("error", failure.code().name()).put("message",
@@ -357,33 +406,84 @@ public final class JlamaServer implements AutoCloseable
         for (String id : batch.received()) {
             Receiving session = receiving.remove(id);
             if (session != null) {
-                long transferNanos = System.nanoTime() - session.startNanos();
-                ObjectNode reply;
-                boolean keep = false;
-                try {
-                    reply = decodeSteps(session, transferNanos);
-                    keep = session.conversation() != null;
+                FirstTokens.Landed landed = new FirstTokens.Landed(session, System.nanoTime() - session.startNanos(), DisaggregatedRun.epochMicros());
+                if (session.token() != Receiving.UNKNOWN) {
+                    finish(landed);
                 }
-                catch (RuntimeException e) {
-                    reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
-                }
-                finally {
-                    if (!keep) {
-                        pool.release(session.slot());
+                else {
+                    FirstTokens.Outcome outcome = firstTokens.landed(landed);
+                    if (outcome != null) {
+                        finish(landed, outcome);
                     }
                 }
-                reply(id, reply);
             }
         }
         long now = System.nanoTime();
         for (Receiving session : List.copyOf(receiving.values())) {
             if (now - session.startNanos() > RECEIVE_DEADLINE_NANOS) {
                 receiving.remove(session.id());
+                firstTokens.forget(session.id());
                 pool.release(session.slot());
                 reply(session.id(), Lines.object().put("error", ErrorCode.DEADLINE_EXCEEDED.name()).put("message", "session " + session.id()
                         + ": no blocks received within " + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s"));
             }
         }
+    }
+
+    /** Answers a landed session whose first token the prefill's outcome gives, or its prefill's failure. */
+    private void finish(FirstTokens.Landed landed, FirstTokens.Outcome outcome)
+    {
+        if (outcome.error() != null) {
+            pool.release(landed.session().slot());
+            reply(landed.session().id(), Lines.object().put("error", ErrorCode.TRANSFER_FAILED.name()).put("message",
+                    "session " + landed.session().id() + ": its prefill failed: " + outcome.error()));
+            return;
+        }
+        finish(new FirstTokens.Landed(landed.session().withToken(outcome.token()), landed.transferNanos(), landed.readyMicros()));
+    }
+
+    /** Decodes a landed session whose first token is known and answers it; the slot returns unless a conversation keeps it. */
+    private void finish(FirstTokens.Landed landed)
+    {
+        Receiving session = landed.session();
+        ObjectNode reply;
+        boolean keep = false;
+        try {
+            reply = decodeSteps(session, landed.transferNanos()).put("readyMicros", landed.readyMicros());
+            keep = session.conversation() != null;
+        }
+        catch (RuntimeException e) {
+            reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
+        }
+        finally {
+            if (!keep) {
+                pool.release(session.slot());
+            }
+        }
+        reply(session.id(), reply);
+    }
+
+    /**
+     * The router's word on a streamed prefill: the first token ({@code token}) or its failure
+     * ({@code error}), for the session named {@code session}; decodes it now if its blocks landed.
+     */
+    private ObjectNode firstToken(ObjectNode command)
+    {
+        String id = command.path("session").asText();
+        FirstTokens.Outcome outcome = command.has("error") ? new FirstTokens.Outcome(Receiving.UNKNOWN, command.path("error").asText())
+                : new FirstTokens.Outcome(command.path("token").asInt(), null);
+        KvBridgeException.check(outcome.error() != null || outcome.token() >= 0, ErrorCode.INVALID_ARGUMENT,
+                "first-token for session %s: token %d is negative", id, outcome.token());
+        Receiving pending = receiving.get(id);
+        KvBridgeException.check(pending == null || pending.token() == Receiving.UNKNOWN, ErrorCode.INVALID_ARGUMENT,
+                "first-token for session %s, which was started with its first token", id);
+        FirstTokens.Landed landed = firstTokens.said(id, outcome);
+        KvBridgeException.check(landed != null || pending != null, ErrorCode.INVALID_ARGUMENT,
+                "first-token for session %s, which this decoder is not receiving; send decode first", id);
+        if (landed != null) {
+            finish(landed, outcome);
+        }
+        return Lines.object();
     }
 
     /** Decodes greedily from the prompt's end, reading the moved K/V rows as if this JVM had computed them. */
@@ -427,33 +527,7 @@ public final class JlamaServer implements AutoCloseable
 
     private ObjectNode generate(ObjectNode command)
     {
-        int[] prompt = ints(command.path("prompt"));
-        int steps = command.path("steps").asInt();
-        int slot = pool.acquire();
-        try {
-            long start = System.nanoTime();
-            JlamaEngine.Step step = engine.prefill(pool.buffer(slot), prompt);
-            long prefillNanos = System.nanoTime() - start;
-            ArrayNode tokens = Lines.JSON.createArrayNode().add(step.token());
-            ArrayNode digests = Lines.JSON.createArrayNode().add(Lines.digest(step.logits()));
-            long firstStepNanos = 0;
-            for (int s = 0; s < steps; s++) {
-                long stepStart = System.nanoTime();
-                step = engine.decode(pool.buffer(slot), step.token(), prompt.length + s);
-                if (s == 0) {
-                    firstStepNanos = System.nanoTime() - stepStart;
-                }
-                tokens.add(step.token());
-                digests.add(Lines.digest(step.logits()));
-            }
-            ObjectNode reply = Lines.object().put("prefillNanos", prefillNanos).put("firstStepNanos", firstStepNanos);
-            reply.set("tokens", tokens);
-            reply.set("digests", digests);
-            return reply;
-        }
-        finally {
-            pool.release(slot);
-        }
+        return ReferenceGeneration.generate(engine, pool, ints(command.path("prompt")), command.path("steps").asInt());
     }
 
     /** The router gave up on a request (the decoder refused it): kvbridge frees its blocks, and the slot returns on the next poll. */

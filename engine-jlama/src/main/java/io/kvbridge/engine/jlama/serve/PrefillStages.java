@@ -23,6 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * The producer's prefill JVMs as the router sees them: one, or one per pipeline stage. Each stage
@@ -92,15 +93,37 @@ final class PrefillStages implements AutoCloseable
      */
     ObjectNode prefill(String id, ArrayNode prompt, int seconds)
     {
+        return prefill(id, prompt, seconds, null);
+    }
+
+    /**
+     * Runs a prompt's prefill as {@link #prefill(String, ArrayNode, int)} does; with
+     * {@code started} given, streamed: every stage announces the request before its forward pass and
+     * sends its parameters at once, and once every stage did, {@code started} gets them merged as
+     * the reply's would be, while the stages still compute, so that the decoder starts receiving.
+     *
+     * @param id the request id.
+     * @param prompt the prompt's tokens.
+     * @param seconds each stage's deadline.
+     * @param started given the merged parameters' JSON of a streamed prefill, on a stage's thread;
+     *     null for a prefill that hands over once it finished.
+     * @return the reply, or one with {@code error} and {@code message}.
+     */
+    ObjectNode prefill(String id, ArrayNode prompt, int seconds, Consumer<String> started)
+    {
+        StartedStages early = started == null ? null : new StartedStages(stages.size(), started);
         if (stages.size() == 1) {
-            return stages.getFirst().request((ObjectNode) command("prefill", id).set("prompt", prompt), seconds);
+            ObjectNode command = (ObjectNode) command("prefill", id).put("stream", early != null).set("prompt", prompt);
+            return stages.getFirst().request(command, seconds, message -> early.started(0, message));
         }
         int slot = takeSlot(id, seconds);
         // all stages at once: each finishes (and starts its lease) when the others do, as the stages of one engine would
         List<ObjectNode> replies;
         try (ExecutorService each = Executors.newVirtualThreadPerTaskExecutor()) {
             List<Future<ObjectNode>> futures = stages.stream()
-                    .map(stage -> each.submit(() -> stage.request((ObjectNode) command("prefill", id).put("slot", slot).set("prompt", prompt), seconds)))
+                    .map(stage -> each.submit(() -> stage.request(
+                            (ObjectNode) command("prefill", id).put("slot", slot).put("stream", early != null).set("prompt", prompt), seconds,
+                            message -> early.started(stages.indexOf(stage), message))))
                     .toList();
             replies = futures.stream().map(PrefillStages::await).toList();
         }
@@ -132,6 +155,37 @@ final class PrefillStages implements AutoCloseable
             return Lines.object().put("error", code).put("message", problem);
         }
         return first.put("prefillNanos", prefillNanos).put("params", TransferParamsJson.write(merged));
+    }
+
+    /** Collects every stage's early parameters of a streamed prefill and hands them on, merged, once all came. */
+    private static final class StartedStages
+    {
+        private final TransferParams[] params;
+        private final Consumer<String> started;
+        private int missing;
+
+        StartedStages(int stages, Consumer<String> started)
+        {
+            this.params = new TransferParams[stages];
+            this.started = started;
+            this.missing = stages;
+        }
+
+        void started(int stage, ObjectNode message)
+        {
+            TransferParams merged;
+            synchronized (this) {
+                params[stage] = TransferParamsJson.read(message.path("params").asText());
+                if (--missing > 0) {
+                    return;
+                }
+                merged = params[0];
+                for (int other = 1; other < params.length; other++) {
+                    merged = merged.withEpochsOf(params[other]);
+                }
+            }
+            started.accept(TransferParamsJson.write(merged));
+        }
     }
 
     /**

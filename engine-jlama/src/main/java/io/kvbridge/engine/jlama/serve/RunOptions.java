@@ -27,9 +27,11 @@ import java.util.Locale;
  *     generated {@code model} shape instead.
  * @param producerPp prefill JVMs, one per pipeline stage, each registering and handing over only its
  *     stage's layers to the one decoder that holds them all; 1 for one prefill JVM.
+ * @param streamLayers hand each request to the decoder when its prefill starts and move each layer as
+ *     Jlama's forward pass completes it ({@code prefillStarted}, {@code layerComputed}); push only.
  */
 public record RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
-        int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp)
+        int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp, boolean streamLayers)
 {
     /** The most producer pipeline stages: each is a JVM holding the whole model. */
     public static final int MAX_PRODUCER_PP = 4;
@@ -111,6 +113,43 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns, modelDirectory, 1);
     }
 
+    /**
+     * Options whose prefill hands over once it finished.
+     *
+     * @param backend kvbridge transport.
+     * @param mode {@code push}, {@code pull} or {@code mixed}.
+     * @param sessions sessions to serve.
+     * @param promptMin shortest prompt.
+     * @param promptMax longest prompt.
+     * @param decodeTokens decode steps.
+     * @param seed seed.
+     * @param model shape.
+     * @param blockTokens tokens per block.
+     * @param corruptBlock negative control block, or -1.
+     * @param concurrency sessions in flight.
+     * @param turns turns per session.
+     * @param modelDirectory an existing model directory, or null.
+     * @param producerPp prefill JVMs, one per pipeline stage.
+     */
+    public RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
+            int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp)
+    {
+        this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns, modelDirectory,
+                producerPp, false);
+    }
+
+    /**
+     * Returns these options with the streamed hand-off on or off.
+     *
+     * @param stream whether prefill streams its layers.
+     * @return the options.
+     */
+    public RunOptions withStreamLayers(boolean stream)
+    {
+        return new RunOptions(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns,
+                modelDirectory, producerPp, stream);
+    }
+
     /** Validates the values. */
     public RunOptions
     {
@@ -123,6 +162,8 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         KvBridgeException.checkArgument(turns >= 1, "turns=%d is not positive", turns);
         KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= MAX_PRODUCER_PP, "producerPp=%d is outside [1, %d]", producerPp,
                 MAX_PRODUCER_PP);
+        KvBridgeException.checkArgument(!streamLayers || mode.equals("push"),
+                "mode=%s with streamed layers: a streamed prefill's parameters serve push only (kvbridge does not stream pull); give mode push", mode);
         KvBridgeException.checkArgument(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency=%d is outside [1, %d]", concurrency,
                 MAX_CONCURRENCY);
     }

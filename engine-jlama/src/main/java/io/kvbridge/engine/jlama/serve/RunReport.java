@@ -78,14 +78,14 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
         ObjectNode root = Lines.object().put("engine", "jlama").put("model", options.modelLabel()).put("backend", options.backend())
                 .put("mode", options.mode()).put("passed", passed()).put("decoderForwardedTokens", decoderForwardedTokens)
                 .put("decoderRanOnlyDecodeSteps", decoderRanOnlyDecodeSteps()).put("producerPp", options.producerPp())
-                .put("stagesRegisteredOnlyTheirLayers", stagesRegisteredOnlyTheirLayers());
+                .put("stagesRegisteredOnlyTheirLayers", stagesRegisteredOnlyTheirLayers()).put("streamLayers", options.streamLayers());
         ArrayNode list = root.putArray("sessions");
         for (SessionResult s : sessions) {
             ObjectNode node = list.addObject().put("id", s.id()).put("mode", s.mode()).put("promptTokens", s.promptTokens())
                     .put("generatedTokens", s.tokens().size()).put("identical", s.identical(options.decodeTokens()))
                     .put("prefillMs", millis(s.prefillNanos())).put("transferMs", millis(s.transferNanos()))
                     .put("firstDecodeStepMs", millis(s.firstStepNanos())).put("bytesMoved", s.bytesMoved())
-                    .put("cachedTokens", s.cachedTokens());
+                    .put("cachedTokens", s.cachedTokens()).put("decodeReadyMs", millis(s.decodeReadyNanos()));
             node.set("mismatchedSteps", Lines.JSON.valueToTree(s.mismatchedSteps()));
             if (s.error() != null) {
                 node.put("error", s.error());
@@ -117,6 +117,12 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
                     s.cachedTokens(),
                     millis(s.prefillNanos()), millis(s.transferNanos()), millis(s.firstStepNanos()), s.bytesMoved(),
                     s.error() != null ? "REFUSED: " + s.error() : s.identical(options.decodeTokens()) ? "yes" : "NO, steps " + s.mismatchedSteps()));
+        }
+        long[] ready = sessions.stream().filter(s -> s.error() == null).mapToLong(SessionResult::decodeReadyNanos).sorted().toArray();
+        if (ready.length > 0) {
+            // prefill start (the router sends the prompt) to the decoder holding every block: what streaming the layers shortens
+            text.append(String.format(Locale.ROOT, "  decode-ready after prefill start (%s): p50 %.1fms, max %.1fms%n",
+                    options.streamLayers() ? "layers streamed" : "handed over whole", millis(ready[(ready.length - 1) / 2]), millis(ready[ready.length - 1])));
         }
         text.append(String.format(Locale.ROOT, "  bytes moved: %d; decoder forwarded %d tokens (%s)%n", bytes, decoderForwardedTokens,
                 decoderRanOnlyDecodeSteps() ? "decode steps only, no prompt" : "MORE than its decode steps"));

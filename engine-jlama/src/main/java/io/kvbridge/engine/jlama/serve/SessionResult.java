@@ -19,9 +19,12 @@ import java.util.List;
  * @param error the refusal or failure, or null.
  * @param cachedTokens prompt tokens the decoder already held from the session's earlier turn, which
  *     kvbridge did not move (a prefix hit); 0 for a first turn.
+ * @param decodeReadyNanos from the router sending the prompt to prefill until the decoder had every
+ *     block (wall clock, read in both JVMs, microsecond grain); 0 for a failed session.
  */
 public record SessionResult(String id, String mode, int promptTokens, List<Integer> tokens, List<Integer> referenceTokens, List<Integer> mismatchedSteps,
-        long prefillNanos, long transferNanos, long firstStepNanos, long bytesMoved, long decoderForwardedTokens, String error, int cachedTokens)
+        long prefillNanos, long transferNanos, long firstStepNanos, long bytesMoved, long decoderForwardedTokens, String error, int cachedTokens,
+        long decodeReadyNanos)
 {
     /**
      * Tells whether the session matched its reference bit for bit and the decoder ran only its steps.

@@ -1,0 +1,73 @@
+package io.kvbridge.engine.jlama;
+
+import io.kvbridge.engine.jlama.serve.DisaggregatedRun;
+import io.kvbridge.engine.jlama.serve.RunOptions;
+import io.kvbridge.engine.jlama.serve.RunReport;
+import io.kvbridge.engine.jlama.serve.SessionResult;
+import io.kvbridge.spi.KvBridgeException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Prefill streaming its layers over {@code tcp}, push: the decoder gets the parameters before the
+ * prefill's forward pass and each layer as Jlama completes it, and still generates every token and
+ * every step's logits bits of a JVM that ran the prompts alone; PP1 and PP2 producers, both model
+ * shapes, prompts below and above the connector's {@code streamMinTokens} (256: below it the
+ * request is written whole after all-done) and across Jlama's 256-token prompt chunks.
+ */
+class StreamedPrefillJlamaTest
+{
+    private static String classPath()
+    {
+        return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    }
+
+    @ParameterizedTest
+    @CsvSource({"llama, 1", "qwen2, 1", "llama, 2", "qwen2, 2"})
+    void streamedPrefillHandsOffBitIdentically(String shape, int stages, @TempDir Path dir)
+    {
+        RunOptions options = new RunOptions("tcp", "push", 3, 200, 320, 3, 21, shape, 16, -1, 2, 1, null, stages).withStreamLayers(true);
+        RunReport report = DisaggregatedRun.run(options, dir, classPath());
+        System.err.println(report.toText());
+        assertTrue(report.passed(), report::toText);
+        assertEquals(3, report.sessions().size());
+        assertTrue(report.decoderRanOnlyDecodeSteps(), "the decoder never ran a prompt: " + report.decoderForwardedTokens());
+        for (SessionResult session : report.sessions()) {
+            assertTrue(session.identical(3), session.id());
+            assertTrue(session.decodeReadyNanos() > 0, session.id() + " reports when the decoder had every block");
+        }
+        assertTrue(report.stagesRegisteredOnlyTheirLayers());
+    }
+
+    @Test
+    void oneByteChangedBeforeLayerZeroIsAnnouncedFailsTheAudit(@TempDir Path dir)
+    {
+        // the byte changes after layer 0 is computed and before it is announced: what moves is what the decoder reads
+        RunOptions options = new RunOptions("tcp", "push", 1, 300, 300, 3, 5, "llama", 16, 1, 2, 1, null, 1).withStreamLayers(true);
+        RunReport report = DisaggregatedRun.run(options, dir, classPath());
+        System.err.println(report.toText());
+        assertFalse(report.passed(), "a changed key byte must show in the audit");
+        SessionResult session = report.sessions().getFirst();
+        assertNull(session.error());
+        assertFalse(session.mismatchedSteps().isEmpty(), "the decode steps' logits differ from the reference");
+        assertFalse(session.mismatchedSteps().contains(0), "the prefill's own first token was computed before the change");
+    }
+
+    @Test
+    void streamingIsPushOnly()
+    {
+        KvBridgeException refused = assertThrows(KvBridgeException.class,
+                () -> new RunOptions("tcp", "mixed", 2, 20, 40, 3, 5, "llama", 16, -1, 2, 1, null, 1).withStreamLayers(true));
+        assertTrue(refused.getMessage().contains("mode=mixed") && refused.getMessage().contains("give mode push"), refused.getMessage());
+    }
+}
