@@ -32,8 +32,10 @@ class StreamedPrefillJlamaTest
         return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     }
 
+    // each shape once and each stage count once: the hand-off without streaming runs every pair in
+    // DisaggregatedJlamaTest and PipelineStagesJlamaTest, and each run here starts three JVMs
     @ParameterizedTest
-    @CsvSource({"llama, 1", "qwen2, 1", "llama, 2", "qwen2, 2"})
+    @CsvSource({"llama, 2", "qwen2, 1"})
     void streamedPrefillHandsOffBitIdentically(String shape, int stages, @TempDir Path dir)
     {
         RunOptions options = new RunOptions("tcp", "push", 3, 200, 320, 3, 21, shape, 16, -1, 2, 1, null, stages).withStreamLayers(true);
