@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -64,6 +65,19 @@ public final class Discovery
     private final Map<String, EngineDirectory.Subscription> watched = new HashMap<>();
     private final Map<String, Decoded> decoded = new HashMap<>();
     private final Set<String> reported = new HashSet<>();
+    private final Map<String, SharedEntry> published = new HashMap<>();
+
+    /** One directory entry and how many open ranks of this bridge publish it; holders guarded by lock. */
+    private static final class SharedEntry
+    {
+        final EngineDirectory.Publication publication;
+        int holders;
+
+        SharedEntry(EngineDirectory.Publication publication)
+        {
+            this.publication = publication;
+        }
+    }
 
     /** An engine's usable entries as decoded (refused ones left out), with the entries they were decoded from. */
     private record Decoded(List<DirectoryEntry> source, Map<RankKey, PublishedRank> ranks)
@@ -108,14 +122,46 @@ public final class Discovery
      * @param host the host peers reach the rank's side channel at.
      * @param port the side channel's port.
      * @param metadata what the rank advertises.
-     * @return closing it withdraws the entry; does nothing without a directory.
+     * @return closing it withdraws the entry once every rank of this bridge that published the same
+     *     engine and rank (the producer and the consumer of a {@code kv_both} rank) closed its own;
+     *     does nothing without a directory.
      */
     public AutoCloseable publish(String host, int port, RankMetadata metadata)
     {
         if (directory == null) {
             return () -> { };
         }
-        return directory.publish(PublishedRank.entry(host, port, metadata, signer));
+        DirectoryEntry entry = PublishedRank.entry(host, port, metadata, signer);
+        String key = entry.engineId() + "|" + entry.ppRank() + "|" + entry.tpRank();
+        SharedEntry shared;
+        synchronized (lock) {
+            shared = published.get(key);
+            if (shared == null) {
+                shared = new SharedEntry(directory.publish(entry));
+                published.put(key, shared);
+            }
+            shared.holders++;
+        }
+        SharedEntry held = shared;
+        AtomicBoolean withdrawn = new AtomicBoolean();
+        return () -> {
+            if (withdrawn.compareAndSet(false, true)) {
+                withdraw(key, held);
+            }
+        };
+    }
+
+    // the directory keys an entry by engine and rank only: the producer and consumer of one kv_both
+    // rank share it, and it leaves the directory when the last of them closes
+    private void withdraw(String key, SharedEntry shared)
+    {
+        synchronized (lock) {
+            if (--shared.holders > 0) {
+                return;
+            }
+            published.remove(key, shared);
+        }
+        shared.publication.close();
     }
 
     @Override

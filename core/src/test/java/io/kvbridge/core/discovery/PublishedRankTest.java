@@ -99,6 +99,29 @@ class PublishedRankTest
     }
 
     @Test
+    void aRankPublishedUnderBothRolesStaysInTheDirectoryUntilBothClosed() throws Exception
+    {
+        InMemoryDirectory directory = new InMemoryDirectory();
+        try (Discovery discovery = new Discovery(directory, WireLimits.DEFAULT, SECRET)) {
+            List<RankKey> rank = List.of(new RankKey(1, 0));
+            Optional<InetSocketAddress> located = Optional.of(new InetSocketAddress("127.0.0.1", 5600));
+            // a kv_both rank: its producer and its consumer publish the same engine and rank
+            AutoCloseable producer = discovery.publish("127.0.0.1", 5600, METADATA);
+            AutoCloseable consumer = discovery.publish("127.0.0.1", 5600, METADATA);
+            assertEquals(1, directory.published.get(), "one entry for the rank");
+            consumer.close();
+            consumer.close();
+            assertEquals(located, discovery.locate("prefill-0", rank, GIVEN), "the consumer closing took the producer's entry with it");
+            producer.close();
+            assertEquals(List.of(), directory.resolve("prefill-0"), "the entry stayed after both closed");
+            AutoCloseable again = discovery.publish("127.0.0.1", 5600, METADATA);
+            assertEquals(2, directory.published.get(), "a rank published after both closed is published anew");
+            again.close();
+            assertEquals(List.of(), directory.resolve("prefill-0"));
+        }
+    }
+
+    @Test
     void withASecretOnlyEntriesItSignedAreUsedAndEachRefusalIsCountedOnce()
     {
         InMemoryDirectory directory = new InMemoryDirectory();
@@ -168,11 +191,13 @@ class PublishedRankTest
     {
         final Map<String, List<DirectoryEntry>> entries = new ConcurrentHashMap<>();
         final List<String> watched = new java.util.concurrent.CopyOnWriteArrayList<>();
+        final java.util.concurrent.atomic.AtomicInteger published = new java.util.concurrent.atomic.AtomicInteger();
         boolean closed;
 
         @Override
         public Publication publish(DirectoryEntry entry)
         {
+            published.incrementAndGet();
             entries.put(entry.engineId(), List.of(entry));
             return () -> entries.remove(entry.engineId());
         }
