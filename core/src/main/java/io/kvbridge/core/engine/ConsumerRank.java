@@ -18,6 +18,7 @@ import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.engine.ReceivingRequest.Writer;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
+import io.kvbridge.core.sidechannel.ServedRole;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -74,7 +75,7 @@ final class ConsumerRank implements ConsumerConnector, RankRole, ConnectorRank
                 "consumer rank %s is one of %d pipeline stages but its settings carry no cache spec, so the producer ranks cannot be told how many "
                         + "decoder ranks address them; pass it with ConnectorSettings.Builder.cacheSpec", settings.geometry().rank(),
                 settings.geometry().rank().ppSize());
-        this.runtime = new RankRuntime(services, settings, "consumer", this);
+        this.runtime = new RankRuntime(services, settings, ServedRole.CONSUMER, this);
         this.settings = settings;
         this.geometry = settings.geometry();
         this.name = runtime.name();

@@ -2,6 +2,7 @@ package io.kvbridge.core.engine;
 
 import io.kvbridge.api.Health.Check;
 import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.ServedRole;
 import io.kvbridge.core.sidechannel.SideChannelClient;
 import io.kvbridge.core.sidechannel.SideChannelServer;
 import io.kvbridge.core.wire.HandshakePayload;
@@ -145,7 +146,9 @@ final class HealthProbes
         long answered;
         try {
             WireLimits limits = client.settings().limits();
-            byte[] payload = client.fetch(address, List.of(rank.get())).getFirst().payload();
+            // a rank of an engine that runs both kinds is asked for under one of its roles, which both carry the epoch
+            ServedRole role = server.roles(rank.get()).stream().min(Comparator.naturalOrder()).orElse(null);
+            byte[] payload = client.fetch(address, List.of(rank.get()), role, null).getFirst().payload();
             answered = MetadataCodec.decode(HandshakePayload.decode(payload, limits).metadata(), limits).epoch();
         }
         catch (KvBridgeException e) {

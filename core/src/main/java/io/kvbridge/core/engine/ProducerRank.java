@@ -18,6 +18,7 @@ import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.ServedRole;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -88,7 +89,7 @@ final class ProducerRank implements ProducerConnector, RankRole, ConnectorRank
 
     ProducerRank(EngineServices services, ConnectorSettings settings, boolean startWorker)
     {
-        this.runtime = new RankRuntime(services, settings, "producer", this);
+        this.runtime = new RankRuntime(services, settings, ServedRole.PRODUCER, this);
         this.settings = settings;
         this.geometry = settings.geometry();
         this.name = runtime.name();

@@ -4,6 +4,7 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.api.TransferMode;
 import io.kvbridge.core.sidechannel.RankKey;
+import io.kvbridge.core.sidechannel.ServedRole;
 import io.kvbridge.core.sidechannel.SideChannelServer;
 import io.kvbridge.core.wire.PeerCapability;
 import io.kvbridge.core.wire.RankMetadata;
@@ -30,6 +31,7 @@ import org.slf4j.LoggerFactory;
  * @param name the rank's name in logs.
  * @param services the bridge's services the side channel is acquired from.
  * @param settings the rank's settings.
+ * @param role the rank's role, under which the side channel serves it.
  * @param transport the rank's own transport instance.
  * @param server the engine's side channel.
  * @param publication the rank's discovery entry; a no-op without a directory.
@@ -37,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * @param ownAddress where the rank's side channel is reached.
  * @param capabilities what the rank offers its peers.
  */
-record RankEndpoint(String name, EngineServices services, ConnectorSettings settings, TransferBackend transport, SideChannelServer server,
+record RankEndpoint(String name, EngineServices services, ConnectorSettings settings, ServedRole role, TransferBackend transport, SideChannelServer server,
         AutoCloseable publication, long epoch, SideChannelAddress ownAddress, Set<PeerCapability> capabilities)
 {
     private static final Logger LOG = LoggerFactory.getLogger(RankEndpoint.class);
@@ -48,7 +50,8 @@ record RankEndpoint(String name, EngineServices services, ConnectorSettings sett
      *
      * @param sessions told of every notification session a peer opens with the rank at the side channel.
      */
-    static RankEndpoint open(String name, EngineServices services, ConnectorSettings settings, TransferBackend transport, Consumer<SessionKey> sessions)
+    static RankEndpoint open(String name, EngineServices services, ConnectorSettings settings, ServedRole role, TransferBackend transport,
+            Consumer<SessionKey> sessions)
     {
         CacheGeometry geometry = settings.geometry();
         List<Allocation> registered = new ArrayList<>();
@@ -65,14 +68,14 @@ record RankEndpoint(String name, EngineServices services, ConnectorSettings sett
                 capabilities.add(mode == TransferMode.PUSH ? PeerCapability.PUSH : PeerCapability.PULL);
             }
             RankMetadata metadata = new RankMetadata(settings.engineId(), epoch, transport.name(), transport.localMetadata(), capabilities, geometry);
-            acquired.publish(metadata, sessions);
+            acquired.publish(metadata, role, sessions);
             SideChannelAddress ownAddress = new SideChannelAddress(settings.advertisedHost(), acquired.address().getPort());
             AutoCloseable publication = services.discovery().publish(ownAddress.host(), ownAddress.port(), metadata);
-            return new RankEndpoint(name, services, settings, transport, acquired, publication, epoch, ownAddress, Set.copyOf(capabilities));
+            return new RankEndpoint(name, services, settings, role, transport, acquired, publication, epoch, ownAddress, Set.copyOf(capabilities));
         }
         catch (RuntimeException e) {
             if (acquired != null) {
-                acquired.withdraw(RankKey.of(geometry.rank()));
+                acquired.withdraw(role, RankKey.of(geometry.rank()));
                 services.releaseServer(settings.engineId());
             }
             for (Allocation allocation : registered) {
@@ -127,7 +130,7 @@ record RankEndpoint(String name, EngineServices services, ConnectorSettings sett
         catch (Exception e) {
             LOG.warn("{}: withdrawing the discovery entry failed: {}", name, e.toString());
         }
-        server.withdraw(RankKey.of(settings.geometry().rank()));
+        server.withdraw(role, RankKey.of(settings.geometry().rank()));
         services.releaseServer(settings.engineId());
         for (Allocation allocation : settings.geometry().allocations()) {
             try {

@@ -6,6 +6,7 @@ import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.core.sidechannel.RankKey;
 import io.kvbridge.core.sidechannel.RemoteEngine;
 import io.kvbridge.core.sidechannel.RemoteEngines;
+import io.kvbridge.core.sidechannel.ServedRole;
 import io.kvbridge.core.wire.HandshakeVerifier;
 import io.kvbridge.core.wire.PeerCapability;
 import io.kvbridge.spi.transfer.TransferBackend;
@@ -35,9 +36,10 @@ final class RankPeers
     private final Executor worker;
 
     /**
+     * @param wanted the role of the peers' ranks, which handshakes ask side channels for.
      * @param worker runs clean-ups on the rank's worker thread.
      */
-    RankPeers(String name, EngineServices services, ConnectorSettings settings, TransferBackend transport, PeerSessions sessions,
+    RankPeers(String name, EngineServices services, ConnectorSettings settings, ServedRole wanted, TransferBackend transport, PeerSessions sessions,
             Set<PeerCapability> capabilities, Executor worker)
     {
         this.name = requireNonNull(name, "name is null");
@@ -50,7 +52,7 @@ final class RankPeers
                 services.sideChannelSettings().limits());
         // every handshake opens a notification session with the ranks fetched: what this rank sends them is sealed with it
         this.remotes = new RemoteEngines(services.client(), verifier, capabilities, services.sideChannelSettings().engineTtl(), services.clock(),
-                services.handshakes(), this::evicted, transport.agentName(), services.discovery());
+                services.handshakes(), this::evicted, transport.agentName(), services.discovery(), wanted);
     }
 
     PeerLinks links()

@@ -6,6 +6,7 @@ import io.kvbridge.api.ConnectorAudit;
 import io.kvbridge.api.ConnectorSettings;
 import io.kvbridge.api.SideChannelAddress;
 import io.kvbridge.core.sidechannel.RemoteEngines;
+import io.kvbridge.core.sidechannel.ServedRole;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
@@ -85,10 +86,12 @@ final class RankRuntime implements OpenRank
      * Creates the rank's transport, registers its caches and publishes it; the worker starts with
      * {@link #start}, once the role is ready to be called.
      *
+     * @param served the rank's role, under which the engine's side channel serves it.
      * @param role called back on the worker thread; not called before {@link #start}.
      */
-    RankRuntime(EngineServices services, ConnectorSettings settings, String roleName, RankRole role)
+    RankRuntime(EngineServices services, ConnectorSettings settings, ServedRole served, RankRole role)
     {
+        String roleName = served.wireName();
         this.services = requireNonNull(services, "services is null");
         this.settings = requireNonNull(settings, "settings is null");
         this.role = requireNonNull(role, "role is null");
@@ -100,9 +103,9 @@ final class RankRuntime implements OpenRank
         PeerSessions sessions = new PeerSessions(name, metrics);
         this.grants = new RequestGrants(name, transport, geometry);
         this.transfers = new InFlightTransfers(name, transport, metrics, settings.transferTimeout());
-        this.endpoint = RankEndpoint.open(name, services, settings, transport, sessions::established);
+        this.endpoint = RankEndpoint.open(name, services, settings, served, transport, sessions::established);
         try {
-            this.peers = new RankPeers(name, services, settings, transport, sessions, endpoint.capabilities(), this::enqueue);
+            this.peers = new RankPeers(name, services, settings, served.peer(), transport, sessions, endpoint.capabilities(), this::enqueue);
         }
         catch (RuntimeException e) {
             endpoint.close();

@@ -59,6 +59,8 @@ public final class RemoteEngines
     private final Consumer<RemoteEngine> onEvicted;
     // the transport agent whose notifications the sessions opened at each handshake authenticate; null: open none
     private final String localAgent;
+    // the role of the ranks this cache fetches: the peers of the rank that owns it
+    private final ServedRole wanted;
     private final byte[] secret;
     // whether the side channel's answers prove which engine sent them: a secret's MAC, or TLS
     private final boolean answersProven;
@@ -140,6 +142,28 @@ public final class RemoteEngines
     public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
             SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted, String localAgent, EngineLocator locator)
     {
+        this(client, verifier, localCapabilities, ttl, clock, executor, onEvicted, localAgent, locator, null);
+    }
+
+    /**
+     * Like the other constructors, asking side channels for the ranks of one role, as a rank asks
+     * for its peers (an engine that runs both kinds serves a producer and a consumer per rank).
+     *
+     * @param client fetches payloads from side channels.
+     * @param verifier checks fetched payloads.
+     * @param localCapabilities what this engine can do, negotiated with each peer.
+     * @param ttl how long an idle engine stays cached.
+     * @param clock monotonic clock for idle times.
+     * @param executor runs handshakes (and the locator's look-ups).
+     * @param onEvicted told of each evicted engine, outside the lock.
+     * @param localAgent the transport agent name of the rank that sends the notifications; null for no sessions.
+     * @param locator finds side channels by engine id.
+     * @param wanted the role of the ranks fetched; null to name none.
+     */
+    public RemoteEngines(SideChannelClient client, HandshakeVerifier verifier, Collection<PeerCapability> localCapabilities, Duration ttl,
+            SideChannelClock clock, Executor executor, Consumer<RemoteEngine> onEvicted, String localAgent, EngineLocator locator, ServedRole wanted)
+    {
+        this.wanted = wanted;
         this.locator = requireNonNull(locator, "locator is null");
         this.localAgent = localAgent;
         this.client = requireNonNull(client, "client is null");
@@ -317,7 +341,7 @@ public final class RemoteEngines
         Map<RankKey, SessionKey> sessions = new HashMap<>(previous == null ? Map.of() : previous.sessions());
         ClockOffset offset = previous == null ? null : previous.clockOffset();
         SideChannelClient.SessionRequest session = localAgent == null ? null : new SideChannelClient.SessionRequest(localAgent, SessionKey.newNonce());
-        for (SideChannelClient.Fetched fetched : client.fetch(target, missing, session)) {
+        for (SideChannelClient.Fetched fetched : client.fetch(target, missing, wanted, session)) {
             Verified verified = verifier.verify(fetched.payload());
             String replied = verified.metadata().engineId();
             if (!replied.equals(engineId)) {

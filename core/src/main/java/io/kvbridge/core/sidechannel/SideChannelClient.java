@@ -134,13 +134,29 @@ public final class SideChannelClient
      */
     public List<Fetched> fetch(InetSocketAddress address, List<RankKey> ranks, SessionRequest session)
     {
+        return fetch(address, ranks, null, session);
+    }
+
+    /**
+     * Like {@link #fetch(InetSocketAddress, List, SessionRequest)}, asking for the ranks of one role:
+     * an engine that runs both kinds serves a producer and a consumer under each rank.
+     *
+     * @param address the peer's side channel.
+     * @param ranks the ranks to fetch, in order.
+     * @param role the role of the ranks wanted; null to name none, as clients of earlier releases do.
+     * @param session the session to ask for, or null for none.
+     * @return one entry per rank, in the same order.
+     * @throws KvBridgeException as {@link #fetch(InetSocketAddress, List, SessionRequest)}.
+     */
+    public List<Fetched> fetch(InetSocketAddress address, List<RankKey> ranks, ServedRole role, SessionRequest session)
+    {
         requireNonNull(address, "address is null");
         requireNonNull(ranks, "ranks is null");
         KvBridgeException.checkArgument(!ranks.isEmpty(), "no ranks to fetch from %s", address);
         long deadline = System.nanoTime() + settings.handshakeTimeout().toNanos();
         for (int attempt = 1; ; attempt++) {
             try {
-                return fetchOnce(address, ranks, session, deadline);
+                return fetchOnce(address, ranks, role, session, deadline);
             }
             catch (Unanswered e) {
                 // a server under a connection flood closes connections it has not served yet (newest first
@@ -167,7 +183,7 @@ public final class SideChannelClient
         }
     }
 
-    private List<Fetched> fetchOnce(InetSocketAddress address, List<RankKey> ranks, SessionRequest session, long deadline)
+    private List<Fetched> fetchOnce(InetSocketAddress address, List<RankKey> ranks, ServedRole role, SessionRequest session, long deadline)
     {
         Budget budget = new Budget(settings.maxHandshakeBytes());
         try (Socket socket = new Socket()) {
@@ -181,7 +197,7 @@ public final class SideChannelClient
                 List<Fetched> fetched = new ArrayList<>(ranks.size());
                 for (RankKey rank : ranks) {
                     try {
-                        fetched.add(fetchOne(address, rank, session, budget, in, out));
+                        fetched.add(fetchOne(address, rank, role, session, budget, in, out));
                     }
                     catch (SocketTimeoutException e) {
                         throw timedOut(address, rank, timed.deadlinePassed());
@@ -255,10 +271,12 @@ public final class SideChannelClient
         }
     }
 
-    private Fetched fetchOne(InetSocketAddress address, RankKey rank, SessionRequest session, Budget budget, InputStream in, OutputStream out)
+    private Fetched fetchOne(InetSocketAddress address, RankKey rank, ServedRole role, SessionRequest session, Budget budget, InputStream in,
+            OutputStream out)
             throws IOException
     {
-        byte[] content = session == null ? SideChannelMessages.request(rank) : SideChannelMessages.request(rank, session.agent(), session.nonce());
+        byte[] content = session == null ? SideChannelMessages.request(rank, role, null, null)
+                : SideChannelMessages.request(rank, role, session.agent(), session.nonce());
         Opened request = authenticator.seal(Direction.REQUEST, content, NO_NONCE);
         long sendNanos = clock.monotonicNanos();
         Frames.write(out, request.content());

@@ -14,13 +14,16 @@ import io.kvbridge.spi.ErrorCode;
  * the server's monotonic clock, or names an error.
  *
  * <pre>
- *   request: {"type": "get_metadata", "pp_rank": int, "tp_rank": int, ["agent": str, "session_nonce": bin(16)]}
+ *   request: {"type": "get_metadata", "pp_rank": int, "tp_rank": int, ["role": "producer" | "consumer"],
+ *             ["agent": str, "session_nonce": bin(16)]}
  *   reply:   {"status": "ok", "payload": bin, "clock_nanos": int, ["session_nonce": bin(16)]}
  *          | {"status": "error", "code": str, "message": str}
  * </pre>
  *
  * <p>A request naming its transport agent and a nonce asks for a notification session; the reply
- * then carries the server's nonce (see {@link io.kvbridge.core.wire.SessionKey}).
+ * then carries the server's nonce (see {@link io.kvbridge.core.wire.SessionKey}). A request names
+ * the role of the rank it wants ({@link ServedRole}) since an engine may serve a producer and a
+ * consumer under one rank; a client of an earlier release names none.
  */
 final class SideChannelMessages
 {
@@ -34,10 +37,11 @@ final class SideChannelMessages
      * A decoded request.
      *
      * @param rank the rank asked for.
+     * @param role the role asked for; null when the client names none.
      * @param agent the client's transport agent name when it asks for a notification session, else null.
      * @param sessionNonce the client's session nonce, with {@code agent}; else null.
      */
-    record Request(RankKey rank, String agent, byte[] sessionNonce)
+    record Request(RankKey rank, ServedRole role, String agent, byte[] sessionNonce)
     {
     }
 
@@ -60,15 +64,23 @@ final class SideChannelMessages
 
     static byte[] request(RankKey rank)
     {
-        return request(rank, null, null);
+        return request(rank, null, null, null);
     }
 
     static byte[] request(RankKey rank, String agent, byte[] sessionNonce)
     {
-        WireWriter writer = new WireWriter().map(agent == null ? 3 : 5)
+        return request(rank, null, agent, sessionNonce);
+    }
+
+    static byte[] request(RankKey rank, ServedRole role, String agent, byte[] sessionNonce)
+    {
+        WireWriter writer = new WireWriter().map(3 + (role == null ? 0 : 1) + (agent == null ? 0 : 2))
                 .string("type").string(GET_METADATA)
                 .string("pp_rank").integer(rank.ppRank())
                 .string("tp_rank").integer(rank.tpRank());
+        if (role != null) {
+            writer.string("role").string(role.wireName());
+        }
         if (agent != null) {
             writer.string("agent").string(agent).string("session_nonce").binary(sessionNonce);
         }
@@ -88,14 +100,22 @@ final class SideChannelMessages
             throw map.error("pp_rank", "pp_rank=" + ppRank + " tp_rank=" + tpRank + " must not be negative");
         }
         RankKey rank = new RankKey(ppRank, tpRank);
+        ServedRole role = null;
+        if (map.has("role")) {
+            String name = map.requireString("role");
+            role = ServedRole.fromWire(name);
+            if (role == null) {
+                throw map.error("role", "value=" + name + " is not a role (expected: producer or consumer)");
+            }
+        }
         if (!map.has("agent")) {
-            return new Request(rank, null, null);
+            return new Request(rank, role, null, null);
         }
         String agent = map.requireString("agent");
         if (agent.isEmpty()) {
             throw map.error("agent", "must not be empty");
         }
-        return new Request(rank, agent, nonce(map));
+        return new Request(rank, role, agent, nonce(map));
     }
 
     private static byte[] nonce(WireMap map)

@@ -2,13 +2,13 @@ package io.kvbridge.core.sidechannel;
 
 import static java.util.Objects.requireNonNull;
 
+import io.kvbridge.core.sidechannel.ServedRanks.Served;
 import io.kvbridge.core.tls.SideChannelTls;
 import io.kvbridge.core.wire.AuthenticationCounters;
 import io.kvbridge.core.wire.HandshakePayload;
 import io.kvbridge.core.wire.MessageAuthenticator;
 import io.kvbridge.core.wire.MessageAuthenticator.Direction;
 import io.kvbridge.core.wire.MessageAuthenticator.Opened;
-import io.kvbridge.core.wire.MetadataCodec;
 import io.kvbridge.core.wire.RankMetadata;
 import io.kvbridge.core.wire.SessionKey;
 import io.kvbridge.spi.ErrorCode;
@@ -24,13 +24,9 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -73,19 +69,13 @@ public final class SideChannelServer implements AutoCloseable
     private static final long DRAIN_NANOS = 200_000_000L;
     private static final long ACCEPT_RETRY_MILLIS = 50;
     private static final byte[] NO_NONCE = new byte[0];
-    private static final Comparator<RankKey> RANK_ORDER = Comparator.comparingInt(RankKey::ppRank).thenComparingInt(RankKey::tpRank);
     private static final Duration LOG_INTERVAL = Duration.ofSeconds(10);
     // the kernel queues connections the accept thread has not taken yet: room for a flood's burst, since
     // a full queue drops a client's SYN and costs it a one-second retransmission (Linux caps it at somaxconn)
     private static final int MIN_BACKLOG = 4_096;
 
-    /** What the server holds for one rank: its encoded payload, and where its notification sessions go (null: none). */
-    private record Served(byte[] payload, Consumer<SessionKey> sessions)
-    {
-    }
-
     private final String engineId;
-    private final Map<RankKey, Served> payloads;
+    private final ServedRanks payloads;
     private final SideChannelSettings settings;
     private final SideChannelClock clock;
     private final MessageAuthenticator authenticator;
@@ -105,7 +95,7 @@ public final class SideChannelServer implements AutoCloseable
     private final AtomicLong requestsRejected = new AtomicLong();
     private final AtomicLong sessionsOpened = new AtomicLong();
 
-    private SideChannelServer(String engineId, Map<RankKey, Served> payloads, SideChannelSettings settings, SideChannelClock clock,
+    private SideChannelServer(String engineId, ServedRanks payloads, SideChannelSettings settings, SideChannelClock clock,
             ServerSocket serverSocket)
     {
         this.engineId = engineId;
@@ -143,9 +133,9 @@ public final class SideChannelServer implements AutoCloseable
         requireNonNull(settings, "settings is null");
         requireNonNull(clock, "clock is null");
         KvBridgeException.checkArgument(!ranks.isEmpty(), "engine %s serves no ranks (expected: the metadata of at least one rank)", engineId);
-        Map<RankKey, Served> payloads = new TreeMap<>(RANK_ORDER);
+        ServedRanks payloads = new ServedRanks();
         for (RankMetadata rank : ranks) {
-            Served previous = payloads.put(RankKey.of(rank.rank()), new Served(encodeChecked(engineId, rank, settings), null));
+            Served previous = payloads.put(null, RankKey.of(rank.rank()), new Served(ServedRanks.encode(engineId, rank, settings), null));
             KvBridgeException.checkArgument(previous == null, "rank %s is given twice", RankKey.of(rank.rank()));
         }
         return start(engineId, payloads, settings, clock);
@@ -166,7 +156,7 @@ public final class SideChannelServer implements AutoCloseable
         requireNonNull(engineId, "engineId is null");
         requireNonNull(settings, "settings is null");
         requireNonNull(clock, "clock is null");
-        return start(engineId, Map.of(), settings, clock);
+        return start(engineId, new ServedRanks(), settings, clock);
     }
 
     /**
@@ -191,37 +181,48 @@ public final class SideChannelServer implements AutoCloseable
      */
     public void publish(RankMetadata rank, Consumer<SessionKey> sessions)
     {
-        requireNonNull(rank, "rank is null");
-        payloads.put(RankKey.of(rank.rank()), new Served(encodeChecked(engineId, rank, settings), sessions));
-        LOG.debug("side channel of engine {} serves rank {}", engineId, RankKey.of(rank.rank()));
+        publish(rank, null, sessions);
     }
 
     /**
-     * Stops serving a rank; later requests for it get an error reply.
+     * Like {@link #publish(RankMetadata, Consumer)}, for one role of the rank: an engine that runs a
+     * producer and a consumer of one rank serves each under its role, and a request names the role it wants.
      *
+     * @param rank the rank's metadata; it must carry the server's engine id.
+     * @param role the connector's role; null for an entry that answers either.
+     * @param sessions receives each session's key; null for a rank that opens none.
+     */
+    public void publish(RankMetadata rank, ServedRole role, Consumer<SessionKey> sessions)
+    {
+        requireNonNull(rank, "rank is null");
+        payloads.put(role, RankKey.of(rank.rank()), new Served(ServedRanks.encode(engineId, rank, settings), sessions));
+        LOG.debug("side channel of engine {} serves {}rank {}", engineId, role == null ? "" : role.wireName() + " ", RankKey.of(rank.rank()));
+    }
+
+    /**
+     * Stops serving one role of a rank (later requests for it get an error reply); the other role, if served, stays.
+     *
+     * @param role the role it was published under, or null.
      * @param rank the rank's key.
      */
-    public void withdraw(RankKey rank)
+    public void withdraw(ServedRole role, RankKey rank)
     {
-        payloads.remove(requireNonNull(rank, "rank is null"));
+        payloads.remove(role, rank);
     }
 
-    /** {@return the ranks served now} */
+    /** {@return the ranks served now, under any role} */
     public Set<RankKey> ranks()
     {
-        return Set.copyOf(payloads.keySet());
+        return payloads.ranks();
     }
 
-    private static byte[] encodeChecked(String engineId, RankMetadata rank, SideChannelSettings settings)
+    /** {@return the roles a rank is published under; empty when it is served under no role, or not at all} */
+    public Set<ServedRole> roles(RankKey rank)
     {
-        KvBridgeException.checkArgument(rank.engineId().equals(engineId), "rank %s carries engineId=%s but the server serves engine %s",
-                rank.rank(), rank.engineId(), engineId);
-        byte[] payload = HandshakePayload.of(rank).encode();
-        checkWithinLimits(rank, payload, settings);
-        return payload;
+        return payloads.roles(rank);
     }
 
-    private static SideChannelServer start(String engineId, Map<RankKey, Served> payloads, SideChannelSettings settings, SideChannelClock clock)
+    private static SideChannelServer start(String engineId, ServedRanks payloads, SideChannelSettings settings, SideChannelClock clock)
     {
         ServerSocket serverSocket;
         try {
@@ -235,7 +236,7 @@ public final class SideChannelServer implements AutoCloseable
                     "cannot bind the side channel of engine %s to %s:%d: %s (choose a free port, or 0 for any)",
                     engineId, settings.bindAddress().getHostAddress(), settings.port(), e.getMessage()), e);
         }
-        SideChannelServer server = new SideChannelServer(engineId, new ConcurrentHashMap<>(payloads), settings, clock, serverSocket);
+        SideChannelServer server = new SideChannelServer(engineId, payloads, settings, clock, serverSocket);
         if (!settings.authenticatesPeers() && settings.bindAddress().isLoopbackAddress()) {
             LOG.info("side channel of engine {} on {} is unauthenticated: only processes on this host reach it, and any of them can read the"
                     + " engine's cache geometry and send it requests", engineId, server.address());
@@ -245,20 +246,8 @@ public final class SideChannelServer implements AutoCloseable
                     + " and send it requests; configure a shared secret on all engines to authenticate every message", engineId, server.address());
         }
         server.acceptThread.start();
-        LOG.info("side channel of engine {} serving ranks {} on {}", engineId, server.payloadKeys(), server.address());
+        LOG.info("side channel of engine {} serving ranks {} on {}", engineId, server.payloads.describe(), server.address());
         return server;
-    }
-
-    private static void checkWithinLimits(RankMetadata rank, byte[] payload, SideChannelSettings settings)
-    {
-        // peers decode with the same limits: refuse here, at start, what every peer would refuse later
-        try {
-            MetadataCodec.decode(HandshakePayload.decode(payload, settings.limits()).metadata(), settings.limits());
-        }
-        catch (KvBridgeException e) {
-            throw new KvBridgeException(ErrorCode.INVALID_ARGUMENT, "the metadata of rank " + rank.rank() + " would be refused by peers: "
-                    + e.getMessage() + " (raise the wire limits on all engines, or advertise fewer regions)", e);
-        }
     }
 
     /** {@return the address the server listens on} */
@@ -505,10 +494,10 @@ public final class SideChannelServer implements AutoCloseable
             throws IOException
     {
         RankKey rank = request.rank();
-        Served served = payloads.get(rank);
+        Served served = payloads.find(request.role(), rank);
         if (served == null) {
             requestsRejected.incrementAndGet();
-            String message = String.format(Locale.ROOT, "engine %s has no rank %s (it serves %s)", engineId, rank, payloadKeys());
+            String message = payloads.missing(engineId, request.role(), rank);
             send(out, SideChannelMessages.errorReply(ErrorCode.PEER_UNKNOWN, message), opened.nonce());
             return;
         }
@@ -554,11 +543,6 @@ public final class SideChannelServer implements AutoCloseable
             throws IOException
     {
         Frames.write(out, authenticator.seal(Direction.REPLY, reply, inReplyTo).content());
-    }
-
-    private String payloadKeys()
-    {
-        return payloads.keySet().stream().sorted(RANK_ORDER).toList().toString();
     }
 
     private static void closeQuietly(Socket socket)

@@ -146,12 +146,18 @@ final class TestCache
     /** Writes the bytes of request {@code seed} into its blocks on this rank. */
     void fill(int seed, int[] blocks)
     {
+        fill(seed, 0, blocks);
+    }
+
+    /** Writes the bytes of positions {@code firstPosition, firstPosition + 1, ...} of request {@code seed} into the blocks, as a decoder appends rows. */
+    void fill(int seed, int firstPosition, int[] blocks)
+    {
         for (int l = 0; l < layers.size(); l++) {
             long blockBytes = layerBlockBytes.get(l);
             for (int position = 0; position < blocks.length; position++) {
                 long base = (long) blocks[position] * blockBytes;
                 for (long o = 0; o < blockBytes; o++) {
-                    layers.get(l).set(ValueLayout.JAVA_BYTE, base + o, expected(seed, firstLayer + l, position, rankOffset(l) + o));
+                    layers.get(l).set(ValueLayout.JAVA_BYTE, base + o, expected(seed, firstLayer + l, firstPosition + position, rankOffset(l) + o));
                 }
             }
         }
