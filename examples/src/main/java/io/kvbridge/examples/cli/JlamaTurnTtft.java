@@ -38,7 +38,7 @@ final class JlamaTurnTtft
         InputChecks.check(spec, mode.equals("push") || mode.equals("pull"), "--turn-ttft times one mode at a time; --mode=%s (expected: push or pull)",
                 mode);
         InputChecks.check(spec, repetitions >= 1 && repetitions <= 100, "--ttft-runs=%d is outside [1, 100]", repetitions);
-        TurnTtftOptions options = new TurnTtftOptions(transport, mode, model, lengths, repetitions, 2, bitIdentical, seed, 16);
+        TurnTtftOptions options = new TurnTtftOptions(transport, mode, model, lengths, repetitions, 1, bitIdentical, seed, 16);
         Path directory = JlamaDemo.runDirectory();
         PrintWriter out = spec.commandLine().getOut();
         try {

@@ -5,6 +5,8 @@ import io.kvbridge.api.ProducerConnector;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.engine.jlama.JlamaSessionPool;
 import io.kvbridge.json.TransferParamsJson;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -97,13 +99,14 @@ final class HandBackSource
      * Notes that a session's turn, once decoded, hands its conversation back.
      *
      * @param session the decode request.
+     * @param conversation its conversation, which a hand-back needs.
      */
-    void ask(String session)
+    void ask(String session, String conversation)
     {
-        if (producer == null) {
-            throw new io.kvbridge.spi.KvBridgeException(io.kvbridge.spi.ErrorCode.INVALID_ARGUMENT, "session " + session
-                    + " asks for a hand-back but this decoder runs without one; start it with --hand-back on");
-        }
+        KvBridgeException.check(producer != null, ErrorCode.INVALID_ARGUMENT,
+                "session %s asks for a hand-back but this decoder runs without one; start it with --hand-back on", session);
+        KvBridgeException.check(conversation != null, ErrorCode.INVALID_ARGUMENT,
+                "session %s asks for a hand-back but names no conversation whose slot this decoder would keep", session);
         asked.add(session);
     }
 

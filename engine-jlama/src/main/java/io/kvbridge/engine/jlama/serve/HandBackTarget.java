@@ -73,7 +73,12 @@ final class HandBackTarget
      */
     boolean keeps(int slot)
     {
-        return kept.values().stream().anyMatch(k -> k.slot() == slot);
+        for (Kept k : kept.values()) {
+            if (k.slot() == slot) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -97,13 +102,15 @@ final class HandBackTarget
                 "request %s: hand-back of conversation %s, which this prefill JVM does not keep (never prefilled here, or forgotten); nothing was "
                         + "moved; send the turn without a hand-back to compute it whole", id, conversation);
         int start = handBack ? checkedHandBackTokens(id, conversation, held, prompt, command.path("handBackTokens").asInt()) : 0;
+        // every check before anything moves: a refused hand-back leaves the conversation as it was kept
+        Planned planned = handBack ? plan(conversation, command, held, start) : null;
         int slot = held != null ? held.slot() : freeSlot.getAsInt();
         try {
             long begin = System.nanoTime();
             long receiveNanos = 0;
             int received = 0;
             if (handBack) {
-                received = receive(id, conversation, command, held, start);
+                received = receive(id, conversation, planned);
                 receiveNanos = System.nanoTime() - begin;
             }
             JlamaEngine.Step first = engine.prefillFrom(pool.buffer(slot), prompt, start);
@@ -113,7 +120,8 @@ final class HandBackTarget
             kept.put(conversation, new Kept(slot, prompt));
             handBacks.keep(conversation, prompt.length, pool.blockIds(slot, prompt.length));
             return Lines.object().put("token", first.token()).put("digest", Lines.digest(first.logits())).put("prefillNanos", prefillNanos)
-                    .put("handBackNanos", receiveNanos).put("computedFrom", start).put("handBackBlocks", received).put("slot", slot).put("params", TransferParamsJson.write(params));
+                    .put("handBackNanos", receiveNanos).put("computedFrom", start).put("handBackBlocks", received).put("slot", slot)
+                    .put("params", TransferParamsJson.write(params));
         }
         catch (RuntimeException e) {
             // the slot's rows are no longer what the conversation held: let it go
@@ -139,21 +147,32 @@ final class HandBackTarget
         return handBackTokens;
     }
 
+    /** A checked hand-back: the decoder's request and parameters, and the slot's blocks that receive it. */
+    private record Planned(String request, TransferParams params, TransferMode mode, int tokens, BlockIds lacking)
+    {
+    }
+
     /**
-     * Receives the blocks of the hand-back that the slot lacks: from its last whole block to the
-     * one holding the hand-back's last token (the decoder's list is end-trimmed to these, as for a
-     * prefix hit), and waits for them within a deadline.
+     * Plans the blocks of the hand-back that the slot lacks: from its last whole block to the one
+     * holding the hand-back's last token, as many as {@link HandBacks#lacking} counts (the decoder's
+     * list is end-trimmed to these, as for a prefix hit).
      */
-    private int receive(String id, String conversation, ObjectNode command, Kept held, int handBackTokens)
+    private Planned plan(String conversation, ObjectNode command, Kept held, int handBackTokens)
     {
         String request = command.path("handBackId").asText();
         TransferParams params = TransferParamsJson.read(command.path("handBack").asText());
         TransferMode mode = TransferMode.valueOf(command.path("mode").asText());
-        // the slot's positional blocks after its whole kept ones: as many as kvbridge plans (one group), the partial last kept block among them
-        int[] planned = handBacks.lacking(request, conversation, params, handBackTokens);
+        int[] lacking = handBacks.lacking(request, conversation, params, handBackTokens);
         int blocks = (handBackTokens + pool.blockTokens() - 1) / pool.blockTokens();
-        BlockIds lacking = pool.blockIds(held.slot(), blocks - planned[0], handBackTokens);
-        handBacks.receive(consumer, request, conversation, params, handBackTokens, mode, lacking);
+        return new Planned(request, params, mode, handBackTokens, pool.blockIds(held.slot(), blocks - lacking[0], handBackTokens));
+    }
+
+    /** Receives a planned hand-back into the slot and waits for it within a deadline. */
+    private int receive(String id, String conversation, Planned planned)
+    {
+        String request = planned.request();
+        BlockIds lacking = planned.lacking();
+        handBacks.receive(consumer, request, conversation, planned.params(), planned.tokens(), planned.mode(), lacking);
         long deadline = System.nanoTime() + RECEIVE_DEADLINE_NANOS;
         while (System.nanoTime() < deadline) {
             ReceiveBatch batch = consumer.poll();

@@ -74,6 +74,8 @@ public final class JlamaServer implements AutoCloseable
     private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final Duration STAGE_LEASE = Duration.ofSeconds(120);
+    /** A hand-back waits for the next turn's prefill, which may come after a long reference turn; the conversation keeps the slot anyway. */
+    private static final Duration HAND_BACK_LEASE = Duration.ofSeconds(300);
 
     private final ServerOptions options;
     private final PrintStream out;
@@ -124,6 +126,9 @@ public final class JlamaServer implements AutoCloseable
                     .stageSideChannels(options.stagePorts().stream().map(port -> new SideChannelAddress("127.0.0.1", port)).toList())
                     // the decoder hears of a request only when the slowest stage finished it: a stage's lease must outlast the others' prefill
                     .leaseDuration(STAGE_LEASE);
+        }
+        if (options.handBack() && options.role().equals("decode")) {
+            settings.leaseDuration(HAND_BACK_LEASE);
         }
         // with the hand-back both engines run both connectors (kv_both): the decoder hands each conversation back, the prefill JVM receives it
         this.producer = options.role().equals("prefill") || options.handBack() ? bridge.producer(settings.build()) : null;
@@ -348,12 +353,12 @@ public final class JlamaServer implements AutoCloseable
                 "session %s: a turn of conversation %s must carry its %d prompt tokens, got %d", id, conversation, promptLength,
                 prompt == null ? 0 : prompt.length);
         TransferParams params = TransferParamsJson.read(command.path("params").asText());
+        if (command.path("handBack").asBoolean()) {
+            handBackSource.ask(id, conversation);
+        }
         HandBackSource.Conversation held = conversation == null ? null : handBackSource.take(conversation);
         int slot = held != null ? held.slot() : pool.acquire();
         int cachedTokens = held == null ? 0 : handBackSource.cachedPrefix(held.tokens(), prompt);
-        if (command.path("handBack").asBoolean()) {
-            handBackSource.ask(id);
-        }
         try {
             long start = System.nanoTime();
             consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, cachedTokens / pool.blockTokens(), promptLength));
@@ -362,6 +367,7 @@ public final class JlamaServer implements AutoCloseable
         }
         catch (RuntimeException e) {
             pool.release(slot);
+            handBackSource.failed(id);
             throw e;
         }
     }

@@ -102,8 +102,9 @@ public final class TurnTtftBenchmark
             String n = Integer.toString(next++);
             String back = "back-" + n;
             String again = "again-" + n;
-            ObjectNode handBack = firstTurn(back, first, true);
+            // the hand-back's first turn last, so that its lease is fresh when the second turns start
             ObjectNode recomputeFirst = firstTurn(again, first, false);
+            ObjectNode handBack = firstTurn(back, first, true);
             int[] second = secondPrompt(first, handBack, added);
             Turn handedBack;
             Turn recomputed;
