@@ -13,6 +13,7 @@ import java.io.UncheckedIOException;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
@@ -117,6 +118,32 @@ public final class JlamaEngine implements AutoCloseable
         forwardCalls.incrementAndGet();
         forwardTokens.addAndGet(prompt.length);
         try (AbstractTensor<?, ?> out = model.batchForward(prompt, 0, buffer)) {
+            return sample(out.slice(out.shape().first() - 1));
+        }
+    }
+
+    /**
+     * Runs the forward pass over a prompt's tokens from {@code start} on, positions
+     * {@code start..prompt.length-1}, attending to the rows the session already holds before
+     * {@code start} (computed here earlier or received), and samples the first token greedily. Only
+     * the new tokens are counted as forwarded.
+     *
+     * @param buffer the session's buffer, holding positions {@code 0..start-1}.
+     * @param prompt the whole prompt's tokens.
+     * @param start the first position to compute; {@code 0 <= start < prompt.length}.
+     * @return the first generated token and the logits it was chosen from.
+     */
+    public Step prefillFrom(KvBufferCache.KvBuffer buffer, int[] prompt, int start)
+    {
+        KvBridgeException.check(start >= 0 && start < prompt.length, ErrorCode.INVALID_ARGUMENT,
+                "prefill from position %d of a %d-token prompt: at least one new token must follow the held ones", start, prompt.length);
+        if (start == 0) {
+            return prefill(buffer, prompt);
+        }
+        int[] fresh = Arrays.copyOfRange(prompt, start, prompt.length);
+        forwardCalls.incrementAndGet();
+        forwardTokens.addAndGet(fresh.length);
+        try (AbstractTensor<?, ?> out = model.batchForward(fresh, start, buffer)) {
             return sample(out.slice(out.shape().first() - 1));
         }
     }

@@ -68,10 +68,13 @@ class DisaggregatedJlamaTest
     void aSecondTurnReceivesOnlyTheBlocksTheDecoderDoesNotHoldAndStaysBitIdentical(@TempDir Path dir)
     {
         int steps = 4;
-        RunReport report = DisaggregatedRun.run(new RunOptions("tcp", "mixed", 2, 40, 90, steps, 9, "llama", 16, -1, 2, 2), dir, classPath());
+        RunReport report = DisaggregatedRun.run(new RunOptions("tcp", "mixed", 2, 40, 90, steps, 9, "llama", 16, -1, 2, 2).withHandBack(false), dir,
+                classPath());
         System.err.println(report.toText());
         assertTrue(report.passed(), report::toText);
         assertEquals(4, report.sessions().size(), "two turns of two sessions");
+        assertTrue(report.prefillRanOnlyNewTokens() && report.sessions().stream().allMatch(s -> s.handedBackTokens() == 0),
+                "without the hand-back each turn's prefill computes the whole conversation");
         long bytesPerToken = 64L * Float.BYTES * 2 * 8;
         for (int s = 0; s < 2; s++) {
             SessionResult first = report.sessions().get(2 * s);

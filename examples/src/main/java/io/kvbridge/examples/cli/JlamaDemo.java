@@ -64,6 +64,16 @@ final class JlamaDemo
                     + "new tokens, and the decoder, which kept the session, receives only the blocks it does not hold (default: ${DEFAULT-VALUE}).")
     private int turns;
 
+    @Option(names = "--hand-back", paramLabel = "on|off", defaultValue = "on",
+            description = "--turns above 1: on, the decoder hands each conversation's KV back at a turn's end and the prefill JVM computes only "
+                    + "the next turn's new tokens; off, each turn's prefill computes the whole conversation (default: ${DEFAULT-VALUE}).")
+    private String handBack;
+
+    @Option(names = "--turn-ttft", paramLabel = "HISTORIES",
+            description = "--engine jlama: instead of the sessions, time a conversation's second turn to the decoder's first token after a "
+                    + "first turn of these lengths (for example 1024,4096), with the KV handed back against recomputing the conversation.")
+    private String turnTtft;
+
     @Option(names = "--ttft", paramLabel = "LENGTHS",
             description = "--engine jlama: instead of the sessions, time the decoder's first token for prompts of these lengths "
                     + "(for example 256,1024,2048), through kvbridge against the decoder recomputing the prompt.")
@@ -124,6 +134,10 @@ final class JlamaDemo
         InputChecks.check(spec, bitIdentity.equals("on") || bitIdentity.equals("off"), "--bit-identity=%s (expected: on or off)", bitIdentity);
         InputChecks.check(spec, ttft != null || bitIdentity.equals("on"),
                 "--bit-identity off is for --ttft only: the sessions' audit compares logits bits, which the flag keeps equal across JVMs");
+        InputChecks.check(spec, handBack.equals("on") || handBack.equals("off"), "--hand-back=%s (expected: on or off)", handBack);
+        if (turnTtft != null) {
+            return JlamaTurnTtft.run(spec, turnTtft, transport, mode.toLowerCase(Locale.ROOT), model, repetitions, bitIdentity.equals("on"), seed, json);
+        }
         if (ttft != null) {
             InputChecks.check(spec, modelDirectory == null, "--ttft times the generated model only; leave --model-dir out or run the sessions without --ttft");
             return runTtft(spec, transport, mode.toLowerCase(Locale.ROOT), seed, json);
@@ -134,8 +148,10 @@ final class JlamaDemo
         boolean streamLayers = spec.commandLine().getParseResult().matchedOptionValue("--stream-layers", false);
         InputChecks.check(spec, !streamLayers || mode.equalsIgnoreCase("push"),
                 "--stream-layers with --mode %s: a streamed prefill hands over by push only; give --mode push", mode.toLowerCase(Locale.ROOT));
+        InputChecks.check(spec, handBack.equals("off") || turns == 1 || producerPp == 1 && !streamLayers,
+                "--turns %d with --hand-back on needs one prefill JVM handing over whole; with --producer-pp or --stream-layers give --hand-back off", turns);
         RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, BLOCK_TOKENS, -1,
-                concurrency, turns, modelDirectory, producerPp, streamLayers);
+                concurrency, turns, modelDirectory, producerPp, streamLayers).withHandBack(turns > 1 && handBack.equals("on"));
         InputChecks.check(spec, options.maxPositions() <= context,
                 "--prompt-tokens=%s, --decode-tokens=%d and --turns=%d need up to %d positions in the last turn but the model's context is %d",
                 promptTokens, decodeTokens, turns, options.maxPositions(), context);
@@ -223,14 +239,14 @@ final class JlamaDemo
         }
     }
 
-    private static int failed(CommandSpec spec, KvBridgeException e)
+    static int failed(CommandSpec spec, KvBridgeException e)
     {
         spec.commandLine().getErr().println(ErrorLines.prefix(spec.commandLine()) + "failed: " + ErrorLines.oneLine(e.getMessage()));
         spec.commandLine().getErr().flush();
         return 1;
     }
 
-    private static Path runDirectory()
+    static Path runDirectory()
     {
         try {
             return Files.createTempDirectory("kvbridge-jlama-");
@@ -240,7 +256,7 @@ final class JlamaDemo
         }
     }
 
-    private static void delete(Path directory)
+    static void delete(Path directory)
     {
         try (Stream<Path> paths = Files.walk(directory)) {
             paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());

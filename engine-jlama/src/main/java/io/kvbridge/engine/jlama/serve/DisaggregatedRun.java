@@ -72,7 +72,8 @@ public final class DisaggregatedRun
         ServerOptions prefill = new ServerOptions("prefill", model, directory.resolve("pages-prefill"), options.backend(), slots,
                 options.blockTokens(), secret, options.corruptBlock());
         ServerOptions decode = new ServerOptions("decode", model, directory.resolve("pages-decode"), options.backend(), slots,
-                options.blockTokens(), secret, -1);
+                options.blockTokens(), secret, options.corruptHandBack() ? 0 : -1).withHandBack(options.handBack());
+        prefill = prefill.withHandBack(options.handBack());
         try (EngineProcess referenceJvm = EngineProcess.start(reference, classPath, directory.resolve("reference.log"), READY_SECONDS);
                 PrefillStages prefillJvm = PrefillStages.start(prefill, options.producerPp(), classPath, directory, READY_SECONDS);
                 EngineProcess decodeJvm = EngineProcess.start(decode, classPath, directory.resolve("decode.log"), READY_SECONDS)) {
@@ -157,10 +158,13 @@ public final class DisaggregatedRun
         String conversation = followUps.isEmpty() ? null : id;
         List<SessionResult> turns = new ArrayList<>();
         int[] turnPrompt = prompt;
+        ObjectNode handBack = null;
         try {
             for (int turn = 0; turn <= followUps.size(); turn++) {
                 String turnId = followUps.isEmpty() ? id : id + "-turn-" + (turn + 1);
-                SessionResult result = turn(turnId, mode, turnPrompt, conversation, options, shape, reference, prefill, decode);
+                HandBackTurn.Plan plan = new HandBackTurn.Plan(options.handBack(), handBack, turn < followUps.size());
+                SessionResult result = turn(turnId, mode, turnPrompt, conversation, options, shape, reference, prefill, decode, plan);
+                handBack = plan.next();
                 turns.add(result);
                 if (result.error() != null || turn == followUps.size()) {
                     break;
@@ -171,6 +175,9 @@ public final class DisaggregatedRun
         finally {
             if (conversation != null) {
                 decode.request(command("forget", id + "-forget").put("conversation", conversation), REQUEST_SECONDS);
+                if (options.handBack()) {
+                    prefill.single().request(command("forget", id + "-forget").put("conversation", conversation), REQUEST_SECONDS);
+                }
             }
         }
         return turns;
@@ -188,12 +195,12 @@ public final class DisaggregatedRun
     }
 
     private static SessionResult turn(String id, String mode, int[] prompt, String conversation, RunOptions options, JlamaModelDirectory shape,
-            EngineProcess reference, PrefillStages prefill, EngineProcess decode)
+            EngineProcess reference, PrefillStages prefill, EngineProcess decode, HandBackTurn.Plan plan)
     {
         ArrayNode tokens = Lines.JSON.valueToTree(prompt);
         ObjectNode expected = reference.request(command("generate", id).put("steps", options.decodeTokens()).set("prompt", tokens), REQUEST_SECONDS);
         try {
-            return disaggregated(id, mode, prompt, conversation, options, shape, tokens, expected, prefill, decode);
+            return disaggregated(id, mode, prompt, conversation, options, shape, tokens, expected, prefill, decode, plan);
         }
         finally {
             // the request's prefill slot goes back to the router's pool once its decode ended, whichever way
@@ -203,7 +210,7 @@ public final class DisaggregatedRun
 
     /** Prefill, hand-off and decode of one turn, compared with the reference's {@code expected} answer. */
     private static SessionResult disaggregated(String id, String mode, int[] prompt, String conversation, RunOptions options, JlamaModelDirectory shape,
-            ArrayNode tokens, ObjectNode expected, PrefillStages prefill, EngineProcess decode)
+            ArrayNode tokens, ObjectNode expected, PrefillStages prefill, EngineProcess decode, HandBackTurn.Plan plan)
     {
         List<Integer> referenceTokens = ints(expected.path("tokens"));
         ObjectNode decodeCommand = command("decode", id).put("promptLength", prompt.length).put("steps", options.decodeTokens()).put("mode", mode);
@@ -218,6 +225,12 @@ public final class DisaggregatedRun
             first = replies.prefill();
             decoded = replies.decode();
         }
+        else if (plan.on() && conversation != null) {
+            // the prefill JVM keeps the conversation: a later turn carries the decoder's hand-back and computes only the new tokens
+            first = HandBackTurn.prefill(id, mode, conversation, tokens, plan, prefill.single(), decode, REQUEST_SECONDS);
+            decoded = first.has("error") ? null : decode.request(decodeCommand.put("token", first.path("token").asInt())
+                    .put("params", first.path("params").asText()).put("handBack", plan.handBackAfter()), REQUEST_SECONDS);
+        }
         else {
             first = prefill.prefill(id, tokens, REQUEST_SECONDS);
             decoded = first.has("error") ? null
@@ -230,6 +243,7 @@ public final class DisaggregatedRun
             prefill.abort(id, REQUEST_SECONDS);
             return failed(id, mode, prompt.length, referenceTokens, "decode: " + decoded.path("error").asText() + ": " + decoded.path("message").asText());
         }
+        plan.decoded(decoded);
         List<Integer> generated = new ArrayList<>();
         generated.add(first.path("token").asInt());
         generated.addAll(ints(decoded.path("tokens")));
@@ -249,7 +263,8 @@ public final class DisaggregatedRun
         long bytes = blocks * options.blockTokens() * shape.bytesPerToken();
         return new SessionResult(id, mode, prompt.length, generated, referenceTokens, mismatched, first.path("prefillNanos").asLong(),
                 decoded.path("transferNanos").asLong(), decoded.path("firstStepNanos").asLong(), bytes, decoded.path("forwardedTokens").asLong(), null,
-                cachedTokens, (decoded.path("readyMicros").asLong() - startMicros) * 1_000L);
+                cachedTokens, (decoded.path("readyMicros").asLong() - startMicros) * 1_000L)
+                .withHandBack(first.path("computedFrom").asInt(), first.path("handBackBlocks").asLong() * options.blockTokens() * shape.bytesPerToken());
     }
 
     private static SessionResult failed(String id, String mode, int promptTokens, List<Integer> referenceTokens, String error)

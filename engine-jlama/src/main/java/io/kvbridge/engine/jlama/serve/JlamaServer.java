@@ -1,6 +1,5 @@
 package io.kvbridge.engine.jlama.serve;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.github.tjake.jlama.safetensors.DType;
@@ -75,6 +74,8 @@ public final class JlamaServer implements AutoCloseable
     private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
     private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final Duration STAGE_LEASE = Duration.ofSeconds(120);
+    /** A hand-back waits for the next turn's prefill, which may come after a long reference turn; the conversation keeps the slot anyway. */
+    private static final Duration HAND_BACK_LEASE = Duration.ofSeconds(300);
 
     private final ServerOptions options;
     private final PrintStream out;
@@ -89,7 +90,8 @@ public final class JlamaServer implements AutoCloseable
     private final FirstTokens firstTokens = new FirstTokens();
     private final Map<String, Integer> heldSlots = new HashMap<>();
     private final Map<String, Receiving> receiving = new LinkedHashMap<>();
-    private final Map<String, Conversation> conversations = new HashMap<>();
+    private final HandBackSource handBackSource;
+    private final HandBackTarget handBackTarget;
     private int freed;
 
     private JlamaServer(ServerOptions options, PrintStream out)
@@ -105,6 +107,8 @@ public final class JlamaServer implements AutoCloseable
             this.stage = JlamaStage.whole(engine.model().getConfig().numberOfLayers);
             this.geometry = null;
             this.streamed = null;
+            this.handBackSource = null;
+            this.handBackTarget = null;
             return;
         }
         String agent = "jlama-" + options.role() + (options.ppSize() > 1 ? "-pp" + options.ppRank() : "");
@@ -123,8 +127,14 @@ public final class JlamaServer implements AutoCloseable
                     // the decoder hears of a request only when the slowest stage finished it: a stage's lease must outlast the others' prefill
                     .leaseDuration(STAGE_LEASE);
         }
-        this.producer = options.role().equals("prefill") ? bridge.producer(settings.build()) : null;
-        this.consumer = options.role().equals("decode") ? bridge.consumer(settings.build()) : null;
+        if (options.handBack() && options.role().equals("decode")) {
+            settings.leaseDuration(HAND_BACK_LEASE);
+        }
+        // with the hand-back both engines run both connectors (kv_both): the decoder hands each conversation back, the prefill JVM receives it
+        this.producer = options.role().equals("prefill") || options.handBack() ? bridge.producer(settings.build()) : null;
+        this.consumer = options.role().equals("decode") || options.handBack() ? bridge.consumer(settings.build()) : null;
+        this.handBackSource = options.role().equals("decode") ? new HandBackSource(pool, options.handBack() ? producer : null, options.corruptBlock() >= 0) : null;
+        this.handBackTarget = options.role().equals("prefill") ? new HandBackTarget(engine, pool, producer, consumer, heldSlots) : null;
         this.streamed = producer == null ? null : new StreamedPrefill(producer, stage, options.corruptBlock() >= 0 ? this::corrupt : null);
     }
 
@@ -215,8 +225,13 @@ public final class JlamaServer implements AutoCloseable
         for (FreedRequest request : producer.poll()) {
             Integer slot = heldSlots.remove(request.requestId());
             if (slot != null) {
-                pool.release(slot);
+                if (!handBackTarget.keeps(slot)) {
+                    pool.release(slot);
+                }
                 freed++;
+            }
+            else if (handBackSource != null) {
+                handBackSource.freed(request.requestId());
             }
         }
     }
@@ -224,7 +239,10 @@ public final class JlamaServer implements AutoCloseable
     private ObjectNode prefill(ObjectNode command)
     {
         String id = command.path("id").asText();
-        int[] prompt = ints(command.path("prompt"));
+        if (command.has("conversation")) {
+            return handBackTarget.prefill(command, this::awaitFreeSlotAndAcquire);
+        }
+        int[] prompt = Lines.ints(command.path("prompt"));
         // a later pipeline stage takes the slot the first stage took, so that every stage's parameters name the same blocks
         int slot = command.has("slot") ? awaitSlot(command.path("slot").asInt()) : awaitFreeSlotAndAcquire();
         if (command.path("stream").asBoolean()) {
@@ -330,14 +348,17 @@ public final class JlamaServer implements AutoCloseable
                 id, promptLength, steps, promptLength + steps, pool.maxTokens());
         KvBridgeException.check(!receiving.containsKey(id), ErrorCode.INVALID_ARGUMENT, "session %s is already being received", id);
         String conversation = command.hasNonNull("conversation") ? command.path("conversation").asText() : null;
-        int[] prompt = conversation == null ? null : ints(command.path("prompt"));
+        int[] prompt = conversation == null ? null : Lines.ints(command.path("prompt"));
         KvBridgeException.check(prompt == null || prompt.length == promptLength, ErrorCode.INVALID_ARGUMENT,
                 "session %s: a turn of conversation %s must carry its %d prompt tokens, got %d", id, conversation, promptLength,
                 prompt == null ? 0 : prompt.length);
         TransferParams params = TransferParamsJson.read(command.path("params").asText());
-        Conversation held = conversation == null ? null : conversations.remove(conversation);
+        if (command.path("handBack").asBoolean()) {
+            handBackSource.ask(id, conversation);
+        }
+        HandBackSource.Conversation held = conversation == null ? null : handBackSource.take(conversation);
         int slot = held != null ? held.slot() : pool.acquire();
-        int cachedTokens = held == null ? 0 : cachedPrefix(held.tokens(), prompt);
+        int cachedTokens = held == null ? 0 : handBackSource.cachedPrefix(held.tokens(), prompt);
         try {
             long start = System.nanoTime();
             consumer.blocksAllocated(id, params, mode, pool.blockIds(slot, cachedTokens / pool.blockTokens(), promptLength));
@@ -346,37 +367,16 @@ public final class JlamaServer implements AutoCloseable
         }
         catch (RuntimeException e) {
             pool.release(slot);
+            handBackSource.failed(id);
             throw e;
         }
-    }
-
-    /**
-     * Returns how many of a new turn's first tokens this decoder's slot already holds, in whole
-     * blocks: the new prompt must repeat what the slot holds, and a block is kept only when every
-     * token in it matches (the last, partly matching one is received again).
-     */
-    private int cachedPrefix(int[] held, int[] prompt)
-    {
-        int same = 0;
-        while (same < held.length && same < prompt.length && held[same] == prompt[same]) {
-            same++;
-        }
-        return same / pool.blockTokens() * pool.blockTokens();
-    }
-
-    /** A conversation's decoder slot between turns, and the tokens whose K/V rows it holds (prompt and fed tokens, in position order). */
-    private record Conversation(int slot, int[] tokens)
-    {
     }
 
     /** Lets go of a conversation's slot: the router will send no further turn. */
     private ObjectNode forget(ObjectNode command)
     {
-        Conversation held = conversations.remove(command.path("conversation").asText());
-        if (held != null) {
-            pool.release(held.slot());
-        }
-        return Lines.object().put("forgotten", held != null);
+        String conversation = command.path("conversation").asText();
+        return Lines.object().put("forgotten", handBackSource != null ? handBackSource.forget(conversation) : handBackTarget.forget(conversation));
     }
 
     /** Answers every session whose blocks arrived (by decoding it), whose transfer failed, or that waited past its deadline. */
@@ -398,6 +398,7 @@ public final class JlamaServer implements AutoCloseable
             Receiving session = receiving.remove(failure.requestId());
             firstTokens.forget(failure.requestId());
             if (session != null) {
+                handBackSource.failed(session.id());
                 pool.release(session.slot());
                 reply(session.id(), Lines.object().put("error", failure.code().name()).put("message",
                         "session " + session.id() + ": the transfer failed: " + failure.message()));
@@ -423,6 +424,7 @@ public final class JlamaServer implements AutoCloseable
             if (now - session.startNanos() > RECEIVE_DEADLINE_NANOS) {
                 receiving.remove(session.id());
                 firstTokens.forget(session.id());
+                handBackSource.failed(session.id());
                 pool.release(session.slot());
                 reply(session.id(), Lines.object().put("error", ErrorCode.DEADLINE_EXCEEDED.name()).put("message", "session " + session.id()
                         + ": no blocks received within " + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s"));
@@ -451,6 +453,9 @@ public final class JlamaServer implements AutoCloseable
         try {
             reply = decodeSteps(session, landed.transferNanos()).put("readyMicros", landed.readyMicros());
             keep = session.conversation() != null;
+            if (keep) {
+                handBackSource.handBack(session.id(), session.conversation(), reply);
+            }
         }
         catch (RuntimeException e) {
             reply = Lines.object().put("error", "INTERNAL").put("message", e.toString());
@@ -510,7 +515,7 @@ public final class JlamaServer implements AutoCloseable
             for (int s = 0; s < session.steps(); s++) {
                 held[session.promptLength() + s] = s == 0 ? session.token() : tokens.get(s - 1).asInt();
             }
-            conversations.put(session.conversation(), new Conversation(session.slot(), held));
+            handBackSource.keep(session.conversation(), session.slot(), held);
         }
         ObjectNode reply = Lines.object().put("transferNanos", transferNanos).put("firstStepNanos", firstStepNanos)
                 .put("forwardedTokens", engine.forwardTokens() - forwardedBefore).put("cachedTokens", session.cachedTokens());
@@ -527,7 +532,7 @@ public final class JlamaServer implements AutoCloseable
 
     private ObjectNode generate(ObjectNode command)
     {
-        return ReferenceGeneration.generate(engine, pool, ints(command.path("prompt")), command.path("steps").asInt());
+        return ReferenceGeneration.generate(engine, pool, Lines.ints(command.path("prompt")), command.path("steps").asInt());
     }
 
     /** The router gave up on a request (the decoder refused it): kvbridge frees its blocks, and the slot returns on the next poll. */
@@ -543,24 +548,17 @@ public final class JlamaServer implements AutoCloseable
         ObjectNode reply = Lines.object().put("forwardedTokens", engine.forwardTokens()).put("forwardCalls", engine.forwardCalls())
                 .put("freeSlots", pool.freeSlots()).put("freed", freed);
         ConnectorAudit audit = producer != null ? producer.audit() : consumer != null ? consumer.audit() : null;
-        reply.put("idle", audit == null || audit.idle());
+        // a kv_both engine is idle when both its connectors are
+        ConnectorAudit received = producer != null && consumer != null ? consumer.audit() : null;
+        reply.put("idle", (audit == null || audit.idle()) && (received == null || received.idle()));
         if (geometry != null) {
             // what this JVM registered with its transport, as Jlama's own accessors place the layers
             reply.put("ppRank", stage.ppRank()).put("ppSize", stage.ppSize());
             reply.set("registeredLayers", Lines.JSON.valueToTree(pool.layersIn(geometry.allocations())));
             reply.put("registeredBytes", geometry.allocations().stream().mapToLong(Allocation::bytes).sum());
         }
-        reply.put("connector", audit == null ? "none" : audit.toString());
+        reply.put("connector", audit == null ? "none" : audit + (received == null ? "" : "; " + received));
         return reply;
-    }
-
-    private static int[] ints(JsonNode array)
-    {
-        int[] values = new int[array.size()];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = array.get(i).asInt();
-        }
-        return values;
     }
 
     @Override

@@ -93,4 +93,19 @@ public final class Lines
             throw new IllegalStateException(e);
         }
     }
+
+    /**
+     * Reads a JSON array of integers.
+     *
+     * @param array the array.
+     * @return its values.
+     */
+    static int[] ints(com.fasterxml.jackson.databind.JsonNode array)
+    {
+        int[] values = new int[array.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = array.get(i).asInt();
+        }
+        return values;
+    }
 }

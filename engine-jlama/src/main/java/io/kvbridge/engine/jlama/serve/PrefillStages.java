@@ -189,6 +189,18 @@ final class PrefillStages implements AutoCloseable
     }
 
     /**
+     * Returns the one prefill JVM of an unsplit producer, for the commands only it serves (a conversation's turns with the hand-back).
+     *
+     * @return the prefill JVM.
+     */
+    EngineProcess single()
+    {
+        KvBridgeException.check(stages.size() == 1, ErrorCode.INVALID_ARGUMENT, "%d prefill stages: a conversation's hand-back needs one prefill JVM",
+                stages.size());
+        return stages.getFirst();
+    }
+
+    /**
      * Returns a request's session slot to the router's pool: its decode ended, or it failed. The
      * stages free the slot itself when kvbridge reports the request freed; a later prefill into it
      * waits for that.

@@ -29,10 +29,66 @@ import java.util.Locale;
  *     stage's layers to the one decoder that holds them all; 1 for one prefill JVM.
  * @param streamLayers hand each request to the decoder when its prefill starts and move each layer as
  *     Jlama's forward pass completes it ({@code prefillStarted}, {@code layerComputed}); push only.
+ * @param handBack at each turn's end but the last the decoder hands the conversation's KV back to the prefill JVM, which keeps
+ *     the session's slot, receives the blocks it lacks and computes only the next turn's new tokens; off recomputes the
+ *     whole conversation each turn. One prefill JVM, handing over whole (not streamed), only.
+ * @param corruptHandBack negative control: the decoder changes one byte of the last handed-back row's key (layer 0) before
+ *     each hand-back.
  */
 public record RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
-        int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp, boolean streamLayers)
+        int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp, boolean streamLayers, boolean handBack,
+        boolean corruptHandBack)
 {
+    /**
+     * Options whose hand-back between turns is on wherever it applies: several turns, one prefill JVM, no streamed prefill.
+     *
+     * @param backend kvbridge transport.
+     * @param mode {@code push}, {@code pull} or {@code mixed}.
+     * @param sessions sessions to serve.
+     * @param promptMin shortest prompt.
+     * @param promptMax longest prompt.
+     * @param decodeTokens decode steps.
+     * @param seed seed.
+     * @param model shape.
+     * @param blockTokens tokens per block.
+     * @param corruptBlock negative control block, or -1.
+     * @param concurrency sessions in flight.
+     * @param turns turns per session.
+     * @param modelDirectory an existing model directory, or null.
+     * @param producerPp prefill JVMs, one per pipeline stage.
+     * @param streamLayers whether prefill streams its layers.
+     */
+    public RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
+            int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp, boolean streamLayers)
+    {
+        this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns, modelDirectory,
+                producerPp, streamLayers, turns > 1 && producerPp == 1 && !streamLayers, false);
+    }
+
+    /**
+     * Returns these options with the hand-back between turns on or off.
+     *
+     * @param on whether the decoder hands each conversation's KV back between turns.
+     * @return the options.
+     */
+    public RunOptions withHandBack(boolean on)
+    {
+        return new RunOptions(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns,
+                modelDirectory, producerPp, streamLayers, on, false);
+    }
+
+    /**
+     * Returns these options with the hand-back's negative control: the decoder changes one byte of
+     * each hand-back's last row before it moves.
+     *
+     * @return the options.
+     */
+    public RunOptions withCorruptedHandBack()
+    {
+        return new RunOptions(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns,
+                modelDirectory, producerPp, streamLayers, true, true);
+    }
+
     /** The most producer pipeline stages: each is a JVM holding the whole model. */
     public static final int MAX_PRODUCER_PP = 4;
 
@@ -164,6 +220,10 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
                 MAX_PRODUCER_PP);
         KvBridgeException.checkArgument(!streamLayers || mode.equals("push"),
                 "mode=%s with streamed layers: a streamed prefill's parameters serve push only (kvbridge does not stream pull); give mode push", mode);
+        KvBridgeException.checkArgument(!handBack || producerPp == 1 && !streamLayers,
+                "hand-back with producerPp=%d and streamLayers=%s: the hand-back needs one prefill JVM holding every layer and handing over whole; "
+                        + "give --hand-back off", producerPp, streamLayers);
+        KvBridgeException.checkArgument(!corruptHandBack || handBack, "corruptHandBack without handBack: nothing is handed back to change");
         KvBridgeException.checkArgument(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency=%d is outside [1, %d]", concurrency,
                 MAX_CONCURRENCY);
     }

@@ -29,7 +29,25 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
     {
         return sessions.stream().allMatch(s -> s.identical(options.decodeTokens())) && decoderRanOnlyDecodeSteps()
                 && prefillAudit.path("idle").asBoolean() && decodeAudit.path("idle").asBoolean()
-                && prefillAudit.path("freed").asInt() == sessions.size() && stagesRegisteredOnlyTheirLayers();
+                && prefillAudit.path("freed").asInt() == sessions.size() && stagesRegisteredOnlyTheirLayers() && prefillRanOnlyNewTokens();
+    }
+
+    /**
+     * Tells whether the prefill JVM ran through Jlama's forward pass exactly the tokens after each
+     * turn's hand-back (every prompt token of a turn without one); true with several stages, whose
+     * audits are merged.
+     *
+     * @return true when its forwarded tokens equal the sum over turns of prompt minus handed-back tokens.
+     */
+    public boolean prefillRanOnlyNewTokens()
+    {
+        return !prefillAudit.has("forwardedTokens") || prefillAudit.path("forwardedTokens").asLong() == prefillNewTokens();
+    }
+
+    /** {@return the prompt tokens the prefill had to compute: each turn's prompt after its handed-back tokens} */
+    private long prefillNewTokens()
+    {
+        return sessions.stream().filter(s -> s.error() == null).mapToLong(s -> s.promptTokens() - s.handedBackTokens()).sum();
     }
 
     /**
@@ -78,14 +96,16 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
         ObjectNode root = Lines.object().put("engine", "jlama").put("model", options.modelLabel()).put("backend", options.backend())
                 .put("mode", options.mode()).put("passed", passed()).put("decoderForwardedTokens", decoderForwardedTokens)
                 .put("decoderRanOnlyDecodeSteps", decoderRanOnlyDecodeSteps()).put("producerPp", options.producerPp())
-                .put("stagesRegisteredOnlyTheirLayers", stagesRegisteredOnlyTheirLayers()).put("streamLayers", options.streamLayers());
+                .put("stagesRegisteredOnlyTheirLayers", stagesRegisteredOnlyTheirLayers()).put("streamLayers", options.streamLayers())
+                .put("handBack", options.handBack()).put("prefillRanOnlyNewTokens", prefillRanOnlyNewTokens());
         ArrayNode list = root.putArray("sessions");
         for (SessionResult s : sessions) {
             ObjectNode node = list.addObject().put("id", s.id()).put("mode", s.mode()).put("promptTokens", s.promptTokens())
                     .put("generatedTokens", s.tokens().size()).put("identical", s.identical(options.decodeTokens()))
                     .put("prefillMs", millis(s.prefillNanos())).put("transferMs", millis(s.transferNanos()))
                     .put("firstDecodeStepMs", millis(s.firstStepNanos())).put("bytesMoved", s.bytesMoved())
-                    .put("cachedTokens", s.cachedTokens()).put("decodeReadyMs", millis(s.decodeReadyNanos()));
+                    .put("cachedTokens", s.cachedTokens()).put("decodeReadyMs", millis(s.decodeReadyNanos()))
+                    .put("handedBackTokens", s.handedBackTokens()).put("handBackBytes", s.handBackBytes());
             node.set("mismatchedSteps", Lines.JSON.valueToTree(s.mismatchedSteps()));
             if (s.error() != null) {
                 node.put("error", s.error());
@@ -123,6 +143,13 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
             // prefill start (the router sends the prompt) to the decoder holding every block: what streaming the layers shortens
             text.append(String.format(Locale.ROOT, "  decode-ready after prefill start (%s): p50 %.1fms, max %.1fms%n",
                     options.streamLayers() ? "layers streamed" : "handed over whole", millis(ready[(ready.length - 1) / 2]), millis(ready[ready.length - 1])));
+        }
+        if (options.turns() > 1) {
+            long back = sessions.stream().mapToLong(SessionResult::handBackBytes).sum();
+            text.append(options.handBack() ? String.format(Locale.ROOT, "  hand-back: %d bytes moved back (the blocks the prefill JVM lacked); prefill "
+                    + "forwarded %d tokens (%s)%n", back, prefillAudit.path("forwardedTokens").asLong(), prefillRanOnlyNewTokens()
+                    ? "each turn's new tokens only" : "NOT each turn's new tokens only, expected " + prefillNewTokens())
+                    : "  hand-back: off (each turn's prefill computes the whole conversation)\n");
         }
         text.append(String.format(Locale.ROOT, "  bytes moved: %d; decoder forwarded %d tokens (%s)%n", bytes, decoderForwardedTokens,
                 decoderRanOnlyDecodeSteps() ? "decode steps only, no prompt" : "MORE than its decode steps"));

@@ -28,10 +28,33 @@ import java.util.stream.Stream;
  * @param ppSize prefill only: the producer's pipeline stages, each a JVM of its own; 1 for an unsplit producer.
  * @param stagePorts prefill with several stages only: the loopback side channel port of every stage, index = stage;
  *     empty otherwise.
+ * @param handBack conversations hand their KV back between turns: the engine runs both connectors (kv_both), the decoder
+ *     a producer of its kept slots, the prefill JVM a consumer of its own ({@link HandBackTarget}, {@link HandBackSource}).
  */
 public record ServerOptions(String role, Path modelDirectory, Path workDirectory, String backend, int slots, int blockTokens, byte[] secret,
-        int corruptBlock, int ppRank, int ppSize, List<Integer> stagePorts)
+        int corruptBlock, int ppRank, int ppSize, List<Integer> stagePorts, boolean handBack)
 {
+    /**
+     * Options of an engine without hand-back.
+     *
+     * @param role {@code prefill}, {@code decode} or {@code reference}.
+     * @param modelDirectory the model.
+     * @param workDirectory the pages' directory.
+     * @param backend transport.
+     * @param slots sessions in flight.
+     * @param blockTokens tokens per block.
+     * @param secret side channel secret.
+     * @param corruptBlock negative control block, or -1.
+     * @param ppRank the pipeline stage.
+     * @param ppSize the pipeline stages.
+     * @param stagePorts every stage's side channel port, or empty.
+     */
+    public ServerOptions(String role, Path modelDirectory, Path workDirectory, String backend, int slots, int blockTokens, byte[] secret,
+            int corruptBlock, int ppRank, int ppSize, List<Integer> stagePorts)
+    {
+        this(role, modelDirectory, workDirectory, backend, slots, blockTokens, secret, corruptBlock, ppRank, ppSize, stagePorts, false);
+    }
+
     /**
      * Options of an unsplit engine.
      *
@@ -50,6 +73,17 @@ public record ServerOptions(String role, Path modelDirectory, Path workDirectory
         this(role, modelDirectory, workDirectory, backend, slots, blockTokens, secret, corruptBlock, 0, 1, List.of());
     }
 
+    /**
+     * Returns these options with the hand-back between turns on or off.
+     *
+     * @param on whether the engine runs both connectors for the hand-back.
+     * @return the options.
+     */
+    public ServerOptions withHandBack(boolean on)
+    {
+        return new ServerOptions(role, modelDirectory, workDirectory, backend, slots, blockTokens, secret, corruptBlock, ppRank, ppSize, stagePorts, on);
+    }
+
     /** Validates the stage values. */
     public ServerOptions
     {
@@ -59,6 +93,8 @@ public record ServerOptions(String role, Path modelDirectory, Path workDirectory
         KvBridgeException.check(ppSize == 1 || (role.equals("prefill") && stagePorts.size() == ppSize), ErrorCode.INVALID_ARGUMENT,
                 "%s with --pp-size=%d and stage ports %s: only prefill runs as pipeline stages, and each stage needs every stage's port", role,
                 ppSize, stagePorts);
+        KvBridgeException.check(!handBack || ppSize == 1, ErrorCode.INVALID_ARGUMENT,
+                "--hand-back on with --pp-size=%d: a stage holds only its layers and cannot take a conversation's whole KV back; give --hand-back off", ppSize);
     }
 
     /**
@@ -79,7 +115,8 @@ public record ServerOptions(String role, Path modelDirectory, Path workDirectory
                 values.getOrDefault("backend", "tcp"), Integer.parseInt(values.getOrDefault("slots", "4")),
                 Integer.parseInt(values.getOrDefault("block-tokens", "16")), HexFormat.of().parseHex(require(values, "secret")),
                 Integer.parseInt(values.getOrDefault("corrupt-block", "-1")), Integer.parseInt(values.getOrDefault("pp-rank", "0")),
-                Integer.parseInt(values.getOrDefault("pp-size", "1")), ports(values.getOrDefault("stage-ports", "")));
+                Integer.parseInt(values.getOrDefault("pp-size", "1")), ports(values.getOrDefault("stage-ports", "")),
+                values.getOrDefault("hand-back", "off").equals("on"));
         KvBridgeException.check(List.of("prefill", "decode", "reference").contains(options.role()), ErrorCode.INVALID_ARGUMENT,
                 "role=%s (expected: prefill, decode or reference)", options.role());
         return options;
@@ -97,6 +134,9 @@ public record ServerOptions(String role, Path modelDirectory, Path workDirectory
                 "--secret", HexFormat.of().formatHex(secret)));
         if (corruptBlock >= 0) {
             args.addAll(List.of("--corrupt-block", Integer.toString(corruptBlock)));
+        }
+        if (handBack) {
+            args.addAll(List.of("--hand-back", "on"));
         }
         if (ppSize > 1) {
             args.addAll(List.of("--pp-rank", Integer.toString(ppRank), "--pp-size", Integer.toString(ppSize), "--stage-ports",
