@@ -11,6 +11,7 @@ import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.transfer.DescriptorList;
+import io.kvbridge.spi.transfer.NotificationSink;
 import io.kvbridge.spi.transfer.TransferBackend;
 import io.kvbridge.spi.transfer.TransferOp;
 import io.kvbridge.spi.transfer.TransferRequest;
@@ -71,6 +72,8 @@ final class RankRuntime implements OpenRank
     private final TransferOutcomes outcome;
     // refilled for every post: the transport reads it during the call only
     private final TransferRequest posting = new TransferRequest();
+    // made once: a method reference written in step() would be a new object on every step
+    private final NotificationSink notifications = this::received;
     private long nextEvictionCheck;
     private long lastWorkNanos;
 
@@ -235,7 +238,7 @@ final class RankRuntime implements OpenRank
         boolean worked = false;
         try {
             worked = runCommands();
-            worked |= endpoint.transport().drainNotifications(this::received) > 0;
+            worked |= endpoint.transport().drainNotifications(notifications) > 0;
             long now = now();
             transfers.poll(now, outcome);
             transfers.retryReleases(outcome);
