@@ -132,8 +132,6 @@ final class JlamaDemo
         int producerPp = producerStages(spec, context);
         // the demo's --stream-layers (a flag of the demo command, read by name): prefill hands each layer over as Jlama computes it
         boolean streamLayers = spec.commandLine().getParseResult().matchedOptionValue("--stream-layers", false);
-        InputChecks.check(spec, !streamLayers || mode.equalsIgnoreCase("push"),
-                "--stream-layers with --mode %s: a streamed prefill hands over by push only; give --mode push", mode.toLowerCase(Locale.ROOT));
         RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, BLOCK_TOKENS, -1,
                 concurrency, turns, modelDirectory, producerPp, streamLayers);
         InputChecks.check(spec, options.maxPositions() <= context,

@@ -87,6 +87,7 @@ public final class JlamaServer implements AutoCloseable
     private final CacheGeometry geometry;
     private final StreamedPrefill streamed;
     private final FirstTokens firstTokens = new FirstTokens();
+    private final PartialArrivals partialArrivals;
     private final Map<String, Integer> heldSlots = new HashMap<>();
     private final Map<String, Receiving> receiving = new LinkedHashMap<>();
     private final Map<String, Conversation> conversations = new HashMap<>();
@@ -105,6 +106,7 @@ public final class JlamaServer implements AutoCloseable
             this.stage = JlamaStage.whole(engine.model().getConfig().numberOfLayers);
             this.geometry = null;
             this.streamed = null;
+            this.partialArrivals = null;
             return;
         }
         String agent = "jlama-" + options.role() + (options.ppSize() > 1 ? "-pp" + options.ppRank() : "");
@@ -126,6 +128,7 @@ public final class JlamaServer implements AutoCloseable
         this.producer = options.role().equals("prefill") ? bridge.producer(settings.build()) : null;
         this.consumer = options.role().equals("decode") ? bridge.consumer(settings.build()) : null;
         this.streamed = producer == null ? null : new StreamedPrefill(producer, stage, options.corruptBlock() >= 0 ? this::corrupt : null);
+        this.partialArrivals = consumer == null ? null : new PartialArrivals(consumer, stage.modelLayers());
     }
 
     /**
@@ -428,6 +431,7 @@ public final class JlamaServer implements AutoCloseable
                         + ": no blocks received within " + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s"));
             }
         }
+        partialArrivals.observe(receiving);
     }
 
     /** Answers a landed session whose first token the prefill's outcome gives, or its prefill's failure. */
@@ -543,7 +547,7 @@ public final class JlamaServer implements AutoCloseable
         ObjectNode reply = Lines.object().put("forwardedTokens", engine.forwardTokens()).put("forwardCalls", engine.forwardCalls())
                 .put("freeSlots", pool.freeSlots()).put("freed", freed);
         ConnectorAudit audit = producer != null ? producer.audit() : consumer != null ? consumer.audit() : null;
-        reply.put("idle", audit == null || audit.idle());
+        reply.put("idle", audit == null || audit.idle()).put("partlyLoadedSessions", partialArrivals == null ? 0 : partialArrivals.sessions());
         if (geometry != null) {
             // what this JVM registered with its transport, as Jlama's own accessors place the layers
             reply.put("ppRank", stage.ppRank()).put("ppSize", stage.ppSize());

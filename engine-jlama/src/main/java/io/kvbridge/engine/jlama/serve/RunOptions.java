@@ -28,7 +28,8 @@ import java.util.Locale;
  * @param producerPp prefill JVMs, one per pipeline stage, each registering and handing over only its
  *     stage's layers to the one decoder that holds them all; 1 for one prefill JVM.
  * @param streamLayers hand each request to the decoder when its prefill starts and move each layer as
- *     Jlama's forward pass completes it ({@code prefillStarted}, {@code layerComputed}); push only.
+ *     Jlama's forward pass completes it ({@code prefillStarted}, {@code layerComputed}): pushed by the
+ *     prefill JVM, or pulled by the decoder as each layer is announced.
  */
 public record RunOptions(String backend, String mode, int sessions, int promptMin, int promptMax, int decodeTokens, long seed, String model,
         int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp, boolean streamLayers)
@@ -162,8 +163,6 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         KvBridgeException.checkArgument(turns >= 1, "turns=%d is not positive", turns);
         KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= MAX_PRODUCER_PP, "producerPp=%d is outside [1, %d]", producerPp,
                 MAX_PRODUCER_PP);
-        KvBridgeException.checkArgument(!streamLayers || mode.equals("push"),
-                "mode=%s with streamed layers: a streamed prefill's parameters serve push only (kvbridge does not stream pull); give mode push", mode);
         KvBridgeException.checkArgument(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency=%d is outside [1, %d]", concurrency,
                 MAX_CONCURRENCY);
     }

@@ -124,6 +124,11 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
             text.append(String.format(Locale.ROOT, "  decode-ready after prefill start (%s): p50 %.1fms, max %.1fms%n",
                     options.streamLayers() ? "layers streamed" : "handed over whole", millis(ready[(ready.length - 1) / 2]), millis(ready[ready.length - 1])));
         }
+        if (options.streamLayers()) {
+            // a layer in place while another is still missing: the session arrived layer by layer, not whole at the end
+            text.append(String.format(Locale.ROOT, "  sessions the decoder saw partly loaded (some layers in place, others not yet): %d%n",
+                    decodeAudit.path("partlyLoadedSessions").asLong()));
+        }
         text.append(String.format(Locale.ROOT, "  bytes moved: %d; decoder forwarded %d tokens (%s)%n", bytes, decoderForwardedTokens,
                 decoderRanOnlyDecodeSteps() ? "decode steps only, no prompt" : "MORE than its decode steps"));
         text.append(String.format(Locale.ROOT, "  idle audits: prefill %s (%d slots freed), decode %s%n", prefillAudit.path("idle").asBoolean() ? "idle" : "BUSY "
