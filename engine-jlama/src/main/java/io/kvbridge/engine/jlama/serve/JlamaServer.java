@@ -72,7 +72,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class JlamaServer implements AutoCloseable
 {
-    private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    private static final long RECEIVE_DEADLINE_NANOS = PrefillDeadlines.receiveNanos();
     private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final Duration STAGE_LEASE = Duration.ofSeconds(120);
 
@@ -125,6 +125,8 @@ public final class JlamaServer implements AutoCloseable
                     // the decoder hears of a request only when the slowest stage finished it: a stage's lease must outlast the others' prefill
                     .leaseDuration(STAGE_LEASE);
         }
+        // a streamed request is held from before its pass: every deadline must outlast the longest prefill
+        PrefillDeadlines.extend(settings);
         this.producer = options.role().equals("prefill") ? bridge.producer(settings.build()) : null;
         this.consumer = options.role().equals("decode") ? bridge.consumer(settings.build()) : null;
         this.streamed = producer == null ? null : new StreamedPrefill(producer, stage, options.corruptBlock() >= 0 ? this::corrupt : null);

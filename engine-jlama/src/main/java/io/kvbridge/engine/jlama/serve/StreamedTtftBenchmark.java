@@ -71,6 +71,8 @@ public final class StreamedTtftBenchmark
         ServerOptions decode = new ServerOptions("decode", model, directory.resolve("pages-decode"), options.backend(), 2, options.blockTokens(),
                 secret, -1);
         List<String> jvm = new ArrayList<>(options.bitIdentical() ? EngineProcess.JVM_OPTIONS : EngineProcess.FAST_JVM_OPTIONS);
+        // the engines' deadlines outlast the longest prefill the router waits for
+        jvm.add("-D" + PrefillDeadlines.PROPERTY + "=" + REQUEST_SECONDS);
         if (options.chunkTokens() > 0) {
             // both JVMs alike: a chunk boundary changes the order of a prompt's sums, so the bits depend on it
             jvm.add("-Djlama.max_batch_size=" + options.chunkTokens());
