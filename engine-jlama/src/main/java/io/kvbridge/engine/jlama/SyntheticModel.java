@@ -93,6 +93,18 @@ public record SyntheticModel(
     }
 
     /**
+     * Returns this shape with another context length: the longest sequence, which also sets the
+     * page grid Jlama cuts each session's cache into ({@link JlamaPageGeometry}).
+     *
+     * @param positions the context length.
+     * @return the shape.
+     */
+    public SyntheticModel withContextLength(int positions)
+    {
+        return new SyntheticModel(architecture, layers, heads, kvHeads, hidden, intermediate, vocabulary, positions, seed);
+    }
+
+    /**
      * Returns the width of one head.
      *
      * @return {@code hidden / heads}.

@@ -5,6 +5,9 @@ import io.kvbridge.engine.jlama.SyntheticModel;
 import io.kvbridge.engine.jlama.serve.DisaggregatedRun;
 import io.kvbridge.engine.jlama.serve.RunOptions;
 import io.kvbridge.engine.jlama.serve.RunReport;
+import io.kvbridge.engine.jlama.serve.StreamedTtftBenchmark;
+import io.kvbridge.engine.jlama.serve.StreamedTtftOptions;
+import io.kvbridge.engine.jlama.serve.StreamedTtftReport;
 import io.kvbridge.engine.jlama.serve.TtftBenchmark;
 import io.kvbridge.engine.jlama.serve.TtftOptions;
 import io.kvbridge.engine.jlama.serve.TtftReport;
@@ -83,6 +86,11 @@ final class JlamaDemo
             description = "--ttft: timed pairs per length; the medians are reported (default: ${DEFAULT-VALUE}).")
     private int repetitions;
 
+    @Option(names = "--prefill-chunk", paramLabel = "TOKENS", defaultValue = "0",
+            description = "--ttft --stream-layers: the prompt chunk Jlama runs through every layer at a time (jlama.max_batch_size), the same "
+                    + "in both engine JVMs; a streamed layer moves only once the last chunk passed it; 0 keeps Jlama's 256 (default: ${DEFAULT-VALUE}).")
+    private int prefillChunk;
+
     @Option(names = "--bit-identity", paramLabel = "on|off", defaultValue = "on",
             description = "--engine jlama: on runs the engine JVMs with -XX:DisableIntrinsic=_VectorReductionCoerced (same logits bits in "
                     + "every JVM, about half the speed); off leaves it out (--ttft only) (default: ${DEFAULT-VALUE}).")
@@ -135,6 +143,7 @@ final class JlamaDemo
         InputChecks.check(spec, ttft != null || bitIdentity.equals("on"),
                 "--bit-identity off is for --ttft only: the sessions' audit compares logits bits, which the flag keeps equal across JVMs");
         InputChecks.check(spec, handBack.equals("on") || handBack.equals("off"), "--hand-back=%s (expected: on or off)", handBack);
+        InputChecks.check(spec, ttft != null || prefillChunk == 0, "--prefill-chunk=%d is for --ttft with --stream-layers, and positive", prefillChunk);
         if (turnTtft != null) {
             return JlamaTurnTtft.run(spec, turnTtft, transport, mode.toLowerCase(Locale.ROOT), model, repetitions, bitIdentity.equals("on"), seed, json);
         }
@@ -146,8 +155,6 @@ final class JlamaDemo
         int producerPp = producerStages(spec, context);
         // the demo's --stream-layers (a flag of the demo command, read by name): prefill hands each layer over as Jlama computes it
         boolean streamLayers = spec.commandLine().getParseResult().matchedOptionValue("--stream-layers", false);
-        InputChecks.check(spec, !streamLayers || mode.equalsIgnoreCase("push"),
-                "--stream-layers with --mode %s: a streamed prefill hands over by push only; give --mode push", mode.toLowerCase(Locale.ROOT));
         InputChecks.check(spec, handBack.equals("off") || turns == 1 || producerPp == 1 && !streamLayers,
                 "--turns %d with --hand-back on needs one prefill JVM handing over whole; with --producer-pp or --stream-layers give --hand-back off", turns);
         RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, BLOCK_TOKENS, -1,
@@ -216,17 +223,46 @@ final class JlamaDemo
 
     private int runTtft(CommandSpec spec, String transport, String mode, long seed, boolean json)
     {
-        InputChecks.check(spec, ttft.matches("\\d{1,4}(,\\d{1,4})*"), "--ttft=%s (expected: prompt lengths separated by commas, for example 256,1024,2048)", ttft);
+        InputChecks.check(spec, ttft.matches("\\d{1,5}(,\\d{1,5})*"), "--ttft=%s (expected: prompt lengths separated by commas, for example 256,1024,2048)", ttft);
         List<Integer> lengths = Stream.of(ttft.split(",")).map(Integer::parseInt).toList();
-        InputChecks.check(spec, lengths.stream().allMatch(n -> n >= 2 && n + 1 <= 4096), "--ttft=%s: each length must be in [2, 4095] (the model's context)",
-                ttft);
         InputChecks.check(spec, mode.equals("push") || mode.equals("pull"), "--ttft times one mode at a time; --mode=%s (expected: push or pull)", mode);
         InputChecks.check(spec, repetitions >= 1 && repetitions <= 100, "--ttft-runs=%d is outside [1, 100]", repetitions);
+        boolean streamLayers = spec.commandLine().getParseResult().matchedOptionValue("--stream-layers", false);
+        InputChecks.check(spec, prefillChunk == 0 || streamLayers && prefillChunk > 0, "--prefill-chunk=%d is for --ttft with --stream-layers, and positive",
+                prefillChunk);
+        if (streamLayers) {
+            // the streamed benchmark writes the model with a context that holds its longest prompt
+            InputChecks.check(spec, lengths.stream().allMatch(n -> n >= 2 && n <= StreamedTtftOptions.MAX_PROMPT),
+                    "--ttft=%s with --stream-layers: each length must be in [2, %d]", ttft, StreamedTtftOptions.MAX_PROMPT);
+            return runStreamedTtft(spec, new StreamedTtftOptions(transport, mode, model, lengths, repetitions, 1, bitIdentity.equals("on"), seed,
+                    BLOCK_TOKENS, prefillChunk), json);
+        }
+        InputChecks.check(spec, lengths.stream().allMatch(n -> n >= 2 && n + 1 <= 4096), "--ttft=%s: each length must be in [2, 4095] (the model's context)",
+                ttft);
         TtftOptions options = new TtftOptions(transport, mode, model, lengths, repetitions, 2, bitIdentity.equals("on"), seed, 16);
         Path directory = runDirectory();
         PrintWriter out = spec.commandLine().getOut();
         try {
             TtftReport report = TtftBenchmark.run(options, directory, System.getProperty("java.class.path"));
+            out.println(json ? report.toJson().toString() : report.toText());
+            out.flush();
+            return !options.bitIdentical() || report.allIdentical() ? 0 : 1;
+        }
+        catch (KvBridgeException e) {
+            return failed(spec, e);
+        }
+        finally {
+            delete(directory);
+        }
+    }
+
+    /** Streamed against whole hand-off at each length; the generated model's context grows for prompts over 4094 tokens. */
+    private int runStreamedTtft(CommandSpec spec, StreamedTtftOptions options, boolean json)
+    {
+        Path directory = runDirectory();
+        PrintWriter out = spec.commandLine().getOut();
+        try {
+            StreamedTtftReport report = StreamedTtftBenchmark.run(options, directory, System.getProperty("java.class.path"));
             out.println(json ? report.toJson().toString() : report.toText());
             out.flush();
             return !options.bitIdentical() || report.allIdentical() ? 0 : 1;

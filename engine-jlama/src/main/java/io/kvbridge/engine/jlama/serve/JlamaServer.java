@@ -71,7 +71,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class JlamaServer implements AutoCloseable
 {
-    private static final long RECEIVE_DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    private static final long RECEIVE_DEADLINE_NANOS = PrefillDeadlines.receiveNanos();
     private static final long SLOT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final Duration STAGE_LEASE = Duration.ofSeconds(120);
     /** A hand-back waits for the next turn's prefill, which may come after a long reference turn; the conversation keeps the slot anyway. */
@@ -88,6 +88,7 @@ public final class JlamaServer implements AutoCloseable
     private final CacheGeometry geometry;
     private final StreamedPrefill streamed;
     private final FirstTokens firstTokens = new FirstTokens();
+    private final PartialArrivals partialArrivals;
     private final Map<String, Integer> heldSlots = new HashMap<>();
     private final Map<String, Receiving> receiving = new LinkedHashMap<>();
     private final HandBackSource handBackSource;
@@ -109,6 +110,7 @@ public final class JlamaServer implements AutoCloseable
             this.streamed = null;
             this.handBackSource = null;
             this.handBackTarget = null;
+            this.partialArrivals = null;
             return;
         }
         String agent = "jlama-" + options.role() + (options.ppSize() > 1 ? "-pp" + options.ppRank() : "");
@@ -130,12 +132,15 @@ public final class JlamaServer implements AutoCloseable
         if (options.handBack() && options.role().equals("decode")) {
             settings.leaseDuration(HAND_BACK_LEASE);
         }
+        // a streamed request is held from before its pass: every deadline must outlast the longest prefill
+        PrefillDeadlines.extend(settings);
         // with the hand-back both engines run both connectors (kv_both): the decoder hands each conversation back, the prefill JVM receives it
         this.producer = options.role().equals("prefill") || options.handBack() ? bridge.producer(settings.build()) : null;
         this.consumer = options.role().equals("decode") || options.handBack() ? bridge.consumer(settings.build()) : null;
         this.handBackSource = options.role().equals("decode") ? new HandBackSource(pool, options.handBack() ? producer : null, options.corruptBlock() >= 0) : null;
         this.handBackTarget = options.role().equals("prefill") ? new HandBackTarget(engine, pool, producer, consumer, heldSlots) : null;
         this.streamed = producer == null ? null : new StreamedPrefill(producer, stage, options.corruptBlock() >= 0 ? this::corrupt : null);
+        this.partialArrivals = consumer == null ? null : new PartialArrivals(consumer, stage.modelLayers());
     }
 
     /**
@@ -430,6 +435,7 @@ public final class JlamaServer implements AutoCloseable
                         + ": no blocks received within " + TimeUnit.NANOSECONDS.toSeconds(RECEIVE_DEADLINE_NANOS) + " s"));
             }
         }
+        partialArrivals.observe(receiving);
     }
 
     /** Answers a landed session whose first token the prefill's outcome gives, or its prefill's failure. */
@@ -550,7 +556,8 @@ public final class JlamaServer implements AutoCloseable
         ConnectorAudit audit = producer != null ? producer.audit() : consumer != null ? consumer.audit() : null;
         // a kv_both engine is idle when both its connectors are
         ConnectorAudit received = producer != null && consumer != null ? consumer.audit() : null;
-        reply.put("idle", (audit == null || audit.idle()) && (received == null || received.idle()));
+        reply.put("idle", (audit == null || audit.idle()) && (received == null || received.idle()))
+                .put("partlyLoadedSessions", partialArrivals == null ? 0 : partialArrivals.sessions());
         if (geometry != null) {
             // what this JVM registered with its transport, as Jlama's own accessors place the layers
             reply.put("ppRank", stage.ppRank()).put("ppSize", stage.ppSize());

@@ -80,6 +80,17 @@ final class PrefillStages implements AutoCloseable
     }
 
     /**
+     * Wraps one prefill JVM started with options of the caller's choice (a benchmark's JVM flags).
+     *
+     * @param prefill the unsplit prefill JVM, ready.
+     * @return the stages: that one.
+     */
+    static PrefillStages of(EngineProcess prefill)
+    {
+        return new PrefillStages(List.of(prefill), 0);
+    }
+
+    /**
      * Runs a prompt's prefill on every stage at once, into one session slot the router hands out,
      * and answers as one prefill JVM would: stage 0's first token and logits digest, the longest
      * stage's prefill time and the merged parameters. Every stage must have computed the same first

@@ -28,7 +28,8 @@ import java.util.Locale;
  * @param producerPp prefill JVMs, one per pipeline stage, each registering and handing over only its
  *     stage's layers to the one decoder that holds them all; 1 for one prefill JVM.
  * @param streamLayers hand each request to the decoder when its prefill starts and move each layer as
- *     Jlama's forward pass completes it ({@code prefillStarted}, {@code layerComputed}); push only.
+ *     Jlama's forward pass completes it ({@code prefillStarted}, {@code layerComputed}): pushed by the
+ *     prefill JVM, or pulled by the decoder as each layer is announced.
  * @param handBack at each turn's end but the last the decoder hands the conversation's KV back to the prefill JVM, which keeps
  *     the session's slot, receives the blocks it lacks and computes only the next turn's new tokens; off recomputes the
  *     whole conversation each turn. One prefill JVM, handing over whole (not streamed), only.
@@ -218,8 +219,6 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         KvBridgeException.checkArgument(turns >= 1, "turns=%d is not positive", turns);
         KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= MAX_PRODUCER_PP, "producerPp=%d is outside [1, %d]", producerPp,
                 MAX_PRODUCER_PP);
-        KvBridgeException.checkArgument(!streamLayers || mode.equals("push"),
-                "mode=%s with streamed layers: a streamed prefill's parameters serve push only (kvbridge does not stream pull); give mode push", mode);
         KvBridgeException.checkArgument(!handBack || producerPp == 1 && !streamLayers,
                 "hand-back with producerPp=%d and streamLayers=%s: the hand-back needs one prefill JVM holding every layer and handing over whole; "
                         + "give --hand-back off", producerPp, streamLayers);

@@ -151,6 +151,11 @@ public record RunReport(RunOptions options, List<SessionResult> sessions, Object
                     ? "each turn's new tokens only" : "NOT each turn's new tokens only, expected " + prefillNewTokens())
                     : "  hand-back: off (each turn's prefill computes the whole conversation)\n");
         }
+        if (options.streamLayers()) {
+            // a layer in place while another is still missing: the session arrived layer by layer, not whole at the end
+            text.append(String.format(Locale.ROOT, "  sessions the decoder saw partly loaded (some layers in place, others not yet): %d%n",
+                    decodeAudit.path("partlyLoadedSessions").asLong()));
+        }
         text.append(String.format(Locale.ROOT, "  bytes moved: %d; decoder forwarded %d tokens (%s)%n", bytes, decoderForwardedTokens,
                 decoderRanOnlyDecodeSteps() ? "decode steps only, no prompt" : "MORE than its decode steps"));
         text.append(String.format(Locale.ROOT, "  idle audits: prefill %s (%d slots freed), decode %s%n", prefillAudit.path("idle").asBoolean() ? "idle" : "BUSY "
