@@ -2,6 +2,7 @@ package io.kvbridge.examples.demo;
 
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.RequestView;
 import io.kvbridge.api.TransferParams;
 import io.kvbridge.spi.ErrorCode;
 import io.kvbridge.spi.KvBridgeException;
@@ -90,7 +91,11 @@ final class PrefillCompute implements AutoCloseable
                 boolean computed = compute(request, requestId, tokens, blockIds);
                 if (stream && computed) {
                     for (ProducerConnector rank : producers) {
-                        if (!reported(() -> rank.allLayersComputed(requestId))) {
+                        try {
+                            rank.allLayersComputed(requestId);
+                        }
+                        catch (KvBridgeException e) {
+                            dropEnded(rank, requestId, e);
                             return;
                         }
                     }
@@ -138,8 +143,14 @@ final class PrefillCompute implements AutoCloseable
             if (stream) {
                 String name = engine.spec.layers().get(layer).name();
                 for (int r = 0; r < producers.size(); r++) {
-                    ProducerConnector rank = producers.get(r);
-                    if (held[r][layer] && !reported(() -> rank.layerComputed(requestId, name))) {
+                    if (!held[r][layer]) {
+                        continue;
+                    }
+                    try {
+                        producers.get(r).layerComputed(requestId, name);
+                    }
+                    catch (KvBridgeException e) {
+                        dropEnded(producers.get(r), requestId, e);
                         computeNanos.addAndGet(System.nanoTime() - began);
                         layersComputed.addAndGet(layer + 1);
                         return false;
@@ -153,26 +164,24 @@ final class PrefillCompute implements AutoCloseable
     }
 
     /**
-     * Reports a layer or the end of a streamed prefill. A rank refuses it with
-     * {@code INVALID_ARGUMENT} once the request ended there (its lease ran out mid-prefill, as while
-     * the process was stopped): an engine then drops the request's prefill, so the thread goes on
-     * with the next one instead of failing the host, and the audit counts it.
+     * A rank refused a layer or the end of a streamed prefill. Once the request ended there (its
+     * lease ran out mid-prefill, as while the process was stopped) an engine drops the request's
+     * prefill: the thread goes on with the next one instead of failing the host, and the audit
+     * counts it. Any other refusal is the demo's own mistake and fails the host.
      *
-     * @return whether the rank took the report.
+     * @throws KvBridgeException the refusal, when the rank still holds the request.
      */
-    private boolean reported(Runnable report)
+    private void dropEnded(ProducerConnector rank, String requestId, KvBridgeException refusal)
     {
-        try {
-            report.run();
-            return true;
+        RequestView view = new RequestView();
+        boolean ended = !rank.inspect(requestId, view) || switch (view.state()) {
+            case COMPLETED, FAILED, EXPIRED, ABORTED -> true;
+            case PENDING, HELD, REGISTERED, IN_FLIGHT -> false;
+        };
+        if (refusal.code() != ErrorCode.INVALID_ARGUMENT || !ended) {
+            throw refusal;
         }
-        catch (KvBridgeException e) {
-            if (e.code() != ErrorCode.INVALID_ARGUMENT) {
-                throw e;
-            }
-            cutShort.incrementAndGet();
-            return false;
-        }
+        cutShort.incrementAndGet();
     }
 
     /** @return whether the request's parameters are ready. @throws DemoFailure when a prefill failed. */
