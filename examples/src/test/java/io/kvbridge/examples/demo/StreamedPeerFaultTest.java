@@ -1,6 +1,5 @@
 package io.kvbridge.examples.demo;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -12,7 +11,7 @@ import io.kvbridge.api.TransferParams;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
@@ -83,7 +82,7 @@ final class StreamedPeerFaultTest
         Peers(String backend, String mode)
         {
             this.options = new DemoOptions(backend, mode, "hma", 1, 1, 1, 1, 8, 8, TOKENS, 1, 0, true, LEASE_MILLIS).withPrefill(true, LAYER_NANOS);
-            this.mode = TransferMode.valueOf(mode.toUpperCase(java.util.Locale.ROOT));
+            this.mode = TransferMode.valueOf(mode.toUpperCase(Locale.ROOT));
             this.capacity = DemoRun.capacity(options);
             this.decoderBlocks = new BlockPool(DemoModel.of("hma"), capacity, DemoModel.BLOCK_TOKENS);
             this.producer = startProducer();
