@@ -23,7 +23,8 @@ final class DemoStreaming
 
     @Option(names = "--stream-layers",
             description = "The producer reports each request with prefillStarted, hands its parameters to the decoder at once, and reports each layer "
-                    + "with layerComputed once its pages are filled, so that layers move while later ones compute (push only, --integrity off).")
+                    + "with layerComputed once its pages are filled, so that layers move while later ones compute: pushed as each is computed, or, with --mode pull or mixed, read by the decoder "
+                    + "as the producer announces them (--integrity off).")
     private boolean streamLayers;
 
     @Option(names = "--layer-compute", paramLabel = "DURATION", converter = ParsedTextConverter.DurationConverter.class,
@@ -43,8 +44,6 @@ final class DemoStreaming
         check(layerCompute == null || !layerCompute.isNegative() && layerCompute.compareTo(MAX_LAYER_COMPUTE) <= 0,
                 "--layer-compute=%s is outside [0, 1s]", layerCompute);
         if (streamLayers) {
-            check(options.mode().equals("push"), "--stream-layers cannot be combined with --mode %s: a streamed request is pushed by the producer as "
-                    + "each layer is computed, and pull does not stream; use --mode push", options.mode());
             check(options.integrity() == Integrity.OFF, "--stream-layers cannot be combined with --integrity %s: a block's digest needs its final "
                     + "bytes, and a streamed layer moves before the others are computed; use --integrity off", options.integrity().configName());
         }

@@ -44,7 +44,8 @@ import java.util.Map;
  *     a request after half of it; 0 for none (see {@link ProducerStall}).
  * @param streamLayers whether the producer announces each request with {@code prefillStarted}, hands its
  *     parameters to the decoder at once and reports each layer with {@code layerComputed} once filled
- *     (push only, integrity off); else it reports {@code prefillFinished} after its last layer.
+ *     (pushed, or pulled as the producer announces each layer; integrity off); else it reports
+ *     {@code prefillFinished} after its last layer.
  * @param layerComputeNanos simulated compute per layer on the producer, a sleep before each layer is
  *     filled (see {@link PrefillCompute}); 0 for none.
  */
@@ -97,9 +98,8 @@ public record DemoOptions(String backend, String mode, String layout, int produc
                 "stallProducerMillis=%d stops a producer process while it is mid-request: it needs processes=true and at least 2 requests",
                 stallProducerMillis);
         KvBridgeException.checkArgument(layerComputeNanos >= 0, "layerComputeNanos=%d is negative", layerComputeNanos);
-        KvBridgeException.checkArgument(!streamLayers || mode.equals("push") && integrity == Integrity.OFF,
-                "streamLayers=true needs mode=push and integrity=off (mode=%s, integrity=%s): a streamed request is pushed, and digests need final bytes",
-                mode, integrity.configName());
+        KvBridgeException.checkArgument(!streamLayers || integrity == Integrity.OFF,
+                "streamLayers=true needs integrity=off (integrity=%s): a block's digest needs its final bytes", integrity.configName());
         KvBridgeException.checkArgument(!(streamLayers || layerComputeNanos > 0) || corruptEvery == 0 && stallProducerMillis == 0,
                 "corruptEvery=%d and stallProducerMillis=%d act on a prefill that ends at once; not with streamLayers or layerComputeNanos", corruptEvery,
                 stallProducerMillis);

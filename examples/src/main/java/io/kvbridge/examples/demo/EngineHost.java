@@ -314,7 +314,7 @@ public final class EngineHost implements DemoHost
                 request.quarantineReasons.add(quarantine.reason());
             }
             for (ReceiveFailure failure : batch.failed()) {
-                rankDone(failure.requestId(), failure.code().id() + " " + failure.message(), events);
+                rankDone(failure.requestId(), describe(failure), events);
             }
             for (QuarantinedBlocks release : batch.released()) {
                 Receiving request = receiving(release.requestId());
@@ -327,6 +327,45 @@ public final class EngineHost implements DemoHost
             }
         }
         return any;
+    }
+
+    /** A failure's code and message, then which blocks it leaves invalid: {@code [invalid blocks per group N,M; first invalid block F]}. */
+    private static String describe(ReceiveFailure failure)
+    {
+        StringBuilder counts = new StringBuilder();
+        for (int g = 0; g < failure.invalidBlocks().groupCount(); g++) {
+            counts.append(g == 0 ? "" : ",").append(failure.invalidBlocks().group(g).length);
+        }
+        return failure.code().id() + " " + failure.message() + " [invalid blocks per group " + counts + "; first invalid block "
+                + failure.firstInvalidBlock() + "]";
+    }
+
+    /**
+     * Decoder: which layers of a request every rank holding them has loaded, by the model's layer
+     * index, as {@code layerLoaded} answers while the request is being received.
+     *
+     * @param request the request's index.
+     * @return one flag per layer of the model; null once the request was reported and polled.
+     */
+    public boolean[] layersLoaded(int request)
+    {
+        List<String> names = engine.spec.layers().stream().map(layer -> layer.name()).toList();
+        boolean[] loaded = new boolean[names.size()];
+        java.util.Arrays.fill(loaded, true);
+        for (int r = 0; r < consumers.size(); r++) {
+            for (Region region : engine.ranks.get(r).regions()) {
+                for (String member : region.members()) {
+                    try {
+                        loaded[names.indexOf(member)] &= consumers.get(r).layerLoaded(decoderId(request), member);
+                    }
+                    catch (io.kvbridge.spi.KvBridgeException e) {
+                        // the request is no longer received here: reported and polled
+                        return null;
+                    }
+                }
+            }
+        }
+        return loaded;
     }
 
     private Receiving receiving(String id)
@@ -427,6 +466,7 @@ public final class EngineHost implements DemoHost
         audit.put("handoverLatency", LatencyBuckets.read(meters, "kvbridge.handover.time"));
         audit.put("layerComputeNanos", compute == null ? 0 : compute.computeNanos());
         audit.put("layersComputed", compute == null ? 0 : compute.layersComputed());
+        audit.put("prefillsCutShort", compute == null ? 0 : compute.cutShort());
         audit.put("nonZeroBytes", spec.prefill() ? 0 : engine.nonZeroBytes());
         audit.put("cacheBytes", engine.totalBytes());
         // what the hosts allocated, not what was asked: the audit shows where the bytes really were

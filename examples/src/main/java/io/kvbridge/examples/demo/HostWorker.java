@@ -148,13 +148,24 @@ public final class HostWorker implements DemoHost.Events
             }
             case "receive" -> host.receive(request, WorkerProtocol.params(command.get("params")), TransferMode.valueOf(command.get("mode").asText()),
                     command.get("tokens").intValue(), WorkerProtocol.blockIds(command.get("blockIds")));
+            case "layers" -> {
+                ObjectNode layers = WorkerProtocol.message("ev", "layers").put("request", request);
+                boolean[] loaded = host.layersLoaded(request);
+                if (loaded != null) {
+                    ArrayNode flags = layers.putArray("loaded");
+                    for (boolean layer : loaded) {
+                        flags.add(layer);
+                    }
+                }
+                send(layers);
+            }
             case "sentinel" -> send(WorkerProtocol.message("ev", "sentinel").put("request", request).put("changed", host.sentinelChanged(request)));
             case "audit" -> {
                 ObjectNode audit = WorkerProtocol.message("ev", "audit");
                 audit.set("audit", WorkerProtocol.JSON.valueToTree(host.audit()));
                 send(audit);
             }
-            default -> throw new IllegalArgumentException("unknown command op=" + op + " (expected prefill, receive, sentinel, audit or exit)");
+            default -> throw new IllegalArgumentException("unknown command op=" + op + " (expected prefill, receive, layers, sentinel, audit or exit)");
         }
     }
 

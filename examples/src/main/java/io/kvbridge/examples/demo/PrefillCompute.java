@@ -2,7 +2,10 @@ package io.kvbridge.examples.demo;
 
 import io.kvbridge.api.BlockIds;
 import io.kvbridge.api.ProducerConnector;
+import io.kvbridge.api.RequestView;
 import io.kvbridge.api.TransferParams;
+import io.kvbridge.spi.ErrorCode;
+import io.kvbridge.spi.KvBridgeException;
 import io.kvbridge.spi.geometry.CacheGeometry;
 import io.kvbridge.spi.geometry.Region;
 import java.util.List;
@@ -29,6 +32,8 @@ import java.util.concurrent.locks.LockSupport;
  * takes it (its parameters are ready at once), each layer is reported with {@code layerComputed} on
  * the ranks that hold it once its pages are filled, and {@code allLayersComputed} follows the last.
  * Whole, {@code prefillFinished} follows the last layer, and the parameters are ready only then.
+ * A streamed request that ended on the producer before its prefill did (its lease ran out) is
+ * dropped: its remaining layers are neither computed nor reported.
  */
 final class PrefillCompute implements AutoCloseable
 {
@@ -46,6 +51,7 @@ final class PrefillCompute implements AutoCloseable
     private final AtomicReference<RuntimeException> failure = new AtomicReference<>();
     private final AtomicLong computeNanos = new AtomicLong();
     private final AtomicLong layersComputed = new AtomicLong();
+    private final AtomicLong cutShort = new AtomicLong();
 
     PrefillCompute(DemoEngine engine, List<ProducerConnector> producers, DemoOptions options)
     {
@@ -82,13 +88,19 @@ final class PrefillCompute implements AutoCloseable
         }
         thread.execute(() -> {
             try {
-                compute(request, requestId, tokens, blockIds);
-                if (stream) {
+                boolean computed = compute(request, requestId, tokens, blockIds);
+                if (stream && computed) {
                     for (ProducerConnector rank : producers) {
-                        rank.allLayersComputed(requestId);
+                        try {
+                            rank.allLayersComputed(requestId);
+                        }
+                        catch (KvBridgeException e) {
+                            dropEnded(rank, requestId, e);
+                            return;
+                        }
                     }
                 }
-                else {
+                else if (!stream) {
                     params.put(request, announce(requestId, blocks, false));
                 }
             }
@@ -109,7 +121,8 @@ final class PrefillCompute implements AutoCloseable
         return first;
     }
 
-    private void compute(int request, String requestId, int tokens, int[][] blockIds)
+    /** {@return whether every layer was computed and reported; false when the request's stream ended first} */
+    private boolean compute(int request, String requestId, int tokens, int[][] blockIds)
     {
         long began = System.nanoTime();
         int promptBlocks = engine.shape.blocks(tokens);
@@ -130,14 +143,45 @@ final class PrefillCompute implements AutoCloseable
             if (stream) {
                 String name = engine.spec.layers().get(layer).name();
                 for (int r = 0; r < producers.size(); r++) {
-                    if (held[r][layer]) {
+                    if (!held[r][layer]) {
+                        continue;
+                    }
+                    try {
                         producers.get(r).layerComputed(requestId, name);
+                    }
+                    catch (KvBridgeException e) {
+                        dropEnded(producers.get(r), requestId, e);
+                        computeNanos.addAndGet(System.nanoTime() - began);
+                        layersComputed.addAndGet(layer + 1);
+                        return false;
                     }
                 }
             }
         }
         computeNanos.addAndGet(System.nanoTime() - began);
         layersComputed.addAndGet(layers);
+        return true;
+    }
+
+    /**
+     * A rank refused a layer or the end of a streamed prefill. Once the request ended there (its
+     * lease ran out mid-prefill, as while the process was stopped) an engine drops the request's
+     * prefill: the thread goes on with the next one instead of failing the host, and the audit
+     * counts it. Any other refusal is the demo's own mistake and fails the host.
+     *
+     * @throws KvBridgeException the refusal, when the rank still holds the request.
+     */
+    private void dropEnded(ProducerConnector rank, String requestId, KvBridgeException refusal)
+    {
+        RequestView view = new RequestView();
+        boolean ended = !rank.inspect(requestId, view) || switch (view.state()) {
+            case COMPLETED, FAILED, EXPIRED, ABORTED -> true;
+            case PENDING, HELD, REGISTERED, IN_FLIGHT -> false;
+        };
+        if (refusal.code() != ErrorCode.INVALID_ARGUMENT || !ended) {
+            throw refusal;
+        }
+        cutShort.incrementAndGet();
     }
 
     /** @return whether the request's parameters are ready. @throws DemoFailure when a prefill failed. */
@@ -173,6 +217,12 @@ final class PrefillCompute implements AutoCloseable
     long computeNanos()
     {
         return computeNanos.get();
+    }
+
+    /** {@return the streamed prefills dropped because their request ended on the producer first} */
+    long cutShort()
+    {
+        return cutShort.get();
     }
 
     /** @return the layers it walked over all requests. */

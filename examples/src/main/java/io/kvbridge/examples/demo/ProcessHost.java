@@ -254,6 +254,28 @@ public final class ProcessHost implements DemoHost
                 "to check the sentinel of request " + request).get("changed").longValue();
     }
 
+    /**
+     * Decoder: which layers of a request the worker's ranks have loaded ({@link EngineHost#layersLoaded}).
+     *
+     * @param request the request's index.
+     * @return one flag per layer of the model; null once the request was reported.
+     */
+    public boolean[] layersLoaded(int request)
+    {
+        send(WorkerProtocol.message("op", "layers").put("request", request));
+        JsonNode answer = await(event -> event.path("ev").asText().equals("layers") && event.path("request").intValue() == request,
+                "to tell the layers loaded of request " + request);
+        JsonNode flags = answer.get("loaded");
+        if (flags == null) {
+            return null;
+        }
+        boolean[] loaded = new boolean[flags.size()];
+        for (int i = 0; i < loaded.length; i++) {
+            loaded[i] = flags.get(i).booleanValue();
+        }
+        return loaded;
+    }
+
     @Override
     public void stall(long millis)
     {

@@ -11,9 +11,9 @@ import io.kvbridge.json.TransferParamsJson;
 /**
  * The lines the demo's scheduler and its worker processes exchange over the worker's stdin and
  * stdout: one JSON object per line. The first line to a worker is its {@link HostSpec}; then commands
- * ({@code op}: {@code prefill}, {@code receive}, {@code audit}, {@code exit}) go in and events
- * ({@code ev}: {@code ready}, {@code params}, {@code freed}, {@code checked}, {@code audit},
- * {@code error}) come out.
+ * ({@code op}: {@code prefill}, {@code receive}, {@code layers}, {@code sentinel}, {@code audit},
+ * {@code exit}) go in and events ({@code ev}: {@code ready}, {@code params}, {@code freed},
+ * {@code checked}, {@code layers}, {@code sentinel}, {@code audit}, {@code error}) come out.
  */
 final class WorkerProtocol
 {

@@ -5,18 +5,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvbridge.examples.demo.DemoOptions;
 import io.kvbridge.examples.demo.Ucx;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * {@code kvbridge demo --stream-layers --layer-compute}: every byte of a streamed request arrives
- * over each transport and on each layout and shape the engine streams, the audit carries each
+ * {@code kvbridge demo --stream-layers --layer-compute}: every byte of a streamed request arrives,
+ * pushed, pulled or mixed, over each transport and on each layout and shape the engine streams, the audit carries each
  * request's decode-ready time streamed or not, and what cannot stream is refused up front.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -25,29 +29,41 @@ final class StreamedDemoTest
     /** Small runs: 8 requests of up to 600 tokens (some below streamMinTokens, most above), 30 layers of 1 ms each. */
     private static final List<String> SMALL = List.of("--json", "--requests", "8", "--concurrency", "4", "--max-tokens", "600", "--idle-seconds", "0.2");
 
-    @ParameterizedTest(name = "{0} {1}")
-    @CsvSource(delimiter = '|', value = {
-            "local|--layout hma",
-            "tcp|--layout hma",
-            "local|--layout mla --producer-pp 1",
-            "local|--layout per-layer --producer-tp 2 --consumer-tp 1",
-            "local|--layout per-layer --placement cross-layer --producer-pp 1",
-            "local|--layout per-layer --kv-planes split:blockwise --block-tokens 16:32 --consumer-pp 2",
-            "local|--model hybrid-ssm --layout hma"})
-    void everyStreamedByteArrives(String backend, String shape) throws Exception
+    /** Every shape the engine streams, each pushed, pulled and mixed (every other request pulled). */
+    static Stream<Arguments> streamedShapes()
     {
-        JsonNode audit = clean(demo(backend, "--stream-layers --layer-compute 1ms " + shape), 8);
+        List<String> shapes = List.of(
+                "local|--layout hma",
+                "tcp|--layout hma",
+                "local|--layout mla --producer-pp 1",
+                "local|--layout per-layer --producer-tp 2 --consumer-tp 1",
+                "local|--layout per-layer --placement cross-layer --producer-pp 1",
+                "local|--layout per-layer --kv-planes split:blockwise --block-tokens 16:32 --consumer-pp 2",
+                "local|--model hybrid-ssm --layout hma");
+        return DemoOptions.MODES.stream().flatMap(mode -> shapes.stream().map(shape -> shape.split("\\|")).map(shape -> Arguments.of(mode, shape[0], shape[1])));
+    }
+
+    @ParameterizedTest(name = "{0} {1} {2}")
+    @MethodSource("streamedShapes")
+    void everyStreamedByteArrives(String mode, String backend, String shape) throws Exception
+    {
+        JsonNode audit = clean(demo(backend, "--mode " + mode + " --stream-layers --layer-compute 1ms " + shape), 8);
+        assertEquals(mode, audit.get("mode").asText());
         assertTrue(audit.get("prefill").get("streamLayers").asBoolean());
         // 30 layers of at least 1 ms each, for every request
         assertTrue(audit.get("decodeReady").get("p50Ms").asDouble() >= 30, audit.get("decodeReady").toString());
         assertTrue(audit.get("prefill").get("measuredLayerMs").asDouble() >= 1, audit.get("prefill").toString());
     }
 
-    @Test
-    void streamsBetweenProcessesOverUcx() throws Exception
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', value = {"ucx|push", "ucx|mixed"})
+    void streamsBetweenProcesses(String backend, String mode) throws Exception
     {
-        Ucx.assumeAvailable();
-        clean(demo("ucx", "--processes --stream-layers --layer-compute 1ms"), 8);
+        if (backend.equals("ucx")) {
+            Ucx.assumeAvailable();
+        }
+        JsonNode audit = clean(demo(backend, "--processes --mode " + mode + " --stream-layers --layer-compute 1ms"), 8);
+        assertTrue(audit.get("decodeReady").get("p50Ms").asDouble() >= 30, audit.get("decodeReady").toString());
     }
 
     @Test
@@ -73,8 +89,6 @@ final class StreamedDemoTest
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "--mode pull|--stream-layers cannot be combined with --mode pull: a streamed request is pushed",
-            "--mode mixed|--stream-layers cannot be combined with --mode mixed",
             "--integrity crc32c --producer-pp 1|--stream-layers cannot be combined with --integrity crc32c: a block's digest needs its final bytes",
             "--fault corrupt:2|--fault=corrupt:2 acts on a prefill that ends at once",
             "--layer-compute 1s --concurrency 8|--stream-layers holds each request under its lease from prefillStarted, and with --concurrency=8 a "

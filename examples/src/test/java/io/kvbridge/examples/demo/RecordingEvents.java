@@ -13,6 +13,8 @@ final class RecordingEvents implements DemoHost.Events
 {
     final List<String> freed = new ArrayList<>();
     final List<String> checked = new ArrayList<>();
+    // every failure line of every failed request, whole
+    final List<String> failures = new ArrayList<>();
     // requests whose blocks a decoder host reported quarantined, and released on proof
     final List<Integer> quarantined = new ArrayList<>();
     final List<Integer> released = new ArrayList<>();
@@ -34,6 +36,7 @@ final class RecordingEvents implements DemoHost.Events
     @Override
     public void checked(int request, long parityErrors, List<String> failures)
     {
+        this.failures.addAll(failures);
         checked.add(request + " parity=" + parityErrors + (failures.isEmpty() ? "" : " failed=" + failures.getFirst().split(" ")[0]));
     }
 
