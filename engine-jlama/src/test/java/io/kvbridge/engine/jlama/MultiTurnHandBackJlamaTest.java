@@ -10,6 +10,8 @@ import io.kvbridge.engine.jlama.serve.ServerOptions;
 import io.kvbridge.engine.jlama.serve.SessionResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
 import java.util.HexFormat;
@@ -23,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The two-way hand-off between turns: at a turn's end the decoder hands the conversation's KV back
  * to the prefill JVM, which receives only the blocks it lacks and computes only the next turn's new
  * tokens, while every token and logits bit still matches a JVM that computed each turn's whole
- * prompt afresh.
+ * prompt afresh. Streamed, the prefill JVM announces each turn after its hand-back landed and hands
+ * each layer of the new tokens' pass forward as it computes it; the checks are the same.
  */
 class MultiTurnHandBackJlamaTest
 {
@@ -35,12 +38,13 @@ class MultiTurnHandBackJlamaTest
         return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     }
 
-    @Test
-    void threeTurnsOfTwoSessionsHandBackOnlyTheLackingBlocksAndStayBitIdentical(@TempDir Path dir)
+    @ParameterizedTest(name = "streamLayers={0}")
+    @ValueSource(booleans = {false, true})
+    void threeTurnsOfTwoSessionsHandBackOnlyTheLackingBlocksAndStayBitIdentical(boolean streamLayers, @TempDir Path dir)
     {
         // mixed: session 0 pushes both ways, session 1 pulls both ways
-        RunOptions options = new RunOptions("tcp", "mixed", 2, 40, 90, STEPS, 9, "llama", 16, -1, 2, 3);
-        assertTrue(options.handBack(), "several turns hand back by default");
+        RunOptions options = new RunOptions("tcp", "mixed", 2, 40, 90, STEPS, 9, "llama", 16, -1, 2, 3, null, 1, streamLayers);
+        assertTrue(options.handBack(), "several turns hand back by default, streamed or not");
         RunReport report = DisaggregatedRun.run(options, dir, classPath());
         System.err.println(report.toText());
         assertTrue(report.passed(), report::toText);
