@@ -171,6 +171,30 @@ public final class JlamaEngine implements AutoCloseable
     }
 
     /**
+     * Runs the forward pass over a prompt's new tokens as
+     * {@link #prefillFrom(KvBufferCache.KvBuffer, int[], int)} does, in the same chunks and with the
+     * same arithmetic, and tells the listener each layer as soon as its rows up to the prompt's end
+     * are written (the rows before {@code start} were there before the pass).
+     *
+     * @param buffer the session's buffer, holding positions {@code 0..start-1}.
+     * @param prompt the whole prompt's tokens.
+     * @param start the first position to compute; {@code 0 <= start < prompt.length}.
+     * @param listener told each layer of the model once, from this thread, during the pass.
+     * @return the first generated token and the logits it was chosen from.
+     */
+    public Step prefillFrom(KvBufferCache.KvBuffer buffer, int[] prompt, int start, LayerListener listener)
+    {
+        // positions are absolute: a layer holds the whole prompt once the chunk ending at prompt.length passed it
+        progress.arm(prompt.length, listener);
+        try {
+            return prefillFrom(buffer, prompt, start);
+        }
+        finally {
+            progress.disarm();
+        }
+    }
+
+    /**
      * Runs one decode step: the token at a position, attending to every position before it.
      *
      * @param buffer the session's buffer, holding positions {@code 0..position-1}.

@@ -10,11 +10,16 @@ import io.kvbridge.engine.jlama.serve.ServerOptions;
 import io.kvbridge.engine.jlama.serve.SessionResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.stream.IntStream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -23,7 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The two-way hand-off between turns: at a turn's end the decoder hands the conversation's KV back
  * to the prefill JVM, which receives only the blocks it lacks and computes only the next turn's new
  * tokens, while every token and logits bit still matches a JVM that computed each turn's whole
- * prompt afresh.
+ * prompt afresh. Streamed, the prefill JVM announces each turn after its hand-back landed and hands
+ * each layer of the new tokens' pass forward as it computes it; the checks are the same.
  */
 class MultiTurnHandBackJlamaTest
 {
@@ -35,12 +41,13 @@ class MultiTurnHandBackJlamaTest
         return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     }
 
-    @Test
-    void threeTurnsOfTwoSessionsHandBackOnlyTheLackingBlocksAndStayBitIdentical(@TempDir Path dir)
+    @ParameterizedTest(name = "streamLayers={0}")
+    @ValueSource(booleans = {false, true})
+    void threeTurnsOfTwoSessionsHandBackOnlyTheLackingBlocksAndStayBitIdentical(boolean streamLayers, @TempDir Path dir)
     {
         // mixed: session 0 pushes both ways, session 1 pulls both ways
-        RunOptions options = new RunOptions("tcp", "mixed", 2, 40, 90, STEPS, 9, "llama", 16, -1, 2, 3);
-        assertTrue(options.handBack(), "several turns hand back by default");
+        RunOptions options = new RunOptions("tcp", "mixed", 2, 40, 90, STEPS, 9, "llama", 16, -1, 2, 3, null, 1, streamLayers);
+        assertTrue(options.handBack(), "several turns hand back by default, streamed or not");
         RunReport report = DisaggregatedRun.run(options, dir, classPath());
         System.err.println(report.toText());
         assertTrue(report.passed(), report::toText);
@@ -86,14 +93,10 @@ class MultiTurnHandBackJlamaTest
             int[] prompt = IntStream.range(0, 40).map(i -> i == 0 ? 1 : 40 + i).toArray();
             ObjectNode first = prefill.request(prefill("c-1", "kept", prompt), 120);
             assertFalse(first.has("error"), first::toString);
-            ObjectNode decoded = decode.request(((ObjectNode) Lines.object().put("op", "decode").put("id", "c-1").put("promptLength", prompt.length)
-                    .put("steps", 3).put("mode", "PUSH").put("conversation", "kept").put("handBack", true).set("prompt", array(prompt)))
-                    .put("token", first.path("token").asInt()).put("params", first.path("params").asText()), 120);
-            assertFalse(decoded.has("error"), decoded::toString);
+            ObjectNode decoded = decodeAndHandBack(decode, "c-1", "kept", prompt, first);
             int held = prompt.length + 3;
             assertEquals(held, decoded.path("handBackTokens").asInt(), "the prompt and the three tokens the decoder fed");
-            int[] fed = {first.path("token").asInt(), decoded.path("tokens").path(0).asInt(), decoded.path("tokens").path(1).asInt()};
-            int[] next = IntStream.range(0, held + 10).map(i -> i < prompt.length ? prompt[i] : i < held ? fed[i - prompt.length] : 60).toArray();
+            int[] next = nextTurn(prompt, first, decoded);
 
             ObjectNode madeUp = prefill.request(withHandBack(prefill("c-2", "made-up", next), decoded), 60);
             assertEquals("INVALID_ARGUMENT", madeUp.path("error").asText(), madeUp::toString);
@@ -119,11 +122,30 @@ class MultiTurnHandBackJlamaTest
             prefill.request(Lines.object().put("op", "abort").put("id", "c-3"), 60);
             prefill.request(Lines.object().put("op", "abort").put("id", "c-4"), 60);
             decode.request(Lines.object().put("op", "forget").put("id", "f").put("conversation", "kept"), 60);
+
+            // streamed: the turn is announced (its parameters sent at once) only after the changed hand-back landed, so its pass reads it
+            ObjectNode streamedFirst = prefill.request(prefill("s-1", "streamed", prompt), 120);
+            assertFalse(streamedFirst.has("error"), streamedFirst::toString);
+            ObjectNode streamedDecoded = decodeAndHandBack(decode, "s-1", "streamed", prompt, streamedFirst);
+            assertArrayEquals(next, nextTurn(prompt, streamedFirst, streamedDecoded), "the same prompt decodes the same tokens");
+            List<ObjectNode> started = new ArrayList<>();
+            ObjectNode streamedTurn = prefill.request(withHandBack(prefill("s-3", "streamed", next), streamedDecoded).put("stream", true), 60,
+                    started::add);
+            assertFalse(streamedTurn.has("error"), streamedTurn::toString);
+            assertEquals(1, started.size(), "a streamed turn sends its parameters before its reply: " + started);
+            assertEquals(streamedTurn.path("params").asText(), started.getFirst().path("params").asText());
+            assertEquals(held, streamedTurn.path("computedFrom").asInt(), "only the new tokens were computed");
+            assertEquals(handedBack.path("digest").asText(), streamedTurn.path("digest").asText(),
+                    "streamed or whole, the pass over the new tokens read the same changed hand-back");
+            prefill.request(Lines.object().put("op", "abort").put("id", "s-3"), 60);
+            prefill.request(Lines.object().put("op", "forget").put("id", "f").put("conversation", "streamed"), 60);
+            decode.request(Lines.object().put("op", "forget").put("id", "f").put("conversation", "streamed"), 60);
+
             ObjectNode prefillAudit = awaitIdle(prefill);
             ObjectNode decodeAudit = awaitIdle(decode);
             assertTrue(prefillAudit.path("idle").asBoolean(), prefillAudit::toString);
             assertTrue(decodeAudit.path("idle").asBoolean(), decodeAudit::toString);
-            assertEquals(prompt.length + (next.length - held) + next.length, prefillAudit.path("forwardedTokens").asLong(),
+            assertEquals(2 * (prompt.length + next.length - held) + next.length, prefillAudit.path("forwardedTokens").asLong(),
                     "the refused turns computed nothing");
             assertEquals(2, prefillAudit.path("freeSlots").asInt(), prefillAudit::toString);
             assertEquals(2, decodeAudit.path("freeSlots").asInt(), decodeAudit::toString);
@@ -148,6 +170,24 @@ class MultiTurnHandBackJlamaTest
             array.add(token);
         }
         return array;
+    }
+
+    /** Decodes a conversation's turn three steps and hands it back. */
+    private static ObjectNode decodeAndHandBack(EngineProcess decode, String id, String conversation, int[] prompt, ObjectNode first)
+    {
+        ObjectNode decoded = decode.request(((ObjectNode) Lines.object().put("op", "decode").put("id", id).put("promptLength", prompt.length)
+                .put("steps", 3).put("mode", "PUSH").put("conversation", conversation).put("handBack", true).set("prompt", array(prompt)))
+                .put("token", first.path("token").asInt()).put("params", first.path("params").asText()), 120);
+        assertFalse(decoded.has("error"), decoded::toString);
+        return decoded;
+    }
+
+    /** The next turn's prompt: the earlier one, the three tokens the decoder fed, and ten new ones. */
+    private static int[] nextTurn(int[] prompt, ObjectNode first, ObjectNode decoded)
+    {
+        int held = prompt.length + 3;
+        int[] fed = {first.path("token").asInt(), decoded.path("tokens").path(0).asInt(), decoded.path("tokens").path(1).asInt()};
+        return IntStream.range(0, held + 10).map(i -> i < prompt.length ? prompt[i] : i < held ? fed[i - prompt.length] : 60).toArray();
     }
 
     private static ObjectNode withHandBack(ObjectNode command, ObjectNode decoded)

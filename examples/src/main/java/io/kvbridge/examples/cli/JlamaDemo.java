@@ -155,8 +155,9 @@ final class JlamaDemo
         int producerPp = producerStages(spec, context);
         // the demo's --stream-layers (a flag of the demo command, read by name): prefill hands each layer over as Jlama computes it
         boolean streamLayers = spec.commandLine().getParseResult().matchedOptionValue("--stream-layers", false);
-        InputChecks.check(spec, handBack.equals("off") || turns == 1 || producerPp == 1 && !streamLayers,
-                "--turns %d with --hand-back on needs one prefill JVM handing over whole; with --producer-pp or --stream-layers give --hand-back off", turns);
+        InputChecks.check(spec, handBack.equals("off") || turns == 1 || producerPp == 1,
+                "--turns %d with --hand-back on needs one prefill JVM: the hand-back lands in the JVM that keeps the conversation and computes its "
+                        + "new tokens through every layer, and a --producer-pp stage holds only its own; give --producer-pp 1 or --hand-back off", turns);
         RunOptions options = new RunOptions(transport, mode.toLowerCase(Locale.ROOT), sessions, min, max, decodeTokens, seed, model, BLOCK_TOKENS, -1,
                 concurrency, turns, modelDirectory, producerPp, streamLayers).withHandBack(turns > 1 && handBack.equals("on"));
         InputChecks.check(spec, options.maxPositions() <= context,

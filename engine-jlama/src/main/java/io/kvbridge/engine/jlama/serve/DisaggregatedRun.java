@@ -220,7 +220,14 @@ public final class DisaggregatedRun
         long startMicros = epochMicros();
         ObjectNode first;
         ObjectNode decoded;
-        if (options.streamLayers()) {
+        if (options.streamLayers() && plan.on() && conversation != null) {
+            // streamed and handed back: the prefill JVM receives what it lacks, then hands each layer of the new tokens' pass forward
+            StreamedHandoff.Replies replies = HandBackTurn.streamed(id, mode, conversation, tokens, plan, decodeCommand, prefill.single(), decode,
+                    REQUEST_SECONDS);
+            first = replies.prefill();
+            decoded = replies.decode();
+        }
+        else if (options.streamLayers()) {
             StreamedHandoff.Replies replies = StreamedHandoff.run(id, tokens, decodeCommand, prefill, decode, REQUEST_SECONDS);
             first = replies.prefill();
             decoded = replies.decode();

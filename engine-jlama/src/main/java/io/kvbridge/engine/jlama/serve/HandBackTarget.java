@@ -19,6 +19,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.IntSupplier;
 
 /**
@@ -27,7 +28,11 @@ import java.util.function.IntSupplier;
  * carries the decoder's hand-back receives only the blocks the slot lacks (those after its last
  * whole block, as {@link HandBacks#lacking} plans) through this JVM's consumer, then runs
  * Jlama's forward pass over the new tokens only, from the position after the handed-back ones, and
- * hands forward as any prefill. A hand-back naming a conversation this JVM does not keep, or whose
+ * hands forward as any prefill. A turn with {@code stream} hands forward as the streamed prefill
+ * does, after the hand-back landed: it announces the request with every block of the conversation
+ * ({@code prefillStarted}), sends its parameters at once, and runs the pass over the new tokens with
+ * the per-layer hook, so that the decoder receives each layer's new rows as they are computed. A
+ * hand-back naming a conversation this JVM does not keep, or whose
  * counts do not fit what it keeps and the new prompt, is refused before anything moves.
  */
 final class HandBackTarget
@@ -41,6 +46,8 @@ final class HandBackTarget
     private final Map<String, Integer> heldSlots;
     private final Map<String, Kept> kept = new HashMap<>();
     private final HandBacks handBacks;
+    private final StreamedPrefill streamed;
+    private final BiConsumer<String, ObjectNode> started;
 
     /**
      * Creates the conversations of a prefill JVM.
@@ -50,9 +57,14 @@ final class HandBackTarget
      * @param producer hands every turn forward.
      * @param consumer receives the hand-backs.
      * @param heldSlots the server's slots the producer holds, by request: a kept slot is let go only once no request holds it.
+     * @param streamed announces the layers of a streamed turn as its pass computes them.
+     * @param started sends a streamed turn's {@code started} message (its parameters) ahead of its reply, given the request id.
      */
-    HandBackTarget(JlamaEngine engine, JlamaSessionPool pool, ProducerConnector producer, ConsumerConnector consumer, Map<String, Integer> heldSlots)
+    HandBackTarget(JlamaEngine engine, JlamaSessionPool pool, ProducerConnector producer, ConsumerConnector consumer, Map<String, Integer> heldSlots,
+            StreamedPrefill streamed, BiConsumer<String, ObjectNode> started)
     {
+        this.streamed = streamed;
+        this.started = started;
         this.engine = engine;
         this.pool = pool;
         this.producer = producer;
@@ -84,7 +96,8 @@ final class HandBackTarget
     /**
      * Prefills a conversation's turn: the first into a free slot, a later one into the kept slot,
      * computing from the position after the hand-back's tokens when the command carries one
-     * ({@code handBack}, {@code handBackId}, {@code handBackTokens}, {@code mode}).
+     * ({@code handBack}, {@code handBackId}, {@code handBackTokens}, {@code mode}); streamed when it
+     * carries {@code stream}.
      *
      * @param command the {@code prefill} command with {@code conversation}.
      * @param freeSlot takes a free slot, within its deadline.
@@ -113,10 +126,10 @@ final class HandBackTarget
                 received = receive(id, conversation, planned);
                 receiveNanos = System.nanoTime() - begin;
             }
-            JlamaEngine.Step first = engine.prefillFrom(pool.buffer(slot), prompt, start);
+            Handed handed = command.path("stream").asBoolean() ? streamed(id, slot, prompt, start) : whole(id, slot, prompt, start);
+            JlamaEngine.Step first = handed.first();
+            TransferParams params = handed.params();
             long prefillNanos = System.nanoTime() - begin;
-            TransferParams params = producer.prefillFinished(id, pool.blockIds(slot, prompt.length));
-            heldSlots.put(id, slot);
             kept.put(conversation, new Kept(slot, prompt));
             handBacks.keep(conversation, prompt.length, pool.blockIds(slot, prompt.length));
             return Lines.object().put("token", first.token()).put("digest", Lines.digest(first.logits())).put("prefillNanos", prefillNanos)
@@ -130,6 +143,40 @@ final class HandBackTarget
             if (!heldSlots.containsValue(slot)) {
                 pool.release(slot);
             }
+            throw e;
+        }
+    }
+
+    /** A turn's first token and the parameters that hand it forward. */
+    private record Handed(JlamaEngine.Step first, TransferParams params)
+    {
+    }
+
+    /** Computes the new tokens, then hands the conversation's blocks forward once the pass finished. */
+    private Handed whole(String id, int slot, int[] prompt, int start)
+    {
+        JlamaEngine.Step first = engine.prefillFrom(pool.buffer(slot), prompt, start);
+        TransferParams params = producer.prefillFinished(id, pool.blockIds(slot, prompt.length));
+        heldSlots.put(id, slot);
+        return new Handed(first, params);
+    }
+
+    /**
+     * Announces the conversation's blocks before the pass over the new tokens and each layer as the
+     * pass completes it: the rows before {@code start} are in the slot already (kept, or handed back
+     * and landed), so a layer's blocks are whole once the pass announced it.
+     */
+    private Handed streamed(String id, int slot, int[] prompt, int start)
+    {
+        TransferParams params = producer.prefillStarted(id, pool.blockIds(slot, prompt.length));
+        // kvbridge holds the blocks now: the slot stays held until the producer reports the request freed
+        heldSlots.put(id, slot);
+        started.accept(id, Lines.object().put("op", "started").put("slot", slot).put("params", TransferParamsJson.write(params)));
+        try {
+            return new Handed(streamed.run(engine, slot, pool.buffer(slot), prompt, start, id), params);
+        }
+        catch (RuntimeException e) {
+            producer.abort(id);
             throw e;
         }
     }

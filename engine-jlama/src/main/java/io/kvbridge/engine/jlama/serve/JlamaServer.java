@@ -138,8 +138,8 @@ public final class JlamaServer implements AutoCloseable
         this.producer = options.role().equals("prefill") || options.handBack() ? bridge.producer(settings.build()) : null;
         this.consumer = options.role().equals("decode") || options.handBack() ? bridge.consumer(settings.build()) : null;
         this.handBackSource = options.role().equals("decode") ? new HandBackSource(pool, options.handBack() ? producer : null, options.corruptBlock() >= 0) : null;
-        this.handBackTarget = options.role().equals("prefill") ? new HandBackTarget(engine, pool, producer, consumer, heldSlots) : null;
         this.streamed = producer == null ? null : new StreamedPrefill(producer, stage, options.corruptBlock() >= 0 ? this::corrupt : null);
+        this.handBackTarget = options.role().equals("prefill") ? new HandBackTarget(engine, pool, producer, consumer, heldSlots, streamed, this::reply) : null;
         this.partialArrivals = consumer == null ? null : new PartialArrivals(consumer, stage.modelLayers());
     }
 

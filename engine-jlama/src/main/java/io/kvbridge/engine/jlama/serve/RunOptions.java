@@ -32,7 +32,7 @@ import java.util.Locale;
  *     prefill JVM, or pulled by the decoder as each layer is announced.
  * @param handBack at each turn's end but the last the decoder hands the conversation's KV back to the prefill JVM, which keeps
  *     the session's slot, receives the blocks it lacks and computes only the next turn's new tokens; off recomputes the
- *     whole conversation each turn. One prefill JVM, handing over whole (not streamed), only.
+ *     whole conversation each turn. One prefill JVM only; streamed or whole.
  * @param corruptHandBack negative control: the decoder changes one byte of the last handed-back row's key (layer 0) before
  *     each hand-back.
  */
@@ -41,7 +41,7 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         boolean corruptHandBack)
 {
     /**
-     * Options whose hand-back between turns is on wherever it applies: several turns, one prefill JVM, no streamed prefill.
+     * Options whose hand-back between turns is on wherever it applies: several turns, one prefill JVM.
      *
      * @param backend kvbridge transport.
      * @param mode {@code push}, {@code pull} or {@code mixed}.
@@ -63,7 +63,7 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
             int blockTokens, int corruptBlock, int concurrency, int turns, Path modelDirectory, int producerPp, boolean streamLayers)
     {
         this(backend, mode, sessions, promptMin, promptMax, decodeTokens, seed, model, blockTokens, corruptBlock, concurrency, turns, modelDirectory,
-                producerPp, streamLayers, turns > 1 && producerPp == 1 && !streamLayers, false);
+                producerPp, streamLayers, turns > 1 && producerPp == 1, false);
     }
 
     /**
@@ -219,9 +219,9 @@ public record RunOptions(String backend, String mode, int sessions, int promptMi
         KvBridgeException.checkArgument(turns >= 1, "turns=%d is not positive", turns);
         KvBridgeException.checkArgument(producerPp >= 1 && producerPp <= MAX_PRODUCER_PP, "producerPp=%d is outside [1, %d]", producerPp,
                 MAX_PRODUCER_PP);
-        KvBridgeException.checkArgument(!handBack || producerPp == 1 && !streamLayers,
-                "hand-back with producerPp=%d and streamLayers=%s: the hand-back needs one prefill JVM holding every layer and handing over whole; "
-                        + "give --hand-back off", producerPp, streamLayers);
+        KvBridgeException.checkArgument(!handBack || producerPp == 1,
+                "hand-back with producerPp=%d: the hand-back lands in one prefill JVM that keeps the conversation and computes its new tokens "
+                        + "through every layer, and a pipeline stage holds only its own layers; give --producer-pp 1 or --hand-back off", producerPp);
         KvBridgeException.checkArgument(!corruptHandBack || handBack, "corruptHandBack without handBack: nothing is handed back to change");
         KvBridgeException.checkArgument(concurrency >= 1 && concurrency <= MAX_CONCURRENCY, "concurrency=%d is outside [1, %d]", concurrency,
                 MAX_CONCURRENCY);

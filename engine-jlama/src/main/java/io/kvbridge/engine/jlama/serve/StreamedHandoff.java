@@ -8,6 +8,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * One request's streamed hand-off at the router: the prefill JVMs announce the request before
@@ -44,9 +46,25 @@ final class StreamedHandoff
      */
     static Replies run(String id, ArrayNode prompt, ObjectNode decodeCommand, PrefillStages prefill, EngineProcess decode, int seconds)
     {
+        return run(id, decodeCommand, started -> prefill.prefill(id, prompt, seconds, started), decode, seconds);
+    }
+
+    /**
+     * Runs one request's streamed prefill and decode, the prefill sent by the caller (a
+     * conversation's turn, with its hand-back).
+     *
+     * @param id the request.
+     * @param decodeCommand the decoder's {@code decode} command without {@code token} and {@code params}.
+     * @param prefill sends the streamed prefill, given what takes its parameters' JSON once they come, and answers its reply.
+     * @param decode the decode JVM.
+     * @param seconds each request's deadline.
+     * @return both replies.
+     */
+    static Replies run(String id, ObjectNode decodeCommand, Function<Consumer<String>, ObjectNode> prefill, EngineProcess decode, int seconds)
+    {
         AtomicReference<CompletableFuture<ObjectNode>> decoded = new AtomicReference<>();
         // sent on the stage's thread as its parameters come, so the decode command reaches the decoder before the first token does
-        ObjectNode first = prefill.prefill(id, prompt, seconds, params -> decoded.set(decode.submit(decodeCommand.put("params", params), seconds)));
+        ObjectNode first = prefill.apply(params -> decoded.set(decode.submit(decodeCommand.put("params", params), seconds)));
         if (decoded.get() == null) {
             // the prefill failed before it announced the request: the decoder never heard of it
             return new Replies(first.has("error") ? first : Lines.object().put("error", "PROTOCOL").put("message",

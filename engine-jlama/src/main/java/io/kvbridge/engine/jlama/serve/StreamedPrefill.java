@@ -60,10 +60,28 @@ final class StreamedPrefill implements LayerListener
      */
     JlamaEngine.Step run(JlamaEngine engine, int slot, KvBufferCache.KvBuffer buffer, int[] prompt, String requestId)
     {
+        return run(engine, slot, buffer, prompt, 0, requestId);
+    }
+
+    /**
+     * Runs the forward pass over the prompt's tokens from {@code start} on (a conversation's later
+     * turn: the slot holds the rows before it, kept or handed back), announcing this stage's layers
+     * as the pass completes them, then says every layer is computed.
+     *
+     * @param engine the engine.
+     * @param slot the session slot whose pages the request's blocks name.
+     * @param buffer the slot's pages, holding positions {@code 0..start-1}.
+     * @param prompt the whole prompt's tokens.
+     * @param start the first position to compute.
+     * @param requestId the request given to {@code prefillStarted}.
+     * @return the first token and its logits.
+     */
+    JlamaEngine.Step run(JlamaEngine engine, int slot, KvBufferCache.KvBuffer buffer, int[] prompt, int start, String requestId)
+    {
         this.requestId = requestId;
         this.slot = slot;
         try {
-            JlamaEngine.Step first = engine.prefill(buffer, prompt, this);
+            JlamaEngine.Step first = engine.prefillFrom(buffer, prompt, start, this);
             producer.allLayersComputed(requestId);
             return first;
         }
