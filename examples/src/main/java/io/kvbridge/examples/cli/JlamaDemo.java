@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParseResult;
@@ -241,32 +242,40 @@ final class JlamaDemo
         InputChecks.check(spec, lengths.stream().allMatch(n -> n >= 2 && n + 1 <= 4096), "--ttft=%s: each length must be in [2, 4095] (the model's context)",
                 ttft);
         TtftOptions options = new TtftOptions(transport, mode, model, lengths, repetitions, 2, bitIdentity.equals("on"), seed, 16);
-        Path directory = runDirectory();
-        PrintWriter out = spec.commandLine().getOut();
-        try {
+        return runBenchmark(spec, options.bitIdentical(), directory -> {
             TtftReport report = TtftBenchmark.run(options, directory, System.getProperty("java.class.path"));
-            out.println(json ? report.toJson().toString() : report.toText());
-            out.flush();
-            return !options.bitIdentical() || report.allIdentical() ? 0 : 1;
-        }
-        catch (KvBridgeException e) {
-            return failed(spec, e);
-        }
-        finally {
-            delete(directory);
-        }
+            return new Printed(json ? report.toJson().toString() : report.toText(), report.allIdentical());
+        });
     }
 
     /** Streamed against whole hand-off at each length; the generated model's context grows for prompts over 4094 tokens. */
     private int runStreamedTtft(CommandSpec spec, StreamedTtftOptions options, boolean json)
     {
+        return runBenchmark(spec, options.bitIdentical(), directory -> {
+            StreamedTtftReport report = StreamedTtftBenchmark.run(options, directory, System.getProperty("java.class.path"));
+            return new Printed(json ? report.toJson().toString() : report.toText(), report.allIdentical());
+        });
+    }
+
+    /** A benchmark's report as printed, and whether every pair gave the same bits both ways. */
+    record Printed(String text, boolean identical)
+    {
+    }
+
+    /**
+     * Runs a benchmark in a run directory of its own, prints its report and deletes the directory.
+     *
+     * @return 0, or 1 when it failed or, with the bit-identity flag, a pair's bits differed.
+     */
+    static int runBenchmark(CommandSpec spec, boolean bitIdentical, Function<Path, Printed> benchmark)
+    {
         Path directory = runDirectory();
         PrintWriter out = spec.commandLine().getOut();
         try {
-            StreamedTtftReport report = StreamedTtftBenchmark.run(options, directory, System.getProperty("java.class.path"));
-            out.println(json ? report.toJson().toString() : report.toText());
+            Printed printed = benchmark.apply(directory);
+            out.println(printed.text());
             out.flush();
-            return !options.bitIdentical() || report.allIdentical() ? 0 : 1;
+            return !bitIdentical || printed.identical() ? 0 : 1;
         }
         catch (KvBridgeException e) {
             return failed(spec, e);

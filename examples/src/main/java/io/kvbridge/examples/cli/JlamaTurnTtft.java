@@ -3,9 +3,6 @@ package io.kvbridge.examples.cli;
 import io.kvbridge.engine.jlama.serve.TurnTtftBenchmark;
 import io.kvbridge.engine.jlama.serve.TurnTtftOptions;
 import io.kvbridge.engine.jlama.serve.TurnTtftReport;
-import io.kvbridge.spi.KvBridgeException;
-import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
 import picocli.CommandLine.Model.CommandSpec;
@@ -39,19 +36,9 @@ final class JlamaTurnTtft
                 mode);
         InputChecks.check(spec, repetitions >= 1 && repetitions <= 100, "--ttft-runs=%d is outside [1, 100]", repetitions);
         TurnTtftOptions options = new TurnTtftOptions(transport, mode, model, lengths, repetitions, 1, bitIdentical, seed, 16);
-        Path directory = JlamaDemo.runDirectory();
-        PrintWriter out = spec.commandLine().getOut();
-        try {
+        return JlamaDemo.runBenchmark(spec, options.bitIdentical(), directory -> {
             TurnTtftReport report = TurnTtftBenchmark.run(options, directory, System.getProperty("java.class.path"));
-            out.println(json ? report.toJson().toString() : report.toText());
-            out.flush();
-            return !options.bitIdentical() || report.allIdentical() ? 0 : 1;
-        }
-        catch (KvBridgeException e) {
-            return JlamaDemo.failed(spec, e);
-        }
-        finally {
-            JlamaDemo.delete(directory);
-        }
+            return new JlamaDemo.Printed(json ? report.toJson().toString() : report.toText(), report.allIdentical());
+        });
     }
 }

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.List;
 import java.util.Locale;
-import java.util.function.ToLongFunction;
 
 /**
  * What the streamed-against-whole benchmark measured, with medians per prompt length and the goal:
@@ -106,9 +105,9 @@ public record StreamedTtftReport(StreamedTtftOptions options, List<String> jvmOp
     {
         return options.promptLengths().stream().map(length -> {
             List<Pair> of = pairs.stream().filter(p -> p.promptTokens() == length).toList();
-            return new Row(length, median(of, p -> p.streamed().decodeReadyNanos()), median(of, p -> p.whole().decodeReadyNanos()),
-                    median(of, p -> p.streamed().firstTokenNanos()), median(of, p -> p.whole().firstTokenNanos()),
-                    median(of, p -> p.whole().prefillNanos()), median(of, p -> p.streamed().prefillNanos()), median(of, p -> p.whole().transferNanos()),
+            return new Row(length, Medians.millis(of, p -> p.streamed().decodeReadyNanos()), Medians.millis(of, p -> p.whole().decodeReadyNanos()),
+                    Medians.millis(of, p -> p.streamed().firstTokenNanos()), Medians.millis(of, p -> p.whole().firstTokenNanos()),
+                    Medians.millis(of, p -> p.whole().prefillNanos()), Medians.millis(of, p -> p.streamed().prefillNanos()), Medians.millis(of, p -> p.whole().transferNanos()),
                     of.stream().allMatch(Pair::identical), layers);
         }).toList();
     }
@@ -121,17 +120,6 @@ public record StreamedTtftReport(StreamedTtftOptions options, List<String> jvmOp
     public boolean allIdentical()
     {
         return pairs.stream().allMatch(Pair::identical);
-    }
-
-    private static double median(List<Pair> pairs, ToLongFunction<Pair> value)
-    {
-        long[] values = pairs.stream().mapToLong(value).sorted().toArray();
-        if (values.length == 0) {
-            return Double.NaN;
-        }
-        int mid = values.length / 2;
-        double nanos = values.length % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
-        return nanos / 1e6;
     }
 
     /**

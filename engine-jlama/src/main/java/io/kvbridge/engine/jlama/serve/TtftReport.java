@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.List;
 import java.util.Locale;
-import java.util.function.ToLongFunction;
 
 /**
  * What the time-to-first-token benchmark measured, with medians per prompt length.
@@ -80,8 +79,8 @@ public record TtftReport(TtftOptions options, List<String> jvmOptions, List<Samp
     {
         return options.promptLengths().stream().map(length -> {
             List<Sample> of = samples.stream().filter(s -> s.promptTokens() == length).toList();
-            return new Row(length, median(of, Sample::disaggregatedNanos), median(of, Sample::recomputeNanos), median(of, Sample::prefillNanos),
-                    median(of, Sample::transferNanos), median(of, Sample::recomputePrefillNanos), median(of, Sample::firstStepNanos),
+            return new Row(length, Medians.millis(of, Sample::disaggregatedNanos), Medians.millis(of, Sample::recomputeNanos), Medians.millis(of, Sample::prefillNanos),
+                    Medians.millis(of, Sample::transferNanos), Medians.millis(of, Sample::recomputePrefillNanos), Medians.millis(of, Sample::firstStepNanos),
                     of.stream().allMatch(Sample::identical));
         }).toList();
     }
@@ -94,17 +93,6 @@ public record TtftReport(TtftOptions options, List<String> jvmOptions, List<Samp
     public boolean allIdentical()
     {
         return samples.stream().allMatch(Sample::identical);
-    }
-
-    private static double median(List<Sample> samples, ToLongFunction<Sample> value)
-    {
-        long[] values = samples.stream().mapToLong(value).sorted().toArray();
-        if (values.length == 0) {
-            return Double.NaN;
-        }
-        int mid = values.length / 2;
-        double nanos = values.length % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
-        return nanos / 1e6;
     }
 
     /**

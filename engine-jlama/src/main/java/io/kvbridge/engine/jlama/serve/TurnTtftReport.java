@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.List;
 import java.util.Locale;
-import java.util.function.ToLongFunction;
 
 /**
  * What the multi-turn time-to-first-token benchmark measured, with medians per history.
@@ -71,8 +70,8 @@ public record TurnTtftReport(TurnTtftOptions options, List<String> jvmOptions, L
     {
         return options.histories().stream().map(history -> {
             List<Sample> of = samples.stream().filter(s -> s.history() == history).toList();
-            return new Row(history, median(of, Sample::handBackNanos), median(of, Sample::recomputeNanos), median(of, Sample::receiveNanos),
-                    median(of, Sample::handBackPrefillNanos), median(of, Sample::recomputePrefillNanos),
+            return new Row(history, Medians.millis(of, Sample::handBackNanos), Medians.millis(of, Sample::recomputeNanos), Medians.millis(of, Sample::receiveNanos),
+                    Medians.millis(of, Sample::handBackPrefillNanos), Medians.millis(of, Sample::recomputePrefillNanos),
                     of.isEmpty() ? 0 : of.getFirst().handBackBlocks(), of.isEmpty() ? 0 : of.getFirst().computedTokens(),
                     of.stream().allMatch(Sample::identical));
         }).toList();
@@ -86,17 +85,6 @@ public record TurnTtftReport(TurnTtftOptions options, List<String> jvmOptions, L
     public boolean allIdentical()
     {
         return samples.stream().allMatch(Sample::identical);
-    }
-
-    private static double median(List<Sample> samples, ToLongFunction<Sample> value)
-    {
-        long[] values = samples.stream().mapToLong(value).sorted().toArray();
-        if (values.length == 0) {
-            return Double.NaN;
-        }
-        int mid = values.length / 2;
-        double nanos = values.length % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
-        return nanos / 1e6;
     }
 
     /**
