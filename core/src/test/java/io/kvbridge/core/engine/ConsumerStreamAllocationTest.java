@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * compiler's profile there keeps some object a step makes from being eliminated); until it is
  * found and removed these checks cannot be part of the suite.
  */
-@EnabledIfSystemProperty(named = "kvbridge.measure", matches = "true")
+@EnabledIfSystemProperty(named = "kvbridge.measure", matches = "true",
+        disabledReason = "opt-in (-Dkvbridge.measure=true): after core's other tests in one JVM a worker step allocates 32 B from a source not yet found")
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 final class ConsumerStreamAllocationTest
 {
